@@ -1,0 +1,34 @@
+"""Shared fixtures: where the real data lives, and markers for tests needing it or OpenSim."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+HAVE_DATA = DATA.is_dir()
+HAVE_OPENSIM = importlib.util.find_spec("opensim") is not None
+
+needs_data = pytest.mark.skipif(not HAVE_DATA, reason="../shared/data is absent")
+needs_opensim = pytest.mark.skipif(not HAVE_OPENSIM, reason="official OpenSim (extra 'interop') not installed")
+
+MODELS = DATA / "opensim-models"
+REF = DATA / "opensim-reference"
+ARM26 = MODELS / "Models" / "Arm26" / "arm26.osim"
+GAIT2354 = MODELS / "Models" / "Gait2354_Simbody" / "gait2354_simbody.osim"
+GAIT2354_SUBJECT = MODELS / "Models" / "Gait2354_Simbody" / "subject01_simbody.osim"
+GAIT_PIPE = MODELS / "Pipelines" / "Gait2354_Simbody"
+GAIT_REF_MODEL = GAIT_PIPE / "OutputReference" / "subject01_simbody.osim"
+TSM = DATA / "opensim-core" / "OpenSim" / "Tests" / "shared" / "ThoracoscapularShoulderModel.osim"
+TSM_ID = DATA / "opensim-core" / "Applications" / "ID" / "tests" / "resources"
+LENHART = DATA / "opensim-jam" / "models" / "knee_healthy" / "lenhart2015" / "lenhart2015.osim"
+ARM26_TUT = MODELS / "Tutorials" / "Computed_Muscle_Control"
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    if not HAVE_DATA:
+        pytest.skip("../shared/data is absent")
+    return DATA
