@@ -1,0 +1,433 @@
+"""Read and write OpenSim storage files (``.sto``, ``.mot``).
+
+Format (as read by OpenSim's ``Storage`` and ``STOFileAdapter``)::
+
+    <name>                      first line, unless it already is a key=value line
+    version=1                   header lines: key=value pairs or free text
+    nRows=121                   number of data rows
+    nColumns=3                  number of columns, *including* time
+    inDegrees=yes               rotational coordinates in degrees (yes) or radians (no)
+    endheader
+    time<TAB>q1<TAB>q2          column labels; the first column is time
+    0.0<TAB>1.5<TAB>2.5         one row per time
+
+Version 2 files (``STOFileAdapter``) carry ``DataType=double``, ``version=2`` and
+``OpenSimVersion=`` instead of ``nRows``/``nColumns``; old SIMM ``.mot`` files may use
+``datarows``/``datacolumns`` and space-separated columns. All of these read.
+
+Like ``Storage``, the first column is the time column whatever its label.
+"""
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from arthron.errors import DataFileError, UnsupportedFeature
+
+__all__ = ["Table", "read_sto", "read_mot", "write_sto", "write_mot"]
+
+_RESERVED_KEYS = {"version", "nrows", "ncolumns", "indegrees", "datarows", "datacolumns"}
+
+
+@dataclass
+class Table:
+    """A time-indexed table of doubles, as in an OpenSim ``.sto``/``.mot`` file.
+
+    Attributes
+    ----------
+    name : str
+        The file's name line (``Storage``'s name), e.g. ``"Coordinates"``; ``""`` if absent.
+    time : ndarray, shape (T,)
+        The first column, in seconds, strictly increasing.
+    labels : list of str, length n
+        Column labels without the time column. Labels may repeat (OpenSim's
+        JointReaction writes duplicates); :meth:`column` then returns the first.
+    data : ndarray, shape (T, n)
+        The values, float64; empty or ``nan`` cells are NaN.
+    in_degrees : bool or None
+        The header's ``inDegrees`` (``yes``/``true`` -> True); None when absent.
+    metadata : dict of str -> str
+        Every ``key=value`` header line, verbatim (``version``, ``nRows``, ``DataType`` ...).
+    comments : list of str
+        The free-text header lines (neither the name line nor key=value), blank lines dropped.
+    time_label : str
+        Label of the first column (``"time"`` in all OpenSim outputs).
+    source : Path or None
+        The file the table was read from (writers refuse to overwrite it).
+    """
+
+    name: str
+    time: np.ndarray
+    labels: list[str]
+    data: np.ndarray
+    in_degrees: bool | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    comments: list[str] = field(default_factory=list)
+    time_label: str = "time"
+    source: Path | None = None
+
+    @property
+    def n_rows(self) -> int:
+        return int(np.shape(self.time)[0])
+
+    def column(self, label: str) -> np.ndarray:
+        """Return the column named ``label``, shape (T,).
+
+        Raises ``KeyError`` when no column has this label; with duplicated labels the first
+        column wins (as ``Storage::getStateIndex``).
+        """
+        try:
+            j = self.labels.index(label)
+        except ValueError:
+            raise KeyError(f"no column {label!r} in table {self.name!r}") from None
+        return self.data[:, j]
+
+    def to_radians(self, rotational_labels) -> "Table":
+        """Return a copy with the given columns converted from degrees to radians.
+
+        Only when ``in_degrees`` is True; otherwise (False, or None which OpenSim's
+        ``Storage`` treats as radians) an unchanged copy is returned. The copy has
+        ``in_degrees=False``. Unknown labels raise ``KeyError``.
+        """
+        data = np.array(self.data, dtype=float, copy=True)
+        if self.in_degrees:
+            for lab in rotational_labels:
+                if lab not in self.labels:
+                    raise KeyError(f"no column {lab!r} in table {self.name!r}")
+                for j, l2 in enumerate(self.labels):
+                    if l2 == lab:
+                        data[:, j] = np.deg2rad(data[:, j])
+        md = dict(self.metadata)
+        if "inDegrees" in md:
+            md["inDegrees"] = "no"
+        return replace(self, data=data, in_degrees=False if self.in_degrees is not None else None,
+                       metadata=md, labels=list(self.labels), time=np.array(self.time, copy=True))
+
+
+# --------------------------------------------------------------------------------------
+# shared helpers (also used by arthron.io.trc)
+# --------------------------------------------------------------------------------------
+def _read_lines(path: Path) -> list[str]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise DataFileError("file does not exist", path) from None
+    except OSError as e:
+        raise DataFileError(f"cannot read file: {e.strerror or e}", path) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.splitlines()
+
+
+def _split_cells(line: str) -> list[str]:
+    """Split a data/label line: on tabs when it has any, else on runs of whitespace.
+
+    Cells are stripped of surrounding spaces and trailing empty cells (from trailing
+    tabs, common in files written by spreadsheets) are dropped.
+    """
+    if "\t" in line:
+        cells = [c.strip() for c in line.split("\t")]
+        while cells and cells[-1] == "":
+            cells.pop()
+        return cells
+    return line.split()
+
+
+def _check_not_input(path: Path, sources) -> None:
+    target = Path(path).resolve()
+    for src in sources:
+        if src is None:
+            continue
+        try:
+            same = target == Path(src).resolve() or (target.exists() and os.path.samefile(target, src))
+        except OSError:
+            same = False
+        if same:
+            raise DataFileError("refusing to overwrite the input file the data was read from", path)
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (temp file in the same folder + os.replace)."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise DataFileError("output folder does not exist", path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise DataFileError(f"cannot write file: {e.strerror or e}", path) from None
+        raise
+
+
+def _fmt(x: float) -> str:
+    """Shortest decimal string that reads back to the same double (repr), C-readable."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Inf" if x > 0 else "-Inf"
+    return repr(x)
+
+
+def _parse_bool(value: str) -> bool | None:
+    v = value.strip().lower()
+    if v in ("yes", "true", "1", "y"):
+        return True
+    if v in ("no", "false", "0", "n"):
+        return False
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# reading
+# --------------------------------------------------------------------------------------
+def read_sto(path) -> Table:
+    """Read an OpenSim ``.sto`` or ``.mot`` file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    Table
+        ``time`` (T,) s, ``data`` (T, n) in the file's units (no degree conversion:
+        see :meth:`Table.to_radians`), ``labels`` without the time column.
+
+    Raises
+    ------
+    DataFileError
+        Missing file; no ``endheader`` line; no column-label line; ``nColumns`` (which counts
+        time) different from the number of labels; a row with a different number of cells
+        than labels (``where="line N"``); a non-numeric cell (line N, column label);
+        ``nRows``/``datarows`` different from the number of data rows; time not strictly
+        increasing (line N).
+    UnsupportedFeature
+        A version-2 file whose ``DataType`` is not ``double`` (e.g. ``Vec3`` tables).
+
+    Source
+    ------
+    OpenSim ``Storage`` (header up to ``endheader``; first line = name; ``nRows``,
+    ``nColumns`` incl. time, ``inDegrees``) and ``STOFileAdapter``/``DelimFileAdapter``
+    (``key=value`` metadata, ``DataType``, ``version=2``, tab-delimited).
+    """
+    path = Path(path)
+    lines = _read_lines(path)
+    end = None
+    for i, line in enumerate(lines):
+        if line.strip().lower() == "endheader":
+            end = i
+            break
+    if end is None:
+        raise DataFileError("no 'endheader' line: not an OpenSim .sto/.mot file", path)
+
+    name = ""
+    metadata: dict[str, str] = {}
+    comments: list[str] = []
+    key_line: dict[str, int] = {}
+    for i in range(end):
+        text = lines[i].strip()
+        if i == 0 and "=" not in text:
+            name = text
+            continue
+        if not text:
+            continue
+        if "=" in text:
+            k, v = text.split("=", 1)
+            k = k.strip()
+            metadata[k] = v.strip()
+            key_line[k.lower()] = i + 1
+        else:
+            comments.append(text)
+    lower = {k.lower(): v for k, v in metadata.items()}
+
+    dtype = lower.get("datatype")
+    if dtype is not None and dtype.strip().lower() not in ("double", ""):
+        raise UnsupportedFeature(f"DataType={dtype} tables are not supported (only double)", path,
+                                 f"line {key_line['datatype']}")
+
+    def _int_key(*keys):
+        for k in keys:
+            if k in lower:
+                try:
+                    return int(float(lower[k])), k
+                except ValueError:
+                    raise DataFileError(f"header value {k}={lower[k]!r} is not an integer", path,
+                                        f"line {key_line[k]}") from None
+        return None, None
+
+    n_rows_hdr, rows_key = _int_key("nrows", "datarows")
+    n_cols_hdr, cols_key = _int_key("ncolumns", "datacolumns")
+    in_degrees = _parse_bool(lower["indegrees"]) if "indegrees" in lower else None
+
+    # column labels: first non-blank line after endheader
+    i = end + 1
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    if i >= len(lines):
+        raise DataFileError("no column-label line after 'endheader'", path, f"line {end + 1}")
+    all_labels = _split_cells(lines[i])
+    label_lineno = i + 1
+    if any(lab == "" for lab in all_labels):
+        raise DataFileError("empty column label", path, f"line {label_lineno}")
+    if len(all_labels) < 1:
+        raise DataFileError("no column labels", path, f"line {label_lineno}")
+    if n_cols_hdr is not None and n_cols_hdr != len(all_labels):
+        raise DataFileError(
+            f"header says {cols_key}={n_cols_hdr} (columns including time) but the label line has "
+            f"{len(all_labels)} labels", path, f"line {key_line[cols_key]}")
+    ncol = len(all_labels)
+
+    rows: list[list[float]] = []
+    linenos: list[int] = []
+    for j in range(i + 1, len(lines)):
+        line = lines[j]
+        if not line.strip():
+            continue
+        cells = _split_cells(line)
+        if len(cells) != ncol:
+            raise DataFileError(f"row has {len(cells)} cells but there are {ncol} column labels",
+                                path, f"line {j + 1}")
+        row = []
+        for c, cell in enumerate(cells):
+            if cell == "":
+                row.append(math.nan)
+                continue
+            try:
+                row.append(float(cell))
+            except ValueError:
+                raise DataFileError(f"non-numeric value {cell!r} in column {all_labels[c]!r}", path,
+                                    f"line {j + 1}") from None
+        rows.append(row)
+        linenos.append(j + 1)
+
+    if n_rows_hdr is not None and n_rows_hdr != len(rows):
+        raise DataFileError(f"header says {rows_key}={n_rows_hdr} but the file has {len(rows)} data rows",
+                            path, f"line {key_line[rows_key]}")
+    arr = np.array(rows, dtype=float).reshape(len(rows), ncol)
+    time = arr[:, 0].copy()
+    if not np.all(np.isfinite(time)):
+        k = int(np.flatnonzero(~np.isfinite(time))[0])
+        raise DataFileError("time is not a finite number", path, f"line {linenos[k]}")
+    if len(time) > 1:
+        bad = np.flatnonzero(np.diff(time) <= 0)
+        if bad.size:
+            k = int(bad[0]) + 1
+            raise DataFileError(f"time {time[k]!r} is not greater than the previous time {time[k - 1]!r}",
+                                path, f"line {linenos[k]}")
+    return Table(name=name, time=time, labels=list(all_labels[1:]), data=arr[:, 1:].copy(),
+                 in_degrees=in_degrees, metadata=metadata, comments=comments,
+                 time_label=all_labels[0], source=path)
+
+
+read_mot = read_sto
+
+
+# --------------------------------------------------------------------------------------
+# writing
+# --------------------------------------------------------------------------------------
+def _validate_labels(labels, path, what="label"):
+    for lab in labels:
+        if not isinstance(lab, str) or lab == "" or any(ch in lab for ch in "\t\r\n"):
+            raise DataFileError(f"invalid column {what} {lab!r} (empty or containing tab/newline)", path)
+
+
+def format_sto(table: Table, path=None, allow_nan: bool = False) -> str:
+    """Return the text :func:`write_sto` writes (version=1 header, tab-delimited, repr floats)."""
+    time = np.asarray(table.time, dtype=float)
+    data = np.asarray(table.data, dtype=float)
+    if time.ndim != 1:
+        raise DataFileError(f"time must have shape (T,), got {time.shape}", path)
+    if data.ndim != 2 or data.shape[0] != time.shape[0]:
+        raise DataFileError(f"data must have shape (T={time.shape[0]}, n), got {data.shape}", path)
+    if len(table.labels) != data.shape[1]:
+        raise DataFileError(f"{len(table.labels)} labels for {data.shape[1]} data columns", path)
+    _validate_labels([table.time_label or "time", *table.labels], path)
+    if not np.all(np.isfinite(time)):
+        raise DataFileError("time contains NaN or Inf", path)
+    if time.size > 1 and np.any(np.diff(time) <= 0):
+        k = int(np.flatnonzero(np.diff(time) <= 0)[0]) + 1
+        raise DataFileError(f"time is not strictly increasing at row {k}", path)
+    if not allow_nan and not np.all(np.isfinite(data)):
+        r, c = (int(v) for v in np.argwhere(~np.isfinite(data))[0])
+        raise DataFileError(
+            f"data contains NaN/Inf (row {r}, column {table.labels[c]!r}); OpenSim's Storage (used by "
+            "the ID/IK/Analyze tools) silently stops reading at such a cell. Pass allow_nan=True to "
+            "write them as NaN/Inf anyway (STOFileAdapter and arthron read them)", path)
+    name = (table.name or "").strip() or (Path(path).stem if path is not None else "table")
+    if "=" in name or "\n" in name or "\r" in name:
+        raise DataFileError(f"invalid table name {name!r} (must not contain '=' or newlines)", path)
+
+    out = [name, "version=1", f"nRows={time.shape[0]}", f"nColumns={data.shape[1] + 1}"]
+    if table.in_degrees is not None:
+        out.append(f"inDegrees={'yes' if table.in_degrees else 'no'}")
+    for k, v in table.metadata.items():
+        if k.strip().lower() in _RESERVED_KEYS or k.strip().lower() in ("datatype", "opensimversion"):
+            continue
+        k, v = str(k).strip(), str(v).strip()
+        if not k or any(ch in k + v for ch in "\r\n") or "=" in k:
+            raise DataFileError(f"invalid metadata entry {k!r}={v!r}", path)
+        out.append(f"{k}={v}")
+    for c in table.comments:
+        c = str(c).strip()
+        if c.lower() == "endheader" or any(ch in c for ch in "\r\n"):
+            raise DataFileError(f"invalid comment line {c!r}", path)
+        if c:
+            out.append(c)
+    out.append("endheader")
+    out.append("\t".join([table.time_label or "time", *table.labels]))
+    full = np.column_stack([time, data]) if data.size or time.size else np.zeros((0, 1))
+    for row in full.tolist():
+        out.append("\t".join(_fmt(v) for v in row))
+    return "\n".join(out) + "\n"
+
+
+def write_sto(path, table: Table, *, allow_nan: bool = False) -> None:
+    """Write ``table`` as an OpenSim storage file readable by ``Storage`` and ``STOFileAdapter``.
+
+    Header: name line, ``version=1``, ``nRows``, ``nColumns`` (counting time), ``inDegrees``
+    (when ``table.in_degrees`` is not None), the table's other ``key=value`` metadata and
+    comment lines, ``endheader``; then the label line starting with the time label and one
+    tab-separated row per time. Values use Python's shortest round-trip repr (17
+    significant digits at most) so the doubles read back identically.
+
+    Non-finite data are refused unless ``allow_nan=True`` (then written ``NaN``/``Inf``/``-Inf``):
+    OpenSim 4.6's ``Storage`` reader cannot parse them and silently drops the rest of the
+    file from that cell on (measured: a 3-row file with ``nan`` in row 2 reads as 2 rows).
+
+    The file is written whole or not at all (temporary file in the same folder, then
+    ``os.replace``).
+
+    Raises
+    ------
+    DataFileError
+        Inconsistent table (labels count != data columns, time shape, time not strictly
+        increasing or non-finite, labels with tabs/newlines, NaN/Inf data without
+        ``allow_nan``); the output path is the file the
+        table was read from (``table.source``); the folder does not exist or is not writable.
+    """
+    path = Path(path)
+    _check_not_input(path, [table.source])
+    text = format_sto(table, path, allow_nan=allow_nan)
+    _atomic_write_text(path, text)
+
+
+write_mot = write_sto
