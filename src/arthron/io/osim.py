@@ -1,0 +1,984 @@
+"""OpenSim model files (``.osim``): read into :class:`arthron.models.model.Model`, write 4.x.
+
+Reading accepts the 4.x format (``Version="40000"``: sockets, PhysicalOffsetFrames owned by
+joints) and the 3.x/2.x formats still found in real models (``<Joint>`` inside ``<Body>``,
+``location_in_parent``/``orientation_in_parent``, ``<body>`` references, ``inertia_xx`` ...),
+the way OpenSim 4.6 upgrades them in memory. Element names containing ``::`` (HuntCrossleyForce
+contact parameters in several OpenSim example models) are ordinary XML names to lxml and do not
+break parsing.
+
+Components arthron does not model (contact geometry and forces, plugin classes such as
+``Smith2018ArticularContactForce``, controllers, probes, model-level components) are kept as
+their XML and written back verbatim; they never make reading fail.
+
+Writing always produces a ``Version="40000"`` document that OpenSim 4.6 loads and that means the
+same as the input (same bodies, frames, joints, coordinates, constraints, markers, forces).
+"""
+from __future__ import annotations
+
+import copy
+import os
+import posixpath
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+from lxml import etree
+
+from ..errors import ArthronWarning, ModelFileError, UnsupportedFeature
+from ..models import functions as fn
+from ..models.model import (
+    GROUND, JOINT_TYPES, MUSCLE_TYPES, Body, Constraint, Coordinate, Force, Geometry,
+    GeometryPath, Joint, Marker, Model, OffsetFrame, PathPoint, PathWrap, TransformAxis,
+    WrapObject, body_path,
+)
+
+__all__ = ["read_osim", "write_osim", "model_to_xml"]
+
+WRAP_TYPES = ("WrapCylinder", "WrapEllipsoid", "WrapSphere", "WrapTorus",
+              "WrapCylinderObst", "WrapSphereObst", "WrapDoubleCylinderObst")
+MODELLED_FORCES = MUSCLE_TYPES + (
+    "Ligament", "Blankevoort1991Ligament", "PathActuator", "PathSpring", "CoordinateActuator",
+)
+MODELLED_CONSTRAINTS = ("CoordinateCouplerConstraint", "PointConstraint", "WeldConstraint",
+                        "PointOnLineConstraint", "ConstantDistanceConstraint")
+PATH_POINT_TYPES = ("PathPoint", "ConditionalPathPoint", "MovingPathPoint")
+# Muscle/ligament scalar properties arthron reads (and writes back when changed).
+FORCE_SCALARS = (
+    "max_isometric_force", "optimal_fiber_length", "tendon_slack_length",
+    "pennation_angle_at_optimal", "max_contraction_velocity", "optimal_force",
+    "resting_length", "pcsa_force", "linear_stiffness", "slack_length", "transition_strain",
+    "damping", "stiffness", "dissipation", "min_control", "max_control",
+    "minimum_activation", "activation_time_constant", "deactivation_time_constant",
+)
+
+
+# ----------------------------------------------------------------------------- helpers
+class _Ctx:
+    def __init__(self, path):
+        self.path = str(path) if path is not None else None
+
+    def err(self, msg, elem=None):
+        where = None
+        if elem is not None:
+            name = elem.get("name")
+            where = f"line {elem.sourceline}: <{elem.tag}{' name=' + repr(name) if name else ''}>"
+        return ModelFileError(msg, self.path, where)
+
+    def floats(self, elem, n=None, tag=None):
+        txt = (elem.text or "").split() if elem is not None else []
+        try:
+            vals = np.array([float(t) for t in txt])
+        except ValueError:
+            raise self.err(f"<{tag or elem.tag}> holds non-numeric text {elem.text!r}", elem) from None
+        if n is not None and vals.size != n:
+            raise self.err(f"<{tag or elem.tag}> needs {n} numbers, has {vals.size}", elem)
+        return vals
+
+
+def _child(elem, tag):
+    return elem.find(tag) if elem is not None else None
+
+
+def _text(elem, tag, default=None):
+    c = _child(elem, tag)
+    if c is None or c.text is None:
+        return default
+    return c.text.strip()
+
+
+def _bool(elem, tag, default=False):
+    t = _text(elem, tag)
+    if t is None:
+        return default
+    return t.lower() in ("true", "1", "yes")
+
+
+def _objects(set_elem):
+    """Children of a ``<XxxSet><objects>`` (or of the set itself, for loose 3.x files)."""
+    if set_elem is None:
+        return []
+    objs = set_elem.find("objects")
+    container = objs if objs is not None else set_elem
+    return [c for c in container if isinstance(c.tag, str) and c.tag not in ("groups", "objects")]
+
+
+def _strip_comments(elem):
+    for c in elem.iter(etree.Comment):
+        parent = c.getparent()
+        if parent is not None:
+            parent.remove(c)
+    return elem
+
+
+def _norm(path: str) -> str:
+    p = posixpath.normpath(path)
+    return p if p.startswith("/") else "/" + p
+
+
+# ----------------------------------------------------------------------------- reading
+def read_osim(path) -> Model:
+    """Read an OpenSim model file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        ``.osim`` file (4.x, 3.x or 2.x format).
+
+    Returns
+    -------
+    Model
+        SI units, radians; frame references as absolute component paths.
+
+    Raises
+    ------
+    ModelFileError
+        Malformed XML (with the line), no ``<Model>``, a socket or body reference that does not
+        resolve, an unknown joint type, a joint whose child already has a parent (closed loop
+        through joints).
+    UnsupportedFeature
+        Model features arthron cannot represent faithfully (reversed 3.x joints, TransformAxis
+        functions of several coordinates).
+    """
+    ctx = _Ctx(path)
+    try:
+        parser = etree.XMLParser(remove_blank_text=False, huge_tree=True)
+        tree = etree.parse(str(path), parser)
+    except OSError as e:
+        raise ModelFileError(f"cannot read file: {e}", path) from None
+    except etree.XMLSyntaxError as e:
+        raise ModelFileError(f"malformed XML: {e.msg}", path, f"line {e.lineno}") from None
+    root = tree.getroot()
+    version = int(root.get("Version", "0") or 0) if root.tag == "OpenSimDocument" else 0
+    melem = root if root.tag == "Model" else root.find("Model")
+    if melem is None:
+        raise ModelFileError("no <Model> element", path)
+    if version >= 40000:
+        model = _read_v4(melem, ctx)
+    else:
+        model = _read_v3(melem, ctx)
+    model.version = version
+    model.source = str(path)
+    _check_tree(model, ctx)
+    return model
+
+
+def _read_common(melem, model: Model, ctx: _Ctx):
+    model.name = melem.get("name", "model")
+    g = _child(melem, "gravity")
+    if g is not None:
+        model.gravity = ctx.floats(g, 3)
+    model.credits = _text(melem, "credits")
+    model.publications = _text(melem, "publications")
+    model.length_units = _text(melem, "length_units", "meters")
+    model.force_units = _text(melem, "force_units", "N")
+
+
+def _read_inertia_v4(belem, ctx):
+    m = float(_text(belem, "mass", "0"))
+    com = ctx.floats(_child(belem, "mass_center"), 3) if _child(belem, "mass_center") is not None else np.zeros(3)
+    ie = _child(belem, "inertia")
+    if ie is not None:
+        v = ctx.floats(ie, 6)
+    else:
+        v = np.array([float(_text(belem, t, "0")) for t in
+                      ("inertia_xx", "inertia_yy", "inertia_zz", "inertia_xy", "inertia_xz", "inertia_yz")])
+    return m, com, _inertia_matrix(v)
+
+
+def _inertia_matrix(v):
+    xx, yy, zz, xy, xz, yz = v
+    return np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]], dtype=float)
+
+
+def _read_wraps(body_name, belem, ctx):
+    out = []
+    ws = _child(belem, "WrapObjectSet")
+    for w in _objects(ws):
+        if w.tag not in WRAP_TYPES:
+            warnings.warn(f"{ctx.path}: wrap object type {w.tag} kept verbatim", ArthronWarning)
+        dims = {}
+        for t in ("radius", "length", "inner_radius", "outer_radius"):
+            if _text(w, t) is not None:
+                dims[t] = float(_text(w, t))
+        if _child(w, "dimensions") is not None:
+            dims["dimensions"] = ctx.floats(_child(w, "dimensions"), 3)
+        rot = _child(w, "xyz_body_rotation")
+        tr = _child(w, "translation")
+        q = _text(w, "quadrant", "all") or "all"
+        out.append(WrapObject(
+            name=w.get("name", ""), type=w.tag, body=body_name,
+            translation=ctx.floats(tr, 3) if tr is not None else np.zeros(3),
+            xyz_body_rotation=ctx.floats(rot, 3) if rot is not None else np.zeros(3),
+            quadrant=q, active=_bool(w, "active", True), dimensions=dims, raw=w))
+    return out
+
+
+def _read_geometry_v4(felem):
+    out = []
+    ag = _child(felem, "attached_geometry")
+    if ag is None:
+        return out
+    for g in ag:
+        if not isinstance(g.tag, str):
+            continue
+        sf = _text(g, "scale_factors")
+        out.append(Geometry(name=g.get("name", ""), kind=g.tag, mesh_file=_text(g, "mesh_file"),
+                            scale_factors=np.array([float(x) for x in sf.split()]) if sf else np.ones(3),
+                            raw=g))
+    return out
+
+
+def _resolve(ref: str | None, owner: str, model_frames: set, ctx, elem, what="frame"):
+    """Resolve a socket path relative to its owner component path, as OpenSim does."""
+    if ref is None or ref == "":
+        raise ctx.err(f"missing {what} reference", elem)
+    if ref.startswith("/"):
+        cand = _norm(ref)
+    else:
+        cand = _norm(posixpath.join(owner, ref))
+    if cand in model_frames:
+        return cand
+    # OpenSim also finds a connectee relative to the owner's ancestors, then by unique name.
+    parts = owner.strip("/").split("/")
+    for k in range(len(parts), -1, -1):
+        c2 = _norm("/".join(parts[:k]) + "/" + ref)
+        if c2 in model_frames:
+            return c2
+    base = ref.rstrip("/").split("/")[-1]
+    hits = [f for f in model_frames if f.rsplit("/", 1)[-1] == base]
+    if len(hits) == 1:
+        return hits[0]
+    if base == "ground":
+        return GROUND
+    raise ctx.err(f"{what} '{ref}' does not exist in the model", elem)
+
+
+def _read_offset_frame(fe, owner_path, owner_tag, ctx):
+    tr = _child(fe, "translation")
+    ori = _child(fe, "orientation")
+    return OffsetFrame(
+        name=fe.get("name", ""), path=f"{owner_path}/{fe.get('name', '')}" if owner_path != "/" else f"/{fe.get('name', '')}",
+        parent=_text(fe, "socket_parent", ".."),
+        translation=ctx.floats(tr, 3) if tr is not None else np.zeros(3),
+        orientation=ctx.floats(ori, 3) if ori is not None else np.zeros(3),
+        owner=owner_tag, raw=fe)
+
+
+def _read_coordinate(ce, joint_name, ctx):
+    rng = _child(ce, "range")
+    r = tuple(ctx.floats(rng, 2)) if rng is not None else (-np.pi, np.pi)
+    return Coordinate(
+        name=ce.get("name", ""), joint=joint_name,
+        default_value=float(_text(ce, "default_value", "0")),
+        default_speed_value=float(_text(ce, "default_speed_value", "0")),
+        range=r, clamped=_bool(ce, "clamped", False), locked=_bool(ce, "locked", False),
+        prescribed=_bool(ce, "prescribed", False),
+        motion_type=(_text(ce, "motion_type", "") or "").lower() or "rotational", raw=ce)
+
+
+def _read_spatial_transform(je, ctx):
+    st = _child(je, "SpatialTransform")
+    if st is None:
+        return None
+    axes = []
+    for ta in st.findall("TransformAxis"):
+        coords = (_text(ta, "coordinates", "") or "").split()
+        ax = ctx.floats(_child(ta, "axis"), 3) if _child(ta, "axis") is not None else None
+        try:
+            f = fn.read_function_property(ta, ctx.path)
+        except ModelFileError:
+            raise
+        axes.append(TransformAxis(name=ta.get("name", ""), coordinates=coords, axis=ax, function=f))
+    order = ["rotation1", "rotation2", "rotation3", "translation1", "translation2", "translation3"]
+    by = {a.name: a for a in axes}
+    default_axes = {"rotation1": (1, 0, 0), "rotation2": (0, 1, 0), "rotation3": (0, 0, 1),
+                    "translation1": (1, 0, 0), "translation2": (0, 1, 0), "translation3": (0, 0, 1)}
+    out = []
+    for n in order:
+        a = by.get(n)
+        if a is None:
+            a = TransformAxis(n, [], np.array(default_axes[n], float), None)
+        if a.axis is None:
+            a.axis = np.array(default_axes[n], float)
+        if len(a.coordinates) > 1:
+            raise UnsupportedFeature(
+                f"TransformAxis '{n}' of joint '{je.get('name')}' depends on {len(a.coordinates)} "
+                "coordinates; arthron supports one coordinate per axis", ctx.path, f"line {ta.sourceline}")
+        out.append(a)
+    return out
+
+
+def _joint_params(je, ctx):
+    p = {}
+    for t in ("thoracic_ellipsoid_radii_x_y_z", "radii_x_y_z"):
+        if _child(je, t) is not None:
+            p[t] = ctx.floats(_child(je, t), 3)
+    if _child(je, "scapula_winging_axis_origin") is not None:
+        p["scapula_winging_axis_origin"] = ctx.floats(_child(je, "scapula_winging_axis_origin"), 2)
+    if _child(je, "scapula_winging_axis_direction") is not None:
+        p["scapula_winging_axis_direction"] = float(_text(je, "scapula_winging_axis_direction"))
+    return p
+
+
+def _read_v4(melem, ctx: _Ctx) -> Model:
+    model = Model(raw=melem)
+    _read_common(melem, model, ctx)
+    frames: dict[str, OffsetFrame] = {}
+    ground = _child(melem, "Ground")
+    if ground is not None:
+        model.ground_geometry = _read_geometry_v4(ground)
+        model.ground_wrap_objects = _read_wraps("ground", ground, ctx)
+        for comp in _child(ground, "components") if _child(ground, "components") is not None else []:
+            if comp.tag == "PhysicalOffsetFrame":
+                f = _read_offset_frame(comp, GROUND, "ground", ctx)
+                frames[f.path] = f
+    # Bodies and their offset frames.
+    for be in _objects(_child(melem, "BodySet")):
+        if be.tag != "Body":
+            raise ctx.err(f"unknown body type <{be.tag}>", be)
+        m, com, I = _read_inertia_v4(be, ctx)
+        b = Body(name=be.get("name", ""), mass=m, mass_center=com, inertia=I,
+                 geometry=_read_geometry_v4(be), raw=be)
+        b.wrap_objects = _read_wraps(b.name, be, ctx)
+        if b.name in model.bodies:
+            raise ctx.err(f"duplicate body '{b.name}'", be)
+        model.bodies[b.name] = b
+        comps = _child(be, "components")
+        for comp in comps if comps is not None else []:
+            if comp.tag == "PhysicalOffsetFrame":
+                f = _read_offset_frame(comp, b.path, f"body:{b.name}", ctx)
+                frames[f.path] = f
+            elif isinstance(comp.tag, str):
+                model.verbatim.append((f"body:{b.name}", comp))
+    # Model-level components.
+    comps = _child(melem, "components")
+    for comp in comps if comps is not None else []:
+        if not isinstance(comp.tag, str):
+            continue
+        if comp.tag == "PhysicalOffsetFrame":
+            f = _read_offset_frame(comp, "", "model", ctx)
+            f.path = "/" + f.name
+            frames[f.path] = f
+        else:
+            model.verbatim.append(("components", comp))
+    # Joints (frames first, so sockets resolve).
+    jelems = _objects(_child(melem, "JointSet"))
+    for je in jelems:
+        jpath = f"/jointset/{je.get('name', '')}"
+        fr = _child(je, "frames")
+        for fe in fr if fr is not None else []:
+            if fe.tag == "PhysicalOffsetFrame":
+                f = _read_offset_frame(fe, jpath, f"joint:{je.get('name')}", ctx)
+                frames[f.path] = f
+    all_frames = set(frames) | {GROUND} | {b.path for b in model.bodies.values()}
+    for f in frames.values():
+        f.parent = _resolve(f.parent, f.path, all_frames, ctx, f.raw)
+    model.frames = frames
+    for je in jelems:
+        if je.tag not in JOINT_TYPES:
+            raise ctx.err(f"unknown joint type <{je.tag}>", je)
+        name = je.get("name", "")
+        jpath = f"/jointset/{name}"
+        pf = _resolve(_text(je, "socket_parent_frame"), jpath, all_frames, ctx, je, "parent frame")
+        cf = _resolve(_text(je, "socket_child_frame"), jpath, all_frames, ctx, je, "child frame")
+        coords = [_read_coordinate(c, name, ctx) for c in (_child(je, "coordinates") if _child(je, "coordinates") is not None else [])
+                  if c.tag == "Coordinate"]
+        j = Joint(name=name, type=je.tag, parent_frame=pf, child_frame=cf, coordinates=coords,
+                  spatial_transform=_read_spatial_transform(je, ctx) if je.tag == "CustomJoint" else None,
+                  parameters=_joint_params(je, ctx), raw=je)
+        model.joints[name] = j
+    _classify_coordinates(model)
+    # Constraints.
+    for ce in _objects(_child(melem, "ConstraintSet")):
+        model.constraints.append(_read_constraint(ce, all_frames, ctx, v4=True))
+    # Markers.
+    for me in _objects(_child(melem, "MarkerSet")):
+        loc = _child(me, "location")
+        model.markers[me.get("name", "")] = Marker(
+            name=me.get("name", ""),
+            parent_frame=_resolve(_text(me, "socket_parent_frame"), f"/markerset/{me.get('name')}", all_frames, ctx, me),
+            location=ctx.floats(loc, 3) if loc is not None else np.zeros(3),
+            fixed=_bool(me, "fixed"), raw=me)
+    # Forces.
+    for fe in _objects(_child(melem, "ForceSet")):
+        f = _read_force(fe, all_frames, model, ctx, v4=True)
+        model.forces[f.name] = f
+    # Everything else at the model level is kept verbatim.
+    known = {"credits", "publications", "length_units", "force_units", "gravity", "Ground",
+             "BodySet", "JointSet", "ConstraintSet", "MarkerSet", "ForceSet", "components"}
+    for c in melem:
+        if isinstance(c.tag, str) and c.tag not in known:
+            model.verbatim.append(("model", c))
+    return model
+
+
+def _read_constraint(ce, all_frames, ctx, v4=True):
+    props = {}
+    t = ce.tag
+    enabled = _bool(ce, "isEnforced", True) and not _bool(ce, "isDisabled", False)
+    cpath = f"/constraintset/{ce.get('name', '')}"
+    if t == "CoordinateCouplerConstraint":
+        props["independent_coordinates"] = (_text(ce, "independent_coordinate_names", "") or "").split()
+        props["dependent_coordinate"] = _text(ce, "dependent_coordinate_name")
+        fe = _child(ce, "coupled_coordinates_function")
+        props["function"] = fn.read_function_property(fe, ctx.path) if fe is not None else None
+        props["scale_factor"] = float(_text(ce, "scale_factor", "1"))
+    elif t in ("PointConstraint", "WeldConstraint", "PointOnLineConstraint", "ConstantDistanceConstraint"):
+        for k in ("1", "2"):
+            ref = _text(ce, f"socket_body_{k}") if v4 else _text(ce, f"body_{k}")
+            if ref is None:
+                ref = _text(ce, f"socket_frame{k}") or _text(ce, f"body_{k}")
+            if ref is not None:
+                if not v4:
+                    ref = body_path(ref)
+                props[f"body_{k}"] = _resolve(ref, cpath, all_frames, ctx, ce, f"body_{k}")
+        for tag in ("location_body_1", "location_body_2", "line_direction_vec", "point_on_line",
+                    "point_on_follower", "location_body_1", "constant_distance"):
+            if _child(ce, tag) is not None:
+                vals = ctx.floats(_child(ce, tag))
+                props[tag] = vals if vals.size > 1 else float(vals[0])
+    return Constraint(name=ce.get("name", ""), type=t, properties=props, enabled=enabled,
+                      raw=ce if v4 else None)
+
+
+def _read_path(pe, owner, all_frames, model, ctx, v4=True):
+    path = GeometryPath(raw=pe)
+    pset = _child(pe, "PathPointSet")
+    for pp in _objects(pset):
+        if pp.tag not in PATH_POINT_TYPES:
+            raise UnsupportedFeature(f"path point type <{pp.tag}> in '{owner}'", ctx.path,
+                                     f"line {pp.sourceline}")
+        if v4:
+            frame = _resolve(_text(pp, "socket_parent_frame"), owner, all_frames, ctx, pp)
+        else:
+            bn = _text(pp, "body")
+            if bn is None:
+                raise ctx.err(f"path point of '{owner}' names no body", pp)
+            frame = _resolve(body_path(bn), owner, all_frames, ctx, pp)
+        loc = _child(pp, "location")
+        p = PathPoint(name=pp.get("name", ""), kind=pp.tag, parent_frame=frame,
+                      location=ctx.floats(loc, 3) if loc is not None else np.zeros(3), raw=pp if v4 else None)
+        if pp.tag == "ConditionalPathPoint":
+            cref = _text(pp, "socket_coordinate") if v4 else _text(pp, "coordinate")
+            if cref is None:
+                raise ctx.err(f"ConditionalPathPoint of '{owner}' names no coordinate", pp)
+            p.coordinate = cref.rstrip("/").split("/")[-1]
+            p.range = tuple(ctx.floats(_child(pp, "range"), 2))
+        elif pp.tag == "MovingPathPoint":
+            funcs, crds = [], []
+            for ax in "xyz":
+                funcs.append(fn.read_function_property(_child(pp, f"{ax}_location"), ctx.path))
+                cref = _text(pp, f"socket_{ax}_coordinate") if v4 else _text(pp, f"{ax}_coordinate")
+                crds.append(cref.rstrip("/").split("/")[-1] if cref else None)
+            p.location_functions = tuple(funcs)
+            p.location_coordinates = tuple(crds)
+        path.points.append(p)
+    wset = _child(pe, "PathWrapSet")
+    for w in _objects(wset):
+        rng = _child(w, "range")
+        path.wraps.append(PathWrap(
+            name=w.get("name", ""), wrap_object=_text(w, "wrap_object", ""),
+            method=_text(w, "method", "hybrid") or "hybrid",
+            range=tuple(int(float(x)) for x in rng.text.split()) if rng is not None and rng.text else (-1, -1),
+            raw=w if v4 else None))
+    return path
+
+
+def _read_force(fe, all_frames, model, ctx, v4=True):
+    name = fe.get("name", "")
+    owner = f"/forceset/{name}"
+    f = Force(name=name, type=fe.tag, modelled=fe.tag in MODELLED_FORCES, raw=fe)
+    for t in FORCE_SCALARS:
+        v = _text(fe, t)
+        if v is not None:
+            try:
+                f.properties[t] = float(v)
+            except ValueError:
+                pass
+    if fe.tag == "CoordinateActuator":
+        f.properties["coordinate"] = _text(fe, "coordinate")
+    pe = _child(fe, "GeometryPath")
+    if pe is not None:
+        f.path = _read_path(pe, owner, all_frames, model, ctx, v4=v4)
+    if fe.tag == "Ligament":
+        fl = _child(fe, "force_length_curve")
+        f.properties["force_length_curve"] = fn.read_function_property(fl, ctx.path) if fl is not None else None
+    f.properties["appliesForce"] = _bool(fe, "appliesForce", True) and not _bool(fe, "isDisabled", False)
+    f.properties["_v4"] = v4
+    return f
+
+
+def _classify_coordinates(model: Model):
+    """Motion type of each coordinate as OpenSim derives it from the joint."""
+    for j in model.joints.values():
+        if j.type == "CustomJoint" and j.spatial_transform is not None:
+            for c in j.coordinates:
+                kinds = set()
+                for i, a in enumerate(j.spatial_transform):
+                    if c.name in a.coordinates:
+                        lin = a.function is None or (isinstance(a.function, fn.LinearFunction)
+                                                     and a.function.slope == 1.0
+                                                     and a.function.intercept == 0.0)
+                        kinds.add(("rotational" if i < 3 else "translational") if lin else "coupled")
+                c.motion_type = kinds.pop() if len(kinds) == 1 else "coupled"
+        elif j.type in ("SliderJoint",):
+            for c in j.coordinates:
+                c.motion_type = "translational"
+        elif j.type == "PlanarJoint":
+            for k, c in enumerate(j.coordinates):
+                c.motion_type = "rotational" if k == 0 else "translational"
+        elif j.type == "FreeJoint":
+            for k, c in enumerate(j.coordinates):
+                c.motion_type = "rotational" if k < 3 else "translational"
+        else:
+            for c in j.coordinates:
+                c.motion_type = "rotational"
+
+
+def _check_tree(model: Model, ctx: _Ctx):
+    """Each body must be the child of exactly one joint (no loops through joints)."""
+    child_of = {}
+    for j in model.joints.values():
+        cb, _ = model.frame_in_base(j.child_frame)
+        pb, _ = model.frame_in_base(j.parent_frame)
+        if cb == GROUND:
+            raise UnsupportedFeature(f"joint '{j.name}' has ground as its child frame (reversed joint)",
+                                     ctx.path, f"joint '{j.name}'")
+        if cb in child_of:
+            raise ModelFileError(f"body '{cb}' is the child of joints '{child_of[cb]}' and '{j.name}'",
+                                 ctx.path, f"joint '{j.name}'")
+        child_of[cb] = j.name
+    for b in model.bodies.values():
+        if b.path not in child_of:
+            warnings.warn(f"{ctx.path}: body '{b.name}' has no joint; it is not connected", ArthronWarning)
+
+
+# ----------------------------------------------------------------------------- 3.x reading
+def _read_v3(melem, ctx: _Ctx) -> Model:
+    model = Model(raw=None)
+    _read_common(melem, model, ctx)
+    frames: dict[str, OffsetFrame] = {}
+    bodies = _objects(_child(melem, "BodySet"))
+    joints_raw = []
+    for be in bodies:
+        name = be.get("name", "")
+        m, com, I = _read_inertia_v4(be, ctx)
+        geoms = []
+        vo = _child(be, "VisibleObject")
+        if vo is not None:
+            files = (_text(vo, "geometry_files", "") or "").split()
+            sf = _text(vo, "scale_factors")
+            sfa = np.array([float(x) for x in sf.split()]) if sf else np.ones(3)
+            for k, fnm in enumerate(files):
+                geoms.append(Geometry(name=f"{name}_geom_{k + 1}", kind="Mesh", mesh_file=fnm, scale_factors=sfa))
+        if name == "ground":
+            model.ground_geometry = geoms
+            model.ground_wrap_objects = _read_wraps("ground", be, ctx)
+            for w in model.ground_wrap_objects:
+                w.raw = _strip_comments(copy.deepcopy(w.raw))
+            continue
+        b = Body(name=name, mass=m, mass_center=com, inertia=I, geometry=geoms)
+        b.wrap_objects = _read_wraps(name, be, ctx)
+        model.bodies[name] = b
+        jel = _child(be, "Joint")
+        if jel is not None:
+            for je in jel:
+                if isinstance(je.tag, str):
+                    joints_raw.append((name, je))
+    all_frames = {GROUND} | {b.path for b in model.bodies.values()}
+    for child_name, je in joints_raw:
+        if je.tag not in JOINT_TYPES:
+            raise ctx.err(f"unknown joint type <{je.tag}>", je)
+        if _bool(je, "reverse", False):
+            raise UnsupportedFeature(f"reversed joint '{je.get('name')}' (3.x <reverse>true)", ctx.path,
+                                     f"line {je.sourceline}")
+        jname = je.get("name", "")
+        parent = _text(je, "parent_body", "ground")
+        ppath = body_path(parent)
+        if ppath not in all_frames:
+            raise ctx.err(f"parent body '{parent}' does not exist", je)
+        jpath = f"/jointset/{jname}"
+        lp = _child(je, "location_in_parent")
+        op = _child(je, "orientation_in_parent")
+        lc = _child(je, "location")
+        oc = _child(je, "orientation")
+        pf = OffsetFrame(f"{parent}_offset", f"{jpath}/{parent}_offset", ppath,
+                         ctx.floats(lp, 3) if lp is not None else np.zeros(3),
+                         ctx.floats(op, 3) if op is not None else np.zeros(3), owner=f"joint:{jname}")
+        cf = OffsetFrame(f"{child_name}_offset", f"{jpath}/{child_name}_offset", body_path(child_name),
+                         ctx.floats(lc, 3) if lc is not None else np.zeros(3),
+                         ctx.floats(oc, 3) if oc is not None else np.zeros(3), owner=f"joint:{jname}")
+        frames[pf.path] = pf
+        frames[cf.path] = cf
+        cset = _child(je, "CoordinateSet")
+        coords = [_read_coordinate(c, jname, ctx) for c in _objects(cset) if c.tag == "Coordinate"]
+        for c in coords:
+            c.raw = None
+        model.joints[jname] = Joint(
+            name=jname, type=je.tag, parent_frame=pf.path, child_frame=cf.path, coordinates=coords,
+            spatial_transform=_read_spatial_transform(je, ctx) if je.tag == "CustomJoint" else None,
+            parameters=_joint_params(je, ctx))
+    model.frames = frames
+    all_frames |= set(frames)
+    _classify_coordinates(model)
+    for ce in _objects(_child(melem, "ConstraintSet")):
+        model.constraints.append(_read_constraint(ce, all_frames, ctx, v4=False))
+    for me in _objects(_child(melem, "MarkerSet")):
+        bn = _text(me, "body", "ground")
+        model.markers[me.get("name", "")] = Marker(
+            name=me.get("name", ""), parent_frame=_resolve(body_path(bn), "/", all_frames, ctx, me),
+            location=ctx.floats(_child(me, "location"), 3), fixed=_bool(me, "fixed"))
+    for fe in _objects(_child(melem, "ForceSet")):
+        f = _read_force(fe, all_frames, model, ctx, v4=False)
+        if f.modelled:
+            f.raw = _v3_force_to_v4(fe)
+        model.forces[f.name] = f
+    for tag in ("ControllerSet", "ContactGeometrySet", "ProbeSet", "ComponentSet"):
+        c = _child(melem, tag)
+        if c is not None and len(_objects(c)):
+            warnings.warn(f"{ctx.path}: 3.x <{tag}> is kept verbatim; OpenSim may not read it back "
+                          "under Version 40000", ArthronWarning)
+            model.verbatim.append(("model", c))
+    return model
+
+
+def _v3_force_to_v4(fe):
+    """A 3.x force element with the pieces that changed in 4.x removed (path rewritten on write)."""
+    e = copy.deepcopy(fe)
+    _strip_comments(e)
+    for t in ("isDisabled",):
+        c = e.find(t)
+        if c is not None:
+            e.remove(c)
+            ap = etree.SubElement(e, "appliesForce")
+            ap.text = "false" if (c.text or "").strip().lower() == "true" else "true"
+    gp = e.find("GeometryPath")
+    if gp is not None:
+        for t in ("VisibleObject", "display_preference", "default_color"):
+            for c in gp.findall(t):
+                gp.remove(c)
+    return e
+
+
+# ----------------------------------------------------------------------------- writing
+def _fmt(x) -> str:
+    return " ".join(repr(float(v)) for v in np.atleast_1d(np.asarray(x, dtype=float)).ravel())
+
+
+def _set(elem, tag, text, before=None):
+    c = elem.find(tag)
+    if c is None:
+        c = etree.SubElement(elem, tag)
+    c.text = text
+    for k in list(c):
+        c.remove(k)
+    return c
+
+
+def _sub(elem, tag, text=None, **attrib):
+    c = etree.SubElement(elem, tag, **attrib)
+    if text is not None:
+        c.text = text
+    return c
+
+
+def _rel_to_joint(frame_path: str, jname: str) -> str:
+    pre = f"/jointset/{jname}/"
+    return frame_path[len(pre):] if frame_path.startswith(pre) else frame_path
+
+
+def _frame_elem(f: OffsetFrame):
+    e = copy.deepcopy(f.raw) if f.raw is not None else etree.Element("PhysicalOffsetFrame", name=f.name)
+    parent = f.parent
+    if f.owner.startswith("body:") and parent == f"/bodyset/{f.owner[5:]}":
+        parent = ".."
+    _set(e, "socket_parent", parent)
+    _set(e, "translation", _fmt(f.translation))
+    _set(e, "orientation", _fmt(f.orientation))
+    return e
+
+
+def _geometry_elems(geoms):
+    out = []
+    for g in geoms:
+        if g.raw is not None:
+            out.append(copy.deepcopy(g.raw))
+        else:
+            e = etree.Element(g.kind, name=g.name)
+            _sub(e, "socket_frame", "..")
+            _sub(e, "scale_factors", _fmt(g.scale_factors))
+            if g.mesh_file:
+                _sub(e, "mesh_file", g.mesh_file)
+            out.append(e)
+    return out
+
+
+def _wrap_elem(w: WrapObject):
+    e = copy.deepcopy(w.raw) if w.raw is not None else etree.Element(w.type, name=w.name)
+    _set(e, "xyz_body_rotation", _fmt(w.xyz_body_rotation))
+    _set(e, "translation", _fmt(w.translation))
+    _set(e, "quadrant", w.quadrant)
+    for k, v in w.dimensions.items():
+        _set(e, k, _fmt(v))
+    return e
+
+
+def _wrapset(parent, wraps):
+    ws = _sub(parent, "WrapObjectSet", name="wrapobjectset")
+    objs = _sub(ws, "objects")
+    for w in wraps:
+        objs.append(_wrap_elem(w))
+    _sub(ws, "groups")
+
+
+def _function_holder(parent, tag, f):
+    h = _sub(parent, tag)
+    if f is not None:
+        h.append(f.to_xml())
+    return h
+
+
+def _joint_elem(model: Model, j: Joint):
+    e = etree.Element(j.type, name=j.name)
+    if j.raw is not None:
+        # Keep unmodelled properties (e.g. appearance) from the 4.x element.
+        for c in j.raw:
+            if isinstance(c.tag, str) and c.tag not in (
+                    "socket_parent_frame", "socket_child_frame", "coordinates", "frames",
+                    "SpatialTransform", "thoracic_ellipsoid_radii_x_y_z", "radii_x_y_z",
+                    "scapula_winging_axis_origin", "scapula_winging_axis_direction", "reverse"):
+                e.append(copy.deepcopy(c))
+    _sub(e, "socket_parent_frame", _rel_to_joint(j.parent_frame, j.name))
+    _sub(e, "socket_child_frame", _rel_to_joint(j.child_frame, j.name))
+    cs = _sub(e, "coordinates")
+    for c in j.coordinates:
+        ce = etree.SubElement(cs, "Coordinate", name=c.name)
+        _sub(ce, "default_value", repr(float(c.default_value)))
+        _sub(ce, "default_speed_value", repr(float(c.default_speed_value)))
+        _sub(ce, "range", _fmt(c.range))
+        _sub(ce, "clamped", str(bool(c.clamped)).lower())
+        _sub(ce, "locked", str(bool(c.locked)).lower())
+        if c.raw is not None and c.raw.find("prescribed_function") is not None:
+            ce.append(copy.deepcopy(c.raw.find("prescribed_function")))
+        _sub(ce, "prescribed", str(bool(c.prescribed)).lower())
+    fr = _sub(e, "frames")
+    for f in model.frames.values():
+        if f.owner == f"joint:{j.name}":
+            fr.append(_frame_elem(f))
+    if j.type == "CustomJoint" and j.spatial_transform is not None:
+        st = _sub(e, "SpatialTransform")
+        for a in j.spatial_transform:
+            ta = etree.SubElement(st, "TransformAxis", name=a.name)
+            _sub(ta, "coordinates", " ".join(a.coordinates))
+            _sub(ta, "axis", _fmt(a.axis))
+            func = a.function
+            if func is None:
+                func = fn.LinearFunction(1.0, 0.0) if a.coordinates else fn.Constant(0.0)
+            _function_holder(ta, "function", func)
+    for k, v in j.parameters.items():
+        _sub(e, k, _fmt(v))
+    return e
+
+
+def _path_elem(fpath: GeometryPath, model: Model):
+    gp = copy.deepcopy(fpath.raw) if fpath.raw is not None and fpath.raw.find("PathPointSet") is not None else None
+    if gp is None:
+        gp = etree.Element("GeometryPath", name="geometrypath")
+    for t in ("PathPointSet", "PathWrapSet", "VisibleObject", "display_preference", "default_color"):
+        for c in gp.findall(t):
+            gp.remove(c)
+    pps = etree.Element("PathPointSet")
+    objs = _sub(pps, "objects")
+    cpath = {c.name: f"/jointset/{c.joint}/{c.name}" for c in model.coordinates.values()}
+    for p in fpath.points:
+        pe = etree.SubElement(objs, p.kind, name=p.name)
+        _sub(pe, "socket_parent_frame", p.parent_frame)
+        if p.kind != "MovingPathPoint":
+            _sub(pe, "location", _fmt(p.location))
+        if p.kind == "ConditionalPathPoint":
+            _sub(pe, "socket_coordinate", cpath.get(p.coordinate, p.coordinate))
+            _sub(pe, "range", _fmt(p.range))
+        elif p.kind == "MovingPathPoint":
+            for ax, f, c in zip("xyz", p.location_functions, p.location_coordinates):
+                if c is not None:
+                    _sub(pe, f"socket_{ax}_coordinate", cpath.get(c, c))
+            for ax, f in zip("xyz", p.location_functions):
+                if f is not None:
+                    _function_holder(pe, f"{ax}_location", f).tag = f"{ax}_location"
+    _sub(pps, "groups")
+    gp.insert(0, pps)
+    pws = etree.Element("PathWrapSet")
+    wobjs = _sub(pws, "objects")
+    for w in fpath.wraps:
+        we = copy.deepcopy(w.raw) if w.raw is not None else etree.Element("PathWrap", name=w.name)
+        _set(we, "wrap_object", w.wrap_object)
+        _set(we, "method", w.method)
+        _set(we, "range", " ".join(str(int(x)) for x in w.range))
+        wobjs.append(we)
+    _sub(pws, "groups")
+    gp.insert(1, pws)
+    return gp
+
+
+def _force_elem(f: Force, model: Model):
+    e = copy.deepcopy(f.raw)
+    if not f.modelled:
+        return e
+    for t in FORCE_SCALARS:
+        if t in f.properties and e.find(t) is not None:
+            e.find(t).text = repr(float(f.properties[t]))
+    if f.path is not None:
+        old = e.find("GeometryPath")
+        new = _path_elem(f.path, model)
+        if old is not None:
+            e.replace(old, new)
+        else:
+            e.append(new)
+    if f.type == "CoordinateActuator" and f.properties.get("coordinate") is not None:
+        _set(e, "coordinate", f.properties["coordinate"])
+    return e
+
+
+def _constraint_elem(c: Constraint, model: Model):
+    if c.raw is not None:
+        e = copy.deepcopy(c.raw)
+    else:
+        e = etree.Element(c.type, name=c.name)
+        _sub(e, "isEnforced", str(bool(c.enabled)).lower())
+    p = c.properties
+    if c.type == "CoordinateCouplerConstraint":
+        _set(e, "independent_coordinate_names", " ".join(p["independent_coordinates"]))
+        _set(e, "dependent_coordinate_name", p["dependent_coordinate"])
+        h = _set(e, "coupled_coordinates_function", None)
+        if p.get("function") is not None:
+            h.append(p["function"].to_xml())
+        _set(e, "scale_factor", repr(float(p.get("scale_factor", 1.0))))
+    else:
+        for k in ("1", "2"):
+            if f"body_{k}" in p:
+                _set(e, f"socket_body_{k}", p[f"body_{k}"])
+        for tag in ("location_body_1", "location_body_2", "line_direction_vec", "point_on_line",
+                    "point_on_follower", "constant_distance"):
+            if tag in p:
+                _set(e, tag, _fmt(p[tag]))
+    return e
+
+
+def model_to_xml(model: Model) -> etree._ElementTree:
+    """Build the OpenSim 4.x document of a model (``Version="40000"``)."""
+    doc = etree.Element("OpenSimDocument", Version="40000")
+    m = _sub(doc, "Model", name=model.name)
+    if model.credits is not None:
+        _sub(m, "credits", model.credits)
+    if model.publications is not None:
+        _sub(m, "publications", model.publications)
+    _sub(m, "length_units", model.length_units)
+    _sub(m, "force_units", model.force_units)
+    _sub(m, "gravity", _fmt(model.gravity))
+    ground = _sub(m, "Ground", name="ground")
+    gframes = [f for f in model.frames.values() if f.owner == "ground"]
+    if gframes:
+        comps = _sub(ground, "components")
+        for f in gframes:
+            comps.append(_frame_elem(f))
+    ag = _sub(ground, "attached_geometry")
+    for g in _geometry_elems(model.ground_geometry):
+        ag.append(g)
+    _wrapset(ground, model.ground_wrap_objects)
+    bs = _sub(m, "BodySet", name="bodyset")
+    bobjs = _sub(bs, "objects")
+    for b in model.bodies.values():
+        be = etree.SubElement(bobjs, "Body", name=b.name)
+        bframes = [f for f in model.frames.values() if f.owner == f"body:{b.name}"]
+        others = [e for s, e in model.verbatim if s == f"body:{b.name}"]
+        if bframes or others:
+            comps = _sub(be, "components")
+            for f in bframes:
+                comps.append(_frame_elem(f))
+            for o in others:
+                comps.append(copy.deepcopy(o))
+        ag = _sub(be, "attached_geometry")
+        for g in _geometry_elems(b.geometry):
+            ag.append(g)
+        _wrapset(be, b.wrap_objects)
+        _sub(be, "mass", repr(float(b.mass)))
+        _sub(be, "mass_center", _fmt(b.mass_center))
+        I = b.inertia
+        _sub(be, "inertia", _fmt([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]]))
+    js = _sub(m, "JointSet", name="jointset")
+    jobjs = _sub(js, "objects")
+    for j in model.joints.values():
+        jobjs.append(_joint_elem(model, j))
+    cs = _sub(m, "ConstraintSet", name="constraintset")
+    cobjs = _sub(cs, "objects")
+    for c in model.constraints:
+        cobjs.append(_constraint_elem(c, model))
+    fs = _sub(m, "ForceSet", name="forceset")
+    fobjs = _sub(fs, "objects")
+    for f in model.forces.values():
+        fobjs.append(_force_elem(f, model))
+    if model.raw is not None and model.raw.find("ForceSet/groups") is not None:
+        fs.append(copy.deepcopy(model.raw.find("ForceSet/groups")))
+    ms = _sub(m, "MarkerSet", name="markerset")
+    mobjs = _sub(ms, "objects")
+    for mk in model.markers.values():
+        me = copy.deepcopy(mk.raw) if mk.raw is not None else etree.Element("Marker", name=mk.name)
+        _set(me, "socket_parent_frame", mk.parent_frame)
+        _set(me, "location", _fmt(mk.location))
+        _set(me, "fixed", str(bool(mk.fixed)).lower())
+        mobjs.append(me)
+    mframes = [f for f in model.frames.values() if f.owner == "model"]
+    others = [e for s, e in model.verbatim if s == "components"]
+    if mframes or others:
+        comps = _sub(m, "components")
+        for f in mframes:
+            comps.append(_frame_elem(f))
+        for o in others:
+            comps.append(copy.deepcopy(o))
+    for s, e in model.verbatim:
+        if s == "model":
+            m.append(copy.deepcopy(e))
+    return etree.ElementTree(doc)
+
+
+def write_osim(path, model: Model, *, exclude_types=()) -> Path:
+    """Write a model as an OpenSim 4.x ``.osim`` file.
+
+    The file is written whole or not at all (temporary file in the same folder, then renamed),
+    and never over the file the model was read from.
+
+    Parameters
+    ----------
+    path : output file
+    model : Model
+    exclude_types : iterable of str
+        OpenSim class names to leave out of the ForceSet and the model-level sets (for example
+        plugin classes such as ``Smith2018ArticularContactForce`` when the file is meant for a
+        plain OpenSim).
+
+    Raises
+    ------
+    ModelFileError if ``path`` is the model's own source file.
+    """
+    path = Path(path)
+    if model.source is not None and path.exists() and os.path.samefile(path, model.source):
+        raise ModelFileError("refusing to overwrite the input model", path)
+    tree = model_to_xml(model)
+    if exclude_types:
+        ex = set(exclude_types)
+        for e in list(tree.getroot().iter()):
+            if isinstance(e.tag, str) and e.tag in ex and e.getparent() is not None:
+                e.getparent().remove(e)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".arthron-", suffix=".osim", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            tree.write(fh, pretty_print=True, xml_declaration=True, encoding="UTF-8")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path

@@ -1,0 +1,446 @@
+"""The internal musculoskeletal model: plain data, in OpenSim's vocabulary.
+
+A :class:`Model` holds what arthron understands of an OpenSim model (bodies, frames, joints,
+coordinates, constraints, markers, forces with their geometry paths, wrap objects) in SI units
+and radians, plus the raw XML of every component it does not model, so that
+:func:`arthron.io.osim.write_osim` can give it back unchanged.
+
+Frames are named by their absolute OpenSim component path: ``/ground``, ``/bodyset/femur_r``,
+``/jointset/hip_r/pelvis_offset``, ``/bodyset/clavicle/cp_in_clavicle``. Every physical frame
+resolves to a base body (or ground) and a fixed transform in it (:meth:`Model.frame_in_base`).
+
+The model is data: solvers never mutate it (compile it with
+:func:`arthron.models.kinematics.compile_model`).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelFileError
+
+GROUND = "/ground"
+
+
+def body_path(name: str) -> str:
+    """Absolute frame path of a body (``ground`` maps to ``/ground``)."""
+    return GROUND if name == "ground" else f"/bodyset/{name}"
+
+
+def rotation_xyz(angles) -> np.ndarray:
+    """Rotation matrix of a body-fixed X-Y-Z sequence, ``R = Rx(a) Ry(b) Rz(c)``.
+
+    This is OpenSim's convention for ``orientation`` of PhysicalOffsetFrames, wrap objects
+    (``xyz_body_rotation``) and 3.x ``orientation_in_parent``.
+
+    Parameters
+    ----------
+    angles : array_like, shape (3,) or (..., 3), radians.
+
+    Returns
+    -------
+    ndarray, shape (3, 3) or (..., 3, 3).
+    """
+    a = np.asarray(angles, dtype=float)
+    ca, sa = np.cos(a[..., 0]), np.sin(a[..., 0])
+    cb, sb = np.cos(a[..., 1]), np.sin(a[..., 1])
+    cc, sc = np.cos(a[..., 2]), np.sin(a[..., 2])
+    R = np.empty(a.shape[:-1] + (3, 3))
+    R[..., 0, 0] = cb * cc
+    R[..., 0, 1] = -cb * sc
+    R[..., 0, 2] = sb
+    R[..., 1, 0] = ca * sc + sa * sb * cc
+    R[..., 1, 1] = ca * cc - sa * sb * sc
+    R[..., 1, 2] = -sa * cb
+    R[..., 2, 0] = sa * sc - ca * sb * cc
+    R[..., 2, 1] = sa * cc + ca * sb * sc
+    R[..., 2, 2] = ca * cb
+    return R
+
+
+def xyz_from_rotation(R) -> np.ndarray:
+    """Body-fixed X-Y-Z angles of a rotation matrix (inverse of :func:`rotation_xyz`)."""
+    R = np.asarray(R, dtype=float)
+    b = np.arcsin(np.clip(R[0, 2], -1.0, 1.0))
+    if abs(abs(R[0, 2]) - 1.0) < 1e-12:  # gimbal lock: put everything on a
+        a = np.arctan2(R[2, 1], R[1, 1])
+        c = 0.0
+    else:
+        a = np.arctan2(-R[1, 2], R[2, 2])
+        c = np.arctan2(-R[0, 1], R[0, 0])
+    return np.array([a, b, c])
+
+
+@dataclass
+class Transform:
+    """A rigid transform ``X_AB``: rotation ``R`` (3, 3) and translation ``p`` (3,) in metres.
+
+    A point with coordinates ``x_B`` in B has coordinates ``R @ x_B + p`` in A.
+    """
+
+    R: np.ndarray = field(default_factory=lambda: np.eye(3))
+    p: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def __matmul__(self, other: "Transform") -> "Transform":
+        return Transform(self.R @ other.R, self.R @ other.p + self.p)
+
+    def inverse(self) -> "Transform":
+        return Transform(self.R.T, -self.R.T @ self.p)
+
+    def apply(self, x) -> np.ndarray:
+        return np.asarray(x, float) @ self.R.T + self.p
+
+
+@dataclass
+class OffsetFrame:
+    """A PhysicalOffsetFrame: a fixed frame on a parent frame.
+
+    Attributes
+    ----------
+    name : str
+    path : str            absolute component path, e.g. ``/jointset/hip_r/pelvis_offset``
+    parent : str          absolute path of the parent frame
+    translation : (3,)    metres, in the parent frame
+    orientation : (3,)    body-fixed X-Y-Z angles, radians
+    owner : str           ``"joint:<name>"``, ``"body:<name>"`` or ``"model"`` (where it is written)
+    raw : lxml element or None, the element as read (kept for lossless writing)
+    """
+
+    name: str
+    path: str
+    parent: str
+    translation: np.ndarray
+    orientation: np.ndarray
+    owner: str = "model"
+    raw: Any = None
+
+    def transform(self) -> Transform:
+        return Transform(rotation_xyz(self.orientation), np.asarray(self.translation, float))
+
+
+@dataclass
+class Geometry:
+    """Attached display geometry (Mesh or primitive), kept as raw XML plus the mesh file name."""
+
+    name: str
+    kind: str
+    mesh_file: str | None = None
+    scale_factors: np.ndarray = field(default_factory=lambda: np.ones(3))
+    raw: Any = None
+
+
+@dataclass
+class WrapObject:
+    """A wrap object fixed to a body (WrapCylinder, WrapEllipsoid, WrapSphere, WrapTorus ...).
+
+    Attributes
+    ----------
+    type : str                 OpenSim class name
+    translation : (3,) m       in the body frame
+    xyz_body_rotation : (3,)   radians, body-fixed X-Y-Z
+    quadrant : str             ``"all"``, ``"+x"``, ``"-y"`` ...
+    active : bool
+    dimensions : dict          ``radius``, ``length``, ``dimensions`` (3,), ``inner_radius``,
+                               ``outer_radius`` as present, in metres
+    """
+
+    name: str
+    type: str
+    body: str
+    translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    xyz_body_rotation: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    quadrant: str = "all"
+    active: bool = True
+    dimensions: dict = field(default_factory=dict)
+    raw: Any = None
+
+
+@dataclass
+class Body:
+    """A rigid body: mass (kg), mass center (3,) m in the body frame, inertia (3, 3) kg·m² about
+    the mass center in the body frame."""
+
+    name: str
+    mass: float
+    mass_center: np.ndarray
+    inertia: np.ndarray
+    geometry: list[Geometry] = field(default_factory=list)
+    wrap_objects: list[WrapObject] = field(default_factory=list)
+    raw: Any = None
+
+    @property
+    def path(self) -> str:
+        return body_path(self.name)
+
+
+@dataclass
+class Coordinate:
+    """A generalized coordinate (radians or metres).
+
+    ``motion_type`` is ``"rotational"``, ``"translational"`` or ``"coupled"`` as OpenSim
+    classifies it from the joint's transform axes.
+    """
+
+    name: str
+    joint: str
+    default_value: float = 0.0
+    default_speed_value: float = 0.0
+    range: tuple[float, float] = (-np.pi, np.pi)
+    clamped: bool = False
+    locked: bool = False
+    prescribed: bool = False
+    motion_type: str = "rotational"
+    raw: Any = None
+
+
+@dataclass
+class TransformAxis:
+    """One of a CustomJoint's six TransformAxis (rotation1..3, translation1..3).
+
+    ``function`` maps the listed ``coordinates`` to an angle (rad) or a distance (m) along
+    ``axis`` (unit vector in the joint's parent frame F for translations; for rotations, in the
+    frame reached after the previous rotations: the sequence is body-fixed, as Simbody's
+    FunctionBased mobilizer applies it).
+    """
+
+    name: str
+    coordinates: list[str]
+    axis: np.ndarray
+    function: Any = None  # arthron.models.functions.Function or None (OpenSim default)
+
+
+JOINT_TYPES = (
+    "CustomJoint", "PinJoint", "WeldJoint", "BallJoint", "FreeJoint", "UniversalJoint",
+    "SliderJoint", "PlanarJoint", "GimbalJoint", "EllipsoidJoint", "ScapulothoracicJoint",
+)
+
+
+@dataclass
+class Joint:
+    """A joint between a parent frame F and a child frame M (absolute frame paths).
+
+    ``spatial_transform`` holds the six TransformAxis of a CustomJoint; for the other joint
+    types arthron builds the equivalent axes (``PinJoint``: rotation about z; ``SliderJoint``:
+    translation along x; ...) in :mod:`arthron.models.kinematics`. ``parameters`` holds the
+    extra properties of EllipsoidJoint / ScapulothoracicJoint (radii, winging axis).
+    """
+
+    name: str
+    type: str
+    parent_frame: str
+    child_frame: str
+    coordinates: list[Coordinate] = field(default_factory=list)
+    spatial_transform: list[TransformAxis] | None = None
+    parameters: dict = field(default_factory=dict)
+    raw: Any = None
+
+
+@dataclass
+class Marker:
+    """A marker fixed to a frame: ``location`` (3,) m in that frame."""
+
+    name: str
+    parent_frame: str
+    location: np.ndarray
+    fixed: bool = False
+    raw: Any = None
+
+
+@dataclass
+class PathPoint:
+    """A path point on a frame.
+
+    ``kind``: ``"PathPoint"``, ``"ConditionalPathPoint"`` (active when ``coordinate`` is within
+    ``range``, radians or metres) or ``"MovingPathPoint"`` (``location_functions`` maps
+    ``location_coordinates`` to x, y, z in metres; ``location`` holds the default).
+    """
+
+    name: str
+    kind: str
+    parent_frame: str
+    location: np.ndarray
+    coordinate: str | None = None
+    range: tuple[float, float] | None = None
+    location_functions: tuple | None = None
+    location_coordinates: tuple | None = None
+    raw: Any = None
+
+
+@dataclass
+class PathWrap:
+    """A wrap object referenced by a path: ``method`` hybrid/midpoint/axial, ``range`` of path
+    points (1-based, -1 = all)."""
+
+    name: str
+    wrap_object: str
+    method: str = "hybrid"
+    range: tuple[int, int] = (-1, -1)
+    raw: Any = None
+
+
+@dataclass
+class GeometryPath:
+    points: list[PathPoint] = field(default_factory=list)
+    wraps: list[PathWrap] = field(default_factory=list)
+    raw: Any = None
+
+
+MUSCLE_TYPES = (
+    "Thelen2003Muscle", "Millard2012EquilibriumMuscle", "Millard2012AccelerationMuscle",
+    "Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated", "RigidTendonMuscle",
+    "DeGrooteFregly2016Muscle", "Thelen2003Muscle_Deprecated",
+)
+PATH_FORCE_TYPES = MUSCLE_TYPES + (
+    "Ligament", "Blankevoort1991Ligament", "PathActuator", "PathSpring", "ClutchedPathSpring",
+    "McKibbenActuator",
+)
+
+
+@dataclass
+class Force:
+    """A force element of the ForceSet.
+
+    ``type`` is the OpenSim class; ``properties`` holds the scalar properties arthron uses
+    (``max_isometric_force``, ``optimal_fiber_length``, ``tendon_slack_length``,
+    ``pennation_angle_at_optimal``, ``max_contraction_velocity``, ``optimal_force``,
+    ``coordinate``, ``resting_length``, ``pcsa_force``, ``linear_stiffness``,
+    ``slack_length``, ``transition_strain``, ``damping``, ...). ``path`` is set for path-based
+    forces. ``modelled`` is False for classes arthron keeps verbatim (they never make reading
+    fail, and are written back unchanged).
+    """
+
+    name: str
+    type: str
+    properties: dict = field(default_factory=dict)
+    path: GeometryPath | None = None
+    modelled: bool = True
+    raw: Any = None
+
+    @property
+    def is_muscle(self) -> bool:
+        return self.type in MUSCLE_TYPES
+
+
+@dataclass
+class Constraint:
+    """A kinematic constraint.
+
+    ``type``: CoordinateCouplerConstraint (``properties``: ``independent_coordinates``,
+    ``dependent_coordinate``, ``function``, ``scale_factor``), PointConstraint
+    (``body1``/``body2`` frame paths, ``location_body_1``/``_2``), WeldConstraint,
+    PointOnLineConstraint, ...
+    """
+
+    name: str
+    type: str
+    properties: dict = field(default_factory=dict)
+    enabled: bool = True
+    raw: Any = None
+
+
+@dataclass
+class Model:
+    """An OpenSim model as data. See the module docstring.
+
+    Attributes
+    ----------
+    name : str
+    gravity : (3,) m/s²
+    bodies : dict name -> Body (ground excluded)
+    frames : dict path -> OffsetFrame (PhysicalOffsetFrames anywhere in the model)
+    joints : dict name -> Joint, in JointSet order
+    constraints : list[Constraint]
+    markers : dict name -> Marker
+    forces : dict name -> Force, in ForceSet order
+    verbatim : list of (set_name, lxml element): components arthron does not model, written back
+    source : str or None, the file read
+    version : int, the ``OpenSimDocument Version`` read
+    """
+
+    name: str = "model"
+    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, -9.80665, 0.0]))
+    bodies: dict = field(default_factory=dict)
+    frames: dict = field(default_factory=dict)
+    joints: dict = field(default_factory=dict)
+    constraints: list = field(default_factory=list)
+    markers: dict = field(default_factory=dict)
+    forces: dict = field(default_factory=dict)
+    ground_geometry: list = field(default_factory=list)
+    ground_wrap_objects: list = field(default_factory=list)
+    credits: str | None = None
+    publications: str | None = None
+    length_units: str = "meters"
+    force_units: str = "N"
+    verbatim: list = field(default_factory=list)
+    source: str | None = None
+    version: int = 40000
+    raw: Any = None
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def coordinates(self) -> dict:
+        """All coordinates by name, in JointSet order (OpenSim's CoordinateSet order)."""
+        out = {}
+        for j in self.joints.values():
+            for c in j.coordinates:
+                out[c.name] = c
+        return out
+
+    @property
+    def muscles(self) -> dict:
+        return {n: f for n, f in self.forces.items() if f.is_muscle}
+
+    def copy(self) -> "Model":
+        """A deep copy (functions, arrays and kept XML included)."""
+        return copy.deepcopy(self)
+
+    def frame_in_base(self, path: str) -> tuple[str, Transform]:
+        """Resolve a frame path to its base body path and the fixed transform ``X_BF``.
+
+        Raises
+        ------
+        ModelFileError if the path names no body, ground or offset frame of the model.
+        """
+        X = Transform()
+        seen = set()
+        p = path
+        while True:
+            if p == GROUND:
+                return GROUND, X
+            if p.startswith("/bodyset/") and p[len("/bodyset/"):] in self.bodies:
+                return p, X
+            fr = self.frames.get(p)
+            if fr is None or p in seen:
+                raise ModelFileError(f"frame '{path}' does not resolve to a body (stuck at '{p}')",
+                                     self.source)
+            seen.add(p)
+            X = fr.transform() @ X
+            p = fr.parent
+
+    def total_mass(self) -> float:
+        return float(sum(b.mass for b in self.bodies.values()))
+
+    def summary(self) -> dict:
+        """Counts used by ``arthron info``."""
+        kinds: dict[str, int] = {}
+        for j in self.joints.values():
+            kinds[j.type] = kinds.get(j.type, 0) + 1
+        fk: dict[str, int] = {}
+        for f in self.forces.values():
+            fk[f.type] = fk.get(f.type, 0) + 1
+        return {
+            "name": self.name,
+            "bodies": len(self.bodies),
+            "mass": self.total_mass(),
+            "joints": kinds,
+            "coordinates": len(self.coordinates),
+            "constraints": [c.type for c in self.constraints],
+            "markers": len(self.markers),
+            "forces": fk,
+            "muscles": len(self.muscles),
+            "verbatim": [f"{s}: {e.tag} {e.get('name', '')}".strip() for s, e in self.verbatim]
+            + [f"ForceSet: {f.type} {f.name}" for f in self.forces.values() if not f.modelled],
+        }

@@ -1,0 +1,90 @@
+"""Helpers that ask the official OpenSim (extra 'interop') for reference numbers."""
+from __future__ import annotations
+
+import contextlib
+import os
+
+import numpy as np
+
+
+@contextlib.contextmanager
+def _cwd(path):
+    old = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+def load(path, remove_types=()):
+    """Load a model in OpenSim (cwd = its folder), optionally stripped of plugin classes."""
+    import opensim as osim
+    osim.Logger.setLevelString("error")
+    path = str(path)
+    if remove_types:
+        from lxml import etree
+        import tempfile
+        tree = etree.parse(path)
+        for e in list(tree.getroot().iter()):
+            if isinstance(e.tag, str) and e.tag in remove_types:
+                e.getparent().remove(e)
+        fd, tmp = tempfile.mkstemp(suffix=".osim", dir=os.path.dirname(path) if os.access(os.path.dirname(path), os.W_OK) else None)
+        os.close(fd)
+        tree.write(tmp)
+        path = tmp
+    with _cwd(os.path.dirname(os.path.abspath(path))):
+        m = osim.Model(path)
+        s = m.initSystem()
+    return m, s
+
+
+def vec(v, n=3):
+    return np.array([v.get(i) for i in range(n)])
+
+
+def mat33(M):
+    return np.array([[M.get(i, j) for j in range(3)] for i in range(3)])
+
+
+def body_table(m):
+    """Per body: mass, mass center, inertia (3,3) about the COM in the body frame."""
+    out = {}
+    bs = m.getBodySet()
+    for i in range(bs.getSize()):
+        b = bs.get(i)
+        I = b.getInertia()
+        mom, prod = I.getMoments(), I.getProducts()
+        Im = np.array([[mom.get(0), prod.get(0), prod.get(1)],
+                       [prod.get(0), mom.get(1), prod.get(2)],
+                       [prod.get(1), prod.get(2), mom.get(2)]])
+        out[b.getName()] = (b.getMass(), vec(b.getMassCenter()), Im)
+    return out
+
+
+def body_poses(m, s):
+    """Per body: ground rotation (3,3) and origin (3,) in the state s."""
+    m.realizePosition(s)
+    out = {}
+    bs = m.getBodySet()
+    for i in range(bs.getSize()):
+        b = bs.get(i)
+        X = b.getTransformInGround(s)
+        out[b.getName()] = (mat33(X.R()), vec(X.p()))
+    return out
+
+
+def marker_positions(m, s):
+    m.realizePosition(s)
+    ms = m.getMarkerSet()
+    return {ms.get(i).getName(): vec(ms.get(i).getLocationInGround(s)) for i in range(ms.getSize())}
+
+
+def set_coordinates(m, s, values: dict):
+    cs = m.getCoordinateSet()
+    for i in range(cs.getSize()):
+        c = cs.get(i)
+        if c.getName() in values:
+            c.setValue(s, float(values[c.getName()]), False)
+    m.assemble(s) if False else None
+    m.realizePosition(s)
