@@ -1,0 +1,639 @@
+"""The model compiled into arrays: poses, velocities, accelerations and velocity maps for T frames.
+
+Every joint is compiled into a short chain of *nodes* between its parent frame F and child
+frame M. A node is a frame with a fixed pre-transform ``X0`` on its parent node followed by one
+elementary motion:
+
+* ``fixed``  -- nothing more (body frames, welds),
+* ``rot``    -- rotation about a unit axis ``a`` (in the pre-transformed frame) by ``θ = f(q_c)``,
+* ``trans``  -- translation ``p = Σ_i f_i(q_ci) t_i`` (OpenSim's CustomJoint translations, in F),
+* ``ellip``  -- Simbody's Ellipsoid mobilizer translation ``p = (a n_x, b n_y, c n_z)`` on the
+  ellipsoid of radii ``a, b, c``, with ``n`` the z axis of ``Rx(q0) Ry(q1)``:
+  ``n = (sin q1, -sin q0 cos q1, cos q0 cos q1)``.
+
+CustomJoint (``X_FM = (R1(θ1) R2(θ2) R3(θ3), Σ f_j t_j)``, body-fixed rotation sequence as in
+Simbody's FunctionBased mobilizer), Pin, Slider, Weld, Ball, Gimbal, Free, Universal, Planar,
+Ellipsoid and OpenSim's ScapulothoracicJoint (Ellipsoid + winging Pin + Weld, as
+``ScapulothoracicJoint::extendAddToSystem`` builds it) are all such chains.
+
+Velocities follow seed 002 (Blajer & Czaplicki 2005), in 3D: each body's absolute velocity
+``v = [v_C; ω]`` (mass-center velocity and angular velocity, both in ground) is
+``v = D(q) q̇`` and its acceleration ``a = D(q) q̈ + γ(q, q̇)`` (seed Eq. 2.3 form). ``D`` is
+available explicitly (:func:`velocity_map`) and as the transposed operator ``Dᵀ w`` computed by
+a backward sum over subtrees (:func:`apply_velocity_map_transpose`), which is what inverse
+dynamics uses.
+
+Frames are the leading axis of every array: ``q`` is (T, nq) in the model's coordinate order
+(JointSet order), radians and metres.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ModelFileError, UnsupportedFeature
+from .functions import LinearFunction
+from .model import GROUND, Model, Transform
+
+__all__ = ["Tree", "compile_model", "forward_kinematics", "Kinematics", "velocity_map",
+           "apply_velocity_map_transpose", "marker_positions", "default_coordinates",
+           "station_positions"]
+
+
+def _rotz(t):
+    c, s = np.cos(t), np.sin(t)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def _rot_to_z(d):
+    """A rotation whose z axis is the unit vector d (Simbody's ``Rotation(d, ZAxis)``-like)."""
+    d = np.asarray(d, float) / np.linalg.norm(d)
+    # Any perpendicular x axis; Simbody picks one deterministically, the pin angle is relative
+    # to this same frame on both sides, so the choice does not change the joint transform.
+    helper = np.array([1.0, 0, 0]) if abs(d[0]) < 0.9 else np.array([0, 1.0, 0])
+    x = np.cross(helper, d)
+    x /= np.linalg.norm(x)
+    y = np.cross(d, x)
+    return np.column_stack([x, y, d])
+
+
+@dataclass
+class Node:
+    parent: int
+    R0: np.ndarray
+    p0: np.ndarray
+    kind: str = "fixed"          # fixed | rot | trans | ellip
+    axis: np.ndarray | None = None
+    coord: int = -1
+    func: object = None          # None means identity (θ = q)
+    terms: list = field(default_factory=list)   # trans: [(coord, func or None, axis)]
+    radii: np.ndarray | None = None
+    coords: tuple = ()           # coordinates this node's motion depends on
+    joint: str = ""
+
+
+@dataclass
+class Tree:
+    """A model compiled for kinematics and dynamics (see the module docstring).
+
+    Attributes
+    ----------
+    nodes : list[Node]           parents come before children; node 0 is ground
+    coordinate_names : list[str] model order (JointSet order)
+    multibody_order : list[int]  coordinate indices in Simbody's mobility order (tree levels,
+                                 then JointSet order): the column order of OpenSim's ID output
+    body_names : list[str]
+    body_node : (nb,) int        node of each body frame
+    mass : (nb,), com : (nb, 3) body frame, inertia : (nb, 3, 3) about the COM, body frame
+    gravity : (3,)
+    joint_names : list[str]; joint_child_body : (nj,) body index of each joint's child
+    joint_coords : list[list[int]] coordinate indices of each joint
+    markers : dict name -> (body index or -1 for ground, (3,) location in the body frame)
+    default_q : (nq,)
+    """
+
+    nodes: list
+    coordinate_names: list
+    multibody_order: list
+    body_names: list
+    body_node: np.ndarray
+    mass: np.ndarray
+    com: np.ndarray
+    inertia: np.ndarray
+    gravity: np.ndarray
+    joint_names: list
+    joint_child_body: np.ndarray
+    joint_parent_body: np.ndarray
+    joint_coords: list
+    joint_nodes: list
+    markers: dict
+    default_q: np.ndarray
+    model_name: str = ""
+
+    @property
+    def nq(self) -> int:
+        return len(self.coordinate_names)
+
+    @property
+    def nb(self) -> int:
+        return len(self.body_names)
+
+    def coordinate_index(self, name: str) -> int:
+        try:
+            return self.coordinate_names.index(name)
+        except ValueError:
+            raise ModelFileError(f"model '{self.model_name}' has no coordinate '{name}'") from None
+
+    def body_index(self, name: str) -> int:
+        if name in ("ground", GROUND):
+            return -1
+        n = name[len("/bodyset/"):] if name.startswith("/bodyset/") else name
+        try:
+            return self.body_names.index(n)
+        except ValueError:
+            raise ModelFileError(f"model '{self.model_name}' has no body '{name}'") from None
+
+
+def _is_identity(f) -> bool:
+    return f is None or (isinstance(f, LinearFunction) and f.slope == 1.0 and f.intercept == 0.0)
+
+
+def _independent_axes(axes, n_with_coords):
+    """OpenSim's SpatialTransform::constructIndependentAxes for a triple of axes."""
+    v = [np.asarray(a, float) for a in axes]
+    if n_with_coords in (0, 3):
+        return v
+    if n_with_coords == 2:
+        c = np.cross(v[0], v[1])
+        v[2] = c / np.linalg.norm(c)
+    else:
+        if abs(abs(v[0] @ v[1]) - 1.0) < 1e-4:
+            v[1] = v[2]
+        c = np.cross(v[1], v[0])
+        v[2] = c / np.linalg.norm(c)
+    return v
+
+
+def _joint_ops(model: Model, j, cidx):
+    """Elementary operations from F to M of one joint (see module docstring)."""
+    ops = []
+    C = [cidx[c.name] for c in j.coordinates]
+    t = j.type
+    ex, ey, ez = np.eye(3)
+    if t == "CustomJoint":
+        st = j.spatial_transform
+        rot, tr = st[:3], st[3:]
+        nr = sum(1 for a in rot if a.coordinates)
+        nt = sum(1 for a in tr if a.coordinates)
+        raxes = _independent_axes([a.axis for a in rot], nr)
+        taxes = _independent_axes([a.axis for a in tr], nt)
+        terms, const_p = [], np.zeros(3)
+        for a, ax in zip(tr, taxes):
+            ax = ax / np.linalg.norm(ax)
+            if a.coordinates:
+                c = cidx.get(a.coordinates[0])
+                if c is None:
+                    raise ModelFileError(f"joint '{j.name}' axis '{a.name}' names unknown coordinate "
+                                         f"'{a.coordinates[0]}'", model.source)
+                terms.append((c, None if _is_identity(a.function) else a.function, ax))
+            elif a.function is not None:
+                const_p = const_p + float(a.function.value(0.0)) * ax
+        if np.any(const_p):
+            ops.append(("fixed", Transform(np.eye(3), const_p)))
+        if terms:
+            ops.append(("trans", terms))
+        for a, ax in zip(rot, raxes):
+            ax = ax / np.linalg.norm(ax)
+            if a.coordinates:
+                c = cidx.get(a.coordinates[0])
+                if c is None:
+                    raise ModelFileError(f"joint '{j.name}' axis '{a.name}' names unknown coordinate "
+                                         f"'{a.coordinates[0]}'", model.source)
+                ops.append(("rot", ax, c, None if _is_identity(a.function) else a.function))
+            elif a.function is not None:
+                ang = float(a.function.value(0.0))
+                if ang != 0.0:
+                    ops.append(("fixed", Transform(_axis_angle(ax, ang), np.zeros(3))))
+    elif t == "WeldJoint":
+        pass
+    elif t == "PinJoint":
+        ops.append(("rot", ez, C[0], None))
+    elif t == "SliderJoint":
+        ops.append(("trans", [(C[0], None, ex)]))
+    elif t in ("BallJoint", "GimbalJoint"):
+        ops += [("rot", ex, C[0], None), ("rot", ey, C[1], None), ("rot", ez, C[2], None)]
+    elif t == "UniversalJoint":
+        ops += [("rot", ex, C[0], None), ("rot", ey, C[1], None)]
+    elif t == "FreeJoint":
+        ops.append(("trans", [(C[3], None, ex), (C[4], None, ey), (C[5], None, ez)]))
+        ops += [("rot", ex, C[0], None), ("rot", ey, C[1], None), ("rot", ez, C[2], None)]
+    elif t == "PlanarJoint":
+        ops.append(("trans", [(C[1], None, ex), (C[2], None, ey)]))
+        ops.append(("rot", ez, C[0], None))
+    elif t == "EllipsoidJoint":
+        radii = np.asarray(j.parameters.get("radii_x_y_z"), float)
+        ops.append(("ellip", radii, C[0], C[1]))
+        ops += [("rot", ex, C[0], None), ("rot", ey, C[1], None), ("rot", ez, C[2], None)]
+    elif t == "ScapulothoracicJoint":
+        r = np.asarray(j.parameters["thoracic_ellipsoid_radii_x_y_z"], float)
+        wo = np.asarray(j.parameters.get("scapula_winging_axis_origin", np.zeros(2)), float)
+        wd = float(j.parameters.get("scapula_winging_axis_direction", 0.0))
+        Rz90 = _rotz(np.pi / 2)
+        ops.append(("fixed", Transform(Rz90, np.zeros(3))))
+        ops.append(("ellip", np.array([r[1], r[0], r[2]]), C[0], C[1]))
+        ops += [("rot", ex, C[0], None), ("rot", ey, C[1], None), ("rot", ez, C[2], None)]
+        ops.append(("fixed", Transform(Rz90.T, np.zeros(3))))
+        W = Transform(_rot_to_z(np.array([-np.sin(wd), np.cos(wd), 0.0])), np.array([wo[0], wo[1], 0.0]))
+        ops.append(("fixed", W))
+        ops.append(("rot", ez, C[3], None))
+        ops.append(("fixed", W.inverse()))
+    else:
+        raise UnsupportedFeature(f"joint type {t} ('{j.name}')", model.source)
+    return ops
+
+
+def _axis_angle(a, th):
+    a = np.asarray(a, float)
+    K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+    return np.eye(3) + np.sin(th) * K + (1 - np.cos(th)) * (K @ K)
+
+
+def compile_model(model: Model) -> Tree:
+    """Compile a :class:`Model` into a :class:`Tree`.
+
+    Raises
+    ------
+    ModelFileError for joints that do not form a tree rooted at ground.
+    UnsupportedFeature for joint types arthron does not implement.
+    """
+    coords = list(model.coordinates.values())
+    cnames = [c.name for c in coords]
+    cidx = {n: i for i, n in enumerate(cnames)}
+    body_names = list(model.bodies)
+    bidx = {f"/bodyset/{n}": i for i, n in enumerate(body_names)}
+    # Order joints parent-first (BFS by level, JointSet order within a level, as OpenSim's
+    # multibody graph does).
+    joints = list(model.joints.values())
+    info = {}
+    for j in joints:
+        pb, XPF = model.frame_in_base(j.parent_frame)
+        cb, XCM = model.frame_in_base(j.child_frame)
+        info[j.name] = (pb, XPF, cb, XCM)
+    placed = {GROUND}
+    order = []
+    remaining = joints[:]
+    while remaining:
+        level = [j for j in remaining if info[j.name][0] in placed]
+        if not level:
+            names = ", ".join(j.name for j in remaining)
+            raise ModelFileError(f"joints not connected to ground: {names}", model.source)
+        for j in level:
+            placed.add(info[j.name][2])
+        order += level
+        remaining = [j for j in remaining if j not in level]
+    nodes = [Node(parent=-1, R0=np.eye(3), p0=np.zeros(3), joint="ground")]
+    body_node = np.full(len(body_names), -1)
+    node_of = {GROUND: 0}
+    joint_nodes = {}
+    for j in order:
+        pb, XPF, cb, XCM = info[j.name]
+        ops = [("fixed", XPF)] + _joint_ops(model, j, cidx) + [("fixed", XCM.inverse())]
+        parent = node_of[pb]
+        pending = Transform()
+        jn = []
+        for op in ops:
+            if op[0] == "fixed":
+                pending = pending @ op[1]
+                continue
+            n = Node(parent=parent, R0=pending.R.copy(), p0=pending.p.copy(), kind=op[0], joint=j.name)
+            if op[0] == "rot":
+                n.axis, n.coord, n.func = op[1], op[2], op[3]
+                n.coords = (op[2],)
+            elif op[0] == "trans":
+                n.terms = op[1]
+                n.coords = tuple(sorted({c for c, _, _ in op[1]}))
+            elif op[0] == "ellip":
+                n.radii, n.coords = np.asarray(op[1], float), (op[2], op[3])
+            nodes.append(n)
+            parent = len(nodes) - 1
+            jn.append(parent)
+            pending = Transform()
+        nodes.append(Node(parent=parent, R0=pending.R.copy(), p0=pending.p.copy(), joint=j.name))
+        node_of[cb] = len(nodes) - 1
+        body_node[bidx[cb]] = len(nodes) - 1
+        joint_nodes[j.name] = jn
+    if np.any(body_node < 0):
+        missing = [body_names[i] for i in np.where(body_node < 0)[0]]
+        raise ModelFileError(f"bodies without a joint: {', '.join(missing)}", model.source)
+    mb_order = [cidx[c.name] for j in order for c in j.coordinates]
+    markers = {}
+    for mk in model.markers.values():
+        base, X = model.frame_in_base(mk.parent_frame)
+        markers[mk.name] = (bidx.get(base, -1), X.apply(mk.location))
+    bodies = [model.bodies[n] for n in body_names]
+    return Tree(
+        nodes=nodes, coordinate_names=cnames, multibody_order=mb_order, body_names=body_names,
+        body_node=body_node,
+        mass=np.array([b.mass for b in bodies], float),
+        com=np.array([b.mass_center for b in bodies], float).reshape(-1, 3),
+        inertia=np.array([b.inertia for b in bodies], float).reshape(-1, 3, 3),
+        gravity=np.asarray(model.gravity, float),
+        joint_names=[j.name for j in order],
+        joint_child_body=np.array([bidx[info[j.name][2]] for j in order]),
+        joint_parent_body=np.array([bidx.get(info[j.name][0], -1) for j in order]),
+        joint_coords=[[cidx[c.name] for c in j.coordinates] for j in order],
+        joint_nodes=[joint_nodes[j.name] for j in order],
+        markers=markers,
+        default_q=np.array([c.default_value for c in coords], float),
+        model_name=model.name,
+    )
+
+
+def default_coordinates(tree: Tree, T: int = 1) -> np.ndarray:
+    """Default coordinate values, shape (T, nq)."""
+    return np.tile(tree.default_q, (T, 1))
+
+
+# ----------------------------------------------------------------------------- node motions
+def _fvals(func, x, order):
+    """θ, θ', θ'' of an axis function (identity when func is None)."""
+    if func is None:
+        return x, np.ones_like(x), np.zeros_like(x)
+    return func.value(x), func.derivative(x, 1), (func.derivative(x, 2) if order > 1 else None)
+
+
+def _rodrigues(a, th):
+    """Rotation about the fixed unit axis a by angles th (T,) -> (T, 3, 3)."""
+    c, s = np.cos(th), np.sin(th)
+    C = 1.0 - c
+    x, y, z = a
+    R = np.empty(th.shape + (3, 3))
+    R[:, 0, 0] = c + x * x * C
+    R[:, 0, 1] = x * y * C - z * s
+    R[:, 0, 2] = x * z * C + y * s
+    R[:, 1, 0] = y * x * C + z * s
+    R[:, 1, 1] = c + y * y * C
+    R[:, 1, 2] = y * z * C - x * s
+    R[:, 2, 0] = z * x * C - y * s
+    R[:, 2, 1] = z * y * C + x * s
+    R[:, 2, 2] = c + z * z * C
+    return R
+
+
+def _ellip_local(radii, q0, q1, qd0=None, qd1=None):
+    """Ellipsoid mobilizer translation p (T,3), its Jacobian (T,3,2) w.r.t. (q0, q1), and the
+    bias p̈ at q̈ = 0.
+
+    Simbody's Ellipsoid mobilizer places the M origin at ``p = (a n_x, b n_y, c n_z)`` where
+    ``n`` is M's z axis in F (a point on the ellipsoid surface; it equals the point with normal
+    n only on a sphere). With ``R = Rx(q0) Ry(q1) Rz(q2)``,
+    ``n = (sin q1, -sin q0 cos q1, cos q0 cos q1)`` does not depend on q2.
+    """
+    s0, c0, s1, c1 = np.sin(q0), np.cos(q0), np.sin(q1), np.cos(q1)
+    r = np.asarray(radii, float)
+    p = r * np.stack([s1, -s0 * c1, c0 * c1], -1)
+    z = np.zeros_like(q0)
+    J = np.empty(q0.shape + (3, 2))
+    J[:, :, 0] = r * np.stack([z, -c0 * c1, -s0 * c1], -1)
+    J[:, :, 1] = r * np.stack([c1, s0 * s1, -c0 * s1], -1)
+    bias = None
+    if qd0 is not None:
+        d00 = np.stack([z, s0 * c1, -c0 * c1], -1)
+        d01 = np.stack([z, c0 * s1, s0 * s1], -1)
+        d11 = np.stack([-s1, s0 * c1, -c0 * c1], -1)
+        bias = r * (d00 * (qd0 ** 2)[:, None] + 2 * d01 * (qd0 * qd1)[:, None]
+                    + d11 * (qd1 ** 2)[:, None])
+    return p, J, bias
+
+
+def _cross(a, b):
+    return np.cross(a, b)
+
+
+@dataclass
+class Kinematics:
+    """Node (and body) kinematics for T frames, all in ground.
+
+    R : (T, N, 3, 3), o : (T, N, 3) node origins; when velocities were asked for:
+    w : (T, N, 3) angular velocity, v : (T, N, 3) origin velocity; when accelerations were asked:
+    al : (T, N, 3) angular acceleration, a : (T, N, 3) origin acceleration. ``hinge`` holds,
+    per variable node, its ground-frame partial velocities (used by Dᵀ and by D).
+    """
+
+    R: np.ndarray
+    o: np.ndarray
+    w: np.ndarray | None = None
+    v: np.ndarray | None = None
+    al: np.ndarray | None = None
+    a: np.ndarray | None = None
+    hinge: dict | None = None
+
+    def body_R(self, tree):
+        return self.R[:, tree.body_node]
+
+    def body_origin(self, tree):
+        return self.o[:, tree.body_node]
+
+    def body_com(self, tree):
+        return self.o[:, tree.body_node] + np.einsum("tbij,bj->tbi", self.R[:, tree.body_node], tree.com)
+
+
+def forward_kinematics(tree: Tree, q, qd=None, qdd=None) -> Kinematics:
+    """Poses (and velocities, accelerations) of every node for T frames.
+
+    Parameters
+    ----------
+    q : (T, nq) or (nq,) coordinates (rad, m), model order.
+    qd, qdd : same shape, optional: speeds and accelerations. ``qdd`` needs ``qd``; passing
+        ``qdd = 0`` gives the bias accelerations γ.
+
+    Returns
+    -------
+    Kinematics (see its docstring). ``hinge[n]`` = (coords, Hω (T,3,k), Hv (T,3,k)): the
+    angular and origin-velocity contribution of node n's motion per unit speed of each of its
+    coordinates, in ground.
+    """
+    q = np.atleast_2d(np.asarray(q, float))
+    T = q.shape[0]
+    N = len(tree.nodes)
+    want_v = qd is not None
+    want_a = qdd is not None
+    if want_v:
+        qd = np.atleast_2d(np.asarray(qd, float))
+    if want_a:
+        if not want_v:
+            raise ValueError("accelerations need speeds")
+        qdd = np.atleast_2d(np.asarray(qdd, float))
+    R = np.empty((T, N, 3, 3))
+    o = np.empty((T, N, 3))
+    R[:, 0] = np.eye(3)
+    o[:, 0] = 0.0
+    if want_v:
+        w = np.zeros((T, N, 3))
+        v = np.zeros((T, N, 3))
+    if want_a:
+        al = np.zeros((T, N, 3))
+        a = np.zeros((T, N, 3))
+    hinge = {}
+    for i in range(1, N):
+        nd = tree.nodes[i]
+        p = nd.parent
+        Rp = R[:, p]
+        Rf = Rp @ nd.R0
+        of = o[:, p] + Rp @ nd.p0
+        r = of - o[:, p]
+        if want_v:
+            wp = w[:, p]
+            vf = v[:, p] + _cross(wp, r)
+            if want_a:
+                alp = al[:, p]
+                af = a[:, p] + _cross(alp, r) + _cross(wp, _cross(wp, r))
+        kind = nd.kind
+        if kind == "fixed":
+            R[:, i] = Rf
+            o[:, i] = of
+            if want_v:
+                w[:, i] = wp
+                v[:, i] = vf
+                if want_a:
+                    al[:, i] = alp
+                    a[:, i] = af
+            continue
+        if kind == "rot":
+            x = q[:, nd.coord]
+            th, d1, d2 = _fvals(nd.func, x, 2 if want_a else 1)
+            R[:, i] = Rf @ _rodrigues(nd.axis, th)
+            o[:, i] = of
+            k = Rf @ nd.axis
+            Hw = (k * d1[:, None])[:, :, None]
+            hinge[i] = ((nd.coord,), Hw, np.zeros_like(Hw))
+            if want_v:
+                thd = d1 * qd[:, nd.coord]
+                wrel = k * thd[:, None]
+                w[:, i] = wp + wrel
+                v[:, i] = vf
+                if want_a:
+                    thdd = d2 * qd[:, nd.coord] ** 2 + d1 * qdd[:, nd.coord]
+                    al[:, i] = alp + k * thdd[:, None] + _cross(wp, wrel)
+                    a[:, i] = af
+            continue
+        if kind == "trans":
+            pl = np.zeros((T, 3))
+            cols = {}
+            biasl = np.zeros((T, 3)) if want_a else None
+            for c, f, ax in nd.terms:
+                val, d1, d2 = _fvals(f, q[:, c], 2 if want_a else 1)
+                pl += val[:, None] * ax
+                cols[c] = cols.get(c, 0.0) + d1[:, None] * ax
+                if want_a and f is not None:
+                    biasl += (d2 * qd[:, c] ** 2)[:, None] * ax
+            cl = list(nd.coords)
+            Jl = np.stack([np.broadcast_to(cols[c], (T, 3)) for c in cl], -1)
+        else:  # ellip
+            c0, c1 = nd.coords
+            if want_a:
+                pl, Jl, biasl = _ellip_local(nd.radii, q[:, c0], q[:, c1], qd[:, c0], qd[:, c1])
+            else:
+                pl, Jl, _ = _ellip_local(nd.radii, q[:, c0], q[:, c1])
+            cl = [c0, c1]
+        R[:, i] = Rf
+        pg = np.einsum("tij,tj->ti", Rf, pl)
+        o[:, i] = of + pg
+        Hv = Rf @ Jl
+        hinge[i] = (tuple(cl), np.zeros_like(Hv), Hv)
+        if want_v:
+            vrel = np.einsum("tik,tk->ti", Hv, qd[:, cl])
+            w[:, i] = wp
+            v[:, i] = vf + _cross(wp, pg) + vrel
+            if want_a:
+                accrel = np.einsum("tik,tk->ti", Hv, qdd[:, cl])
+                if biasl is not None:
+                    accrel = accrel + np.einsum("tij,tj->ti", Rf, biasl)
+                al[:, i] = alp
+                a[:, i] = (af + _cross(alp, pg) + _cross(wp, _cross(wp, pg))
+                           + 2 * _cross(wp, vrel) + accrel)
+    out = Kinematics(R=R, o=o, hinge=hinge)
+    if want_v:
+        out.w, out.v = w, v
+    if want_a:
+        out.al, out.a = al, a
+    return out
+
+
+def _subtree_masks(tree: Tree):
+    N = len(tree.nodes)
+    anc = [[] for _ in range(N)]
+    for i in range(1, N):
+        p = tree.nodes[i].parent
+        anc[i] = anc[p] + [p]
+    return anc
+
+
+def velocity_map(tree: Tree, q, kin: Kinematics | None = None, point="com"):
+    """The velocity map D(q) of seed 002: body velocities per unit coordinate speed.
+
+    Parameters
+    ----------
+    q : (T, nq)
+    point : ``"com"`` (seed 002's v_C) or ``"origin"`` (body frame origins).
+
+    Returns
+    -------
+    D : (T, nb, 6, nq): rows 0-2 the linear velocity of the body point, rows 3-5 the angular
+        velocity, both in ground.
+    """
+    q = np.atleast_2d(np.asarray(q, float))
+    if kin is None:
+        kin = forward_kinematics(tree, q)
+    T = q.shape[0]
+    anc = _subtree_masks(tree)
+    pts = kin.body_com(tree) if point == "com" else kin.body_origin(tree)
+    D = np.zeros((T, tree.nb, 6, tree.nq))
+    for b in range(tree.nb):
+        n = tree.body_node[b]
+        for m in anc[n] + [n]:
+            h = kin.hinge.get(m)
+            if h is None:
+                continue
+            cl, Hw, Hv = h
+            r = pts[:, b] - kin.o[:, m]
+            for k, c in enumerate(cl):
+                D[:, b, 3:, c] += Hw[:, :, k]
+                D[:, b, :3, c] += Hv[:, :, k] + _cross(Hw[:, :, k], r)
+    return D
+
+
+def apply_velocity_map_transpose(tree: Tree, kin: Kinematics, F, M):
+    """``Dᵀ w`` for body wrenches w = (F, M) without forming D (a backward sum over subtrees).
+
+    Parameters
+    ----------
+    F : (T, nb, 3) forces at the body mass centers, ground frame (N).
+    M : (T, nb, 3) moments (N·m), ground frame.
+
+    Returns
+    -------
+    (T, nq) generalized forces ``Σ_b (∂v_C/∂q̇)ᵀ F_b + (∂ω/∂q̇)ᵀ M_b``.
+    """
+    T = F.shape[0]
+    N = len(tree.nodes)
+    Fn = np.zeros((T, N, 3))
+    Mn = np.zeros((T, N, 3))  # about each node origin
+    com = kin.body_com(tree)
+    for b in range(tree.nb):
+        n = tree.body_node[b]
+        Fn[:, n] += F[:, b]
+        Mn[:, n] += M[:, b] + _cross(com[:, b] - kin.o[:, n], F[:, b])
+    tau = np.zeros((T, tree.nq))
+    for i in range(N - 1, 0, -1):
+        h = kin.hinge.get(i)
+        if h is not None:
+            cl, Hw, Hv = h
+            tau[:, list(cl)] += np.einsum("tik,ti->tk", Hw, Mn[:, i]) + np.einsum("tik,ti->tk", Hv, Fn[:, i])
+        p = tree.nodes[i].parent
+        Fn[:, p] += Fn[:, i]
+        Mn[:, p] += Mn[:, i] + _cross(kin.o[:, i] - kin.o[:, p], Fn[:, i])
+    return tau
+
+
+def marker_positions(tree: Tree, q, names=None, kin: Kinematics | None = None) -> tuple[list, np.ndarray]:
+    """Marker positions in ground.
+
+    Returns
+    -------
+    names : list[str], positions : (T, n_markers, 3) metres.
+    """
+    if kin is None:
+        kin = forward_kinematics(tree, q)
+    names = list(tree.markers) if names is None else list(names)
+    bi = np.array([tree.markers[n][0] for n in names], int)
+    loc = np.array([tree.markers[n][1] for n in names], float).reshape(-1, 3)
+    return names, station_positions(tree, kin, bi, loc)
+
+
+def station_positions(tree: Tree, kin: Kinematics, bodies, locations) -> np.ndarray:
+    """Ground positions (T, n, 3) of points fixed on bodies (index -1 = ground)."""
+    bodies = np.asarray(bodies, int)
+    nodes = np.where(bodies < 0, 0, tree.body_node[np.maximum(bodies, 0)])
+    return kin.o[:, nodes] + np.einsum("tnij,nj->tni", kin.R[:, nodes], np.asarray(locations, float))
