@@ -532,40 +532,10 @@ class GCVSpline(_XYFunction):
         return 2 * self.half_order - 1
 
     def _fit(self):
-        from scipy.interpolate import make_interp_spline
-
-        m = self.half_order
-        k = 2 * m - 1
-        if m == 1:
-            bc = None
-        else:
-            cond = [(r, 0.0) for r in range(m, 2 * m - 1)]
-            bc = (cond, cond)
-        self._spline = make_interp_spline(self.x, self.y, k=k, bc_type=bc)
-        # Taylor data (value and derivatives 0..m-1) at both ends, for extrapolation.
-        self._left = np.array([float(self._spline(self.x[0], r)) for r in range(m)])
-        self._right = np.array([float(self._spline(self.x[-1], r)) for r in range(m)])
-
-    def _extrap(self, taylor, dx, order):
-        out = np.zeros(dx.shape)
-        for r in range(order, len(taylor)):
-            out = out + taylor[r] * dx ** (r - order) / math.factorial(r - order)
-        return out
+        self._nat = _NaturalSpline(self.x, self.y, self.half_order)
 
     def _eval(self, x, order):
-        a = _as_x(x)
-        x0, xn = self.x[0], self.x[-1]
-        below = a < x0
-        above = a >= xn
-        inside = ~below & ~above
-        out = np.zeros(a.shape)
-        if inside.any():
-            out[inside] = self._spline(a[inside], order)
-        if below.any():
-            out[below] = self._extrap(self._left, a[below] - x0, order)
-        if above.any():
-            out[above] = self._extrap(self._right, a[above] - xn, order)
-        return out
+        return self._nat(_as_x(x), order)
 
     def value(self, x):
         return self._eval(x, 0)
@@ -581,6 +551,57 @@ class GCVSpline(_XYFunction):
         _sub(e, "y", _fmt_list(self.y))
         _sub(e, "weights", _fmt_list(np.ones_like(self.x)))
         return e
+
+
+class _NaturalSpline:
+    """Natural interpolating spline of degree ``2m-1`` as GCVSPL (error variance 0) gives it.
+
+    ``y`` may be 1-D (n,) or 2-D (n, k) for k columns sharing the knots ``x``. Inside the knots it
+    is evaluated from scipy's B-spline; at and beyond ``x[-1]`` and below ``x[0]`` from the
+    degree ``m-1`` Taylor polynomial at the end knot, as GCVSPL's ``SPLDER`` does (its search
+    puts ``t >= x[n]`` in the extrapolation interval).
+    """
+
+    def __init__(self, x, y, half_order):
+        from scipy.interpolate import make_interp_spline
+
+        m = int(half_order)
+        self.m = m
+        self.x0 = float(x[0])
+        self.xn = float(x[-1])
+        zero = np.zeros(np.asarray(y).shape[1:])
+        if m == 1:
+            bc = None
+        else:
+            cond = [(r, zero) for r in range(m, 2 * m - 1)]
+            bc = (cond, cond)
+        self.spline = make_interp_spline(np.asarray(x, float), np.asarray(y, float), k=2 * m - 1,
+                                         bc_type=bc, axis=0)
+        self.left = np.stack([np.asarray(self.spline(self.x0, r)) for r in range(m)])
+        self.right = np.stack([np.asarray(self.spline(self.xn, r)) for r in range(m)])
+        self.trailing = np.asarray(y).shape[1:]
+
+    def _taylor(self, taylor, dx, order):
+        shape = dx.shape + self.trailing
+        out = np.zeros(shape)
+        dxe = dx.reshape(dx.shape + (1,) * len(self.trailing))
+        for r in range(order, self.m):
+            out = out + taylor[r] * dxe ** (r - order) / math.factorial(r - order)
+        return out
+
+    def __call__(self, a, order=0):
+        a = np.asarray(a, dtype=float)
+        below = a < self.x0
+        above = a >= self.xn
+        inside = ~below & ~above
+        out = np.zeros(a.shape + self.trailing)
+        if inside.any():
+            out[inside] = self.spline(a[inside], order)
+        if below.any():
+            out[below] = self._taylor(self.left, a[below] - self.x0, order)
+        if above.any():
+            out[above] = self._taylor(self.right, a[above] - self.xn, order)
+        return out
 
 
 class StepFunction(Function):

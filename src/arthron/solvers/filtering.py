@@ -1,0 +1,375 @@
+"""Coordinate preprocessing as OpenSim 4.6's InverseDynamicsTool (and AnalyzeTool) do it.
+
+OpenSim's ``InverseDynamicsTool::run`` prepares the coordinates in this order (reproduced here so
+that arthron's inverse dynamics sees the same q, q̇, q̈ as OpenSim, frame for frame):
+
+1. If ``lowpass_cutoff_frequency_for_coordinates >= 0``:
+
+   a. ``Storage::pad(N/2)`` (integer division, N = number of rows): every column, the time
+      column included, is extended at both ends by ``Signal::Pad``, i.e. reflected about the end
+      sample and negated (``2*s[0] - s[k]``), which keeps value and slope continuous.
+   b. ``Storage::lowpassIIR(fc)``: with ``dt_min`` the smallest time step of the padded storage
+      and ``dt_avg`` its mean step, when ``dt_avg - dt_min > DBL_EPSILON`` the storage is first
+      resampled (``Storage::resample(dt_min, 5)``): a quintic GCVSpline is fitted to every column
+      and evaluated from the first time onwards at ``t += dt_min`` (accumulated, so the grid
+      drifts from the original sample times) while ``t <= last time``. Then each column goes
+      through ``Signal::LowpassIIR(dt_min, fc)``: a 3rd-order Butterworth (bilinear transform
+      with pre-warping), run forwards then backwards, whose first three outputs in each pass are
+      copies of the inputs. The padding is *not* removed.
+
+2. Angles in degrees are converted to radians (here the caller passes SI values already).
+3. ``GCVSplineSet(5, storage)``: a quintic GCVSpline (error variance 0, i.e. the natural
+   interpolating quintic spline) per column over the storage times (padded and resampled ones
+   when filtered).
+4. The output frames are the storage times from ``findIndex(max(t_first, t0))`` to
+   ``findIndex(min(t_last, t1))``, where ``findIndex(t)`` is the last row with time ``<= t``
+   (0 if none). With filtering these are the resampled times, which is why a trial with
+   ms-rounded times gives more frames on a slightly different grid, starting at or before t0.
+   q, q̇, q̈ are the spline value and first and second derivatives there.
+
+AnalyzeTool applies the same pad + ``lowpassIIR`` to its coordinates and fits the same quintic
+GCVSplineSet.
+
+Everything is vectorized over columns (and frames); the only loops are over the three filter
+taps and the binary-search passes.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from arthron.errors import DataFileError, SolverError
+from arthron.models.functions import _NaturalSpline
+
+__all__ = [
+    "pad",
+    "resample",
+    "lowpass_iir",
+    "storage_lowpass_iir",
+    "GCVSplineSet",
+    "find_index",
+    "prepare_coordinates",
+]
+
+_DBL_EPSILON = np.finfo(float).eps  # SimTK::Eps
+_MAX_RESAMPLE_SIZE = 100000  # Storage::MAX_RESAMPLE_SIZE
+
+
+def _as_2d(values, n_rows, what="values"):
+    v = np.asarray(values, dtype=float)
+    squeeze = v.ndim == 1
+    if squeeze:
+        v = v[:, None]
+    if v.ndim != 2 or v.shape[0] != n_rows:
+        raise SolverError(f"{what} must have shape (T,) or (T, n) with T = {n_rows}, "
+                          f"got {np.shape(values)}")
+    return v, squeeze
+
+
+def _check_times(times, what="times"):
+    t = np.asarray(times, dtype=float)
+    if t.ndim != 1 or t.size < 1:
+        raise SolverError(f"{what} must be a non-empty 1-D array, got shape {t.shape}")
+    if not np.all(np.isfinite(t)):
+        raise DataFileError(f"{what} contain non-finite values")
+    return t
+
+
+def pad(times, values, n_pad):
+    """Pad times and columns at both ends, as ``Storage::pad`` / ``Signal::Pad``.
+
+    Each signal ``s`` (the time column too) gets ``n_pad`` samples before and after: reflected
+    about the end sample and negated, ``2*s[0] - s[n_pad-i]`` before and
+    ``2*s[-1] - s[-2-i]`` after, so value and slope are continuous.
+
+    Parameters
+    ----------
+    times : array_like, shape (T,)
+    values : array_like, shape (T,) or (T, n)
+    n_pad : int
+        0 <= n_pad <= T-1 (InverseDynamicsTool uses ``T // 2``).
+
+    Returns
+    -------
+    times_padded : ndarray, shape (T + 2*n_pad,)
+    values_padded : ndarray, shape (T + 2*n_pad,) or (T + 2*n_pad, n)
+
+    Raises
+    ------
+    SolverError
+        ``n_pad`` negative or larger than T-1 (OpenSim reads out of bounds there).
+    """
+    t = _check_times(times)
+    v, squeeze = _as_2d(values, t.size)
+    n = t.size
+    n_pad = int(n_pad)
+    if n_pad == 0:
+        return t.copy(), (v[:, 0] if squeeze else v).copy()
+    if n_pad < 0 or n_pad > n - 1:
+        raise SolverError(f"pad size {n_pad} must be between 0 and T-1 = {n - 1}")
+    pre = np.arange(n_pad, 0, -1)
+    post = np.arange(n - 2, n - 2 - n_pad, -1)
+
+    def _pad(s):
+        return np.concatenate([2.0 * s[:1] - s[pre], s, 2.0 * s[-1:] - s[post]], axis=0)
+
+    tp = _pad(t)
+    vp = _pad(v)
+    return tp, (vp[:, 0] if squeeze else vp)
+
+
+class GCVSplineSet:
+    """OpenSim's ``GCVSplineSet(degree, storage)`` with error variance 0, for all columns at once.
+
+    Each column is the natural interpolating spline of odd ``degree`` through (times, column),
+    the spline GCVSPL gives with error variance 0, extrapolated outside the data as GCVSPL's
+    ``SPLDER`` does (see :class:`arthron.models.functions.GCVSpline`).
+
+    Parameters
+    ----------
+    times : array_like, shape (T,), strictly increasing
+    values : array_like, shape (T,) or (T, n)
+    degree : int
+        1, 3, 5 (default, what the tools use) or 7.
+
+    Raises
+    ------
+    SolverError
+        Fewer than ``degree + 1`` samples.
+    DataFileError
+        Times not strictly increasing (GCVSPL rejects them).
+    """
+
+    def __init__(self, times, values, degree: int = 5):
+        t = _check_times(times)
+        v, squeeze = _as_2d(values, t.size)
+        half = min(max((int(degree) + 1) // 2, 1), 4)
+        if t.size < 2 * half:
+            raise SolverError(f"a degree-{2 * half - 1} GCVSpline needs at least {2 * half} "
+                              f"samples, got {t.size}")
+        if np.any(np.diff(t) <= 0):
+            i = int(np.argmax(np.diff(t) <= 0))
+            raise DataFileError(f"times must be strictly increasing (row {i + 1}: "
+                                f"{t[i]!r} then {t[i + 1]!r})")
+        self.times = t
+        self.degree = 2 * half - 1
+        self._squeeze = squeeze
+        self._spline = _NaturalSpline(t, v, half)
+
+    def _out(self, r):
+        return r[..., 0] if self._squeeze else r
+
+    def value(self, t):
+        """Values at times ``t`` (any shape); shape ``t.shape + (n,)`` (or ``t.shape`` for 1-D)."""
+        return self._out(self._spline(np.asarray(t, float), 0))
+
+    def derivative(self, t, order: int = 1):
+        """``order``-th time derivative (1 or 2) at ``t``; same shape as :meth:`value`."""
+        if order not in (1, 2):
+            raise ValueError(f"order must be 1 or 2, got {order!r}")
+        return self._out(self._spline(np.asarray(t, float), order))
+
+
+def resample(times, values, dt, degree: int = 5):
+    """``Storage::resample(dt, degree)``: spline every column, evaluate on an accumulated grid.
+
+    The grid starts at ``times[0]`` and adds ``dt`` repeatedly (floating-point accumulation, as
+    OpenSim's loop ``for (x = min; x <= max; x += dt)``) while ``x <= times[-1]``. When the span
+    would need more than 100000 samples, ``dt`` is enlarged to span/100000 as OpenSim does.
+
+    Returns
+    -------
+    t_new : ndarray, shape (T',)
+    values_new : ndarray, shape (T',) or (T', n)
+    dt : float
+        The step actually used.
+    """
+    t = _check_times(times)
+    dt = float(dt)
+    if not dt > 0:
+        raise SolverError(f"resampling step must be positive, got {dt!r}")
+    span = t[-1] - t[0]
+    if span / dt > _MAX_RESAMPLE_SIZE:
+        new_dt = span / _MAX_RESAMPLE_SIZE
+        warnings.warn(f"resampling at time step {new_dt} (but minimum time step is {dt})",
+                      stacklevel=2)
+        dt = new_dt
+    splines = GCVSplineSet(t, values, degree)
+    n_max = int(span / dt) + 3
+    steps = np.full(n_max, dt)
+    steps[0] = t[0]
+    grid = np.cumsum(steps)  # sequential accumulation: same rounding as x += dt
+    grid = grid[grid <= t[-1]]
+    return grid, splines.value(grid), dt
+
+
+def _butter3_coefficients(dt, cutoff_hz):
+    """Numerator and denominator of OpenSim's 3rd-order low-pass (``Signal::LowpassIIR``)."""
+    fs = 1.0 / dt
+    fc = float(cutoff_hz)
+    if fc >= 0.5 * fs:
+        fc = 0.49 * fs
+        warnings.warn("Cutoff frequency should be less than half sample frequency. Changing the "
+                      f"cutoff frequency to 0.49*(Sample Frequency)...cutoff = {fc}",
+                      stacklevel=3)
+    wc = 2.0 * np.pi * fc
+    wa = np.tan(wc * dt / 2.0)
+    wa2 = wa * wa
+    wa3 = wa * wa * wa
+    denom = (wa + 1.0) * (wa * wa + wa + 1.0)
+    num = np.array([wa3 / denom, 3.0 * wa3 / denom, 3.0 * wa3 / denom, wa3 / denom])
+    den = np.array([1.0,
+                    (3.0 * wa3 + 2.0 * wa2 - 2.0 * wa - 3.0) / denom,
+                    (3.0 * wa3 - 2.0 * wa2 - 2.0 * wa + 3.0) / denom,
+                    (wa - 1.0) * (wa2 - wa + 1.0) / denom])
+    return num, den
+
+
+def _iir_pass(num, den, sig):
+    """One pass of OpenSim's recursion: the first three outputs copy the input, then the
+    difference equation runs from sample 3 on (all columns at once)."""
+    from scipy.signal import lfilter
+
+    x0, x1, x2 = sig[0], sig[1], sig[2]
+    # State of the transposed direct form II equivalent to the history y[0..2] = x[0..2].
+    zi = np.stack([
+        num[1] * x2 + num[2] * x1 + num[3] * x0 - den[1] * x2 - den[2] * x1 - den[3] * x0,
+        num[2] * x2 + num[3] * x1 - den[2] * x2 - den[3] * x1,
+        num[3] * x2 - den[3] * x2,
+    ])
+    out = np.empty_like(sig)
+    out[:3] = sig[:3]
+    out[3:], _ = lfilter(num, den, sig[3:], axis=0, zi=zi)
+    return out
+
+
+def lowpass_iir(times, values, cutoff_hz):
+    """``Signal::LowpassIIR`` on uniformly sampled data: 3rd-order Butterworth, forward and
+    backward (zero phase, effectively 6th order).
+
+    The sample interval is the smallest time step (what ``Storage::lowpassIIR`` passes after any
+    resampling). A cut-off at or above half the sampling rate is lowered to 0.49·fs with a
+    warning, as OpenSim does. The first three samples of each pass are copied, not filtered.
+    Nothing is padded or resampled here; see :func:`storage_lowpass_iir` for that.
+
+    Parameters
+    ----------
+    times : array_like, shape (T,), T >= 4
+    values : array_like, shape (T,) or (T, n)
+    cutoff_hz : float, > 0
+
+    Returns
+    -------
+    ndarray, same shape as ``values``
+    """
+    t = _check_times(times)
+    v, squeeze = _as_2d(values, t.size)
+    if t.size < 4:
+        raise SolverError(f"too few data points to filter ({t.size}; OpenSim needs 4)")
+    if not cutoff_hz > 0:
+        raise SolverError(f"low-pass cut-off must be positive, got {cutoff_hz!r}")
+    dt = float(np.min(np.diff(t)))
+    if dt < _DBL_EPSILON:
+        raise DataFileError("times are not increasing; the data cannot be filtered")
+    num, den = _butter3_coefficients(dt, cutoff_hz)
+    out = _iir_pass(num, den, v)
+    out = _iir_pass(num, den, out[::-1])[::-1].copy()
+    return out[:, 0] if squeeze else out
+
+
+def storage_lowpass_iir(times, values, cutoff_hz):
+    """``Storage::lowpassIIR``: resample at the smallest step if the sampling is not uniform
+    (``dt_avg - dt_min > DBL_EPSILON``), then :func:`lowpass_iir`.
+
+    Returns
+    -------
+    t_new : ndarray, shape (T',)
+        The (possibly resampled) times.
+    values_filtered : ndarray, shape (T',) or (T', n)
+    """
+    t = _check_times(times)
+    v, squeeze = _as_2d(values, t.size)
+    if t.size < 2:
+        raise SolverError("too few data points to filter")
+    dtmin = float(np.min(np.diff(t)))
+    avg = (t[-1] - t[0]) / (t.size - 1)
+    if dtmin < _DBL_EPSILON:
+        raise DataFileError("times are not strictly increasing; the data cannot be resampled "
+                            "for filtering")
+    if avg - dtmin > _DBL_EPSILON:
+        t, v, dtmin = resample(t, v, dtmin, 5)
+    if t.size < 4:
+        raise SolverError(f"too few data points to filter ({t.size}; OpenSim needs 4)")
+    if not cutoff_hz > 0:
+        raise SolverError(f"low-pass cut-off must be positive, got {cutoff_hz!r}")
+    num, den = _butter3_coefficients(dtmin, cutoff_hz)
+    out = _iir_pass(num, den, v)
+    out = _iir_pass(num, den, out[::-1])[::-1].copy()
+    return t, (out[:, 0] if squeeze else out)
+
+
+def find_index(times, t):
+    """``Storage::findIndex``: the last row whose time is ``<= t`` (0 when ``t`` precedes all)."""
+    times = np.asarray(times, dtype=float)
+    return int(max(np.searchsorted(times, t, side="right") - 1, 0))
+
+
+def prepare_coordinates(times, values, lowpass_hz=None, time_range=None):
+    """q, q̇, q̈ at the frames where OpenSim's InverseDynamicsTool solves.
+
+    Parameters
+    ----------
+    times : array_like, shape (T,)
+        Sample times of the coordinates file (s), increasing.
+    values : array_like, shape (T, n) (or (T,))
+        Coordinate values in SI units (rad, m); convert degrees first.
+    lowpass_hz : float or None
+        ``lowpass_cutoff_frequency_for_coordinates``. None or negative: no filtering (OpenSim's
+        default -1). Positive: pad by T//2, resample if needed, 3rd-order Butterworth forwards and
+        backwards (see the module docstring). 0 is rejected (OpenSim would run a degenerate
+        filter).
+    time_range : (float, float) or None
+        The tool's ``time_range``; None means all the data.
+
+    Returns
+    -------
+    t_out : ndarray, shape (T',)
+        Frame times: the rows of the (padded, resampled) storage from the last one at or before
+        ``max(t_first, t0)`` to the last one at or before ``min(t_last, t1)``.
+    q, qd, qdd : ndarray, shape (T', n) each (or (T',) for 1-D ``values``)
+        Quintic-spline value, first and second time derivative at ``t_out``.
+
+    Raises
+    ------
+    SolverError
+        Bad shapes, cut-off 0, too few samples, an empty time range.
+    DataFileError
+        Times not strictly increasing.
+    """
+    t = _check_times(times)
+    v, squeeze = _as_2d(values, t.size)
+    if lowpass_hz is not None and lowpass_hz >= 0:
+        if lowpass_hz == 0:
+            raise SolverError("lowpass_hz = 0 is not a usable cut-off (use None or a negative "
+                              "value for no filtering)")
+        t, v = pad(t, v, t.size // 2)
+        t, v = storage_lowpass_iir(t, v, lowpass_hz)
+    splines = GCVSplineSet(t, v, 5)
+    t0, t1 = (-np.inf, np.inf) if time_range is None else map(float, time_range)
+    if t1 < t0:
+        raise SolverError(f"time_range ({t0}, {t1}) is reversed")
+    start = t[0] if t[0] > t0 else t0
+    final = t[-1] if t[-1] < t1 else t1
+    i0 = find_index(t, start)
+    i1 = find_index(t, final)
+    if i1 < i0:
+        raise SolverError(f"time_range ({t0}, {t1}) selects no frame of data spanning "
+                          f"{t[0]}..{t[-1]} s")
+    t_out = t[i0:i1 + 1].copy()
+    q = splines.value(t_out)
+    qd = splines.derivative(t_out, 1)
+    qdd = splines.derivative(t_out, 2)
+    if squeeze:
+        q, qd, qdd = q[:, 0], qd[:, 0], qdd[:, 0]
+    return t_out, q, qd, qdd
