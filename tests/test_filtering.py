@@ -213,3 +213,16 @@ def test_bad_inputs():
     assert t_out[0] <= 0.3 < t_out[1] and t_out[-1] <= 0.6
     np.testing.assert_allclose(qd[:, 1], 2 * t_out, atol=1e-9)
     np.testing.assert_allclose(qdd[:, 1], 2.0, atol=1e-7)
+
+
+@needs_data
+@pytest.mark.parametrize("result", [
+    REF / "task1_arm26" / "SO_phys" / "arm26_StaticOptimization_force.sto",
+    REF / "task1_arm26" / "JR_child_in_child" / "arm26_JointReaction_ReactionLoads.sto",
+])
+def test_analyze_tool_frames_are_the_same(result):
+    """AnalyzeTool (static optimization, joint reaction; 6 Hz, 0-1 s) reports the same frames."""
+    _, t, v = read_mot(ARM_IK)
+    _, t_ref, _ = read_mot(result)
+    t_out = FL.prepare_coordinates(t, np.deg2rad(v), 6.0, (0.0, 1.0))[0]
+    assert [f"{x:.8f}" for x in t_out] == [f"{x:.8f}" for x in t_ref]
