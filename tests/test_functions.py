@@ -114,7 +114,7 @@ def _cases():
         ("MultiplierConstant", F.MultiplierFunction(F.Constant(0.02), 0.98),
          lambda: _osim_multiplier("<Constant><value>0.02</value></Constant>", 0.98), None),
     ]
-    for deg in (5, 3):
+    for deg in (5, 3, 7, 1):
         def build(deg=deg):
             g = osim.GCVSpline()
             g.setDegree(deg)
@@ -128,7 +128,7 @@ def _cases():
 CASE_IDS = ["Constant", "LinearFunction", "PolynomialFunction", "SimmSpline", "SimmSpline2",
             "SimmSpline3", "SimmSpline4", "PiecewiseLinearFunction", "PiecewiseConstantFunction",
             "StepFunction", "Sine", "MultiplierFunction", "MultiplierConstant", "GCVSpline5",
-            "GCVSpline3"]
+            "GCVSpline3", "GCVSpline7", "GCVSpline1"]
 
 
 @needs_opensim
