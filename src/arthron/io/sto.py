@@ -258,6 +258,7 @@ def read_sto(path) -> Table:
         else:
             comments.append(text)
     lower = {k.lower(): v for k, v in metadata.items()}
+    spelled = {k.lower(): k for k in metadata}
 
     dtype = lower.get("datatype")
     if dtype is not None and dtype.strip().lower() not in ("double", ""):
@@ -270,7 +271,7 @@ def read_sto(path) -> Table:
                 try:
                     return int(float(lower[k])), k
                 except ValueError:
-                    raise DataFileError(f"header value {k}={lower[k]!r} is not an integer", path,
+                    raise DataFileError(f"header value {spelled[k]}={lower[k]!r} is not an integer", path,
                                         f"line {key_line[k]}") from None
         return None, None
 
@@ -292,7 +293,7 @@ def read_sto(path) -> Table:
         raise DataFileError("no column labels", path, f"line {label_lineno}")
     if n_cols_hdr is not None and n_cols_hdr != len(all_labels):
         raise DataFileError(
-            f"header says {cols_key}={n_cols_hdr} (columns including time) but the label line has "
+            f"header says {spelled[cols_key]}={n_cols_hdr} (columns including time) but the label line has "
             f"{len(all_labels)} labels", path, f"line {key_line[cols_key]}")
     ncol = len(all_labels)
 
@@ -320,7 +321,7 @@ def read_sto(path) -> Table:
         linenos.append(j + 1)
 
     if n_rows_hdr is not None and n_rows_hdr != len(rows):
-        raise DataFileError(f"header says {rows_key}={n_rows_hdr} but the file has {len(rows)} data rows",
+        raise DataFileError(f"header says {spelled[rows_key]}={n_rows_hdr} but the file has {len(rows)} data rows",
                             path, f"line {key_line[rows_key]}")
     arr = np.array(rows, dtype=float).reshape(len(rows), ncol)
     time = arr[:, 0].copy()

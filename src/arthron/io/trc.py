@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal, InvalidOperation
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,10 +28,13 @@ from arthron.io.sto import _atomic_write_text, _check_not_input, _fmt, _read_lin
 
 __all__ = ["MarkerTrial", "read_trc", "write_trc", "UNIT_DIVISORS"]
 
-#: file unit -> number of file units per metre (value_m = value_file / divisor)
+#: file unit -> number of file units per metre
 UNIT_DIVISORS = {"mm": 1000.0, "millimeters": 1000.0, "millimetres": 1000.0,
                  "cm": 100.0, "centimeters": 100.0, "centimetres": 100.0,
                  "m": 1.0, "meters": 1.0, "metres": 1.0}
+
+#: file unit -> power of ten of one metre in that unit (the decimal point shift)
+_EXPONENT = {k: int(round(math.log10(v))) for k, v in UNIT_DIVISORS.items()}
 
 _HEADER_KEYS = ["DataRate", "CameraRate", "NumFrames", "NumMarkers", "Units", "OrigDataRate",
                 "OrigDataStartFrame", "OrigNumFrames"]
@@ -128,6 +132,9 @@ def read_trc(path) -> MarkerTrial:
     between header and data skipped, a blank line ends the data, a marker with an empty
     component is NaN. Unlike OpenSim, units are converted to metres here (OpenSim's
     ``MarkersReference`` does the same when it loads a TRC for IK) and ``NumFrames`` is checked.
+    The conversion shifts the decimal point of the text before rounding once, so each value
+    is the double nearest to the file's decimal number in metres (it may differ by 1 ulp from
+    ``float(text) / 1000``, which rounds twice).
     """
     path = Path(path)
     lines = _read_lines(path)
@@ -150,7 +157,7 @@ def read_trc(path) -> MarkerTrial:
     units = hdr["Units"]
     if units.lower() not in UNIT_DIVISORS:
         raise DataFileError(f"unknown Units {units!r} (expected mm, cm or m)", path, "line 3")
-    divisor = UNIT_DIVISORS[units.lower()]
+    exp = _EXPONENT[units.lower()]
     n_frames_hdr = _num(hdr["NumFrames"], "NumFrames", path, 3, integer=True)
     n_markers = _num(hdr["NumMarkers"], "NumMarkers", path, 3, integer=True)
 
@@ -213,7 +220,7 @@ def read_trc(path) -> MarkerTrial:
                 vals.extend((math.nan, math.nan, math.nan))
                 continue
             try:
-                xyz3 = [float(c) for c in comp]
+                xyz3 = [_from_file_text(c, exp) for c in comp]
             except ValueError:
                 raise DataFileError(f"non-numeric coordinate of marker {labels[m]!r}: {comp!r}", path,
                                     f"line {j + 1}") from None
@@ -230,7 +237,7 @@ def read_trc(path) -> MarkerTrial:
 
     if len(rows) != n_frames_hdr:
         raise DataFileError(f"NumFrames={n_frames_hdr} but the file has {len(rows)} data rows", path, "line 3")
-    pos = np.array(rows, dtype=float).reshape(len(rows), n_markers, 3) / divisor
+    pos = np.array(rows, dtype=float).reshape(len(rows), n_markers, 3)
     return MarkerTrial(
         frames=np.array(frames, dtype=int),
         time=np.array(times, dtype=float),
@@ -251,12 +258,39 @@ def _fmt_rate(x: float) -> str:
     return str(int(x)) if math.isfinite(x) and x == int(x) else _fmt(x)
 
 
+def _shift(tok: str, exp: int) -> str:
+    """Decimal string ``tok`` times 10**exp, exactly (no binary rounding)."""
+    d = Decimal(tok).scaleb(exp)
+    return format(d, "f") if -7 < d.adjusted() < 21 else str(d)
+
+
+def _to_file_text(x: float, exp: int) -> str:
+    """metres -> file-unit text: the shortest round-trip repr of ``x`` with its decimal point
+    moved by ``exp`` places, so that reading it back (decimal shift, one rounding) gives
+    exactly ``x``."""
+    if not math.isfinite(x):
+        return _fmt(x)
+    r = repr(x)
+    return r if exp == 0 else _shift(r, exp)
+
+
+def _from_file_text(tok: str, exp: int) -> float:
+    """file-unit text -> metres: the double nearest to (decimal value) × 10**-exp."""
+    if exp == 0:
+        return float(tok)
+    if "e" in tok or "E" in tok or tok.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        try:
+            return float(Decimal(tok).scaleb(-exp))
+        except (InvalidOperation, ValueError):
+            raise ValueError(tok) from None
+    return float(f"{tok}e-{exp}")
+
+
 def format_trc(trial: MarkerTrial, path, units: str | None = None) -> str:
     """Return the text :func:`write_trc` writes."""
     units = trial.units if units is None else units
     if units.lower() not in UNIT_DIVISORS:
         raise DataFileError(f"unknown units {units!r} (expected mm, cm or m)", path)
-    divisor = UNIT_DIVISORS[units.lower()]
     time = np.asarray(trial.time, dtype=float)
     frames = np.asarray(trial.frames)
     pos = np.asarray(trial.positions, dtype=float)
@@ -283,10 +317,11 @@ def format_trc(trial: MarkerTrial, path, units: str | None = None) -> str:
            "\t".join(["Frame#", "Time"] + [f"{lab}\t\t" for lab in trial.labels]),
            "\t".join(["", ""] + [f"{a}{i}" for i in range(1, n + 1) for a in "XYZ"]),
            ""]
-    vals = (pos * divisor).reshape(T, 3 * n)
+    exp = _EXPONENT[units.lower()]
+    vals = pos.reshape(T, 3 * n)
     for k in range(T):
         cells = [str(int(frames[k])), _fmt(float(time[k]))]
-        cells.extend(_fmt(v) for v in vals[k].tolist())
+        cells.extend(_to_file_text(v, exp) for v in vals[k].tolist())
         out.append("\t".join(cells))
     return "\n".join(out) + "\n"
 
@@ -304,8 +339,10 @@ def write_trc(path, trial: MarkerTrial, units: str | None = None) -> None:
 
     The header is the one ``TRCFileAdapter::extendWrite`` produces (``NumFrames`` and
     ``NumMarkers`` from the data), then a blank line and the rows. Numbers use the shortest
-    round-trip repr, so ``read_trc(write_trc(t))`` gives back the same doubles (the
-    metres→file-units→metres conversion is ×d then ÷d, exact for mm/cm/m in practice);
+    round-trip repr of the metre value with its decimal point moved (×1000 for mm, ×100
+    for cm, done on the decimal string, not in binary), and :func:`read_trc` moves it back
+    before its single rounding, so ``read_trc`` of a written file gives back exactly the same
+    doubles in every unit;
     missing markers are written ``NaN`` (``std::stod`` and arthron read them as NaN).
     Written whole or not at all.
 
