@@ -515,14 +515,17 @@ def _classify_coordinates(model: Model):
     for j in model.joints.values():
         if j.type == "CustomJoint" and j.spatial_transform is not None:
             for c in j.coordinates:
-                kinds = set()
+                # The first TransformAxis that uses the coordinate decides, as in OpenSim's
+                # CustomJoint: rotation -> Rotational, translation -> Translational, and a
+                # function other than the identity LinearFunction -> Coupled.
+                c.motion_type = "rotational"
                 for i, a in enumerate(j.spatial_transform):
                     if c.name in a.coordinates:
                         lin = a.function is None or (isinstance(a.function, fn.LinearFunction)
                                                      and a.function.slope == 1.0
                                                      and a.function.intercept == 0.0)
-                        kinds.add(("rotational" if i < 3 else "translational") if lin else "coupled")
-                c.motion_type = kinds.pop() if len(kinds) == 1 else "coupled"
+                        c.motion_type = ("rotational" if i < 3 else "translational") if lin else "coupled"
+                        break
         elif j.type in ("SliderJoint",):
             for c in j.coordinates:
                 c.motion_type = "translational"

@@ -1,0 +1,311 @@
+"""Inverse dynamics: generalized forces from a motion, as OpenSim's InverseDynamicsTool gives them.
+
+Formulation (seed 002, Blajer & Czaplicki 2005, minimal form of Eq. 2.5 in 3D): with the body
+velocities ``v = [v_C; ω]`` (mass centers and angular velocities in ground), the velocity map
+``D(q)`` (``v = D q̇``) and ``a = D q̈ + γ``,
+
+    τ = Dᵀ (M (D q̈ + γ) − h),     M = blockdiag(m_b I₃, I_C,b),
+
+where ``h`` holds gravity ``m_b g``, the gyroscopic moments ``−ω × I_C ω`` and the external
+loads (ExternalLoads: force at a point plus torque). ``Dᵀ`` is applied as a backward sum over
+subtrees (:func:`arthron.models.kinematics.apply_velocity_map_transpose`) rather than as a
+dense matrix. Like OpenSim's tool, constraints are ignored (Simbody's
+``calcResidualForceIgnoringConstraints``) and muscles are excluded.
+
+Preprocessing reproduces the tool: coordinates in degrees are converted for rotational
+coordinates, optionally low-pass filtered (pad, resample, IIR; :mod:`arthron.solvers.filtering`),
+then splined with OpenSim's quintic GCV spline and differentiated. External loads are splined
+with a cubic GCV spline (PiecewiseLinearFunction for 2-3 rows, Constant for 1), as OpenSim's
+ExternalForce does, and evaluated at the solve times.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ArthronWarning, DataFileError, ModelFileError, SolverError
+from ..models.functions import Constant, GCVSpline, PiecewiseLinearFunction
+from ..models.kinematics import Tree, apply_velocity_map_transpose, compile_model, forward_kinematics
+from ..models.model import Model
+from .filtering import prepare_coordinates
+
+__all__ = ["ExternalLoad", "InverseDynamicsResult", "inverse_dynamics", "run_inverse_dynamics",
+           "external_loads_from_setup", "coordinates_from_table"]
+
+
+@dataclass
+class ExternalLoad:
+    """A load applied to a body, sampled at the solve times.
+
+    Attributes
+    ----------
+    body : str                body name the load is applied to
+    force : (T, 3) N or None  in ``force_frame`` (``"ground"`` or a body name)
+    point : (T, 3) m or None  in ``point_frame``; None = the body origin
+    torque : (T, 3) N·m or None, in ``force_frame``
+    """
+
+    body: str
+    force: np.ndarray | None = None
+    point: np.ndarray | None = None
+    torque: np.ndarray | None = None
+    force_frame: str = "ground"
+    point_frame: str = "ground"
+    name: str = ""
+
+
+@dataclass
+class InverseDynamicsResult:
+    """Generalized forces.
+
+    time : (T,) s; labels : OpenSim's ``<coordinate>_moment`` / ``_force``;
+    coordinates : coordinate names in the same column order; generalized_forces : (T, nq) in
+    N·m (rotational) or N (translational).
+    """
+
+    time: np.ndarray
+    coordinates: list
+    labels: list
+    generalized_forces: np.ndarray
+    q: np.ndarray | None = field(default=None, repr=False)
+    qd: np.ndarray | None = field(default=None, repr=False)
+    qdd: np.ndarray | None = field(default=None, repr=False)
+
+    def to_table(self):
+        from ..io.sto import Table
+        return Table(name="Inverse Dynamics Generalized Forces", time=self.time.copy(),
+                     labels=list(self.labels), data=self.generalized_forces.copy(), in_degrees=False)
+
+    def write(self, path):
+        """Write the result as an OpenSim ``.sto`` (whole or not at all)."""
+        from ..io.sto import write_sto
+        write_sto(path, self.to_table())
+        return path
+
+    def column(self, label):
+        return self.generalized_forces[:, self.labels.index(label)]
+
+
+def _body_wrench_from_loads(tree: Tree, kin, loads):
+    """External loads -> (F, M) at the body mass centers, ground frame: (T, nb, 3) each."""
+    T = kin.R.shape[0]
+    F = np.zeros((T, tree.nb, 3))
+    M = np.zeros((T, tree.nb, 3))
+    Rb = kin.body_R(tree)
+    ob = kin.body_origin(tree)
+    com = kin.body_com(tree)
+
+    def frame_R(name):
+        if name in ("ground", "/ground", None, ""):
+            return None
+        return Rb[:, tree.body_index(name)]
+
+    for ld in loads:
+        b = tree.body_index(ld.body)
+        if b < 0:
+            continue  # loads on ground do nothing
+        Rf = frame_R(ld.force_frame)
+        if ld.force is not None:
+            f = ld.force if Rf is None else np.einsum("tij,tj->ti", Rf, ld.force)
+            if ld.point is None:
+                p = ob[:, b]
+            else:
+                Rp = frame_R(ld.point_frame)
+                if Rp is None:
+                    p = ld.point
+                else:
+                    pb = tree.body_index(ld.point_frame)
+                    p = ob[:, pb] + np.einsum("tij,tj->ti", Rp, ld.point)
+            F[:, b] += f
+            M[:, b] += np.cross(p - com[:, b], f)
+        if ld.torque is not None:
+            M[:, b] += ld.torque if Rf is None else np.einsum("tij,tj->ti", Rf, ld.torque)
+    return F, M
+
+
+def inverse_dynamics(tree: Tree, q, qd, qdd, loads=(), applied=None) -> np.ndarray:
+    """Generalized forces ``τ = Dᵀ(M(Dq̈ + γ) − h)`` for T frames at once.
+
+    Parameters
+    ----------
+    tree : compiled model (:func:`arthron.models.kinematics.compile_model`)
+    q, qd, qdd : (T, nq) coordinates (rad, m), speeds and accelerations, model order
+    loads : iterable of :class:`ExternalLoad` sampled at the same T frames
+    applied : (T, nq) or None, generalized forces applied by actuators/passive elements, moved
+        to the right-hand side (``τ`` is then the residual)
+
+    Returns
+    -------
+    (T, nq) generalized forces in model coordinate order (N·m or N).
+    """
+    q = np.atleast_2d(np.asarray(q, float))
+    kin = forward_kinematics(tree, q, qd, qdd)
+    nodes = tree.body_node
+    R = kin.R[:, nodes]
+    w = kin.w[:, nodes]
+    al = kin.al[:, nodes]
+    rc = np.einsum("tbij,bj->tbi", R, tree.com)
+    aC = kin.a[:, nodes] + np.cross(al, rc) + np.cross(w, np.cross(w, rc))
+    IG = R @ tree.inertia[None] @ np.swapaxes(R, -1, -2)          # I_C in ground
+    Iw = np.einsum("tbij,tbj->tbi", IG, w)
+    F = tree.mass[None, :, None] * (aC - tree.gravity)              # m(a_C − g)
+    M = np.einsum("tbij,tbj->tbi", IG, al) + np.cross(w, Iw)        # I α + ω × I ω
+    if loads:
+        Fe, Me = _body_wrench_from_loads(tree, kin, loads)
+        F = F - Fe
+        M = M - Me
+    tau = apply_velocity_map_transpose(tree, kin, F, M)
+    if applied is not None:
+        tau = tau - applied
+    return tau
+
+
+def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None):
+    """Coordinate columns of a motion table, in model order and SI units.
+
+    Column labels may be coordinate names or 4.x state paths (``/jointset/j/c/value``).
+    Locked coordinates missing from the file take their default value.
+
+    Returns
+    -------
+    values : (T, nq)
+
+    Raises
+    ------
+    DataFileError when an unlocked coordinate of the model is missing, naming them and the file.
+    """
+    coords = list(model.coordinates.values())
+    lab = {}
+    for k, l in enumerate(table.labels):
+        name = l
+        if l.startswith("/"):
+            parts = l.strip("/").split("/")
+            if parts[-1] != "value":
+                continue
+            name = parts[-2]
+        lab.setdefault(name, k)
+    deg = table.in_degrees if in_degrees is None else in_degrees
+    if deg is None:
+        deg = False
+    T = len(table.time)
+    out = np.empty((T, len(coords)))
+    missing = []
+    for i, c in enumerate(coords):
+        k = lab.get(c.name)
+        if k is None:
+            if c.locked:
+                out[:, i] = c.default_value
+                continue
+            missing.append(c.name)
+            continue
+        col = np.asarray(table.data[:, k], float)
+        if deg and c.motion_type == "rotational":
+            col = np.deg2rad(col)
+        out[:, i] = col
+    if missing:
+        unknown = [l for l in lab if l not in model.coordinates]
+        raise DataFileError(
+            f"motion does not match model '{model.name}': missing coordinate column(s) "
+            f"{', '.join(missing)}" + (f"; unknown column(s) {', '.join(unknown[:10])}" if unknown else ""),
+            path or getattr(table, "source", None), "column labels")
+    if np.isnan(out).any():
+        r = int(np.where(np.isnan(out).any(axis=1))[0][0])
+        raise DataFileError(f"NaN coordinate value at row {r + 1}", path or getattr(table, "source", None))
+    return out
+
+
+def _time_function(t, y):
+    """OpenSim ExternalForce's interpolant of a data column."""
+    n = len(t)
+    if n == 1:
+        return Constant(float(y[0]))
+    if n < 4:
+        return PiecewiseLinearFunction(t, y)
+    return GCVSpline(3, t, y)
+
+
+def external_loads_from_setup(model: Model, ext, table, times) -> list:
+    """Sample the ExternalForces of an ExternalLoads object at ``times``.
+
+    Parameters
+    ----------
+    ext : arthron.io.setup.ExternalLoads
+    table : arthron.io.sto.Table, the loads data file
+    times : (T,) solve times
+
+    Raises
+    ------
+    ModelFileError if a force is applied to (or expressed in) a body the model lacks.
+    """
+    loads = []
+    res = ext.resolve(table)
+    for name, r in res.items():
+        for b in (r.applied_to_body, r.force_expressed_in_body, r.point_expressed_in_body):
+            if b and b != "ground" and b not in model.bodies:
+                raise ModelFileError(f"ExternalForce '{name}' names body '{b}', which model "
+                                     f"'{model.name}' lacks", getattr(ext, "path", None))
+        t = np.asarray(r.time, float)
+
+        def sample(arr):
+            if arr is None:
+                return None
+            return np.stack([_time_function(t, arr[:, k]).value(times) for k in range(3)], -1)
+
+        loads.append(ExternalLoad(body=r.applied_to_body, force=sample(r.force), point=sample(r.point),
+                                  torque=sample(r.torque), force_frame=r.force_expressed_in_body or "ground",
+                                  point_frame=r.point_expressed_in_body or "ground", name=name))
+    return loads
+
+
+def _labels(model: Model, names):
+    coords = model.coordinates
+    return [f"{n}_moment" if coords[n].motion_type == "rotational" else f"{n}_force" for n in names]
+
+
+def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_table=None,
+                         lowpass_hz=None, time_range=None, in_degrees=None,
+                         forces_to_exclude=("Muscles",), tree: Tree | None = None) -> InverseDynamicsResult:
+    """OpenSim InverseDynamicsTool, end to end.
+
+    Parameters
+    ----------
+    model : Model
+    motion : arthron.io.sto.Table of coordinates (``.mot`` from IK; degrees honoured)
+    external_loads : arthron.io.setup.ExternalLoads or None
+    loads_table : Table of the loads data (default: the ExternalLoads ``datafile``)
+    lowpass_hz : cut-off for the coordinates (None or ≤ 0: no filter)
+    time_range : (t0, t1) or None
+    forces_to_exclude : OpenSim's property; arthron applies no model forces, and warns when the
+        model holds passive force elements that OpenSim would apply because they are not
+        excluded.
+
+    Returns
+    -------
+    InverseDynamicsResult with columns in OpenSim's order (Simbody mobility order).
+    """
+    tree = tree or compile_model(model)
+    vals = coordinates_from_table(model, motion, in_degrees=in_degrees)
+    lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
+    t_out, q, qd, qdd = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range)
+    excl = set(forces_to_exclude or ())
+    active = [f for f in model.forces.values()
+              if f.properties.get("appliesForce", True) and f.name not in excl and f.type not in excl
+              and not ("Muscles" in excl and f.is_muscle) and not ("Actuators" in excl)
+              and f.type not in ("CoordinateActuator", "PathActuator", "PointActuator", "TorqueActuator")]
+    if active:
+        warnings.warn(
+            f"model '{model.name}' has force elements arthron's inverse dynamics does not apply: "
+            + ", ".join(f"{f.type} {f.name}" for f in active[:8]) + (" ..." if len(active) > 8 else ""),
+            ArthronWarning)
+    loads = []
+    if external_loads is not None:
+        if loads_table is None:
+            loads_table = external_loads.load_table()
+        loads = external_loads_from_setup(model, external_loads, loads_table, t_out)
+    tau = inverse_dynamics(tree, q, qd, qdd, loads)
+    order = tree.multibody_order
+    names = [tree.coordinate_names[i] for i in order]
+    return InverseDynamicsResult(time=t_out, coordinates=names, labels=_labels(model, names),
+                                 generalized_forces=tau[:, order], q=q, qd=qd, qdd=qdd)
