@@ -109,7 +109,8 @@ def _cases():
         ("Sine", F.Sine(1.3, 2.2, 0.4, -0.1), lambda: osim.Sine(1.3, 2.2, 0.4, -0.1), None),
         ("MultiplierFunction", F.MultiplierFunction(F.SimmSpline(XK, YK), 1.147),
          lambda: _osim_multiplier("<SimmSpline><x>%s</x><y>%s</y></SimmSpline>"
-                                  % (" ".join(map(repr, XK.tolist())), " ".join(map(repr, YK.tolist()))), 1.147),
+                                  % (" ".join(map(repr, XK.tolist())),
+                                     " ".join(map(repr, YK.tolist()))), 1.147),
          XK),
         ("MultiplierConstant", F.MultiplierFunction(F.Constant(0.02), 0.98),
          lambda: _osim_multiplier("<Constant><value>0.02</value></Constant>", 0.98), None),

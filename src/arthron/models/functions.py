@@ -402,7 +402,8 @@ class SimmSpline(_XYFunction):
 
 
 class NaturalCubicSpline(SimmSpline):
-    """``NaturalCubicSpline``: OpenSim computes it with the same algorithm as :class:`SimmSpline`."""
+    """``NaturalCubicSpline``: the same algorithm as :class:`SimmSpline` (OpenSim 4.6 even loads
+    a ``<NaturalCubicSpline>`` element as a ``SimmSpline``)."""
 
     xml_tag = "NaturalCubicSpline"
 
