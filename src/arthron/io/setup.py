@@ -2,8 +2,10 @@
 
 Covers the formats found in OpenSim 2.x–4.x files: ``<OpenSimDocument Version="20302">``
 (``<isDisabled>``, ``<datafile>``, ``<input_directory>``), ``30000`` and ``4xxxx``; files whose
-root is the tool element itself are accepted too. XML is parsed with lxml (element names such as
-``HuntCrossleyForce::ContactParametersSet`` are valid XML names and parse fine).
+root is the tool element itself are accepted too. XML is parsed with lxml; element names such as ``HuntCrossleyForce::ContactParametersSet``
+(valid XML 1.0 names, but not namespace-valid, so lxml 6 / libxml2 2.14 rejects them in strict
+mode) are accepted by :func:`parse_xml`, which falls back to recovery mode only when every
+error is of that kind.
 
 File names are resolved to absolute paths against the folder of the XML file, as OpenSim's
 ScaleTool and AnalyzeTool do. (OpenSim 4.6's InverseDynamicsTool resolves them against the
@@ -50,15 +52,31 @@ def parse_xml(path, placeholders: dict | None = None):
     if placeholders:
         for k, v in placeholders.items():
             raw = raw.replace(str(k).encode("utf-8"), str(v).encode("utf-8"))
-    parser = etree.XMLParser(remove_blank_text=False, resolve_entities=False, no_network=True,
-                             huge_tree=True)
+    opts = dict(remove_blank_text=False, resolve_entities=False, no_network=True, huge_tree=True)
+    try:
+        return etree.fromstring(raw, parser=etree.XMLParser(**opts), base_url=str(path))
+    except etree.XMLSyntaxError as e:
+        first = e
+    # Element names such as "HuntCrossleyForce::ContactParametersSet" are well-formed XML 1.0
+    # names but not namespace-well-formed QNames; libxml2 (lxml 6) rejects them with a NAMESPACE
+    # error. Re-parse in recovery mode and accept the result only if every error it logs is
+    # such a namespace error.
+    parser = etree.XMLParser(recover=True, **opts)
+    root = None
     try:
         root = etree.fromstring(raw, parser=parser, base_url=str(path))
-    except etree.XMLSyntaxError as e:
-        line = getattr(e, "lineno", None) or (e.position[0] if getattr(e, "position", None) else None)
-        msg = getattr(e, "msg", None) or str(e)
-        raise DataFileError(f"malformed XML: {msg}", path, f"line {line}" if line else None) from None
-    return root
+    except etree.XMLSyntaxError:
+        pass
+    errors = list(parser.error_log)
+    real = [x for x in errors if x.domain_name != "NAMESPACE"]
+    if root is not None and errors and not real:
+        return root
+    if real:
+        x = real[0]
+        raise DataFileError(f"malformed XML: {x.message.strip()}", path, f"line {x.line}") from None
+    line = getattr(first, "lineno", None)
+    msg = getattr(first, "msg", None) or str(first)
+    raise DataFileError(f"malformed XML: {msg}", path, f"line {line}" if line else None) from None
 
 
 def _children(el):
