@@ -28,6 +28,7 @@ def _osim():
     import opensim
 
     opensim.Logger.setLevelString("error")
+    opensim.Logger.removeFileSink()  # no opensim.log in the cwd
     return opensim
 
 
