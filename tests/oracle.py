@@ -88,3 +88,30 @@ def set_coordinates(m, s, values: dict):
             c.setValue(s, float(values[c.getName()]), False)
     m.assemble(s) if False else None
     m.realizePosition(s)
+
+
+def run_id_tool(model_path, coordinates_path, out_dir, time_range, lowpass=-1.0, external_loads=None):
+    """Run OpenSim's InverseDynamicsTool (absolute paths) and return (labels, time, data)."""
+    import opensim as osim
+    osim.Logger.setLevelString("error")
+    tool = osim.InverseDynamicsTool()
+    with _cwd(os.path.dirname(os.path.abspath(str(model_path)))):
+        model = osim.Model(str(model_path))
+    tool.setModel(model)
+    tool.setCoordinatesFileName(str(coordinates_path))
+    tool.setStartTime(time_range[0])
+    tool.setEndTime(time_range[1])
+    tool.setLowpassCutoffFrequency(lowpass)
+    excl = osim.ArrayStr()
+    excl.append("Muscles")
+    tool.setExcludedForces(excl)
+    if external_loads:
+        tool.setExternalLoadsFileName(str(external_loads))
+    tool.setResultsDir(str(out_dir))
+    tool.setOutputGenForceFileName("id_out.sto")
+    tool.run()
+    t = osim.TimeSeriesTable(os.path.join(str(out_dir), "id_out.sto"))
+    labels = list(t.getColumnLabels())
+    time = np.array(t.getIndependentColumn())
+    data = t.getMatrix().to_numpy()
+    return labels, time, data

@@ -4,8 +4,8 @@ Reading accepts the 4.x format (``Version="40000"``: sockets, PhysicalOffsetFram
 joints) and the 3.x/2.x formats still found in real models (``<Joint>`` inside ``<Body>``,
 ``location_in_parent``/``orientation_in_parent``, ``<body>`` references, ``inertia_xx`` ...),
 the way OpenSim 4.6 upgrades them in memory. Element names containing ``::`` (HuntCrossleyForce
-contact parameters in several OpenSim example models) are ordinary XML names to lxml and do not
-break parsing.
+contact parameters in several OpenSim example models) do not break parsing: libxml2 rejects them as QNames, so the file is re-read in recovery mode and
+accepted only when every error is of that kind (``arthron.io.setup.parse_xml``).
 
 Components arthron does not model (contact geometry and forces, plugin classes such as
 ``Smith2018ArticularContactForce``, controllers, probes, model-level components) are kept as
@@ -26,8 +26,9 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
-from ..errors import ArthronWarning, ModelFileError, UnsupportedFeature
+from ..errors import ArthronWarning, DataFileError, ModelFileError, UnsupportedFeature
 from ..models import functions as fn
+from .setup import parse_xml
 from ..models.model import (
     GROUND, JOINT_TYPES, MUSCLE_TYPES, Body, Constraint, Coordinate, Force, Geometry,
     GeometryPath, Joint, Marker, Model, OffsetFrame, PathPoint, PathWrap, TransformAxis,
@@ -143,13 +144,10 @@ def read_osim(path) -> Model:
     """
     ctx = _Ctx(path)
     try:
-        parser = etree.XMLParser(remove_blank_text=False, huge_tree=True)
-        tree = etree.parse(str(path), parser)
-    except OSError as e:
-        raise ModelFileError(f"cannot read file: {e}", path) from None
-    except etree.XMLSyntaxError as e:
-        raise ModelFileError(f"malformed XML: {e.msg}", path, f"line {e.lineno}") from None
-    root = tree.getroot()
+        # lxml, tolerant of OpenSim's '::' element names only (see io.setup.parse_xml)
+        root = parse_xml(path)
+    except DataFileError as e:
+        raise ModelFileError(e.message, path, e.where) from None
     version = int(root.get("Version", "0") or 0) if root.tag == "OpenSimDocument" else 0
     melem = root if root.tag == "Model" else root.find("Model")
     if melem is None:

@@ -441,6 +441,7 @@ class Model:
             "markers": len(self.markers),
             "forces": fk,
             "muscles": len(self.muscles),
-            "verbatim": [f"{s}: {e.tag} {e.get('name', '')}".strip() for s, e in self.verbatim]
+            "verbatim": [f"{s}: {e.tag} {e.get('name', '')}".strip() for s, e in self.verbatim
+                         if not (e.tag.endswith("Set") and not len(e.findall("objects/*")))]
             + [f"ForceSet: {f.type} {f.name}" for f in self.forces.values() if not f.modelled],
         }

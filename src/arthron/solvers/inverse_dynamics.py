@@ -162,11 +162,12 @@ def inverse_dynamics(tree: Tree, q, qd, qdd, loads=(), applied=None) -> np.ndarr
     return tau
 
 
-def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None):
+def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, locked_at_default=True):
     """Coordinate columns of a motion table, in model order and SI units.
 
     Column labels may be coordinate names or 4.x state paths (``/jointset/j/c/value``).
-    Locked coordinates missing from the file take their default value.
+    Locked coordinates take their default value, whatever the file holds (as OpenSim's tools
+    do: a locked coordinate cannot be set), unless ``locked_at_default`` is False.
 
     Returns
     -------
@@ -194,10 +195,11 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None):
     missing = []
     for i, c in enumerate(coords):
         k = lab.get(c.name)
+        if c.locked and locked_at_default:
+            # OpenSim keeps a locked coordinate at its default value whatever the file says.
+            out[:, i] = c.default_value
+            continue
         if k is None:
-            if c.locked:
-                out[:, i] = c.default_value
-                continue
             missing.append(c.name)
             continue
         col = np.asarray(table.data[:, k], float)

@@ -1,0 +1,208 @@
+"""Reading and writing .osim: OpenSim 4.6 loads what arthron writes and it means the same."""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+import oracle
+from conftest import ARM26, GAIT2354, GAIT2354_SUBJECT, LENHART, TSM, needs_data, needs_opensim
+from arthron.errors import ModelFileError, UnsupportedFeature
+from arthron.io.osim import read_osim, write_osim
+from arthron.models.kinematics import compile_model, forward_kinematics, marker_positions
+
+PLUGINS = ("Smith2018ArticularContactForce", "Smith2018ContactMesh")
+MODELS = [ARM26, GAIT2354, GAIT2354_SUBJECT, TSM, LENHART]
+
+
+def _compare_with_opensim(original, written):
+    """Masses, inertias, joint frames, default-pose body transforms and markers."""
+    m0, s0 = oracle.load(original, remove_types=PLUGINS)
+    m1, s1 = oracle.load(written, remove_types=PLUGINS)
+    b0, b1 = oracle.body_table(m0), oracle.body_table(m1)
+    assert b0.keys() == b1.keys()
+    for k in b0:
+        assert b1[k][0] == pytest.approx(b0[k][0], rel=1e-12)
+        np.testing.assert_allclose(b1[k][1], b0[k][1], atol=1e-12)
+        np.testing.assert_allclose(b1[k][2], b0[k][2], atol=1e-12, rtol=1e-12)
+    P0, P1 = oracle.body_poses(m0, s0), oracle.body_poses(m1, s1)
+    for k in P0:
+        np.testing.assert_allclose(P1[k][0], P0[k][0], atol=1e-12)
+        np.testing.assert_allclose(P1[k][1], P0[k][1], atol=1e-9)
+    k0, k1 = oracle.marker_positions(m0, s0), oracle.marker_positions(m1, s1)
+    assert k0.keys() == k1.keys()
+    for k in k0:
+        np.testing.assert_allclose(k1[k], k0[k], atol=1e-9)
+    # Joint frames: parent and child frame transforms in ground.
+    js0, js1 = m0.getJointSet(), m1.getJointSet()
+    assert js0.getSize() == js1.getSize()
+    for i in range(js0.getSize()):
+        j0, j1 = js0.get(i), js1.get(js0.get(i).getName())
+        for f0, f1 in ((j0.getParentFrame(), j1.getParentFrame()), (j0.getChildFrame(), j1.getChildFrame())):
+            X0, X1 = f0.getTransformInGround(s0), f1.getTransformInGround(s1)
+            np.testing.assert_allclose(oracle.vec(X1.p()), oracle.vec(X0.p()), atol=1e-9)
+            np.testing.assert_allclose(oracle.mat33(X1.R()), oracle.mat33(X0.R()), atol=1e-12)
+    assert m0.getForceSet().getSize() == m1.getForceSet().getSize()
+    assert m0.getCoordinateSet().getSize() == m1.getCoordinateSet().getSize()
+    assert m0.getConstraintSet().getSize() == m1.getConstraintSet().getSize()
+    return m0, s0
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.name)
+def test_round_trip_loads_in_opensim_and_means_the_same(path, tmp_path):
+    model = read_osim(path)
+    out = write_osim(tmp_path / path.name, model)
+    assert 'Version="40000"' in out.read_text()[:200]
+    m0, s0 = _compare_with_opensim(path, out)
+    # arthron's own default pose and markers equal OpenSim's on the original file.
+    tree = compile_model(model)
+    kin = forward_kinematics(tree, tree.default_q[None])
+    P0 = oracle.body_poses(m0, s0)
+    for bi, b in enumerate(tree.body_names):
+        np.testing.assert_allclose(kin.R[0, tree.body_node[bi]], P0[b][0], atol=1e-12)
+        np.testing.assert_allclose(kin.o[0, tree.body_node[bi]], P0[b][1], atol=1e-9)
+    names, X = marker_positions(tree, tree.default_q[None], kin=kin)
+    K0 = oracle.marker_positions(m0, s0)
+    for k, n in enumerate(names):
+        np.testing.assert_allclose(X[0, k], K0[n], atol=1e-9)
+    # masses equal to OpenSim's on the original file
+    B0 = oracle.body_table(m0)
+    for b in model.bodies.values():
+        assert b.mass == pytest.approx(B0[b.name][0], rel=1e-12)
+        np.testing.assert_allclose(b.inertia, B0[b.name][2], rtol=1e-12, atol=1e-15)
+
+
+@needs_data
+def test_lenhart_plugin_components_are_kept_verbatim(tmp_path):
+    model = read_osim(LENHART)
+    kept = [f for f in model.forces.values() if not f.modelled]
+    assert {f.type for f in kept} >= {"Smith2018ArticularContactForce"}
+    out = write_osim(tmp_path / "l.osim", model)
+    text = out.read_text()
+    assert text.count("<Smith2018ArticularContactForce") == 2
+    assert text.count("<Blankevoort1991Ligament") == 76
+    # and can be left out for a plain OpenSim
+    out2 = write_osim(tmp_path / "l2.osim", model, exclude_types=("Smith2018ArticularContactForce",))
+    assert "<Smith2018ArticularContactForce" not in out2.read_text()
+
+
+V3_MODEL = """<?xml version="1.0" encoding="UTF-8"?>
+<OpenSimDocument Version="30000">
+<Model name="pendulum3x">
+  <gravity> 0 -9.80665 0</gravity>
+  <BodySet><objects>
+    <Body name="ground"><mass>0</mass><mass_center>0 0 0</mass_center>
+      <inertia_xx>0</inertia_xx><inertia_yy>0</inertia_yy><inertia_zz>0</inertia_zz>
+      <inertia_xy>0</inertia_xy><inertia_xz>0</inertia_xz><inertia_yz>0</inertia_yz></Body>
+    <Body name="rod1"><mass>2</mass><mass_center>0.01 -0.5 0.02</mass_center>
+      <inertia_xx>0.1</inertia_xx><inertia_yy>0.02</inertia_yy><inertia_zz>0.1</inertia_zz>
+      <inertia_xy>0.001</inertia_xy><inertia_xz>0</inertia_xz><inertia_yz>0</inertia_yz>
+      <Joint><CustomJoint name="j1"><parent_body>ground</parent_body>
+        <location_in_parent>0 1 0</location_in_parent><orientation_in_parent>0.1 0.2 0.3</orientation_in_parent>
+        <location>0 0.1 0</location><orientation>0 0 0.2</orientation>
+        <CoordinateSet><objects><Coordinate name="q1"><motion_type>rotational</motion_type>
+          <default_value>0.4</default_value><range>-3 3</range><clamped>false</clamped><locked>false</locked></Coordinate>
+          <Coordinate name="q2"><motion_type>rotational</motion_type><default_value>-0.3</default_value>
+          <range>-3 3</range><clamped>false</clamped><locked>false</locked></Coordinate></objects></CoordinateSet>
+        <reverse>false</reverse>
+        <SpatialTransform>
+          <TransformAxis name="rotation1"><function><LinearFunction><coefficients> 1 0</coefficients></LinearFunction></function>
+            <coordinates>q1</coordinates><axis>0 0 1</axis></TransformAxis>
+          <TransformAxis name="rotation2"><function><LinearFunction><coefficients> 1 0</coefficients></LinearFunction></function>
+            <coordinates>q2</coordinates><axis>1 0 0</axis></TransformAxis>
+          <TransformAxis name="rotation3"><function><Constant><value>0</value></Constant></function>
+            <coordinates></coordinates><axis>0 1 0</axis></TransformAxis>
+          <TransformAxis name="translation1"><function><Constant><value>0.05</value></Constant></function>
+            <coordinates></coordinates><axis>1 0 0</axis></TransformAxis>
+          <TransformAxis name="translation2"><function><Constant><value>0</value></Constant></function>
+            <coordinates></coordinates><axis>0 1 0</axis></TransformAxis>
+          <TransformAxis name="translation3"><function><Constant><value>0</value></Constant></function>
+            <coordinates></coordinates><axis>0 0 1</axis></TransformAxis>
+        </SpatialTransform></CustomJoint></Joint>
+    </Body>
+    <Body name="rod2"><mass>1</mass><mass_center>0 -0.3 0</mass_center>
+      <inertia_xx>0.05</inertia_xx><inertia_yy>0.01</inertia_yy><inertia_zz>0.05</inertia_zz>
+      <inertia_xy>0</inertia_xy><inertia_xz>0</inertia_xz><inertia_yz>0</inertia_yz>
+      <Joint><PinJoint name="j2"><parent_body>rod1</parent_body>
+        <location_in_parent>0 -1 0</location_in_parent><orientation_in_parent>0 0 0</orientation_in_parent>
+        <location>0 0 0</location><orientation>0.3 0 0</orientation>
+        <CoordinateSet><objects><Coordinate name="q3"><motion_type>rotational</motion_type>
+          <default_value>0.7</default_value><range>-3 3</range></Coordinate></objects></CoordinateSet>
+        <reverse>false</reverse></PinJoint></Joint>
+    </Body>
+  </objects></BodySet>
+  <MarkerSet><objects><Marker name="tip"><body>rod2</body><location>0 -0.6 0.01</location><fixed>false</fixed></Marker></objects></MarkerSet>
+</Model>
+</OpenSimDocument>
+"""
+
+
+@needs_opensim
+def test_reads_3x_format_like_opensim(tmp_path):
+    src = tmp_path / "pendulum3x.osim"
+    src.write_text(V3_MODEL)
+    model = read_osim(src)
+    assert model.version == 30000
+    assert list(model.joints) == ["j1", "j2"]
+    out = write_osim(tmp_path / "pendulum4x.osim", model)
+    _compare_with_opensim(src, out)
+    m0, s0 = oracle.load(src)
+    tree = compile_model(model)
+    names, X = marker_positions(tree, tree.default_q[None])
+    np.testing.assert_allclose(X[0, 0], oracle.marker_positions(m0, s0)["tip"], atol=1e-12)
+
+
+def test_element_names_with_double_colon_parse(tmp_path):
+    text = V3_MODEL.replace("<MarkerSet>", "<ContactGeometrySet><objects/></ContactGeometrySet>"
+                            "<ForceSet><objects><HuntCrossleyForce name='hc'><HuntCrossleyForce::ContactParametersSet>"
+                            "<objects><HuntCrossleyForce::ContactParameters><stiffness>1e6</stiffness>"
+                            "</HuntCrossleyForce::ContactParameters></objects></HuntCrossleyForce::ContactParametersSet>"
+                            "</HuntCrossleyForce></objects></ForceSet><MarkerSet>")
+    p = tmp_path / "hc.osim"
+    p.write_text(text)
+    model = read_osim(p)
+    assert model.forces["hc"].modelled is False
+    out = write_osim(tmp_path / "hc_out.osim", model)
+    assert "<HuntCrossleyForce::ContactParameters>" in out.read_text()
+
+
+def test_malformed_xml_names_file_and_line(tmp_path):
+    p = tmp_path / "bad.osim"
+    p.write_text('<?xml version="1.0"?>\n<OpenSimDocument Version="40000">\n<Model name="x">\n<BodySet>\n</Model>')
+    with pytest.raises(ModelFileError, match=r"bad\.osim.*line \d+"):
+        read_osim(p)
+
+
+@needs_data
+def test_unknown_joint_type_is_a_clear_error(tmp_path):
+    text = ARM26.read_text().replace("<CustomJoint name=\"r_elbow\">", "<HingeJointX name=\"r_elbow\">", 1)
+    text = text.replace("</CustomJoint>\n\t\t\t</objects>", "</HingeJointX>\n\t\t\t</objects>", 1)
+    p = tmp_path / "arm26_bad.osim"
+    p.write_text(text)
+    with pytest.raises(ModelFileError, match=r"arm26_bad\.osim.*HingeJointX"):
+        read_osim(p)
+
+
+@needs_data
+def test_missing_socket_target_is_a_clear_error(tmp_path):
+    text = ARM26.read_text().replace("<socket_parent_frame>/bodyset/r_humerus</socket_parent_frame>",
+                                     "<socket_parent_frame>/bodyset/r_humerusXX</socket_parent_frame>", 1)
+    p = tmp_path / "arm26_sock.osim"
+    p.write_text(text)
+    with pytest.raises(ModelFileError, match="r_humerusXX"):
+        read_osim(p)
+
+
+@needs_data
+def test_writer_never_overwrites_its_input(tmp_path):
+    src = tmp_path / "arm26.osim"
+    shutil.copy(ARM26, src)
+    before = src.read_bytes()
+    model = read_osim(src)
+    with pytest.raises(ModelFileError, match="overwrite"):
+        write_osim(src, model)
+    assert src.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["arm26.osim"]
