@@ -1,0 +1,717 @@
+"""Muscle and ligament paths: lengths, lengthening speeds, moment arms and path forces.
+
+A path (OpenSim ``GeometryPath``) is an ordered list of path points on bodies:
+
+* ``PathPoint``: fixed on its frame;
+* ``ConditionalPathPoint``: part of the path only while its coordinate lies in ``range``
+  (bounds widened by 1e-5, as OpenSim's ``isActive`` does);
+* ``MovingPathPoint``: its x, y, z in the frame are functions of coordinates;
+
+plus ``PathWrap`` entries that let the path wrap over wrap objects (sphere, cylinder; see
+:mod:`arthron.geometry.wrapping`). The path is rebuilt per frame as OpenSim's
+``GeometryPath::computePath`` does it: active points in order, then each wrap object tried on
+every segment of its point range; a segment that penetrates the object is taken at once
+("mandatory"), otherwise the wrap that lengthens the path least; with two or more wrap objects
+up to 8 passes are made until the length changes by less than 0.5 mm.
+
+Moment arms are ``r = -∂l/∂q`` computed analytically: the path's unit tension pulls each node
+(path point or wrap tangent point) towards its neighbours; the net pull ``f_k`` on node ``k``
+gives ``r = Σ_k f_k · ∂p_k/∂q``, where ``∂p_k/∂q`` is the velocity map of the node fixed on its
+body plus, for moving points, the motion of the point on the body. This is what OpenSim's
+``MomentArmSolver`` computes for coordinates not coupled by constraints (it additionally
+projects onto constraint-coupled coordinates, which arthron does not do). Tangent points slide
+on the wrap surface, which does not change the length to first order (the path is locally
+shortest), so they are treated as fixed on the wrap object's body, as OpenSim does.
+
+Everything is vectorized over frames: coordinates ``q`` are (T, nq) in model order (radians,
+metres); results are (T, n_paths) or (T, n_paths, nq). There is a loop over paths and over a
+path's points, never over frames.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ModelFileError, UnsupportedFeature
+from ..geometry import wrapping as _wr
+from .kinematics import Kinematics, Tree, forward_kinematics, velocity_map
+from .model import GROUND, Model
+
+__all__ = ["PathSet", "compile_paths", "path_lengths", "moment_arms", "lengthening_speeds",
+           "path_generalized_forces", "path_body_forces", "PathLoads", "PathState",
+           "compute_paths", "moment_arms_excursion", "write_path_analysis"]
+
+_COND_TOL = 1e-5
+_WRAP_TOL = 0.0005  # m: OpenSim stops iterating over several wrap objects below this change
+
+
+# ---------------------------------------------------------------------------------- compile
+@dataclass
+class _Wrap:
+    name: str               # PathWrap name
+    obj: str                # wrap object name
+    obj_id: int             # index of the wrap object in PathSet.wrap_objects
+    start: int              # 0-based first point index of the range (inclusive)
+    end: int                # 0-based last point index (inclusive)
+    method: str
+
+
+@dataclass
+class _Path:
+    name: str
+    type: str
+    body: np.ndarray        # (np,) body index (nb for ground)
+    loc: np.ndarray         # (np, 3) location in the base body frame (default for moving)
+    cond: list              # [(k, coord, lo, hi)]
+    moving: list            # [(k, R_BF (3,3), p_BF (3,), [(axis, func, coord)])]
+    wraps: list             # [_Wrap]
+
+
+@dataclass
+class WrapObjectData:
+    """A wrap object compiled: ``body`` index (nb = ground), pose ``R``, ``p`` of the wrap frame
+    in the body frame, ``kind`` (``sphere`` | ``cylinder`` | ``ellipsoid`` | ``torus``),
+    dimensions (``radius``, ``length``, ``radii``), quadrant axis (0-2, or -1 for all) and sign."""
+
+    name: str
+    type: str
+    body: int
+    R: np.ndarray
+    p: np.ndarray
+    dims: dict
+    axis: int
+    sign: int
+    active: bool
+
+
+@dataclass
+class PathSet:
+    """Pose-independent description of the model's paths (see :func:`compile_paths`).
+
+    Attributes
+    ----------
+    names : list[str]        path-force names, ForceSet order
+    types : list[str]        their OpenSim classes
+    paths : list             compiled paths (internal)
+    wrap_objects : list[WrapObjectData]
+    nb : int                 number of bodies (index ``nb`` stands for ground)
+    coordinate_names : list[str]
+    """
+
+    names: list
+    types: list
+    paths: list
+    wrap_objects: list
+    nb: int
+    coordinate_names: list
+    properties: list = field(default_factory=list)
+
+    def index(self, name: str) -> int:
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise ModelFileError(f"no path force named '{name}'") from None
+
+    def select(self, names) -> "PathSet":
+        """A PathSet restricted to the named forces (in the order given)."""
+        idx = [self.index(n) for n in names]
+        return PathSet([self.names[i] for i in idx], [self.types[i] for i in idx],
+                       [self.paths[i] for i in idx], self.wrap_objects, self.nb,
+                       self.coordinate_names, [self.properties[i] for i in idx])
+
+
+_QUADRANTS = {"x": (0, 1), "+x": (0, 1), "-x": (0, -1), "y": (1, 1), "+y": (1, 1),
+              "-y": (1, -1), "z": (2, 1), "+z": (2, 1), "-z": (2, -1)}
+
+
+def _quadrant(q: str, where: str):
+    q = (q or "all").strip()
+    if q.lower() in ("all", "unassigned"):
+        return -1, 0
+    k = q.lower()
+    if k not in _QUADRANTS:
+        raise ModelFileError(f"wrap object '{where}': quadrant '{q}' is not valid")
+    return _QUADRANTS[k]
+
+
+def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool = True) -> PathSet:
+    """Compile the geometry paths of a model's path forces (muscles, ligaments, path actuators).
+
+    Parameters
+    ----------
+    model : Model
+    tree : Tree                    from :func:`arthron.models.kinematics.compile_model`
+    forces : iterable of str, optional
+        Force names to include (default: every force with a GeometryPath, ForceSet order).
+
+    Returns
+    -------
+    PathSet
+
+    Raises
+    ------
+    ModelFileError
+        naming the force, when a path point's frame does not exist, a ConditionalPathPoint or
+        MovingPathPoint names a coordinate the model does not have, or a PathWrap names a wrap
+        object that no body of the model carries.
+    """
+    nb = tree.nb
+    bidx = {f"/bodyset/{n}": i for i, n in enumerate(tree.body_names)}
+    bidx[GROUND] = nb
+    cidx = {n: i for i, n in enumerate(tree.coordinate_names)}
+    # wrap objects by name (OpenSim looks them up model-wide by name)
+    wobjs, wid = [], {}
+    all_wraps = [(GROUND, w) for w in model.ground_wrap_objects]
+    for b in model.bodies.values():
+        all_wraps += [(b.path, w) for w in b.wrap_objects]
+    for bpath, w in all_wraps:
+        base, X = model.frame_in_base(bpath)
+        from .model import rotation_xyz
+        Rw = X.R @ rotation_xyz(w.xyz_body_rotation)
+        pw = X.apply(w.translation)
+        d = w.dimensions
+        axis, sign = _quadrant(w.quadrant, w.name)
+        dims = {}
+        if "radius" in d:
+            dims["radius"] = float(d["radius"])
+        if "length" in d:
+            dims["length"] = float(d["length"])
+        if "dimensions" in d:
+            dims["radii"] = np.asarray(d["dimensions"], float)
+        for k in ("inner_radius", "outer_radius"):
+            if k in d:
+                dims[k] = float(d[k])
+        wid.setdefault(w.name, len(wobjs))
+        wobjs.append(WrapObjectData(w.name, w.type, bidx[base], Rw, pw, dims, axis, sign,
+                                    bool(w.active)))
+    names, types, paths, props = [], [], [], []
+    sel = None if forces is None else list(forces)
+    items = model.forces.items() if sel is None else [(n, model.forces[n]) for n in sel]
+    for name, f in items:
+        if f.path is None:
+            if sel is not None:
+                raise ModelFileError(f"force '{name}' has no geometry path", model.source)
+            continue
+        pts = f.path.points
+        if len(pts) < 2:
+            raise ModelFileError(f"path of '{name}' has fewer than 2 points", model.source)
+        body = np.empty(len(pts), int)
+        loc = np.empty((len(pts), 3))
+        cond, moving = [], []
+        for k, pt in enumerate(pts):
+            try:
+                base, X = model.frame_in_base(pt.parent_frame)
+            except ModelFileError:
+                raise ModelFileError(f"path point '{pt.name}' of '{name}' is on frame "
+                                     f"'{pt.parent_frame}', which does not exist",
+                                     model.source) from None
+            body[k] = bidx[base]
+            loc[k] = X.apply(pt.location)
+            if pt.kind == "ConditionalPathPoint":
+                if pt.coordinate not in cidx:
+                    raise ModelFileError(f"ConditionalPathPoint '{pt.name}' of '{name}' names "
+                                         f"coordinate '{pt.coordinate}', which the model does "
+                                         "not have", model.source)
+                lo, hi = pt.range
+                cond.append((k, cidx[pt.coordinate], float(lo), float(hi)))
+            elif pt.kind == "MovingPathPoint":
+                terms = []
+                for ax in range(3):
+                    fn = pt.location_functions[ax] if pt.location_functions else None
+                    cn = pt.location_coordinates[ax] if pt.location_coordinates else None
+                    if fn is None:
+                        terms.append((ax, None, -1))
+                        continue
+                    if cn is None or cn not in cidx:
+                        if cn is None and fn.is_constant():
+                            terms.append((ax, fn, -1))
+                            continue
+                        raise ModelFileError(f"MovingPathPoint '{pt.name}' of '{name}' names "
+                                             f"coordinate '{cn}', which the model does not have",
+                                             model.source)
+                    terms.append((ax, fn, cidx[cn]))
+                moving.append((k, X.R.copy(), X.p.copy(), terms))
+        wraps = []
+        for pw in f.path.wraps:
+            if pw.wrap_object not in wid:
+                raise ModelFileError(f"path of '{name}' wraps over '{pw.wrap_object}', but no "
+                                     "body of the model has a wrap object of that name",
+                                     model.source)
+            s, e = pw.range
+            s0 = 0 if s < 1 else s - 1
+            e0 = len(pts) - 1 if e < 1 else e - 1
+            wraps.append(_Wrap(pw.name, pw.wrap_object, wid[pw.wrap_object], s0, e0,
+                               pw.method))
+        names.append(name)
+        types.append(f.type)
+        props.append(dict(f.properties))
+        paths.append(_Path(name, f.type, body, loc, cond, moving, wraps))
+    return PathSet(names, types, paths, wobjs, nb, list(tree.coordinate_names), props)
+
+
+# ---------------------------------------------------------------------------------- geometry
+def _frames(tree: Tree, kin: Kinematics):
+    """Body rotations (T, nb+1, 3, 3) and origins (T, nb+1, 3), ground appended last."""
+    R = kin.body_R(tree)
+    o = kin.body_origin(tree)
+    T = R.shape[0]
+    Rg = np.broadcast_to(np.eye(3), (T, 1, 3, 3))
+    return np.concatenate([R, Rg], 1), np.concatenate([o, np.zeros((T, 1, 3))], 1)
+
+
+@dataclass
+class PathState:
+    """One path rebuilt for T frames (padded node lists, valid nodes first).
+
+    ``P`` (T, K, 3) node positions in ground, ``body`` (T, K) body index (nb = ground),
+    ``loc`` (T, K, 3) node location in its body frame, ``tag`` (T, K): path-point index, or
+    ``n_points + 2 w (+1)`` for the two tangent points of wrap ``w``, or -1 for padding;
+    ``wlen`` (T, K): on the second tangent point of a wrap, the length on the surface;
+    ``length`` (T,).
+    """
+
+    P: np.ndarray
+    body: np.ndarray
+    loc: np.ndarray
+    tag: np.ndarray
+    wlen: np.ndarray
+    length: np.ndarray
+    wobj: np.ndarray  # (T, K) wrap-object id of wrap nodes, -1 otherwise
+    npts: int
+
+
+def _point_locals(path: _Path, q):
+    """Point locations in their base-body frames (T, np, 3) and the moving points' local
+    derivatives: list of (k, coord, (T, 3) ∂loc/∂q)."""
+    T = q.shape[0]
+    loc = np.broadcast_to(path.loc, (T,) + path.loc.shape).copy()
+    dloc = []
+    for k, R, p, terms in path.moving:
+        v = np.zeros((T, 3))
+        per_c = {}
+        for ax, fn, c in terms:
+            if fn is None:
+                continue
+            x = q[:, c] if c >= 0 else np.zeros(T)
+            v[:, ax] = fn.value(x)
+            if c >= 0:
+                d = per_c.setdefault(c, np.zeros((T, 3)))
+                d[:, ax] += fn.derivative(x, 1)
+        loc[:, k] = v @ R.T + p
+        for c, d in per_c.items():
+            dloc.append((k, c, d @ R.T))
+    return loc, dloc
+
+
+def _active(path: _Path, q):
+    T = q.shape[0]
+    act = np.ones((T, len(path.body)), bool)
+    for k, c, lo, hi in path.cond:
+        x = q[:, c]
+        act[:, k] = (x >= lo - _COND_TOL) & (x <= hi + _COND_TOL)
+    return act
+
+
+def _compact(valid, *arrays):
+    """Stable reorder putting valid entries first along axis 1."""
+    order = np.argsort(~valid, axis=1, kind="stable")
+    out = [np.take_along_axis(valid, order, 1)]
+    for a in arrays:
+        idx = order.reshape(order.shape + (1,) * (a.ndim - 2))
+        out.append(np.take_along_axis(a, idx, 1))
+    return out
+
+
+def _seg_lengths(st_P, tag, wobj, wlen):
+    """Per-segment length (T, K-1) of a compacted node list (0 where a node is padding)."""
+    d = np.linalg.norm(st_P[:, 1:] - st_P[:, :-1], axis=-1)
+    same = (wobj[:, :-1] >= 0) & (wobj[:, :-1] == wobj[:, 1:])
+    seg = np.where(same, wlen[:, 1:], d)
+    ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0)
+    return np.where(ok, seg, 0.0)
+
+
+def compute_paths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
+                  which=None) -> list:
+    """Rebuild paths for T frames: a :class:`PathState` per path (``which``: indices)."""
+    q = np.atleast_2d(np.asarray(q, float))
+    if kin is None:
+        kin = forward_kinematics(tree, q)
+    Rb, ob = _frames(tree, kin)
+    which = range(len(pathset.paths)) if which is None else which
+    return [_compute_one(pathset, pathset.paths[i], q, Rb, ob)[0] for i in which]
+
+
+def _compute_one(pathset: PathSet, path: _Path, q, Rb, ob):
+    T = q.shape[0]
+    npts = len(path.body)
+    loc, dloc = _point_locals(path, q)
+    body = np.broadcast_to(path.body, (T, npts))
+    P = ob[:, path.body] + np.einsum("tkij,tkj->tki", Rb[:, path.body], loc)
+    act = _active(path, q)
+    tag = np.where(act, np.arange(npts), -1)
+    K = npts + 2 * len(path.wraps)
+    pad = K - npts
+    if pad:
+        P = np.concatenate([P, np.zeros((T, pad, 3))], 1)
+        loc = np.concatenate([loc, np.zeros((T, pad, 3))], 1)
+        body = np.concatenate([body, np.full((T, pad), pathset.nb)], 1)
+        tag = np.concatenate([tag, np.full((T, pad), -1)], 1)
+    wobj = np.full((T, K), -1)
+    wlen = np.zeros((T, K))
+    _, P, loc, body, tag, wobj, wlen = _compact(tag >= 0, P, loc, body, tag, wobj, wlen)
+    if path.wraps:
+        P, loc, body, tag, wobj, wlen = _apply_wraps(pathset, path, q, Rb, ob, act,
+                                                     P, loc, body, tag, wobj, wlen)
+    length = _seg_lengths(P, tag, wobj, wlen).sum(1)
+    return PathState(P, body, loc, tag, wlen, length, wobj, npts), dloc
+
+
+def _apply_wraps(pathset, path, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
+    T, K = tag.shape
+    npts = len(path.body)
+    nw = len(path.wraps)
+    tt = np.arange(T)
+    niter = 1 if nw < 2 else 8
+    last = np.full(T, np.inf)
+    done = np.zeros(T, bool)
+    for _ in range(niter):
+        old = (P, loc, body, tag, wobj, wlen)
+        for wi, w in enumerate(path.wraps):
+            wo = pathset.wrap_objects[w.obj_id]
+            t1, t2 = npts + 2 * wi, npts + 2 * wi + 1
+            # remove this wrap's points
+            keep = (tag != t1) & (tag != t2) & (tag >= 0)
+            tag = np.where(keep, tag, -1)
+            _, P, loc, body, tag, wobj, wlen = _compact(keep, P, loc, body, tag, wobj, wlen)
+            if not wo.active:
+                continue
+            # first / last active point of the range, and their positions in the node list
+            sub = act[:, w.start:w.end + 1]
+            anyact = sub.any(1)
+            smp = w.start + np.argmax(sub, 1)
+            emp = w.end - np.argmax(sub[:, ::-1], 1)
+            start = np.argmax(tag == smp[:, None], 1)
+            end = np.argmax(tag == emp[:, None], 1)
+            # wrap body frame and wrap-object frame
+            Rw = Rb[:, wo.body] @ wo.R                    # (T,3,3) wrap frame in ground
+            ow = ob[:, wo.body] + Rb[:, wo.body] @ wo.p   # (T,3)
+            Xl = np.einsum("tji,tkj->tki", Rw, P - ow[:, None])   # nodes in wrap frame
+            best_k = np.full(T, -1)
+            best_dl = np.full(T, np.inf)
+            best = None
+            mand = np.zeros(T, bool)
+            for k in range(K - 1):
+                cand = (anyact & (k >= start) & (k < end) & (tag[:, k] >= 0) & (tag[:, k + 1] >= 0)
+                        & ~((wobj[:, k] >= 0) & (wobj[:, k] == wobj[:, k + 1])) & ~mand)
+                if not cand.any():
+                    continue
+                res = _wr.wrap_segment(wo, Xl[:, k], Xl[:, k + 1])
+                status, r1, r2, L = res
+                is_m = cand & (status == _wr.MANDATORY)
+                is_w = cand & (status == _wr.WRAPPED)
+                straight = np.linalg.norm(Xl[:, k + 1] - Xl[:, k], axis=-1)
+                dl = (np.linalg.norm(r1 - Xl[:, k], axis=-1) + L
+                      + np.linalg.norm(Xl[:, k + 1] - r2, axis=-1) - straight)
+                take = is_m | (is_w & (dl < best_dl))
+                if best is None:
+                    best = [np.zeros((T, 3)), np.zeros((T, 3)), np.zeros(T)]
+                best[0] = np.where(take[:, None], r1, best[0])
+                best[1] = np.where(take[:, None], r2, best[1])
+                best[2] = np.where(take, L, best[2])
+                best_dl = np.where(take, dl, best_dl)
+                best_k = np.where(take, k, best_k)
+                mand |= is_m
+            if best is None:
+                continue
+            has = best_k >= 0
+            if not has.any():
+                continue
+            # insert the two tangent points after node best_k
+            r1w, r2w, L = best
+            r1b = r1w @ wo.R.T + wo.p   # in the wrap object's body frame
+            r2b = r2w @ wo.R.T + wo.p
+            g1 = ob[:, wo.body] + np.einsum("tij,tj->ti", Rb[:, wo.body], r1b)
+            g2 = ob[:, wo.body] + np.einsum("tij,tj->ti", Rb[:, wo.body], r2b)
+            # position map: new[j] = old[j] for j<=k, new[k+1]=w1, new[k+2]=w2, new[j]=old[j-2]
+            j = np.arange(K)[None, :]
+            kk = np.where(has, best_k, K)[:, None]
+            src = np.where(j <= kk, j, j - 2)
+            src = np.clip(src, 0, K - 1)
+            is1 = (j == kk + 1)
+            is2 = (j == kk + 2)
+
+            def ins(a, v1, v2):
+                idx = src.reshape(src.shape + (1,) * (a.ndim - 2))
+                out = np.take_along_axis(a, idx, 1)
+                m1 = is1.reshape(is1.shape + (1,) * (a.ndim - 2))
+                m2 = is2.reshape(is2.shape + (1,) * (a.ndim - 2))
+                out = np.where(m1, v1[:, None] if np.ndim(v1) == a.ndim - 1 else v1, out)
+                out = np.where(m2, v2[:, None] if np.ndim(v2) == a.ndim - 1 else v2, out)
+                return out
+
+            P = ins(P, g1, g2)
+            loc = ins(loc, r1b, r2b)
+            body = ins(body, np.full(T, wo.body), np.full(T, wo.body))
+            tag = ins(tag, np.full(T, t1), np.full(T, t2))
+            wobj = ins(wobj, np.full(T, w.obj_id), np.full(T, w.obj_id))
+            wlen = ins(wlen, np.zeros(T), np.where(has, L, 0.0))
+        if nw < 2:
+            break
+        # frames already converged keep their previous path
+        if done.any():
+            P, loc, body, tag, wobj, wlen = [np.where(done.reshape((T,) + (1,) * (a.ndim - 1)), o, a)
+                                             for a, o in zip((P, loc, body, tag, wobj, wlen), old)]
+        length = _seg_lengths(P, tag, wobj, wlen).sum(1)
+        done = done | (np.abs(length - last) < _WRAP_TOL)
+        last = length
+        if done.all():
+            break
+    return P, loc, body, tag, wobj, wlen
+
+
+# ---------------------------------------------------------------------------------- public API
+def path_lengths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None) -> np.ndarray:
+    """Path lengths (T, n_paths) in metres.
+
+    Parameters
+    ----------
+    pathset : PathSet          from :func:`compile_paths`
+    tree : Tree
+    q : (T, nq) or (nq,)       coordinates, model order, rad / m
+    kin : Kinematics, optional  poses already computed for ``q``
+
+    Raises
+    ------
+    UnsupportedFeature for wrap objects arthron cannot reproduce (see
+    :mod:`arthron.geometry.wrapping`).
+
+    Source: OpenSim ``GeometryPath::computePath`` / ``calcLengthAfterPathComputation``.
+    """
+    states = compute_paths(pathset, tree, q, kin)
+    return np.stack([s.length for s in states], 1)
+
+
+def _node_forces(st: PathState, nb: int):
+    """Net unit pull on every node (T, K, 3): towards the next node minus towards the previous,
+    zero across segments whose two nodes are on the same body (no work there) and on the
+    surface part of a wrap."""
+    d = st.P[:, 1:] - st.P[:, :-1]
+    n = np.linalg.norm(d, axis=-1, keepdims=True)
+    u = np.divide(d, n, out=np.zeros_like(d), where=n > 0)
+    ok = (st.tag[:, :-1] >= 0) & (st.tag[:, 1:] >= 0)
+    surf = (st.wobj[:, :-1] >= 0) & (st.wobj[:, :-1] == st.wobj[:, 1:])
+    u = np.where((ok & ~surf)[..., None], u, 0.0)
+    f = np.zeros_like(st.P)
+    f[:, :-1] += u
+    f[:, 1:] -= u
+    return f
+
+
+def _moment_arms_from_states(pathset, tree, q, kin, states_dloc):
+    T = q.shape[0]
+    nq = tree.nq
+    D = velocity_map(tree, q, kin, point="origin")                   # (T, nb, 6, nq)
+    D = np.concatenate([D, np.zeros((T, 1, 6, nq))], 1)             # ground last
+    Rb, ob = _frames(tree, kin)
+    out = np.empty((T, len(states_dloc), nq))
+    tt = np.arange(T)[:, None]
+    for i, (st, dloc) in enumerate(states_dloc):
+        f = _node_forces(st, pathset.nb)
+        b = st.body
+        r = st.P - ob[tt, b]
+        m = np.cross(r, f)
+        Dv = D[tt, b, :3]        # (T, K, 3, nq)
+        Dw = D[tt, b, 3:]
+        ma = np.einsum("tki,tkiq->tq", f, Dv) + np.einsum("tki,tkiq->tq", m, Dw)
+        # moving points: motion of the point on its body
+        for k, c, dl in dloc:
+            pos = st.tag == k                                        # (T, K)
+            fk = np.einsum("tk,tki->ti", pos, f)
+            bk = pathset.paths[i].body[k]
+            ma[:, c] += np.einsum("ti,tij,tj->t", fk, Rb[:, bk], dl)
+        out[:, i] = ma
+    return out
+
+
+def moment_arms(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
+                return_lengths: bool = False):
+    """Moment arms ``r = -∂l/∂q`` (T, n_paths, nq): metres for rotational coordinates,
+    dimensionless for translational ones.
+
+    Analytic (node pulls times point velocity maps, see the module docstring); coordinates
+    coupled by constraints are not projected (OpenSim's ``MomentArmSolver`` coupling vector).
+    With ``return_lengths`` the lengths (T, n_paths) are returned too.
+
+    Source: OpenSim ``MomentArmSolver::solve`` with ``GeometryPath::addInEquivalentForces``.
+    """
+    q = np.atleast_2d(np.asarray(q, float))
+    if kin is None:
+        kin = forward_kinematics(tree, q)
+    Rb, ob = _frames(tree, kin)
+    sd = [_compute_one(pathset, p, q, Rb, ob) for p in pathset.paths]
+    ma = _moment_arms_from_states(pathset, tree, q, kin, sd)
+    if return_lengths:
+        return ma, np.stack([s.length for s, _ in sd], 1)
+    return ma
+
+
+def moment_arms_excursion(pathset: PathSet, tree: Tree, q, coordinates=None,
+                          h: float = 1e-6) -> np.ndarray:
+    """Tendon-excursion moment arms ``-(l(q + h e_j) - l(q - h e_j)) / 2h`` (T, n_paths, nq).
+
+    ``coordinates``: indices to differentiate (others are left 0). Central differences with
+    step ``h`` (rad or m).
+    """
+    q = np.atleast_2d(np.asarray(q, float))
+    T = q.shape[0]
+    cols = range(tree.nq) if coordinates is None else coordinates
+    out = np.zeros((T, len(pathset.paths), tree.nq))
+    for j in cols:
+        qp, qm = q.copy(), q.copy()
+        qp[:, j] += h
+        qm[:, j] -= h
+        out[:, :, j] = -(path_lengths(pathset, tree, qp) - path_lengths(pathset, tree, qm)) / (2 * h)
+    return out
+
+
+def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | None = None):
+    """Lengthening speeds ``dl/dt = -r(q) · q̇`` (T, n_paths), m/s.
+
+    Source: OpenSim ``GeometryPath::getLengtheningSpeed`` (same quantity).
+    """
+    qd = np.atleast_2d(np.asarray(qd, float))
+    return -np.einsum("tfq,tq->tf", moment_arms(pathset, tree, q, kin), qd)
+
+
+def path_generalized_forces(pathset: PathSet, tree: Tree, q, tensions,
+                            kin: Kinematics | None = None) -> np.ndarray:
+    """Generalized forces (T, nq) of path tensions (T, n_paths) or (n_paths,), newtons:
+    ``τ = Σ_f tension_f r_f(q)`` (N·m for rotational, N for translational coordinates)."""
+    q = np.atleast_2d(np.asarray(q, float))
+    ten = np.broadcast_to(np.asarray(tensions, float), (q.shape[0], len(pathset.paths)))
+    return np.einsum("tfq,tf->tq", moment_arms(pathset, tree, q, kin), ten)
+
+
+@dataclass
+class PathLoads:
+    """Forces that path tensions apply.
+
+    points : list per path of (body (T, K) int, nb = ground / padding, point (T, K, 3) ground
+             position, force (T, K, 3) N in ground); padding rows have zero force.
+    force : (T, nb, 3) total force on each body, ground frame (N)
+    moment : (T, nb, 3) total moment about each body's origin, ground frame (N·m)
+    mobility : (T, nq) generalized forces from moving path points sliding on their bodies
+    """
+
+    points: list
+    force: np.ndarray
+    moment: np.ndarray
+    mobility: np.ndarray
+
+
+def path_body_forces(pathset: PathSet, tree: Tree, q, tensions,
+                     kin: Kinematics | None = None) -> PathLoads:
+    """Point forces that path tensions (T, n_paths) apply on the bodies they cross.
+
+    Each node (path point or wrap tangent point) is pulled towards its neighbours along the
+    path; nodes on the same body as their neighbour exchange no force (OpenSim's
+    ``GeometryPath::addInEquivalentForces``). ``Dᵀ`` of these loads plus ``mobility`` equals
+    :func:`path_generalized_forces`.
+    """
+    q = np.atleast_2d(np.asarray(q, float))
+    if kin is None:
+        kin = forward_kinematics(tree, q)
+    T = q.shape[0]
+    ten = np.broadcast_to(np.asarray(tensions, float), (T, len(pathset.paths)))
+    Rb, ob = _frames(tree, kin)
+    nb = pathset.nb
+    Fb = np.zeros((T, nb + 1, 3))
+    Mb = np.zeros((T, nb + 1, 3))
+    mob = np.zeros((T, tree.nq))
+    pts = []
+    tt = np.arange(T)[:, None]
+    for i, p in enumerate(pathset.paths):
+        st, dloc = _compute_one(pathset, p, q, Rb, ob)
+        f = _node_forces(st, nb) * ten[:, i, None, None]
+        pts.append((st.body, st.P, f))
+        r = st.P - ob[tt, st.body]
+        np.add.at(Fb, (tt.repeat(st.body.shape[1], 1), st.body), f)
+        np.add.at(Mb, (tt.repeat(st.body.shape[1], 1), st.body), np.cross(r, f))
+        for k, c, dl in dloc:
+            fk = np.einsum("tk,tki->ti", st.tag == k, f)
+            mob[:, c] += np.einsum("ti,tij,tj->t", fk, Rb[:, p.body[k]], dl)
+    return PathLoads(pts, Fb[:, :nb], Mb[:, :nb], mob)
+
+
+# ---------------------------------------------------------------------------------- output
+def write_path_analysis(model: Model, motion_table, out_dir, muscles=None, prefix=None,
+                        tree: Tree | None = None):
+    """Write lengths and moment arms as OpenSim's MuscleAnalysis does.
+
+    Parameters
+    ----------
+    model : Model
+    motion_table : arthron.io.sto.Table
+        Coordinates over time (columns named by coordinate or by its state path
+        ``/jointset/<joint>/<coord>/value``; degrees if the header says ``inDegrees=yes``).
+        Coordinates missing from the table keep their default values.
+    out_dir : directory (created)
+    muscles : names to include (default: all muscles; if the model has none, all path forces)
+    prefix : file prefix (default: the model name)
+
+    Writes ``<prefix>_MuscleAnalysis_Length.sto`` (one column per muscle, metres) and one
+    ``<prefix>_MuscleAnalysis_MomentArm_<coord>.sto`` per coordinate that any selected path
+    crosses (metres), and returns the list of written paths.
+    """
+    from pathlib import Path
+
+    from ..io.sto import Table, write_sto
+    from .kinematics import compile_model
+    tree = compile_model(model) if tree is None else tree
+    if muscles is None:
+        muscles = list(model.muscles) or [n for n, f in model.forces.items() if f.path is not None]
+    ps = compile_paths(model, tree, forces=list(muscles))
+    q = _coordinates_from_table(model, tree, motion_table)
+    ma, L = moment_arms(ps, tree, q, return_lengths=True)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    prefix = prefix or model.name
+    time = np.asarray(motion_table.time, float)
+    written = []
+    f = out / f"{prefix}_MuscleAnalysis_Length.sto"
+    write_sto(f, Table(name="Length", time=time, labels=list(ps.names), data=L,
+                       in_degrees=False))
+    written.append(f)
+    for j, c in enumerate(tree.coordinate_names):
+        if not np.any(np.abs(ma[:, :, j]) > 1e-12):
+            continue
+        f = out / f"{prefix}_MuscleAnalysis_MomentArm_{c}.sto"
+        write_sto(f, Table(name=f"MomentArm_{c}", time=time, labels=list(ps.names),
+                           data=ma[:, :, j], in_degrees=False))
+        written.append(f)
+    return written
+
+
+def _coordinates_from_table(model: Model, tree: Tree, table) -> np.ndarray:
+    """(T, nq) coordinates from a motion table (degrees converted for rotational coords)."""
+    labels = list(table.labels)
+    data = np.asarray(table.data, float)
+    T = data.shape[0]
+    q = np.tile(tree.default_q, (T, 1))
+    in_deg = bool(getattr(table, "in_degrees", False))
+    coords = model.coordinates
+    for j, name in enumerate(tree.coordinate_names):
+        col = None
+        for lab in (name, f"/jointset/{coords[name].joint}/{name}/value"):
+            if lab in labels:
+                col = labels.index(lab)
+                break
+        if col is None:
+            continue
+        v = data[:, col]
+        if in_deg and coords[name].motion_type == "rotational" and not labels[col].startswith("/"):
+            v = np.deg2rad(v)
+        q[:, j] = v
+    return q
