@@ -29,6 +29,7 @@ from ..errors import ArthronWarning, DataFileError, ModelFileError, SolverError
 from ..models.functions import Constant, GCVSpline, PiecewiseLinearFunction
 from ..models.kinematics import Tree, apply_velocity_map_transpose, compile_model, forward_kinematics
 from ..models.model import Model
+from ..models.constraints import assemble
 from .filtering import prepare_coordinates
 
 __all__ = ["ExternalLoad", "InverseDynamicsResult", "inverse_dynamics", "run_inverse_dynamics",
@@ -268,7 +269,8 @@ def _labels(model: Model, names):
 
 def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_table=None,
                          lowpass_hz=None, time_range=None, in_degrees=None,
-                         forces_to_exclude=("Muscles",), tree: Tree | None = None) -> InverseDynamicsResult:
+                         forces_to_exclude=("Muscles",), tree: Tree | None = None,
+                         assemble_constraints=True) -> InverseDynamicsResult:
     """OpenSim InverseDynamicsTool, end to end.
 
     Parameters
@@ -291,6 +293,11 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
     vals = coordinates_from_table(model, motion, in_degrees=in_degrees)
     lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
     t_out, q, qd, qdd = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range)
+    if assemble_constraints and any(c.enabled for c in model.constraints):
+        # OpenSim's tool sets the coordinate values with constraint enforcement, which
+        # assembles the model (nearest configuration satisfying the constraints); speeds and
+        # accelerations stay those of the splines.
+        q = assemble(model, tree, q)
     excl = set(forces_to_exclude or ())
     active = [f for f in model.forces.values()
               if f.properties.get("appliesForce", True) and f.name not in excl and f.type not in excl
