@@ -1,0 +1,842 @@
+"""Inverse kinematics: joint coordinates from marker trajectories, like OpenSim's IK tool.
+
+For every frame, the coordinates ``q`` minimise (OpenSim's ``InverseKinematicsSolver`` objective)
+
+    Σ_markers w_i ‖x_i(q) − x_i^obs‖²  +  Σ_coordinate-tasks w_j (q_j − q_j^ref)²
+
+over the unlocked coordinates, inside the ``range`` of clamped coordinates. Markers whose
+observation is NaN in a frame are left out of that frame. Locked coordinates stay at their
+default value. CoordinateCouplerConstraints are satisfied exactly (dependent coordinates are
+eliminated) when ``constraint_weight`` is infinite, and added as penalty residuals
+``√w (q_d − s f(q_i))`` otherwise.
+
+The solver is a bounded Levenberg–Marquardt (Gauss–Newton with a damping that vanishes near
+the optimum, projected active-set bounds) with analytic Jacobians: for a marker on body b, the
+column of coordinate c is ``Σ v_j + ω_j × (x − o_j)`` over the hinges j of c that lie between
+ground and b (the same partial velocities as :func:`arthron.models.kinematics.velocity_map`).
+It iterates to the optimum (step below ``1e-10``), so it matches OpenSim's optimum rather than
+its accuracy-limited iterate. Frame k starts from the solution of frame k−1; the first frame
+from the model's default pose.
+
+Source: the objective, the task and weight semantics, the frame selection (rows of the marker
+file nearest to the start and final time) and the marker-error report follow OpenSim 4.6's
+``InverseKinematicsTool`` / ``InverseKinematicsSolver`` / ``MarkersReference``.
+"""
+from __future__ import annotations
+
+import math
+import time as _time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ArthronWarning, DataFileError, ModelFileError, SolverError, UnsupportedFeature
+from ..io.sto import Table, write_sto
+from ..models.kinematics import Tree, compile_model, _ellip_local
+from ..models.model import Model
+
+__all__ = ["IKTasks", "CoordinateTask", "IKResult", "InverseKinematics", "solve_ik",
+           "read_ik_tasks", "run_ik", "run_ik_from_setup"]
+
+
+# ----------------------------------------------------------------------------------- tasks
+@dataclass
+class CoordinateTask:
+    """An IKCoordinateTask: track a coordinate value with a weight.
+
+    ``value_type``: ``"default_value"`` (the coordinate's default), ``"manual_value"``
+    (``value``, radians or metres) or ``"from_file"`` (``values``: a callable time -> value).
+    """
+
+    weight: float
+    value_type: str = "default_value"
+    value: float = 0.0
+    values: object = None
+
+
+@dataclass
+class IKTasks:
+    """Marker weights (name -> weight) and coordinate tasks (name -> :class:`CoordinateTask`).
+
+    ``marker_weights=None`` means every model marker found in the trial with weight 1 (as
+    OpenSim's ``MarkersReference`` does with an empty weight set).
+    """
+
+    marker_weights: dict | None = None
+    coordinate_tasks: dict = field(default_factory=dict)
+
+
+def read_ik_tasks(task_set_elem, model: Model, coordinate_table=None, path=None) -> IKTasks:
+    """Read an ``<IKTaskSet>`` element (lxml) into :class:`IKTasks`.
+
+    Tasks with ``apply`` false are skipped. ``from_file`` coordinate tasks need
+    ``coordinate_table`` (a :class:`arthron.io.sto.Table` in radians/metres).
+
+    Raises
+    ------
+    DataFileError for a coordinate task naming a coordinate the model lacks, a bad weight, or a
+    ``from_file`` task without coordinate data.
+    """
+    mw: dict = {}
+    ct: dict = {}
+    if task_set_elem is None:
+        return IKTasks(None, {})
+    objs = task_set_elem.find("objects")
+    items = list(objs) if objs is not None else []
+    coords = model.coordinates
+    for e in items:
+        if not isinstance(e.tag, str):
+            continue
+        name = e.get("name", "")
+        ap = (e.findtext("apply") or "true").strip().lower()
+        if ap in ("false", "0", "no"):
+            continue
+        try:
+            w = float((e.findtext("weight") or "0").strip())
+        except ValueError:
+            raise DataFileError(f"task '{name}': weight is not a number", path,
+                                f"<{e.tag} name='{name}'> line {e.sourceline}") from None
+        if e.tag == "IKMarkerTask":
+            mw[name] = w
+        elif e.tag == "IKCoordinateTask":
+            if name not in coords:
+                raise DataFileError(f"IKCoordinateTask names coordinate '{name}' that the model "
+                                    f"'{model.name}' lacks", path, f"line {e.sourceline}")
+            vt = (e.findtext("value_type") or "default_value").strip()
+            val = float((e.findtext("value") or "0").strip() or 0.0)
+            task = CoordinateTask(w, vt, val)
+            if vt == "from_file":
+                if coordinate_table is None or name not in coordinate_table.labels:
+                    raise DataFileError(f"IKCoordinateTask '{name}' is from_file but the coordinate "
+                                        "file is missing or lacks that column", path,
+                                        f"line {e.sourceline}")
+                tt = np.asarray(coordinate_table.time, float)
+                yy = np.asarray(coordinate_table.column(name), float)
+                task.values = _interpolator(tt, yy)
+            elif vt not in ("default_value", "manual_value"):
+                raise DataFileError(f"IKCoordinateTask '{name}': unknown value_type '{vt}'", path,
+                                    f"line {e.sourceline}")
+            ct[name] = task
+    return IKTasks(mw, ct)
+
+
+def _interpolator(t, y):
+    if len(t) >= 4:
+        from scipy.interpolate import CubicSpline
+        return CubicSpline(t, y, bc_type="natural")
+    return lambda x: np.interp(x, t, y)
+
+
+# ------------------------------------------------------------------------ fast kinematics
+def _scalar_fd(f):
+    """A scalar evaluator x -> (f(x), f'(x)) with little overhead for the function types found
+    in joint axes (Linear, Constant, SimmSpline, MultiplierFunction of those); other types go
+    through their vectorized methods."""
+    from ..models.functions import Constant, LinearFunction, MultiplierFunction, SimmSpline
+    if f is None:
+        return lambda x: (x, 1.0)
+    if isinstance(f, MultiplierFunction):
+        inner = _scalar_fd(f.function)
+        s = float(f.scale)
+
+        def mult(x):
+            v, d = inner(x)
+            return s * v, s * d
+        return mult
+    if isinstance(f, LinearFunction):
+        a, b = float(f.slope), float(f.intercept)
+        return lambda x: (a * x + b, a)
+    if isinstance(f, Constant):
+        c = float(f.value(0.0))
+        return lambda x: (c, 0.0)
+    if type(f) is SimmSpline and len(f.x) >= 3:
+        import bisect
+        xk = [float(v) for v in f.x]
+        yk = [float(v) for v in f.y]
+        bb, cc, dd = (list(map(float, f._b)), list(map(float, f._c)), list(map(float, f._d)))
+        n = len(xk)
+        eps = 2e-13
+
+        def spline(x):
+            if x < xk[0]:
+                return yk[0] + (x - xk[0]) * bb[0], bb[0]
+            if x > xk[-1]:
+                return yk[-1] + (x - xk[-1]) * bb[-1], bb[-1]
+            if abs(x - xk[0]) <= eps:
+                return yk[0], bb[0]
+            if abs(x - xk[-1]) <= eps:
+                return yk[-1], bb[-1]
+            k = min(max(bisect.bisect_right(xk, x) - 1, 0), n - 2)
+            dx = x - xk[k]
+            return (yk[k] + dx * (bb[k] + dx * (cc[k] + dx * dd[k])),
+                    bb[k] + dx * (2.0 * cc[k] + 3.0 * dx * dd[k]))
+        return spline
+
+    def generic(x):
+        xa = np.array([x])
+        return float(f.value(xa)[0]), float(f.derivative(xa, 1)[0])
+    return generic
+
+
+class _Chain:
+    """The variable nodes of a :class:`Tree` with fixed nodes folded in, for one-frame FK and
+    marker Jacobians with little Python overhead."""
+
+    def __init__(self, tree: Tree, marker_names):
+        nodes = tree.nodes
+        # nearest variable ancestor and the fixed transform from it
+        var_of = {0: (-1, np.eye(3), np.zeros(3))}  # node -> (var index, R, p) of node in var frame
+        self.kind, self.parent, self.R0, self.p0 = [], [], [], []
+        self.axis, self.K, self.K2, self.coord, self.func, self.terms = [], [], [], [], [], []
+        self.radii, self.ccoords = [], []
+        for i in range(1, len(nodes)):
+            nd = nodes[i]
+            pv, Rp, pp = var_of[nd.parent]
+            R0 = Rp @ nd.R0
+            p0 = Rp @ nd.p0 + pp
+            if nd.kind == "fixed":
+                var_of[i] = (pv, R0, p0)
+                continue
+            k = len(self.kind)
+            self.kind.append(nd.kind)
+            self.parent.append(pv)
+            self.R0.append(R0)
+            self.p0.append(p0)
+            a = None if nd.axis is None else np.asarray(nd.axis, float)
+            self.axis.append(a)
+            if a is not None:
+                K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+                self.K.append(K)
+                self.K2.append(K @ K)
+            else:
+                self.K.append(None)
+                self.K2.append(None)
+            self.coord.append(nd.coord)
+            self.func.append(_scalar_fd(nd.func) if nd.kind == "rot" else None)
+            self.terms.append([(c_, _scalar_fd(f), np.asarray(ax, float)) for c_, f, ax in nd.terms])
+            self.radii.append(nd.radii)
+            self.ccoords.append(tuple(nd.coords))
+            var_of[i] = (k, np.eye(3), np.zeros(3))
+        self.n = len(self.kind)
+        # hinge columns: (var node, coordinate)
+        cols = []
+        for k in range(self.n):
+            if self.kind[k] == "rot":
+                cols.append((k, self.coord[k]))
+            else:
+                for c in self.ccoords[k]:
+                    cols.append((k, c))
+        self.cols = cols
+        self.col_node = np.array([c[0] for c in cols], int)
+        self.col_coord = np.array([c[1] for c in cols], int)
+        anc = [set() for _ in range(self.n)]
+        for k in range(self.n):
+            p = self.parent[k]
+            anc[k] = (anc[p] | {p}) if p >= 0 else set()
+        # markers
+        self.marker_names = list(marker_names)
+        mv, mloc = [], []
+        for nm in self.marker_names:
+            b, loc = tree.markers[nm]
+            node = 0 if b < 0 else int(tree.body_node[b])
+            v, R, p = var_of[node]
+            mv.append(v)
+            mloc.append(R @ np.asarray(loc, float) + p)
+        self.m_var = np.array(mv, int).reshape(-1)
+        self.m_loc = np.array(mloc, float).reshape(-1, 3)
+        nm = len(self.marker_names)
+        A = np.zeros((nm, len(cols)))
+        for i, v in enumerate(mv):
+            if v < 0:
+                continue
+            chain = anc[v] | {v}
+            for j, (k, _) in enumerate(cols):
+                if k in chain:
+                    A[i, j] = 1.0
+        self.A = A
+        self._I3 = np.eye(3)
+        self.nq = tree.nq
+        self.Cmap = np.zeros((len(cols), tree.nq))
+        self.Cmap[np.arange(len(cols)), self.col_coord] = 1.0
+
+    def evaluate(self, q, rows=None, jac=True):
+        """Marker positions (nm, 3) and Jacobian (nm, 3, nq) at one q (nq,).
+
+        ``rows``: indices of the markers wanted (default all)."""
+        n = self.n
+        Rst = np.empty((n + 1, 3, 3))
+        ost = np.empty((n + 1, 3))
+        Rst[0] = np.eye(3)
+        ost[0] = 0.0
+        ncol = len(self.cols)
+        W = np.zeros((ncol, 3))
+        V = np.zeros((ncol, 3))
+        O = np.zeros((ncol, 3))
+        j = 0
+        I3 = self._I3
+        parent, R0, p0, kinds = self.parent, self.R0, self.p0, self.kind
+        for k in range(n):
+            p = parent[k] + 1
+            Rp = Rst[p]
+            Rf = Rp @ R0[k]
+            of = ost[p] + Rp @ p0[k]
+            kind = kinds[k]
+            if kind == "rot":
+                th, d1 = self.func[k](q[self.coord[k]])
+                s, c = math.sin(th), math.cos(th)
+                Rst[k + 1] = Rf @ (I3 + s * self.K[k] + (1.0 - c) * self.K2[k])
+                ost[k + 1] = of
+                W[j] = (Rf @ self.axis[k]) * d1
+                O[j] = of
+                j += 1
+            elif kind == "trans":
+                pl = np.zeros(3)
+                dc = {}
+                for c_, f, ax in self.terms[k]:
+                    val, d1 = f(q[c_])
+                    pl = pl + val * ax
+                    dc[c_] = dc.get(c_, 0.0) + d1 * ax
+                Rst[k + 1] = Rf
+                ost[k + 1] = of + Rf @ pl
+                for c_ in self.ccoords[k]:
+                    V[j] = Rf @ dc[c_]
+                    j += 1
+            else:  # ellip
+                c0, c1 = self.ccoords[k]
+                pl, Jl, _ = _ellip_local(self.radii[k], np.array([q[c0]]), np.array([q[c1]]))
+                Rst[k + 1] = Rf
+                ost[k + 1] = of + Rf @ pl[0]
+                Hv = Rf @ Jl[0]
+                V[j] = Hv[:, 0]
+                V[j + 1] = Hv[:, 1]
+                j += 2
+        mv = self.m_var if rows is None else self.m_var[rows]
+        loc = self.m_loc if rows is None else self.m_loc[rows]
+        P = np.einsum("mij,mj->mi", Rst[mv + 1], loc) + ost[mv + 1]
+        if not jac:
+            return P, None
+        A = self.A if rows is None else self.A[rows]
+        # point velocity per column: v + ω × (P − o)
+        d = P[:, None, :] - O[None, :, :]
+        cr = np.cross(W[None, :, :], d) + V[None, :, :]
+        J = np.einsum("mj,mjx,jc->mxc", A, cr, self.Cmap)
+        return P, J
+
+
+# ---------------------------------------------------------------------------------- result
+@dataclass
+class IKResult:
+    """Result of inverse kinematics.
+
+    Attributes
+    ----------
+    time : (T,) s, the marker file's time column for the frames solved
+    coordinate_names : list[str], model (CoordinateSet) order
+    q : (T, nq) radians / metres
+    rotational : (nq,) bool, coordinates written in degrees
+    marker_names : list[str] markers in the solve (model ∩ trial ∩ tasks)
+    marker_errors : (T, nm) m, distance model–experiment per marker (NaN when missing)
+    total_squared_error, rms, max : (T,) m², m, m over the markers present in each frame
+    iterations : (T,) int
+    solve_time : float, seconds spent in the per-frame solves
+    """
+
+    time: np.ndarray
+    coordinate_names: list
+    q: np.ndarray
+    rotational: np.ndarray
+    marker_names: list
+    marker_errors: np.ndarray
+    total_squared_error: np.ndarray
+    rms: np.ndarray
+    max: np.ndarray
+    iterations: np.ndarray
+    solve_time: float = 0.0
+    model_name: str = ""
+    output_motion_file: Path | None = None
+    errors_file: Path | None = None
+
+    def degrees(self) -> np.ndarray:
+        """q with rotational coordinates in degrees, (T, nq)."""
+        out = np.array(self.q, copy=True)
+        out[:, self.rotational] = np.rad2deg(out[:, self.rotational])
+        return out
+
+    def motion_table(self) -> Table:
+        return Table(
+            name="Coordinates", time=np.asarray(self.time, float), labels=list(self.coordinate_names),
+            data=self.degrees(), in_degrees=True,
+            comments=["Units are S.I. units (second, meters, Newtons, ...)",
+                      "If the header above contains a line with 'inDegrees', this indicates whether "
+                      "rotational values are in degrees (yes) or radians (no)."])
+
+    def errors_table(self) -> Table:
+        return Table(name="Model Marker Errors from IK", time=np.asarray(self.time, float),
+                     labels=["total_squared_error", "marker_error_RMS", "marker_error_max"],
+                     data=np.column_stack([self.total_squared_error, self.rms, self.max]),
+                     in_degrees=False)
+
+    def write(self, motion_path=None, errors_path=None) -> Path:
+        """Write the ``.mot`` (degrees, OpenSim layout) and, when given or when the result came
+        from a setup, ``<name>_ik_marker_errors.sto``. Returns the motion path."""
+        motion_path = Path(motion_path) if motion_path is not None else self.output_motion_file
+        if motion_path is None:
+            raise SolverError("IKResult.write: no output path given")
+        motion_path.parent.mkdir(parents=True, exist_ok=True)
+        write_sto(motion_path, self.motion_table())
+        if errors_path is None:
+            errors_path = self.errors_file
+        if errors_path is not None:
+            Path(errors_path).parent.mkdir(parents=True, exist_ok=True)
+            write_sto(errors_path, self.errors_table())
+        return motion_path
+
+
+# ---------------------------------------------------------------------------------- solver
+class InverseKinematics:
+    """A compiled IK problem for one model and one set of tasks.
+
+    Parameters
+    ----------
+    model : Model
+    tasks : IKTasks, optional (all markers weight 1, no coordinate tasks)
+    constraint_weight : float, ``inf`` = constraints enforced exactly
+    marker_names_available : list of str, the trial's marker labels (markers the trial lacks
+        are not part of the problem)
+
+    Raises
+    ------
+    UnsupportedFeature for model constraints other than CoordinateCouplerConstraint.
+    """
+
+    def __init__(self, model: Model, tasks: IKTasks | None = None, constraint_weight=math.inf,
+                 marker_names_available=None, *, tree: Tree | None = None):
+        self.model = model
+        self.tree = tree if tree is not None else compile_model(model)
+        tasks = tasks or IKTasks()
+        tr = self.tree
+        avail = set(marker_names_available) if marker_names_available is not None else set(tr.markers)
+        if tasks.marker_weights is None:
+            names = [n for n in tr.markers if n in avail]
+            weights = [1.0] * len(names)
+        else:
+            names, weights = [], []
+            for n, w in tasks.marker_weights.items():
+                if n in tr.markers and n in avail:
+                    names.append(n)
+                    weights.append(float(w))
+        self.marker_names = names
+        self.marker_weights = np.array(weights, float)
+        self.chain = _Chain(tr, names)
+        coords = list(model.coordinates.values())
+        nq = tr.nq
+        self.nq = nq
+        self.locked = np.array([c.locked for c in coords], bool)
+        lo = np.full(nq, -np.inf)
+        hi = np.full(nq, np.inf)
+        for i, c in enumerate(coords):
+            if c.clamped:
+                lo[i], hi[i] = float(c.range[0]), float(c.range[1])
+        # coordinate tasks
+        self.ctask_idx, self.ctask_w, self.ctask = [], [], []
+        for n, t in tasks.coordinate_tasks.items():
+            if t.weight == 0:
+                continue
+            self.ctask_idx.append(tr.coordinate_index(n))
+            self.ctask_w.append(float(t.weight))
+            self.ctask.append(t)
+        self.ctask_idx = np.array(self.ctask_idx, int)
+        self.ctask_sw = np.sqrt(np.array(self.ctask_w, float))
+        # constraints
+        self.couplers = []
+        self.constraint_weight = float(constraint_weight)
+        for con in model.constraints:
+            if not con.enabled:
+                continue
+            if con.type != "CoordinateCouplerConstraint":
+                raise UnsupportedFeature(f"IK with a {con.type} ('{con.name}')", model.source)
+            pr = con.properties
+            ind = pr.get("independent_coordinates")
+            ind = ind.split() if isinstance(ind, str) else list(ind)
+            if len(ind) != 1:
+                raise UnsupportedFeature(f"CoordinateCouplerConstraint '{con.name}' with "
+                                         f"{len(ind)} independent coordinates", model.source)
+            self.couplers.append((tr.coordinate_index(pr["dependent_coordinate"].strip()),
+                                  tr.coordinate_index(ind[0].strip()), pr["function"],
+                                  float(pr.get("scale_factor", 1.0))))
+        dependent = {d for d, _, _, _ in self.couplers} if math.isinf(self.constraint_weight) else set()
+        free = ~self.locked
+        for d in dependent:
+            free[d] = False
+        self.free = np.flatnonzero(free)
+        self.dependent = sorted(dependent)
+        self.lo = lo[self.free]
+        self.hi = hi[self.free]
+
+    # -------------------------------------------------------------- pieces
+    def _expand(self, x, base):
+        q = base.copy()
+        q[self.free] = x
+        if self.dependent:
+            for d, i, f, s in self.couplers:
+                if d in self.dependent:
+                    q[d] = s * float(f.value(np.array([q[i]]))[0])
+        return q
+
+    def _dq_dx(self, q):
+        """(nq, nfree) derivative of q with respect to the free variables."""
+        M = np.zeros((self.nq, len(self.free)))
+        M[self.free, np.arange(len(self.free))] = 1.0
+        if self.dependent:
+            pos = {c: k for k, c in enumerate(self.free)}
+            for d, i, f, s in self.couplers:
+                if d in self.dependent and i in pos:
+                    M[d, pos[i]] = s * float(f.derivative(np.array([q[i]]), 1)[0])
+        return M
+
+    def _residual(self, x, base, obs, rows, sw_m, qref, jac=True):
+        q = self._expand(x, base)
+        P, Jm = self.chain.evaluate(q, rows, jac)
+        rm = ((P - obs) * sw_m[:, None]).ravel()
+        parts = [rm]
+        if len(self.ctask_idx):
+            parts.append(self.ctask_sw * (q[self.ctask_idx] - qref))
+        pen = []
+        if self.couplers and not self.dependent:
+            sc = math.sqrt(self.constraint_weight)
+            for d, i, f, s in self.couplers:
+                pen.append(sc * (q[d] - s * float(f.value(np.array([q[i]]))[0])))
+            parts.append(np.array(pen))
+        r = np.concatenate(parts)
+        self._last_P = P
+        if not jac:
+            return r, None, q
+        nqf = self.nq
+        Jq = [(Jm * sw_m[:, None, None]).reshape(-1, nqf)]
+        if len(self.ctask_idx):
+            Jc = np.zeros((len(self.ctask_idx), nqf))
+            Jc[np.arange(len(self.ctask_idx)), self.ctask_idx] = self.ctask_sw
+            Jq.append(Jc)
+        if pen:
+            sc = math.sqrt(self.constraint_weight)
+            Jp = np.zeros((len(pen), nqf))
+            for k, (d, i, f, s) in enumerate(self.couplers):
+                Jp[k, d] = sc
+                Jp[k, i] -= sc * s * float(f.derivative(np.array([q[i]]), 1)[0])
+            Jq.append(Jp)
+        Jq = np.vstack(Jq)
+        if self.dependent:
+            J = Jq @ self._dq_dx(q)
+        else:
+            J = Jq[:, self.free]
+        return r, J, q
+
+    def coordinate_targets(self, t: float, q_default) -> np.ndarray:
+        out = np.empty(len(self.ctask))
+        for k, task in enumerate(self.ctask):
+            if task.value_type == "manual_value":
+                out[k] = task.value
+            elif task.value_type == "from_file":
+                out[k] = float(task.values(t))
+            else:
+                out[k] = q_default[self.ctask_idx[k]]
+        return out
+
+    def solve_frame(self, obs_all, x0, base, qref, tol=1e-6, max_iter=100):
+        """Solve one frame.
+
+        Parameters
+        ----------
+        obs_all : (nm, 3) observed positions of ``marker_names`` (m, NaN = missing)
+        x0 : (nfree,) start; base : (nq,) full q holding the locked values
+        qref : coordinate task targets
+
+        Returns
+        -------
+        x (nfree,), q (nq,), iterations, marker errors (nm,) m (NaN where missing)
+        """
+        ok = np.all(np.isfinite(obs_all), axis=1)
+        rows = np.flatnonzero(ok)
+        obs = obs_all[rows]
+        sw = np.sqrt(self.marker_weights[rows])
+        lo, hi = self.lo, self.hi
+        x = np.clip(np.asarray(x0, float), lo, hi)
+        r, J, q = self._residual(x, base, obs, rows, sw, qref)
+        P = self._last_P
+        cost = r @ r
+        lam = 1e-6
+        it = 0
+        nx = len(x)
+        err = np.full(len(obs_all), np.nan)
+        if nx == 0:
+            err[rows] = np.linalg.norm(P - obs, axis=1)
+            return x, q, 0, err
+        for it in range(1, max_iter + 1):
+            g = J.T @ r
+            H = J.T @ J
+            at_lo = (x <= lo) & (g > 0)
+            at_hi = (x >= hi) & (g < 0)
+            act = at_lo | at_hi
+            fr = ~act
+            step = np.zeros(nx)
+            diagH = np.maximum(np.diag(H), 1e-12)
+            accepted = False
+            for _ in range(30):
+                Hf = H[np.ix_(fr, fr)] + lam * np.diag(diagH[fr])
+                try:
+                    step[fr] = -np.linalg.solve(Hf, g[fr])
+                except np.linalg.LinAlgError:
+                    lam *= 10.0
+                    continue
+                xn = np.clip(x + step, lo, hi)
+                rn, Jn, qn = self._residual(xn, base, obs, rows, sw, qref)
+                Pn = self._last_P
+                cn = rn @ rn
+                if cn <= cost * (1 + 1e-15) + 1e-30:
+                    accepted = True
+                    break
+                lam *= 10.0
+            if not accepted:
+                break
+            dx = xn - x
+            x, r, J, q, P = xn, rn, Jn, qn, Pn
+            dec = cost - cn
+            cost = cn
+            lam = max(lam * 0.1, 1e-12)
+            if np.max(np.abs(dx)) < tol or dec <= 1e-16 * max(cost, 1e-30):
+                break
+        err[rows] = np.linalg.norm(P - obs, axis=1)
+        return x, q, it, err
+
+    def marker_errors(self, q, obs_all):
+        """Distances (nm,) between model and observed markers at q (NaN where missing)."""
+        P, _ = self.chain.evaluate(q, None, jac=False)
+        return np.linalg.norm(P - obs_all, axis=1)
+
+    def solve(self, time, observations, q0=None, progress=None) -> IKResult:
+        """Solve frames sequentially with warm start.
+
+        Parameters
+        ----------
+        time : (T,) s
+        observations : (T, nm, 3) metres, columns in ``self.marker_names`` order, NaN = missing
+        q0 : (nq,) start of the first frame (default: the model's default pose)
+        progress : callable(i, T) or None
+
+        Raises
+        ------
+        SolverError when a frame has no marker and no coordinate task to track.
+        """
+        tr = self.tree
+        time = np.asarray(time, float)
+        obs = np.asarray(observations, float)
+        T = len(time)
+        base = np.array(tr.default_q if q0 is None else q0, float)
+        x = base[self.free].copy()
+        xprev = None
+        Q = np.empty((T, self.nq))
+        E = np.full((T, len(self.marker_names)), np.nan)
+        its = np.zeros(T, int)
+        t0 = _time.perf_counter()
+        for k in range(T):
+            if not np.any(np.all(np.isfinite(obs[k]), axis=1)) and len(self.ctask_idx) == 0:
+                raise SolverError(f"frame at t={time[k]:g} s has no marker data to track")
+            qref = self.coordinate_targets(time[k], tr.default_q)
+            # warm start: the previous solution, linearly extrapolated from the one before
+            start = x if xprev is None else 2.0 * x - xprev
+            xn, q, it, err = self.solve_frame(obs[k], start, base, qref)
+            xprev, x = (x if k > 0 else None), xn
+            Q[k] = q
+            its[k] = it
+            E[k] = err
+            if progress is not None:
+                progress(k + 1, T)
+        el = _time.perf_counter() - t0
+        sq = np.where(np.isfinite(E), E ** 2, 0.0)
+        n = np.sum(np.isfinite(E), axis=1)
+        tot = sq.sum(axis=1)
+        rms = np.sqrt(tot / np.maximum(n, 1))
+        mx = np.where(n > 0, np.nanmax(np.where(np.isfinite(E), E, -np.inf), axis=1), np.nan)
+        rot = np.array([c.motion_type == "rotational" for c in self.model.coordinates.values()], bool)
+        return IKResult(time=time, coordinate_names=list(tr.coordinate_names), q=Q, rotational=rot,
+                        marker_names=list(self.marker_names), marker_errors=E,
+                        total_squared_error=tot, rms=rms, max=mx, iterations=its, solve_time=el,
+                        model_name=self.model.name)
+
+
+# --------------------------------------------------------------------------------- helpers
+def _select_frames(times, time_range):
+    """Indices of the frames OpenSim's IK tool solves: from the row nearest to the start time
+    to the row nearest to the final time (times clipped to the file's range)."""
+    times = np.asarray(times, float)
+    if time_range is None:
+        return np.arange(len(times))
+    t0 = max(float(time_range[0]), times[0])
+    t1 = min(float(time_range[1]), times[-1])
+    if t1 < t0:
+        raise DataFileError(f"time range {time_range[0]:g}–{time_range[1]:g} s does not overlap "
+                            f"the marker data ({times[0]:g}–{times[-1]:g} s)")
+    i0 = int(np.argmin(np.abs(times - t0)))
+    i1 = int(np.argmin(np.abs(times - t1)))
+    return np.arange(i0, i1 + 1)
+
+
+def solve_ik(model: Model, trial, tasks: IKTasks | None = None, *, time_range=None,
+             constraint_weight=math.inf, q0=None, progress=None) -> IKResult:
+    """Inverse kinematics of a marker trial (see the module docstring).
+
+    Parameters
+    ----------
+    model : Model
+    trial : arthron.io.trc.MarkerTrial (positions in metres)
+    tasks : IKTasks, optional
+    time_range : (t0, t1) s, optional (default the whole trial)
+    constraint_weight : float
+    q0 : (nq,) start pose of the first frame
+
+    Returns
+    -------
+    IKResult
+
+    Raises
+    ------
+    DataFileError when no marker of the trial is in the problem or a tracked marker is NaN on
+    every selected frame.
+    """
+    ik = InverseKinematics(model, tasks, constraint_weight, trial.labels)
+    if not ik.marker_names:
+        raise DataFileError(f"no marker of the trial matches a marker of model '{model.name}' "
+                            "with a task", getattr(trial, "source", None))
+    idx = _select_frames(trial.time, time_range)
+    cols = [trial.labels.index(n) for n in ik.marker_names]
+    obs = np.asarray(trial.positions, float)[idx][:, cols, :]
+    allnan = ~np.any(np.all(np.isfinite(obs), axis=2), axis=0)
+    if np.any(allnan):
+        bad = [ik.marker_names[i] for i in np.flatnonzero(allnan)]
+        warnings.warn(f"markers with no data in the time range are ignored: {', '.join(bad)}",
+                      ArthronWarning, stacklevel=2)
+    return ik.solve(np.asarray(trial.time, float)[idx], obs, q0=q0, progress=progress)
+
+
+def _find_file(setup, name, search_dirs):
+    """Resolve a file named in a setup: as given (absolute or relative to the setup folder),
+    else by file name in ``search_dirs`` (searched recursively)."""
+    p = setup.resolve(name)
+    if p is None:
+        return None
+    if p.exists():
+        return p
+    base = Path(str(name).strip().replace("\\", "/")).name
+    for d in [setup.folder, *(search_dirs or [])]:
+        d = Path(d)
+        cand = d / base
+        if cand.exists():
+            return cand
+    for d in (search_dirs or []):
+        hits = sorted(Path(d).rglob(base))
+        if hits:
+            return hits[0]
+    raise DataFileError(f"file '{name}' named in the setup does not exist", setup.path)
+
+
+def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range=None,
+           constraint_weight=math.inf, output=None, progress=None) -> IKResult:
+    """IK from objects or file names (what ``arthron ik`` calls).
+
+    Parameters
+    ----------
+    model : Model or path of an ``.osim``
+    trial : MarkerTrial or path of a ``.trc``
+    setup : optional path of an InverseKinematicsTool setup: its tasks, time range and
+        constraint weight are used unless given here
+    output : optional path: the result remembers it for :meth:`IKResult.write`
+
+    Returns
+    -------
+    IKResult (call ``.write()``)
+    """
+    from ..io.osim import read_osim
+    from ..io.trc import read_trc
+    if not isinstance(model, Model):
+        model = read_osim(model)
+    if setup is not None:
+        from ..io.setup import read_tool_setup
+        st = read_tool_setup(setup)
+        cfg = _ik_config(st, model, None)
+        tasks = tasks if tasks is not None else cfg["tasks"]
+        time_range = time_range if time_range is not None else cfg["time_range"]
+        if constraint_weight == math.inf:
+            constraint_weight = cfg["constraint_weight"]
+    if not hasattr(trial, "positions"):
+        trial = read_trc(trial)
+    res = solve_ik(model, trial, tasks, time_range=time_range, constraint_weight=constraint_weight,
+                   progress=progress)
+    if output is not None:
+        res.output_motion_file = Path(output)
+        res.errors_file = Path(output).with_name(Path(output).stem + "_marker_errors.sto")
+    return res
+
+
+def _parse_float(text, default):
+    if text is None or not str(text).strip():
+        return default
+    t = str(text).strip().lower()
+    if t in ("inf", "infinity", "+inf"):
+        return math.inf
+    return float(t)
+
+
+def _ik_config(st, model, search_dirs):
+    el = st.element
+    coord_table = None
+    cf = st.get("coordinate_file")
+    if cf and cf.strip() and cf.strip() != "Unassigned":
+        from ..io.sto import read_sto
+        tab = read_sto(_find_file(st, cf, search_dirs))
+        rot = [c.name for c in model.coordinates.values()
+               if c.motion_type == "rotational" and c.name in tab.labels]
+        coord_table = tab.to_radians(rot)
+    tasks = read_ik_tasks(el.find("IKTaskSet"), model, coord_table, st.path)
+    tr = st.get("time_range")
+    time_range = [float(v) for v in tr.split()] if tr else None
+    return dict(tasks=tasks, time_range=time_range,
+                constraint_weight=_parse_float(st.get("constraint_weight"), math.inf),
+                accuracy=_parse_float(st.get("accuracy"), 1e-5))
+
+
+def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=None) -> IKResult:
+    """Run an OpenSim ``InverseKinematicsTool`` setup file.
+
+    File names are resolved against the setup's folder; names that do not exist there (for
+    example absolute paths of another machine) are looked up by file name in the setup folder
+    and ``search_dirs``.
+
+    Returns
+    -------
+    IKResult whose ``write()`` writes ``output_motion_file`` and
+    ``<results_directory>/<tool name>_ik_marker_errors.sto`` (OpenSim's names).
+    """
+    from ..io.osim import read_osim
+    from ..io.setup import read_tool_setup
+    from ..io.trc import read_trc
+    st = read_tool_setup(path, placeholders)
+    if st.tool != "InverseKinematicsTool":
+        raise DataFileError(f"not an InverseKinematicsTool setup (root <{st.tool}>)", st.path)
+    mf = _find_file(st, st.get("model_file"), search_dirs)
+    if mf is None:
+        raise DataFileError("model_file is not set", st.path)
+    model = read_osim(mf)
+    trc = _find_file(st, st.get("marker_file"), search_dirs)
+    if trc is None:
+        raise DataFileError("marker_file is not set", st.path)
+    trial = read_trc(trc)
+    cfg = _ik_config(st, model, search_dirs)
+    res = solve_ik(model, trial, cfg["tasks"], time_range=cfg["time_range"],
+                   constraint_weight=cfg["constraint_weight"], progress=progress)
+    out = st.resolve(st.get("output_motion_file"))
+    rd = st.resolve(st.get("results_directory")) or st.folder
+    res.output_motion_file = out if out is not None else rd / f"{st.name}_ik.mot"
+    res.errors_file = rd / f"{st.name}_ik_marker_errors.sto"
+    return res

@@ -1,0 +1,183 @@
+"""Inverse kinematics against OpenSim 4.6's IK outputs (arm26, Gait2354) and on bad input."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from conftest import MODELS, REF, needs_data
+
+from arthron.errors import DataFileError, SolverError
+
+PH = {"<workdir>": "/nonexistent", "<opensim-models>": str(MODELS)}
+ARM_DIRS = [MODELS / "Tutorials" / "Computed_Muscle_Control" / "InverseKinematics"]
+GAIT_DIRS = [MODELS / "Pipelines" / "Gait2354_Simbody"]
+
+
+def _ref(path):
+    from arthron.io.sto import read_sto
+    return read_sto(path)
+
+
+@pytest.fixture(scope="module")
+def arm26_result():
+    from arthron.solvers.inverse_kinematics import run_ik_from_setup
+    return run_ik_from_setup(REF / "task1_arm26" / "setups" / "ik_setup.xml", search_dirs=ARM_DIRS,
+                             placeholders=PH)
+
+
+@pytest.fixture(scope="module")
+def gait_result():
+    from arthron.solvers.inverse_kinematics import run_ik_from_setup
+    return run_ik_from_setup(REF / "task2_gait2354" / "setups" / "ik_setup_refModel.xml",
+                             search_dirs=GAIT_DIRS, placeholders=PH)
+
+
+@needs_data
+def test_arm26_matches_opensim(arm26_result, tmp_path):
+    r = arm26_result
+    mot = _ref(REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot")
+    assert len(r.time) == mot.n_rows == 121
+    np.testing.assert_allclose(r.time, mot.time, atol=1e-8)
+    d = r.degrees()
+    for name in ("r_shoulder_elev", "r_elbow_flex"):
+        j = r.coordinate_names.index(name)
+        assert np.max(np.abs(d[:, j] - mot.column(name))) < 0.01, name
+    err = _ref(REF / "task1_arm26" / "IK" / "arm26_ik_marker_errors.sto")
+    assert np.max(r.rms - err.column("marker_error_RMS")) < 1e-4
+    out = r.write(tmp_path / "arm26_ik.mot", tmp_path / "arm26_ik_marker_errors.sto")
+    back = _ref(out)
+    assert back.in_degrees is True and back.labels == r.coordinate_names
+    np.testing.assert_allclose(back.data, d, rtol=0, atol=1e-12)
+
+
+@needs_data
+def test_gait2354_matches_opensim(gait_result):
+    r = gait_result
+    mot = _ref(REF / "task2_gait2354" / "IK_refModel" / "subject01_walk1_ik.mot")
+    err = _ref(REF / "task2_gait2354" / "IK_refModel" / "subject01_ik_marker_errors.sto")
+    assert len(r.time) == mot.n_rows == 73
+    np.testing.assert_allclose(r.time, mot.time, atol=1e-8)
+    d = r.degrees()
+    worst = {}
+    for j, name in enumerate(r.coordinate_names):
+        worst[name] = np.max(np.abs(d[:, j] - mot.column(name)))
+    # Every joint of the legs and pelvis within 0.05 deg of OpenSim 4.6 (translations 0.1 mm).
+    # lumbar_rotation reaches 0.12 deg: OpenSim stops at accuracy 1e-5 before the optimum
+    # (our weighted cost is lower on every frame, see test_gait2354_cost_not_worse).
+    for name, v in worst.items():
+        if name.startswith("pelvis_t"):
+            assert v < 1e-4, (name, v)
+        elif name != "lumbar_rotation":
+            assert v < 0.05, (name, v)
+    assert worst["lumbar_rotation"] < 0.15
+    # marker RMS no worse than OpenSim's by more than 0.1 mm on any frame
+    assert np.max(r.rms - err.column("marker_error_RMS")) < 1e-4
+    np.testing.assert_allclose(r.total_squared_error, err.column("total_squared_error"), atol=5e-5)
+
+
+@needs_data
+def test_gait2354_cost_not_worse(gait_result):
+    """Our optimum has a weighted cost <= OpenSim's on every frame."""
+    from arthron.io.osim import read_osim
+    from arthron.io.setup import read_tool_setup
+    from arthron.io.trc import read_trc
+    from arthron.solvers.inverse_kinematics import InverseKinematics, _ik_config
+    r = gait_result
+    st = read_tool_setup(REF / "task2_gait2354" / "setups" / "ik_setup_refModel.xml", PH)
+    model = read_osim(MODELS / "Pipelines" / "Gait2354_Simbody" / "OutputReference" / "subject01_simbody.osim")
+    trial = read_trc(GAIT_DIRS[0] / "subject01_walk1.trc")
+    cfg = _ik_config(st, model, None)
+    ik = InverseKinematics(model, cfg["tasks"], cfg["constraint_weight"], trial.labels)
+    mot = _ref(REF / "task2_gait2354" / "IK_refModel" / "subject01_walk1_ik.mot")
+    qo = mot.data.copy()
+    qo[:, r.rotational] = np.deg2rad(qo[:, r.rotational])
+    cols = [trial.labels.index(n) for n in ik.marker_names]
+    w = np.array(ik.ctask_w)
+
+    def cost(q, o):
+        P, _ = ik.chain.evaluate(q, None, False)
+        ok = np.all(np.isfinite(o), 1)
+        c = np.sum(ik.marker_weights[ok] * np.sum((P - o)[ok] ** 2, 1))
+        return c + np.sum(w * (q[ik.ctask_idx] - ik.coordinate_targets(0, ik.tree.default_q)) ** 2)
+
+    for k, t in enumerate(r.time):
+        i = int(np.argmin(np.abs(trial.time - t)))
+        o = trial.positions[i][cols]
+        assert cost(r.q[k], o) <= cost(qo[k], o) * (1 + 1e-9)
+
+
+@needs_data
+def test_jacobian_matches_finite_differences():
+    from arthron.io.osim import read_osim
+    from arthron.solvers.inverse_kinematics import InverseKinematics
+    model = read_osim(MODELS / "Pipelines" / "Gait2354_Simbody" / "OutputReference" / "subject01_simbody.osim")
+    ik = InverseKinematics(model)
+    rng = np.random.default_rng(0)
+    q = ik.tree.default_q + rng.normal(0, 0.3, ik.nq)
+    P, J = ik.chain.evaluate(q)
+    h = 1e-6
+    for c in range(ik.nq):
+        dq = np.zeros(ik.nq)
+        dq[c] = h
+        Pp, _ = ik.chain.evaluate(q + dq, None, False)
+        Pm, _ = ik.chain.evaluate(q - dq, None, False)
+        np.testing.assert_allclose(J[:, :, c], (Pp - Pm) / (2 * h), atol=1e-7)
+    # and the positions equal the compiled tree's
+    from arthron.models.kinematics import marker_positions
+    _, P2 = marker_positions(ik.tree, q[None], ik.marker_names)
+    np.testing.assert_allclose(P, P2[0], atol=1e-12)
+
+
+@needs_data
+def test_gaps_locked_clamped_and_errors():
+    """A marker gap drops the marker for that frame; locked coordinates stay at default;
+    clamped ranges hold; bad input fails clearly."""
+    from arthron.io.osim import read_osim
+    from arthron.io.trc import read_trc
+    from arthron.solvers.inverse_kinematics import IKTasks, solve_ik
+    model = read_osim(ARM_DIRS[0] / "arm26.osim")
+    trial = read_trc(ARM_DIRS[0] / "arm26_elbow_flex.trc")
+    full = solve_ik(model, trial, time_range=(0, 0.2))
+    gap = trial.positions.copy()
+    j = trial.labels.index("r_acromion")
+    gap[5, j] = np.nan
+    trial2 = type(trial)(**{**trial.__dict__, "positions": gap})
+    res = solve_ik(model, trial2, time_range=(0, 0.2))
+    assert np.isnan(res.marker_errors[5, res.marker_names.index("r_acromion")])
+    assert np.all(np.isfinite(res.q))
+    # elbow: 2 markers still pin it down
+    e = res.coordinate_names.index("r_elbow_flex")
+    assert abs(res.q[5, e] - full.q[5, e]) < 0.05
+    # locked shoulder
+    m2 = model.copy()
+    m2.coordinates["r_shoulder_elev"].locked = True
+    res = solve_ik(m2, trial, time_range=(0, 0.2))
+    s = res.coordinate_names.index("r_shoulder_elev")
+    assert np.all(res.q[:, s] == m2.coordinates["r_shoulder_elev"].default_value)
+    # clamped elbow with a tight range
+    m3 = model.copy()
+    c = m3.coordinates["r_elbow_flex"]
+    c.clamped, c.range = True, (0.0, 0.5)
+    res = solve_ik(m3, trial, time_range=(0, 1.0))
+    assert np.all(res.q[:, e] <= 0.5 + 1e-12) and np.all(res.q[:, e] >= -1e-12)
+    assert np.any(np.isclose(res.q[:, e], 0.5))
+    # no matching marker
+    with pytest.raises(DataFileError):
+        solve_ik(model, trial, IKTasks({"nope": 1.0}))
+    # all markers missing in a frame
+    allgap = trial.positions.copy()
+    allgap[0] = np.nan
+    with pytest.raises(SolverError):
+        solve_ik(model, type(trial)(**{**trial.__dict__, "positions": allgap}), time_range=(0, 0.1))
+
+
+@needs_data
+def test_run_ik_api(tmp_path):
+    from arthron.solvers.inverse_kinematics import run_ik
+    res = run_ik(ARM_DIRS[0] / "arm26.osim", ARM_DIRS[0] / "arm26_elbow_flex.trc",
+                 output=tmp_path / "o.mot")
+    p = res.write()
+    assert p.exists() and (tmp_path / "o_marker_errors.sto").exists()
+    assert math.isfinite(res.rms.max())
