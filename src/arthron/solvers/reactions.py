@@ -1,0 +1,929 @@
+"""Joint reaction loads by the E-matrix of the augmented joint coordinate method (seed 002).
+
+Formulation (seed 002, Blajer & Czaplicki 2005, Eqs. 2.3-2.10, written in 3D)
+---------------------------------------------------------------------------------
+Bodies have absolute velocities ``v_b = [v_C; ω]`` (mass centre and angular velocity, ground
+frame), mass matrix ``M = blockdiag(m_b I₃, I_C,b)`` and applied forces ``h`` (gravity ``m_b g``,
+gyroscopic ``−ω × I_C ω``, external loads, body forces of actuators such as muscles along their
+paths). The joint coordinates ``q`` give ``v = D(q) q̇`` and ``a = D q̈ + γ`` (Eq. 2.4-2.5,
+:func:`arthron.models.kinematics.velocity_map`).
+
+Every joint j gets six *open-constraint* coordinates ``z_j`` (Eq. 2.3): three translations along
+and three rotations about the axes of the joint's child frame M, at the joint centre ``c_j``
+(the origin of M). They are zero in the real motion. Their velocity map ``E`` (Eq. 2.4,
+``v = D q̇ + E ż``) has, for joint j, a column block that moves the child subtree of j rigidly:
+
+    ż_j = (u, 0):  v_C,b = R_M u,                 ω_b = 0        (b in subtree of j)
+    ż_j = (0, r):  v_C,b = R_M r × (C_b − c_j),   ω_b = R_M r
+
+(:func:`open_constraint_map`). The joint load (Eq. 2.10) is
+
+    Λ_j = E_jᵀ (h − M (D q̈ + γ))                                   (6,) per joint and frame
+
+with no matrix inversion: ``E_jᵀ w`` is the sum of the body wrenches of j's subtree, moved to
+``c_j`` and expressed in M. Only the subtrees of the chosen joints are visited, so asking for
+one joint costs only that joint's subtree (:attr:`JointLoads.work` counts it).
+``Λ_j = [forces (N); moments about c_j (N·m)]`` in M axes, with the sign of seed 002: it is the
+load the child subtree applies to the parent (``M p̈ = h − Cᵀ λ``, Eq. 2.2). The load the
+parent applies to the child through the joint is ``−Λ_j``.
+
+``Λ_j`` splits into the part along the joint's free directions and the constraint reaction:
+with ``S_j`` (6 × k_j) the joint's motion subspace (relative twist ``[v at c_j; ω]`` of the
+child w.r.t. the parent in M axes per unit coordinate speed),
+
+    τ_j = −S_jᵀ Λ_j                        generalized forces the joint transmits (N·m or N),
+    λ_j = Λ_j − S_j (S_jᵀ S_j)⁻¹ S_jᵀ Λ_j  constraint reaction (seed 002's λ, here 6 − k_j
+                                            independent components, S_jᵀ λ_j = 0).
+
+For Pin, Slider, Universal, Gimbal, Ball and Free joints and CustomJoints with constant axes
+through the joint centre, λ_j is Λ_j with the free components zeroed; for coupled CustomJoints
+(knee translations as splines of the angle) it is the Euclidean complement in the joint frame.
+
+The classic formula (Eq. 2.11), ``λ = (C M⁻¹ Cᵀ)⁻¹ (C M⁻¹ h − ξ)`` with the implicit joint
+constraints C in absolute coordinates, is :func:`classic_joint_loads` (cross-check and timing).
+
+What is reported, in OpenSim's JointReaction conventions (verified on the pendulum of
+``opensim-reference/task6_pendulum``)
+---------------------------------------------------------------------------------------------
+* **on child**: the force and moment the joint applies to the child body, moment about the
+  joint centre (origin of the child frame M); **on parent**: its negative, moment about the
+  origin of the parent frame F (``px, py, pz`` = that point).
+* **in ground / child / parent / <body>**: vectors rotated into that body's frame; ``p`` is the
+  point's position relative to that frame's origin, in its axes.
+* **Mobility forces are included**: the generalized forces on the joint's own coordinates
+  (CoordinateActuators, or whatever torque the motion requires) are transmitted by the joint,
+  so they appear in the moment along the free axis; body forces (muscles along their paths,
+  Point/TorqueActuators, external loads) are applied to the bodies and are not part of it.
+* **Accelerations**: ``accelerations="motion"`` uses q̈ of the (splined) motion: the loads are
+  those that make the motion happen. OpenSim's JointReaction instead integrates nothing but
+  computes q̈ from the equations of motion with the actuator forces of ``forces_file``
+  (``accelerations="forward"``, :func:`forward_accelerations`); both agree when the forces are
+  consistent with the motion (inverse dynamics or static optimization without residuals).
+
+Worked example (pendulum, m = 2 kg, COM 0.6 m below the pin, held still at q = 30° by a
+CoordinateActuator ``tau = m g 0.6 sin 30° = 5.88399 N·m``): on rod in ground =
+``(0, 19.6133, 0) N``, ``mz = 5.88399 N·m`` (the mobility torque), ``p = (0, 1, 0)``; on rod in
+rod = ``(m g sin 30°, m g cos 30°, 0) = (9.80665, 16.98562, 0)``, ``p = (0, 0.1, 0)`` (the pin
+is 0.1 m above the body origin). With ``tau = 0`` and ``accelerations="forward"`` the rod
+falls (α = −7.9513 rad/s²) and on rod in ground is ``(−8.26327, 14.84250, 0)``, ``mz = 0``.
+
+Not included: forces of model constraints (coupler, point constraints: closed chains need
+Lagrange multipliers, not implemented; a warning is issued), passive force elements of the
+model that are not actuators (springs, ligaments, CoordinateLimitForce: a warning is issued).
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ArthronWarning, DataFileError, ModelFileError, SolverError, UnsupportedFeature
+from ..models.kinematics import Tree, compile_model, forward_kinematics, velocity_map
+from ..models.model import GROUND, Model, Transform
+from .inverse_dynamics import (_body_wrench_from_loads, coordinates_from_table,
+                               external_loads_from_setup, inverse_dynamics)
+
+__all__ = ["JointLoads", "JointReactionResult", "joint_loads", "open_constraint_map",
+           "forward_accelerations", "classic_joint_loads", "actuator_forces",
+           "joint_reactions", "joint_reactions_from_setup", "reaction_columns"]
+
+_DESCRIPTION = [
+    "This file contains the reaction forces and moments",
+    "applied to the specified body of a joint pair and expressed  in the specified reference frame.",
+    "Units are S.I. units (seconds, meters, Newtons, ...)",
+]
+
+
+# ----------------------------------------------------------------------------- joint data
+@dataclass
+class _JointInfo:
+    name: str
+    index: int                 # compiled (tree) joint index
+    child_body: int
+    parent_body: int           # -1 = ground
+    XCM: Transform             # child frame M in the child body
+    XPF: Transform             # parent frame F in the parent base body (or ground)
+    coords: list               # coordinate indices the joint's nodes depend on (S column order)
+    child_name: str
+    parent_name: str
+
+
+def _joint_infos(model: Model, tree: Tree) -> list:
+    out = []
+    for j, name in enumerate(tree.joint_names):
+        jt = model.joints[name]
+        _, XCM = model.frame_in_base(jt.child_frame)
+        pb, XPF = model.frame_in_base(jt.parent_frame)
+        coords = []
+        for n in tree.joint_nodes[j]:
+            for c in tree.nodes[n].coords:
+                if c not in coords:
+                    coords.append(c)
+        cb = int(tree.joint_child_body[j])
+        pbi = int(tree.joint_parent_body[j])
+        out.append(_JointInfo(name=name, index=j, child_body=cb, parent_body=pbi, XCM=XCM, XPF=XPF,
+                              coords=coords, child_name=tree.body_names[cb],
+                              parent_name="ground" if pbi < 0 else tree.body_names[pbi]))
+    return out
+
+
+def _body_parent(tree: Tree) -> np.ndarray:
+    bp = np.full(tree.nb, -1)
+    bp[tree.joint_child_body] = tree.joint_parent_body
+    return bp
+
+
+def _select(model: Model, tree: Tree, joints) -> list:
+    """Compiled joint indices of the requested joints (None / 'ALL': JointSet order)."""
+    if joints is None or (isinstance(joints, str) and joints.upper() == "ALL") or \
+            (not isinstance(joints, str) and len(joints) == 1 and str(joints[0]).upper() == "ALL"):
+        names = list(model.joints)
+    else:
+        names = [joints] if isinstance(joints, str) else list(joints)
+    out = []
+    for n in names:
+        if n not in tree.joint_names:
+            raise SolverError(f"model '{model.name}' has no joint '{n}' (joints: "
+                              f"{', '.join(model.joints)})")
+        out.append(tree.joint_names.index(n))
+    return out
+
+
+def _subtree_union(tree: Tree, sel) -> list:
+    """Bodies of the union of the selected joints' child subtrees, parents first."""
+    rank = np.empty(tree.nb, int)
+    rank[tree.joint_child_body] = np.arange(len(tree.joint_names))
+    bp = _body_parent(tree)
+    children = [[] for _ in range(tree.nb)]
+    for b in range(tree.nb):
+        if bp[b] >= 0:
+            children[bp[b]].append(b)
+    seen = set()
+    stack = [int(tree.joint_child_body[j]) for j in sel]
+    while stack:
+        b = stack.pop()
+        if b in seen:
+            continue
+        seen.add(b)
+        stack.extend(children[b])
+    return sorted(seen, key=lambda b: rank[b])
+
+
+def _rot_apply_T(R, x):
+    """Rᵀ x for stacked (T,3,3), (T,3)."""
+    return np.einsum("tji,tj->ti", R, x)
+
+
+# ----------------------------------------------------------------------------- the result of Eq. 2.10
+@dataclass
+class JointLoads:
+    """Joint loads Λ_j = E_jᵀ(h − M(Dq̈ + γ)) of seed 002 Eq. 2.10 for selected joints.
+
+    Attributes
+    ----------
+    names : list[str]          joint names, in the requested order (n joints)
+    Lambda : (T, n, 6)         [force (N); moment about the joint centre (N·m)] in the axes of
+                               the joint's child frame M; seed 002's sign (load of the child
+                               subtree on the parent). On child = −Lambda.
+    centre : (T, n, 3)         joint centre c_j (origin of M) in ground (m)
+    R_M : (T, n, 3, 3)         orientation of M in ground
+    parent_origin : (T, n, 3)  origin of the parent frame F in ground (m)
+    work : dict                ``bodies``: body wrenches formed and summed (the subtree union),
+                               ``columns``: columns of E used (6 per joint)
+    """
+
+    names: list
+    Lambda: np.ndarray
+    centre: np.ndarray
+    R_M: np.ndarray
+    parent_origin: np.ndarray
+    work: dict
+    infos: list = field(repr=False, default_factory=list)
+    tree: Tree | None = field(repr=False, default=None)
+    kin: object = field(repr=False, default=None)
+    _S: dict = field(repr=False, default_factory=dict)
+
+    def index(self, name: str) -> int:
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise SolverError(f"no joint '{name}' among the computed ones ({', '.join(self.names)})") from None
+
+    def on_child_in_ground(self, k: int):
+        """(force (T,3) N, moment about the joint centre (T,3) N·m) applied by joint k to its child."""
+        R = self.R_M[:, k]
+        f = -np.einsum("tij,tj->ti", R, self.Lambda[:, k, :3])
+        m = -np.einsum("tij,tj->ti", R, self.Lambda[:, k, 3:])
+        return f, m
+
+    def motion_subspace(self, k: int):
+        """S_j (T, 6, k_j) in M axes, rows [v of the child point at c_j; ω], and its coordinates."""
+        if k not in self._S:
+            info = self.infos[k]
+            S = _motion_subspace(self.tree, self.kin, info, self.centre[:, k], self.R_M[:, k])
+            self._S[k] = S
+        return self._S[k], [self.tree.coordinate_names[c] for c in self.infos[k].coords]
+
+    def generalized_forces(self, k: int) -> np.ndarray:
+        """τ_j = −S_jᵀ Λ_j (T, k_j): the generalized forces joint k transmits (N·m or N)."""
+        S, _ = self.motion_subspace(k)
+        return -np.einsum("tik,ti->tk", S, self.Lambda[:, k])
+
+    def constraint_reaction(self, k: int) -> np.ndarray:
+        """λ_j (T, 6) = Λ_j minus its part along the free directions (S_jᵀ λ_j = 0), M axes."""
+        S, _ = self.motion_subspace(k)
+        L = self.Lambda[:, k]
+        if S.shape[-1] == 0:
+            return L.copy()
+        P = S @ np.linalg.pinv(S)
+        return L - np.einsum("tij,tj->ti", P, L)
+
+
+def _motion_subspace(tree, kin, info, c, RM):
+    T = c.shape[0]
+    col = {cc: i for i, cc in enumerate(info.coords)}
+    S = np.zeros((T, 6, len(info.coords)))
+    for n in tree.joint_nodes[info.index]:
+        h = kin.hinge.get(n)
+        if h is None:
+            continue
+        cl, Hw, Hv = h
+        r = c - kin.o[:, n]
+        for i, cc in enumerate(cl):
+            S[:, :3, col[cc]] += Hv[:, :, i] + np.cross(Hw[:, :, i], r)
+            S[:, 3:, col[cc]] += Hw[:, :, i]
+    S[:, :3] = np.einsum("tji,tjk->tik", RM, S[:, :3])
+    S[:, 3:] = np.einsum("tji,tjk->tik", RM, S[:, 3:])
+    return S
+
+
+def _frames_of(tree, kin, infos, sel):
+    Rb = kin.R[:, tree.body_node]
+    ob = kin.o[:, tree.body_node]
+    T = kin.R.shape[0]
+    n = len(sel)
+    c = np.empty((T, n, 3))
+    RM = np.empty((T, n, 3, 3))
+    pF = np.empty((T, n, 3))
+    for k, j in enumerate(sel):
+        inf = infos[j]
+        b = inf.child_body
+        c[:, k] = ob[:, b] + Rb[:, b] @ inf.XCM.p
+        RM[:, k] = Rb[:, b] @ inf.XCM.R
+        if inf.parent_body < 0:
+            pF[:, k] = inf.XPF.p
+        else:
+            p = inf.parent_body
+            pF[:, k] = ob[:, p] + Rb[:, p] @ inf.XPF.p
+    return c, RM, pF
+
+
+def joint_loads(model: Model, tree: Tree, q, qd, qdd, loads=(), joints=None, kin=None) -> JointLoads:
+    """Seed 002 Eq. 2.10, ``Λ_j = E_jᵀ(h − M(D q̈ + γ))``, for the chosen joints, all frames at once.
+
+    Parameters
+    ----------
+    model : Model (for the joints' child and parent frames); tree : its compiled form
+    q, qd, qdd : (T, nq) coordinates (rad, m), speeds, accelerations in model order
+    loads : iterable of :class:`arthron.solvers.inverse_dynamics.ExternalLoad` sampled at the T
+        frames (external loads and body forces of actuators/muscles, which enter ``h``)
+    joints : None or "ALL" (every joint, JointSet order) or joint names
+    kin : optional :class:`Kinematics` of (q, qd, qdd), to share
+
+    Returns
+    -------
+    JointLoads (see there). ``Eᵀ(·)`` is evaluated as subtree sums: only the bodies of the
+    chosen joints' subtrees are visited (``work["bodies"]``).
+
+    Raises
+    ------
+    SolverError for an unknown joint name.
+    """
+    q = np.atleast_2d(np.asarray(q, float))
+    qd = np.atleast_2d(np.asarray(qd, float))
+    qdd = np.atleast_2d(np.asarray(qdd, float))
+    sel = _select(model, tree, joints)
+    infos = _joint_infos(model, tree)
+    if kin is None:
+        kin = forward_kinematics(tree, q, qd, qdd)
+    U = _subtree_union(tree, sel)
+    Ui = np.asarray(U, int)
+    nodes = tree.body_node[Ui]
+    R = kin.R[:, nodes]
+    w = kin.w[:, nodes]
+    al = kin.al[:, nodes]
+    rc = np.einsum("tbij,bj->tbi", R, tree.com[Ui])
+    Cg = kin.o[:, nodes] + rc
+    aC = kin.a[:, nodes] + np.cross(al, rc) + np.cross(w, np.cross(w, rc))
+    IG = R @ tree.inertia[Ui][None] @ np.swapaxes(R, -1, -2)
+    F = tree.mass[Ui][None, :, None] * (aC - tree.gravity)              # M a − h (force part)
+    Mc = np.einsum("tbij,tbj->tbi", IG, al) + np.cross(w, np.einsum("tbij,tbj->tbi", IG, w))
+    loads = list(loads or ())
+    if loads:
+        Fe, Me = _body_wrench_from_loads(tree, kin, loads)
+        F = F - Fe[:, Ui]
+        Mc = Mc - Me[:, Ui]
+    M0 = Mc + np.cross(Cg, F)                                           # about the ground origin
+    pos = {b: i for i, b in enumerate(U)}
+    bp = _body_parent(tree)
+    for i in range(len(U) - 1, -1, -1):                                 # subtree sums (E_jᵀ)
+        p = bp[U[i]]
+        if p in pos:
+            F[:, pos[p]] += F[:, i]
+            M0[:, pos[p]] += M0[:, i]
+    c, RM, pF = _frames_of(tree, kin, infos, sel)
+    T = q.shape[0]
+    Lam = np.empty((T, len(sel), 6))
+    for k, j in enumerate(sel):
+        i = pos[infos[j].child_body]
+        Fs = F[:, i]
+        Ms = M0[:, i] - np.cross(c[:, k], Fs)
+        Lam[:, k, :3] = -_rot_apply_T(RM[:, k], Fs)
+        Lam[:, k, 3:] = -_rot_apply_T(RM[:, k], Ms)
+    return JointLoads(names=[infos[j].name for j in sel], Lambda=Lam, centre=c, R_M=RM,
+                      parent_origin=pF, work={"bodies": len(U), "columns": 6 * len(sel)},
+                      infos=[infos[j] for j in sel], tree=tree, kin=kin)
+
+
+def open_constraint_map(model: Model, tree: Tree, q, joints=None, kin=None) -> np.ndarray:
+    """The matrix E of seed 002 Eq. 2.4 for the chosen joints, explicitly.
+
+    Returns
+    -------
+    E : (T, nb, 6, 6 n): rows [v_C; ω] of each body (ground), as
+        :func:`arthron.models.kinematics.velocity_map`; columns: for each chosen joint, unit
+        translations along then rotations about the axes of its child frame M at the joint
+        centre (z_j of Eq. 2.3). Column block j is non-zero on j's child subtree only.
+    """
+    q = np.atleast_2d(np.asarray(q, float))
+    kin = kin or forward_kinematics(tree, q)
+    sel = _select(model, tree, joints)
+    infos = _joint_infos(model, tree)
+    c, RM, _ = _frames_of(tree, kin, infos, sel)
+    Cg = kin.body_com(tree)
+    T = q.shape[0]
+    E = np.zeros((T, tree.nb, 6, 6 * len(sel)))
+    for k, j in enumerate(sel):
+        for b in _subtree_union(tree, [j]):
+            E[:, b, :3, 6 * k:6 * k + 3] = RM[:, k]
+            E[:, b, 3:, 6 * k + 3:6 * k + 6] = RM[:, k]
+            r = Cg[:, b] - c[:, k]
+            # v_C = (R_M e_i) × r  ->  column i = −[r]× R_M e_i
+            E[:, b, :3, 6 * k + 3:6 * k + 6] = -np.cross(r[:, :, None], RM[:, k], axis=1)
+    return E
+
+
+# ----------------------------------------------------------------------------- forward dynamics
+def _mass_matrix(tree, kin, D):
+    nodes = tree.body_node
+    R = kin.R[:, nodes]
+    IG = R @ tree.inertia[None] @ np.swapaxes(R, -1, -2)
+    Dv, Dw = D[:, :, :3], D[:, :, 3:]
+    return (np.einsum("tbiq,tbir,b->tqr", Dv, Dv, tree.mass)
+            + np.einsum("tbiq,tbij,tbjr->tqr", Dw, IG, Dw))
+
+
+def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=None) -> np.ndarray:
+    """q̈ from the equations of motion (seed 002 Eq. 2.9): ``D̄ᵀMD̄ q̈ = Q + Dᵀh − DᵀMγ``.
+
+    This is what OpenSim's JointReaction uses (it realizes accelerations with the actuator
+    forces of ``forces_file`` applied). Model constraints are ignored (see module docstring).
+
+    Parameters
+    ----------
+    q, qd : (T, nq); generalized : (T, nq) or None, mobility forces (CoordinateActuators), N·m or N
+    loads : ExternalLoad list (body forces: external loads, muscles along paths)
+    locked : (nq,) bool or None, coordinates held at zero acceleration (OpenSim's locked ones)
+
+    Returns
+    -------
+    (T, nq) accelerations (rad/s², m/s²).
+    """
+    q = np.atleast_2d(np.asarray(q, float))
+    qd = np.atleast_2d(np.asarray(qd, float))
+    T, nq = q.shape
+    kin = forward_kinematics(tree, q)
+    D = velocity_map(tree, q, kin)
+    Mb = _mass_matrix(tree, kin, D)
+    bias = inverse_dynamics(tree, q, qd, np.zeros_like(q), list(loads or ()))   # Dᵀ(Mγ − h)
+    rhs = -bias if generalized is None else np.asarray(generalized, float) - bias
+    free = np.ones(nq, bool) if locked is None else ~np.asarray(locked, bool)
+    qdd = np.zeros((T, nq))
+    fi = np.flatnonzero(free)
+    qdd[:, fi] = np.linalg.solve(Mb[:, fi][:, :, fi], rhs[:, fi, None])[..., 0]
+    return qdd
+
+
+# ----------------------------------------------------------------------------- classic formula
+def _skew(r):
+    z = np.zeros(r.shape[:-1])
+    return np.stack([np.stack([z, -r[..., 2], r[..., 1]], -1),
+                     np.stack([r[..., 2], z, -r[..., 0]], -1),
+                     np.stack([-r[..., 1], r[..., 0], z], -1)], -2)
+
+
+def classic_joint_loads(model: Model, tree: Tree, q, qd, tau, loads=(), joints=None,
+                        chunk: int = 1024) -> np.ndarray:
+    """The classic formula (seed 002 Eq. 2.11) ``λ = (C M⁻¹ Cᵀ)⁻¹ (C M⁻¹ h − ξ)``, cross-check.
+
+    Absolute coordinates: 6 per body (``[v_C; ω]``). For every joint, the constraint rows are
+    ``Z_jᵀ`` (orthonormal complement of the motion subspace S_j, M axes) applied to the relative
+    twist of the child w.r.t. the parent at the joint centre; ``ξ = C γ``. The mobility forces
+    ``tau`` (the joints' generalized forces, e.g. from inverse dynamics) are applied as wrench
+    pairs ``±S_j(S_jᵀS_j)⁻¹τ_j`` on child and parent; the accelerations are those of the
+    equations of motion, so with ``tau`` from inverse dynamics of (q, qd, qdd) the result equals
+    :func:`joint_loads` for that qdd. All joints' constraints enter (no selection is possible in
+    Eq. 2.11); ``joints`` only selects what is returned. Vectorized over frames in chunks.
+
+    Returns
+    -------
+    Lambda : (T, n, 6), same convention as :attr:`JointLoads.Lambda`.
+    """
+    q = np.atleast_2d(np.asarray(q, float))
+    qd = np.atleast_2d(np.asarray(qd, float))
+    tau = np.atleast_2d(np.asarray(tau, float))
+    T = q.shape[0]
+    sel = _select(model, tree, joints)
+    out = np.empty((T, len(sel), 6))
+    loads = list(loads or ())
+    for s in range(0, T, chunk):
+        sl = slice(s, min(T, s + chunk))
+        ld = [_slice_load(x, sl) for x in loads]
+        out[sl] = _classic_chunk(model, tree, q[sl], qd[sl], tau[sl], ld, sel)
+    return out
+
+
+def _slice_load(ld, sl):
+    from dataclasses import replace
+    return replace(ld, force=None if ld.force is None else ld.force[sl],
+                   point=None if ld.point is None else ld.point[sl],
+                   torque=None if ld.torque is None else ld.torque[sl])
+
+
+def _classic_chunk(model, tree, q, qd, tau, loads, sel):
+    T = q.shape[0]
+    nb = tree.nb
+    infos = _joint_infos(model, tree)
+    kin = forward_kinematics(tree, q, qd, np.zeros_like(q))
+    alls = list(range(len(infos)))
+    c, RM, _ = _frames_of(tree, kin, infos, alls)
+    nodes = tree.body_node
+    R = kin.R[:, nodes]
+    w = kin.w[:, nodes]
+    rc = np.einsum("tbij,bj->tbi", R, tree.com)
+    Cg = kin.o[:, nodes] + rc
+    gam = np.concatenate([kin.a[:, nodes] + np.cross(kin.al[:, nodes], rc) + np.cross(w, np.cross(w, rc)),
+                          kin.al[:, nodes]], -1).reshape(T, 6 * nb)
+    IG = R @ tree.inertia[None] @ np.swapaxes(R, -1, -2)
+    IGinv = np.linalg.inv(IG)
+    hF = tree.mass[None, :, None] * tree.gravity + np.zeros((T, nb, 3))
+    hM = -np.cross(w, np.einsum("tbij,tbj->tbi", IG, w))
+    if loads:
+        Fe, Me = _body_wrench_from_loads(tree, kin, loads)
+        hF = hF + Fe
+        hM = hM + Me
+    S_all, Z_all, Y_all = [], [], []
+    rows = 0
+    for j, inf in enumerate(infos):
+        S = _motion_subspace(tree, kin, inf, c[:, j], RM[:, j])
+        k = S.shape[-1]
+        if k:
+            U, _, _ = np.linalg.svd(S, full_matrices=True)
+            Z = U[:, :, k:]
+            Y = S @ np.linalg.inv(np.swapaxes(S, 1, 2) @ S)            # S (SᵀS)⁻¹
+        else:
+            Z = np.broadcast_to(np.eye(6), (T, 6, 6))
+            Y = np.zeros((T, 6, 0))
+        S_all.append(S)
+        Z_all.append(Z)
+        Y_all.append(Y)
+        rows += Z.shape[-1]
+        # mobility forces as wrench pairs at c (ground axes)
+        if k:
+            Wm = np.einsum("tik,tk->ti", Y, tau[:, inf.coords])
+            f = np.einsum("tij,tj->ti", RM[:, j], Wm[:, :3])
+            m = np.einsum("tij,tj->ti", RM[:, j], Wm[:, 3:])
+            for b, sgn in ((inf.child_body, 1.0), (inf.parent_body, -1.0)):
+                if b < 0:
+                    continue
+                hF[:, b] += sgn * f
+                hM[:, b] += sgn * (m + np.cross(c[:, j] - Cg[:, b], f))
+    h = np.concatenate([hF, hM], -1).reshape(T, 6 * nb)
+    C = np.zeros((T, rows, 6 * nb))
+    r0 = 0
+    for j, inf in enumerate(infos):
+        Z = Z_all[j]
+        nr = Z.shape[-1]
+        if nr == 0:
+            continue
+        G = np.concatenate([np.einsum("tij,tjk->tik", RM[:, j], Z[:, :3]),
+                            np.einsum("tij,tjk->tik", RM[:, j], Z[:, 3:])], 1)   # (T,6,nr) ground
+        for b, sgn in ((inf.child_body, 1.0), (inf.parent_body, -1.0)):
+            if b < 0:
+                continue
+            r = c[:, j] - Cg[:, b]
+            # twist at c = [v_C − [r]× ω; ω]
+            C[:, r0:r0 + nr, 6 * b:6 * b + 3] += sgn * np.swapaxes(G[:, :3], 1, 2)
+            C[:, r0:r0 + nr, 6 * b + 3:6 * b + 6] += sgn * (np.swapaxes(G[:, 3:], 1, 2)
+                                                            - np.swapaxes(G[:, :3], 1, 2) @ _skew(r))
+        r0 += nr
+    Minv = np.zeros((T, nb, 6, 6))
+    Minv[:, :, :3, :3] = np.eye(3) / tree.mass[None, :, None, None]
+    Minv[:, :, 3:, 3:] = IGinv
+    CM = np.einsum("trbi,tbij->trbj", C.reshape(T, rows, nb, 6), Minv).reshape(T, rows, 6 * nb)
+    A = CM @ np.swapaxes(C, 1, 2)
+    rhs = np.einsum("tri,ti->tr", CM, h) - np.einsum("tri,ti->tr", C, gam)
+    lam = np.linalg.solve(A, rhs[..., None])[..., 0]
+    out = np.empty((T, len(sel), 6))
+    offs = np.cumsum([0] + [Z.shape[-1] for Z in Z_all])
+    for k, j in enumerate(sel):
+        inf = infos[j]
+        L = np.einsum("tik,tk->ti", Z_all[j], lam[:, offs[j]:offs[j + 1]])
+        if Y_all[j].shape[-1]:
+            L = L - np.einsum("tik,tk->ti", Y_all[j], tau[:, inf.coords])
+        out[:, k] = L
+    return out
+
+
+# ----------------------------------------------------------------------------- OpenSim outputs
+def _frame_keyword(model: Model, info: _JointInfo, frame: str):
+    """(body index or -1 for ground, label name) of an ``express_in_frame`` entry."""
+    if not isinstance(frame, str) or not frame.strip():
+        raise SolverError(f"express_in_frame must be 'ground', 'child', 'parent' or a body name, got {frame!r}")
+    f = frame.strip()
+    low = f.lower()
+    if low == "child":
+        return info.child_body, info.child_name
+    if low == "parent":
+        return info.parent_body, info.parent_name
+    if f in ("ground", GROUND):
+        return -1, "ground"
+    name = f[len("/bodyset/"):] if f.startswith("/bodyset/") else f
+    if name in model.bodies:
+        return list(model.bodies).index(name), name
+    raise SolverError(f"express_in_frame '{frame}' is not 'ground', 'child', 'parent' or a body of "
+                      f"model '{model.name}' (bodies: {', '.join(model.bodies)})")
+
+
+def _on_keyword(on: str) -> bool:
+    low = str(on).strip().lower()
+    if low not in ("child", "parent"):
+        raise SolverError(f"apply_on_bodies must be 'child' or 'parent', got {on!r}")
+    return low == "child"
+
+
+def _per_joint(value, n, what):
+    if isinstance(value, str):
+        return [value] * n
+    v = list(value)
+    if len(v) == 1:
+        return v * n
+    if len(v) != n:
+        raise SolverError(f"{what} has {len(v)} entries for {n} joints (give one, or one per joint)")
+    return v
+
+
+def reaction_columns(model: Model, tree: Tree, loads: JointLoads, on="child", in_frame="ground"):
+    """OpenSim JointReaction columns for the joints of ``loads``.
+
+    Parameters
+    ----------
+    on : "child" | "parent", or one per joint (OpenSim's ``apply_on_bodies``)
+    in_frame : "ground" | "child" | "parent" | a body name, or one per joint
+        (``express_in_frame``; the keywords name the joint's child/parent *body* frame, as
+        OpenSim's labels ``_in_<body>`` show)
+
+    Returns
+    -------
+    labels : list[str] ``<joint>_on_<body>_in_<frame>_{fx,fy,fz,mx,my,mz,px,py,pz}``
+    data : (T, 9 n) forces (N), moments (N·m) about the joint centre (on child: origin of the
+        child frame; on parent: origin of the parent frame) and that point (m), all in the frame.
+
+    Raises
+    ------
+    SolverError for an ``on`` other than child/parent or a frame OpenSim would not find.
+    """
+    n = len(loads.names)
+    ons = _per_joint(on, n, "apply_on_bodies")
+    frames = _per_joint(in_frame, n, "express_in_frame")
+    kin = loads.kin
+    Rb = kin.R[:, tree.body_node]
+    ob = kin.o[:, tree.body_node]
+    T = loads.Lambda.shape[0]
+    labels, cols = [], []
+    for k, info in enumerate(loads.infos):
+        child = _on_keyword(ons[k])
+        fb, fname = _frame_keyword(model, info, frames[k])
+        f, m = loads.on_child_in_ground(k)
+        if child:
+            p = loads.centre[:, k]
+            body = info.child_name
+        else:
+            pF = loads.parent_origin[:, k]
+            m = -m + np.cross(loads.centre[:, k] - pF, -f)
+            f = -f
+            p = pF
+            body = info.parent_name
+        if fb >= 0:
+            R = Rb[:, fb]
+            f, m, p = _rot_apply_T(R, f), _rot_apply_T(R, m), _rot_apply_T(R, p - ob[:, fb])
+        root = f"{info.name}_on_{body}_in_{fname}"
+        labels += [f"{root}_{s}" for s in ("fx", "fy", "fz", "mx", "my", "mz", "px", "py", "pz")]
+        cols += [f, m, p]
+    data = np.concatenate(cols, axis=1) if cols else np.zeros((T, 0))
+    return labels, data
+
+
+@dataclass
+class JointReactionResult:
+    """Joint reactions in OpenSim's JointReaction layout.
+
+    time : (T,) s; labels : 9 per requested joint; data : (T, 9 n); loads : the
+    :class:`JointLoads` (Λ, decomposition into generalized forces and λ); q, qd, qdd : the
+    states used (rad, m); residual : (T, nq) or None, generalized forces the motion needs beyond
+    the applied mobility forces (inverse dynamics minus CoordinateActuators, body forces
+    accounted), N·m or N.
+    """
+
+    time: np.ndarray
+    labels: list
+    data: np.ndarray
+    loads: JointLoads = field(repr=False, default=None)
+    q: np.ndarray | None = field(repr=False, default=None)
+    qd: np.ndarray | None = field(repr=False, default=None)
+    qdd: np.ndarray | None = field(repr=False, default=None)
+    residual: np.ndarray | None = field(repr=False, default=None)
+
+    def to_table(self):
+        from ..io.sto import Table
+        return Table(name="Joint Reaction Loads", time=np.array(self.time, float), labels=list(self.labels),
+                     data=np.array(self.data, float), in_degrees=False, comments=list(_DESCRIPTION))
+
+    def write(self, path):
+        """Write the ``.sto`` (whole or not at all); returns ``path``."""
+        from ..io.sto import write_sto
+        write_sto(path, self.to_table())
+        return path
+
+    def column(self, label: str) -> np.ndarray:
+        return self.data[:, self.labels.index(label)]
+
+
+# ----------------------------------------------------------------------------- actuator forces
+def _xml_vec(el, tag, default):
+    if el is None:
+        return np.asarray(default, float)
+    x = el.find(tag)
+    if x is None or not (x.text or "").strip():
+        return np.asarray(default, float)
+    return np.array([float(v) for v in x.text.split()], float)
+
+
+def _xml_text(el, tag, default=""):
+    x = None if el is None else el.find(tag)
+    return default if x is None or x.text is None else x.text.strip()
+
+
+def _xml_bool(el, tag, default):
+    t = _xml_text(el, tag, "")
+    return default if not t else t.lower() in ("true", "1")
+
+
+ACTUATOR_TYPES = ("CoordinateActuator", "PointActuator", "TorqueActuator", "PathActuator")
+
+
+def actuator_forces(model: Model, tree: Tree, forces_table, times, kin=None, path=None):
+    """Mobility forces and body loads of the actuators in a forces file (e.g. SO's ``_force.sto``).
+
+    Each column is an actuator's *force* (OpenSim's ``overrideActuation`` value, as written by
+    StaticOptimization): for a CoordinateActuator it is the generalized force itself
+    (N·m or N, not scaled by ``optimal_force``); a PointActuator applies ``value × direction``
+    at its point, a TorqueActuator ``value × axis`` on bodyA and the opposite on bodyB; muscles
+    and PathActuators pull along their paths (needs :mod:`arthron.models.paths`). Values are
+    linearly interpolated at ``times`` (OpenSim's ``Storage::getDataAtTime``).
+
+    Returns
+    -------
+    generalized : (T, nq) mobility forces, model order; loads : list of ExternalLoad.
+
+    Raises
+    ------
+    DataFileError when a column names no actuator of the model, or an actuator of the model has
+    no column (OpenSim would then silently ignore the whole file).
+    UnsupportedFeature for muscle/path forces when path geometry is not available.
+    """
+    from .inverse_dynamics import ExternalLoad
+    src = path or getattr(forces_table, "source", None)
+    times = np.asarray(times, float)
+    T = times.size
+    acts = {n: f for n, f in model.forces.items()
+            if f.type in ACTUATOR_TYPES or f.is_muscle}
+    labels = list(forces_table.labels)
+    unknown = [l for l in labels if l not in acts]
+    if unknown:
+        other = [l for l in unknown if l in model.forces]
+        msg = (f"forces file names actuator(s) model '{model.name}' lacks: {', '.join(unknown[:10])}"
+               + (" ..." if len(unknown) > 10 else ""))
+        if other:
+            msg += f" ({', '.join(other)} are force elements but not actuators)"
+        raise DataFileError(msg, src, "column labels")
+    missing = [n for n in acts if n not in labels]
+    if missing:
+        raise DataFileError(f"forces file has no column for actuator(s) {', '.join(missing[:10])} of model "
+                            f"'{model.name}' (OpenSim would then ignore the whole file)", src, "column labels")
+    t_src = np.asarray(forces_table.time, float)
+    data = np.asarray(forces_table.data, float)
+    gen = np.zeros((T, tree.nq))
+    loads = []
+    path_forces = []
+    Rb = None
+    for lab in labels:
+        k = labels.index(lab)
+        val = np.interp(times, t_src, data[:, k]) if t_src.size > 1 else np.full(T, data[0, k])
+        f = acts[lab]
+        if f.type == "CoordinateActuator":
+            cname = f.properties.get("coordinate")
+            gen[:, tree.coordinate_index(cname)] += val
+        elif f.type == "PointActuator":
+            el = f.raw
+            body = _xml_text(el, "body")
+            point = _xml_vec(el, "point", np.zeros(3))
+            d = _xml_vec(el, "direction", [-1.0, 0, 0])
+            d = d / np.linalg.norm(d)
+            pg = _xml_bool(el, "point_is_global", False)
+            fg = _xml_bool(el, "force_is_global", False)
+            loads.append(ExternalLoad(body=body, force=val[:, None] * d, point=np.broadcast_to(point, (T, 3)),
+                                      force_frame="ground" if fg else body,
+                                      point_frame="ground" if pg else body, name=lab))
+        elif f.type == "TorqueActuator":
+            el = f.raw
+            a = _xml_vec(el, "axis", [0, 0, 1.0])
+            a = a / np.linalg.norm(a)
+            ba = _xml_text(el, "bodyA")
+            bb = _xml_text(el, "bodyB")
+            ba, bb = ba.rsplit("/", 1)[-1], bb.rsplit("/", 1)[-1]
+            tg = _xml_bool(el, "torque_is_global", True)
+            frame = "ground" if tg else ba
+            if ba:
+                loads.append(ExternalLoad(body=ba, torque=val[:, None] * a, force_frame=frame, name=lab))
+            if bb:
+                loads.append(ExternalLoad(body=bb, torque=-val[:, None] * a, force_frame=frame, name=lab))
+        else:
+            path_forces.append((lab, f, val))
+    if path_forces:
+        try:
+            from ..models import paths as _paths  # noqa: F401  (another developer's module)
+        except ImportError:
+            names = ", ".join(n for n, _, _ in path_forces[:6])
+            raise UnsupportedFeature(
+                f"forces along muscle/actuator paths ({names}{' ...' if len(path_forces) > 6 else ''}) need "
+                "arthron.models.paths, which is not available yet; pass the path forces as body loads "
+                "(ExternalLoad list) to joint_loads instead", src) from None
+        raise UnsupportedFeature("arthron.models.paths exists but is not wired into reactions yet", src)
+    return gen, loads
+
+
+def _warn_unmodelled(model: Model):
+    if any(c.enabled for c in model.constraints):
+        warnings.warn(f"model '{model.name}' has constraints ({', '.join(c.type for c in model.constraints if c.enabled)}); "
+                      "their forces are not part of arthron's joint reactions (closed chains are not "
+                      "implemented)", ArthronWarning, stacklevel=3)
+    passive = [f for f in model.forces.values() if f.properties.get("appliesForce", True)
+               and not (f.type in ACTUATOR_TYPES or f.is_muscle)]
+    if passive:
+        warnings.warn(f"model '{model.name}' has force elements arthron does not apply in joint reactions: "
+                      + ", ".join(f"{f.type} {f.name}" for f in passive[:6]), ArthronWarning, stacklevel=3)
+
+
+# ----------------------------------------------------------------------------- end to end
+def joint_reactions(model: Model, motion_table, forces_table=None, external_loads=None, joints=None,
+                    on="child", in_frame="ground", lowpass_hz=None, time_range=None, *,
+                    accelerations="motion", loads_table=None, in_degrees=None,
+                    tree: Tree | None = None) -> JointReactionResult:
+    """Joint reactions of a motion, in OpenSim JointReaction's layout (``arthron jr``).
+
+    Parameters
+    ----------
+    model : Model; motion_table : arthron.io.sto.Table of coordinates (degrees honoured)
+    forces_table : Table of actuator forces (static optimization ``_force.sto``) or None
+    external_loads : arthron.io.setup.ExternalLoads or None (GRF etc.; ``loads_table`` = its data,
+        default its ``datafile``)
+    joints : None / "ALL" / list of joint names; on : "child" | "parent" (or one per joint);
+    in_frame : "ground" | "child" | "parent" | body name (or one per joint)
+    lowpass_hz, time_range : coordinate preprocessing as OpenSim's AnalyzeTool
+        (:func:`arthron.solvers.filtering.prepare_coordinates`)
+    accelerations : "motion" (q̈ of the splined motion: the loads that produce the motion) or
+        "forward" (q̈ from the equations of motion with the forces of ``forces_table``: OpenSim's
+        JointReaction)
+
+    Returns
+    -------
+    JointReactionResult (``.write(path)`` gives the ``.sto``).
+
+    Raises
+    ------
+    SolverError (unknown joint, bad ``on``/``in_frame``, bad ``accelerations``),
+    DataFileError (motion or forces file not matching the model), UnsupportedFeature (muscle
+    forces without path geometry).
+    """
+    from .filtering import prepare_coordinates
+    if accelerations not in ("motion", "forward"):
+        raise SolverError(f"accelerations must be 'motion' or 'forward', got {accelerations!r}")
+    tree = tree or compile_model(model)
+    _warn_unmodelled(model)
+    sel_check = _select(model, tree, joints)  # fail early on names
+    del sel_check
+    vals = coordinates_from_table(model, motion_table, in_degrees=in_degrees)
+    lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
+    t, q, qd, qdd = prepare_coordinates(np.asarray(motion_table.time, float), vals, lp, time_range)
+    loads = []
+    if external_loads is not None:
+        if loads_table is None:
+            loads_table = external_loads.load_table()
+        loads += external_loads_from_setup(model, external_loads, loads_table, t)
+    gen = None
+    if forces_table is not None:
+        gen, act_loads = actuator_forces(model, tree, forces_table, t)
+        loads += act_loads
+    if accelerations == "forward":
+        locked = np.array([c.locked for c in model.coordinates.values()])
+        qdd = forward_accelerations(tree, q, qd, gen, loads, locked=locked)
+    jl = joint_loads(model, tree, q, qd, qdd, loads, joints)
+    labels, data = reaction_columns(model, tree, jl, on, in_frame)
+    residual = None
+    if forces_table is not None:
+        residual = inverse_dynamics(tree, q, qd, qdd, loads) - gen
+    return JointReactionResult(time=t, labels=labels, data=data, loads=jl, q=q, qd=qd, qdd=qdd,
+                               residual=residual)
+
+
+def _split_list(text):
+    return (text or "").split()
+
+
+def joint_reactions_from_setup(setup_path, placeholders=None, accelerations="forward") -> JointReactionResult:
+    """Run an OpenSim AnalyzeTool setup whose AnalysisSet holds a JointReaction analysis.
+
+    Reads ``model_file``, ``coordinates_file`` (``states_file`` is not supported),
+    ``lowpass_cutoff_frequency_for_coordinates``, ``initial_time``/``final_time``,
+    ``external_loads_file`` and the JointReaction's ``forces_file``, ``joint_names``,
+    ``apply_on_bodies``, ``express_in_frame``; relative names are resolved against the setup's
+    folder (as AnalyzeTool does). ``accelerations="forward"`` reproduces OpenSim (see
+    :func:`joint_reactions`).
+
+    Raises
+    ------
+    DataFileError (not an AnalyzeTool, no JointReaction, missing files), SolverError,
+    UnsupportedFeature (states_file).
+    """
+    from ..io.osim import read_osim
+    from ..io.setup import read_external_loads, read_tool_setup
+    from ..io.sto import read_sto
+    s = read_tool_setup(setup_path, placeholders)
+    if s.tool != "AnalyzeTool":
+        raise DataFileError(f"expected an <AnalyzeTool> setup, found <{s.tool}>", s.path)
+    jr = None
+    for el in s.element.iter("JointReaction"):
+        if _xml_text(el, "on", "true").lower() in ("true", "1"):
+            jr = el
+            break
+    if jr is None:
+        raise DataFileError("the AnalyzeTool setup has no enabled JointReaction analysis", s.path)
+    if s.resolve(s.get("states_file")):
+        raise UnsupportedFeature("AnalyzeTool states_file (use coordinates_file)", s.path)
+    mpath = s.resolve(s.get("model_file"))
+    cpath = s.resolve(s.get("coordinates_file"))
+    if mpath is None or cpath is None:
+        raise DataFileError("the setup needs model_file and coordinates_file", s.path)
+    model = read_osim(mpath)
+    motion = read_sto(cpath)
+    fpath = s.resolve(_xml_text(jr, "forces_file"))
+    forces = read_sto(fpath) if fpath is not None else None
+    epath = s.resolve(s.get("external_loads_file"))
+    ext = read_external_loads(epath) if epath is not None else None
+    lp = float(s.get("lowpass_cutoff_frequency_for_coordinates") or -1)
+    t0 = float(s.get("initial_time") or -np.inf)
+    t1 = float(s.get("final_time") or np.inf)
+    names = _split_list(_xml_text(jr, "joint_names")) or ["ALL"]
+    on = _split_list(_xml_text(jr, "apply_on_bodies")) or ["child"]
+    frames = _split_list(_xml_text(jr, "express_in_frame")) or ["ground"]
+    tree = compile_model(model)
+    if names[0].upper() == "ALL":
+        names = list(model.joints)
+    else:
+        bad = [n for n in names if n not in model.joints]
+        if bad:
+            raise SolverError(f"JointReaction joint_names: model '{model.name}' has no joint(s) {', '.join(bad)}")
+    n = len(names)
+    # OpenSim: lists of the wrong length fall back to child / ground (with a warning)
+    if len(on) not in (1, n):
+        warnings.warn("apply_on_bodies length differs from joint_names: all on child (as OpenSim)",
+                      ArthronWarning, stacklevel=2)
+        on = ["child"]
+    if len(frames) not in (1, n):
+        warnings.warn("express_in_frame length differs from joint_names: all in ground (as OpenSim)",
+                      ArthronWarning, stacklevel=2)
+        frames = ["ground"]
+    return joint_reactions(model, motion, forces, ext, names, on, frames, lp, (t0, t1),
+                           accelerations=accelerations, tree=tree)
