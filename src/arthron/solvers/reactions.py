@@ -461,6 +461,12 @@ def _slice_load(ld, sl):
                    torque=None if ld.torque is None else ld.torque[sl])
 
 
+def _regular_mass(tree):
+    if np.any(tree.mass <= 0):
+        return False
+    return bool(np.all(np.abs(np.linalg.det(tree.inertia)) > 1e-300))
+
+
 def _classic_chunk(model, tree, q, qd, tau, loads, sel):
     T = q.shape[0]
     nb = tree.nb
@@ -476,7 +482,6 @@ def _classic_chunk(model, tree, q, qd, tau, loads, sel):
     gam = np.concatenate([kin.a[:, nodes] + np.cross(kin.al[:, nodes], rc) + np.cross(w, np.cross(w, rc)),
                           kin.al[:, nodes]], -1).reshape(T, 6 * nb)
     IG = R @ tree.inertia[None] @ np.swapaxes(R, -1, -2)
-    IGinv = np.linalg.inv(IG)
     hF = tree.mass[None, :, None] * tree.gravity + np.zeros((T, nb, 3))
     hM = -np.cross(w, np.einsum("tbij,tbj->tbi", IG, w))
     if loads:
@@ -528,13 +533,27 @@ def _classic_chunk(model, tree, q, qd, tau, loads, sel):
             C[:, r0:r0 + nr, 6 * b + 3:6 * b + 6] += sgn * (np.swapaxes(G[:, 3:], 1, 2)
                                                             - np.swapaxes(G[:, :3], 1, 2) @ _skew(r))
         r0 += nr
-    Minv = np.zeros((T, nb, 6, 6))
-    Minv[:, :, :3, :3] = np.eye(3) / tree.mass[None, :, None, None]
-    Minv[:, :, 3:, 3:] = IGinv
-    CM = np.einsum("trbi,tbij->trbj", C.reshape(T, rows, nb, 6), Minv).reshape(T, rows, 6 * nb)
-    A = CM @ np.swapaxes(C, 1, 2)
-    rhs = np.einsum("tri,ti->tr", CM, h) - np.einsum("tri,ti->tr", C, gam)
-    lam = np.linalg.solve(A, rhs[..., None])[..., 0]
+    xi = np.einsum("tri,ti->tr", C, gam)
+    if _regular_mass(tree):
+        Minv = np.zeros((T, nb, 6, 6))
+        Minv[:, :, :3, :3] = np.eye(3) / tree.mass[None, :, None, None]
+        Minv[:, :, 3:, 3:] = np.linalg.inv(IG)
+        CM = np.einsum("trbi,tbij->trbj", C.reshape(T, rows, nb, 6), Minv).reshape(T, rows, 6 * nb)
+        A = CM @ np.swapaxes(C, 1, 2)
+        rhs = np.einsum("tri,ti->tr", CM, h) - xi
+        lam = np.linalg.solve(A, rhs[..., None])[..., 0]
+    else:
+        # A massless body (arm26's 'base') makes M singular and Eq. 2.11 inapplicable: solve the
+        # equivalent augmented system [M Cᵀ; C 0] [p̈; λ] = [h; ξ] instead.
+        n6 = 6 * nb
+        K = np.zeros((T, n6 + rows, n6 + rows))
+        for b in range(nb):
+            K[:, 6 * b:6 * b + 3, 6 * b:6 * b + 3] = np.eye(3) * tree.mass[b]
+            K[:, 6 * b + 3:6 * b + 6, 6 * b + 3:6 * b + 6] = IG[:, b]
+        K[:, :n6, n6:] = np.swapaxes(C, 1, 2)
+        K[:, n6:, :n6] = C
+        rhs = np.concatenate([h, xi], -1)
+        lam = np.linalg.solve(K, rhs[..., None])[..., 0][:, n6:]
     out = np.empty((T, len(sel), 6))
     offs = np.cumsum([0] + [Z.shape[-1] for Z in Z_all])
     for k, j in enumerate(sel):
@@ -693,7 +712,7 @@ def _xml_bool(el, tag, default):
 ACTUATOR_TYPES = ("CoordinateActuator", "PointActuator", "TorqueActuator", "PathActuator")
 
 
-def actuator_forces(model: Model, tree: Tree, forces_table, times, kin=None, path=None):
+def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=None, path=None):
     """Mobility forces and body loads of the actuators in a forces file (e.g. SO's ``_force.sto``).
 
     Each column is an actuator's *force* (OpenSim's ``overrideActuation`` value, as written by
@@ -705,7 +724,10 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, kin=None, pat
 
     Returns
     -------
-    generalized : (T, nq) mobility forces, model order; loads : list of ExternalLoad.
+    generalized : (T, nq) mobility forces, model order (CoordinateActuators; moving path points);
+    loads : list of ExternalLoad (body forces; path forces as one force + moment per body).
+
+    ``q`` (T, nq) is needed when the file holds path forces (geometry of the paths at each frame).
 
     Raises
     ------
@@ -773,14 +795,26 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, kin=None, pat
             path_forces.append((lab, f, val))
     if path_forces:
         try:
-            from ..models import paths as _paths  # noqa: F401  (another developer's module)
+            from ..models import paths as _paths  # another developer's module (path geometry)
         except ImportError:
             names = ", ".join(n for n, _, _ in path_forces[:6])
             raise UnsupportedFeature(
                 f"forces along muscle/actuator paths ({names}{' ...' if len(path_forces) > 6 else ''}) need "
-                "arthron.models.paths, which is not available yet; pass the path forces as body loads "
+                "arthron.models.paths, which is not available; pass the path forces as body loads "
                 "(ExternalLoad list) to joint_loads instead", src) from None
-        raise UnsupportedFeature("arthron.models.paths exists but is not wired into reactions yet", src)
+        if q is None:
+            raise SolverError("path forces need the coordinates q of the frames")
+        ps = _paths.compile_paths(model, tree, forces=[n for n, _, _ in path_forces])
+        ten = np.column_stack([v for _, _, v in path_forces])
+        pl = _paths.path_body_forces(ps, tree, q, ten, kin=kin)
+        for b in range(tree.nb):
+            if not (pl.force[:, b].any() or pl.moment[:, b].any()):
+                continue
+            # force at the body origin (point 0 in the body frame) plus the moment about it
+            loads.append(ExternalLoad(body=tree.body_names[b], force=pl.force[:, b], point=np.zeros((T, 3)),
+                                      torque=pl.moment[:, b], force_frame="ground", point_frame=tree.body_names[b],
+                                      name=f"paths_on_{tree.body_names[b]}"))
+        gen += pl.mobility          # moving path points: mobility forces on their coordinates
     return gen, loads
 
 
@@ -844,7 +878,7 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
         loads += external_loads_from_setup(model, external_loads, loads_table, t)
     gen = None
     if forces_table is not None:
-        gen, act_loads = actuator_forces(model, tree, forces_table, t)
+        gen, act_loads = actuator_forces(model, tree, forces_table, t, q=q)
         loads += act_loads
     if accelerations == "forward":
         locked = np.array([c.locked for c in model.coordinates.values()])
