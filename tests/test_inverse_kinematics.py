@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import MODELS, REF, needs_data
+from conftest import MODELS, REF, needs_data, needs_opensim
 
 from arthron.errors import DataFileError, SolverError
 
@@ -181,3 +181,32 @@ def test_run_ik_api(tmp_path):
     p = res.write()
     assert p.exists() and (tmp_path / "o_marker_errors.sto").exists()
     assert math.isfinite(res.rms.max())
+
+
+@needs_data
+@needs_opensim
+def test_gait2354_matches_converged_opensim(gait_result, tmp_path):
+    """OpenSim 4.6's own IK tool on the same setup with accuracy 1e-9 reaches our optimum
+    (the 0.1 deg left against the stored accuracy-1e-5 run is OpenSim stopping early)."""
+    import os
+    import opensim as osim
+    raw = (REF / "task2_gait2354" / "setups" / "ik_setup_refModel.xml").read_text()
+    raw = (raw.replace("<workdir>/gait2354/ResultsIK_refModel", str(tmp_path))
+              .replace("<opensim-models>", str(MODELS))
+              .replace("<workdir>/gait2354", str(GAIT_DIRS[0]))
+              .replace("<accuracy>1.0000000000000001e-05</accuracy>", "<accuracy>1e-9</accuracy>"))
+    (tmp_path / "setup.xml").write_text(raw)
+    osim.Logger.setLevelString("error")
+    old = os.getcwd()
+    os.chdir(tmp_path)  # the 4.6 IK tool resolves names against the cwd
+    try:
+        tool = osim.InverseKinematicsTool(str(tmp_path / "setup.xml"))
+        tool.setOutputMotionFileName(str(tmp_path / "walk.mot"))
+        tool.run()
+    finally:
+        os.chdir(old)
+    mot = _ref(tmp_path / "walk.mot")
+    d = gait_result.degrees()
+    for j, name in enumerate(gait_result.coordinate_names):
+        tol = 1e-6 if name in ("pelvis_tx", "pelvis_ty", "pelvis_tz") else 1e-3
+        assert np.max(np.abs(d[:, j] - mot.column(name))) < tol, name

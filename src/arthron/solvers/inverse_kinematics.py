@@ -1,9 +1,12 @@
 """Inverse kinematics: joint coordinates from marker trajectories, like OpenSim's IK tool.
 
-For every frame, the coordinates ``q`` minimise (OpenSim's ``InverseKinematicsSolver`` objective)
+For every frame, the coordinates ``q`` minimise (OpenSim's ``InverseKinematicsSolver`` objective,
+i.e. Simbody's Assembler with a ``Markers`` goal and one ``QValue`` goal per coordinate task)
 
-    Σ_markers w_i ‖x_i(q) − x_i^obs‖²  +  Σ_coordinate-tasks w_j (q_j − q_j^ref)²
+    Σ_markers w_i ‖x_i(q) − x_i^obs‖² / Σ_markers w_i  +  Σ_coordinate-tasks w_j (q_j − q_j^ref)²
 
+(the marker weights are normalised by their sum over the markers present in the frame, which
+matters as soon as there are coordinate tasks)
 over the unlocked coordinates, inside the ``range`` of clamped coordinates. Markers whose
 observation is NaN in a frame are left out of that frame. Locked coordinates stay at their
 default value. CoordinateCouplerConstraints are satisfied exactly (dependent coordinates are
@@ -560,7 +563,11 @@ class InverseKinematics:
         ok = np.all(np.isfinite(obs_all), axis=1)
         rows = np.flatnonzero(ok)
         obs = obs_all[rows]
-        sw = np.sqrt(self.marker_weights[rows])
+        w = self.marker_weights[rows]
+        wtot = float(np.sum(w[w > 0]))
+        # Simbody's Markers goal is Σ w|e|² / (2 Σw) over the markers present in the frame;
+        # coordinate tasks add w (q − v)² / 2 each: both halves scaled by 2 here.
+        sw = np.sqrt(w / wtot) if wtot > 0 else np.zeros_like(w)
         lo, hi = self.lo, self.hi
         x = np.clip(np.asarray(x0, float), lo, hi)
         r, J, q = self._residual(x, base, obs, rows, sw, qref)

@@ -1,0 +1,855 @@
+"""Model scaling like OpenSim 4.6's ScaleTool: scale factors, the scaled model, marker placement.
+
+Pipeline (``ScaleTool``):
+
+1. **GenericModelMaker**: read the generic model; markers of ``marker_set_file`` replace or
+   extend the model's markers.
+2. **ModelScaler**: one scale entry per physical frame (ground, bodies, offset frames; factors
+   1), then, in ``scaling_order``:
+
+   * ``measurements``: per measurement, the mean over its marker pairs of
+     (distance of the pair in the static trial, averaged over the frames of ``time_range``) /
+     (distance of the pair on the model in the default pose); the factor is written on the
+     listed axes of the listed bodies;
+   * ``manualScale``: the factors of the manual ScaleSet replace those of the named segments.
+
+   Then the model is scaled (:func:`scale_model`).
+3. **MarkerPlacer**: average the static trial over its ``time_range``, drop model markers the
+   trial lacks, solve one IK frame with the IK tasks (constraints exact), and move every
+   non-fixed marker that has data to the measured position, expressed in its frame.
+
+Scaling rules of :func:`scale_model` (OpenSim 4.6, confirmed on its outputs for Gait2354 and
+Rajagopal; see ``opensim-reference/README.md``). ``s`` is the factor of the *base body* of the
+frame a quantity is expressed in:
+
+* body mass centre, offset-frame translations, marker locations, path-point locations, wrap
+  object translations, attached geometry scale factors: elementwise ``× s``;
+* CustomJoint translation axes whose function is not the identity ``LinearFunction(1, 0)``:
+  wrapped in ``MultiplierFunction`` (or its scale multiplied) by ``|axis| · s_parent``;
+  MovingPathPoint x/y/z functions likewise by ``s_x``, ``s_y``, ``s_z``;
+* wrap objects: ellipsoid radius i ``× |R[:, i] ∘ s|`` (``R`` the wrap frame's rotation in the
+  body); cylinder radius ``× ½(|R[:,0] ∘ s| + |R[:,1] ∘ s|)``, length ``× |R[:,2] ∘ s|``;
+  sphere radius ``×`` the mean of the three; torus radii like the cylinder radius;
+* ScapulothoracicJoint: ellipsoid radii ``× s_parent``, winging-axis origin ``× s_child[:2]``;
+* inertia: ``I s²`` for uniform ``s``; otherwise the cylinder fit of
+  ``Body::scaleInertialProperties`` (axis = smallest moment; radius and length from the moments;
+  length × s_axis, radius² × product of the two other factors; products of inertia × s_i s_j);
+  with ``preserve_mass_distribution`` false the mass (and inertia) is also scaled by
+  ``|s_x s_y s_z|``; finally, when a subject mass is given, every body's mass and inertia are
+  scaled by ``mass / Σ m``;
+* muscles: ``optimal_fiber_length`` and ``tendon_slack_length`` ``× L/L0``, the default-pose
+  path lengths after and before scaling (Ligament ``resting_length``, PathSpring
+  ``resting_length`` and Blankevoort1991Ligament ``slack_length`` likewise).
+
+Source: OpenSim 4.6 ``ScaleTool``, ``ModelScaler``, ``MarkerPlacer``, ``MarkerData``
+(frame-range and averaging rules), ``Model::scale``, ``Body::scaleInertialProperties``,
+``SpatialTransform::scale``, ``WrapCylinder/WrapEllipsoid::extendScale``,
+``ScapulothoracicJoint::extendScale``, re-implemented from their documented behaviour.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ArthronWarning, DataFileError, ModelFileError
+from .functions import Constant, LinearFunction, MultiplierFunction, scale_function
+from .kinematics import _independent_axes, compile_model, marker_positions
+from .model import GROUND, Marker, Model, rotation_xyz
+
+__all__ = ["ScaleEntry", "Measurement", "ScaleSetup", "ScaleResult", "frame_scale_entries",
+           "average_static", "frame_range", "measurement_factor", "compute_scale_set",
+           "scale_model", "place_markers", "read_scale_setup", "scale_from_setup",
+           "write_scale_set", "read_marker_set", "default_path_lengths"]
+
+_LENGTH_PROPS = {  # force class -> properties scaled by the default-pose path-length ratio
+    "Ligament": ("resting_length",),
+    "PathSpring": ("resting_length",),
+    "Blankevoort1991Ligament": ("slack_length",),
+}
+_MUSCLE_PROPS = ("optimal_fiber_length", "tendon_slack_length")
+
+
+# ------------------------------------------------------------------------------ scale sets
+@dataclass
+class ScaleEntry:
+    """One ``<Scale>``: a segment (frame) name, XYZ factors, apply flag."""
+
+    segment: str
+    factors: np.ndarray
+    apply: bool = True
+
+
+def frame_scale_entries(model: Model) -> list[ScaleEntry]:
+    """One entry (factors 1) per physical frame in OpenSim's component order: ground and its
+    frames, each body followed by the frames it owns, the joints' offset frames in JointSet
+    order, then model-level frames. Offset-frame names may repeat (as in 4.6's output)."""
+    out = [ScaleEntry("ground", np.ones(3))]
+    out += [ScaleEntry(f.name, np.ones(3)) for f in model.frames.values() if f.owner == "ground"]
+    for b in model.bodies.values():
+        out.append(ScaleEntry(b.name, np.ones(3)))
+        out += [ScaleEntry(f.name, np.ones(3)) for f in model.frames.values()
+                if f.owner == f"body:{b.name}"]
+    for j in model.joints.values():
+        out += [ScaleEntry(f.name, np.ones(3)) for f in model.frames.values()
+                if f.owner == f"joint:{j.name}"]
+    out += [ScaleEntry(f.name, np.ones(3)) for f in model.frames.values()
+            if f.owner not in ("ground",) and not f.owner.startswith(("body:", "joint:"))]
+    return out
+
+
+def _fmt6(x: float) -> str:
+    """A double as C++ ``ostream`` prints it by default (6 significant digits)."""
+    s = f"{float(x):g}"
+    return s
+
+
+def write_scale_set(path, entries: list[ScaleEntry]) -> Path:
+    """Write ``*_scaleSet_applied.xml`` as OpenSim 4.6 does (factors with 6 significant digits)."""
+    lines = ['<?xml version="1.0" encoding="UTF-8" ?>', '<OpenSimDocument Version="40600">',
+             '\t<ScaleSet name="ScaleSet">', "\t\t<objects>"]
+    for e in entries:
+        lines += ["\t\t\t<Scale>",
+                  "\t\t\t\t<scales> " + " ".join(_fmt6(v) for v in e.factors) + "</scales>",
+                  f"\t\t\t\t<segment>{e.segment}</segment>",
+                  f"\t\t\t\t<apply>{'true' if e.apply else 'false'}</apply>",
+                  "\t\t\t</Scale>"]
+    lines += ["\t\t</objects>", "\t\t<groups />", "\t</ScaleSet>", "</OpenSimDocument>"]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def body_factors(model: Model, entries) -> dict:
+    """Factors per body name (and ``ground``) from a scale-entry list: the first applied entry
+    named after the body (offset-frame rows never stand for their body)."""
+    out = {"ground": np.ones(3)}
+    for b in model.bodies:
+        out[b] = np.ones(3)
+    seen = set()
+    for e in entries:
+        if e.segment in out and e.segment not in seen and e.apply:
+            out[e.segment] = np.asarray(e.factors, float).copy()
+            seen.add(e.segment)
+    return out
+
+
+# --------------------------------------------------------------------------- static trial
+def frame_range(times, t0, t1) -> tuple[int, int]:
+    """OpenSim's ``MarkerData::findFrameRange``: the last frame at or before ``t0`` (else the
+    first frame) to the first frame from there at or after ``t1`` (else the last frame)."""
+    times = np.asarray(times, float)
+    if t0 > t1:
+        raise DataFileError(f"time range start {t0:g} s is after its end {t1:g} s")
+    i0 = 0
+    k = np.flatnonzero(times <= t0)
+    if k.size:
+        i0 = int(k[-1])
+    i1 = len(times) - 1
+    k = np.flatnonzero(times[i0:] >= t1)
+    if k.size:
+        i1 = i0 + int(k[0])
+    return i0, i1
+
+
+def average_static(trial, time_range, max_marker_movement=-1.0) -> np.ndarray:
+    """Marker positions averaged over the frames of ``time_range`` (``MarkerData::averageFrames``):
+    (n_markers, 3) metres, NaN frames skipped, NaN for markers without data. A warning is
+    issued when a marker moves more than ``max_marker_movement`` (metres, if positive)."""
+    i0, i1 = frame_range(trial.time, *time_range)
+    P = np.asarray(trial.positions, float)[i0:i1 + 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        avg = np.nanmean(P, axis=0)
+        if max_marker_movement is not None and max_marker_movement > 0:
+            span = np.nanmax(P, axis=0) - np.nanmin(P, axis=0)
+            for j in np.flatnonzero(np.nanmax(span, axis=1) > max_marker_movement):
+                warnings.warn(f"marker {trial.labels[j]} moves {np.nanmax(span[j]):g} m in the "
+                              f"averaged static frames", ArthronWarning, stacklevel=2)
+    return avg
+
+
+# ---------------------------------------------------------------------------- measurements
+@dataclass
+class Measurement:
+    """A ModelScaler measurement: marker pairs and the body axes its factor applies to."""
+
+    name: str
+    pairs: list                    # [(marker1, marker2)]
+    bodies: list                   # [(body name, axes string like "XYZ")]
+    apply: bool = True
+
+
+def measurement_factor(model: Model, trial, meas: Measurement, time_range, *, tree=None,
+                       q=None, source=None) -> float:
+    """The factor of one measurement (see the module docstring).
+
+    Raises
+    ------
+    ModelFileError if the model lacks a marker of a pair.
+    DataFileError if the trial lacks a marker of a pair or has no frame where both are
+    present in the time range.
+    """
+    tree = tree if tree is not None else compile_model(model)
+    q = tree.default_q if q is None else q
+    i0, i1 = frame_range(trial.time, *time_range)
+    total = 0.0
+    for a, b in meas.pairs:
+        for n in (a, b):
+            if n not in tree.markers:
+                raise ModelFileError(f"measurement '{meas.name}': marker '{n}' is not in model "
+                                     f"'{model.name}'", model.source)
+            if n not in trial.labels:
+                raise DataFileError(f"measurement '{meas.name}': marker '{n}' is not in the static "
+                                    "trial", source or getattr(trial, "source", None))
+        _, P = marker_positions(tree, q[None], [a, b])
+        lm = float(np.linalg.norm(P[0, 0] - P[0, 1]))
+        pa = np.asarray(trial.positions, float)[i0:i1 + 1, trial.labels.index(a)]
+        pb = np.asarray(trial.positions, float)[i0:i1 + 1, trial.labels.index(b)]
+        d = np.linalg.norm(pb - pa, axis=1)
+        ok = np.isfinite(d)
+        if not np.any(ok):
+            raise DataFileError(f"measurement '{meas.name}': markers '{a}' and '{b}' have no "
+                                f"frame with data in {time_range[0]:g}–{time_range[1]:g} s",
+                                source or getattr(trial, "source", None))
+        total += float(np.mean(d[ok])) / lm
+    return total / len(meas.pairs)
+
+
+def compute_scale_set(model: Model, *, scaling_order=("measurements", "manualScale"),
+                      measurements=(), manual=(), static_trial=None, time_range=None,
+                      source=None) -> tuple[list, dict]:
+    """The ModelScaler's scale set.
+
+    Parameters
+    ----------
+    measurements : list of Measurement
+    manual : list of ScaleEntry (manual scale set)
+    static_trial : MarkerTrial for the measurements; time_range : (t0, t1) s
+
+    Returns
+    -------
+    entries : list of ScaleEntry (all frames, OpenSim order); measured : dict measurement -> factor
+
+    Raises
+    ------
+    ModelFileError if a manual scale names a segment the model lacks.
+    DataFileError for measurements without a static trial (see also :func:`measurement_factor`).
+    """
+    entries = frame_scale_entries(model)
+    names = {e.segment for e in entries}
+    measured = {}
+    tree = compile_model(model)
+    for step in scaling_order:
+        if step == "measurements":
+            for m in measurements:
+                if not m.apply:
+                    continue
+                if static_trial is None:
+                    raise DataFileError("measurements are used but no static marker file is set",
+                                        source)
+                f = measurement_factor(model, static_trial, m, time_range, tree=tree, source=source)
+                measured[m.name] = f
+                for body, axes in m.bodies:
+                    hit = False
+                    for e in entries:
+                        if e.segment == body:
+                            hit = True
+                            for ax in axes.upper():
+                                if ax in "XYZ":
+                                    e.factors["XYZ".index(ax)] = f
+                    if not hit:
+                        warnings.warn(f"measurement '{m.name}' names body '{body}' that model "
+                                      f"'{model.name}' lacks; ignored (as OpenSim does)",
+                                      ArthronWarning, stacklevel=2)
+        elif step == "manualScale":
+            for s in manual:
+                if not s.apply:
+                    continue
+                if s.segment not in names:
+                    raise ModelFileError(f"manual scale names segment '{s.segment}' that model "
+                                         f"'{model.name}' lacks", source)
+                for e in entries:
+                    if e.segment == s.segment:
+                        e.factors = np.asarray(s.factors, float).copy()
+        else:
+            raise DataFileError(f"unknown scaling_order step '{step}' (expecting 'measurements' "
+                                "or 'manualScale')", source)
+    return entries, measured
+
+
+# ------------------------------------------------------------------------------- scaling
+def _inertia_scaled(I, m_old, m_new, s, scale_mass):
+    """``Body::scaleInertialProperties`` for one body (I about the COM, body frame)."""
+    I = np.array(I, float)
+    s = np.asarray(s, float)
+    msf = abs(s[0] * s[1] * s[2])
+    if m_new <= np.finfo(float).eps:
+        return np.zeros((3, 3))
+    if _num_equal(s[0], s[1]) and _num_equal(s[1], s[2]):
+        if scale_mass:
+            I = I * msf
+        return I * (s[0] * s[0])
+    d = np.diag(I)
+    if d[0] <= d[1]:
+        axis = 0 if d[0] <= d[2] else 2
+    elif d[1] <= d[2]:
+        axis = 1
+    else:
+        axis = 2
+    term = 2.0 * I[axis, axis] / m_old
+    radius = math.sqrt(term) if term >= 0 else 0.0
+    oa = 1 if axis == 0 else 0
+    term = 12.0 * (I[oa, oa] - 0.25 * m_old * radius * radius) / m_old
+    length = math.sqrt(term) if term >= 0 else 0.0
+    length *= s[axis]
+    others = [k for k in range(3) if k != axis]
+    rad_sqr = radius * s[others[0]] * radius * s[others[1]]
+    out = I.copy()
+    for k in range(3):
+        out[k, k] = (0.5 * m_new * rad_sqr if k == axis
+                     else m_new * ((length * length / 12.0) + 0.25 * rad_sqr))
+    for i in range(3):
+        for j in range(3):
+            if i != j:
+                out[i, j] = I[i, j] * (s[i] * s[j]) * (msf if scale_mass else 1.0)
+    return out
+
+
+def _num_equal(a, b):
+    """SimTK::isNumericallyEqual for doubles (relative tolerance 1e-13 about the larger)."""
+    scale = max(abs(a), abs(b), 1.0)
+    return abs(a - b) <= 1e-13 * scale
+
+
+def _base_body_name(model: Model, frame_path: str) -> str:
+    base, _ = model.frame_in_base(frame_path)
+    return "ground" if base == GROUND else base[len("/bodyset/"):]
+
+
+def _set_raw_vec(raw, tag, vec):
+    if raw is None:
+        return
+    e = raw.find(tag)
+    if e is not None:
+        e.text = " ".join(repr(float(v)) for v in vec)
+
+
+def default_path_lengths(model: Model, names=None) -> dict:
+    """Default-pose lengths (m) of the model's path forces, by name (constraints assembled).
+
+    Uses :mod:`arthron.models.paths` (wrapping included)."""
+    from .paths import compile_paths, path_lengths
+    tree = compile_model(model)
+    q = tree.default_q.copy()
+    if model.constraints and any(c.enabled for c in model.constraints):
+        from .constraints import assemble
+        q = np.asarray(assemble(model, tree, q[None]))[0]
+    ps = compile_paths(model, tree, forces=names)
+    if not ps.names:
+        return {}
+    L = path_lengths(ps, tree, q[None])[0]
+    return dict(zip(ps.names, map(float, L)))
+
+
+def scale_model(model: Model, factors, *, mass: float | None = None,
+                preserve_mass_distribution: bool = True, path_lengths_before=None) -> Model:
+    """Scale a copy of ``model`` by per-body factors (see the module docstring for the rules).
+
+    Parameters
+    ----------
+    model : Model (not modified)
+    factors : dict body name -> (3,) factors, or a list of ScaleEntry (body rows are used);
+        bodies not listed keep factors 1
+    mass : float, optional, kg: subject mass (all masses rescaled to sum to it)
+    preserve_mass_distribution : bool, as ScaleTool's ModelScaler
+
+    Returns
+    -------
+    Model, the scaled copy (its ``source`` is None).
+
+    Raises
+    ------
+    ModelFileError if ``factors`` names a body the model lacks.
+    """
+    if isinstance(factors, (list, tuple)):
+        fac = body_factors(model, factors)
+    else:
+        fac = {"ground": np.ones(3)}
+        for b in model.bodies:
+            fac[b] = np.ones(3)
+        for k, v in dict(factors).items():
+            if k not in fac:
+                raise ModelFileError(f"scale factors name body '{k}' that model '{model.name}' "
+                                     "lacks", model.source)
+            fac[k] = np.broadcast_to(np.asarray(v, float), (3,)).copy()
+    if path_lengths_before is None:
+        path_lengths_before = default_path_lengths(model)
+    out = model.copy()
+    out.source = None
+
+    def sf(frame_path):
+        return fac[_base_body_name(out, frame_path)]
+
+    # offset frames
+    for f in out.frames.values():
+        f.translation = np.asarray(f.translation, float) * sf(f.parent)
+    # bodies: mass centre, wrap objects, geometry
+    for b in out.bodies.values():
+        s = fac[b.name]
+        b.mass_center = np.asarray(b.mass_center, float) * s
+        _scale_wraps(b.wrap_objects, s)
+        for g in b.geometry:
+            g.scale_factors = np.asarray(g.scale_factors, float) * s
+            _set_raw_vec(g.raw, "scale_factors", g.scale_factors)
+    # joints
+    for j in out.joints.values():
+        sp = sf(j.parent_frame)
+        if j.type == "CustomJoint" and j.spatial_transform is not None:
+            tr = j.spatial_transform[3:]
+            nt = sum(1 for a in tr if a.coordinates)
+            axes = _independent_axes([a.axis for a in tr], nt)
+            for a, ax in zip(tr, axes):
+                f = a.function
+                if f is None:
+                    if a.coordinates:
+                        continue  # identity LinearFunction: a degree of freedom
+                    f = Constant(0.0)
+                if isinstance(f, LinearFunction) and f.slope == 1.0 and f.intercept == 0.0:
+                    continue
+                k = float(np.abs(np.asarray(ax, float)) @ sp)
+                a.function = scale_function(f, k)
+        if j.type == "ScapulothoracicJoint":
+            p = j.parameters
+            p["thoracic_ellipsoid_radii_x_y_z"] = np.asarray(p["thoracic_ellipsoid_radii_x_y_z"], float) * sp
+            sc = sf(j.child_frame)
+            wo = np.array(p.get("scapula_winging_axis_origin", np.zeros(2)), float).copy()
+            wo[0] *= sc[0]
+            wo[1] *= sc[1]
+            p["scapula_winging_axis_origin"] = wo
+        if j.type == "EllipsoidJoint" and "radii_x_y_z" in j.parameters:
+            j.parameters["radii_x_y_z"] = np.asarray(j.parameters["radii_x_y_z"], float) * sp
+    # markers
+    for mk in out.markers.values():
+        mk.location = np.asarray(mk.location, float) * sf(mk.parent_frame)
+    # ground wraps are scaled by ground's factors (1)
+    # path points
+    for f in out.forces.values():
+        if f.path is None:
+            continue
+        for p in f.path.points:
+            s = sf(p.parent_frame)
+            p.location = np.asarray(p.location, float) * s
+            if p.kind == "MovingPathPoint" and p.location_functions is not None:
+                p.location_functions = tuple(
+                    None if fn_ is None else scale_function(fn_, s[i])
+                    for i, fn_ in enumerate(p.location_functions))
+    # inertial properties
+    for b in out.bodies.values():
+        s = fac[b.name]
+        m_old = float(b.mass)
+        m_new = m_old * abs(s[0] * s[1] * s[2]) if not preserve_mass_distribution else m_old
+        b.inertia = _inertia_scaled(b.inertia, m_old, m_new, s, not preserve_mass_distribution)
+        b.mass = m_new
+    if mass is not None and mass > 0:
+        tot = out.total_mass()
+        if tot > 0:
+            k = float(mass) / tot
+            for b in out.bodies.values():
+                b.mass = b.mass * k
+                b.inertia = b.inertia * k
+    # path-length dependent properties
+    after = default_path_lengths(out) if path_lengths_before else {}
+    for name, L0 in path_lengths_before.items():
+        f = out.forces.get(name)
+        if f is None or L0 <= 0.0 or name not in after:
+            continue
+        r = after[name] / L0
+        props = _MUSCLE_PROPS if f.is_muscle else _LENGTH_PROPS.get(f.type, ())
+        for pname in props:
+            if pname in f.properties:
+                f.properties[pname] = f.properties[pname] * r
+    return out
+
+
+def _scale_wraps(wraps, s):
+    for w in wraps:
+        w.translation = np.asarray(w.translation, float) * s
+        R = rotation_xyz(np.asarray(w.xyz_body_rotation, float))
+        loc = [float(np.linalg.norm(R[:, i] * s)) for i in range(3)]
+        d = w.dimensions
+        t = w.type
+        if t == "WrapEllipsoid" and "dimensions" in d:
+            d["dimensions"] = np.asarray(d["dimensions"], float) * np.array(loc)
+        elif t == "WrapCylinder":
+            if "radius" in d:
+                d["radius"] = float(d["radius"]) * (loc[0] + loc[1]) * 0.5
+            if "length" in d:
+                d["length"] = float(d["length"]) * loc[2]
+        elif t == "WrapSphere" and "radius" in d:
+            d["radius"] = float(d["radius"]) * (loc[0] + loc[1] + loc[2]) / 3.0
+        elif t == "WrapTorus":
+            for k in ("inner_radius", "outer_radius"):
+                if k in d:
+                    d[k] = float(d[k]) * (loc[0] + loc[1]) * 0.5
+
+
+# -------------------------------------------------------------------------- marker placer
+def place_markers(model: Model, static_trial, tasks=None, time_range=None, *,
+                  coordinate_values: dict | None = None, max_marker_movement=-1.0):
+    """OpenSim's MarkerPlacer on a copy of ``model``.
+
+    Parameters
+    ----------
+    static_trial : MarkerTrial (metres)
+    tasks : arthron.solvers.inverse_kinematics.IKTasks (marker weights, coordinate tasks)
+    time_range : (t0, t1) s averaged (default: the first frame)
+    coordinate_values : optional dict coordinate -> value (rad/m) used as start pose and for
+        ``from_file`` tasks
+
+    Returns
+    -------
+    (placed model, q (nq,) static pose, per-marker errors dict name -> m before moving)
+    """
+    from ..solvers.inverse_kinematics import InverseKinematics
+    if time_range is None:
+        time_range = (static_trial.time[0], static_trial.time[0])
+    avg = average_static(static_trial, time_range, max_marker_movement)
+    out = model.copy()
+    labels = list(static_trial.labels)
+    for n in list(out.markers):
+        if n not in labels:
+            del out.markers[n]
+    if coordinate_values:
+        for n, v in coordinate_values.items():
+            if n in out.coordinates:
+                out.coordinates[n].default_value = float(v)
+    ik = InverseKinematics(out, tasks, math.inf, labels)
+    obs = np.array([avg[labels.index(n)] for n in ik.marker_names], float).reshape(-1, 3)
+    base = ik.tree.default_q.copy()
+    qref = ik.coordinate_targets(float(time_range[0]), ik.tree.default_q)
+    x, q, _, err = ik.solve_frame(obs, base[ik.free], base, qref, tol=1e-12)
+    errors = dict(zip(ik.marker_names, map(float, err)))
+    # move non-fixed markers with data
+    from ..models.kinematics import forward_kinematics
+    kin = forward_kinematics(ik.tree, q[None])
+    for n, mk in out.markers.items():
+        if mk.fixed:
+            continue
+        p = avg[labels.index(n)]
+        if not np.all(np.isfinite(p)):
+            warnings.warn(f"marker {n} has no valid data in the static trial; it is not moved",
+                          ArthronWarning, stacklevel=2)
+            continue
+        base_path, X = out.frame_in_base(mk.parent_frame)
+        if base_path == GROUND:
+            Rb, ob = np.eye(3), np.zeros(3)
+        else:
+            bi = ik.tree.body_index(base_path)
+            node = ik.tree.body_node[bi]
+            Rb, ob = kin.R[0, node], kin.o[0, node]
+        p_base = Rb.T @ (p - ob)
+        mk.location = X.R.T @ (p_base - X.p)
+    return out, q, errors
+
+
+# ---------------------------------------------------------------------------- setup files
+def read_marker_set(path, model: Model) -> dict:
+    """Markers of a ``<MarkerSet>`` file (2.x ``<body>`` or 4.x ``socket_parent_frame``).
+
+    Raises
+    ------
+    DataFileError on a marker naming a body/frame the model lacks or a bad location.
+    """
+    from ..io.setup import parse_xml
+    root = parse_xml(path)
+    ms = root if root.tag == "MarkerSet" else root.find(".//MarkerSet")
+    if ms is None:
+        raise DataFileError("no <MarkerSet> element", path)
+    out = {}
+    objs = ms.find("objects")
+    for e in (list(objs) if objs is not None else []):
+        if not isinstance(e.tag, str) or e.tag != "Marker":
+            continue
+        name = e.get("name", "")
+        sp = (e.findtext("socket_parent_frame") or "").strip()
+        if sp:
+            frame = sp if sp.startswith("/") else f"/{sp}"
+            if frame.startswith("/") and frame[1:] in model.bodies:
+                frame = f"/bodyset/{frame[1:]}"
+        else:
+            bn = (e.findtext("body") or "ground").strip()
+            frame = GROUND if bn == "ground" else f"/bodyset/{bn}"
+        try:
+            model.frame_in_base(frame)
+        except ModelFileError:
+            raise DataFileError(f"marker '{name}' is on '{frame}', which model '{model.name}' "
+                                "lacks", path, f"line {e.sourceline}") from None
+        try:
+            loc = np.array([float(v) for v in (e.findtext("location") or "").split()], float)
+        except ValueError:
+            loc = np.zeros(0)
+        if loc.shape != (3,):
+            raise DataFileError(f"marker '{name}': location needs 3 numbers", path,
+                                f"line {e.sourceline}")
+        fixed = (e.findtext("fixed") or "false").strip().lower() == "true"
+        out[name] = Marker(name=name, parent_frame=frame, location=loc, fixed=fixed)
+    return out
+
+
+@dataclass
+class ScaleSetup:
+    """A ScaleTool setup, read (see :func:`read_scale_setup`)."""
+
+    path: Path
+    name: str
+    mass: float | None
+    model_file: Path | None
+    marker_set_file: Path | None
+    scaler_apply: bool = True
+    scaling_order: tuple = ("measurements",)
+    measurements: list = field(default_factory=list)
+    manual: list = field(default_factory=list)
+    scaler_marker_file: Path | None = None
+    scaler_time_range: tuple | None = None
+    preserve_mass_distribution: bool = False
+    scaled_model_file: Path | None = None
+    scale_file: Path | None = None
+    placer_apply: bool = True
+    ik_task_set: object = None
+    placer_marker_file: Path | None = None
+    placer_coordinate_file: Path | None = None
+    placer_time_range: tuple | None = None
+    placer_motion_file: Path | None = None
+    placer_model_file: Path | None = None
+    placer_marker_set_file: Path | None = None
+    max_marker_movement: float = -1.0
+
+
+def _txt(el, tag):
+    if el is None:
+        return None
+    v = el.findtext(tag)
+    return None if v is None else v.strip()
+
+
+def _boolean(v, default):
+    if v is None or v == "":
+        return default
+    return v.strip().lower() in ("true", "1", "yes")
+
+
+def _floats(v, n, path, what):
+    try:
+        out = tuple(float(x) for x in v.split())
+    except (ValueError, AttributeError):
+        raise DataFileError(f"{what}: expected {n} numbers, got {v!r}", path) from None
+    if len(out) != n:
+        raise DataFileError(f"{what}: expected {n} numbers, got {v!r}", path)
+    return out
+
+
+def read_scale_setup(path, *, placeholders=None, search_dirs=None) -> ScaleSetup:
+    """Read a ScaleTool setup (2.x–4.x layouts). File names are resolved against the setup's
+    folder, then by file name in ``search_dirs``.
+
+    Raises
+    ------
+    DataFileError on a malformed setup (not a ScaleTool, bad numbers, missing files).
+    """
+    from ..io.setup import read_tool_setup
+    from ..solvers.inverse_kinematics import _find_file
+    st = read_tool_setup(path, placeholders)
+    if st.tool != "ScaleTool":
+        raise DataFileError(f"not a ScaleTool setup (root <{st.tool}>)", st.path)
+    el = st.element
+
+    def f(name):
+        if name is None or not name.strip() or name.strip() == "Unassigned":
+            return None
+        return _find_file(st, name, search_dirs)
+
+    def out_file(name):
+        if name is None or not name.strip() or name.strip() == "Unassigned":
+            return None
+        return st.resolve(name)
+
+    mass = st.get("mass")
+    s = ScaleSetup(path=st.path, name=st.name, mass=float(mass) if mass else None,
+                   model_file=None, marker_set_file=None)
+    gm = el.find("GenericModelMaker")
+    s.model_file = f(_txt(gm, "model_file"))
+    s.marker_set_file = f(_txt(gm, "marker_set_file"))
+    ms = el.find("ModelScaler")
+    if ms is not None:
+        s.scaler_apply = _boolean(_txt(ms, "apply"), True)
+        so = _txt(ms, "scaling_order")
+        s.scaling_order = tuple(so.split()) if so else ("measurements",)
+        mset = ms.find("MeasurementSet")
+        if mset is not None and mset.find("objects") is not None:
+            for me in mset.find("objects"):
+                if not isinstance(me.tag, str) or me.tag != "Measurement":
+                    continue
+                pairs, bodies = [], []
+                for mp in me.iter("MarkerPair"):
+                    names = (mp.findtext("markers") or "").split()
+                    if len(names) != 2:
+                        raise DataFileError(f"measurement '{me.get('name')}': a MarkerPair needs "
+                                            "2 marker names", st.path, f"line {mp.sourceline}")
+                    pairs.append(tuple(names))
+                for bs in me.iter("BodyScale"):
+                    axes = "".join((bs.findtext("axes") or "X Y Z").split())
+                    bodies.append((bs.get("name", ""), axes))
+                s.measurements.append(Measurement(me.get("name", ""), pairs, bodies,
+                                                  _boolean(_txt(me, "apply"), True)))
+        sset = ms.find("ScaleSet")
+        if sset is not None and sset.find("objects") is not None:
+            for se in sset.find("objects"):
+                if not isinstance(se.tag, str) or se.tag != "Scale":
+                    continue
+                seg = (se.findtext("segment") or "").strip()
+                fac = _floats(se.findtext("scales"), 3, st.path, f"Scale '{seg}' scales")
+                s.manual.append(ScaleEntry(seg, np.array(fac), _boolean(_txt(se, "apply"), True)))
+        s.scaler_marker_file = f(_txt(ms, "marker_file"))
+        tr = _txt(ms, "time_range")
+        s.scaler_time_range = _floats(tr, 2, st.path, "ModelScaler time_range") if tr else None
+        s.preserve_mass_distribution = _boolean(_txt(ms, "preserve_mass_distribution"), False)
+        s.scaled_model_file = out_file(_txt(ms, "output_model_file"))
+        s.scale_file = out_file(_txt(ms, "output_scale_file"))
+    else:
+        s.scaler_apply = False
+    mp = el.find("MarkerPlacer")
+    if mp is not None:
+        s.placer_apply = _boolean(_txt(mp, "apply"), True)
+        s.ik_task_set = mp.find("IKTaskSet")
+        s.placer_marker_file = f(_txt(mp, "marker_file"))
+        s.placer_coordinate_file = f(_txt(mp, "coordinate_file"))
+        tr = _txt(mp, "time_range")
+        s.placer_time_range = _floats(tr, 2, st.path, "MarkerPlacer time_range") if tr else None
+        s.placer_motion_file = out_file(_txt(mp, "output_motion_file"))
+        s.placer_model_file = out_file(_txt(mp, "output_model_file"))
+        s.placer_marker_set_file = out_file(_txt(mp, "output_marker_file"))
+        mm = _txt(mp, "max_marker_movement")
+        s.max_marker_movement = float(mm) if mm else -1.0
+    else:
+        s.placer_apply = False
+    return s
+
+
+@dataclass
+class ScaleResult:
+    """What :func:`scale_from_setup` produced.
+
+    Attributes
+    ----------
+    scale_set : list of ScaleEntry (all frames, OpenSim order)
+    measured : dict measurement name -> factor
+    scaled_model : Model after ModelScaler (before marker placement)
+    model : Model after MarkerPlacer (= scaled_model when placement is off)
+    static_q : (nq,) static pose (rad/m) or None; static_errors : dict marker -> m
+    """
+
+    setup: ScaleSetup
+    scale_set: list
+    measured: dict
+    scaled_model: Model
+    model: Model
+    static_q: np.ndarray | None = None
+    static_errors: dict = field(default_factory=dict)
+
+    def write(self, folder=None) -> list:
+        """Write the outputs the setup names (scaled model, scale set, placed model, static
+        pose motion), into ``folder`` if given (file names kept), else where the setup says.
+        Returns the paths written."""
+        from ..io.osim import write_osim
+        from ..io.sto import Table, write_sto
+        s = self.setup
+        out = []
+
+        def where(p):
+            if p is None:
+                return None
+            return Path(folder) / Path(p).name if folder is not None else Path(p)
+        if (p := where(s.scaled_model_file)) is not None:
+            out.append(write_osim(p, self.scaled_model))
+        if (p := where(s.scale_file)) is not None:
+            out.append(write_scale_set(p, self.scale_set))
+        if (p := where(s.placer_model_file)) is not None:
+            out.append(write_osim(p, self.model))
+        if (p := where(s.placer_motion_file)) is not None and self.static_q is not None:
+            coords = list(self.model.coordinates.values())
+            q = np.array(self.static_q, float).copy()
+            for i, c in enumerate(coords):
+                if c.motion_type == "rotational":
+                    q[i] = np.rad2deg(q[i])
+            t = float(s.placer_time_range[0]) if s.placer_time_range else 0.0
+            write_sto(p, Table(name="static pose", time=np.array([t]),
+                               labels=[c.name for c in coords], data=q[None], in_degrees=True))
+            out.append(p)
+        return out
+
+
+def scale_from_setup(path, *, placeholders=None, search_dirs=None) -> ScaleResult:
+    """Run a ScaleTool setup (GenericModelMaker, ModelScaler, MarkerPlacer) without writing;
+    call ``.write()`` on the result.
+
+    Raises
+    ------
+    DataFileError / ModelFileError on bad input (missing files, a measurement marker missing
+    from the static trial or the model, a manual scale naming an unknown segment, ...).
+    """
+    from ..io.osim import read_osim
+    from ..io.sto import read_sto
+    from ..io.trc import read_trc
+    from ..solvers.inverse_kinematics import read_ik_tasks
+    s = read_scale_setup(path, placeholders=placeholders, search_dirs=search_dirs)
+    if s.model_file is None:
+        raise DataFileError("GenericModelMaker names no model_file", s.path)
+    model = read_osim(s.model_file)
+    if s.marker_set_file is not None:
+        for n, mk in read_marker_set(s.marker_set_file, model).items():
+            if n in model.markers:
+                del model.markers[n]
+            model.markers[n] = mk
+    entries = frame_scale_entries(model)
+    measured = {}
+    scaled = model
+    trials = {}
+
+    def trial(p):
+        if p not in trials:
+            trials[p] = read_trc(p)
+        return trials[p]
+    if s.scaler_apply:
+        st = trial(s.scaler_marker_file) if s.scaler_marker_file is not None else None
+        if st is not None and s.scaler_time_range is None:
+            raise DataFileError("ModelScaler time_range is unspecified", s.path)
+        entries, measured = compute_scale_set(
+            model, scaling_order=s.scaling_order, measurements=s.measurements, manual=s.manual,
+            static_trial=st, time_range=s.scaler_time_range, source=s.path)
+        scaled = scale_model(model, entries, mass=s.mass,
+                             preserve_mass_distribution=s.preserve_mass_distribution)
+        scaled.name = model.name
+    placed, q, errs = scaled, None, {}
+    if s.placer_apply and s.placer_marker_file is not None:
+        static = trial(s.placer_marker_file)
+        coord_values, coord_table = None, None
+        if s.placer_coordinate_file is not None:
+            tab = read_sto(s.placer_coordinate_file)
+            rot = [c.name for c in scaled.coordinates.values()
+                   if c.motion_type == "rotational" and c.name in tab.labels]
+            coord_table = tab.to_radians(rot)
+            t0 = s.placer_time_range[0] if s.placer_time_range else coord_table.time[0]
+            coord_values = {n: float(np.interp(t0, coord_table.time, coord_table.column(n)))
+                            for n in coord_table.labels if n in scaled.coordinates}
+        tasks = read_ik_tasks(s.ik_task_set, scaled, coord_table, s.path)
+        unit = {"mm": 1e-3, "cm": 1e-2, "m": 1.0}.get(str(static.units).strip().lower(), 1.0)
+        placed, q, errs = place_markers(scaled, static, tasks, s.placer_time_range,
+                                        coordinate_values=coord_values,
+                                        max_marker_movement=s.max_marker_movement * unit)
+    return ScaleResult(setup=s, scale_set=entries, measured=measured, scaled_model=scaled,
+                       model=placed, static_q=q, static_errors=errs)
