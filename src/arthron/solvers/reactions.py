@@ -379,9 +379,13 @@ def _mass_matrix(tree, kin, D):
     nodes = tree.body_node
     R = kin.R[:, nodes]
     IG = R @ tree.inertia[None] @ np.swapaxes(R, -1, -2)
-    Dv, Dw = D[:, :, :3], D[:, :, 3:]
-    return (np.einsum("tbiq,tbir,b->tqr", Dv, Dv, tree.mass)
-            + np.einsum("tbiq,tbij,tbjr->tqr", Dw, IG, Dw))
+    T, nb, _, nq = D.shape
+    Dv = D[:, :, :3].reshape(T, 3 * nb, nq)
+    Dw = D[:, :, 3:]
+    mv = np.repeat(tree.mass, 3)[None, :, None]
+    IDw = (IG @ Dw).reshape(T, 3 * nb, nq)
+    Dw = Dw.reshape(T, 3 * nb, nq)
+    return np.swapaxes(Dv, 1, 2) @ (mv * Dv) + np.swapaxes(Dw, 1, 2) @ IDw
 
 
 def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=None) -> np.ndarray:
