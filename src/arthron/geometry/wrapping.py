@@ -257,8 +257,12 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
     out1 = (r1[:, 2] < -halfL) | (r1[:, 2] > halfL)
     out2 = (r2[:, 2] < -halfL) | (r2[:, 2] > halfL)
     beyond = out1 & out2
-    if adjust_tangents:
-        r1, r2 = _adjust_spiral(p1, p2, r1, r2, R, long_wrap)
+    adj = np.broadcast_to(np.asarray(adjust_tangents, bool), (T,))
+    if adj.any():
+        ai = np.where(adj)[0]
+        r1 = r1.copy()
+        r2 = r2.copy()
+        r1[ai], r2[ai] = _adjust_spiral(p1[ai], p2[ai], r1[ai], r2[ai], R, long_wrap[ai])
     L = _spiral_length(r1, r2, R, long_wrap)
     status = np.where(inside, INSIDE, status)
     status = np.where((status >= WRAPPED) & beyond, NO_WRAP, status)
@@ -298,7 +302,7 @@ def _spiral_point(r1, r2, R, long_wrap, t):
     return base + rad
 
 
-def _adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter=50, thresh=np.deg2rad(0.1)):
+def _adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter=100, thresh=np.deg2rad(0.1)):
     """OpenSim's axial sliding of the tangent points until the straight lines meet the helix
     tangentially (within ``thresh``); each pass moves a point 1.5 times towards the
     intersection of the lines."""
@@ -335,15 +339,400 @@ def _adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter=50, thresh=np.deg2rad(
     return r1, r2
 
 
+# --------------------------------------------------------------------------------- ellipsoid
+_ROUNDOFF = 2e-13          # SimmMacros ROUNDOFF_ERROR (EQUAL_WITHIN_ERROR)
+_MU_BLEND_MIN = 0.7073     # below: the "fan" estimate of the wrap plane only
+_MU_BLEND_MAX = 0.9        # above: the axis-plane ("Frans") estimate only
+_NUM_FAN = 300
+_SV_BLEND = 0.3
+_SEG = 0.001               # m, length of the chords of the surface path
+
+
+def _closest_ellipse(a, b, u, v):
+    """Closest point (x, y) on the ellipse (x/a)² + (y/b)² = 1 to (u, v), with the special
+    cases near the axes and the Newton iteration on the Lagrange multiplier of Eberly's
+    algorithm (Graphics Gems IV) as OpenSim uses it (64 steps, |f| < 1e-9)."""
+    u = np.asarray(u, float)
+    v = np.asarray(v, float)
+    a2, b2 = a * a, b * b
+    x = np.empty_like(u)
+    y = np.empty_like(v)
+    nx = np.abs(u) <= _ROUNDOFF
+    ny = np.abs(v) <= _ROUNDOFF
+    both = nx & ny
+    if a < b:
+        x[both] = np.where(u[both] < 0, -a, a)
+        y[both] = v[both]
+    else:
+        x[both] = u[both]
+        y[both] = np.where(v[both] < 0, -b, b)
+    m = nx & ~ny
+    if m.any():
+        vv = v[m]
+        c1 = (a >= b) | (np.abs(vv) >= b - a2 / b)
+        yy = np.where(c1, np.where(vv >= 0, b, -b), b2 * vv / (b2 - a2) if b2 != a2 else 0.0)
+        xx = np.where(c1, u[m], a * np.sqrt(np.abs(1 - (yy / b) ** 2)))
+        x[m], y[m] = xx, yy
+    m = ny & ~nx
+    if m.any():
+        uu = u[m]
+        c1 = (b >= a) | (np.abs(uu) >= a - b2 / a)
+        xx = np.where(c1, np.where(uu >= 0, a, -a), a2 * uu / (a2 - b2) if a2 != b2 else 0.0)
+        yy = np.where(c1, v[m], b * np.sqrt(np.abs(1 - (xx / a) ** 2)))
+        x[m], y[m] = xx, yy
+    g = ~(nx | ny)
+    if g.any():
+        uu, vv = u[g], v[g]
+        a2u2, b2v2 = a2 * uu * uu, b2 * vv * vv
+        inside = (uu / a) ** 2 + (vv / b) ** 2 < 1.0
+        t = np.where(inside, 0.0, max(a, b) * np.sqrt(uu * uu + vv * vv))
+        act = np.ones(t.shape, bool)
+        for _ in range(64):
+            P, Q = t + a2, t + b2
+            f = P * P * Q * Q - a2u2 * Q * Q - b2v2 * P * P
+            act &= ~(np.abs(f) < 1e-9)
+            if not act.any():
+                break
+            fp = 2.0 * (P * Q * (P + Q) - a2u2 * Q - b2v2 * P)
+            t = np.where(act, t - f / np.where(act, fp, 1.0), t)
+        x[g] = a2 * uu / (t + a2)
+        y[g] = b2 * vv / (t + b2)
+    return x, y
+
+
+def _closest_ellipsoid(a, dims, p, axis=-1):
+    """Closest point on the ellipsoid of radii ``a`` (3,) to points p (N, 3), OpenSim's
+    ``WrapEllipsoid::findClosestPoint``: a coordinate within round-off of 0 (or ``axis`` if
+    given) reduces the problem to that coordinate plane's ellipse (the narrowest when several
+    qualify, judged by the unscaled ``dims``); otherwise Eberly's Newton iteration."""
+    p = np.asarray(p, float)
+    N = p.shape[0]
+    out = np.empty_like(p)
+    if axis >= 0:
+        sp = np.full(N, axis)
+    else:
+        sp = np.full(N, -1)
+        best = np.full(N, np.inf)
+        for i in range(3):
+            s = dims.sum() - dims[i]
+            m = (np.abs(p[:, i]) <= _ROUNDOFF) & (best > s)
+            sp[m] = i
+            best[m] = s
+    pairs = {0: (1, 2), 1: (2, 0), 2: (0, 1)}
+    for i, (j, k) in pairs.items():
+        m = sp == i
+        if m.any():
+            out[m, i] = p[m, i]
+            out[m, j], out[m, k] = _closest_ellipse(a[j], a[k], p[m, j], p[m, k])
+    g = sp < 0
+    if g.any():
+        u, v, w = p[g].T
+        a2, b2, c2 = a ** 2
+        a2u2, b2v2, c2w2 = a2 * u * u, b2 * v * v, c2 * w * w
+        inside = (u / a[0]) ** 2 + (v / a[1]) ** 2 + (w / a[2]) ** 2 < 1.0
+        t = np.where(inside, 0.0, a.max() * np.sqrt(u * u + v * v + w * w))
+        act = np.ones(t.shape, bool)
+        for _ in range(64):
+            P, Q, R = t + a2, t + b2, t + c2
+            P2, Q2, R2 = P * P, Q * Q, R * R
+            f = P2 * Q2 * R2 - a2u2 * Q2 * R2 - b2v2 * P2 * R2 - c2w2 * P2 * Q2
+            act &= ~(np.abs(f) < 1e-9)
+            if not act.any():
+                break
+            PQ, PR, QR = P * Q, P * R, Q * R
+            fp = 2.0 * (P * Q * R * (QR + PR + PQ) - a2u2 * QR * (Q + R) - b2v2 * PR * (P + R)
+                        - c2w2 * PQ * (P + Q))
+            t = np.where(act, t - f / np.where(act, fp, 1.0), t)
+        out[g] = np.stack([a2 * u / (t + a2), b2 * v / (t + b2), c2 * w / (t + c2)], 1)
+    return out
+
+
+def _tangent_lm(pe, r, p, a, vs, vs4):
+    """OpenSim's ``WrapEllipsoid::calcTangentPoint``: from the start ``r`` (N,3), a damped
+    Gauss-Newton search for a point on the ellipsoid, in the plane (vs, vs4), whose tangent
+    plane holds p. Replayed step by step (damping, step doubling, tolerance 1e-8 on the sum of
+    squared residuals, 50 iterations) because OpenSim uses the point where the search stops,
+    which is not always the exact tangent point. Scaled coordinates, centre at the origin."""
+    r = np.array(r, float)
+    N = len(r)
+    a2 = a * a
+    near = np.abs(pe) < 1e-4
+    r[near] = p[near]
+
+    d1 = -_dot(2.0 * r / a2, r)
+    ee, ssq = _lm_resid(r, d1, p, vs, vs4, a, a2)
+    ssqo = ssq.copy()
+    alpha = np.full(N, 0.01)
+    nit = np.zeros(N, int)
+    pu = _unit(p)[0]
+    run = ~near
+    while True:
+        run &= (ssq > 1e-8) & (nit < 50)
+        if not run.any():
+            break
+        nit += run
+        D = np.zeros((N, 4, 4))
+        D[:, :3, 0] = vs
+        D[:, :3, 1] = 2.0 * r / a2
+        D[:, :3, 2] = 2.0 * (2.0 * r) / a2
+        D[:, :3, 3] = 2.0 * p / a2
+        D[:, 3, 2] = 1.0
+        D[:, 3, 3] = 1.0
+        pcos = _dot(_unit(p - r)[0], pu)
+        dd = np.where(pcos > 0.1, 1.0 - np.abs(pcos) ** 100, 1.0)
+        v = -np.einsum("nij,nj->ni", D, ee)
+        D2 = np.einsum("nik,njk->nij", D, D)
+        diag = np.diagonal(D2, axis1=1, axis2=2).copy()
+        vt = np.zeros((N, 4))
+        inner = run.copy()
+        k2 = 0
+        while inner.any() and k2 < 1000:
+            idx = np.where(inner)[0]
+            M = D2[idx].copy()
+            M[:, np.arange(4), np.arange(4)] = diag[idx] * (1.0 + alpha[idx, None])
+            inv = np.linalg.inv(M)
+            vt[idx] = dd[idx, None] * np.einsum("nij,nj->ni", inv, v[idx]) / 16.0
+            r[idx] += vt[idx, :3]
+            d1[idx] += vt[idx, 3]
+            ee_i, ss_i = _lm_resid(r[idx], d1[idx], p[idx], vs[idx], vs4[idx], a, a2)
+            ee[idx] = ee_i
+            ssqo[idx] = ssq[idx]
+            ssq[idx] = ss_i
+            alpha[idx] *= 4.0
+            k2 += 1
+            inner[idx] = ssq[idx] >= ssqo[idx]
+        alpha[run] /= 8.0
+        fakt = np.where(run, 0.5, 0.0)
+        ls = run.copy()
+        k2 = 0
+        while ls.any() and k2 < 1000:
+            idx = np.where(ls)[0]
+            fakt[idx] *= 2.0
+            r[idx] += vt[idx, :3] * fakt[idx, None]
+            d1[idx] += vt[idx, 3] * fakt[idx]
+            ee_i, ss_i = _lm_resid(r[idx], d1[idx], p[idx], vs[idx], vs4[idx], a, a2)
+            ee[idx] = ee_i
+            ssqo[idx] = ssq[idx]
+            ssq[idx] = ss_i
+            k2 += 1
+            ls[idx] = ssq[idx] <= ssqo[idx]
+        idx = np.where(run)[0]
+        r[idx] -= vt[idx, :3] * fakt[idx, None]
+        d1[idx] -= vt[idx, 3] * fakt[idx]
+        ee_i, ss_i = _lm_resid(r[idx], d1[idx], p[idx], vs[idx], vs4[idx], a, a2)
+        ee[idx] = ee_i
+        ssq[idx] = ss_i
+        ssqo[idx] = ss_i
+    return r
+
+
+def _lm_resid(r, d1, p, vs, vs4, a, a2):
+    nr = 2.0 * r / a2
+    e0 = _dot(vs, r) + vs4
+    e1 = (np.square(r / a)).sum(1) - 1.0
+    e2 = _dot(nr, r) + d1
+    e3 = _dot(nr, p) + d1
+    ee = np.stack([e0, e1, e2, e3], 1)
+    return ee, (ee * ee).sum(1)
+
+
+def _surface_path(r1, r2, a, vs, vs4, far, factor):
+    """OpenSim's ``CalcDistanceOnEllipsoid``: points on the ellipse section at equal angles
+    about the point where the plane crosses the coordinate axis most normal to it, joined
+    by chords (about 1 mm long, at most 499). Returns (length (scaled), first interior point,
+    last interior point, number of points)."""
+    N = len(r1)
+    dr = r1 - r2
+    ln = np.linalg.norm(dr, axis=-1) / factor
+    nseg = np.where(ln < _SEG, 1, np.minimum((ln / _SEG).astype(int), 499))
+    nseg = np.maximum(nseg, 1)
+    imax = np.argmax(np.abs(vs), 1)
+    u = np.eye(3)[imax]
+    mu = (-vs4) / _dot(vs, u)
+    a0 = mu[:, None] * u
+    ar1 = _unit(r1 - a0)[0]
+    ar2 = _unit(r2 - a0)[0]
+    phi0 = np.arccos(np.clip(_dot(ar1, ar2), -1, 1))
+    dphi = np.where(far, -(2 * np.pi - phi0), phi0) / nseg
+    vsz = _unit(np.cross(ar1, ar2))[0]
+    vsy = np.cross(vsz, ar1)
+    K = int(nseg.max())
+    L = np.zeros(N)
+    prev = r1
+    first = r1.copy()
+    last = r2.copy()
+    for i in range(K - 1):
+        act = (i < nseg - 1)
+        phi = (i + 1) * dphi
+        rdir = np.cos(phi)[:, None] * ar1 + np.sin(phi)[:, None] * vsy
+        f1 = rdir / a
+        f2 = a0 / a
+        qa = _dot(f1, f1)
+        qb = 2 * _dot(f1, f2)
+        qc = _dot(f2, f2) - 1.0
+        m3 = (-qb + np.sqrt(np.maximum(qb * qb - 4 * qa * qc, 0.0))) / (2 * qa)
+        s = a0 + m3[:, None] * rdir
+        L += np.where(act, np.linalg.norm(s - prev, axis=-1), 0.0)
+        if i == 0:
+            first = np.where(act[:, None], s, first)
+        last = np.where(act[:, None], s, last)
+        prev = np.where(act[:, None], s, prev)
+    L += np.linalg.norm(r2 - prev, axis=-1)
+    short = ln < _SEG
+    L = np.where(short, ln * factor, L)
+    return L, first, last, np.where(short, 2, nseg + 1)
+
+
+def wrap_ellipsoid(p1, p2, radii, axis: int = -1, sign: int = 0, method: str = "hybrid"):
+    """Wrap the segment p1-p2 over the ellipsoid of semi-axes ``radii`` centred at the
+    origin, as OpenSim's ``WrapEllipsoid`` does.
+
+    The wrap happens only if the straight segment crosses the ellipsoid (then it is
+    mandatory). The path lies in a plane through p1 and p2 that also holds a surface point c1
+    estimated from the segment ("hybrid": closest points of the ellipsoid to points of the
+    chord blended between the axis-plane and the "fan" estimates; "midpoint": closest point to
+    the chord's midpoint; "axial": the axis-plane estimate); the tangent points from p1 and p2
+    are exact in that plane and the surface length is OpenSim's chord sum. With a quadrant,
+    c1 is moved to the active side and a wrong-way path is replaced by the far-side one.
+
+    Returns (status, r1, r2, length); see the module docstring.
+    """
+    p1 = np.asarray(p1, float)
+    p2 = np.asarray(p2, float)
+    T = p1.shape[0]
+    dims = np.asarray(radii, float)
+    factor = 3.0 / dims.sum()
+    a = dims * factor
+    P1, P2 = p1 * factor, p2 * factor
+    p1e = (np.square(P1 / a)).sum(1) - 1.0
+    p2e = (np.square(P2 / a)).sum(1) - 1.0
+    status = np.full(T, NO_WRAP)
+    inside = (p1e < -1e-4) | (p2e < -1e-4)
+    status[inside] = INSIDE
+    p1p2 = P1 - P2
+    ppm = _dot(_unit(P1)[0], _unit(P2)[0]) - 1.0
+    f1 = p1p2 / a
+    f2 = P2 / a
+    aa = _dot(f1, f1)
+    bb = 2 * _dot(f1, f2)
+    cc = _dot(f2, f2) - 1.0
+    disc = bb * bb - 4 * aa * cc
+    sq = np.sqrt(np.maximum(disc, 0.0))
+    l1 = (-bb + sq) / (2 * aa)
+    l2 = (-bb - sq) / (2 * aa)
+    hit = (~inside & ~(np.abs(ppm) < 1e-4) & (disc >= 0) & (l1 > 0) & (l1 < 1) & (l2 > 0)
+           & (l2 < 1))
+    r1o = np.zeros((T, 3))
+    r2o = np.zeros((T, 3))
+    Lo = np.zeros(T)
+    idx = np.where(hit)[0]
+    if len(idx) == 0:
+        return status, r1o, r2o, Lo
+    P1, P2, p1p2 = P1[idx], P2[idx], p1p2[idx]
+    l1, l2 = l1[idx], l2[idx]
+    N = len(idx)
+    R1 = P2 + l1[:, None] * p1p2
+    R2 = P2 + l2[:, None] * p1p2
+    d12 = R2 - R1
+    mu = np.abs(_unit(p1p2)[0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tpar = -R1 / d12   # where coordinate i of R1 + t d12 is 0
+    best = np.argmax(mu, 1)
+    rows = np.arange(N)
+    tb = tpar[rows, best]
+    mub = mu[rows, best].copy()
+    sv_f = R1 + tb[:, None] * d12
+    c1 = np.zeros((N, 3))
+    fan_w = np.full(N, -np.inf)
+    c1_f = np.zeros((N, 3))
+    for i in range(3):
+        m = best == i
+        if m.any():
+            c1_f[m] = _closest_ellipsoid(a, dims, sv_f[m], axis=i)
+    if method in ("hybrid", "axial"):
+        if method == "hybrid":
+            s = np.ones(N)
+            s = np.where((tb < 0) | (tb > 1), 0.0,
+                         np.where(tb < _SV_BLEND, tb / _SV_BLEND,
+                                  np.where(tb > 1 - _SV_BLEND, (1 - tb) / _SV_BLEND, 1.0)))
+            fade = (mub > _MU_BLEND_MIN) & (s < 1.0)
+            mub = np.where(fade, _MU_BLEND_MIN + s * (mub - _MU_BLEND_MIN), mub)
+        use_f = np.full(N, method == "axial") | (mub > _MU_BLEND_MIN)
+        c1 = np.where(use_f[:, None], c1_f, c1)
+        if method == "hybrid":
+            fan = mub < _MU_BLEND_MAX
+            if fan.any():
+                fi = np.where(fan)[0]
+                mid = R1[fi] + 0.5 * d12[fi]
+                tt = np.arange(1, _NUM_FAN - 1) / _NUM_FAN
+                sv = R1[fi, None, :] + tt[None, :, None] * d12[fi, None, :]
+                cp = _closest_ellipsoid(a, dims, sv.reshape(-1, 3)).reshape(sv.shape)
+                blades = _unit(cp - sv)[0].sum(1)
+                vsum = _unit(blades)[0]
+                tc = mid + vsum
+                cfan = _closest_ellipsoid(a, dims, tc)
+                mf = mub[fi]
+                pure = mf <= _MU_BLEND_MIN
+                w = (mf - _MU_BLEND_MIN) / (_MU_BLEND_MAX - _MU_BLEND_MIN)
+                blend = w[:, None] * c1[fi] + (1 - w)[:, None] * cfan
+                cb = _closest_ellipsoid(a, dims, blend)
+                c1[fi] = np.where(pure[:, None], cfan, cb)
+                fan_w[fi] = np.where(pure, 1.0, 1 - w)
+    else:  # midpoint
+        c1 = _closest_ellipsoid(a, dims, R1 + 0.5 * d12)
+    # starting points of the tangent searches
+    use_c1 = np.ones(N, bool) if method != "axial" else ((tb > 0) & (tb < 1))
+    start1 = np.where(use_c1[:, None], c1, R1)
+    start2 = np.where(use_c1[:, None], c1, R2)
+    if axis >= 0:
+        flip = _sgn(c1[:, axis]) != sign
+        if flip.any():
+            orig = c1[:, axis].copy()
+            c1f = c1.copy()
+            c1f[:, axis] = -c1f[:, axis]
+            start1 = np.where(flip[:, None], c1f, start1)
+            start2 = np.where(flip[:, None], c1f, start2)
+            fw = np.where(np.isinf(fan_w), 1.0 - (mub - _MU_BLEND_MIN) / (_MU_BLEND_MAX - _MU_BLEND_MIN),
+                          fan_w)
+            fw = np.minimum(fw, 1.0)
+            bis = 0.5 * (orig + c1f[:, axis])
+            moved = c1f.copy()
+            moved[:, axis] = c1f[:, axis] + fw * (bis - c1f[:, axis])
+            proj = _closest_ellipsoid(a, dims, moved)
+            c1f = np.where((fw > 0)[:, None], proj, c1f)
+            c1 = np.where(flip[:, None], c1f, c1)
+    vs = _unit(np.cross(p1p2, P1 - c1))[0]
+    vs4 = -_dot(vs, c1)
+    r1 = _tangent_lm(p1e[idx], start1, P1, a, vs, vs4)
+    r2 = _tangent_lm(p2e[idx], start2, P2, a, vs, vs4)
+    far = np.zeros(N, bool)
+    L, w1, w2, npts = _surface_path(r1, r2, a, vs, vs4, far, factor)
+    if axis >= 0:
+        wrong = (npts > 2) & ((_dot(_unit(P1 - r1)[0], _unit(w1 - r1)[0]) > 0)
+                              | (_dot(_unit(P2 - r2)[0], _unit(w2 - r2)[0]) > 0))
+        if wrong.any():
+            Lf, *_ = _surface_path(r1, r2, a, vs, vs4, np.ones(N, bool), factor)
+            L = np.where(wrong, Lf, L)
+    status[idx] = MANDATORY
+    r1o[idx] = r1 / factor
+    r2o[idx] = r2 / factor
+    Lo[idx] = L / factor
+    return status, r1o, r2o, Lo
+
+
 # ---------------------------------------------------------------------------------- dispatch
-def wrap_segment(wo, p1, p2):
+def wrap_segment(wo, p1, p2, method: str = "hybrid", single: bool = True):
     """Wrap p1-p2 (T, 3), given in the wrap frame, over a compiled wrap object ``wo``
-    (:class:`arthron.models.paths.WrapObjectData`). Returns (status, r1, r2, length)."""
+    (:class:`arthron.models.paths.WrapObjectData`). ``single`` (bool or (T,)): OpenSim skips the
+    cylinder's iterative tangent-point correction for these segments. Returns (status, r1, r2,
+    length)."""
     t = wo.type
     if t == "WrapSphere":
         return wrap_sphere(p1, p2, wo.dims["radius"], wo.axis, wo.sign)
     if t == "WrapCylinder":
         return wrap_cylinder(p1, p2, wo.dims["radius"], wo.dims.get("length", 1.0),
-                             wo.axis, wo.sign)
+                             wo.axis, wo.sign, adjust_tangents=~np.asarray(single, bool))
+    if t == "WrapEllipsoid":
+        return wrap_ellipsoid(p1, p2, wo.dims["radii"], wo.axis, wo.sign, method)
     raise UnsupportedFeature(f"{t} '{wo.name}': arthron does not reproduce OpenSim's "
                              f"{t} wrapping yet")

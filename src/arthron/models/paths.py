@@ -268,7 +268,9 @@ class PathState:
     ``loc`` (T, K, 3) node location in its body frame, ``tag`` (T, K): path-point index, or
     ``n_points + 2 w (+1)`` for the two tangent points of wrap ``w``, or -1 for padding;
     ``wlen`` (T, K): on the second tangent point of a wrap, the length on the surface;
-    ``length`` (T,).
+    ``length`` (T,); ``G`` (T, K, 3): the node positions OpenSim measures distances and
+    force directions with (equal to ``P`` except for tangent points of paths with several
+    wrap objects, see :func:`_apply_wraps`).
     """
 
     P: np.ndarray
@@ -279,6 +281,7 @@ class PathState:
     length: np.ndarray
     wobj: np.ndarray  # (T, K) wrap-object id of wrap nodes, -1 otherwise
     npts: int
+    G: np.ndarray | None = None  # (T, K, 3) positions used for distances and directions
 
 
 def _point_locals(path: _Path, q):
@@ -361,114 +364,173 @@ def _compute_one(pathset: PathSet, path: _Path, q, Rb, ob):
     wobj = np.full((T, K), -1)
     wlen = np.zeros((T, K))
     _, P, loc, body, tag, wobj, wlen = _compact(tag >= 0, P, loc, body, tag, wobj, wlen)
+    G = P
     if path.wraps:
-        P, loc, body, tag, wobj, wlen = _apply_wraps(pathset, path, q, Rb, ob, act,
-                                                     P, loc, body, tag, wobj, wlen)
-    length = _seg_lengths(P, tag, wobj, wlen).sum(1)
-    return PathState(P, body, loc, tag, wlen, length, wobj, npts), dloc
+        (P, loc, body, tag, wobj, wlen), cache = _apply_wraps(pathset, path, q, Rb, ob, act,
+                                                              P, loc, body, tag, wobj, wlen)
+        G = _cached_positions(P, tag, npts, cache)
+    length = _seg_lengths(G, tag, wobj, wlen).sum(1)
+    return PathState(P, body, loc, tag, wlen, length, wobj, npts, G), dloc
+
+
+def _cached_positions(P, tag, npts, cache):
+    """Node positions with tangent points replaced by their cached ground positions."""
+    cG, cv = cache
+    wi = np.clip(tag - npts, 0, cG.shape[1] - 1)
+    isw = (tag >= npts)
+    tt = np.arange(P.shape[0])[:, None]
+    use = isw & cv[tt, wi]
+    return np.where(use[..., None], cG[tt, wi], P)
+
+
+def _update_cache(st, npts, cache, mask):
+    """Cache the ground positions of tangent points present and not cached yet (OpenSim's
+    Point caches its ground location at the first request in a realized state and does not
+    see later changes of a tangent point's location within the same path computation)."""
+    P, tag = st[0], st[3]
+    cG, cv = cache
+    tt = np.arange(P.shape[0])[:, None]
+    isw = (tag >= npts) & mask[:, None]
+    wi = np.clip(tag - npts, 0, cG.shape[1] - 1)
+    new = isw & ~cv[tt, wi]
+    ti, ki = np.where(new)
+    cG[ti, wi[ti, ki]] = P[ti, ki]
+    cv[ti, wi[ti, ki]] = True
+
+
+def _remove_wrap_nodes(st, t1, t2, mask):
+    P, loc, body, tag, wobj, wlen = st
+    keep = ~(((tag == t1) | (tag == t2)) & mask[:, None]) & (tag >= 0)
+    tag = np.where(keep, tag, -1)
+    return tuple(_compact(keep, P, loc, body, tag, wobj, wlen)[1:])
+
+
+def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
+    """Remove wrap ``wi``'s tangent points and wrap again (frames in ``mask`` only), as one
+    step of OpenSim's ``GeometryPath::applyWrapObjects``. Returns the new node lists and the
+    result code OpenSim keeps for the wrap (the last segment tried, or the mandatory one)."""
+    npts = len(path.body)
+    w = path.wraps[wi]
+    wo = pathset.wrap_objects[w.obj_id]
+    t1, t2 = npts + 2 * wi, npts + 2 * wi + 1
+    P, loc, body, tag, wobj, wlen = _remove_wrap_nodes(st, t1, t2, mask)
+    T, K = tag.shape
+    code = np.zeros(T, int)
+    if not wo.active:
+        return (P, loc, body, tag, wobj, wlen), code
+    sub = act[:, w.start:w.end + 1]
+    anyact = sub.any(1) & mask
+    smp = w.start + np.argmax(sub, 1)
+    emp = w.end - np.argmax(sub[:, ::-1], 1)
+    start = np.argmax(tag == smp[:, None], 1)
+    end = np.argmax(tag == emp[:, None], 1)
+    Rw = Rb[:, wo.body] @ wo.R                    # wrap frame in ground
+    ow = ob[:, wo.body] + Rb[:, wo.body] @ wo.p
+    Xl = np.einsum("tji,tkj->tki", Rw, P - ow[:, None])   # nodes in the wrap frame
+    Gl = np.einsum("tji,tkj->tki", Rw, _cached_positions(P, tag, npts, cache) - ow[:, None])
+    best_k = np.full(T, -1)
+    best_dl = np.full(T, np.inf)
+    r1b = np.zeros((T, 3))
+    r2b = np.zeros((T, 3))
+    Lb = np.zeros(T)
+    mand = np.zeros(T, bool)
+    for k in range(K - 1):
+        cand = (anyact & (k >= start) & (k < end) & (tag[:, k] >= 0) & (tag[:, k + 1] >= 0)
+                & ~((wobj[:, k] >= 0) & (wobj[:, k] == wobj[:, k + 1])) & ~mand)
+        if not cand.any():
+            continue
+        ci = np.where(cand)[0]
+        try:
+            # OpenSim skips the cylinder's tangent correction unless a segment end is a
+            # tangent point of another wrap (measured against OpenSim 4.6)
+            single = (wobj[ci, k] < 0) & (wobj[ci, k + 1] < 0)
+            status, r1, r2, L = _wr.wrap_segment(wo, Xl[ci, k], Xl[ci, k + 1], w.method,
+                                                 single=single)
+        except UnsupportedFeature as e:
+            raise UnsupportedFeature(f"path of '{path.name}': {e.message}") from None
+        code[ci] = status
+        straight = np.linalg.norm(Gl[ci, k + 1] - Gl[ci, k], axis=-1)
+        dl = (np.linalg.norm(r1 - Gl[ci, k], axis=-1) + L
+              + np.linalg.norm(Gl[ci, k + 1] - r2, axis=-1) - straight)
+        is_m = status == _wr.MANDATORY
+        take = is_m | ((status == _wr.WRAPPED) & (dl < best_dl[ci]))
+        tk = ci[take]
+        r1b[tk], r2b[tk], Lb[tk] = r1[take], r2[take], L[take]
+        best_dl[tk] = dl[take]
+        best_k[tk] = k
+        mand[ci[is_m]] = True
+    has = best_k >= 0
+    if not has.any():
+        return (P, loc, body, tag, wobj, wlen), code
+    r1l = r1b @ wo.R.T + wo.p   # in the wrap object's body frame
+    r2l = r2b @ wo.R.T + wo.p
+    g1 = ob[:, wo.body] + np.einsum("tij,tj->ti", Rb[:, wo.body], r1l)
+    g2 = ob[:, wo.body] + np.einsum("tij,tj->ti", Rb[:, wo.body], r2l)
+    j = np.arange(K)[None, :]
+    kk = np.where(has, best_k, K)[:, None]
+    src = np.clip(np.where(j <= kk, j, j - 2), 0, K - 1)
+    is1, is2 = j == kk + 1, j == kk + 2
+
+    def ins(arr, v1, v2):
+        ex = (1,) * (arr.ndim - 2)
+        out = np.take_along_axis(arr, src.reshape(src.shape + ex), 1)
+        v1 = np.asarray(v1)[:, None]
+        v2 = np.asarray(v2)[:, None]
+        out = np.where(is1.reshape(is1.shape + ex), v1, out)
+        return np.where(is2.reshape(is2.shape + ex), v2, out)
+
+    full = lambda v: np.full(T, v)
+    return (ins(P, g1, g2), ins(loc, r1l, r2l), ins(body, full(wo.body), full(wo.body)),
+            ins(tag, full(t1), full(t2)), ins(wobj, full(w.obj_id), full(w.obj_id)),
+            ins(wlen, np.zeros(T), np.where(has, Lb, 0.0))), code
 
 
 def _apply_wraps(pathset, path, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
+    """OpenSim's ``GeometryPath::applyWrapObjects`` for T frames.
+
+    With two or more wrap objects, up to 8 passes are made (each frame stops when its length
+    changes by less than 0.5 mm); after the first pass, if the first object did not wrap and
+    the second had a point inside it, the first two are swapped. OpenSim measures distances
+    with ground positions of tangent points that its ``Point`` caches at their first use
+    within a path computation, so later passes move the tangent points but not the positions
+    used for the straight segments; this is reproduced (returned ``cache``).
+    """
     T, K = tag.shape
     npts = len(path.body)
     nw = len(path.wraps)
-    tt = np.arange(T)
+    st = (P, loc, body, tag, wobj, wlen)
+    cache = (np.zeros((T, 2 * nw, 3)), np.zeros((T, 2 * nw), bool))
     niter = 1 if nw < 2 else 8
     last = np.full(T, np.inf)
     done = np.zeros(T, bool)
-    for _ in range(niter):
-        old = (P, loc, body, tag, wobj, wlen)
-        for wi, w in enumerate(path.wraps):
-            wo = pathset.wrap_objects[w.obj_id]
-            t1, t2 = npts + 2 * wi, npts + 2 * wi + 1
-            # remove this wrap's points
-            keep = (tag != t1) & (tag != t2) & (tag >= 0)
-            tag = np.where(keep, tag, -1)
-            _, P, loc, body, tag, wobj, wlen = _compact(keep, P, loc, body, tag, wobj, wlen)
-            if not wo.active:
-                continue
-            # first / last active point of the range, and their positions in the node list
-            sub = act[:, w.start:w.end + 1]
-            anyact = sub.any(1)
-            smp = w.start + np.argmax(sub, 1)
-            emp = w.end - np.argmax(sub[:, ::-1], 1)
-            start = np.argmax(tag == smp[:, None], 1)
-            end = np.argmax(tag == emp[:, None], 1)
-            # wrap body frame and wrap-object frame
-            Rw = Rb[:, wo.body] @ wo.R                    # (T,3,3) wrap frame in ground
-            ow = ob[:, wo.body] + Rb[:, wo.body] @ wo.p   # (T,3)
-            Xl = np.einsum("tji,tkj->tki", Rw, P - ow[:, None])   # nodes in wrap frame
-            best_k = np.full(T, -1)
-            best_dl = np.full(T, np.inf)
-            best = None
-            mand = np.zeros(T, bool)
-            for k in range(K - 1):
-                cand = (anyact & (k >= start) & (k < end) & (tag[:, k] >= 0) & (tag[:, k + 1] >= 0)
-                        & ~((wobj[:, k] >= 0) & (wobj[:, k] == wobj[:, k + 1])) & ~mand)
-                if not cand.any():
-                    continue
-                res = _wr.wrap_segment(wo, Xl[:, k], Xl[:, k + 1])
-                status, r1, r2, L = res
-                is_m = cand & (status == _wr.MANDATORY)
-                is_w = cand & (status == _wr.WRAPPED)
-                straight = np.linalg.norm(Xl[:, k + 1] - Xl[:, k], axis=-1)
-                dl = (np.linalg.norm(r1 - Xl[:, k], axis=-1) + L
-                      + np.linalg.norm(Xl[:, k + 1] - r2, axis=-1) - straight)
-                take = is_m | (is_w & (dl < best_dl))
-                if best is None:
-                    best = [np.zeros((T, 3)), np.zeros((T, 3)), np.zeros(T)]
-                best[0] = np.where(take[:, None], r1, best[0])
-                best[1] = np.where(take[:, None], r2, best[1])
-                best[2] = np.where(take, L, best[2])
-                best_dl = np.where(take, dl, best_dl)
-                best_k = np.where(take, k, best_k)
-                mand |= is_m
-            if best is None:
-                continue
-            has = best_k >= 0
-            if not has.any():
-                continue
-            # insert the two tangent points after node best_k
-            r1w, r2w, L = best
-            r1b = r1w @ wo.R.T + wo.p   # in the wrap object's body frame
-            r2b = r2w @ wo.R.T + wo.p
-            g1 = ob[:, wo.body] + np.einsum("tij,tj->ti", Rb[:, wo.body], r1b)
-            g2 = ob[:, wo.body] + np.einsum("tij,tj->ti", Rb[:, wo.body], r2b)
-            # position map: new[j] = old[j] for j<=k, new[k+1]=w1, new[k+2]=w2, new[j]=old[j-2]
-            j = np.arange(K)[None, :]
-            kk = np.where(has, best_k, K)[:, None]
-            src = np.where(j <= kk, j, j - 2)
-            src = np.clip(src, 0, K - 1)
-            is1 = (j == kk + 1)
-            is2 = (j == kk + 2)
-
-            def ins(a, v1, v2):
-                idx = src.reshape(src.shape + (1,) * (a.ndim - 2))
-                out = np.take_along_axis(a, idx, 1)
-                m1 = is1.reshape(is1.shape + (1,) * (a.ndim - 2))
-                m2 = is2.reshape(is2.shape + (1,) * (a.ndim - 2))
-                out = np.where(m1, v1[:, None] if np.ndim(v1) == a.ndim - 1 else v1, out)
-                out = np.where(m2, v2[:, None] if np.ndim(v2) == a.ndim - 1 else v2, out)
-                return out
-
-            P = ins(P, g1, g2)
-            loc = ins(loc, r1b, r2b)
-            body = ins(body, np.full(T, wo.body), np.full(T, wo.body))
-            tag = ins(tag, np.full(T, t1), np.full(T, t2))
-            wobj = ins(wobj, np.full(T, w.obj_id), np.full(T, w.obj_id))
-            wlen = ins(wlen, np.zeros(T), np.where(has, L, 0.0))
+    swapped = np.zeros(T, bool)
+    for kk in range(niter):
+        todo = ~done
+        codes = []
+        for i in range(nw):
+            if nw >= 2 and i < 2 and swapped.any():
+                st, c_a = _wrap_one(pathset, path, i, st, act, Rb, ob, todo & ~swapped, cache)
+                st, c_b = _wrap_one(pathset, path, 1 - i, st, act, Rb, ob, todo & swapped, cache)
+                codes.append(np.where(swapped, c_b, c_a))
+            else:
+                st, c = _wrap_one(pathset, path, i, st, act, Rb, ob, todo, cache)
+                codes.append(c)
+        _update_cache(st, npts, cache, todo)
         if nw < 2:
             break
-        # frames already converged keep their previous path
-        if done.any():
-            P, loc, body, tag, wobj, wlen = [np.where(done.reshape((T,) + (1,) * (a.ndim - 1)), o, a)
-                                             for a, o in zip((P, loc, body, tag, wobj, wlen), old)]
-        length = _seg_lengths(P, tag, wobj, wlen).sum(1)
-        done = done | (np.abs(length - last) < _WRAP_TOL)
-        last = length
+        G = _cached_positions(st[0], st[3], npts, cache)
+        length = _seg_lengths(G, st[3], st[4], st[5]).sum(1)
+        conv = todo & (np.abs(length - last) < _WRAP_TOL)
+        last = np.where(todo, length, last)
+        done |= conv
+        if kk == 0:
+            sw = todo & ~conv & (codes[0] == _wr.NO_WRAP) & (codes[1] == _wr.INSIDE)
+            if sw.any():
+                swapped |= sw
+                st = _remove_wrap_nodes(st, npts, npts + 1, sw)
         if done.all():
             break
-    return P, loc, body, tag, wobj, wlen
+    return st, cache
 
 
 # ---------------------------------------------------------------------------------- public API
@@ -497,7 +559,8 @@ def _node_forces(st: PathState, nb: int):
     """Net unit pull on every node (T, K, 3): towards the next node minus towards the previous,
     zero across segments whose two nodes are on the same body (no work there) and on the
     surface part of a wrap."""
-    d = st.P[:, 1:] - st.P[:, :-1]
+    X = st.P if st.G is None else st.G
+    d = X[:, 1:] - X[:, :-1]
     n = np.linalg.norm(d, axis=-1, keepdims=True)
     u = np.divide(d, n, out=np.zeros_like(d), where=n > 0)
     ok = (st.tag[:, :-1] >= 0) & (st.tag[:, 1:] >= 0)
