@@ -144,6 +144,18 @@ class Wrench:
         return labels, np.hstack([self.force, self.moment])
 
 
+def _assemble(R, tp, S):
+    """Force and moment (about c_t) from the per-pose sums S (T, 16) = Σ g [q', 1, p', p'⊗q']."""
+    T = R.shape[0]
+    s_q, s_1, s_p = S[:, 0:3], S[:, 3], S[:, 4:7]
+    K = S[:, 7:16].reshape(T, 3, 3)  # Σ g p'_i q'_l
+    F = (R @ s_q[:, :, None])[:, :, 0] + tp * s_1[:, None] - s_p  # Σ g (R q' + t' - p')
+    A = K @ R.transpose(0, 2, 1)  # A_ij = Σ g p'_i (R q')_j
+    M = np.stack([A[:, 1, 2] - A[:, 2, 1], A[:, 2, 0] - A[:, 0, 2], A[:, 0, 1] - A[:, 1, 0]], axis=1)
+    M += np.cross(s_p, tp)  # Σ g p' × (R q' + t')
+    return F, M
+
+
 # ----------------------------------------------------------------------------------------------
 # fibres: the precomputed, pose-independent part
 # ----------------------------------------------------------------------------------------------
@@ -182,34 +194,41 @@ class Fibres:
         if np.any(self.l0 <= 0):
             raise SolverError(f"{self.label}: fibre free lengths must be > 0")
         ct, cf = self.p.mean(axis=0), self.q.mean(axis=0)
-        pc, qc = self.p - ct, self.q - cf
+        pc, qc = self.p - ct, self.q - cf  # centred ends p', q' (better conditioned l²)
         kw = self.weight * self.c
-        # Y @ [vec R, t', 1] gives l² (see _l2): l² = |R q' + t' - p'|²
-        Y = np.empty((14, n))
-        Y[0:9] = -2.0 * np.einsum("ni,nj->ijn", pc, qc).reshape(9, n)  # -2 p'ᵢ q'ⱼ R_ij
-        Y[9:12] = -2.0 * pc.T  # -2 p'·t'
-        Y[12] = np.einsum("ni,ni->n", pc, pc) + np.einsum("ni,ni->n", qc, qc)
-        Y[13] = 0.0
-        Z = np.empty((n, 16))  # Σ g [q', 1, p', p'⊗q']
+        # l² = |R q' + t' - p'|² = X(R, t') · Y_n with t' = R c_f + t - c_t and
+        #   X = [vec R, t', Rᵀt', |t'|², 1],  Y_n = [-2 p'⊗q', -2 p', 2 q', 1, |p'|² + |q'|²]
+        Y = np.empty((17, n))
+        Y[0:9] = -2.0 * np.einsum("ni,nj->ijn", pc, qc).reshape(9, n)
+        Y[9:12] = -2.0 * pc.T
+        Y[12:15] = 2.0 * qc.T
+        Y[15] = 1.0
+        Y[16] = np.einsum("ni,ni->n", pc, pc) + np.einsum("ni,ni->n", qc, qc)
+        # per pose sums S = Σ_n g_n Z_n, g_n = w c law(ε)/l:  Z_n = [q', 1, p', p'⊗q']
+        Z = np.empty((n, 16))
         Z[:, 0:3] = qc
         Z[:, 3] = 1.0
         Z[:, 4:7] = pc
         Z[:, 7:16] = np.einsum("ni,nj->nij", pc, qc).reshape(n, 9)
-        self._pre.update(ct=ct, cf=cf, pc=pc, qc=qc, Y=Y, Z=Z, kw=kw, inv_l0=1.0 / self.l0,
-                         const_l0=bool(np.all(self.l0 == self.l0[0])))
+        kind = self.law.kind
+        # quadratic: w c (l/l0 - 1)² / l = [w c / l0²] (l - l0)² / l;  linear: [w c / l0] (l - l0) / l
+        a = kw / self.l0**2 if kind == "quadratic" else kw / self.l0 if kind == "linear" else kw
+        self._pre.update(ct=ct, cf=cf, pc=pc, qc=qc, Y=Y, Z=np.ascontiguousarray(Z), kw=kw,
+                         a=a, l0=np.ascontiguousarray(self.l0, dtype=float), kind=kind)
 
     @property
     def n(self) -> int:
         return int(self.p.shape[0])
 
     def lengths(self, R, t=None) -> np.ndarray:
-        """Fibre lengths l (T, N) at poses (m)."""
+        """Fibre lengths l (T, N) at poses (m) ((N,) for a single pose)."""
         R, t, single = as_poses(R, t)
         Q = np.einsum("tij,nj->tni", R, self.q) + t[:, None, :]
         l = np.linalg.norm(Q - self.p, axis=-1)
         return l[0] if single else l
 
     def strains(self, R, t=None) -> np.ndarray:
+        """Fibre strains ε = (l - l0)/l0 (T, N)."""
         return self.lengths(R, t) / self.l0 - 1.0
 
     def tensions(self, R, t=None) -> np.ndarray:
@@ -217,75 +236,102 @@ class Fibres:
         eps = self.strains(R, t)
         return self._pre["kw"] * self.law(eps)
 
+    def _g(self, L):
+        """In place: L holds l² (…, N) on entry; returns g = w c law(ε)/l (a new or the same array)."""
+        pre = self._pre
+        np.sqrt(L, out=L)
+        kind = pre["kind"]
+        if kind == "quadratic":
+            g = L - pre["l0"]
+            np.maximum(g, 0.0, out=g)
+            g *= g
+            g *= pre["a"]
+        elif kind == "linear":
+            g = L - pre["l0"]
+            np.maximum(g, 0.0, out=g)
+            g *= pre["a"]
+        else:
+            g = self.law(L / pre["l0"] - 1.0)
+            g *= pre["a"]
+        g /= L
+        return g
+
     def wrench(self, R, t=None, pole=None, chunk: int | None = None) -> Wrench:
-        """Ligament wrench on the tibia at poses (seed 000 Eqs. 8, 10, 14).
+        """Ligament wrench on the tibia at poses (seed 000 Eqs. 6, 8, 10, 14).
 
         Parameters
         ----------
         R, t : poses of the femur frame in the tibia frame, (T, 3, 3) and (T, 3) (or (3, 3), (3,)),
             or R as (T, 4, 4) homogeneous transforms with t None.
         pole : (3,) float, optional   moment pole in the tibia frame (default the origin).
-        chunk : poses per block (bounds memory to ~chunk × N doubles; default 2²⁰ / N).
+        chunk : poses per block (memory ~ chunk × N doubles; default ≈ 64k / N, cache-sized).
 
         Returns
         -------
         Wrench with force (T, 3) N and moment (T, 3) N·m ((3,) each for a single pose).
 
-        Cost per pose: two small matrix products with the precomputed (14, N) and (N, 16)
-        tables plus a handful of elementwise passes over N fibres.
+        Cost per pose: l² from one product with the precomputed (17, N) table, a few elementwise
+        passes (sqrt, strain, law, ÷ l) and one product with the (N, 16) table; the rest is 3 × 3.
+        Fibres must have positive length (a zero-length fibre has no direction).
         """
+        if t is not None and np.ndim(R) == 2:
+            return self._wrench1(np.asarray(R, dtype=float), np.asarray(t, dtype=float), pole)
         R, t, single = as_poses(R, t)
         T = R.shape[0]
         pre = self._pre
-        ct, cf = pre["ct"], pre["cf"]
-        tp = np.einsum("tij,j->ti", R, cf) + t - ct  # t' = R c_f + t - c_t
-        X = np.empty((T, 14))
+        ct = pre["ct"]
+        tp = R @ pre["cf"] + t - ct  # t' = R c_f + t - c_t   (T, 3)
+        X = np.empty((T, 17))
         X[:, 0:9] = R.reshape(T, 9)
         X[:, 9:12] = tp
-        X[:, 12] = 1.0
-        X[:, 13] = 0.0
-        # |R q' + t' - p'|² = |q'|² + |p'|² + |t'|² + 2 q'·Rᵀt' - 2 p'ᵀ R q' - 2 p'·t'
-        RTt = np.einsum("tji,tj->ti", R, tp)
-        tt = np.einsum("ti,ti->t", tp, tp)
-        n = self.n
-        Y, Z, kw, inv_l0 = pre["Y"], pre["Z"], pre["kw"], pre["inv_l0"]
-        qc2 = 2.0 * pre["qc"].T  # (3, N)
+        X[:, 12:15] = (tp[:, None, :] @ R)[:, 0, :]  # Rᵀ t'
+        X[:, 15] = np.einsum("ti,ti->t", tp, tp)
+        X[:, 16] = 1.0
+        Y, Z = pre["Y"], pre["Z"]
         if chunk is None:
-            chunk = max(1, (1 << 20) // max(n, 1))
+            chunk = max(8, (1 << 16) // max(self.n, 1))
         S = np.empty((T, 16))
-        law = self.law
         for a in range(0, T, chunk):
             b = min(T, a + chunk)
-            L = X[a:b] @ Y
-            L += RTt[a:b] @ qc2
-            L += tt[a:b, None]
-            np.maximum(L, 1e-300, out=L)  # round-off guard; l > 0 so g/l is finite
-            np.sqrt(L, out=L)  # l
-            if law.kind == "quadratic":
-                g = L * inv_l0
-                g -= 1.0
-                np.maximum(g, 0.0, out=g)
-                g *= g
-            elif law.kind == "linear":
-                g = L * inv_l0
-                g -= 1.0
-                np.maximum(g, 0.0, out=g)
-            else:
-                g = law(L * inv_l0 - 1.0)
-            g *= kw
-            g /= L  # g_n = w c law(ε) / l
-            S[a:b] = g @ Z
-        s_q, s_1, s_p = S[:, 0:3], S[:, 3], S[:, 4:7]
-        K = S[:, 7:16].reshape(T, 3, 3)  # Σ g p'ᵢ q'ₗ
-        F = np.einsum("tij,tj->ti", R, s_q) + tp * s_1[:, None] - s_p  # Σ g (R q' + t' - p')
-        A = np.einsum("til,tjl->tij", K, R)  # A_ij = Σ g p'_i (R q')_j
-        M = np.stack([A[:, 1, 2] - A[:, 2, 1], A[:, 2, 0] - A[:, 0, 2], A[:, 0, 1] - A[:, 1, 0]], axis=1)
-        M += np.cross(s_p, tp)  # Σ g p' × (R q' + t')
+            g = self._g(X[a:b] @ Y)
+            np.matmul(g, Z, out=S[a:b])
+        F, M = _assemble(R, tp, S)
         pole = np.zeros(3) if pole is None else np.asarray(pole, dtype=float)
         M += np.cross(ct - pole, F)
         if single:
             return Wrench(F[0], M[0], pole)
         return Wrench(F, M, pole)
+
+    def _wrench1(self, R, t, pole) -> Wrench:
+        """Single-pose path (same algebra, fewer small-array calls)."""
+        pre = self._pre
+        ct = pre["ct"]
+        tp = R @ pre["cf"] + t - ct
+        X = np.concatenate((R.ravel(), tp, tp @ R, (tp @ tp, 1.0)))
+        S = self._g(X @ pre["Y"]) @ pre["Z"]
+        (q0, q1, q2, s1, p0, p1, p2, k00, k01, k02, k10, k11, k12, k20, k21, k22) = S.tolist()
+        (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = R.tolist()
+        t0, t1, t2 = tp.tolist()
+        F0 = r00 * q0 + r01 * q1 + r02 * q2 + t0 * s1 - p0
+        F1 = r10 * q0 + r11 * q1 + r12 * q2 + t1 * s1 - p1
+        F2 = r20 * q0 + r21 * q1 + r22 * q2 + t2 * s1 - p2
+        # A_ij = Σ_l K_il R_jl ;  M = [A12 - A21, A20 - A02, A01 - A10] + s_p × t'
+        A12 = k10 * r20 + k11 * r21 + k12 * r22
+        A21 = k20 * r10 + k21 * r11 + k22 * r12
+        A20 = k20 * r00 + k21 * r01 + k22 * r02
+        A02 = k00 * r20 + k01 * r21 + k02 * r22
+        A01 = k00 * r10 + k01 * r11 + k02 * r12
+        A10 = k10 * r00 + k11 * r01 + k12 * r02
+        c0, c1, c2 = ct.tolist()
+        if pole is not None:
+            pl = np.asarray(pole, dtype=float)
+            c0, c1, c2 = c0 - pl[0], c1 - pl[1], c2 - pl[2]
+        else:
+            pl = np.zeros(3)
+        M0 = A12 - A21 + p1 * t2 - p2 * t1 + c1 * F2 - c2 * F1
+        M1 = A20 - A02 + p2 * t0 - p0 * t2 + c2 * F0 - c0 * F2
+        M2 = A01 - A10 + p0 * t1 - p1 * t0 + c0 * F1 - c1 * F0
+        return Wrench(np.array([F0, F1, F2]), np.array([M0, M1, M2]), pl)
 
     def wrench_direct(self, R, t=None, pole=None) -> Wrench:
         """Straightforward (slow, clear) evaluation of the same sums, for cross-checks."""
