@@ -149,6 +149,44 @@ def test_static_pose_is_the_optimum(gait):
 
 @needs_data
 @needs_opensim
+def test_static_pose_equals_converged_opensim(gait):
+    """OpenSim 4.6's InverseKinematicsSolver on its own scaled model, the static row the
+    MarkerPlacer uses and the setup's tasks, at accuracy 1e-12, lands on our static pose."""
+    import opensim as osim
+    osim.Logger.setLevelString("error")
+    m = osim.Model(str(T2 / "subject01_scaledOnly.osim"))
+    tab = osim.TimeSeriesTableVec3(str(gait.setup.placer_marker_file))
+    names = osim.ArrayStr()
+    for lab in tab.getColumnLabels():
+        names.append(lab)
+    m.deleteUnusedMarkers(names)
+    s = m.initSystem()
+    row = tab.averageRow(1.0, 1.01)
+    one = osim.TimeSeriesTableVec3()
+    one.setColumnLabels(tab.getColumnLabels())
+    one.appendRow(1.0, row)
+    one.addTableMetaDataString("Units", "mm")
+    ws = osim.SetMarkerWeights()
+    crefs = osim.SimTKArrayCoordinateReference()
+    for e in gait.setup.ik_task_set.find("objects"):
+        if e.tag == "IKMarkerTask" and e.findtext("apply").strip() == "true":
+            ws.cloneAndAppend(osim.MarkerWeight(e.get("name"), float(e.findtext("weight"))))
+        elif e.tag == "IKCoordinateTask":
+            cr = osim.CoordinateReference(e.get("name"), osim.Constant(0.0))
+            cr.setWeight(float(e.findtext("weight")))
+            crefs.push_back(cr)
+    ik = osim.InverseKinematicsSolver(m, osim.MarkersReference(one, ws, osim.Units("m")), crefs,
+                                      float("inf"))
+    ik.setAccuracy(1e-12)
+    s.setTime(1.0)
+    ik.assemble(s)
+    cs = m.getCoordinateSet()
+    q = np.array([cs.get(i).getValue(s) for i in range(cs.getSize())])
+    assert np.abs(q - gait.static_q).max() < 1e-6
+
+
+@needs_data
+@needs_opensim
 def test_opensim_loads_written_model(gait, tmp_path):
     """4.6 loads arthron's scaled and placed models and puts the markers where arthron does."""
     import oracle
@@ -214,13 +252,16 @@ def test_thoracoscapular_manual_scaling_matches_opensim(tmp_path):
     w = _compare_models(sm, ref)
     for k in ("mass", "inertia", "com", "frames", "markers", "path_points", "functions"):
         assert w[k] < 1e-12, (k, w)
-    # Muscle lengths scale by the path-length ratio from arthron.models.paths; two wrapping
-    # muscles (Infraspinatus_I/S, Subscapularis_I) differ there from OpenSim's path lengths, the
-    # rest agree to 1e-6 relative.
+    # Muscle lengths scale by the default-pose path-length ratio computed by
+    # arthron.models.paths: exact for paths without wrap objects; wrapping paths depend on
+    # that module's wrapping (Infraspinatus_I differs there from OpenSim's lengths by 2 %).
+    n = 0
     for k, f in sm.forces.items():
-        if "optimal_fiber_length" in f.properties and not k.startswith(("Infraspinatus", "Subscapularis_I")):
+        if "optimal_fiber_length" in f.properties and not f.path.wraps:
             r = ref.forces[k].properties["optimal_fiber_length"]
-            assert abs(f.properties["optimal_fiber_length"] - r) / r < 1e-5, k
+            assert abs(f.properties["optimal_fiber_length"] - r) / r < 1e-9, k
+            n += 1
+    assert n >= 3
 
 
 @needs_data

@@ -518,7 +518,20 @@ def place_markers(model: Model, static_trial, tasks=None, time_range=None, *,
     from ..solvers.inverse_kinematics import InverseKinematics
     if time_range is None:
         time_range = (static_trial.time[0], static_trial.time[0])
-    avg = average_static(static_trial, time_range, max_marker_movement)
+    times = np.asarray(static_trial.time, float)
+    t0 = max(float(time_range[0]), times[0])
+    t1 = min(float(time_range[1]), times[-1])
+    # 4.6 quirk: the IK observations are TimeSeriesTable::averageRow over the rows with
+    # t0 <= t <= t1, while the markers are moved to the MarkerData average over the
+    # bracketing frame range (findFrameRange), which can include one more frame.
+    sel = (times >= t0) & (times <= t1)
+    if not np.any(sel):
+        raise DataFileError(f"no frame of the static trial in {t0:g}–{t1:g} s",
+                            getattr(static_trial, "source", None))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ik_obs = np.nanmean(np.asarray(static_trial.positions, float)[sel], axis=0)
+    avg = average_static(static_trial, (t0, t1), max_marker_movement)
     out = model.copy()
     labels = list(static_trial.labels)
     for n in list(out.markers):
@@ -529,7 +542,7 @@ def place_markers(model: Model, static_trial, tasks=None, time_range=None, *,
             if n in out.coordinates:
                 out.coordinates[n].default_value = float(v)
     ik = InverseKinematics(out, tasks, math.inf, labels)
-    obs = np.array([avg[labels.index(n)] for n in ik.marker_names], float).reshape(-1, 3)
+    obs = np.array([ik_obs[labels.index(n)] for n in ik.marker_names], float).reshape(-1, 3)
     base = ik.tree.default_q.copy()
     qref = ik.coordinate_targets(float(time_range[0]), ik.tree.default_q)
     x, q, _, err = ik.solve_frame(obs, base[ik.free], base, qref, tol=1e-12)
