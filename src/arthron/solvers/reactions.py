@@ -67,9 +67,13 @@ rod = ``(m g sin 30°, m g cos 30°, 0) = (9.80665, 16.98562, 0)``, ``p = (0, 0.
 is 0.1 m above the body origin). With ``tau = 0`` and ``accelerations="forward"`` the rod
 falls (α = −7.9513 rad/s²) and on rod in ground is ``(−8.26327, 14.84250, 0)``, ``mz = 0``.
 
-Not included: forces of model constraints (coupler, point constraints: closed chains need
-Lagrange multipliers, not implemented; a warning is issued), passive force elements of the
-model that are not actuators (springs, ligaments, CoordinateLimitForce: a warning is issued).
+Model constraints (closed chains: PointConstraint, ConstantDistanceConstraint,
+CoordinateCouplerConstraint) enter with Lagrange multipliers μ in forward dynamics
+(:func:`forward_accelerations`, :func:`constraint_loads`): their body forces load the joints
+like any applied force, their mobility forces (couplers) are transmitted by the joints. With the
+motion's accelerations μ is undetermined and left out (a warning is issued). Not included:
+passive force elements of the model that are not actuators (springs, ligaments,
+CoordinateLimitForce: a warning is issued).
 """
 from __future__ import annotations
 
@@ -85,7 +89,7 @@ from .inverse_dynamics import (_body_wrench_from_loads, coordinates_from_table,
                                external_loads_from_setup, inverse_dynamics)
 
 __all__ = ["JointLoads", "JointReactionResult", "joint_loads", "open_constraint_map",
-           "forward_accelerations", "classic_joint_loads", "actuator_forces",
+           "forward_accelerations", "constraint_loads", "classic_joint_loads", "actuator_forces",
            "joint_reactions", "joint_reactions_from_setup", "reaction_columns"]
 
 _DESCRIPTION = [
@@ -388,35 +392,138 @@ def _mass_matrix(tree, kin, D):
     return np.swapaxes(Dv, 1, 2) @ (mv * Dv) + np.swapaxes(Dw, 1, 2) @ IDw
 
 
-def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=None) -> np.ndarray:
-    """q̈ from the equations of motion (seed 002 Eq. 2.9): ``D̄ᵀMD̄ q̈ = Q + Dᵀh − DᵀMγ``.
+def _constraint_bias(cs, tree, q, qd, kin0):
+    """b = Ġ q̇ of the constraint rows (so that G q̈ + b = 0 along the motion), (T, m)."""
+    T = q.shape[0]
 
-    This is what OpenSim's JointReaction uses (it realizes accelerations with the actuator
-    forces of ``forces_file`` applied). Model constraints are ignored (see module docstring).
+    def pt(b, loc):
+        if b < 0:
+            z = np.broadcast_to(np.asarray(loc, float), (T, 3))
+            return z, np.zeros((T, 3)), np.zeros((T, 3))
+        n = tree.body_node[b]
+        r = kin0.R[:, n] @ loc
+        w, al = kin0.w[:, n], kin0.al[:, n]
+        return (kin0.o[:, n] + r, kin0.v[:, n] + np.cross(w, r),
+                kin0.a[:, n] + np.cross(al, r) + np.cross(w, np.cross(w, r)))
+
+    out = []
+    for it in cs.items:
+        kind = it[0]
+        if kind == "point":
+            _, _, a1 = pt(it[2], it[3])
+            _, _, a2 = pt(it[4], it[5])
+            out.append(a1 - a2)
+        elif kind == "distance":
+            p1, v1, a1 = pt(it[2], it[3])
+            p2, v2, a2 = pt(it[4], it[5])
+            d, dv = p1 - p2, v1 - v2
+            L = np.linalg.norm(d, axis=-1)
+            u = d / L[:, None]
+            out.append((np.einsum("ti,ti->t", u, a1 - a2)
+                        + (np.einsum("ti,ti->t", dv, dv) - np.einsum("ti,ti->t", u, dv) ** 2) / L)[:, None])
+        elif kind == "coupler":
+            _, _, ind, dep, f, sc = it
+            out.append((-sc * f.derivative(q[:, ind], 2) * qd[:, ind] ** 2)[:, None])
+        else:
+            raise UnsupportedFeature(f"{kind} constraint '{it[1]}' in forward dynamics for joint reactions")
+    return np.concatenate(out, -1) if out else np.zeros((T, 0))
+
+
+def constraint_loads(cs, tree, q, mu, kin0=None):
+    """Body loads and mobility forces of constraint multipliers ``mu`` (T, m) (sign of
+    :func:`forward_accelerations`: generalized constraint force ``Gᵀ mu``).
+
+    PointConstraint: ``mu`` (N, ground) on body 1 at its point, ``−mu`` on body 2;
+    ConstantDistanceConstraint: ``mu u`` and ``−mu u`` along the line of the points;
+    CoordinateCouplerConstraint: mobility forces ``mu`` on the dependent and
+    ``−mu s f'(q_ind)`` on the independent coordinate (transmitted by their joints).
+
+    Returns
+    -------
+    loads : list of ExternalLoad; generalized : (T, nq)
+    """
+    from .inverse_dynamics import ExternalLoad
+    q = np.atleast_2d(q)
+    T = q.shape[0]
+    kin0 = kin0 or forward_kinematics(tree, q)
+    loads, gen = [], np.zeros((T, tree.nq))
+    r0 = 0
+
+    def pos(b, loc):
+        n = tree.body_node[b]
+        return kin0.o[:, n] + kin0.R[:, n] @ loc
+
+    for it in cs.items:
+        kind = it[0]
+        if kind == "point":
+            f = mu[:, r0:r0 + 3]
+            r0 += 3
+        elif kind == "distance":
+            d = (pos(it[2], it[3]) if it[2] >= 0 else it[3]) - (pos(it[4], it[5]) if it[4] >= 0 else it[5])
+            f = mu[:, r0:r0 + 1] * d / np.linalg.norm(d, axis=-1, keepdims=True)
+            r0 += 1
+        elif kind == "coupler":
+            _, _, ind, dep, fn, sc = it
+            gen[:, dep] += mu[:, r0]
+            gen[:, ind] -= mu[:, r0] * sc * fn.derivative(q[:, ind], 1)
+            r0 += 1
+            continue
+        else:
+            raise UnsupportedFeature(f"{kind} constraint '{it[1]}' in joint reactions")
+        for b, loc, sgn in ((it[2], it[3], 1.0), (it[4], it[5], -1.0)):
+            if b >= 0:
+                loads.append(ExternalLoad(body=tree.body_names[b], force=sgn * f, point=pos(b, loc),
+                                          name=f"constraint_{it[1]}"))
+    return loads, gen
+
+
+def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=None,
+                          constraints=None, return_multipliers=False):
+    """q̈ from the equations of motion (seed 002 Eq. 2.9), with model constraints if given.
+
+    ``D̄ᵀMD̄ q̈ = Q + Dᵀh − DᵀMγ + Gᵀμ``, ``G q̈ + Ġq̇ = 0`` (G = ∂c/∂q of
+    :class:`arthron.models.constraints.ConstraintSet`). This is what OpenSim's JointReaction
+    uses: it realizes accelerations with the actuator forces of ``forces_file`` applied.
 
     Parameters
     ----------
     q, qd : (T, nq); generalized : (T, nq) or None, mobility forces (CoordinateActuators), N·m or N
     loads : ExternalLoad list (body forces: external loads, muscles along paths)
     locked : (nq,) bool or None, coordinates held at zero acceleration (OpenSim's locked ones)
+    constraints : ConstraintSet or None (point, distance and coupler constraints)
+    return_multipliers : also return μ (T, m) (see :func:`constraint_loads`)
 
     Returns
     -------
-    (T, nq) accelerations (rad/s², m/s²).
+    (T, nq) accelerations (rad/s², m/s²) [, μ].
     """
     q = np.atleast_2d(np.asarray(q, float))
     qd = np.atleast_2d(np.asarray(qd, float))
     T, nq = q.shape
-    kin = forward_kinematics(tree, q)
-    D = velocity_map(tree, q, kin)
-    Mb = _mass_matrix(tree, kin, D)
+    kin0 = forward_kinematics(tree, q, qd, np.zeros_like(q))
+    D = velocity_map(tree, q, kin0)
+    Mb = _mass_matrix(tree, kin0, D)
     bias = inverse_dynamics(tree, q, qd, np.zeros_like(q), list(loads or ()))   # Dᵀ(Mγ − h)
     rhs = -bias if generalized is None else np.asarray(generalized, float) - bias
     free = np.ones(nq, bool) if locked is None else ~np.asarray(locked, bool)
-    qdd = np.zeros((T, nq))
     fi = np.flatnonzero(free)
-    qdd[:, fi] = np.linalg.solve(Mb[:, fi][:, :, fi], rhs[:, fi, None])[..., 0]
-    return qdd
+    qdd = np.zeros((T, nq))
+    m = 0 if constraints is None else constraints.size
+    if m == 0:
+        qdd[:, fi] = np.linalg.solve(Mb[:, fi][:, :, fi], rhs[:, fi, None])[..., 0]
+        mu = np.zeros((T, 0))
+    else:
+        G = constraints.jacobian(q)[:, :, fi]
+        b = _constraint_bias(constraints, tree, q, qd, kin0)
+        nf = fi.size
+        K = np.zeros((T, nf + m, nf + m))
+        K[:, :nf, :nf] = Mb[:, fi][:, :, fi]
+        K[:, :nf, nf:] = -np.swapaxes(G, 1, 2)
+        K[:, nf:, :nf] = G
+        sol = np.linalg.solve(K, np.concatenate([rhs[:, fi], -b], -1)[..., None])[..., 0]
+        qdd[:, fi] = sol[:, :nf]
+        mu = sol[:, nf:]
+    return (qdd, mu) if return_multipliers else qdd
 
 
 # ----------------------------------------------------------------------------- classic formula
@@ -822,11 +929,11 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
     return gen, loads
 
 
-def _warn_unmodelled(model: Model):
-    if any(c.enabled for c in model.constraints):
+def _warn_unmodelled(model: Model, accelerations: str):
+    if accelerations == "motion" and any(c.enabled for c in model.constraints):
         warnings.warn(f"model '{model.name}' has constraints ({', '.join(c.type for c in model.constraints if c.enabled)}); "
-                      "their forces are not part of arthron's joint reactions (closed chains are not "
-                      "implemented)", ArthronWarning, stacklevel=3)
+                      "with the motion's accelerations their forces are undetermined and not part of the "
+                      "joint reactions (use accelerations='forward' to include them)", ArthronWarning, stacklevel=3)
     passive = [f for f in model.forces.values() if f.properties.get("appliesForce", True)
                and not (f.type in ACTUATOR_TYPES or f.is_muscle)]
     if passive:
@@ -869,12 +976,15 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     if accelerations not in ("motion", "forward"):
         raise SolverError(f"accelerations must be 'motion' or 'forward', got {accelerations!r}")
     tree = tree or compile_model(model)
-    _warn_unmodelled(model)
+    _warn_unmodelled(model, accelerations)
     sel_check = _select(model, tree, joints)  # fail early on names
     del sel_check
     vals = coordinates_from_table(model, motion_table, in_degrees=in_degrees)
     lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
     t, q, qd, qdd = prepare_coordinates(np.asarray(motion_table.time, float), vals, lp, time_range)
+    if any(c.enabled for c in model.constraints):
+        from ..models.constraints import assemble
+        q = assemble(model, tree, q)      # as OpenSim's tools set the coordinates (assembly)
     loads = []
     if external_loads is not None:
         if loads_table is None:
@@ -884,9 +994,18 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     if forces_table is not None:
         gen, act_loads = actuator_forces(model, tree, forces_table, t, q=q)
         loads += act_loads
+    cs = None
+    if any(c.enabled for c in model.constraints):
+        from ..models.constraints import compile_constraints
+        cs = compile_constraints(model, tree)
     if accelerations == "forward":
         locked = np.array([c.locked for c in model.coordinates.values()])
-        qdd = forward_accelerations(tree, q, qd, gen, loads, locked=locked)
+        qdd, mu = forward_accelerations(tree, q, qd, gen, loads, locked=locked, constraints=cs,
+                                        return_multipliers=True)
+        if cs is not None:
+            c_loads, c_gen = constraint_loads(cs, tree, q, mu)
+            loads = loads + c_loads
+            gen = c_gen if gen is None else gen + c_gen
     jl = joint_loads(model, tree, q, qd, qdd, loads, joints)
     labels, data = reaction_columns(model, tree, jl, on, in_frame)
     residual = None
