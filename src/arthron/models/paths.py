@@ -40,7 +40,7 @@ from .model import GROUND, Model
 
 __all__ = ["PathSet", "compile_paths", "path_lengths", "moment_arms", "lengthening_speeds",
            "path_generalized_forces", "path_body_forces", "PathLoads", "PathState",
-           "compute_paths", "moment_arms_excursion", "write_path_analysis"]
+           "compute_paths", "moment_arms_excursion", "write_path_analysis", "coupling_vectors"]
 
 _COND_TOL = 1e-5
 _WRAP_TOL = 0.0005  # m: OpenSim stops iterating over several wrap objects below this change
@@ -106,6 +106,8 @@ class PathSet:
     nb: int
     coordinate_names: list
     properties: list = field(default_factory=list)
+    constraints: list = field(default_factory=list)
+    locked: np.ndarray | None = None
 
     def index(self, name: str) -> int:
         try:
@@ -118,7 +120,8 @@ class PathSet:
         idx = [self.index(n) for n in names]
         return PathSet([self.names[i] for i in idx], [self.types[i] for i in idx],
                        [self.paths[i] for i in idx], self.wrap_objects, self.nb,
-                       self.coordinate_names, [self.properties[i] for i in idx])
+                       self.coordinate_names, [self.properties[i] for i in idx],
+                       self.constraints, self.locked)
 
 
 _QUADRANTS = {"x": (0, 1), "+x": (0, 1), "-x": (0, -1), "y": (1, 1), "+y": (1, 1),
@@ -247,7 +250,35 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         types.append(f.type)
         props.append(dict(f.properties))
         paths.append(_Path(name, f.type, body, loc, cond, moving, wraps))
-    return PathSet(names, types, paths, wobjs, nb, list(tree.coordinate_names), props)
+    cons = _compile_constraints(model, tree, bidx, cidx)
+    locked = np.array([model.coordinates[c].locked for c in tree.coordinate_names], bool)
+    return PathSet(names, types, paths, wobjs, nb, list(tree.coordinate_names), props, cons,
+                   locked)
+
+
+def _compile_constraints(model, tree, bidx, cidx):
+    """Enforced constraints as velocity-constraint makers (for the moment-arm coupling)."""
+    out = []
+    for c in model.constraints:
+        if not c.enabled:
+            continue
+        p = c.properties
+        if c.type in ("PointConstraint", "WeldConstraint"):
+            b1, X1 = model.frame_in_base(p["body_1"])
+            b2, X2 = model.frame_in_base(p["body_2"])
+            l1 = X1.apply(np.asarray(p.get("location_body_1", np.zeros(3)), float))
+            l2 = X2.apply(np.asarray(p.get("location_body_2", np.zeros(3)), float))
+            out.append((c.type, c.name, bidx[b1], l1, bidx[b2], l2))
+        elif c.type == "CoordinateCouplerConstraint":
+            ind = p.get("independent_coordinates") or []
+            if len(ind) != 1:
+                out.append(("unsupported", c.name, c.type))
+                continue
+            out.append((c.type, c.name, cidx[p["dependent_coordinate"]], cidx[ind[0]],
+                        p.get("function"), float(p.get("scale_factor", 1.0))))
+        else:
+            out.append(("unsupported", c.name, c.type))
+    return out
 
 
 # ---------------------------------------------------------------------------------- geometry
@@ -598,13 +629,74 @@ def _moment_arms_from_states(pathset, tree, q, kin, states_dloc):
     return out
 
 
+def coupling_vectors(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None):
+    """OpenSim's moment-arm coupling vectors (T, nq, nq), column k for coordinate k.
+
+    Column k is the joint-speed vector closest to the unit speed of coordinate k that
+    satisfies the model's enforced constraints (PointConstraint, WeldConstraint,
+    CoordinateCouplerConstraint with one independent coordinate) and keeps the other locked
+    coordinates still, scaled so that its k-th entry is 1 (``MomentArmSolver``'s
+    ``computeCouplingVector``: Simbody's ``projectU``, here with unit weights). Returns None
+    when the model has no enforced constraints (the coupling is then the identity).
+
+    Raises UnsupportedFeature for other enforced constraint types.
+    """
+    if not pathset.constraints:
+        return None
+    q = np.atleast_2d(np.asarray(q, float))
+    if kin is None:
+        kin = forward_kinematics(tree, q)
+    T, nq = q.shape
+    D = velocity_map(tree, q, kin, point="origin")
+    D = np.concatenate([D, np.zeros((T, 1, 6, nq))], 1)
+    Rb, ob = _frames(tree, kin)
+    rows = []
+
+    def jv(b, loc):
+        r = np.einsum("tij,j->ti", Rb[:, b], loc)
+        return D[:, b, :3] + np.cross(D[:, b, 3:].transpose(0, 2, 1), r[:, None, :]).transpose(0, 2, 1)
+
+    for c in pathset.constraints:
+        if c[0] == "unsupported":
+            raise UnsupportedFeature(f"moment-arm coupling through {c[2]} '{c[1]}'")
+        if c[0] in ("PointConstraint", "WeldConstraint"):
+            _, _, b1, l1, b2, l2 = c
+            rows.append(jv(b1, l1) - jv(b2, l2))
+            if c[0] == "WeldConstraint":
+                rows.append(D[:, b1, 3:] - D[:, b2, 3:])
+        else:
+            _, _, dep, ind, fn, sc = c
+            g = np.zeros((T, 1, nq))
+            g[:, 0, dep] = 1.0
+            g[:, 0, ind] -= sc * (np.ones(T) if fn is None else fn.derivative(q[:, ind], 1))
+            rows.append(g)
+    G = np.concatenate(rows, 1)                         # (T, m, nq)
+    locked = pathset.locked if pathset.locked is not None else np.zeros(nq, bool)
+    C = np.zeros((T, nq, nq))
+    for k in range(nq):
+        free = ~locked.copy()
+        free[k] = True
+        Gf = G[:, :, free]
+        ek = np.zeros(free.sum())
+        ek[np.where(np.where(free)[0] == k)[0][0]] = 1.0
+        pinv = np.linalg.pinv(Gf @ Gf.transpose(0, 2, 1), rcond=1e-12)
+        u = ek - np.einsum("tmi,tmn,tn->ti", Gf, pinv, Gf @ ek)
+        col = np.zeros((T, nq))
+        col[:, free] = u
+        C[:, :, k] = col / col[:, k:k + 1]
+    return C
+
+
 def moment_arms(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
-                return_lengths: bool = False):
+                return_lengths: bool = False, coupled: bool = True):
     """Moment arms ``r = -∂l/∂q`` (T, n_paths, nq): metres for rotational coordinates,
     dimensionless for translational ones.
 
-    Analytic (node pulls times point velocity maps, see the module docstring); coordinates
-    coupled by constraints are not projected (OpenSim's ``MomentArmSolver`` coupling vector).
+    Analytic (node pulls times point velocity maps, see the module docstring). With
+    ``coupled`` (default) the generalized forces of a unit tension are combined along
+    :func:`coupling_vectors`, as OpenSim's ``computeMomentArm`` does for models with
+    constraints (for coordinates not coupled by constraints this changes nothing); with
+    ``coupled=False`` the plain ``-∂l/∂q_k`` with all other coordinates held is returned.
     With ``return_lengths`` the lengths (T, n_paths) are returned too.
 
     Source: OpenSim ``MomentArmSolver::solve`` with ``GeometryPath::addInEquivalentForces``.
@@ -615,6 +707,10 @@ def moment_arms(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
     Rb, ob = _frames(tree, kin)
     sd = [_compute_one(pathset, p, q, Rb, ob) for p in pathset.paths]
     ma = _moment_arms_from_states(pathset, tree, q, kin, sd)
+    if coupled:
+        C = coupling_vectors(pathset, tree, q, kin)
+        if C is not None:
+            ma = np.einsum("tfj,tjk->tfk", ma, C)
     if return_lengths:
         return ma, np.stack([s.length for s, _ in sd], 1)
     return ma
@@ -645,7 +741,7 @@ def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | No
     Source: OpenSim ``GeometryPath::getLengtheningSpeed`` (same quantity).
     """
     qd = np.atleast_2d(np.asarray(qd, float))
-    return -np.einsum("tfq,tq->tf", moment_arms(pathset, tree, q, kin), qd)
+    return -np.einsum("tfq,tq->tf", moment_arms(pathset, tree, q, kin, coupled=False), qd)
 
 
 def path_generalized_forces(pathset: PathSet, tree: Tree, q, tensions,
@@ -654,7 +750,7 @@ def path_generalized_forces(pathset: PathSet, tree: Tree, q, tensions,
     ``τ = Σ_f tension_f r_f(q)`` (N·m for rotational, N for translational coordinates)."""
     q = np.atleast_2d(np.asarray(q, float))
     ten = np.broadcast_to(np.asarray(tensions, float), (q.shape[0], len(pathset.paths)))
-    return np.einsum("tfq,tf->tq", moment_arms(pathset, tree, q, kin), ten)
+    return np.einsum("tfq,tf->tq", moment_arms(pathset, tree, q, kin, coupled=False), ten)
 
 
 @dataclass
