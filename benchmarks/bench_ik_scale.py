@@ -1,0 +1,179 @@
+"""Inverse kinematics and ScaleTool: OpenSim 4.6 vs arthron, side by side in one process.
+
+Run:  python benchmarks/bench_ik_scale.py [--frames 2000] [--repeat 3]
+
+Cases
+-----
+* IK, Gait2354 walk with the OutputReference model (73 frames, the stored 4.6 setup:
+  accuracy 1e-5, constraint weight 20, 31 marker tasks, 4 coordinate tasks);
+* IK, a long trial made by tiling the walk back and forth (``--frames``, 60 Hz);
+* ScaleTool, the Gait2354 setup (measurements, manual scales, marker placement).
+
+Both sides are timed as whole tools (read the setup, the model and the data, solve, write the
+outputs; median of ``--repeat`` runs; OpenSim logging at error level). For IK the marker error of
+every frame is compared (arthron reaches the optimum; OpenSim stops at its accuracy), and the
+per-frame cost of arthron's solve alone is printed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(ROOT / "src"))
+
+from arthron.io.sto import read_sto  # noqa: E402
+from arthron.io.trc import MarkerTrial, read_trc, write_trc  # noqa: E402
+from arthron.models.scaling import scale_from_setup  # noqa: E402
+from arthron.solvers.inverse_kinematics import run_ik_from_setup  # noqa: E402
+
+MODELS = DATA / "opensim-models"
+GAIT = MODELS / "Pipelines" / "Gait2354_Simbody"
+REF = DATA / "opensim-reference"
+IK_SETUP = REF / "task2_gait2354" / "setups" / "ik_setup_refModel.xml"
+
+
+def median_time(fn, n):
+    ts, out = [], None
+    for _ in range(n):
+        t0 = time.perf_counter()
+        out = fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts), out
+
+
+def make_setup(folder: Path, trc: Path, t0: float, t1: float) -> Path:
+    raw = IK_SETUP.read_text()
+    raw = (raw.replace("<workdir>/gait2354/ResultsIK_refModel", str(folder))
+              .replace("<opensim-models>", str(MODELS))
+              .replace("<workdir>/gait2354/subject01_walk1.trc", str(trc))
+              .replace("<time_range>0.40000000000000002 1.6000000000000001</time_range>",
+                       f"<time_range>{t0!r} {t1!r}</time_range>"))
+    p = folder / "ik_setup.xml"
+    p.write_text(raw)
+    return p
+
+
+def tiled_trial(frames: int) -> MarkerTrial:
+    """The walk trial tiled forward/backward (no jumps) to ``frames`` frames at 60 Hz."""
+    tr = read_trc(GAIT / "subject01_walk1.trc")
+    ok = np.all(np.isfinite(tr.positions), axis=(1, 2))
+    P = tr.positions[ok]
+    seq = np.concatenate([P, P[-2:0:-1]])
+    reps = int(np.ceil(frames / len(seq)))
+    Q = np.concatenate([seq] * reps)[:frames]
+    t = np.round(np.arange(frames) / 60.0, 6)
+    return MarkerTrial(frames=np.arange(1, frames + 1), time=t, labels=list(tr.labels), positions=Q,
+                       data_rate=60.0, camera_rate=60.0, orig_data_rate=60.0, orig_start_frame=1,
+                       orig_num_frames=frames, units="mm")
+
+
+def opensim_ik(osim, setup: Path, out: Path):
+    cwd = os.getcwd()
+    os.chdir(setup.parent)  # 4.6's IK tool resolves names against the cwd
+    try:
+        tool = osim.InverseKinematicsTool(str(setup))
+        tool.setOutputMotionFileName(str(out))
+        tool.run()
+    finally:
+        os.chdir(cwd)
+
+
+def ik_case(osim, label, setup: Path, repeat: int):
+    folder = setup.parent
+    res = {}
+    if osim is not None:
+        t_os, _ = median_time(lambda: opensim_ik(osim, setup, folder / "osim.mot"), repeat)
+        res["opensim"] = t_os
+        os_err = read_sto(folder / "subject01_ik_marker_errors.sto").column("marker_error_RMS")
+        os_mot = read_sto(folder / "osim.mot")
+
+    def ours():
+        r = run_ik_from_setup(setup)
+        r.write(folder / "arthron.mot", folder / "arthron_errors.sto")
+        return r
+    t_ar, r = median_time(ours, repeat)
+    n = len(r.time)
+    print(f"\n{label}: {n} frames")
+    print(f"  arthron  tool {t_ar:8.3f} s   ({1e3 * t_ar / n:.2f} ms/frame; solve only "
+          f"{1e3 * r.solve_time / n:.2f} ms/frame, {r.iterations.mean():.1f} LM iterations/frame)")
+    if osim is not None:
+        print(f"  OpenSim  tool {t_os:8.3f} s   ({1e3 * t_os / n:.2f} ms/frame)   ratio OpenSim/arthron "
+              f"{t_os / t_ar:.2f}x")
+        d = r.degrees() - np.column_stack([os_mot.column(c) for c in r.coordinate_names])
+        rot = r.rotational
+        print(f"  marker RMS arthron - OpenSim per frame: max {1e3 * np.max(r.rms - os_err):+.4f} mm, "
+              f"min {1e3 * np.min(r.rms - os_err):+.4f} mm; mean RMS arthron "
+              f"{1e3 * r.rms.mean():.3f} mm, OpenSim {1e3 * os_err.mean():.3f} mm")
+        print(f"  max |angle diff| {np.abs(d[:, rot]).max():.4f} deg, "
+              f"|translation diff| {np.abs(d[:, ~rot]).max():.2e} m")
+    return r
+
+
+def scale_case(osim, repeat: int):
+    setup = GAIT / "subject01_Setup_Scale.xml"
+    out = Path(tempfile.mkdtemp(prefix="bench_scale_"))
+    search = [MODELS / "Models" / "Gait2354_Simbody"]
+
+    def ours():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = scale_from_setup(setup, search_dirs=search)
+        r.write(out)
+        return r
+    t_ar, _ = median_time(ours, repeat)
+    print("\nScaleTool Gait2354 (measurements + manual scales + marker placement, files written)")
+    print(f"  arthron  {t_ar:8.3f} s")
+    if osim is None:
+        return
+    # 4.6 needs the generic model, marker set and static trial next to the setup
+    work = Path(tempfile.mkdtemp(prefix="bench_scale_osim_"))
+    for f in ("subject01_Setup_Scale.xml", "gait2354_Scale_MarkerSet.xml", "subject01_static.trc"):
+        (work / f).write_bytes((GAIT / f).read_bytes())
+    (work / "gait2354_simbody.osim").write_bytes(
+        (MODELS / "Models" / "Gait2354_Simbody" / "gait2354_simbody.osim").read_bytes())
+
+    def theirs():
+        tool = osim.ScaleTool(str(work / "subject01_Setup_Scale.xml"))
+        tool.run()
+    t_os, _ = median_time(theirs, repeat)
+    print(f"  OpenSim  {t_os:8.3f} s   ratio OpenSim/arthron {t_os / t_ar:.2f}x")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--frames", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-opensim", action="store_true")
+    a = ap.parse_args()
+    osim = None
+    if not a.no_opensim:
+        try:
+            import opensim as osim
+            osim.Logger.setLevelString("error")
+        except ImportError:
+            print("opensim not installed: arthron only")
+    base = Path(tempfile.mkdtemp(prefix="bench_ik_"))
+    (base / "walk").mkdir()
+    ik_case(osim, "IK Gait2354 walk", make_setup(base / "walk", GAIT / "subject01_walk1.trc", 0.4, 1.6),
+            a.repeat)
+    (base / "long").mkdir()
+    tr = tiled_trial(a.frames)
+    trc = base / "long" / "tiled.trc"
+    write_trc(trc, tr)
+    ik_case(osim, f"IK tiled walk", make_setup(base / "long", trc, 0.0, float(tr.time[-1])),
+            max(1, a.repeat - 2))
+    scale_case(osim, a.repeat)
+
+
+if __name__ == "__main__":
+    main()
