@@ -313,6 +313,7 @@ def _adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter=100, thresh=np.deg2rad
         L = _spiral_length(r1, r2, R, long_wrap)
         nseg = np.maximum((L / 0.002).astype(int), 1)
         t = 1.0 / nseg
+        ok_seg = nseg >= 2        # OpenSim checks tangency at the second of >= 2 points
         w1 = _spiral_point(r1, r2, R, long_wrap, t)
         w2 = _spiral_point(r1, r2, R, long_wrap, 1.0 - t)
         moved = np.zeros(len(r1), bool)
@@ -321,7 +322,7 @@ def _adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter=100, thresh=np.deg2rad
             rw = _unit(w - r)[0]
             a = np.arccos(np.clip(pr[:, 2], -1, 1))
             o = np.arccos(np.clip(rw[:, 2], -1, 1))
-            need = np.abs(a - o) > thresh
+            need = (np.abs(a - o) > thresh) & ok_seg
             if not need.any():
                 continue
             pa = r.copy()

@@ -472,9 +472,8 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
             continue
         ci = np.where(cand)[0]
         try:
-            # OpenSim skips the cylinder's tangent correction unless a segment end is a
-            # tangent point of another wrap (measured against OpenSim 4.6)
-            single = (wobj[ci, k] < 0) & (wobj[ci, k + 1] < 0)
+            # OpenSim 4.6 skips the cylinder's tangent correction for a path's only wrap
+            single = len(path.wraps) == 1
             status, r1, r2, L = _wr.wrap_segment(wo, Xl[ci, k], Xl[ci, k + 1], w.method,
                                                  single=single)
         except UnsupportedFeature as e:
