@@ -524,3 +524,81 @@ def test_tsm_closed_chain_forward_dynamics_equals_opensim():
           f"|μ_AC| up to {np.abs(mu).max():.0f} N")
     assert err < 1e-6
     assert np.abs(mu).max() > 0.1        # the constraint does carry load
+
+
+GAIT_SETUP = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40600">
+  <AnalyzeTool name="gait">
+    <model_file>{model}</model_file>
+    <replace_force_set>false</replace_force_set>
+    <force_set_files>{actuators}</force_set_files>
+    <results_directory>{out}</results_directory>
+    <initial_time>0.6</initial_time>
+    <final_time>1.0</final_time>
+    <solve_for_equilibrium_for_auxiliary_states>false</solve_for_equilibrium_for_auxiliary_states>
+    <AnalysisSet name="Analyses"><objects>
+      <JointReaction name="JointReaction">
+        <on>true</on><start_time>0.6</start_time><end_time>1.0</end_time><step_interval>1</step_interval>
+        <forces_file>{forces}</forces_file>
+        <joint_names> hip_r knee_r ankle_l back ground_pelvis</joint_names>
+        <apply_on_bodies> child parent child parent child</apply_on_bodies>
+        <express_in_frame> ground child parent femur_r pelvis</express_in_frame>
+      </JointReaction>
+    </objects><groups /></AnalysisSet>
+    <external_loads_file>{grf}</external_loads_file>
+    <coordinates_file>{coords}</coordinates_file>
+    <lowpass_cutoff_frequency_for_coordinates>6</lowpass_cutoff_frequency_for_coordinates>
+  </AnalyzeTool>
+</OpenSimDocument>
+"""
+
+
+@needs_data
+@needs_opensim
+def test_gait2354_residual_and_reserve_actuators_equal_opensim(tmp_path):
+    """Gait2354 walk with GRF, the CMC residual/reserve actuators appended from
+    ``force_set_files`` (PointActuators FX-FZ, TorqueActuators MX-MZ to ground, 17
+    CoordinateActuators) carrying the inverse-dynamics forces, muscles at 0 N; selected joints,
+    mixed on/in per joint (a named body frame too). OpenSim's AnalyzeTool vs arthron's runner on
+    the same setup file (forward-dynamics accelerations)."""
+    from oracle import _cwd
+    import opensim as osim
+    from arthron.solvers.reactions import read_force_set_file
+    acts = GAIT_PIPE / "gait2354_CMC_Actuators.xml"
+    model = read_osim(GAIT_REF_MODEL)
+    tree = compile_model(model)
+    ext = read_external_loads(GAIT_GRF)
+    mot = read_sto(GAIT_IK)
+    vals = coordinates_from_table(model, mot)
+    t, q, qd, qdd = prepare_coordinates(mot.time, vals, 6.0, None)
+    loads = external_loads_from_setup(model, ext, ext.load_table(), t)
+    tau = inverse_dynamics(tree, q, qd, qdd, loads)
+    cols, labels = [], []
+    for f in read_force_set_file(acts):
+        if f.type == "CoordinateActuator":
+            cols.append(tau[:, tree.coordinate_index(f.properties["coordinate"])])
+        else:   # residuals: pelvis forces / moments of ID, roughly (any values do for this test)
+            key = {"FX": "pelvis_tx", "FY": "pelvis_ty", "FZ": "pelvis_tz", "MX": "pelvis_list",
+                   "MY": "pelvis_rotation", "MZ": "pelvis_tilt"}[f.name]
+            cols.append(tau[:, tree.coordinate_index(key)])
+        labels.append(f.name)
+    for name in model.muscles:
+        cols.append(np.zeros_like(t))
+        labels.append(name)
+    forces = tmp_path / "forces.sto"
+    from arthron.io.sto import write_sto
+    write_sto(forces, Table(name="forces", time=t, labels=labels, data=np.column_stack(cols), in_degrees=False))
+    setup = tmp_path / "jr.xml"
+    setup.write_text(GAIT_SETUP.format(model=GAIT_REF_MODEL, actuators=acts, out=tmp_path / "out", forces=forces,
+                                       grf=GAIT_GRF, coords=GAIT_IK))
+    osim.Logger.setLevelString("error")
+    with _cwd(tmp_path):
+        osim.AnalyzeTool(str(setup)).run()
+    ref = read_sto(tmp_path / "out" / "gait_JointReaction_ReactionLoads.sto")
+    r = joint_reactions_from_setup(setup)
+    assert r.labels == ref.labels
+    np.testing.assert_allclose(r.time, ref.time, atol=1e-9)
+    err = np.abs(r.data - ref.data).max()
+    print(f"Gait2354 with residual/reserve actuators: max |arthron − OpenSim| = {err:.1e} "
+          f"(|F| up to {np.abs(ref.data).max():.0f})")
+    assert err < 1e-5

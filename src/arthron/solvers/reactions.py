@@ -90,7 +90,7 @@ from .inverse_dynamics import (_body_wrench_from_loads, coordinates_from_table,
 
 __all__ = ["JointLoads", "JointReactionResult", "joint_loads", "open_constraint_map",
            "forward_accelerations", "constraint_loads", "classic_joint_loads", "actuator_forces",
-           "joint_reactions", "joint_reactions_from_setup", "reaction_columns"]
+           "joint_reactions", "joint_reactions_from_setup", "reaction_columns", "read_force_set_file"]
 
 _DESCRIPTION = [
     "This file contains the reaction forces and moments",
@@ -875,12 +875,14 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
         k = labels.index(lab)
         val = np.interp(times, t_src, data[:, k]) if t_src.size > 1 else np.full(T, data[0, k])
         f = acts[lab]
+        if not f.properties.get("appliesForce", True):
+            continue                  # disabled: applies nothing, as in OpenSim
         if f.type == "CoordinateActuator":
             cname = f.properties.get("coordinate")
             gen[:, tree.coordinate_index(cname)] += val
         elif f.type == "PointActuator":
             el = f.raw
-            body = _xml_text(el, "body")
+            body = _xml_text(el, "body").rsplit("/", 1)[-1]
             point = _xml_vec(el, "point", np.zeros(3))
             d = _xml_vec(el, "direction", [-1.0, 0, 0])
             d = d / np.linalg.norm(d)
@@ -893,8 +895,8 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
             el = f.raw
             a = _xml_vec(el, "axis", [0, 0, 1.0])
             a = a / np.linalg.norm(a)
-            ba = _xml_text(el, "bodyA")
-            bb = _xml_text(el, "bodyB")
+            ba = _xml_text(el, "bodyA") or _xml_text(el, "socket_bodyA")
+            bb = _xml_text(el, "bodyB") or _xml_text(el, "socket_bodyB")
             ba, bb = ba.rsplit("/", 1)[-1], bb.rsplit("/", 1)[-1]
             tg = _xml_bool(el, "torque_is_global", True)
             frame = "ground" if tg else ba
@@ -902,7 +904,7 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
                 loads.append(ExternalLoad(body=ba, torque=val[:, None] * a, force_frame=frame, name=lab))
             if bb:
                 loads.append(ExternalLoad(body=bb, torque=-val[:, None] * a, force_frame=frame, name=lab))
-        else:
+        elif np.any(val):
             path_forces.append((lab, f, val))
     if path_forces:
         try:
@@ -1019,14 +1021,46 @@ def _split_list(text):
     return (text or "").split()
 
 
+def read_force_set_file(path) -> list:
+    """The actuators of an OpenSim ``ForceSet`` file (``force_set_files`` of a tool setup).
+
+    Returns a list of :class:`arthron.models.model.Force` (type = element tag, ``properties``
+    ``coordinate``, ``optimal_force``, ``appliesForce``; the element kept in ``raw`` for
+    Point/TorqueActuator properties). ``<defaults>`` are ignored.
+
+    Raises
+    ------
+    DataFileError for a missing or malformed file or one that is not a ForceSet.
+    """
+    from ..io.setup import parse_xml
+    from ..models.model import Force
+    root = parse_xml(path)
+    fs = root if root.tag == "ForceSet" else root.find("ForceSet")
+    if fs is None:
+        raise DataFileError("not a <ForceSet> file", path)
+    objs = fs.find("objects")
+    out = []
+    for el in ([] if objs is None else list(objs)):
+        if not isinstance(el.tag, str):
+            continue
+        props = {"appliesForce": _xml_bool(el, "appliesForce", True) and not _xml_bool(el, "isDisabled", False)}
+        if el.find("coordinate") is not None:
+            props["coordinate"] = _xml_text(el, "coordinate")
+        if el.find("optimal_force") is not None:
+            props["optimal_force"] = float(_xml_text(el, "optimal_force", "1"))
+        out.append(Force(name=el.get("name", ""), type=el.tag, properties=props, raw=el))
+    return out
+
+
 def joint_reactions_from_setup(setup_path, placeholders=None, accelerations="forward") -> JointReactionResult:
     """Run an OpenSim AnalyzeTool setup whose AnalysisSet holds a JointReaction analysis.
 
     Reads ``model_file``, ``coordinates_file`` (``states_file`` is not supported),
     ``lowpass_cutoff_frequency_for_coordinates``, ``initial_time``/``final_time``,
     ``external_loads_file`` and the JointReaction's ``forces_file``, ``joint_names``,
-    ``apply_on_bodies``, ``express_in_frame``; relative names are resolved against the setup's
-    folder (as AnalyzeTool does). ``accelerations="forward"`` reproduces OpenSim (see
+    ``apply_on_bodies``, ``express_in_frame``, and the actuators of ``force_set_files``
+    (appended, or replacing the model's forces when ``replace_force_set``); relative names are
+    resolved against the setup's folder (as AnalyzeTool does). ``accelerations="forward"`` reproduces OpenSim (see
     :func:`joint_reactions`).
 
     Raises
@@ -1054,6 +1088,13 @@ def joint_reactions_from_setup(setup_path, placeholders=None, accelerations="for
     if mpath is None or cpath is None:
         raise DataFileError("the setup needs model_file and coordinates_file", s.path)
     model = read_osim(mpath)
+    files = _split_list(s.get("force_set_files"))
+    if files:
+        if _xml_text(s.element, "replace_force_set", "false").lower() in ("true", "1"):
+            model.forces = {}
+        for name in files:
+            for f in read_force_set_file(s.resolve(name)):
+                model.forces[f.name] = f
     motion = read_sto(cpath)
     fpath = s.resolve(_xml_text(jr, "forces_file"))
     forces = read_sto(fpath) if fpath is not None else None
