@@ -594,8 +594,8 @@ def _node_forces(st: PathState, nb: int):
     n = np.linalg.norm(d, axis=-1, keepdims=True)
     u = np.divide(d, n, out=np.zeros_like(d), where=n > 0)
     ok = (st.tag[:, :-1] >= 0) & (st.tag[:, 1:] >= 0)
-    surf = (st.wobj[:, :-1] >= 0) & (st.wobj[:, :-1] == st.wobj[:, 1:])
-    u = np.where((ok & ~surf)[..., None], u, 0.0)
+    same = st.body[:, :-1] == st.body[:, 1:]
+    u = np.where((ok & ~same)[..., None], u, 0.0)
     f = np.zeros_like(st.P)
     f[:, :-1] += u
     f[:, 1:] -= u
