@@ -192,12 +192,11 @@ def insertion_from_points(cloud, contour_points=None, *, dilate: float = 0.0, na
 def footprint_patch(vertices, faces, footprint, *, tol: float, what: str = "footprint"):
     """Mesh vertices belonging to a footprint given as points near the bone surface.
 
-    A footprint point "touches" the mesh when its distance to the nearest mesh vertex is ≤ ``tol``
-    (vertex distance: a conservative, fast proxy for the surface distance on bone meshes with
-    sub-millimetre edges). The patch is the mesh vertices whose projection on the footprint's
-    best-fit plane lies inside the footprint's convex hull (dilated by ``tol``) and that lie within
-    ``tol`` of the footprint along the normal... kept simple: within the hull and ≤ 3 tol from
-    the nearest footprint point in 3-D.
+    A footprint "touches" the mesh when at least one of its points is within ``tol`` of a mesh
+    vertex (vertex distance: a fast, conservative proxy for the surface distance on bone meshes
+    with sub-millimetre edges). The patch is the set of mesh vertices whose projection on the
+    footprint's best-fit plane falls inside the footprint's convex hull grown by ``tol`` and that
+    lie within 3 ``tol`` of a footprint point in 3-D (this keeps the opposite side of the bone out).
 
     Returns
     -------
