@@ -458,12 +458,12 @@ ARM_PH = {"<workdir>/arm26/arm26.osim": str(ARM26), "<workdir>/arm26/results": s
 def test_arm26_setups_end_to_end(variant):
     """The task-1 JR setups run by arthron alone (muscle forces along arthron.models.paths).
 
-    Measured (paths.py of this writing): frames 0-89 equal OpenSim to 5e-9 N; from frame 90
-    (t = 0.75 s, elbow > 77°) OpenSim wraps TRIlong over its humerus cylinder (path points
-    pwpt1/pwpt2, length 0.30782 m at frame 90) and arthron's path is 0.31303 m, a different
-    line of action: up to 2.2 N in the elbow fz. That is a path-geometry difference (reported to
-    the paths module), not a reaction one: with OpenSim's path points the whole trial matches
-    (test_arm26_jr_three_frames). The frames past 89 are compared only if paths agree there."""
+    Frames 0-89 equal OpenSim to 5e-9 N. From frame 90 (t = 0.75 s, elbow > 77°) OpenSim wraps
+    TRIlong over its humerus cylinder (path points pwpt1/pwpt2, length 0.30782 m at frame 90);
+    there the result depends on arthron.models.paths' cylinder wrapping, which was being written
+    at the same time: measured 0.31303 m and up to 2.2 N in the elbow fz with one version, 0.014 N
+    with the next. That is path geometry, not reactions: with OpenSim's path points the whole
+    trial matches (test_arm26_jr_three_frames), so frames past 89 are only printed here."""
     pytest.importorskip("arthron.models.paths")
     r = joint_reactions_from_setup(ARM / "setups" / f"jr_setup_{variant}.xml", placeholders=ARM_PH)
     ref = read_sto(ARM / f"JR_{variant}" / "arm26_JointReaction_ReactionLoads.sto")
@@ -602,3 +602,37 @@ def test_gait2354_residual_and_reserve_actuators_equal_opensim(tmp_path):
     print(f"Gait2354 with residual/reserve actuators: max |arthron − OpenSim| = {err:.1e} "
           f"(|F| up to {np.abs(ref.data).max():.0f})")
     assert err < 1e-5
+
+
+@needs_data
+def test_tsm_closed_chain_classic_equals_e_matrix():
+    """Closed chain (AC PointConstraint) and locked coordinates in both formulations, random
+    assembled poses, speeds tangent to the constraint, random mobility forces: forward dynamics
+    with multipliers + E-matrix (Eq. 2.10) equals the classic formula (Eq. 2.11) with the point
+    constraint's rows added to C, loads and multipliers."""
+    from arthron.models.constraints import assemble, compile_constraints
+    from arthron.solvers.reactions import constraint_loads
+    model = read_osim(TSM)
+    tree = compile_model(model)
+    cs = compile_constraints(model, tree)
+    rng = np.random.default_rng(3)
+    T = 20
+    locked = np.array([c.locked for c in model.coordinates.values()])
+    q0 = tree.default_q + 0.1 * rng.standard_normal((T, tree.nq))
+    q0[:, locked] = tree.default_q[locked]
+    q = assemble(model, tree, q0)
+    G = cs.jacobian(q)[:, :, ~locked]
+    qd = rng.standard_normal((T, tree.nq))
+    qd[:, locked] = 0
+    _, _, Vt = np.linalg.svd(G)
+    N = np.swapaxes(Vt[:, G.shape[1]:], 1, 2)                       # null space of G
+    qd[:, ~locked] = np.einsum("tik,tjk,tj->ti", N, N, qd[:, ~locked])
+    tau = rng.standard_normal((T, tree.nq))
+    qdd, mu = forward_accelerations(tree, q, qd, tau, [], locked=locked, constraints=cs, return_multipliers=True)
+    c_loads, c_gen = constraint_loads(cs, tree, q, mu)
+    jl = joint_loads(model, tree, q, qd, qdd, c_loads)
+    L, mu2 = classic_joint_loads(model, tree, q, qd, tau + c_gen, constraints=cs, locked=locked,
+                                 return_multipliers=True)
+    e, em = np.abs(L - jl.Lambda).max(), np.abs(mu - mu2).max()
+    print(f"TSM closed chain: |E − classic| {e:.1e}, |μ − μ_classic| {em:.1e} (|μ| up to {np.abs(mu).max():.0f} N)")
+    assert e < 1e-8 and em < 1e-9

@@ -535,7 +535,7 @@ def _skew(r):
 
 
 def classic_joint_loads(model: Model, tree: Tree, q, qd, tau, loads=(), joints=None,
-                        chunk: int = 1024) -> np.ndarray:
+                        chunk: int = 1024, constraints=None, locked=None, return_multipliers=False):
     """The classic formula (seed 002 Eq. 2.11) ``λ = (C M⁻¹ Cᵀ)⁻¹ (C M⁻¹ h − ξ)``, cross-check.
 
     Absolute coordinates: 6 per body (``[v_C; ω]``). For every joint, the constraint rows are
@@ -547,9 +547,16 @@ def classic_joint_loads(model: Model, tree: Tree, q, qd, tau, loads=(), joints=N
     :func:`joint_loads` for that qdd. All joints' constraints enter (no selection is possible in
     Eq. 2.11); ``joints`` only selects what is returned. Vectorized over frames in chunks.
 
+    Closed chains: ``constraints`` (a ConstraintSet with point or distance constraints) add
+    their rows to C (relative velocity of the two points, along the line for a distance), with
+    their own multipliers; ``locked`` coordinates (bool (nq,)) become constrained directions of
+    their joints. When a body is massless (M singular) the equivalent augmented system
+    ``[M Cᵀ; C 0][p̈; λ] = [h; ξ]`` is solved instead.
+
     Returns
     -------
-    Lambda : (T, n, 6), same convention as :attr:`JointLoads.Lambda`.
+    Lambda : (T, n, 6), same convention as :attr:`JointLoads.Lambda`
+    [, mu : (T, m) multipliers of ``constraints`` in the sign of :func:`forward_accelerations`]
     """
     q = np.atleast_2d(np.asarray(q, float))
     qd = np.atleast_2d(np.asarray(qd, float))
@@ -557,12 +564,14 @@ def classic_joint_loads(model: Model, tree: Tree, q, qd, tau, loads=(), joints=N
     T = q.shape[0]
     sel = _select(model, tree, joints)
     out = np.empty((T, len(sel), 6))
+    mc = 0 if constraints is None else constraints.size
+    mus = np.empty((T, mc))
     loads = list(loads or ())
     for s in range(0, T, chunk):
         sl = slice(s, min(T, s + chunk))
         ld = [_slice_load(x, sl) for x in loads]
-        out[sl] = _classic_chunk(model, tree, q[sl], qd[sl], tau[sl], ld, sel)
-    return out
+        out[sl], mus[sl] = _classic_chunk(model, tree, q[sl], qd[sl], tau[sl], ld, sel, constraints, locked)
+    return (out, mus) if return_multipliers else out
 
 
 def _slice_load(ld, sl):
@@ -578,7 +587,7 @@ def _regular_mass(tree):
     return bool(np.all(np.abs(np.linalg.det(tree.inertia)) > 1e-300))
 
 
-def _classic_chunk(model, tree, q, qd, tau, loads, sel):
+def _classic_chunk(model, tree, q, qd, tau, loads, sel, constraints=None, locked=None):
     T = q.shape[0]
     nb = tree.nb
     infos = _joint_infos(model, tree)
@@ -601,8 +610,11 @@ def _classic_chunk(model, tree, q, qd, tau, loads, sel):
         hM = hM + Me
     S_all, Z_all, Y_all = [], [], []
     rows = 0
+    lk = np.zeros(tree.nq, bool) if locked is None else np.asarray(locked, bool)
     for j, inf in enumerate(infos):
         S = _motion_subspace(tree, kin, inf, c[:, j], RM[:, j])
+        keep = [i for i, cc in enumerate(inf.coords) if not lk[cc]]
+        S = S[:, :, keep]
         k = S.shape[-1]
         if k:
             U, _, _ = np.linalg.svd(S, full_matrices=True)
@@ -617,7 +629,7 @@ def _classic_chunk(model, tree, q, qd, tau, loads, sel):
         rows += Z.shape[-1]
         # mobility forces as wrench pairs at c (ground axes)
         if k:
-            Wm = np.einsum("tik,tk->ti", Y, tau[:, inf.coords])
+            Wm = np.einsum("tik,tk->ti", Y, tau[:, [inf.coords[i] for i in keep]])
             f = np.einsum("tij,tj->ti", RM[:, j], Wm[:, :3])
             m = np.einsum("tij,tj->ti", RM[:, j], Wm[:, 3:])
             for b, sgn in ((inf.child_body, 1.0), (inf.parent_body, -1.0)):
@@ -626,7 +638,15 @@ def _classic_chunk(model, tree, q, qd, tau, loads, sel):
                 hF[:, b] += sgn * f
                 hM[:, b] += sgn * (m + np.cross(c[:, j] - Cg[:, b], f))
     h = np.concatenate([hF, hM], -1).reshape(T, 6 * nb)
-    C = np.zeros((T, rows, 6 * nb))
+    mc = 0
+    if constraints is not None and constraints.size:
+        mc = constraints.size
+        for it in constraints.items:
+            if it[0] not in ("point", "distance"):
+                raise UnsupportedFeature(f"{it[0]} constraint '{it[1]}' in the classic formula "
+                                         "(point and distance constraints only)")
+    C = np.zeros((T, rows + mc, 6 * nb))
+    xi_c = np.zeros((T, mc))
     r0 = 0
     for j, inf in enumerate(infos):
         Z = Z_all[j]
@@ -644,7 +664,31 @@ def _classic_chunk(model, tree, q, qd, tau, loads, sel):
             C[:, r0:r0 + nr, 6 * b + 3:6 * b + 6] += sgn * (np.swapaxes(G[:, 3:], 1, 2)
                                                             - np.swapaxes(G[:, :3], 1, 2) @ _skew(r))
         r0 += nr
+    if mc:
+        xi_c = _constraint_bias(constraints, tree, q, qd, kin)        # relative point accelerations at q̈ = 0
+        for it in constraints.items:
+            P = {}
+            for b, loc in ((it[2], it[3]), (it[4], it[5])):
+                if b >= 0:
+                    n = tree.body_node[b]
+                    P[b] = kin.o[:, n] + kin.R[:, n] @ loc
+            d = (P[it[2]] if it[2] >= 0 else it[3]) - (P[it[4]] if it[4] >= 0 else it[5])
+            U = np.broadcast_to(np.eye(3), (T, 3, 3)) if it[0] == "point" else \
+                (d / np.linalg.norm(d, axis=-1, keepdims=True))[:, None, :]
+            nr = U.shape[1]
+            for b, sgn in ((it[2], 1.0), (it[4], -1.0)):
+                if b < 0:
+                    continue
+                r = P[b] - Cg[:, b]
+                C[:, r0:r0 + nr, 6 * b:6 * b + 3] += sgn * U            # v_p = v_C − [r]× ω
+                C[:, r0:r0 + nr, 6 * b + 3:6 * b + 6] += -sgn * U @ _skew(r)
+            r0 += nr
+        rows += mc
     xi = np.einsum("tri,ti->tr", C, gam)
+    if mc:
+        # C_m p̈ = C_m γ − b: b = relative point acceleration at q̈ = 0 holds C_m γ plus the
+        # centripetal (and, for distances, the velocity) terms that p̈ does not carry
+        xi[:, rows - mc:] -= xi_c
     if _regular_mass(tree):
         Minv = np.zeros((T, nb, 6, 6))
         Minv[:, :, :3, :3] = np.eye(3) / tree.mass[None, :, None, None]
@@ -671,9 +715,10 @@ def _classic_chunk(model, tree, q, qd, tau, loads, sel):
         inf = infos[j]
         L = np.einsum("tik,tk->ti", Z_all[j], lam[:, offs[j]:offs[j + 1]])
         if Y_all[j].shape[-1]:
-            L = L - np.einsum("tik,tk->ti", Y_all[j], tau[:, inf.coords])
+            free = [cc for cc in inf.coords if not lk[cc]]
+            L = L - np.einsum("tik,tk->ti", Y_all[j], tau[:, free])
         out[:, k] = L
-    return out
+    return out, -lam[:, rows - mc:]
 
 
 # ----------------------------------------------------------------------------- OpenSim outputs
