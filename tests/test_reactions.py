@@ -18,7 +18,7 @@ from arthron.solvers.inverse_dynamics import (ExternalLoad, coordinates_from_tab
 from arthron.solvers.reactions import (classic_joint_loads, forward_accelerations, joint_loads,
                                        joint_reactions, joint_reactions_from_setup,
                                        open_constraint_map, reaction_columns)
-from conftest import (ARM26, ARM26_TUT, GAIT_PIPE, GAIT_REF_MODEL, REF, TSM, TSM_ID, needs_data,
+from conftest import (ARM26, GAIT_PIPE, GAIT_REF_MODEL, REF, TSM, TSM_ID, needs_data,
                       needs_opensim)
 
 PEND = REF / "task6_pendulum"
@@ -311,7 +311,6 @@ def _opensim_path_loads(model_path, tree, names_q, q, qd, forces):
     """Body loads of the muscles (force × unit segment directions at OpenSim's current path
     points, wrap tangent points included), from OpenSim's GeometryPath: arthron's own path
     geometry (arthron.models.paths) is another developer's module."""
-    import opensim as osim
     from oracle import load
     m, s = load(model_path)
     cs = m.getCoordinateSet()
@@ -326,7 +325,7 @@ def _opensim_path_loads(model_path, tree, names_q, q, qd, forces):
         m.realizePosition(s)
         for k in range(muscles.getSize()):
             mu = muscles.get(k)
-            path = osim.GeometryPath.safeDownCast(mu.getPath()) if hasattr(osim.GeometryPath, "safeDownCast") else mu.getGeometryPath()
+            path = mu.getGeometryPath()
             pts = path.getCurrentPath(s)
             P, B = [], []
             for i in range(pts.getSize()):
@@ -486,7 +485,6 @@ def test_tsm_closed_chain_forward_dynamics_equals_opensim():
     speeds (u ≠ q̇ for the scapulothoracic coordinates): OpenSim's coordinate speeds and
     accelerations are then not q̇, q̈ and would describe another state (the accelerations differ
     here for the same reason, by design; the reactions are physical and agree)."""
-    import opensim as osim  # noqa: F401
     from oracle import load, vec
     from arthron.models.constraints import assemble, compile_constraints
     from arthron.solvers.reactions import constraint_loads

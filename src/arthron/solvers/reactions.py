@@ -82,7 +82,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ArthronWarning, DataFileError, ModelFileError, SolverError, UnsupportedFeature
+from ..errors import ArthronWarning, DataFileError, SolverError, UnsupportedFeature
 from ..models.kinematics import Tree, compile_model, forward_kinematics, velocity_map
 from ..models.model import GROUND, Model, Transform
 from .inverse_dynamics import (_body_wrench_from_loads, coordinates_from_table,
@@ -212,7 +212,8 @@ class JointLoads:
         try:
             return self.names.index(name)
         except ValueError:
-            raise SolverError(f"no joint '{name}' among the computed ones ({', '.join(self.names)})") from None
+            raise SolverError(f"no joint '{name}' among the computed ones "
+                              f"({', '.join(self.names)})") from None
 
     def on_child_in_ground(self, k: int):
         """(force (T,3) N, moment about the joint centre (T,3) N·m) applied by joint k to its child."""
@@ -665,7 +666,7 @@ def _classic_chunk(model, tree, q, qd, tau, loads, sel, constraints=None, locked
                                                             - np.swapaxes(G[:, :3], 1, 2) @ _skew(r))
         r0 += nr
     if mc:
-        xi_c = _constraint_bias(constraints, tree, q, qd, kin)        # relative point accelerations at q̈ = 0
+        xi_c = _constraint_bias(constraints, tree, q, qd, kin)   # relative point accelerations, q̈ = 0
         for it in constraints.items:
             P = {}
             for b, loc in ((it[2], it[3]), (it[4], it[5])):
@@ -725,7 +726,8 @@ def _classic_chunk(model, tree, q, qd, tau, loads, sel, constraints=None, locked
 def _frame_keyword(model: Model, info: _JointInfo, frame: str):
     """(body index or -1 for ground, label name) of an ``express_in_frame`` entry."""
     if not isinstance(frame, str) or not frame.strip():
-        raise SolverError(f"express_in_frame must be 'ground', 'child', 'parent' or a body name, got {frame!r}")
+        raise SolverError(f"express_in_frame must be 'ground', 'child', 'parent' or a body name, "
+                          f"got {frame!r}")
     f = frame.strip()
     low = f.lower()
     if low == "child":
@@ -909,13 +911,13 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
     missing = [n for n in acts if n not in labels]
     if missing:
         raise DataFileError(f"forces file has no column for actuator(s) {', '.join(missing[:10])} of model "
-                            f"'{model.name}' (OpenSim would then ignore the whole file)", src, "column labels")
+                            f"'{model.name}' (OpenSim would then ignore the whole file)", src,
+                            "column labels")
     t_src = np.asarray(forces_table.time, float)
     data = np.asarray(forces_table.data, float)
     gen = np.zeros((T, tree.nq))
     loads = []
     path_forces = []
-    Rb = None
     for lab in labels:
         k = labels.index(lab)
         val = np.interp(times, t_src, data[:, k]) if t_src.size > 1 else np.full(T, data[0, k])
@@ -970,7 +972,8 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
                 continue
             # force at the body origin (point 0 in the body frame) plus the moment about it
             loads.append(ExternalLoad(body=tree.body_names[b], force=pl.force[:, b], point=np.zeros((T, 3)),
-                                      torque=pl.moment[:, b], force_frame="ground", point_frame=tree.body_names[b],
+                                      torque=pl.moment[:, b], force_frame="ground",
+                                      point_frame=tree.body_names[b],
                                       name=f"paths_on_{tree.body_names[b]}"))
         gen += pl.mobility          # moving path points: mobility forces on their coordinates
     return gen, loads
@@ -978,9 +981,11 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
 
 def _warn_unmodelled(model: Model, accelerations: str):
     if accelerations == "motion" and any(c.enabled for c in model.constraints):
-        warnings.warn(f"model '{model.name}' has constraints ({', '.join(c.type for c in model.constraints if c.enabled)}); "
+        kinds = ", ".join(c.type for c in model.constraints if c.enabled)
+        warnings.warn(f"model '{model.name}' has constraints ({kinds}); "
                       "with the motion's accelerations their forces are undetermined and not part of the "
-                      "joint reactions (use accelerations='forward' to include them)", ArthronWarning, stacklevel=3)
+                      "joint reactions (use accelerations='forward' to include them)", ArthronWarning,
+                      stacklevel=3)
     passive = [f for f in model.forces.values() if f.properties.get("appliesForce", True)
                and not (f.type in ACTUATOR_TYPES or f.is_muscle)]
     if passive:
@@ -1088,7 +1093,8 @@ def read_force_set_file(path) -> list:
     for el in ([] if objs is None else list(objs)):
         if not isinstance(el.tag, str):
             continue
-        props = {"appliesForce": _xml_bool(el, "appliesForce", True) and not _xml_bool(el, "isDisabled", False)}
+        on = _xml_bool(el, "appliesForce", True) and not _xml_bool(el, "isDisabled", False)
+        props = {"appliesForce": on}
         if el.find("coordinate") is not None:
             props["coordinate"] = _xml_text(el, "coordinate")
         if el.find("optimal_force") is not None:
@@ -1105,8 +1111,13 @@ def joint_reactions_from_setup(setup_path, placeholders=None, accelerations="for
     ``external_loads_file`` and the JointReaction's ``forces_file``, ``joint_names``,
     ``apply_on_bodies``, ``express_in_frame``, and the actuators of ``force_set_files``
     (appended, or replacing the model's forces when ``replace_force_set``); relative names are
-    resolved against the setup's folder (as AnalyzeTool does). ``accelerations="forward"`` reproduces OpenSim (see
-    :func:`joint_reactions`).
+    resolved against the setup's folder (as AnalyzeTool does). ``accelerations="forward"``
+    reproduces OpenSim (see :func:`joint_reactions`). ``placeholders``: literal text
+    substitutions before parsing (:func:`arthron.io.setup.parse_xml`).
+
+    Returns
+    -------
+    JointReactionResult, columns in the order and with the labels OpenSim writes.
 
     Raises
     ------
@@ -1157,7 +1168,8 @@ def joint_reactions_from_setup(setup_path, placeholders=None, accelerations="for
     else:
         bad = [n for n in names if n not in model.joints]
         if bad:
-            raise SolverError(f"JointReaction joint_names: model '{model.name}' has no joint(s) {', '.join(bad)}")
+            raise SolverError(f"JointReaction joint_names: model '{model.name}' has no joint(s) "
+                              f"{', '.join(bad)}")
     n = len(names)
     # OpenSim: lists of the wrong length fall back to child / ground (with a warning)
     if len(on) not in (1, n):
