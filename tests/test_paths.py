@@ -1,0 +1,238 @@
+"""Muscle and ligament paths against OpenSim 4.6: lengths, moment arms, path forces."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import ARM26, GAIT_PIPE, GAIT_REF_MODEL, GAIT2354, LENHART, REF, TSM, needs_data, \
+    needs_opensim
+
+from arthron.errors import ModelFileError
+from arthron.io.osim import read_osim
+from arthron.io.sto import read_sto
+from arthron.models import paths as P
+from arthron.models.kinematics import apply_velocity_map_transpose, compile_model, \
+    forward_kinematics
+
+LENHART_PLUGINS = ("Smith2018ArticularContactForce", "Smith2018ContactMesh")
+
+pytestmark = [needs_data]
+
+
+def _setup(path, names=None):
+    model = read_osim(path)
+    tree = compile_model(model)
+    ps = P.compile_paths(model, tree, forces=names)
+    return model, tree, ps
+
+
+def _random_q(model, tree, T, scale=0.5, seed=0):
+    rng = np.random.default_rng(seed)
+    names = tree.coordinate_names
+    lo = np.array([model.coordinates[c].range[0] for c in names])
+    hi = np.array([model.coordinates[c].range[1] for c in names])
+    Q = tree.default_q + scale * (rng.uniform(lo, hi, (T, len(names))) - tree.default_q)
+    Q[0] = tree.default_q
+    locked = np.array([model.coordinates[c].locked for c in names])
+    Q[:, locked] = tree.default_q[locked]   # OpenSim ignores setValue on locked coordinates
+    return Q
+
+
+def _opensim(path, names, Q, coords, ma_coords=None, remove=()):
+    """OpenSim lengths (T, n) and computeMomentArm (T, n, len(ma_coords))."""
+    import opensim as osim
+
+    import oracle
+    m, s = oracle.load(path, remove_types=remove)
+    cs = m.getCoordinateSet()
+    fs = m.getForceSet()
+    gps = []
+    for n in names:
+        f = fs.get(n)
+        for cls in (osim.PathActuator, osim.Ligament, osim.Blankevoort1991Ligament):
+            x = cls.safeDownCast(f)
+            if x is not None:
+                gps.append(x.getGeometryPath())
+                break
+    ma_coords = ma_coords or []
+    L = np.empty((len(Q), len(names)))
+    MA = np.empty((len(Q), len(names), len(ma_coords)))
+    for t, q in enumerate(Q):
+        for j, c in enumerate(coords):
+            if not cs.get(c).getLocked(s):
+                cs.get(c).setValue(s, float(q[j]), False)
+        m.realizePosition(s)
+        for i, gp in enumerate(gps):
+            L[t, i] = gp.getLength(s)
+            for j, c in enumerate(ma_coords):
+                MA[t, i, j] = gp.computeMomentArm(s, cs.get(c))
+    return L, MA
+
+
+# ------------------------------------------------------------------------------ Gait2354
+@needs_opensim
+def test_gait2354_all_muscles_random_poses():
+    model, tree, ps = _setup(GAIT2354)
+    assert len(ps.names) == 54
+    Q = _random_q(model, tree, 12)
+    L0, MA0 = _opensim(GAIT2354, ps.names, Q, tree.coordinate_names, tree.coordinate_names)
+    MA1, L1 = P.moment_arms(ps, tree, Q, return_lengths=True)
+    assert np.abs(L1 - L0).max() < 1e-6
+    assert np.abs(MA1 - MA0).max() < 1e-6
+
+
+@needs_opensim
+def test_gait2354_walking_trial_lengths_and_moment_arms():
+    """Whole IK trial (73 frames) of the OutputReference subject: conditional points on
+    hip/knee muscles switch on and off, MovingPathPoints follow the knee angle."""
+    model, tree, ps = _setup(GAIT_REF_MODEL)
+    mot = read_sto(GAIT_PIPE / "OutputReference" / "subject01_walk1_ik.mot")
+    q = P._coordinates_from_table(model, tree, mot)
+    cols = [tree.coordinate_index(c) for c in ("hip_flexion_r", "knee_angle_r", "ankle_angle_r")]
+    L0, MA0 = _opensim(GAIT_REF_MODEL, ps.names, q, tree.coordinate_names,
+                       [tree.coordinate_names[c] for c in cols])
+    MA1, L1 = P.moment_arms(ps, tree, q, return_lengths=True)
+    assert np.abs(L1 - L0).max() < 1e-6
+    assert np.abs(MA1[:, :, cols] - MA0).max() < 1e-6
+    # conditional points were both active and inactive in the trial
+    states = P.compute_paths(ps, tree, q)
+    i = ps.index("vas_int_r") if "vas_int_r" in ps.names else 0
+    assert states[i].length.shape == (len(q),)
+
+
+def test_gait2354_excursion_equals_analytic():
+    model, tree, ps = _setup(GAIT2354)
+    Q = _random_q(model, tree, 5, seed=3)
+    ma = P.moment_arms(ps, tree, Q, coupled=False)
+    ex = P.moment_arms_excursion(ps, tree, Q, h=1e-7)
+    # away from the switching points of conditional points the two agree
+    assert np.median(np.abs(ma - ex)) < 1e-9
+    assert np.quantile(np.abs(ma - ex), 0.99) < 1e-6
+
+
+def test_generalized_and_body_forces_consistent():
+    model, tree, ps = _setup(GAIT2354)
+    Q = _random_q(model, tree, 4, seed=5)
+    rng = np.random.default_rng(1)
+    ten = rng.uniform(0, 500, (len(Q), len(ps.names)))
+    tau = P.path_generalized_forces(ps, tree, Q, ten)
+    ma = P.moment_arms(ps, tree, Q, coupled=False)
+    assert np.allclose(tau, np.einsum("tfq,tf->tq", ma, ten))
+    loads = P.path_body_forces(ps, tree, Q, ten)
+    kin = forward_kinematics(tree, Q)
+    com = kin.body_com(tree)
+    o = kin.body_origin(tree)
+    M_com = loads.moment - np.cross(com - o, loads.force)
+    tau2 = apply_velocity_map_transpose(tree, kin, loads.force, M_com) + loads.mobility
+    assert np.allclose(tau, tau2, atol=1e-9)
+    # the pulls of a path sum to zero over the bodies it crosses (ground excepted)
+    assert np.abs(loads.force.sum(1)).max() < 1e-8 * ten.max()
+
+
+@needs_opensim
+def test_lengthening_speed_matches_opensim():
+    import opensim as osim
+
+    import oracle
+    model, tree, ps = _setup(GAIT2354)
+    Q = _random_q(model, tree, 3, seed=7)
+    rng = np.random.default_rng(2)
+    QD = rng.normal(0, 1, Q.shape)
+    ours = P.lengthening_speeds(ps, tree, Q, QD)
+    m, s = oracle.load(GAIT2354)
+    cs = m.getCoordinateSet()
+    for t in range(len(Q)):
+        for j, c in enumerate(tree.coordinate_names):
+            cs.get(c).setValue(s, float(Q[t, j]), False)
+            cs.get(c).setSpeedValue(s, float(QD[t, j]))
+        m.realizeVelocity(s)
+        ref = [osim.Muscle.safeDownCast(m.getForceSet().get(n)).getLengtheningSpeed(s)
+               for n in ps.names]
+        assert np.abs(np.array(ref) - ours[t]).max() < 1e-9
+
+
+# ------------------------------------------------------------------------------ arm26
+@needs_opensim
+def test_arm26_wrapped_paths_over_ik_trial():
+    """TRIlat/TRImed/BRA wrap a cylinder, BIClong a '-y' ellipsoid, TRIlong three objects."""
+    model, tree, ps = _setup(ARM26)
+    mot = read_sto(REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot")
+    q = P._coordinates_from_table(model, tree, mot)
+    rnd = _random_q(model, tree, 30, scale=1.0, seed=1)
+    q = np.vstack([q, rnd])
+    L0, MA0 = _opensim(ARM26, ps.names, q, tree.coordinate_names, tree.coordinate_names)
+    MA1, L1 = P.moment_arms(ps, tree, q, return_lengths=True)
+    single = [i for i, n in enumerate(ps.names) if n != "TRIlong"]
+    assert np.abs(L1[:, single] - L0[:, single]).max() < 1e-6
+    assert np.abs(MA1[:, single] - MA0[:, single]).max() < 1e-6
+    i = ps.index("TRIlong")
+    assert np.abs(L1[:, i] - L0[:, i]).max() < 1e-4
+    assert np.abs(MA1[:, i] - MA0[:, i]).max() < 1e-4
+    states = P.compute_paths(ps, tree, q)
+    active = [(st.wobj >= 0).any(1).sum() for st in states]
+    assert min(active[ps.index(n)] for n in ("TRIlat", "BIClong", "TRIlong")) > 10
+
+
+# ------------------------------------------------------------------------------ Thoracoscapular
+@needs_opensim
+def test_thoracoscapular_lengths_and_humeral_moment_arms():
+    model, tree, ps = _setup(TSM)
+    assert len(ps.names) == 33
+    Q = _random_q(model, tree, 12, scale=0.5, seed=0)
+    hum = ["plane_elv", "shoulder_elv", "axial_rot"]
+    L0, MA0 = _opensim(TSM, ps.names, Q, tree.coordinate_names, hum)
+    MA1, L1 = P.moment_arms(ps, tree, Q, return_lengths=True)
+    cols = [tree.coordinate_index(c) for c in hum]
+    err = np.abs(L1 - L0).max(0)
+    # paths over two wrap objects replay OpenSim's iteration (Infraspinatus_S: 1.6e-4 m)
+    loose = {n for n in ps.names if len(model.forces[n].path.wraps) > 1}
+    for i, n in enumerate(ps.names):
+        assert err[i] < (2e-4 if n in loose else 1e-6), (n, err[i])
+    em = np.abs(MA1[:, :, cols] - MA0).max((0, 2))
+    for i, n in enumerate(ps.names):
+        assert em[i] < (2e-3 if n in loose else 1e-6), (n, em[i])
+
+
+# ------------------------------------------------------------------------------ Lenhart2015
+@needs_opensim
+def test_lenhart_ligament_and_muscle_paths_knee_sweep():
+    model, tree, ps = _setup(LENHART)
+    Q = np.tile(tree.default_q, (10, 1))
+    Q[:, tree.coordinate_index("knee_flex_r")] = np.linspace(0, np.deg2rad(100), 10)
+    knee = ["knee_flex_r"]
+    L0, MA0 = _opensim(LENHART, ps.names, Q, tree.coordinate_names, knee, LENHART_PLUGINS)
+    MA1, L1 = P.moment_arms(ps, tree, Q, return_lengths=True)
+    assert np.abs(L1 - L0).max() < 1e-6
+    assert np.abs(MA1[:, :, [tree.coordinate_index("knee_flex_r")]] - MA0).max() < 1e-6
+
+
+# ------------------------------------------------------------------------------ errors
+def test_missing_wrap_object_names_the_muscle():
+    model = read_osim(ARM26)
+    model.forces["TRIlat"].path.wraps[0].wrap_object = "NoSuchCylinder"
+    with pytest.raises(ModelFileError, match="TRIlat.*NoSuchCylinder"):
+        P.compile_paths(model, compile_model(model))
+
+
+def test_missing_conditional_coordinate_names_the_muscle():
+    model = read_osim(GAIT2354)
+    name, pt = next((n, p) for n, f in model.forces.items() for p in f.path.points
+                    if p.kind == "ConditionalPathPoint")
+    pt.coordinate = "no_such_coordinate"
+    with pytest.raises(ModelFileError, match=f"{name}.*no_such_coordinate"):
+        P.compile_paths(model, compile_model(model))
+
+
+# ------------------------------------------------------------------------------ output
+def test_write_path_analysis(tmp_path):
+    model = read_osim(ARM26)
+    mot = read_sto(REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot")
+    files = P.write_path_analysis(model, mot, tmp_path, muscles=["BIClong", "TRIlat"])
+    names = sorted(f.name for f in files)
+    assert f"{model.name}_MuscleAnalysis_Length.sto" in names
+    assert f"{model.name}_MuscleAnalysis_MomentArm_r_elbow_flex.sto" in names
+    t = read_sto(tmp_path / f"{model.name}_MuscleAnalysis_Length.sto")
+    assert t.labels == ["BIClong", "TRIlat"]
+    assert t.data.shape == (len(mot.time), 2)
+    ma = read_sto(tmp_path / f"{model.name}_MuscleAnalysis_MomentArm_r_elbow_flex.sto")
+    assert ma.data[:, 0].max() > 0.01 and ma.data[:, 1].min() < -0.01
