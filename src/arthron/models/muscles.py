@@ -45,7 +45,9 @@ class MuscleParameters:
     """Per-muscle parameters, arrays of shape (n,).
 
     names, types; max_isometric_force (N); optimal_fiber_length (m); tendon_slack_length (m);
-    pennation_angle_at_optimal (rad); max_contraction_velocity (l_opt/s).
+    pennation_angle_at_optimal (rad); max_contraction_velocity (l_opt/s); ``thelen``: dict of
+    arrays ``KshapeActive``, ``KshapePassive``, ``FmaxMuscleStrain``, ``Af``, ``Flen`` (the
+    muscle's own values, OpenSim's defaults where absent).
     """
 
     names: list
@@ -55,6 +57,7 @@ class MuscleParameters:
     tendon_slack_length: np.ndarray
     pennation_angle_at_optimal: np.ndarray
     max_contraction_velocity: np.ndarray
+    thelen: dict | None = None
 
 
 def muscle_parameters(model, names=None) -> MuscleParameters:
@@ -80,7 +83,10 @@ def muscle_parameters(model, names=None) -> MuscleParameters:
         cols["pennation_angle_at_optimal"].append(p.get("pennation_angle_at_optimal", 0.0))
         cols["max_contraction_velocity"].append(p.get("max_contraction_velocity", 10.0))
         types.append(f.type)
-    return MuscleParameters(names, types, *(np.asarray(cols[k], float) for k in cols))
+    thelen = {k: np.array([_xml_float(model.forces[n], k, d) for n in names], float)
+              for k, d in THELEN_DEFAULTS.items()}
+    return MuscleParameters(names, types, *(np.asarray(cols[k], float) for k in cols),
+                            thelen=thelen)
 
 
 # ------------------------------------------------------------------------------ Thelen2003
@@ -144,8 +150,10 @@ def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
         raise UnsupportedFeature("Millard2012 force-length-velocity curves are not reproduced "
                                  f"(muscles {', '.join(bad[:5])}{' ...' if len(bad) > 5 else ''})")
     ln, vn, alpha = rigid_tendon_fiber_state(params, lengths, speeds)
-    return (thelen_active_force_length(ln), thelen_passive_force_length(ln),
-            thelen_force_velocity(vn), np.cos(alpha))
+    th = params.thelen or {k: np.full(len(params.names), v) for k, v in THELEN_DEFAULTS.items()}
+    return (thelen_active_force_length(ln, th["KshapeActive"]),
+            thelen_passive_force_length(ln, th["KshapePassive"], th["FmaxMuscleStrain"]),
+            thelen_force_velocity(vn, th["Af"], th["Flen"]), np.cos(alpha))
 
 
 # ------------------------------------------------------------------------------ ligaments
