@@ -433,8 +433,19 @@ def test_bad_input_errors(tmp_path):
         joint_reactions(model, mot, none)
     with pytest.raises(SolverError, match="no joint 'knee'"):
         joint_reactions(model, mot, joints=["knee"])
-    with pytest.raises(SolverError, match="express_in_frame 'world'"):
-        joint_reactions(model, mot, in_frame="world")
+    # frames OpenSim 4.6 refuses (measured): unknown names, 'Ground', an offset frame's bare name
+    for bad_frame in ("world", "Ground", "rod_offset"):
+        with pytest.raises(SolverError, match=f"express_in_frame '{bad_frame}'"):
+            joint_reactions(model, mot, in_frame=bad_frame)
+    # ... and accepts: '/ground', '/bodyset/rod', 'Child', an offset frame's path
+    r = joint_reactions(model, mot, joints=["pin"] * 4, in_frame=["/ground", "/bodyset/rod", "Child",
+                                                                 "/jointset/pin/rod_offset"])
+    assert [x[:-3] for x in r.labels[::9]] == ["pin_on_rod_in_ground", "pin_on_rod_in_rod", "pin_on_rod_in_rod",
+                                                "pin_on_rod_in_rod_offset"]
+    # the pin's frame on the rod: force as in the rod frame, mz = the held torque m g 0.5 sin 30°,
+    # p = 0 (OpenSim 4.6 gives the same layout for /jointset/pin/rod_offset on the off01 model)
+    np.testing.assert_allclose(r.data[:, 27:36], [[9.80665, 16.98561605, 0, 0, 0, 4.903325, 0, 0, 0]] * 11,
+                               atol=1e-6)
     with pytest.raises(SolverError, match="apply_on_bodies must be"):
         joint_reactions(model, mot, on="both")
     with pytest.raises(SolverError, match="accelerations"):

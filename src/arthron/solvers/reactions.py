@@ -724,23 +724,32 @@ def _classic_chunk(model, tree, q, qd, tau, loads, sel, constraints=None, locked
 
 # ----------------------------------------------------------------------------- OpenSim outputs
 def _frame_keyword(model: Model, info: _JointInfo, frame: str):
-    """(body index or -1 for ground, label name) of an ``express_in_frame`` entry."""
+    """(base body index or -1 for ground, transform in the base or None, label) of an
+    ``express_in_frame`` entry, accepted as OpenSim 4.6 accepts it (measured): ``ground`` or
+    ``/ground``; a body name or ``/bodyset/<body>``; the full path of an offset frame
+    (``/jointset/pin/rod_offset``; its bare name is refused by OpenSim and here); the keywords
+    ``child`` / ``parent`` in any case (the joint's child / parent body). ``Ground`` is refused."""
     if not isinstance(frame, str) or not frame.strip():
-        raise SolverError(f"express_in_frame must be 'ground', 'child', 'parent' or a body name, "
+        raise SolverError(f"express_in_frame must be 'ground', 'child', 'parent' or a frame name, "
                           f"got {frame!r}")
     f = frame.strip()
-    low = f.lower()
-    if low == "child":
-        return info.child_body, info.child_name
-    if low == "parent":
-        return info.parent_body, info.parent_name
     if f in ("ground", GROUND):
-        return -1, "ground"
+        return -1, None, "ground"
     name = f[len("/bodyset/"):] if f.startswith("/bodyset/") else f
     if name in model.bodies:
-        return list(model.bodies).index(name), name
-    raise SolverError(f"express_in_frame '{frame}' is not 'ground', 'child', 'parent' or a body of "
-                      f"model '{model.name}' (bodies: {', '.join(model.bodies)})")
+        return list(model.bodies).index(name), None, name
+    if f in model.frames:
+        base, X = model.frame_in_base(f)
+        b = -1 if base == GROUND else list(model.bodies).index(base[len("/bodyset/"):])
+        return b, X, model.frames[f].name
+    low = f.lower()
+    if low == "child":
+        return info.child_body, None, info.child_name
+    if low == "parent":
+        return info.parent_body, None, info.parent_name
+    raise SolverError(f"express_in_frame '{frame}' is not 'ground', 'child', 'parent', a body of model "
+                      f"'{model.name}' ({', '.join(model.bodies)}) or the path of one of its frames "
+                      "(OpenSim: \"must either be a Frame name or the keyword 'child' or 'parent'\")")
 
 
 def _on_keyword(on: str) -> bool:
@@ -767,7 +776,7 @@ def reaction_columns(model: Model, tree: Tree, loads: JointLoads, on="child", in
     Parameters
     ----------
     on : "child" | "parent", or one per joint (OpenSim's ``apply_on_bodies``)
-    in_frame : "ground" | "child" | "parent" | a body name, or one per joint
+    in_frame : "ground" | "child" | "parent" | a body or offset frame name, or one per joint
         (``express_in_frame``; the keywords name the joint's child/parent *body* frame, as
         OpenSim's labels ``_in_<body>`` show)
 
@@ -791,7 +800,7 @@ def reaction_columns(model: Model, tree: Tree, loads: JointLoads, on="child", in
     labels, cols = [], []
     for k, info in enumerate(loads.infos):
         child = _on_keyword(ons[k])
-        fb, fname = _frame_keyword(model, info, frames[k])
+        fb, X, fname = _frame_keyword(model, info, frames[k])
         f, m = loads.on_child_in_ground(k)
         if child:
             p = loads.centre[:, k]
@@ -802,9 +811,13 @@ def reaction_columns(model: Model, tree: Tree, loads: JointLoads, on="child", in
             f = -f
             p = pF
             body = info.parent_name
-        if fb >= 0:
-            R = Rb[:, fb]
-            f, m, p = _rot_apply_T(R, f), _rot_apply_T(R, m), _rot_apply_T(R, p - ob[:, fb])
+        if fb >= 0 or X is not None:
+            R = np.broadcast_to(np.eye(3), (T, 3, 3)) if fb < 0 else Rb[:, fb]
+            o = np.zeros((T, 3)) if fb < 0 else ob[:, fb]
+            if X is not None:
+                o = o + R @ X.p
+                R = R @ X.R
+            f, m, p = _rot_apply_T(R, f), _rot_apply_T(R, m), _rot_apply_T(R, p - o)
         root = f"{info.name}_on_{body}_in_{fname}"
         labels += [f"{root}_{s}" for s in ("fx", "fy", "fz", "mx", "my", "mz", "px", "py", "pz")]
         cols += [f, m, p]
