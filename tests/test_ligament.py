@@ -188,3 +188,20 @@ def test_force_error_definition():
 
 def test_rot_z():
     assert np.allclose(rot_z(np.pi / 2)[0] @ [1, 0, 0], [0, 1, 0])
+
+
+def test_run_demo_writes_results(tmp_path):
+    from arthron.io.sto import read_sto
+    from arthron.solvers.ligament import run_demo
+    s = run_demo(tmp_path, n_triangles=(30, 45, 120, 360), verbose=False)
+    assert s["l0=27mm"]["TPSM-3"]["eF_at"][30] < 4.0
+    assert s["l0=27mm"]["TPSM-1"]["eF_at"][45] < 10.0
+    assert s["l0=27mm"]["MBM"]["eF_at"][30] > 10.0
+    csv = (tmp_path / "tpsm_errors.csv").read_text().splitlines()
+    assert csv[0].startswith("l0_mm,method,n_triangles") and len(csv) == 1 + 2 * 5 * 4
+    tab = read_sto(tmp_path / "acl_wrench_flexion.sto")
+    assert tab.n_rows == 121 and tab.labels[0] == "ACL_on_tibia_in_tibia_fx"
+    lig = synthetic_acl()
+    R, t = synthetic_flexion([0.0, 60.0])
+    w = lig.fibres(360, 3).wrench(R, t)
+    assert np.allclose(tab.column("ACL_on_tibia_in_tibia_fy")[[0, 60]], w.force[:, 1], rtol=1e-12)

@@ -167,3 +167,39 @@ def test_export_rejects_negative_weights_and_unsupported_laws():
         blankevoort_xml(lig.with_(law=Law("linear")).fibres(20, 3))
     xml = blankevoort_xml(lig.fibres(20, 3))
     assert xml.count("<Blankevoort1991Ligament") == 60
+
+
+def lenhart_poses(coords_list):
+    """Femur_distal_r in tibia_proximal_r for a list of {coordinate: value} (OpenSim kinematics)."""
+    import tempfile
+    from pathlib import Path
+    with tempfile.TemporaryDirectory() as d:
+        osim, m, s = _opensim_state(_clean_lenhart(Path(d)), {})
+        cs = m.getCoordinateSet()
+        tib, fem = m.getBodySet().get("tibia_proximal_r"), m.getBodySet().get("femur_distal_r")
+        Rs, ts = [], []
+        for coords in coords_list:
+            for nm in ("knee_flex_r", "knee_add_r", "knee_rot_r", "knee_tx_r", "knee_ty_r", "knee_tz_r"):
+                cs.get(nm).setValue(s, coords.get(nm, 0.0), False)
+            m.realizePosition(s)
+            Rt, pt = _transform(tib, s)
+            Rf, pf = _transform(fem, s)
+            Rs.append(Rt.T @ Rf)
+            ts.append(Rt.T @ (pf - pt))
+    return np.array(Rs), np.array(ts)
+
+
+@needs_data
+@needs_opensim
+def test_flexion_sweep_with_anterior_drawer_is_smooth(acl):
+    lig, (P, Q, l0, k) = acl
+    ang = np.deg2rad(np.linspace(0, 90, 91))
+    R, t = lenhart_poses([{"knee_flex_r": a, "knee_tx_r": 0.005} for a in ang])
+    w = lig.fibres(120, 3).wrench(R, t)
+    F = w.force_magnitude
+    assert F[0] > 10.0 and np.all(np.isfinite(F))
+    assert np.abs(np.diff(F, 2)).max() < 0.05 * F.max()  # no jumps at 1° steps
+    assert np.abs(np.diff(w.moment_magnitude, 2)).max() < 0.05 * w.moment_magnitude.max()
+    # finer mesh agrees along the sweep (convergence over the motion, not only at one pose)
+    w2 = lig.fibres(720, 3).wrench(R, t)
+    assert np.abs(w2.force_magnitude - F).max() < 0.01 * F.max()
