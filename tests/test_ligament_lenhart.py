@@ -203,3 +203,28 @@ def test_flexion_sweep_with_anterior_drawer_is_smooth(acl):
     # finer mesh agrees along the sweep (convergence over the motion, not only at one pose)
     w2 = lig.fibres(720, 3).wrench(R, t)
     assert np.abs(w2.force_magnitude - F).max() < 0.01 * F.max()
+
+
+@needs_data
+def test_strands_from_arthron_model_match_the_file():
+    import warnings
+    from arthron.errors import ModelFileError
+    from arthron.solvers.ligament import strands_from_model
+    try:
+        from arthron.io.osim import read_osim
+    except ImportError:
+        pytest.skip("arthron.io.osim not available")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = read_osim(LENHART)
+    st = strands_from_model(model, "ACL")
+    names, P, Q, l0, k = lenhart_strands()
+    assert st.names == names and st.tibia_frame == TIB and st.femur_frame == FEM
+    assert np.array_equal(st.P, P) and np.array_equal(st.Q, Q)
+    assert np.array_equal(st.slack_length, l0) and np.array_equal(st.stiffness, k)
+    assert np.all(st.transition_strain == 0.06)
+    w = st.fibres().wrench(np.eye(3), np.zeros(3))
+    assert np.isclose(st.fibres().tensions(np.eye(3), np.zeros(3)).sum(), 6.8332, rtol=1e-3)
+    assert w.force_magnitude > 0
+    with pytest.raises(ModelFileError, match="no Blankevoort1991Ligament named XYZ"):
+        strands_from_model(model, "XYZ")

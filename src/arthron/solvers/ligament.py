@@ -34,15 +34,15 @@ from typing import Callable
 import numpy as np
 
 from ..errors import SolverError
-from ..geometry.insertion import PlanarInsertion, fit_plane, hull_contour, resample_contour
-from ..geometry.quadrature import TriangleRule, collapsed_gauss, map_to_triangles, triangle_rule
+from ..geometry.insertion import PlanarInsertion, fit_plane, resample_contour
+from ..geometry.quadrature import TriangleRule, map_to_triangles, triangle_rule
 from ..geometry.tps import ThinPlateSpline, fit_tps
 from ..geometry.triangulation import Triangulation, triangulate_polygon
 
 __all__ = [
     "Law", "Fibres", "Wrench", "TPSMLigament", "as_poses", "synthetic_acl", "synthetic_flexion",
     "reference_wrench", "force_error", "convergence_study", "tpsm_from_strands", "strand_fibres",
-    "blankevoort_xml", "run_demo", "rot_z",
+    "blankevoort_xml", "run_demo", "rot_z", "Strands", "strands_from_model", "wrench_table",
 ]
 
 
@@ -621,9 +621,9 @@ def synthetic_acl(l0: float = 0.027, c: float = 100e6, law: Law = QUADRATIC, *,
     seed 000 step by step: best-fit planes and frames, TPS registration φ_t, φ_f of the reference
     contours (λ = 0), mapped centroids, insertion-to-insertion map φ from the centroids (λ = 0)
     plus ``n_contour_landmarks`` contour landmarks (λ = ``contour_lambda``: the paper's 0.1 mm²),
-    TPS height fields Γ (λ = 0). At full extension (the default pose) fibres are 22-36 mm long,
-    the central one ≈ 28 mm, so l0 = 27 mm leaves the ligament partially slack and l0 = 10 mm
-    fully taut (the paper's two cases). c: stiffness per unit area (Pa, paper: 100 MPa).
+    TPS height fields Γ (λ = 0). At full extension (the default pose) fibres are 17-41 mm long
+    (median 28 mm; anteromedial fibres longer), so l0 = 27 mm leaves the ligament partially
+    slack (54 % of the insertion taut) and l0 = 10 mm fully taut (the paper's two cases). c: stiffness per unit area (Pa, paper: 100 MPa).
     """
     # --- subject tibial insertion (tibia frame) ------------------------------------------------
     ct = np.array([9.0, 1.0, -2.5]) * _MM
@@ -880,3 +880,78 @@ def run_demo(out_dir, n_triangles=DEMO_TRIANGLES, verbose: bool = True) -> dict:
                       f"  {e.get(360, float('nan')):7.3f}% @360   <10% from {summary[key][m]['below_10pct_from']} triangles")
         print("wrote", ", ".join(summary["files"]))
     return summary
+
+
+@dataclass(frozen=True)
+class Strands:
+    """Strands of a multi-bundle ligament read from a model: names, tibial points P (n, 3) in
+    ``tibia_frame``, femoral points Q (n, 3) in ``femur_frame`` (m), slack lengths (m), linear
+    stiffness (N) and transition strain per strand."""
+
+    names: list
+    P: np.ndarray
+    Q: np.ndarray
+    slack_length: np.ndarray
+    stiffness: np.ndarray
+    transition_strain: np.ndarray
+    tibia_frame: str
+    femur_frame: str
+
+    def fibres(self) -> Fibres:
+        """The model's own MBM (one Blankevoort fibre per strand)."""
+        if not np.all(self.transition_strain == self.transition_strain[0]):
+            raise SolverError("strands with different transition strains: build Fibres per group")
+        return strand_fibres(self.P, self.Q, self.slack_length, self.stiffness, float(self.transition_strain[0]))
+
+    def tpsm(self, **kw) -> TPSMLigament:
+        """``tpsm_from_strands`` on these strands (keyword arguments passed on)."""
+        kw.setdefault("transition_strain", float(np.mean(self.transition_strain)))
+        return tpsm_from_strands(self.P, self.Q, self.slack_length, self.stiffness, **kw)
+
+
+def strands_from_model(model, ligament: str, *, tibia_frame: str | None = None,
+                       femur_frame: str | None = None) -> Strands:
+    """Collect the Blankevoort1991Ligament strands whose names start with ``ligament`` (e.g.
+    "ACL" → ACLam1..6, ACLpl1..6) from an ``arthron.io.read_osim`` model.
+
+    Each strand must have exactly two fixed PathPoints on two frames shared by all strands; the
+    tibial frame is ``tibia_frame`` or the one whose path contains "tib". Raises ModelFileError
+    naming the offending element (no such strands, moving/conditional points, other frames).
+    """
+    from ..errors import ModelFileError
+    src = getattr(model, "source", None) or getattr(model, "path", None)
+    forces = model.forces.values() if isinstance(model.forces, dict) else model.forces
+    sel = [f for f in forces if f.name.startswith(ligament) and f.type in ("Blankevoort1991Ligament",)]
+    if not sel:
+        raise ModelFileError(f"no Blankevoort1991Ligament named {ligament}* in the ForceSet", src)
+    names, pts, l0, k, et = [], [], [], [], []
+    for f in sel:
+        where = f"<{f.type} name='{f.name}'>"
+        pp = [] if f.path is None else f.path.points
+        if len(pp) != 2 or any(getattr(p, "kind", "PathPoint") != "PathPoint" for p in pp):
+            raise ModelFileError("a TPSM strand needs exactly two fixed PathPoints", src, where)
+        names.append(f.name)
+        pts.append({p.parent_frame: np.asarray(p.location, float) for p in pp})
+        if len(pts[-1]) != 2:
+            raise ModelFileError("both path points are on the same frame", src, where)
+        try:
+            l0.append(float(f.properties["slack_length"]))
+            k.append(float(f.properties["linear_stiffness"]))
+        except KeyError as exc:
+            raise ModelFileError(f"missing property {exc}", src, where) from None
+        et.append(float(f.properties.get("transition_strain", 0.06)))
+    frames = set(pts[0])
+    for n, p in zip(names, pts):
+        if set(p) != frames:
+            raise ModelFileError(f"strand is on frames {sorted(p)}, others on {sorted(frames)}", src,
+                                 f"<Blankevoort1991Ligament name='{n}'>")
+    if tibia_frame is None:
+        tib = [fr for fr in frames if "tib" in fr.lower()]
+        if len(tib) != 1:
+            raise ModelFileError(f"cannot tell the tibial frame among {sorted(frames)}; pass tibia_frame", src)
+        tibia_frame = tib[0]
+    if tibia_frame not in frames:
+        raise ModelFileError(f"strands are not attached to {tibia_frame}", src)
+    femur_frame = femur_frame or next(fr for fr in frames if fr != tibia_frame)
+    return Strands(names, np.array([p[tibia_frame] for p in pts]), np.array([p[femur_frame] for p in pts]),
+                   np.array(l0), np.array(k), np.array(et), tibia_frame, femur_frame)
