@@ -121,8 +121,8 @@ def _intersect_lines(p1, p2, p3, p4):
     cr = np.cross(v1, v2)
     den = _dot(cr, cr)
     w = p3 - p1
-    t = np.linalg.det(np.stack([w, v1, cr], 1)) / den
-    s = np.linalg.det(np.stack([w, v2, cr], 1)) / den
+    t = _dot(w, np.cross(v1, cr)) / den      # det[w; v1; cr]
+    s = _dot(w, np.cross(v2, cr)) / den
     return p1 + s[:, None] * v1, s / m1, p3 + t[:, None] * v2, t / m2
 
 
@@ -304,39 +304,44 @@ def _spiral_point(r1, r2, R, long_wrap, t):
 
 def _adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter=100, thresh=np.deg2rad(0.1)):
     """OpenSim's axial sliding of the tangent points until the straight lines meet the helix
-    tangentially (within ``thresh``); each pass moves a point 1.5 times towards the
-    intersection of the lines."""
-    dn = np.array([0.0, 0.0, 1.0])
+    tangentially (within ``thresh``): the helix point after the first ~2 mm is compared with
+    the incoming line and, when the angles to the axis differ, the tangent point moves 1.5
+    times towards the intersection of the two lines; repeated (at most ``max_iter`` times) on
+    the frames that moved. Only helices of two or more 2-mm segments are corrected."""
     r1 = r1.copy()
     r2 = r2.copy()
+    idx = np.arange(len(r1))
     for _ in range(max_iter):
-        L = _spiral_length(r1, r2, R, long_wrap)
+        if len(idx) == 0:
+            break
+        a1, a2, lw = r1[idx], r2[idx], long_wrap[idx]
+        q1, q2 = p1[idx], p2[idx]
+        L = _spiral_length(a1, a2, R, lw)
         nseg = np.maximum((L / 0.002).astype(int), 1)
         t = 1.0 / nseg
         ok_seg = nseg >= 2        # OpenSim checks tangency at the second of >= 2 points
-        w1 = _spiral_point(r1, r2, R, long_wrap, t)
-        w2 = _spiral_point(r1, r2, R, long_wrap, 1.0 - t)
-        moved = np.zeros(len(r1), bool)
-        for r, p, w in ((r1, p1, w1), (r2, p2, w2)):
-            pr = _unit(r - p)[0]
-            rw = _unit(w - r)[0]
+        w1 = _spiral_point(a1, a2, R, lw, t)
+        w2 = _spiral_point(a1, a2, R, lw, 1.0 - t)
+        moved = np.zeros(len(idx), bool)
+        for r, rr, p, w in ((r1, a1, q1, w1), (r2, a2, q2, w2)):
+            pr = _unit(rr - p)[0]
+            rw = _unit(w - rr)[0]
             a = np.arccos(np.clip(pr[:, 2], -1, 1))
             o = np.arccos(np.clip(rw[:, 2], -1, 1))
             need = (np.abs(a - o) > thresh) & ok_seg
             if not need.any():
                 continue
-            pa = r.copy()
+            pa = rr.copy()
             pa[:, 2] = p[:, 2]
-            wa = r.copy()
+            wa = rr.copy()
             wa[:, 2] = w[:, 2]
             with np.errstate(invalid="ignore", divide="ignore"):
                 _, _, inter, _ = _intersect_lines(p, w, pa, wa)
-            new = r + 1.5 * (inter - r)
+            new = rr + 1.5 * (inter - rr)
             ok = need & np.all(np.isfinite(new), -1)
-            r[ok] = new[ok]
+            r[idx[ok]] = new[ok]
             moved |= ok
-        if not moved.any():
-            break
+        idx = idx[moved]
     return r1, r2
 
 
@@ -432,18 +437,20 @@ def _closest_ellipsoid(a, dims, p, axis=-1):
         a2u2, b2v2, c2w2 = a2 * u * u, b2 * v * v, c2 * w * w
         inside = (u / a[0]) ** 2 + (v / a[1]) ** 2 + (w / a[2]) ** 2 < 1.0
         t = np.where(inside, 0.0, a.max() * np.sqrt(u * u + v * v + w * w))
-        act = np.ones(t.shape, bool)
-        for _ in range(64):
-            P, Q, R = t + a2, t + b2, t + c2
+        ix = np.arange(len(t))
+        for _ in range(64):     # Newton steps on the frames not yet converged
+            tt, A, B, Cc = t[ix], a2u2[ix], b2v2[ix], c2w2[ix]
+            P, Q, R = tt + a2, tt + b2, tt + c2
             P2, Q2, R2 = P * P, Q * Q, R * R
-            f = P2 * Q2 * R2 - a2u2 * Q2 * R2 - b2v2 * P2 * R2 - c2w2 * P2 * Q2
-            act &= ~(np.abs(f) < 1e-9)
-            if not act.any():
+            f = P2 * Q2 * R2 - A * Q2 * R2 - B * P2 * R2 - Cc * P2 * Q2
+            go = ~(np.abs(f) < 1e-9)
+            if not go.any():
                 break
+            ix, f, P, Q, R, A, B, Cc = ix[go], f[go], P[go], Q[go], R[go], A[go], B[go], Cc[go]
             PQ, PR, QR = P * Q, P * R, Q * R
-            fp = 2.0 * (P * Q * R * (QR + PR + PQ) - a2u2 * QR * (Q + R) - b2v2 * PR * (P + R)
-                        - c2w2 * PQ * (P + Q))
-            t = np.where(act, t - f / np.where(act, fp, 1.0), t)
+            fp = 2.0 * (P * Q * R * (QR + PR + PQ) - A * QR * (Q + R) - B * PR * (P + R)
+                        - Cc * PQ * (P + Q))
+            t[ix] = t[ix] - f / fp
         out[g] = np.stack([a2 * u / (t + a2), b2 * v / (t + b2), c2 * w / (t + c2)], 1)
     return out
 
