@@ -395,7 +395,9 @@ def test_muscles_without_path_geometry_are_refused(monkeypatch):
     """If arthron.models.paths is unavailable, a forces file of muscles fails clearly."""
     import sys
     from arthron.errors import UnsupportedFeature
+    import arthron.models
     monkeypatch.setitem(sys.modules, "arthron.models.paths", None)   # import raises ImportError
+    monkeypatch.delattr(arthron.models, "paths", raising=False)
     with pytest.raises(UnsupportedFeature, match="arthron.models.paths"):
         joint_reactions(read_osim(ARM26), read_sto(ARM_IK), read_sto(ARM_SO), lowpass_hz=6)
 
