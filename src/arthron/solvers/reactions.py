@@ -284,6 +284,25 @@ def _frames_of(tree, kin, infos, sel):
     return c, RM, pF
 
 
+def _inertial_wrenches(tree, kin, Ui, loads):
+    """``M a − h`` of the bodies Ui: force (T, n, 3) and moment about the mass centre (T, n, 3),
+    ground frame (gravity, gyroscopic term and ``loads`` in h)."""
+    nodes = tree.body_node[Ui]
+    R = kin.R[:, nodes]
+    w = kin.w[:, nodes]
+    al = kin.al[:, nodes]
+    rc = np.einsum("tbij,bj->tbi", R, tree.com[Ui])
+    aC = kin.a[:, nodes] + np.cross(al, rc) + np.cross(w, np.cross(w, rc))
+    IG = R @ tree.inertia[Ui][None] @ np.swapaxes(R, -1, -2)
+    F = tree.mass[Ui][None, :, None] * (aC - tree.gravity)
+    Mc = np.einsum("tbij,tbj->tbi", IG, al) + np.cross(w, np.einsum("tbij,tbj->tbi", IG, w))
+    if loads:
+        Fe, Me = _body_wrench_from_loads(tree, kin, loads)
+        F = F - Fe[:, Ui]
+        Mc = Mc - Me[:, Ui]
+    return F, Mc
+
+
 def joint_loads(model: Model, tree: Tree, q, qd, qdd, loads=(), joints=None, kin=None) -> JointLoads:
     """Seed 002 Eq. 2.10, ``Λ_j = E_jᵀ(h − M(D q̈ + γ))``, for the chosen joints, all frames at once.
 
@@ -314,21 +333,8 @@ def joint_loads(model: Model, tree: Tree, q, qd, qdd, loads=(), joints=None, kin
         kin = forward_kinematics(tree, q, qd, qdd)
     U = _subtree_union(tree, sel)
     Ui = np.asarray(U, int)
-    nodes = tree.body_node[Ui]
-    R = kin.R[:, nodes]
-    w = kin.w[:, nodes]
-    al = kin.al[:, nodes]
-    rc = np.einsum("tbij,bj->tbi", R, tree.com[Ui])
-    Cg = kin.o[:, nodes] + rc
-    aC = kin.a[:, nodes] + np.cross(al, rc) + np.cross(w, np.cross(w, rc))
-    IG = R @ tree.inertia[Ui][None] @ np.swapaxes(R, -1, -2)
-    F = tree.mass[Ui][None, :, None] * (aC - tree.gravity)              # M a − h (force part)
-    Mc = np.einsum("tbij,tbj->tbi", IG, al) + np.cross(w, np.einsum("tbij,tbj->tbi", IG, w))
-    loads = list(loads or ())
-    if loads:
-        Fe, Me = _body_wrench_from_loads(tree, kin, loads)
-        F = F - Fe[:, Ui]
-        Mc = Mc - Me[:, Ui]
+    F, Mc = _inertial_wrenches(tree, kin, Ui, list(loads or ()))       # M a − h, bodies of U
+    Cg = kin.o[:, tree.body_node[Ui]] + np.einsum("tbij,bj->tbi", kin.R[:, tree.body_node[Ui]], tree.com[Ui])
     M0 = Mc + np.cross(Cg, F)                                           # about the ground origin
     pos = {b: i for i, b in enumerate(U)}
     bp = _body_parent(tree)
@@ -504,7 +510,9 @@ def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=
     kin0 = forward_kinematics(tree, q, qd, np.zeros_like(q))
     D = velocity_map(tree, q, kin0)
     Mb = _mass_matrix(tree, kin0, D)
-    bias = inverse_dynamics(tree, q, qd, np.zeros_like(q), list(loads or ()))   # Dᵀ(Mγ − h)
+    F, Mc = _inertial_wrenches(tree, kin0, np.arange(tree.nb), list(loads or ()))   # Mγ − h
+    bias = (np.einsum("tbiq,tbi->tq", D[:, :, :3], F)
+            + np.einsum("tbiq,tbi->tq", D[:, :, 3:], Mc))                             # Dᵀ(Mγ − h)
     rhs = -bias if generalized is None else np.asarray(generalized, float) - bias
     free = np.ones(nq, bool) if locked is None else ~np.asarray(locked, bool)
     fi = np.flatnonzero(free)
