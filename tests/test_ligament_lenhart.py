@@ -228,3 +228,32 @@ def test_strands_from_arthron_model_match_the_file():
     assert w.force_magnitude > 0
     with pytest.raises(ModelFileError, match="no Blankevoort1991Ligament named XYZ"):
         strands_from_model(model, "XYZ")
+
+
+@needs_data
+@needs_opensim
+def test_run_model_over_a_motion_matches_opensim_poses(tmp_path):
+    import warnings
+    from arthron.errors import ArthronWarning
+    from arthron.io.sto import Table, read_sto, write_sto
+    from arthron.solvers.ligament import run_model
+    ang = np.linspace(0, 60, 13)
+    # knee_flex_r is a "coupled" coordinate in Lenhart2015's CustomJoint: OpenSim (and arthron)
+    # convert only rotational coordinates from degrees, so the motion is written in radians
+    mot = Table("knee", ang / 10, ["knee_flex_r", "knee_tx_r"],
+                np.column_stack([np.deg2rad(ang), np.full(13, 0.005)]), in_degrees=False)
+    write_sto(tmp_path / "knee.mot", mot)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table, info = run_model(LENHART, "ACL", mesh=TIBIA_STL, motion=tmp_path / "knee.mot",
+                                out=tmp_path / "acl.sto", n_triangles=120)
+    R, t = lenhart_poses([{"knee_flex_r": np.deg2rad(a), "knee_tx_r": 0.005} for a in ang])
+    Ra, ta = info["poses"]
+    assert np.allclose(Ra, R, atol=1e-12) and np.allclose(ta, t, atol=1e-12)
+    back = read_sto(tmp_path / "acl.sto")
+    assert back.labels[0] == "ACL_tpsm_on_tibia_proximal_r_in_tibia_proximal_r_fx"
+    w = info["fibres"].wrench(R, t)
+    assert np.allclose(back.data[:, :3], w.force, rtol=1e-12, atol=1e-9)
+    assert back.data[0, :3].any() and "ACL_mbm_on_tibia_proximal_r_in_tibia_proximal_r_fx" in back.labels
+    with pytest.warns(ArthronWarning, match="keep their default values"):
+        run_model(LENHART, "ACL", motion=tmp_path / "knee.mot", n_triangles=30)

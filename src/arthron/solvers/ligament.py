@@ -40,7 +40,7 @@ from ..geometry.tps import ThinPlateSpline, fit_tps
 from ..geometry.triangulation import Triangulation, triangulate_polygon
 
 __all__ = [
-    "Law", "Fibres", "Wrench", "TPSMLigament", "as_poses", "synthetic_acl", "synthetic_flexion",
+    "run_model", "ligament_poses", "Law", "Fibres", "Wrench", "TPSMLigament", "as_poses", "synthetic_acl", "synthetic_flexion",
     "reference_wrench", "force_error", "convergence_study", "tpsm_from_strands", "strand_fibres",
     "blankevoort_xml", "run_demo", "rot_z", "Strands", "strands_from_model", "wrench_table",
 ]
@@ -955,3 +955,113 @@ def strands_from_model(model, ligament: str, *, tibia_frame: str | None = None,
     femur_frame = femur_frame or next(fr for fr in frames if fr != tibia_frame)
     return Strands(names, np.array([p[tibia_frame] for p in pts]), np.array([p[femur_frame] for p in pts]),
                    np.array(l0), np.array(k), np.array(et), tibia_frame, femur_frame)
+
+
+# ----------------------------------------------------------------------------------------------
+# real models: `arthron ligament MODEL.osim --ligament ACL --mesh TIBIA.stl --motion M.mot -o OUT.sto`
+# ----------------------------------------------------------------------------------------------
+def _body_name(frame: str) -> str:
+    return frame[len("/bodyset/"):] if frame.startswith("/bodyset/") else frame.strip("/")
+
+
+def ligament_poses(model, tree, q, tibia_frame: str, femur_frame: str):
+    """Poses (R (T,3,3), t (T,3)) of ``femur_frame`` in ``tibia_frame`` for coordinates q (T, nq)
+    (model order, SI), from arthron's forward kinematics. Frames must be bodies."""
+    from ..errors import UnsupportedFeature
+    from ..models.kinematics import forward_kinematics
+    for fr in (tibia_frame, femur_frame):
+        if not fr.startswith("/bodyset/") and "/" in fr.strip("/"):
+            raise UnsupportedFeature(f"ligament attached to {fr}: only body frames are supported")
+    kin = forward_kinematics(tree, np.atleast_2d(q))
+    bt, bf = tree.body_index(_body_name(tibia_frame)), tree.body_index(_body_name(femur_frame))
+    R, o = kin.body_R(tree), kin.body_origin(tree)
+    Rt, Rf = R[:, bt], R[:, bf]
+    return Rt.transpose(0, 2, 1) @ Rf, np.einsum("tji,tj->ti", Rt, o[:, bf] - o[:, bt])
+
+
+def _coordinates(model, tree, table):
+    """Motion columns → q (T, nq); coordinates absent from the motion keep their default value."""
+    import warnings
+    from ..errors import ArthronWarning
+    lab = {}
+    for k, l in enumerate(table.labels):
+        name = l.strip("/").split("/")[-2] if l.startswith("/") and l.endswith("/value") else l
+        lab.setdefault(name, k)
+    q = np.tile(np.asarray(tree.default_q, float), (len(table.time), 1))
+    missing = []
+    for i, name in enumerate(tree.coordinate_names):
+        c = model.coordinates[name]
+        k = lab.get(name)
+        if k is None or c.locked:
+            if k is None:
+                missing.append(name)
+            continue
+        col = np.asarray(table.data[:, k], float)
+        if table.in_degrees and c.motion_type == "rotational":
+            col = np.deg2rad(col)
+        q[:, i] = col
+    if missing and len(missing) < len(tree.coordinate_names):
+        warnings.warn(f"{getattr(table, 'source', 'motion')}: {len(missing)} coordinates not in the motion keep "
+                      f"their default values ({', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''})",
+                      ArthronWarning, stacklevel=3)
+    return q
+
+
+def run_model(model_path, ligament: str, *, mesh=None, motion=None, out=None, n_triangles: int = 360,
+              rule: int = 3, tibia_frame: str | None = None, include_mbm: bool = True):
+    """The TPSM of a model's multi-strand ligament over a motion (``arthron ligament MODEL.osim``).
+
+    Parameters
+    ----------
+    model_path : .osim file (read with ``arthron.io.read_osim``)
+    ligament : strand name prefix, e.g. "ACL" (Blankevoort1991Ligament strands, see
+        ``strands_from_model``)
+    mesh : tibia bone mesh file (STL/VTP/OBJ, in the tibial body frame) or None (Γ_t through the
+        strand points)
+    motion : .mot/.sto with coordinate columns (missing coordinates keep defaults, with a
+        warning; with ``inDegrees=yes`` only rotational coordinates are converted, as OpenSim
+        does — "coupled" ones such as Lenhart2015's knee_flex_r stay as written); None → the
+        default pose only
+    out : .sto to write (optional)
+    n_triangles, rule : TPSM discretization (default TPSM-3 on 360 triangles)
+
+    Returns
+    -------
+    (table, info): an ``arthron.io.sto.Table`` with the wrench on the tibial body in its frame
+    (``<lig>_tpsm_on_<body>_in_<body>_fx .. _mz``, and the same for the model's strands, ``_mbm_``,
+    if ``include_mbm``), and a dict with the ligament, fibres and strands objects.
+    """
+    from ..io.mesh import load_mesh
+    from ..io.osim import read_osim
+    from ..io.sto import Table, read_sto, write_sto
+    from ..models.kinematics import compile_model
+    model = read_osim(model_path)
+    strands = strands_from_model(model, ligament, tibia_frame=tibia_frame)
+    tree = compile_model(model)
+    if motion is None:
+        table_in = None
+        q = np.asarray(tree.default_q, float)[None]
+        time_ = np.zeros(1)
+    else:
+        table_in = read_sto(motion)
+        q = _coordinates(model, tree, table_in)
+        time_ = np.asarray(table_in.time, float)
+    R, t = ligament_poses(model, tree, q, strands.tibia_frame, strands.femur_frame)
+    m = load_mesh(mesh) if mesh is not None else None
+    lig = strands.tpsm(mesh=m, name=ligament)
+    fib = lig.fibres(n_triangles, rule)
+    body = _body_name(strands.tibia_frame)
+    w = fib.wrench(R, t)
+    labels, data = w.to_table(f"{ligament}_tpsm_on_{body}_in_{body}")
+    labels, cols = list(labels), [np.atleast_2d(data)]
+    mbm = strands.fibres()
+    if include_mbm:
+        lm, dm = mbm.wrench(R, t).to_table(f"{ligament}_mbm_on_{body}_in_{body}")
+        labels += lm
+        cols.append(np.atleast_2d(dm))
+    table = Table(f"{ligament}_wrench", time_, labels, np.hstack(cols), in_degrees=False,
+                  comments=[f"TPSM-{rule} on {n_triangles} triangles ({fib.n} fibres) built from "
+                            f"{len(strands.names)} strands; moments about the {body} origin"])
+    if out is not None:
+        write_sto(out, table)
+    return table, {"ligament": lig, "fibres": fib, "strands": strands, "mbm": mbm, "poses": (R, t)}
