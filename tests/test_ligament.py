@@ -205,3 +205,20 @@ def test_run_demo_writes_results(tmp_path):
     R, t = synthetic_flexion([0.0, 60.0])
     w = lig.fibres(360, 3).wrench(R, t)
     assert np.allclose(tab.column("ACL_on_tibia_in_tibia_fy")[[0, 60]], w.force[:, 1], rtol=1e-12)
+
+
+def test_stiffness_and_free_length_as_tps_fields(acl_slack):
+    """c and l0 may be TPS fields over the tibial insertion (seed 000 Eq. 6 remark)."""
+    lig = acl_slack
+    K = lig.landmarks["tibial_contour_landmarks"]
+    c_field = fit_tps(K, 1e8 * (1.0 + 20.0 * K[:, 0]))  # stiffer anteriorly (x in m: ±9 mm → ±18 %)
+    l0_field = fit_tps(K, 0.027 + 0.2 * K[:, 0])  # longer anterior fibres: ±1.8 mm
+    var = lig.with_(c=c_field, l0=l0_field)
+    f = var.fibres(240, 3)
+    assert np.allclose(f.c, c_field(f.xy)) and np.allclose(f.l0, l0_field(f.xy))
+    R, t = lig.default_pose
+    ref = reference_wrench(var, R, t)
+    assert float(force_error(var.fibres(720, 7).wrench(R, t), ref)[0]) < 1e-4
+    assert float(force_error(f.wrench(R, t), ref)[0]) < 0.05
+    # the fields change the answer (they are used)
+    assert abs(ref.force_magnitude - reference_wrench(lig, R, t).force_magnitude) > 1.0
