@@ -210,3 +210,13 @@ def test_gait2354_matches_converged_opensim(gait_result, tmp_path):
     for j, name in enumerate(gait_result.coordinate_names):
         tol = 1e-6 if name in ("pelvis_tx", "pelvis_ty", "pelvis_tz") else 1e-3
         assert np.max(np.abs(d[:, j] - mot.column(name))) < tol, name
+
+
+@needs_data
+def test_block_solve_equals_sequential(gait_result):
+    """Frames solved 16 at a time reach the same optima as frame-by-frame warm starts."""
+    from arthron.solvers.inverse_kinematics import run_ik_from_setup
+    seq = run_ik_from_setup(REF / "task2_gait2354" / "setups" / "ik_setup_refModel.xml",
+                            search_dirs=GAIT_DIRS, placeholders=PH, block=1)
+    assert np.max(np.abs(seq.q - gait_result.q)) < 1e-5
+    np.testing.assert_allclose(seq.rms, gait_result.rms, atol=1e-8)
