@@ -222,3 +222,12 @@ def test_stiffness_and_free_length_as_tps_fields(acl_slack):
     assert float(force_error(f.wrench(R, t), ref)[0]) < 0.05
     # the fields change the answer (they are used)
     assert abs(ref.force_magnitude - reference_wrench(lig, R, t).force_magnitude) > 1.0
+
+
+def test_replace_does_not_share_precomputed_tables(acl_slack):
+    f = acl_slack.fibres(30, 3)
+    R, t = acl_slack.default_pose
+    before = f.wrench(R, t).force.copy()
+    g = replace(f, l0=f.l0 * 0.5)
+    assert not np.allclose(g.wrench(R, t).force, before)
+    assert np.array_equal(f.wrench(R, t).force, before)

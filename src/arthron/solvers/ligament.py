@@ -183,9 +183,10 @@ class Fibres:
     law: Law = QUADRATIC
     xy: np.ndarray | None = None
     label: str = "fibres"
-    _pre: dict = field(default_factory=dict, repr=False, compare=False)
+    _pre: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
+        object.__setattr__(self, "_pre", {})  # pose-independent tables (own dict: safe with replace())
         n = self.p.shape[0]
         for name in ("q", "weight", "c", "l0"):
             a = getattr(self, name)
