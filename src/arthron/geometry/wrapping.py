@@ -257,16 +257,17 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
     out1 = (r1[:, 2] < -halfL) | (r1[:, 2] > halfL)
     out2 = (r2[:, 2] < -halfL) | (r2[:, 2] > halfL)
     beyond = out1 & out2
-    adj = np.broadcast_to(np.asarray(adjust_tangents, bool), (T,))
+    status = np.where(inside, INSIDE, status)
+    status = np.where((status >= WRAPPED) & beyond, NO_WRAP, status)
+    ok = status >= WRAPPED
+    adj = np.broadcast_to(np.asarray(adjust_tangents, bool), (T,)) & ok
     if adj.any():
         ai = np.where(adj)[0]
         r1 = r1.copy()
         r2 = r2.copy()
         r1[ai], r2[ai] = _adjust_spiral(p1[ai], p2[ai], r1[ai], r2[ai], R, long_wrap[ai])
-    L = _spiral_length(r1, r2, R, long_wrap)
-    status = np.where(inside, INSIDE, status)
-    status = np.where((status >= WRAPPED) & beyond, NO_WRAP, status)
-    ok = status >= WRAPPED
+    with np.errstate(invalid="ignore"):
+        L = _spiral_length(r1, r2, R, long_wrap)
     return (status, np.where(ok[:, None], r1, 0.0), np.where(ok[:, None], r2, 0.0),
             np.where(ok, L, 0.0))
 
