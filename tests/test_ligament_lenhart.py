@@ -257,3 +257,14 @@ def test_run_model_over_a_motion_matches_opensim_poses(tmp_path):
     assert back.data[0, :3].any() and "ACL_mbm_on_tibia_proximal_r_in_tibia_proximal_r_fx" in back.labels
     with pytest.warns(ArthronWarning, match="keep their default values"):
         run_model(LENHART, "ACL", motion=tmp_path / "knee.mot", n_triangles=30)
+
+
+@needs_data
+def test_run_model_names_the_mesh_when_the_footprint_misses_it():
+    import warnings
+    from arthron.solvers.ligament import run_model
+    fibula = LENHART.parent / "Geometry" / "lenhart2015-R-fibula-bone.stl"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(SolverError, match="fibula-bone.stl.*does not touch the mesh"):
+            run_model(LENHART, "ACL", mesh=fibula, n_triangles=30)

@@ -1049,7 +1049,11 @@ def run_model(model_path, ligament: str, *, mesh=None, motion=None, out=None, n_
         time_ = np.asarray(table_in.time, float)
     R, t = ligament_poses(model, tree, q, strands.tibia_frame, strands.femur_frame)
     m = load_mesh(mesh) if mesh is not None else None
-    lig = strands.tpsm(mesh=m, name=ligament)
+    try:
+        lig = strands.tpsm(mesh=m, name=ligament)
+    except SolverError as exc:  # name the files: the strands come from the model, Γ_t from the mesh
+        raise SolverError(exc.message, path=mesh if mesh is not None else model_path,
+                          where=f"{ligament} strands of {model_path}" if mesh is not None else None) from None
     fib = lig.fibres(n_triangles, rule)
     body = _body_name(strands.tibia_frame)
     w = fib.wrench(R, t)
