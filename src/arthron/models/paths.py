@@ -40,7 +40,8 @@ from .model import GROUND, Model
 
 __all__ = ["PathSet", "compile_paths", "path_lengths", "moment_arms", "lengthening_speeds",
            "path_generalized_forces", "path_body_forces", "PathLoads", "PathState",
-           "compute_paths", "moment_arms_excursion", "write_path_analysis", "coupling_vectors"]
+           "compute_paths", "moment_arms_excursion", "write_path_analysis", "coupling_vectors",
+           "speed_map"]
 
 _COND_TOL = 1e-5
 _WRAP_TOL = 0.0005  # m: OpenSim stops iterating over several wrap objects below this change
@@ -108,6 +109,7 @@ class PathSet:
     properties: list = field(default_factory=list)
     constraints: list = field(default_factory=list)
     locked: np.ndarray | None = None
+    angular_speed_joints: list = field(default_factory=list)
 
     def index(self, name: str) -> int:
         try:
@@ -121,7 +123,7 @@ class PathSet:
         return PathSet([self.names[i] for i in idx], [self.types[i] for i in idx],
                        [self.paths[i] for i in idx], self.wrap_objects, self.nb,
                        self.coordinate_names, [self.properties[i] for i in idx],
-                       self.constraints, self.locked)
+                       self.constraints, self.locked, self.angular_speed_joints)
 
 
 _QUADRANTS = {"x": (0, 1), "+x": (0, 1), "-x": (0, -1), "y": (1, 1), "+y": (1, 1),
@@ -252,8 +254,12 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         paths.append(_Path(name, f.type, body, loc, cond, moving, wraps))
     cons = _compile_constraints(model, tree, bidx, cidx)
     locked = np.array([model.coordinates[c].locked for c in tree.coordinate_names], bool)
+    # joints whose Simbody mobilizer uses the angular velocity (in the mobilizer's F frame)
+    # as generalized speeds instead of the X-Y-Z angle rates
+    ang = [tuple(cidx[c.name] for c in j.coordinates[:3]) for j in model.joints.values()
+           if j.type in ("EllipsoidJoint", "ScapulothoracicJoint")]
     return PathSet(names, types, paths, wobjs, nb, list(tree.coordinate_names), props, cons,
-                   locked)
+                   locked, ang)
 
 
 def _compile_constraints(model, tree, bidx, cidx):
@@ -628,11 +634,34 @@ def _moment_arms_from_states(pathset, tree, q, kin, states_dloc):
     return out
 
 
+def speed_map(pathset: PathSet, q) -> np.ndarray:
+    """``N`` (T, nq, nq) with ``q̇ = N u``: OpenSim's generalized speeds ``u`` are the
+    coordinate rates except for EllipsoidJoint / ScapulothoracicJoint, whose first three
+    speeds are the angular velocity of the mobilizer expressed in its parent frame
+    (``u = [e_x, Rx(q0) e_y, Rx(q0) Ry(q1) e_z] q̇``)."""
+    q = np.atleast_2d(np.asarray(q, float))
+    T, nq = q.shape
+    N = np.broadcast_to(np.eye(nq), (T, nq, nq)).copy()
+    for i0, i1, i2 in pathset.angular_speed_joints:
+        a, b = q[:, i0], q[:, i1]
+        ca, sa, cb, sb = np.cos(a), np.sin(a), np.cos(b), np.sin(b)
+        E = np.zeros((T, 3, 3))
+        E[:, 0, 0] = 1.0
+        E[:, 1, 1] = ca
+        E[:, 2, 1] = sa
+        E[:, 0, 2] = sb
+        E[:, 1, 2] = -sa * cb
+        E[:, 2, 2] = ca * cb
+        ix = np.array([i0, i1, i2])
+        N[:, ix[:, None], ix[None, :]] = np.linalg.inv(E)
+    return N
+
+
 def coupling_vectors(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None):
     """OpenSim's moment-arm coupling vectors (T, nq, nq), column k for coordinate k.
 
-    Column k is the joint-speed vector closest to the unit speed of coordinate k that
-    satisfies the model's enforced constraints (PointConstraint, WeldConstraint,
+    Column k is the generalized-speed vector (OpenSim's ``u``, see :func:`speed_map`)
+    closest to the unit speed of coordinate k that satisfies the model's enforced constraints (PointConstraint, WeldConstraint,
     CoordinateCouplerConstraint with one independent coordinate) and keeps the other locked
     coordinates still, scaled so that its k-th entry is 1 (``MomentArmSolver``'s
     ``computeCouplingVector``: Simbody's ``projectU``, here with unit weights). Returns None
@@ -669,7 +698,7 @@ def coupling_vectors(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = N
             g[:, 0, dep] = 1.0
             g[:, 0, ind] -= sc * (np.ones(T) if fn is None else fn.derivative(q[:, ind], 1))
             rows.append(g)
-    G = np.concatenate(rows, 1)                         # (T, m, nq)
+    G = np.concatenate(rows, 1) @ speed_map(pathset, q)   # (T, m, nq), per unit speed u
     locked = pathset.locked if pathset.locked is not None else np.zeros(nq, bool)
     C = np.zeros((T, nq, nq))
     for k in range(nq):
@@ -692,10 +721,11 @@ def moment_arms(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
     dimensionless for translational ones.
 
     Analytic (node pulls times point velocity maps, see the module docstring). With
-    ``coupled`` (default) the generalized forces of a unit tension are combined along
-    :func:`coupling_vectors`, as OpenSim's ``computeMomentArm`` does for models with
-    constraints (for coordinates not coupled by constraints this changes nothing); with
-    ``coupled=False`` the plain ``-∂l/∂q_k`` with all other coordinates held is returned.
+    ``coupled`` (default) the result is what OpenSim's ``computeMomentArm`` returns: the
+    generalized force of a unit tension per unit generalized speed (:func:`speed_map`:
+    different from ``-∂l/∂q`` for EllipsoidJoint/ScapulothoracicJoint angles), combined along
+    :func:`coupling_vectors` for models with constraints; with ``coupled=False`` the plain
+    ``-∂l/∂q_k`` with all other coordinates held is returned.
     With ``return_lengths`` the lengths (T, n_paths) are returned too.
 
     Source: OpenSim ``MomentArmSolver::solve`` with ``GeometryPath::addInEquivalentForces``.
@@ -707,6 +737,8 @@ def moment_arms(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
     sd = [_compute_one(pathset, p, q, Rb, ob) for p in pathset.paths]
     ma = _moment_arms_from_states(pathset, tree, q, kin, sd)
     if coupled:
+        if pathset.angular_speed_joints:
+            ma = np.einsum("tfj,tjk->tfk", ma, speed_map(pathset, q))
         C = coupling_vectors(pathset, tree, q, kin)
         if C is not None:
             ma = np.einsum("tfj,tjk->tfk", ma, C)
