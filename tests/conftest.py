@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# Test this checkout's code even when another checkout is installed in editable mode.
+sys.path.insert(0, str(ROOT / "src"))
 DATA = ROOT.parent / "shared" / "data"
 HAVE_DATA = DATA.is_dir()
 HAVE_OPENSIM = importlib.util.find_spec("opensim") is not None

@@ -139,22 +139,6 @@ def _is_identity(f) -> bool:
     return f is None or (isinstance(f, LinearFunction) and f.slope == 1.0 and f.intercept == 0.0)
 
 
-def _independent_axes(axes, n_with_coords):
-    """OpenSim's SpatialTransform::constructIndependentAxes for a triple of axes."""
-    v = [np.asarray(a, float) for a in axes]
-    if n_with_coords in (0, 3):
-        return v
-    if n_with_coords == 2:
-        c = np.cross(v[0], v[1])
-        v[2] = c / np.linalg.norm(c)
-    else:
-        if abs(abs(v[0] @ v[1]) - 1.0) < 1e-4:
-            v[1] = v[2]
-        c = np.cross(v[1], v[0])
-        v[2] = c / np.linalg.norm(c)
-    return v
-
-
 def _joint_ops(model: Model, j, cidx):
     """Elementary operations from F to M of one joint (see module docstring)."""
     ops = []
@@ -164,10 +148,10 @@ def _joint_ops(model: Model, j, cidx):
     if t == "CustomJoint":
         st = j.spatial_transform
         rot, tr = st[:3], st[3:]
-        nr = sum(1 for a in rot if a.coordinates)
-        nt = sum(1 for a in tr if a.coordinates)
-        raxes = _independent_axes([a.axis for a in rot], nr)
-        taxes = _independent_axes([a.axis for a in tr], nt)
+        # Axes are used as written: OpenSim 4.x only re-derives "independent" axes
+        # (SpatialTransform::constructIndependentAxes) when upgrading pre-1.9 documents.
+        raxes = [a.axis for a in rot]
+        taxes = [a.axis for a in tr]
         terms, const_p = [], np.zeros(3)
         for a, ax in zip(tr, taxes):
             ax = ax / np.linalg.norm(ax)
