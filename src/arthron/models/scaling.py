@@ -57,7 +57,7 @@ import numpy as np
 
 from ..errors import ArthronWarning, DataFileError, ModelFileError
 from .functions import Constant, LinearFunction, MultiplierFunction, scale_function
-from .kinematics import _independent_axes, compile_model, marker_positions
+from .kinematics import compile_model, marker_positions
 from .model import GROUND, Marker, Model, rotation_xyz
 
 __all__ = ["ScaleEntry", "Measurement", "ScaleSetup", "ScaleResult", "frame_scale_entries",
@@ -411,9 +411,8 @@ def scale_model(model: Model, factors, *, mass: float | None = None,
         sp = sf(j.parent_frame)
         if j.type == "CustomJoint" and j.spatial_transform is not None:
             tr = j.spatial_transform[3:]
-            nt = sum(1 for a in tr if a.coordinates)
-            axes = _independent_axes([a.axis for a in tr], nt)
-            for a, ax in zip(tr, axes):
+            for a in tr:
+                ax = a.axis  # as written (4.x files keep their axes)
                 f = a.function
                 if f is None:
                     if a.coordinates:
