@@ -1030,12 +1030,16 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     external_loads : arthron.io.setup.ExternalLoads or None (GRF etc.; ``loads_table`` = its data,
         default its ``datafile``)
     joints : None / "ALL" / list of joint names; on : "child" | "parent" (or one per joint);
-    in_frame : "ground" | "child" | "parent" | body name (or one per joint)
+    in_frame : "ground" | "child" | "parent" | body name or frame path (or one per joint)
     lowpass_hz, time_range : coordinate preprocessing as OpenSim's AnalyzeTool
         (:func:`arthron.solvers.filtering.prepare_coordinates`)
     accelerations : "motion" (q̈ of the splined motion: the loads that produce the motion) or
         "forward" (q̈ from the equations of motion with the forces of ``forces_table``: OpenSim's
-        JointReaction)
+        JointReaction; locked coordinates held, model constraints with multipliers whose body
+        forces load the joints)
+
+    Models with constraints have their coordinates assembled first (nearest configuration
+    satisfying them), as OpenSim's tools do.
 
     Returns
     -------
@@ -1052,8 +1056,12 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
         raise SolverError(f"accelerations must be 'motion' or 'forward', got {accelerations!r}")
     tree = tree or compile_model(model)
     _warn_unmodelled(model, accelerations)
-    sel_check = _select(model, tree, joints)  # fail early on names
-    del sel_check
+    sel = _select(model, tree, joints)                 # fail early on names, on/in keywords
+    infos = _joint_infos(model, tree)
+    for k, (o, f) in enumerate(zip(_per_joint(on, len(sel), "apply_on_bodies"),
+                                   _per_joint(in_frame, len(sel), "express_in_frame"))):
+        _on_keyword(o)
+        _frame_keyword(model, infos[sel[k]], f)
     vals = coordinates_from_table(model, motion_table, in_degrees=in_degrees)
     lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
     t, q, qd, qdd = prepare_coordinates(np.asarray(motion_table.time, float), vals, lp, time_range)
