@@ -340,3 +340,79 @@ def test_measurement_gaps_and_frame_range():
     P[70, trial.labels.index("L.ASIS")] = np.nan
     g = measurement_factor(model, type(trial)(**{**trial.__dict__, "positions": P}), meas, (1, 2))
     assert g != f and abs(g - f) < 1e-3
+
+
+# ------------------------------------------------------------------------ anthropometric (seed 001)
+def test_seed001_generic_subject_figures():
+    """Seed 001's generic subject (1.86 m, 85.5 kg): arm (upper arm + forearm) 3.51 kg male,
+    2.99 kg female; body muscle fraction 77.67 % vs 67.36 %."""
+    from arthron.models.scaling import DUMAS2007_MASS_PERCENT, body_muscle_fraction
+    assert body_muscle_fraction(85.5, 1.86, "male") == pytest.approx(0.7767, abs=5e-5)
+    assert body_muscle_fraction(85.5, 1.86, "f") == pytest.approx(0.6736, abs=5e-5)
+    for g, want in (("male", 3.51), ("female", 2.99)):
+        t = DUMAS2007_MASS_PERCENT[g]
+        assert 85.5 * (t["arm"] + t["forearm"]) / 100 == pytest.approx(want, abs=0.005)
+        # the two arms, two legs and the axial segments make up the body
+        tot = t["head_neck"] + t["torso"] + t["pelvis"] + 2 * sum(
+            t[k] for k in ("arm", "forearm", "hand", "thigh", "leg", "foot"))
+        assert tot == pytest.approx(100.0, abs=0.3)
+
+
+@needs_data
+def test_anthropometric_on_thoracoscapular():
+    from arthron.io.osim import read_osim
+    from arthron.models.scaling import scale_anthropometric, segment_masses
+    m = read_osim(TSM)
+    for g, want in (("m", 3.51), ("f", 2.99)):
+        ms = segment_masses(m, 85.5, g)
+        assert ms["humerus"] + ms["ulna"] + ms["radius"] == pytest.approx(want, abs=0.005)
+    sm, rep = scale_anthropometric(m, 70.0, 1.75, "female", generic_mass=85.5, generic_height=1.86,
+                                   generic_gender="male", shoulder_width=0.36,
+                                   generic_shoulder_width=0.40, keep_max_isometric_force={"TeresMajor": 123.0})
+    # S of seed Eq. 13 with the height along y (OpenSim frames)
+    np.testing.assert_allclose(rep["S"], [0.9, 1.75 / 1.86, 0.9])
+    st0 = m.joints["scapulothoracic"].parameters["thoracic_ellipsoid_radii_x_y_z"]
+    st1 = sm.joints["scapulothoracic"].parameters["thoracic_ellipsoid_radii_x_y_z"]
+    np.testing.assert_allclose(st1, st0 * rep["S"])
+    assert sm.bodies["humerus"].mass == pytest.approx(70.0 * 0.022)
+    # PCSA (max isometric force) by the r_m ratio, user values kept
+    ratio = rep["r_m"] / rep["r_m_generic"]
+    for n, f in sm.forces.items():
+        if f.is_muscle and n != "TeresMajor":
+            assert f.properties["max_isometric_force"] == pytest.approx(
+                m.forces[n].properties["max_isometric_force"] * ratio)
+    assert sm.forces["TeresMajor"].properties["max_isometric_force"] == 123.0
+    # inertia: geometric (cylinder rule for anisotropic S) times the mass ratio
+    from arthron.models.scaling import _inertia_scaled
+    b0, b1 = m.bodies["humerus"], sm.bodies["humerus"]
+    np.testing.assert_allclose(b1.inertia, _inertia_scaled(b0.inertia, b0.mass, b0.mass, rep["S"], False)
+                               * (b1.mass / b0.mass), rtol=1e-12)
+
+
+@needs_data
+@needs_opensim
+def test_anthropometric_model_loads_in_opensim(tmp_path):
+    import oracle
+    from arthron.io.osim import read_osim, write_osim
+    from arthron.models.scaling import scale_anthropometric
+    m = read_osim(GAIT_PIPE.parent.parent / "Models" / "Gait2354_Simbody" / "gait2354_simbody.osim")
+    sm, rep = scale_anthropometric(m, 60.0, 1.62, "f", generic_height=1.80)
+    p = write_osim(tmp_path / "anthro.osim", sm)
+    om, s = oracle.load(p)
+    assert om.getTotalMass(s) == pytest.approx(60.0, rel=1e-9)
+    assert rep["total_mass"] == pytest.approx(60.0, rel=1e-9)
+
+
+@needs_data
+def test_anthropometric_bad_input():
+    from arthron.io.osim import read_osim
+    from arthron.models.scaling import scale_anthropometric
+    m = read_osim(GAIT_PIPE.parent.parent / "Models" / "Gait2354_Simbody" / "gait2354_simbody.osim")
+    with pytest.raises(DataFileError, match="gender"):
+        scale_anthropometric(m, 60, 1.6, "x", generic_height=1.8)
+    with pytest.raises(DataFileError, match="positive"):
+        scale_anthropometric(m, -1, 1.6, "m", generic_height=1.8)
+    with pytest.raises(DataFileError, match="generic_height"):
+        scale_anthropometric(m, 60, 1.6, "m")  # no markers in the generic model
+    with pytest.raises(ModelFileError, match="nobody"):
+        scale_anthropometric(m, 60, 1.6, "m", generic_height=1.8, segment_map={"nobody": ("arm",)})

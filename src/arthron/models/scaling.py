@@ -63,7 +63,9 @@ from .model import GROUND, Marker, Model, rotation_xyz
 __all__ = ["ScaleEntry", "Measurement", "ScaleSetup", "ScaleResult", "frame_scale_entries",
            "average_static", "frame_range", "measurement_factor", "compute_scale_set",
            "scale_model", "place_markers", "read_scale_setup", "scale_from_setup",
-           "write_scale_set", "read_marker_set", "default_path_lengths"]
+           "write_scale_set", "read_marker_set", "default_path_lengths",
+           "DUMAS2007_MASS_PERCENT", "DEFAULT_SEGMENT_MAP", "body_muscle_fraction",
+           "default_segment_map", "segment_masses", "scale_anthropometric"]
 
 _LENGTH_PROPS = {  # force class -> properties scaled by the default-pose path-length ratio
     "Ligament": ("resting_length",),
@@ -865,3 +867,200 @@ def scale_from_setup(path, *, placeholders=None, search_dirs=None) -> ScaleResul
                                         max_marker_movement=s.max_marker_movement * unit)
     return ScaleResult(setup=s, scale_set=entries, measured=measured, scaled_model=scaled,
                        model=placed, static_q=q, static_errors=errs)
+
+
+# ------------------------------------------------------------------ anthropometric (seed 001)
+#: Segment masses in % of body mass, by gender: Dumas R, Chèze L, Verriest J-P (2007)
+#: "Adjustments to McConville et al. and Young et al. body segment inertial parameters",
+#: J Biomech 40:543–553, Table 2 (the "3D predictive equations" seed 001 uses; its generic
+#: subject, 85.5 kg, gets an arm (upper arm + forearm) of 4.1 % = 3.51 kg as a male and 3.5 %
+#: = 2.99 kg as a female). ``torso`` is the thorax with the abdomen.
+DUMAS2007_MASS_PERCENT = {
+    "male": {"head_neck": 6.7, "torso": 33.3, "pelvis": 14.2, "arm": 2.4, "forearm": 1.7,
+             "hand": 0.6, "thigh": 12.3, "leg": 4.8, "foot": 1.2},
+    "female": {"head_neck": 6.7, "torso": 30.4, "pelvis": 14.7, "arm": 2.2, "forearm": 1.3,
+               "hand": 0.5, "thigh": 14.6, "leg": 4.5, "foot": 1.0},
+}
+
+#: Default body -> segments map for common OpenSim body names (Gait23xx, Rajagopal, arm26,
+#: Thoracoscapular). A body listing several segments carries their summed mass; bodies of the
+#: same side mapped to the same segments share it in proportion to their generic masses.
+DEFAULT_SEGMENT_MAP = {
+    "pelvis": ("pelvis",), "torso": ("torso", "head_neck"), "thorax": ("torso", "head_neck"),
+    "clavicle": ("torso", "head_neck"), "scapula": ("torso", "head_neck"),
+    "femur": ("thigh",), "tibia": ("leg",), "patella": ("leg",), "talus": ("foot",),
+    "calcn": ("foot",), "toes": ("foot",), "humerus": ("arm",), "ulna": ("forearm",),
+    "radius": ("forearm",), "hand": ("hand",), "ulna_radius_hand": ("forearm", "hand"),
+}
+
+
+def body_muscle_fraction(mass: float, height: float, gender: str) -> float:
+    """Body muscle fraction r_m from the BMI (seed 001, Eq. 17; BMI = mass / height², kg/m²).
+
+    male: 1.09 − 0.0149 BMI + 0.00009 BMI²; female: 1.08 − 0.0203 BMI + 0.000156 BMI².
+    """
+    bmi = float(mass) / float(height) ** 2
+    g = _gender(gender)
+    if g == "male":
+        return 1.09 - 0.0149 * bmi + 0.00009 * bmi * bmi
+    return 1.08 - 0.0203 * bmi + 0.000156 * bmi * bmi
+
+
+def _gender(g) -> str:
+    s = str(g).strip().lower()
+    if s in ("m", "male", "man"):
+        return "male"
+    if s in ("f", "female", "woman"):
+        return "female"
+    raise DataFileError(f"gender must be 'male'/'m' or 'female'/'f', got {g!r}")
+
+
+def _split_side(name: str):
+    for pre, side in (("r_", "r"), ("l_", "l")):
+        if name.startswith(pre):
+            return name[2:], side
+    for suf, side in (("_r", "r"), ("_l", "l")):
+        if name.endswith(suf):
+            return name[:-2], side
+    return name, ""
+
+
+def default_segment_map(model: Model) -> dict:
+    """Body -> segments for the bodies of ``model`` that :data:`DEFAULT_SEGMENT_MAP` knows.
+
+    A model without arm bodies (Gait2354's torso is head, arms and trunk) gets both arms
+    added to its torso."""
+    out = {}
+    for b in model.bodies:
+        base, _ = _split_side(b)
+        if base in DEFAULT_SEGMENT_MAP:
+            out[b] = tuple(DEFAULT_SEGMENT_MAP[base])
+    has_arm = any("arm" in v for v in out.values())
+    if not has_arm:
+        for b, segs in out.items():
+            if "torso" in segs and _split_side(b)[0] in ("torso",):
+                out[b] = segs + ("arm", "arm", "forearm", "forearm", "hand", "hand")
+    return out
+
+
+def segment_masses(model: Model, mass: float, gender: str, segment_map=None,
+                   table=None) -> dict:
+    """Body masses (kg) from the regression table (see :data:`DUMAS2007_MASS_PERCENT`).
+
+    Returns a dict body -> mass for the mapped bodies (unmapped bodies are absent).
+
+    Raises
+    ------
+    ModelFileError for a map naming a body the model lacks; DataFileError for an unknown
+    segment name.
+    """
+    table = (table or DUMAS2007_MASS_PERCENT)[_gender(gender)]
+    smap = default_segment_map(model) if segment_map is None else dict(segment_map)
+    groups: dict = {}
+    for b, segs in smap.items():
+        if b not in model.bodies:
+            raise ModelFileError(f"segment map names body '{b}' that model '{model.name}' lacks",
+                                 model.source)
+        segs = (segs,) if isinstance(segs, str) else tuple(segs)
+        for sname in segs:
+            if sname not in table:
+                raise DataFileError(f"unknown segment '{sname}' for body '{b}' (known: "
+                                    f"{', '.join(table)})")
+        groups.setdefault((segs, _split_side(b)[1]), []).append(b)
+    out = {}
+    for (segs, _), bodies in groups.items():
+        total = float(mass) * sum(table[s] for s in segs) / 100.0
+        gm = np.array([model.bodies[b].mass for b in bodies], float)
+        share = gm / gm.sum() if gm.sum() > 0 else np.full(len(bodies), 1.0 / len(bodies))
+        for b, f in zip(bodies, share):
+            out[b] = total * float(f)
+    return out
+
+
+def scale_anthropometric(model: Model, mass: float, height: float, gender: str = "male", *,
+                         generic_mass: float | None = None, generic_height: float | None = None,
+                         generic_gender: str | None = None, shoulder_width: float | None = None,
+                         generic_shoulder_width: float | None = None, vertical_axis: str = "y",
+                         segment_map=None, segment_factors: dict | None = None,
+                         keep_max_isometric_force: dict | None = None,
+                         scale_forces: bool = True) -> tuple[Model, dict]:
+    """Scale a model from the subject's gender, mass and height (seed 001, "Model scaling").
+
+    * Geometry: every body is scaled by the anisotropic matrix ``S`` of seed Eq. 13,
+      ``S = diag(l_W/l_Wg, l_W/l_Wg, l_H/l_Hg)`` with the height axis along
+      ``vertical_axis`` (OpenSim models: ``"y"``); without shoulder widths the width ratio is
+      the height ratio. ``segment_factors`` (body -> (3,) factors, e.g. from landmark
+      distances of a static trial, see :func:`measurement_factor`) override S per body.
+      Frames, markers, path points, wrap objects, joint functions and muscle lengths follow
+      the OpenSim 4.6 rules of :func:`scale_model`.
+    * Masses: mapped bodies get the regression masses of :func:`segment_masses`; unmapped
+      bodies are scaled by ``mass / generic_mass``. Inertias are the generic ones scaled
+      geometrically by S (OpenSim's rule, cylinder fit for anisotropic S) and by the mass
+      ratio of the body.
+    * Muscle strength: ``max_isometric_force`` (∝ PCSA) × ``r_m / r_m,generic``, the body
+      muscle fractions of seed Eq. 17 (:func:`body_muscle_fraction`); forces named in
+      ``keep_max_isometric_force`` get the given values instead (user PCSAs).
+
+    Parameters
+    ----------
+    mass : kg; height : m; gender : "male"/"m" or "female"/"f"
+    generic_mass : kg (default: the model's total mass); generic_height : m (default: the
+        vertical extent of the model's markers in the default pose); generic_gender (default
+        ``gender``)
+
+    Returns
+    -------
+    (scaled Model, report dict with ``S``, ``r_m``, ``r_m_generic``, ``masses``)
+
+    Raises
+    ------
+    DataFileError for non-positive mass/height, an unknown gender, or no way to tell the
+    generic height (no markers and no ``generic_height``); ModelFileError for a segment map or
+    factors naming bodies the model lacks.
+    """
+    if not (mass > 0 and height > 0):
+        raise DataFileError(f"mass and height must be positive (got {mass!r} kg, {height!r} m)")
+    gender = _gender(gender)
+    generic_gender = _gender(generic_gender or gender)
+    gm_total = float(generic_mass) if generic_mass else model.total_mass()
+    if generic_height is None:
+        tree = compile_model(model)
+        if len(tree.markers) < 2:
+            raise DataFileError(f"model '{model.name}' has fewer than 2 markers: give generic_height")
+        _, P = marker_positions(tree, tree.default_q[None])
+        ax = "xyz".index(vertical_axis)
+        generic_height = float(P[0, :, ax].max() - P[0, :, ax].min())
+    rh = float(height) / float(generic_height)
+    rw = (float(shoulder_width) / float(generic_shoulder_width)
+          if shoulder_width and generic_shoulder_width else rh)
+    ax = "xyz".index(vertical_axis)
+    S = np.full(3, rw)
+    S[ax] = rh
+    factors = {b: S.copy() for b in model.bodies}
+    for b, f in (segment_factors or {}).items():
+        if b not in model.bodies:
+            raise ModelFileError(f"segment factors name body '{b}' that model '{model.name}' lacks",
+                                 model.source)
+        factors[b] = np.broadcast_to(np.asarray(f, float), (3,)).copy()
+    out = scale_model(model, factors, preserve_mass_distribution=True, mass=None)
+    masses = segment_masses(model, mass, gender, segment_map)
+    for b, body in out.bodies.items():
+        m0 = model.bodies[b].mass
+        m1 = masses.get(b, m0 * float(mass) / gm_total if gm_total > 0 else m0)
+        if m0 > 0:
+            body.inertia = body.inertia * (m1 / m0)
+        body.mass = m1
+    rm = body_muscle_fraction(mass, height, gender)
+    rmg = body_muscle_fraction(gm_total, generic_height, generic_gender)
+    keep = dict(keep_max_isometric_force or {})
+    for n, f in out.forces.items():
+        if "max_isometric_force" not in f.properties:
+            continue
+        if n in keep:
+            f.properties["max_isometric_force"] = float(keep[n])
+        elif scale_forces and f.is_muscle:
+            f.properties["max_isometric_force"] *= rm / rmg
+    report = {"S": S, "height_ratio": rh, "width_ratio": rw, "generic_height": generic_height,
+              "generic_mass": gm_total, "r_m": rm, "r_m_generic": rmg, "masses": masses,
+              "total_mass": out.total_mass()}
+    return out, report
