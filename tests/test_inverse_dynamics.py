@@ -56,11 +56,6 @@ def test_gait2354_walk_with_grf_equals_opensim():
 
 @needs_data
 @needs_opensim
-@pytest.mark.xfail(strict=True, reason=(
-    "not yet reproduced: OpenSim's ID on the Thoracoscapular static case differs from arthron by up "
-    "to 0.54 N·m (elbow, scapula). Body poses agree to 1e-15 at the same coordinates; the gap comes "
-    "from how OpenSim treats locked coordinates (Simbody mobilizer locks) and the Ellipsoid "
-    "mobilizer's generalized speeds (angular velocity, not q̇) in the tool. Tracked in the issue note."))
 def test_thoracoscapular_static_case_equals_opensim(tmp_path):
     """opensim-core's ID regression case: static pose, ScapulothoracicJoint, locked thorax."""
     mot = TSM_ID / "ThorascapularShoulderModel_static.mot"
@@ -111,3 +106,23 @@ def test_time_not_increasing_is_a_clear_error(tmp_path):
     p.write_text("q\nversion=1\nnRows=3\nnColumns=2\ninDegrees=no\nendheader\ntime\ta\n0\t1\n0.2\t1\n0.1\t1\n")
     with pytest.raises(DataFileError, match=r"q\.mot.*line"):
         read_sto(p)
+
+
+@needs_data
+@needs_opensim
+def test_thoracoscapular_moving_trial_equals_opensim(tmp_path):
+    """A synthesized 1-s motion of every coordinate: the Ellipsoid mobilizer's speeds are
+    angular velocities in OpenSim, and the tool reads the spline derivatives as those speeds."""
+    model = read_osim(TSM)
+    t = np.linspace(0, 1, 101)
+    names = list(model.coordinates)
+    base = np.array([c.default_value for c in model.coordinates.values()])
+    amp = np.where([c.motion_type == "rotational" for c in model.coordinates.values()], 0.3, 0.01)
+    data = base + amp * np.sin(2 * np.pi * t[:, None] * (1 + 0.1 * np.arange(len(names))))
+    mot = tmp_path / "tsm_motion.mot"
+    write_sto(mot, Table(name="tsm", time=t, labels=names, data=data, in_degrees=False))
+    labels, to, dat = oracle.run_id_tool(TSM, mot, tmp_path, (0.1, 0.9), lowpass=6.0)
+    res = run_inverse_dynamics(model, read_sto(mot), lowpass_hz=6.0, time_range=(0.1, 0.9))
+    np.testing.assert_allclose(res.time, to, atol=1e-12)
+    for k, lab in enumerate(labels):
+        np.testing.assert_allclose(res.column(lab), dat[:, k], atol=1e-6, rtol=1e-8, err_msg=lab)

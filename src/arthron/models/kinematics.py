@@ -38,7 +38,7 @@ from .model import GROUND, Model, Transform
 
 __all__ = ["Tree", "compile_model", "forward_kinematics", "Kinematics", "velocity_map",
            "apply_velocity_map_transpose", "marker_positions", "default_coordinates",
-           "station_positions"]
+           "station_positions", "qdot_from_speeds", "mobility_forces"]
 
 
 def _rotz(t):
@@ -91,6 +91,10 @@ class Tree:
     joint_coords : list[list[int]] coordinate indices of each joint
     markers : dict name -> (body index or -1 for ground, (3,) location in the body frame)
     default_q : (nq,)
+    angular_velocity_groups : list of (3,) coordinate-index triples whose Simbody mobilities
+        (generalized speeds u) are the angular velocity ω_FM expressed in F rather than the
+        Euler-angle rates: Ellipsoid, Scapulothoracic (its ellipsoid part), Ball and Free
+        (rotations). See :func:`qdot_from_speeds` and :func:`mobility_forces`.
     """
 
     nodes: list
@@ -110,6 +114,7 @@ class Tree:
     markers: dict
     default_q: np.ndarray
     model_name: str = ""
+    angular_velocity_groups: list = field(default_factory=list)
 
     @property
     def nq(self) -> int:
@@ -291,6 +296,8 @@ def compile_model(model: Model) -> Tree:
         missing = [body_names[i] for i in np.where(body_node < 0)[0]]
         raise ModelFileError(f"bodies without a joint: {', '.join(missing)}", model.source)
     mb_order = [cidx[c.name] for j in order for c in j.coordinates]
+    av_groups = [[cidx[c.name] for c in j.coordinates[:3]] for j in order
+                 if j.type in ("EllipsoidJoint", "ScapulothoracicJoint", "BallJoint", "FreeJoint")]
     markers = {}
     for mk in model.markers.values():
         base, X = model.frame_in_base(mk.parent_frame)
@@ -311,6 +318,7 @@ def compile_model(model: Model) -> Tree:
         markers=markers,
         default_q=np.array([c.default_value for c in coords], float),
         model_name=model.name,
+        angular_velocity_groups=av_groups,
     )
 
 
@@ -621,3 +629,73 @@ def station_positions(tree: Tree, kin: Kinematics, bodies, locations) -> np.ndar
     bodies = np.asarray(bodies, int)
     nodes = np.where(bodies < 0, 0, tree.body_node[np.maximum(bodies, 0)])
     return kin.o[:, nodes] + np.einsum("tnij,nj->tni", kin.R[:, nodes], np.asarray(locations, float))
+
+
+# ----------------------------------------------------------------------------- Simbody mobilities
+def _euler_xyz_rate_matrix(q0, q1):
+    """A(q) with ω_F = A q̇ for body-fixed X-Y-Z angles: columns x̂, Rx(q0) ŷ, Rx(q0)Ry(q1) ẑ.
+
+    Shapes: q0, q1 (T,) -> (T, 3, 3).
+    """
+    c0, s0, c1, s1 = np.cos(q0), np.sin(q0), np.cos(q1), np.sin(q1)
+    A = np.zeros(q0.shape + (3, 3))
+    A[:, 0, 0] = 1.0
+    A[:, 1, 1] = c0
+    A[:, 2, 1] = s0
+    A[:, 0, 2] = s1
+    A[:, 1, 2] = -s0 * c1
+    A[:, 2, 2] = c0 * c1
+    return A
+
+
+def qdot_from_speeds(tree: Tree, q, u, udot=None):
+    """Coordinate rates from Simbody generalized speeds (and accelerations).
+
+    For coordinates in ``tree.angular_velocity_groups`` the speeds are ``u = ω_FM`` (in F), so
+    ``q̇ = A(q)⁻¹ u`` and ``q̈ = A⁻¹ (u̇ − Ȧ q̇)``; every other coordinate has ``q̇ = u``.
+    This is how OpenSim's tools read a coordinates file for such joints: they set each
+    coordinate's *speed* (u) to the spline derivative of its value.
+
+    Parameters
+    ----------
+    q, u : (T, nq); udot : (T, nq) or None
+
+    Returns
+    -------
+    qd : (T, nq), and qdd : (T, nq) when ``udot`` is given.
+    """
+    q = np.atleast_2d(q)
+    qd = np.array(u, float, copy=True)
+    qdd = None if udot is None else np.array(udot, float, copy=True)
+    for g in tree.angular_velocity_groups:
+        A = _euler_xyz_rate_matrix(q[:, g[0]], q[:, g[1]])
+        qg = np.linalg.solve(A, np.asarray(u)[:, g][..., None])[..., 0]
+        qd[:, g] = qg
+        if udot is not None:
+            c0, s0, c1, s1 = np.cos(q[:, g[0]]), np.sin(q[:, g[0]]), np.cos(q[:, g[1]]), np.sin(q[:, g[1]])
+            d0, d1 = qg[:, 0], qg[:, 1]
+            Ad = np.zeros_like(A)                      # dA/dt
+            Ad[:, 1, 1] = -s0 * d0
+            Ad[:, 2, 1] = c0 * d0
+            Ad[:, 0, 2] = c1 * d1
+            Ad[:, 1, 2] = -c0 * c1 * d0 + s0 * s1 * d1
+            Ad[:, 2, 2] = -s0 * c1 * d0 - c0 * s1 * d1
+            rhs = np.asarray(udot)[:, g] - np.einsum("tij,tj->ti", Ad, qg)
+            qdd[:, g] = np.linalg.solve(A, rhs[..., None])[..., 0]
+    return qd if udot is None else (qd, qdd)
+
+
+def mobility_forces(tree: Tree, q, tau):
+    """Generalized forces conjugate to Simbody's speeds u from those conjugate to q̇.
+
+    ``τ_u = A⁻ᵀ τ_q`` for ``tree.angular_velocity_groups`` (moments about the F axes), the
+    identity elsewhere; this is what OpenSim reports for those coordinates.
+
+    Shapes: q, tau (T, nq) -> (T, nq).
+    """
+    q = np.atleast_2d(q)
+    out = np.array(tau, float, copy=True)
+    for g in tree.angular_velocity_groups:
+        A = _euler_xyz_rate_matrix(q[:, g[0]], q[:, g[1]])
+        out[:, g] = np.linalg.solve(np.swapaxes(A, 1, 2), np.asarray(tau)[:, g][..., None])[..., 0]
+    return out

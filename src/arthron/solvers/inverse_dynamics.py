@@ -9,8 +9,12 @@ velocities ``v = [v_C; ω]`` (mass centers and angular velocities in ground), th
 where ``h`` holds gravity ``m_b g``, the gyroscopic moments ``−ω × I_C ω`` and the external
 loads (ExternalLoads: force at a point plus torque). ``Dᵀ`` is applied as a backward sum over
 subtrees (:func:`arthron.models.kinematics.apply_velocity_map_transpose`) rather than as a
-dense matrix. Like OpenSim's tool, constraints are ignored (Simbody's
-``calcResidualForceIgnoringConstraints``) and muscles are excluded.
+dense matrix. Like OpenSim's tool, constraints and coordinate locks are ignored
+(Simbody's ``calcResidualForceIgnoringConstraints`` on the file's coordinate values) and muscles
+are excluded. For Ellipsoid, Scapulothoracic, Ball and Free joints OpenSim's generalized speeds
+are the angular velocity ω_FM (in F), not the Euler-angle rates: the tool reads the spline
+derivatives as those speeds and reports forces conjugate to them; arthron does the same
+(:func:`arthron.models.kinematics.qdot_from_speeds`, :func:`~arthron.models.kinematics.mobility_forces`).
 
 Preprocessing reproduces the tool: coordinates in degrees are converted for rotational
 coordinates, optionally low-pass filtered (pad, resample, IIR; :mod:`arthron.solvers.filtering`),
@@ -27,9 +31,9 @@ import numpy as np
 
 from ..errors import ArthronWarning, DataFileError, ModelFileError, SolverError
 from ..models.functions import Constant, GCVSpline, PiecewiseLinearFunction
-from ..models.kinematics import Tree, apply_velocity_map_transpose, compile_model, forward_kinematics
+from ..models.kinematics import (Tree, apply_velocity_map_transpose, compile_model, forward_kinematics,
+                                 mobility_forces, qdot_from_speeds)
 from ..models.model import Model
-from ..models.constraints import assemble
 from .filtering import prepare_coordinates
 
 __all__ = ["ExternalLoad", "InverseDynamicsResult", "inverse_dynamics", "run_inverse_dynamics",
@@ -163,12 +167,13 @@ def inverse_dynamics(tree: Tree, q, qd, qdd, loads=(), applied=None) -> np.ndarr
     return tau
 
 
-def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, locked_at_default=True):
+def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, locked_at_default=False):
     """Coordinate columns of a motion table, in model order and SI units.
 
     Column labels may be coordinate names or 4.x state paths (``/jointset/j/c/value``).
-    Locked coordinates take their default value, whatever the file holds (as OpenSim's tools
-    do: a locked coordinate cannot be set), unless ``locked_at_default`` is False.
+    Coordinates missing from the file take their default value when locked; with
+    ``locked_at_default`` locked coordinates take it whatever the file holds. (OpenSim's
+    InverseDynamicsTool uses the file's values, locks and constraints being ignored.)
 
     Returns
     -------
@@ -196,8 +201,7 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, l
     missing = []
     for i, c in enumerate(coords):
         k = lab.get(c.name)
-        if c.locked and locked_at_default:
-            # OpenSim keeps a locked coordinate at its default value whatever the file says.
+        if (c.locked and locked_at_default) or (k is None and c.locked):
             out[:, i] = c.default_value
             continue
         if k is None:
@@ -269,8 +273,7 @@ def _labels(model: Model, names):
 
 def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_table=None,
                          lowpass_hz=None, time_range=None, in_degrees=None,
-                         forces_to_exclude=("Muscles",), tree: Tree | None = None,
-                         assemble_constraints=True) -> InverseDynamicsResult:
+                         forces_to_exclude=("Muscles",), tree: Tree | None = None) -> InverseDynamicsResult:
     """OpenSim InverseDynamicsTool, end to end.
 
     Parameters
@@ -293,11 +296,10 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
     vals = coordinates_from_table(model, motion, in_degrees=in_degrees)
     lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
     t_out, q, qd, qdd = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range)
-    if assemble_constraints and any(c.enabled for c in model.constraints):
-        # OpenSim's tool sets the coordinate values with constraint enforcement, which
-        # assembles the model (nearest configuration satisfying the constraints); speeds and
-        # accelerations stay those of the splines.
-        q = assemble(model, tree, q)
+    if tree.angular_velocity_groups:
+        # OpenSim sets each coordinate's speed u to the spline derivative; for Ellipsoid-type
+        # mobilizers u is an angular velocity, not the Euler-angle rate.
+        qd, qdd = qdot_from_speeds(tree, q, qd, qdd)
     excl = set(forces_to_exclude or ())
     active = [f for f in model.forces.values()
               if f.properties.get("appliesForce", True) and f.name not in excl and f.type not in excl
@@ -313,7 +315,7 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
         if loads_table is None:
             loads_table = external_loads.load_table()
         loads = external_loads_from_setup(model, external_loads, loads_table, t_out)
-    tau = inverse_dynamics(tree, q, qd, qdd, loads)
+    tau = mobility_forces(tree, q, inverse_dynamics(tree, q, qd, qdd, loads))
     order = tree.multibody_order
     names = [tree.coordinate_names[i] for i in order]
     return InverseDynamicsResult(time=t_out, coordinates=names, labels=_labels(model, names),
