@@ -416,3 +416,19 @@ def test_anthropometric_bad_input():
         scale_anthropometric(m, 60, 1.6, "m")  # no markers in the generic model
     with pytest.raises(ModelFileError, match="nobody"):
         scale_anthropometric(m, 60, 1.6, "m", generic_height=1.8, segment_map={"nobody": ("arm",)})
+
+
+@needs_data
+def test_landmark_factors_from_static_trial():
+    """Per-segment factors from the markers of each body (seed 001 with a static trial)."""
+    from arthron.io.trc import read_trc
+    from arthron.models.scaling import landmark_factors, scale_anthropometric
+    m = _generic()
+    st = read_trc(GAIT_PIPE / "subject01_static.trc")
+    f = landmark_factors(m, st, (1, 2))
+    assert {"pelvis", "femur_r", "tibia_r", "torso"} <= set(f)
+    assert all(0.8 < v < 1.4 for v in f.values())
+    sm, rep = scale_anthropometric(m, 72.6, 1.8034, "m",
+                                   segment_factors={b: [v] * 3 for b, v in f.items()})
+    k = f["femur_r"]
+    np.testing.assert_allclose(sm.bodies["femur_r"].mass_center, m.bodies["femur_r"].mass_center * k)

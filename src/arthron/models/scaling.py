@@ -65,7 +65,7 @@ __all__ = ["ScaleEntry", "Measurement", "ScaleSetup", "ScaleResult", "frame_scal
            "scale_model", "place_markers", "read_scale_setup", "scale_from_setup",
            "write_scale_set", "read_marker_set", "default_path_lengths",
            "DUMAS2007_MASS_PERCENT", "DEFAULT_SEGMENT_MAP", "body_muscle_fraction",
-           "default_segment_map", "segment_masses", "scale_anthropometric"]
+           "default_segment_map", "segment_masses", "scale_anthropometric", "landmark_factors"]
 
 _LENGTH_PROPS = {  # force class -> properties scaled by the default-pose path-length ratio
     "Ligament": ("resting_length",),
@@ -1064,3 +1064,45 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
               "generic_mass": gm_total, "r_m": rm, "r_m_generic": rmg, "masses": masses,
               "total_mass": out.total_mass()}
     return out, report
+
+
+def landmark_factors(model: Model, static_trial, time_range=None, *, bodies=None,
+                     min_distance: float = 0.05) -> dict:
+    """Per-body isotropic factors from a static trial: for every body with two or more
+    markers present in the trial, the mean over its marker pairs (at least ``min_distance``
+    apart on the model) of measured distance / model distance (distances averaged over the
+    frames of ``time_range`` like a ModelScaler measurement).
+
+    Returns dict body -> factor (bodies without a usable pair are absent).
+    """
+    tree = compile_model(model)
+    _, P = marker_positions(tree, tree.default_q[None])
+    names = list(tree.markers)
+    if time_range is None:
+        time_range = (static_trial.time[0], static_trial.time[-1])
+    i0, i1 = frame_range(static_trial.time, *time_range)
+    Y = np.asarray(static_trial.positions, float)[i0:i1 + 1]
+    by_body: dict = {}
+    for i, n in enumerate(names):
+        if n in static_trial.labels:
+            base = _base_body_name(model, model.markers[n].parent_frame)
+            by_body.setdefault(base, []).append(i)
+    out = {}
+    for b, idx in by_body.items():
+        if b == "ground" or (bodies is not None and b not in bodies):
+            continue
+        ratios = []
+        for a in range(len(idx)):
+            for c in range(a + 1, len(idx)):
+                lm = float(np.linalg.norm(P[0, idx[a]] - P[0, idx[c]]))
+                if lm < min_distance:
+                    continue
+                ja = static_trial.labels.index(names[idx[a]])
+                jc = static_trial.labels.index(names[idx[c]])
+                d = np.linalg.norm(Y[:, ja] - Y[:, jc], axis=1)
+                d = d[np.isfinite(d)]
+                if d.size:
+                    ratios.append(float(d.mean()) / lm)
+        if ratios:
+            out[b] = float(np.mean(ratios))
+    return out
