@@ -59,8 +59,7 @@ def _opensim(path, names, Q, coords, ma_coords=None, remove=()):
     MA = np.empty((len(Q), len(names), len(ma_coords)))
     for t, q in enumerate(Q):
         for j, c in enumerate(coords):
-            if not cs.get(c).getLocked(s):
-                cs.get(c).setValue(s, float(q[j]), False)
+            cs.get(c).setValue(s, float(q[j]), False)
         m.realizePosition(s)
         for i, gp in enumerate(gps):
             L[t, i] = gp.getLength(s)
@@ -175,22 +174,39 @@ def test_arm26_wrapped_paths_over_ik_trial():
 
 # ------------------------------------------------------------------------------ Thoracoscapular
 @needs_opensim
-def test_thoracoscapular_lengths_and_humeral_moment_arms():
+def test_thoracoscapular_lengths_and_moment_arms():
+    """33 muscles over ellipsoid, cylinder and sphere wraps; moment arms about every
+    coordinate as computeMomentArm gives them (scapulothoracic angular-velocity speeds, AC
+    point-constraint coupling). At poses violating the constraint the coupling is not
+    defined the same way (OpenSim and arthron then differ), hence assembled poses."""
+    import oracle
     model, tree, ps = _setup(TSM)
     assert len(ps.names) == 33
     Q = _random_q(model, tree, 12, scale=0.5, seed=0)
-    hum = ["plane_elv", "shoulder_elv", "axial_rot"]
-    L0, MA0 = _opensim(TSM, ps.names, Q, tree.coordinate_names, hum)
+    names = tree.coordinate_names
+    # poses that satisfy the AC point constraint (as IK results do): OpenSim assembles them
+    m, s = oracle.load(TSM)
+    cs = m.getCoordinateSet()
+    for t in range(len(Q)):
+        for j, c in enumerate(names):
+            cs.get(c).setValue(s, float(Q[t, j]), False)
+        m.assemble(s)
+        Q[t] = [cs.get(c).getValue(s) for c in names]
+    L0, MA0 = _opensim(TSM, ps.names, Q, names, names)
     MA1, L1 = P.moment_arms(ps, tree, Q, return_lengths=True)
-    cols = [tree.coordinate_index(c) for c in hum]
     err = np.abs(L1 - L0).max(0)
-    # paths over two wrap objects replay OpenSim's iteration (Infraspinatus_S: 1.6e-4 m)
-    loose = {n for n in ps.names if len(model.forces[n].path.wraps) > 1}
+    em = np.abs(MA1 - MA0).max(0)             # (n, nq)
+    hum = [tree.coordinate_index(c) for c in ("plane_elv", "shoulder_elv", "axial_rot")]
+    # paths over two wrap objects replay OpenSim's iterations only approximately
+    # (Infraspinatus_S: 1.6e-4 m); their moment arms about the shoulder girdle differ more
+    multi = {n for n in ps.names if len(model.forces[n].path.wraps) > 1}
     for i, n in enumerate(ps.names):
-        assert err[i] < (2e-4 if n in loose else 1e-6), (n, err[i])
-    em = np.abs(MA1[:, :, cols] - MA0).max((0, 2))
-    for i, n in enumerate(ps.names):
-        assert em[i] < (2e-3 if n in loose else 1e-6), (n, em[i])
+        if n in multi:
+            assert err[i] < 2e-4, (n, err[i])
+            assert em[i, hum].max() < 2e-3, (n, em[i, hum].max())
+        else:
+            assert err[i] < 1e-6, (n, err[i])
+            assert em[i].max() < 1e-6, (n, em[i].max())
 
 
 # ------------------------------------------------------------------------------ Lenhart2015
