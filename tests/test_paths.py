@@ -230,6 +230,16 @@ def test_missing_wrap_object_names_the_muscle():
         P.compile_paths(model, compile_model(model))
 
 
+def test_unsupported_wrap_type_names_the_muscle():
+    from arthron.errors import UnsupportedFeature
+    model = read_osim(ARM26)
+    wo = next(w for b in model.bodies.values() for w in b.wrap_objects if w.name == "TRI")
+    wo.type = "WrapTorus"
+    with pytest.raises(UnsupportedFeature, match="TRIlat.*WrapTorus"):
+        P.compile_paths(model, compile_model(model))
+    P.compile_paths(model, compile_model(model), forces=["BICshort"])   # others still work
+
+
 def test_missing_conditional_coordinate_names_the_muscle():
     model = read_osim(GAIT2354)
     name, pt = next((n, p) for n, f in model.forces.items() for p in f.path.points

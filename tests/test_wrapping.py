@@ -68,8 +68,8 @@ def test_cylinder_beyond_its_ends_does_not_wrap():
 def test_ellipsoid_with_equal_radii_is_the_sphere_wrap():
     R = 0.05
     rng = np.random.default_rng(0)
-    p1 = np.column_stack([np.full(20, -0.15), rng.uniform(-0.02, 0.02, 20), rng.uniform(-0.02, 0.02, 20)])
-    p2 = np.column_stack([np.full(20, 0.15), rng.uniform(-0.02, 0.02, 20), rng.uniform(-0.02, 0.02, 20)])
+    p1 = np.column_stack([np.full(20, -0.15), rng.uniform(-0.02, 0.02, (20, 2))])
+    p2 = np.column_stack([np.full(20, 0.15), rng.uniform(-0.02, 0.02, (20, 2))])
     st_s, r1s, r2s, Ls = W.wrap_sphere(p1, p2, R)
     st_e, r1e, r2e, Le = W.wrap_ellipsoid(p1, p2, [R, R, R])
     ok = st_s == W.WRAPPED

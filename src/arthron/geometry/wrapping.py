@@ -11,7 +11,8 @@ frame (arrays (T, 3), metres) and returns ``(status, r1, r2, length)``:
   wrap frame;
 * ``length`` (T,): the length of the path on the surface between r1 and r2.
 
-The semantics are those of OpenSim 4.6 (``WrapSphere::wrapLine``, ``WrapCylinder::wrapLine``),
+The semantics are those of OpenSim 4.6 (``WrapSphere::wrapLine``, ``WrapCylinder::wrapLine``,
+``WrapEllipsoid::wrapLine``),
 including their choices where the geometry is ambiguous: the quadrant (``"+x"``, ``"-y"``
 ...) restricts wrapping to one side of the object, wrapping happens only when the straight
 line would pass through the object (or, with a quadrant, through its inactive side); the
@@ -19,8 +20,11 @@ cylinder's path is a helix from r1 to r2 whose tangent points are placed by Open
 construction. These functions are reimplementations of the geometry, checked against OpenSim
 in ``tests/test_wrapping.py``.
 
-WrapEllipsoid and WrapTorus raise :class:`arthron.errors.UnsupportedFeature` (OpenSim's
-ellipsoid algorithm is an iterative approximation arthron does not reproduce yet).
+The ellipsoid wrap replays OpenSim's own approximations step by step (wrap plane from the
+"fan"/axis-plane estimates, its damped tangent-point search, the surface length as a sum of
+~1 mm chords), because OpenSim's result is not the exact geodesic. WrapTorus and the
+obstacle-set objects (WrapSphereObst, WrapCylinderObst, WrapDoubleCylinderObst) raise
+:class:`arthron.errors.UnsupportedFeature`.
 """
 from __future__ import annotations
 
@@ -29,9 +33,10 @@ import numpy as np
 from ..errors import UnsupportedFeature
 
 NO_WRAP, INSIDE, WRAPPED, MANDATORY = 0, 1, 2, 3
+SUPPORTED = ("WrapSphere", "WrapCylinder", "WrapEllipsoid")
 
-__all__ = ["NO_WRAP", "INSIDE", "WRAPPED", "MANDATORY", "wrap_sphere", "wrap_cylinder",
-           "wrap_segment"]
+__all__ = ["NO_WRAP", "INSIDE", "WRAPPED", "MANDATORY", "SUPPORTED", "wrap_sphere",
+           "wrap_cylinder", "wrap_ellipsoid", "wrap_segment"]
 
 
 def _dot(a, b):
@@ -65,7 +70,6 @@ def wrap_sphere(p1, p2, radius: float, axis: int = -1, sign: int = 0):
     """
     p1 = np.asarray(p1, float)
     p2 = np.asarray(p2, float)
-    T = p1.shape[0]
     if axis >= 0:
         raise UnsupportedFeature("WrapSphere with a quadrant other than 'all'")
     R = float(radius)
@@ -103,7 +107,8 @@ def wrap_sphere(p1, p2, radius: float, axis: int = -1, sign: int = 0):
     L = R * ang
     status = np.where(inside, INSIDE, np.where(hit, WRAPPED, NO_WRAP))
     ok = status == WRAPPED
-    return status, np.where(ok[:, None], r1, 0.0), np.where(ok[:, None], r2, 0.0), np.where(ok, L, 0.0)
+    return (status, np.where(ok[:, None], r1, 0.0), np.where(ok[:, None], r2, 0.0),
+            np.where(ok, L, 0.0))
 
 
 # ---------------------------------------------------------------------------------- cylinder
@@ -701,8 +706,8 @@ def wrap_ellipsoid(p1, p2, radii, axis: int = -1, sign: int = 0, method: str = "
             c1f[:, axis] = -c1f[:, axis]
             start1 = np.where(flip[:, None], c1f, start1)
             start2 = np.where(flip[:, None], c1f, start2)
-            fw = np.where(np.isinf(fan_w), 1.0 - (mub - _MU_BLEND_MIN) / (_MU_BLEND_MAX - _MU_BLEND_MIN),
-                          fan_w)
+            fw = np.where(np.isinf(fan_w),
+                          1.0 - (mub - _MU_BLEND_MIN) / (_MU_BLEND_MAX - _MU_BLEND_MIN), fan_w)
             fw = np.minimum(fw, 1.0)
             bis = 0.5 * (orig + c1f[:, axis])
             moved = c1f.copy()

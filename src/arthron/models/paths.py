@@ -16,8 +16,8 @@ up to 8 passes are made until the length changes by less than 0.5 mm.
 
 Moment arms are ``r = -∂l/∂q`` computed analytically: the path's unit tension pulls each node
 (path point or wrap tangent point) towards its neighbours; the net pull ``f_k`` on node ``k``
-gives ``r = Σ_k f_k · ∂p_k/∂q``, where ``∂p_k/∂q`` is the velocity map of the node fixed on its
-body plus, for moving points, the motion of the point on the body. This is what OpenSim's
+gives ``r = Σ_k f_k · ∂p_k/∂q``, where ``∂p_k/∂q`` is the velocity map of the node fixed on
+its body plus, for moving points, the motion of the point on the body. This is what OpenSim's
 ``MomentArmSolver`` computes for coordinates not coupled by constraints (it additionally
 projects onto constraint-coupled coordinates, which arthron does not do). Tangent points slide
 on the wrap surface, which does not change the length to first order (the path is locally
@@ -160,6 +160,9 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         naming the force, when a path point's frame does not exist, a ConditionalPathPoint or
         MovingPathPoint names a coordinate the model does not have, or a PathWrap names a wrap
         object that no body of the model carries.
+    UnsupportedFeature
+        naming the force, when it wraps over a WrapTorus or an obstacle-set object
+        (WrapSphereObst, WrapCylinderObst, WrapDoubleCylinderObst).
     """
     nb = tree.nb
     bidx = {f"/bodyset/{n}": i for i, n in enumerate(tree.body_names)}
@@ -246,6 +249,15 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
             s, e = pw.range
             s0 = 0 if s < 1 else s - 1
             e0 = len(pts) - 1 if e < 1 else e - 1
+            wo_t = wobjs[wid[pw.wrap_object]].type
+            if wo_t == "WrapSphere" and wobjs[wid[pw.wrap_object]].axis >= 0:
+                raise UnsupportedFeature(f"path of '{name}' wraps over WrapSphere "
+                                         f"'{pw.wrap_object}' restricted to a quadrant, which "
+                                         "arthron does not reproduce", model.source)
+            if wo_t not in _wr.SUPPORTED:
+                raise UnsupportedFeature(f"path of '{name}' wraps over {wo_t} "
+                                         f"'{pw.wrap_object}', which arthron does not reproduce",
+                                         model.source)
             wraps.append(_Wrap(pw.name, pw.wrap_object, wid[pw.wrap_object], s0, e0,
                                pw.method))
         names.append(name)
@@ -661,7 +673,8 @@ def coupling_vectors(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = N
     """OpenSim's moment-arm coupling vectors (T, nq, nq), column k for coordinate k.
 
     Column k is the generalized-speed vector (OpenSim's ``u``, see :func:`speed_map`)
-    closest to the unit speed of coordinate k that satisfies the model's enforced constraints (PointConstraint, WeldConstraint,
+    closest to the unit speed of coordinate k that satisfies the model's enforced constraints
+    (PointConstraint, WeldConstraint,
     CoordinateCouplerConstraint with one independent coordinate) and keeps the other locked
     coordinates still, scaled so that its k-th entry is 1 (``MomentArmSolver``'s
     ``computeCouplingVector``: Simbody's ``projectU``, here with unit weights). Returns None
@@ -682,7 +695,8 @@ def coupling_vectors(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = N
 
     def jv(b, loc):
         r = np.einsum("tij,j->ti", Rb[:, b], loc)
-        return D[:, b, :3] + np.cross(D[:, b, 3:].transpose(0, 2, 1), r[:, None, :]).transpose(0, 2, 1)
+        w = D[:, b, 3:].transpose(0, 2, 1)                        # (T, nq, 3)
+        return D[:, b, :3] + np.cross(w, r[:, None, :]).transpose(0, 2, 1)
 
     for c in pathset.constraints:
         if c[0] == "unsupported":
@@ -762,7 +776,8 @@ def moment_arms_excursion(pathset: PathSet, tree: Tree, q, coordinates=None,
         qp, qm = q.copy(), q.copy()
         qp[:, j] += h
         qm[:, j] -= h
-        out[:, :, j] = -(path_lengths(pathset, tree, qp) - path_lengths(pathset, tree, qm)) / (2 * h)
+        dl = path_lengths(pathset, tree, qp) - path_lengths(pathset, tree, qm)
+        out[:, :, j] = -dl / (2 * h)
     return out
 
 
