@@ -64,7 +64,8 @@ def cmd_id(a):
         if not (a.model and a.motion and a.output):
             raise SystemExit("arthron id: give MODEL MOTION -o OUT.sto, or --setup SETUP.xml")
         model_file, motion_file, ext_file = a.model, a.motion, a.external_loads
-        lowpass, time_range, excl, out, in_deg = a.lowpass, None, ["Muscles"], Path(a.output), None
+        lowpass, excl, out, in_deg = a.lowpass, ["Muscles"], Path(a.output), None
+        time_range = tuple(a.time_range) if a.time_range else None
     model = read_osim(model_file)
     motion = read_sto(motion_file)
     ext = read_external_loads(ext_file) if ext_file else None
@@ -103,6 +104,123 @@ def cmd_demo(a):
     return 0
 
 
+def _progress(label):
+    """A progress callback ``f(i, T)`` drawing a rich progress bar (silent for short trials)."""
+    try:
+        from rich.progress import Progress
+    except ImportError:  # rich is a dependency; stay quiet if it is missing
+        return None
+    state = {}
+
+    def cb(i, T):
+        if T < 200:
+            return
+        if "p" not in state:
+            state["p"] = Progress(transient=True)
+            state["p"].start()
+            state["t"] = state["p"].add_task(label, total=T)
+        state["p"].update(state["t"], completed=i + 1)
+        if i + 1 >= T:
+            state["p"].stop()
+    return cb
+
+
+def cmd_ik(a):
+    from .solvers.inverse_kinematics import run_ik, run_ik_from_setup
+    if a.setup:
+        res = run_ik_from_setup(a.setup, progress=_progress("inverse kinematics"))
+        path = res.write(a.output) if a.output else res.write()
+    else:
+        if not (a.model and a.trial and a.output):
+            raise SystemExit("arthron ik: give MODEL TRIAL.trc -o OUT.mot, or --setup SETUP.xml")
+        tr = tuple(a.time_range) if a.time_range else None
+        res = run_ik(a.model, a.trial, time_range=tr, progress=_progress("inverse kinematics"))
+        path = res.write(a.output, Path(a.output).with_name(Path(a.output).stem + "_marker_errors.sto"))
+    print(f"wrote {path} ({len(res.time)} frames; marker RMS max {1e3 * float(res.rms.max()):.3f} mm)")
+    return 0
+
+
+def cmd_scale(a):
+    from .models.scaling import landmark_factors, scale_anthropometric, scale_from_setup
+    if a.setup:
+        res = scale_from_setup(a.setup)
+        for p in res.write(a.output_dir):
+            print(f"wrote {p}")
+        return 0
+    if not (a.model and a.mass and a.height and a.output):
+        raise SystemExit("arthron scale: give --setup SETUP.xml, or MODEL --mass KG --height M "
+                         "[--gender f|m] [--static STATIC.trc] -o OUT.osim")
+    from .io.osim import read_osim, write_osim
+    from .io.trc import read_trc
+    model = read_osim(a.model)
+    factors = None
+    if a.static:
+        factors = {b: [f] * 3 for b, f in landmark_factors(model, read_trc(a.static)).items()}
+    gender = {"f": "female", "m": "male"}.get(a.gender.lower(), a.gender.lower())
+    scaled, report = scale_anthropometric(model, a.mass, a.height, gender, segment_factors=factors)
+    write_osim(a.output, scaled)
+    print(f"wrote {a.output} ({gender}, {a.mass:g} kg, {a.height:g} m; total mass "
+          f"{scaled.total_mass():.4g} kg)")
+    return 0
+
+
+def cmd_paths(a):
+    from .io.osim import read_osim
+    from .io.sto import read_sto
+    from .models.paths import write_path_analysis
+    muscles = None if not a.muscles else [m for part in a.muscles for m in part.split(",") if m]
+    written = write_path_analysis(read_osim(a.model), read_sto(a.motion), a.output, muscles=muscles)
+    for p in written or []:
+        print(f"wrote {p}")
+    return 0
+
+
+def cmd_jr(a):
+    from .io.osim import read_osim
+    from .io.setup import read_external_loads
+    from .io.sto import read_sto
+    from .solvers.reactions import joint_reactions, joint_reactions_from_setup
+    if a.setup:
+        res = joint_reactions_from_setup(a.setup)
+        out = Path(a.output) if a.output else Path(a.setup).with_name(
+            Path(a.setup).stem + "_JointReaction_ReactionLoads.sto")
+    else:
+        if not (a.model and a.motion and a.output):
+            raise SystemExit("arthron jr: give MODEL MOTION -o OUT.sto, or --setup SETUP.xml")
+        joints = None if not a.joints else [j for part in a.joints for j in part.split(",") if j]
+        motion = read_sto(a.motion)
+        tr = tuple(a.time_range) if a.time_range else (float(motion.time[0]), float(motion.time[-1]))
+        res = joint_reactions(read_osim(a.model), motion, time_range=tr,
+                              forces_table=read_sto(a.forces) if a.forces else None,
+                              external_loads=read_external_loads(a.external_loads) if a.external_loads else None,
+                              joints=joints, on=a.on, in_frame=getattr(a, "in"), lowpass_hz=a.lowpass,
+                              accelerations=a.accelerations)
+        out = Path(a.output)
+    res.write(out)
+    print(f"wrote {out} ({len(res.time)} frames, {len(res.labels) // 9} joint reactions)")
+    return 0
+
+
+def cmd_ligament(a):
+    from .solvers.ligament import run_demo, run_model
+    if a.demo:
+        out = Path(a.output) if a.output else Path.cwd() / "arthron-ligament-demo"
+        run_demo(out)
+        print(f"outputs written to {out}")
+        return 0
+    if not (a.model and a.ligament):
+        raise SystemExit("arthron ligament: give MODEL.osim --ligament NAME [--mesh TIBIA.stl] "
+                         "[--motion MOTION.mot] -o OUT.sto, or --demo")
+    table, info = run_model(a.model, a.ligament, mesh=a.mesh, motion=a.motion, out=a.output,
+                            n_triangles=a.triangles, rule=a.rule)
+    print(f"{a.ligament}: TPSM-{a.rule} on {a.triangles} triangles, {len(table.time)} frame(s)"
+          + (f"; wrote {a.output}" if a.output else ""))
+    if not a.output:
+        for lab, v in zip(table.labels, table.data[0]):
+            print(f"  {lab:40s} {v: .6g}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="arthron", description="Musculoskeletal biomechanics that speaks OpenSim.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -121,8 +239,58 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--setup", help="OpenSim InverseDynamicsTool setup file")
     s.add_argument("--external-loads", help="ExternalLoads XML (with its GRF .mot)")
     s.add_argument("--lowpass", type=float, default=None, help="low-pass cut-off for coordinates (Hz)")
+    s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
     s.add_argument("-o", "--output", help="output .sto")
     s.set_defaults(func=cmd_id)
+    s = sub.add_parser("ik", help="inverse kinematics from a marker trial")
+    s.add_argument("model", nargs="?")
+    s.add_argument("trial", nargs="?", help=".trc marker trial")
+    s.add_argument("--setup", help="OpenSim InverseKinematicsTool setup file")
+    s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
+    s.add_argument("-o", "--output", help="output .mot (degrees, like OpenSim)")
+    s.set_defaults(func=cmd_ik)
+    s = sub.add_parser("scale", help="scale a model: OpenSim ScaleTool setup, or anthropometric (seed 001)")
+    s.add_argument("model", nargs="?")
+    s.add_argument("--setup", help="OpenSim ScaleTool setup file")
+    s.add_argument("--output-dir", help="with --setup: folder for the outputs (default: as the setup says)")
+    s.add_argument("--static", help="static trial .trc for per-segment factors")
+    s.add_argument("--mass", type=float, help="subject mass (kg)")
+    s.add_argument("--height", type=float, help="subject height (m)")
+    s.add_argument("--gender", default="m", help="f or m")
+    s.add_argument("-o", "--output", help="output .osim")
+    s.set_defaults(func=cmd_scale)
+    s = sub.add_parser("paths", help="muscle lengths and moment arms, like OpenSim's MuscleAnalysis")
+    s.add_argument("model")
+    s.add_argument("motion")
+    s.add_argument("--muscles", action="append", help="muscle names (comma separated; default all)")
+    s.add_argument("-o", "--output", required=True, help="output folder")
+    s.set_defaults(func=cmd_paths)
+    s = sub.add_parser("jr", help="joint reactions by the E-matrix (seed 002)")
+    s.add_argument("model", nargs="?")
+    s.add_argument("motion", nargs="?")
+    s.add_argument("--setup", help="OpenSim AnalyzeTool setup with a JointReaction analysis")
+    s.add_argument("--forces", help="actuator/muscle forces .sto (e.g. static optimization output)")
+    s.add_argument("--external-loads", help="ExternalLoads XML (with its GRF .mot)")
+    s.add_argument("--joints", action="append", help="joint names (comma separated; default all)")
+    s.add_argument("--on", default="child", choices=("child", "parent"))
+    s.add_argument("--in", default="ground", help="frame: ground, child, parent or a body name")
+    s.add_argument("--lowpass", type=float, default=None, help="low-pass cut-off for coordinates (Hz)")
+    s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
+    s.add_argument("--accelerations", default="motion", choices=("motion", "forward"),
+                   help="motion: the trial's accelerations (seed 002); forward: from the equations "
+                        "of motion with the given forces, as OpenSim's JointReaction")
+    s.add_argument("-o", "--output", help="output .sto")
+    s.set_defaults(func=cmd_jr)
+    s = sub.add_parser("ligament", help="TPSM ligament wrench (seed 000): --demo, or a model's strands")
+    s.add_argument("model", nargs="?", help=".osim with the ligament as strands")
+    s.add_argument("--demo", action="store_true", help="study on the embedded synthetic ACL")
+    s.add_argument("--ligament", help="strand name prefix, e.g. ACL")
+    s.add_argument("--mesh", help="tibia mesh (STL/VTP/OBJ) in the tibial body frame")
+    s.add_argument("--motion", help="coordinates .mot/.sto (default pose if omitted)")
+    s.add_argument("--triangles", type=int, default=360)
+    s.add_argument("--rule", type=int, default=3, choices=(1, 3, 4, 6, 7))
+    s.add_argument("-o", "--output", help="output .sto (or folder with --demo)")
+    s.set_defaults(func=cmd_ligament)
     s = sub.add_parser("demo", help="run the main job on the embedded default model")
     s.add_argument("-o", "--output", help="output folder (default ./arthron-demo)")
     s.set_defaults(func=cmd_demo)

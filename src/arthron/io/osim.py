@@ -705,7 +705,9 @@ def _geometry_elems(geoms):
     out = []
     for g in geoms:
         if g.raw is not None:
-            out.append(copy.deepcopy(g.raw))
+            e = copy.deepcopy(g.raw)
+            _set(e, "scale_factors", _fmt(g.scale_factors))
+            out.append(e)
         else:
             e = etree.Element(g.kind, name=g.name)
             _sub(e, "socket_frame", "..")

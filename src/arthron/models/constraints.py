@@ -144,16 +144,29 @@ def assemble(model: Model, tree: Tree, q_desired, *, tol=1e-12, max_iter=50, con
         return q0
     free = np.array([not c.locked for c in model.coordinates.values()])
     q = q0.copy()
+    c = cs.residuals(q)
+    err = np.abs(c).max(axis=1)
     for _ in range(max_iter):
-        c = cs.residuals(q)
-        if np.abs(c).max() < tol:
+        if err.max() < tol:
             return q
         C = cs.jacobian(q)[:, :, free]                        # (T, m, nf)
         # min ||q − q0||² s.t. c(q_k) + C (q − q_k) = 0
         rhs = c + np.einsum("tmk,tk->tm", C, (q0 - q)[:, free])
         CCt = C @ np.swapaxes(C, 1, 2)
         lam = np.linalg.solve(CCt + 1e-14 * np.eye(CCt.shape[-1]), rhs[..., None])[..., 0]
-        q[:, free] = q0[:, free] - np.einsum("tmk,tm->tk", C, lam)
+        step = np.zeros_like(q)
+        step[:, free] = q0[:, free] - np.einsum("tmk,tm->tk", C, lam) - q[:, free]
+        # backtracking per frame on the constraint error (the full step near the solution)
+        alpha = np.ones(q.shape[0])
+        for _ls in range(20):
+            qn = q + alpha[:, None] * step
+            cn = cs.residuals(qn)
+            en = np.abs(cn).max(axis=1)
+            bad = (en > err) & (en > tol)
+            if not bad.any():
+                break
+            alpha = np.where(bad, 0.5 * alpha, alpha)
+        q, c, err = qn, cn, en
     c = cs.residuals(q)
     if np.abs(c).max() >= max(tol, 1e-9):
         raise SolverError(f"model '{model.name}': constraints not satisfied after {max_iter} "

@@ -283,7 +283,7 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
     external_loads : arthron.io.setup.ExternalLoads or None
     loads_table : Table of the loads data (default: the ExternalLoads ``datafile``)
     lowpass_hz : cut-off for the coordinates (None or ≤ 0: no filter)
-    time_range : (t0, t1) or None
+    time_range : (t0, t1) or None (the motion's first to last time)
     forces_to_exclude : OpenSim's property; arthron applies no model forces, and warns when the
         model holds passive force elements that OpenSim would apply because they are not
         excluded.
@@ -295,6 +295,8 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
     tree = tree or compile_model(model)
     vals = coordinates_from_table(model, motion, in_degrees=in_degrees)
     lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
+    if time_range is None:  # the tool's default: the whole file (not the filter's padding)
+        time_range = (float(motion.time[0]), float(motion.time[-1]))
     t_out, q, qd, qdd = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range)
     if tree.angular_velocity_groups:
         # OpenSim sets each coordinate's speed u to the spline derivative; for Ellipsoid-type

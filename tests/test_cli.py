@@ -1,0 +1,105 @@
+"""The `arthron` command end to end on the real files."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import ARM26, ARM26_TUT, GAIT_PIPE, GAIT_REF_MODEL, LENHART, REF, needs_data
+from arthron.cli import main
+from arthron.io.osim import read_osim
+from arthron.io.sto import read_sto
+
+ARM_IK = ARM26_TUT / "OutputReference" / "InverseKinematics" / "arm26_InverseKinematics.mot"
+
+
+@needs_data
+def test_info_lists_kept_components(capsys):
+    assert main(["info", str(LENHART)]) == 0
+    out = capsys.readouterr().out
+    assert "Blankevoort1991Ligament ×76" in out
+    assert "Smith2018ArticularContactForce tf_contact" in out
+    assert "coordinates 52" in out
+
+
+@needs_data
+def test_convert_writes_4x_that_reads_back_the_same(tmp_path):
+    out = tmp_path / "arm26_4x.osim"
+    assert main(["convert", str(ARM26), str(out)]) == 0
+    a, b = read_osim(ARM26), read_osim(out)
+    assert list(a.bodies) == list(b.bodies) and list(a.coordinates) == list(b.coordinates)
+    for n in a.bodies:
+        assert a.bodies[n].mass == b.bodies[n].mass
+        np.testing.assert_array_equal(a.bodies[n].inertia, b.bodies[n].inertia)
+
+
+@needs_data
+def test_id_command_equals_opensim_reference(tmp_path):
+    out = tmp_path / "id.sto"
+    assert main(["id", str(ARM26), str(ARM_IK), "--lowpass", "6", "-o", str(out)]) == 0
+    res, ref = read_sto(out), read_sto(REF / "task1_arm26" / "ID_filtered" / "arm26_InverseDynamics.sto")
+    assert res.labels == ref.labels
+    np.testing.assert_allclose(res.data, ref.data, atol=1e-6)
+
+
+@needs_data
+def test_id_command_from_setup(tmp_path):
+    setup = tmp_path / "id_setup.xml"
+    setup.write_text(f"""<?xml version="1.0" encoding="UTF-8"?>
+<OpenSimDocument Version="40000"><InverseDynamicsTool name="walk">
+  <results_directory>{tmp_path}</results_directory>
+  <model_file>{GAIT_REF_MODEL}</model_file>
+  <time_range>0.4 1.6</time_range>
+  <forces_to_exclude>Muscles</forces_to_exclude>
+  <external_loads_file>{GAIT_PIPE / 'subject01_walk1_grf.xml'}</external_loads_file>
+  <coordinates_file>{GAIT_PIPE / 'OutputReference' / 'subject01_walk1_ik.mot'}</coordinates_file>
+  <lowpass_cutoff_frequency_for_coordinates>6</lowpass_cutoff_frequency_for_coordinates>
+  <output_gen_force_file>walk_id.sto</output_gen_force_file>
+</InverseDynamicsTool></OpenSimDocument>""")
+    assert main(["id", "--setup", str(setup)]) == 0
+    res = read_sto(tmp_path / "walk_id.sto")
+    ref = read_sto(REF / "task2_gait2354" / "ResultsID_C_refModel_refIK" / "inverse_dynamics.sto")
+    assert res.labels == ref.labels
+    np.testing.assert_allclose(res.data, ref.data, atol=1e-4)
+
+
+def test_demo_runs_on_the_embedded_default(tmp_path, capsys):
+    assert main(["demo", "-o", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    assert "outputs written to" in out
+    files = {p.name for p in (tmp_path / "demo").iterdir()}
+    assert {"demo_arm.osim", "elbow_flexion.mot", "inverse_dynamics.sto"} <= files
+    res = read_sto(tmp_path / "demo" / "inverse_dynamics.sto")
+    # static check at the first frame (arm at rest, shoulder at 10°, elbow 0°): the shoulder
+    # moment balances the weight of the arm about the pin, m g x_com.
+    model = read_osim(tmp_path / "demo" / "demo_arm.osim")
+    m_ua, m_fa = model.bodies["humerus"].mass, model.bodies["forearm"].mass
+    th = np.deg2rad(10.0)
+    L = 0.282
+    x_ua = 0.577 * L * np.sin(th)
+    x_fa = (L + 0.2) * np.sin(th)
+    expected = 9.80665 * (m_ua * x_ua + m_fa * x_fa)
+    assert res.column("shoulder_elev_moment")[0] == pytest.approx(expected, rel=2e-3)
+
+
+@needs_data
+def test_jr_command_runs(tmp_path):
+    out = tmp_path / "jr.sto"
+    forces = REF / "task1_arm26" / "SO_phys" / "arm26_StaticOptimization_force.sto"
+    assert main(["jr", str(ARM26), str(ARM_IK), "--forces", str(forces), "--lowpass", "6",
+                 "--joints", "r_elbow", "--in", "child", "-o", str(out)]) == 0
+    t = read_sto(out)
+    assert len(t.time) == 121
+    assert t.labels[0] == "r_elbow_on_r_ulna_radius_hand_in_r_ulna_radius_hand_fx"
+
+
+@needs_data
+def test_bad_input_is_one_clear_line(tmp_path, capsys):
+    bad = tmp_path / "broken.osim"
+    bad.write_text("<OpenSimDocument><Model name='x'><BodySet></Model>")
+    assert main(["info", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("arthron: error:") and "broken.osim" in err and "line" in err
+    assert main(["id", str(ARM26), str(GAIT_PIPE / "OutputReference" / "subject01_walk1_ik.mot"),
+                 "-o", str(tmp_path / "x.sto")]) == 2
+    assert "missing coordinate" in capsys.readouterr().err
+    assert not (tmp_path / "x.sto").exists()
