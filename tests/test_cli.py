@@ -67,7 +67,8 @@ def test_demo_runs_on_the_embedded_default(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "outputs written to" in out
     files = {p.name for p in (tmp_path / "demo").iterdir()}
-    assert {"demo_arm.osim", "elbow_flexion.mot", "inverse_dynamics.sto"} <= files
+    assert {"demo_arm.osim", "elbow_flexion.mot", "inverse_dynamics.sto", "joint_reactions.sto",
+            "arthron_demo_arm_MuscleAnalysis_Length.sto"} <= files
     res = read_sto(tmp_path / "demo" / "inverse_dynamics.sto")
     # static check at the first frame (arm at rest, shoulder at 10°, elbow 0°): the shoulder
     # moment balances the weight of the arm about the pin, m g x_com.

@@ -95,9 +95,14 @@ def cmd_demo(a):
     k = res.labels.index("elbow_flex_moment")
     print(f"arthron demo: model {model.name}, {len(t)} frames of elbow flexion")
     print(f"  peak elbow flexion moment {np.abs(res.generalized_forces[:, k]).max():.3f} N·m")
-    extra = getattr(sys.modules[__name__], "_demo_extras", None)
-    if extra:
-        extra(model, motion, out)
+    from .solvers.reactions import joint_reactions
+    jr = joint_reactions(model, motion, lowpass_hz=6.0, time_range=(float(t[0]), float(t[-1])),
+                         on="child", in_frame="child")
+    jr.write(out / "joint_reactions.sto")
+    fy = jr.column("elbow_on_forearm_in_forearm_fy")
+    print(f"  elbow reaction on the forearm (along it): {fy.min():.2f} .. {fy.max():.2f} N")
+    from .models.paths import write_path_analysis
+    write_path_analysis(model, motion, out)
     print(f"outputs written to {out}")
     for p in sorted(out.iterdir()):
         print(f"  {p.name}")
