@@ -70,8 +70,10 @@ def test_demo_runs_on_the_embedded_default(tmp_path, capsys):
     assert {"demo_arm.osim", "elbow_flexion.mot", "inverse_dynamics.sto", "joint_reactions.sto",
             "arthron_demo_arm_MuscleAnalysis_Length.sto"} <= files
     res = read_sto(tmp_path / "demo" / "inverse_dynamics.sto")
-    # static check at the first frame (arm at rest, shoulder at 10°, elbow 0°): the shoulder
-    # moment balances the weight of the arm about the pin, m g x_com.
+    # static check at the first frame (shoulder at 10°, elbow 0°). OpenSim's preprocessing,
+    # reproduced here (pad by reflection, 6 Hz IIR, quintic spline), makes the speeds and
+    # accelerations vanish there (q̈ ≈ 2e-3 rad/s²), so the shoulder moment is the weight of the
+    # arm about the pin, m g x_com.
     model = read_osim(tmp_path / "demo" / "demo_arm.osim")
     m_ua, m_fa = model.bodies["humerus"].mass, model.bodies["forearm"].mass
     th = np.deg2rad(10.0)
