@@ -6,7 +6,6 @@ import pytest
 
 from conftest import GAIT2354, LENHART, TSM, needs_data, needs_opensim
 
-from arthron.errors import UnsupportedFeature
 from arthron.io.osim import read_osim
 from arthron.models import muscles as M
 from arthron.models import paths as P
@@ -43,11 +42,38 @@ def test_ligament_law():
 
 
 @needs_data
-def test_millard_is_refused_clearly():
-    model = read_osim(TSM)
+@needs_opensim
+@pytest.mark.parametrize("path", [TSM, LENHART])
+def test_millard_curves_match_opensim(path):
+    """Every Millard2012 muscle's active/passive force-length and force-velocity curves
+    (with the muscle's own curve properties) against OpenSim's curve objects."""
+    import opensim as osim
+
+    import oracle
+    model = read_osim(path)
+    m, s = oracle.load(path, remove_types=LENHART_PLUGINS)
+    x = np.linspace(0.3, 2.0, 60)
+    v = np.linspace(-1.2, 1.2, 60)
     par = M.muscle_parameters(model)
-    with pytest.raises(UnsupportedFeature, match="Millard2012"):
-        M.force_length_velocity(par, np.ones((1, len(par.names))) * 0.2)
+    for name, curves in zip(par.names, par.curves):
+        mu = osim.Millard2012EquilibriumMuscle.safeDownCast(m.getForceSet().get(name))
+        ref_a = [mu.getActiveForceLengthCurve().calcValue(float(t)) for t in x]
+        ref_p = [mu.getFiberForceLengthCurve().calcValue(float(t)) for t in x]
+        ref_v = [mu.getForceVelocityCurve().calcValue(float(t)) for t in v]
+        assert np.abs(curves[0].value(x) - ref_a).max() < 1e-10, name
+        assert np.abs(curves[1].value(x) - ref_p).max() < 1e-10, name
+        assert np.abs(curves[2].value(v) - ref_v).max() < 1e-10, name
+    fl, fp, fv, ca = M.force_length_velocity(par, np.full((2, len(par.names)), 0.3))
+    assert fl.shape == (2, len(par.names)) and np.all(ca <= 1)
+
+
+def test_muscle_curve_derivative():
+    c = M.millard_force_velocity_curve()
+    x = np.linspace(-0.95, 0.95, 7)
+    h = 1e-6
+    num = (c.value(x + h) - c.value(x - h)) / (2 * h)
+    assert np.allclose(c.derivative(x), num, atol=1e-5)
+    assert np.isclose(c.value(np.array([0.0]))[0], 1.0)
 
 
 @needs_data

@@ -15,11 +15,14 @@
   over strains 0-0.01, never compressive) and OpenSim ``Ligament``
   (``pcsa_force * f(l / resting_length)`` for ``l > resting_length``, 0 otherwise).
 
-Millard2012EquilibriumMuscle's quintic-Bézier curves are not reproduced:
-:func:`force_length_velocity` raises :class:`arthron.errors.UnsupportedFeature` for that class.
+* Millard2012 curves (OpenSim ``ActiveForceLengthCurve``, ``FiberForceLengthCurve``,
+  ``ForceVelocityCurve``): smooth segmented quintic Bézier curves built from the curve
+  properties exactly as OpenSim 4.6's ``SmoothSegmentedFunctionFactory`` builds them
+  (:class:`MuscleCurve`, :func:`millard_curves`).
 
-Sources: OpenSim 4.6 ``Thelen2003Muscle.cpp``, ``Blankevoort1991Ligament.cpp``,
-``Ligament.cpp``; Thelen (2003) J Biomech Eng 125:70-77; Blankevoort et al. (1991)
+Sources: OpenSim 4.6 ``Thelen2003Muscle.cpp``, ``SmoothSegmentedFunctionFactory.cpp``,
+``SegmentedQuinticBezierToolkit.cpp``, ``Blankevoort1991Ligament.cpp``, ``Ligament.cpp``;
+Millard et al. (2013) J Biomech Eng 135:021005; Thelen (2003) J Biomech Eng 125:70-77; Blankevoort et al. (1991)
 J Biomech Eng 113:263-269.
 """
 from __future__ import annotations
@@ -32,6 +35,8 @@ from ..errors import ModelFileError, UnsupportedFeature
 from .functions import StepFunction
 
 __all__ = ["MuscleParameters", "muscle_parameters", "thelen_active_force_length",
+           "MuscleCurve", "millard_curves", "millard_active_force_length_curve",
+           "millard_fiber_force_length_curve", "millard_force_velocity_curve",
            "thelen_passive_force_length", "thelen_force_velocity", "rigid_tendon_fiber_state",
            "force_length_velocity", "blankevoort_force", "ligament_force", "ligament_forces"]
 
@@ -58,6 +63,7 @@ class MuscleParameters:
     pennation_angle_at_optimal: np.ndarray
     max_contraction_velocity: np.ndarray
     thelen: dict | None = None
+    curves: list | None = None
 
 
 def muscle_parameters(model, names=None) -> MuscleParameters:
@@ -85,8 +91,10 @@ def muscle_parameters(model, names=None) -> MuscleParameters:
         types.append(f.type)
     thelen = {k: np.array([_xml_float(model.forces[n], k, d) for n in names], float)
               for k, d in THELEN_DEFAULTS.items()}
+    curves = [millard_curves(model, n) if t.startswith("Millard") else None
+              for n, t in zip(names, types)]
     return MuscleParameters(names, types, *(np.asarray(cols[k], float) for k in cols),
-                            thelen=thelen)
+                            thelen=thelen, curves=curves)
 
 
 # ------------------------------------------------------------------------------ Thelen2003
@@ -140,20 +148,220 @@ def rigid_tendon_fiber_state(params: MuscleParameters, lengths, speeds=None):
 
 def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
     """Static muscle multipliers for a rigid tendon: (f_L active, f_PE passive, f_V, cos α),
-    each (T, n). Thelen2003Muscle (and the deprecated Thelen/Schutte/Delp classes, which share
-    the Gaussian active curve here) only.
+    each (T, n). Thelen2003Muscle (and the deprecated Thelen/Schutte/Delp classes, given the
+    Thelen curves here) and Millard2012 muscles (their own Bézier curves, OpenSim 4.6).
 
-    Raises UnsupportedFeature for Millard2012 muscles (quintic-Bézier curves not reproduced).
+    Raises UnsupportedFeature for other muscle classes.
     """
-    bad = [n for n, t in zip(params.names, params.types) if t.startswith("Millard")]
-    if bad:
-        raise UnsupportedFeature("Millard2012 force-length-velocity curves are not reproduced "
-                                 f"(muscles {', '.join(bad[:5])}{' ...' if len(bad) > 5 else ''})")
     ln, vn, alpha = rigid_tendon_fiber_state(params, lengths, speeds)
     th = params.thelen or {k: np.full(len(params.names), v) for k, v in THELEN_DEFAULTS.items()}
-    return (thelen_active_force_length(ln, th["KshapeActive"]),
-            thelen_passive_force_length(ln, th["KshapePassive"], th["FmaxMuscleStrain"]),
-            thelen_force_velocity(vn, th["Af"], th["Flen"]), np.cos(alpha))
+    fl = thelen_active_force_length(ln, th["KshapeActive"])
+    fp = thelen_passive_force_length(ln, th["KshapePassive"], th["FmaxMuscleStrain"])
+    fv = thelen_force_velocity(vn, th["Af"], th["Flen"])
+    curves = params.curves or [None] * len(params.names)
+    for i, (t, c) in enumerate(zip(params.types, curves)):
+        if t.startswith("Millard"):
+            if c is None:
+                raise UnsupportedFeature(f"muscle '{params.names[i]}': Millard curves missing "
+                                         "(build MuscleParameters with muscle_parameters)")
+            fl[:, i], fp[:, i], fv[:, i] = c[0].value(ln[:, i]), c[1].value(ln[:, i]), \
+                c[2].value(vn[:, i])
+        elif not (t.startswith("Thelen") or t in ("Schutte1993Muscle_Deprecated",
+                                                  "Delp1990Muscle_Deprecated")):
+            raise UnsupportedFeature(f"muscle '{params.names[i]}' ({t}): force-length-velocity "
+                                     "curves not reproduced")
+    return fl, fp, fv, np.cos(alpha)
+
+
+# ------------------------------------------------------------------------------ Millard2012
+# Defaults of OpenSim 4.6's ActiveForceLengthCurve, FiberForceLengthCurve, ForceVelocityCurve.
+MILLARD_DEFAULTS = {
+    "ActiveForceLengthCurve": {"min_norm_active_fiber_length": 0.4441,
+                               "transition_norm_fiber_length": 0.73,
+                               "max_norm_active_fiber_length": 1.8123,
+                               "shallow_ascending_slope": 0.8616, "minimum_value": 0.1},
+    "FiberForceLengthCurve": {"strain_at_zero_force": 0.0, "strain_at_one_norm_force": 0.7,
+                              "stiffness_at_low_force": None, "stiffness_at_one_norm_force": None,
+                              "curviness": None},
+    "ForceVelocityCurve": {"concentric_slope_at_vmax": 0.0, "concentric_slope_near_vmax": 0.25,
+                           "isometric_slope": 5.0, "eccentric_slope_at_vmax": 0.0,
+                           "eccentric_slope_near_vmax": 0.15,
+                           "max_eccentric_velocity_force_multiplier": 1.4,
+                           "concentric_curviness": 0.6, "eccentric_curviness": 0.9},
+}
+
+
+def _corner(x0, y0, dydx0, x1, y1, dydx1, curviness):
+    """Control points (x (6,), y (6,)) of a quintic Bézier 'corner' from (x0, y0) with slope
+    dydx0 to (x1, y1) with slope dydx1: the two inner pairs sit at ``curviness`` of the way
+    towards the intersection of the end tangents."""
+    if abs(dydx0 - dydx1) > np.sqrt(np.finfo(float).eps):
+        xc = (y1 - y0 - x1 * dydx1 + x0 * dydx0) / (dydx0 - dydx1)
+    else:
+        xc = 0.5 * (x0 + x1)
+    yc = (xc - x1) * dydx1 + y1
+    xm0, ym0 = x0 + curviness * (xc - x0), y0 + curviness * (yc - y0)
+    xm1, ym1 = x1 + curviness * (xc - x1), y1 + curviness * (yc - y1)
+    return (np.array([x0, xm0, xm0, xm1, xm1, x1]), np.array([y0, ym0, ym0, ym1, ym1, y1]))
+
+
+_BINOM = np.array([1.0, 5.0, 10.0, 10.0, 5.0, 1.0])
+
+
+def _bezier(u, p):
+    """Quintic Bézier value at u (...,) for control points p (6,)."""
+    k = np.arange(6)
+    b = _BINOM * u[..., None] ** k * (1.0 - u[..., None]) ** (5 - k)
+    return b @ p
+
+
+def _bezier_du(u, p):
+    d = 5.0 * np.diff(p)
+    k = np.arange(5)
+    b = np.array([1.0, 4.0, 6.0, 4.0, 1.0]) * u[..., None] ** k * (1.0 - u[..., None]) ** (4 - k)
+    return b @ d
+
+
+class MuscleCurve:
+    """A smooth segmented curve of quintic Bézier corners (OpenSim's SmoothSegmentedFunction),
+    extended linearly beyond its end points.
+
+    ``value(x)`` and ``derivative(x)`` are vectorized; ``x(u)`` is inverted on each segment
+    by bisection to machine precision.
+    """
+
+    def __init__(self, segments, x0, x1, y0, y1, dydx0, dydx1):
+        self.X = np.array([s[0] for s in segments])
+        self.Y = np.array([s[1] for s in segments])
+        self.x0, self.x1, self.y0, self.y1 = x0, x1, y0, y1
+        self.dydx0, self.dydx1 = dydx0, dydx1
+
+    def _u(self, x):
+        x = np.asarray(x, float)
+        ends = self.X[:, 5]
+        j = np.clip(np.searchsorted(ends, x, side="left"), 0, len(ends) - 1)
+        lo = np.zeros_like(x)
+        hi = np.ones_like(x)
+        Xj = self.X[j]
+        k = np.arange(6)
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            xm = (_BINOM * mid[..., None] ** k * (1.0 - mid[..., None]) ** (5 - k) * Xj).sum(-1)
+            below = xm < x
+            lo = np.where(below, mid, lo)
+            hi = np.where(below, hi, mid)
+        return j, 0.5 * (lo + hi)
+
+    def value(self, x):
+        x = np.asarray(x, float)
+        j, u = self._u(x)
+        k = np.arange(6)
+        y = (_BINOM * u[..., None] ** k * (1.0 - u[..., None]) ** (5 - k) * self.Y[j]).sum(-1)
+        y = np.where(x <= self.x0, self.y0 + self.dydx0 * (x - self.x0), y)
+        return np.where(x >= self.x1, self.y1 + self.dydx1 * (x - self.x1), y)
+
+    def derivative(self, x):
+        x = np.asarray(x, float)
+        j, u = self._u(x)
+        d = np.empty_like(x)
+        for s in np.unique(j):
+            m = j == s
+            d[m] = _bezier_du(u[m], self.Y[s]) / _bezier_du(u[m], self.X[s])
+        d = np.where(x <= self.x0, self.dydx0, d)
+        return np.where(x >= self.x1, self.dydx1, d)
+
+
+def _scale_curviness(c):
+    return 0.1 + 0.8 * c
+
+
+def millard_active_force_length_curve(min_norm_active_fiber_length=0.4441,
+                                      transition_norm_fiber_length=0.73,
+                                      max_norm_active_fiber_length=1.8123,
+                                      shallow_ascending_slope=0.8616, minimum_value=0.1):
+    """OpenSim's ActiveForceLengthCurve (five Bézier corners, curviness 1)."""
+    x0, x1, x2, x3 = (min_norm_active_fiber_length, transition_norm_fiber_length, 1.0,
+                      max_norm_active_fiber_length)
+    ylow, dydx = minimum_value, shallow_ascending_slope
+    c = _scale_curviness(1.0)
+    xd = 0.05 * x2
+    xs = x2 - xd
+    y1 = 1 - dydx * (xs - x1)
+    dydx01 = 1.25 * y1 / (x1 - x0)
+    x01, y01 = x0 + 0.5 * (x1 - x0), 0.5 * y1
+    x1s, y1s = x1 + 0.5 * (xs - x1), y1 + 0.5 * (1 - y1)
+    x23 = (x2 + xd) + 0.5 * (x3 - (x2 + xd))
+    y23 = 0.5
+    dydx23 = -1.0 / ((x3 - xd) - (x2 + xd))
+    segs = [_corner(x0, ylow, 0.0, x01, y01, dydx01, c),
+            _corner(x01, y01, dydx01, x1s, y1s, dydx, c),
+            _corner(x1s, y1s, dydx, x2, 1.0, 0.0, c),
+            _corner(x2, 1.0, 0.0, x23, y23, dydx23, c),
+            _corner(x23, y23, dydx23, x3, ylow, 0.0, c)]
+    return MuscleCurve(segs, x0, x3, ylow, ylow, 0.0, 0.0)
+
+
+def millard_fiber_force_length_curve(strain_at_zero_force=0.0, strain_at_one_norm_force=0.7,
+                                     stiffness_at_low_force=None,
+                                     stiffness_at_one_norm_force=None, curviness=None):
+    """OpenSim's FiberForceLengthCurve (passive); optional parameters default as OpenSim
+    computes them: k_iso = 2/(e_iso - e_0), k_low = 0.2, curviness 0.75."""
+    e0, e1 = strain_at_zero_force, strain_at_one_norm_force
+    k_iso = 2.0 / (e1 - e0) if stiffness_at_one_norm_force is None else stiffness_at_one_norm_force
+    k_low = 0.2 if stiffness_at_low_force is None else stiffness_at_low_force
+    c = _scale_curviness(0.75 if curviness is None else curviness)
+    x_zero, x_iso = 1 + e0, 1 + e1
+    dx = min(0.1 / k_iso, 0.1 * (x_iso - x_zero))
+    x_low = x_zero + dx
+    x_foot = x_zero + 0.5 * (x_low - x_zero)
+    y_low = k_low * (x_low - x_foot)
+    segs = [_corner(x_zero, 0.0, 0.0, x_low, y_low, k_low, c),
+            _corner(x_low, y_low, k_low, x_iso, 1.0, k_iso, c)]
+    return MuscleCurve(segs, x_zero, x_iso, 0.0, 1.0, 0.0, k_iso)
+
+
+def millard_force_velocity_curve(concentric_slope_at_vmax=0.0, concentric_slope_near_vmax=0.25,
+                                 isometric_slope=5.0, eccentric_slope_at_vmax=0.0,
+                                 eccentric_slope_near_vmax=0.15,
+                                 max_eccentric_velocity_force_multiplier=1.4,
+                                 concentric_curviness=0.6, eccentric_curviness=0.9):
+    """OpenSim's ForceVelocityCurve (four Bézier corners through -1, -0.9, 0, 0.9, 1 max
+    contraction velocities)."""
+    fmax = max_eccentric_velocity_force_multiplier
+    dC, dNC, dI = concentric_slope_at_vmax, concentric_slope_near_vmax, isometric_slope
+    dE, dNE = eccentric_slope_at_vmax, eccentric_slope_near_vmax
+    cC, cE = _scale_curviness(concentric_curviness), _scale_curviness(eccentric_curviness)
+    xNC = -0.9
+    yNC = 0.5 * dNC * (xNC + 1) + 0.5 * dC * (xNC + 1)
+    xNE = 0.9
+    yNE = fmax + 0.5 * dNE * (xNE - 1) + 0.5 * dE * (xNE - 1)
+    segs = [_corner(-1.0, 0.0, dC, xNC, yNC, dNC, cC),
+            _corner(xNC, yNC, dNC, 0.0, 1.0, dI, cC),
+            _corner(0.0, 1.0, dI, xNE, yNE, dNE, cE),
+            _corner(xNE, yNE, dNE, 1.0, fmax, dE, cE)]
+    return MuscleCurve(segs, -1.0, 1.0, 0.0, fmax, dC, dE)
+
+
+def _curve_params(force, tag):
+    """A Millard curve's properties from the muscle's XML (OpenSim defaults where absent)."""
+    out = dict(MILLARD_DEFAULTS[tag])
+    raw = getattr(force, "raw", None)
+    el = raw.find(tag) if raw is not None else None
+    if el is not None:
+        for k in out:
+            e = el.find(k)
+            if e is not None and e.text and e.text.strip():
+                out[k] = float(e.text)
+    return out
+
+
+def millard_curves(model, name):
+    """(active force-length, passive force-length, force-velocity) :class:`MuscleCurve` of a
+    Millard2012EquilibriumMuscle, with the muscle's own curve properties."""
+    f = model.forces[name]
+    return (millard_active_force_length_curve(**_curve_params(f, "ActiveForceLengthCurve")),
+            millard_fiber_force_length_curve(**_curve_params(f, "FiberForceLengthCurve")),
+            millard_force_velocity_curve(**_curve_params(f, "ForceVelocityCurve")))
 
 
 # ------------------------------------------------------------------------------ ligaments
