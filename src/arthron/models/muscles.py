@@ -22,8 +22,8 @@
 
 Sources: OpenSim 4.6 ``Thelen2003Muscle.cpp``, ``SmoothSegmentedFunctionFactory.cpp``,
 ``SegmentedQuinticBezierToolkit.cpp``, ``Blankevoort1991Ligament.cpp``, ``Ligament.cpp``;
-Millard et al. (2013) J Biomech Eng 135:021005; Thelen (2003) J Biomech Eng 125:70-77; Blankevoort et al. (1991)
-J Biomech Eng 113:263-269.
+Millard et al. (2013) J Biomech Eng 135:021005; Thelen (2003) J Biomech Eng 125:70-77;
+Blankevoort et al. (1991) J Biomech Eng 113:263-269.
 """
 from __future__ import annotations
 
