@@ -36,7 +36,7 @@ from ..models.kinematics import (Tree, apply_velocity_map_transpose, compile_mod
 from ..models.model import Model
 from .filtering import prepare_coordinates
 
-__all__ = ["ExternalLoad", "InverseDynamicsResult", "inverse_dynamics", "run_inverse_dynamics",
+__all__ = ["ExternalLoad", "body_wrenches_from_loads", "InverseDynamicsResult", "inverse_dynamics", "run_inverse_dynamics",
            "external_loads_from_setup", "coordinates_from_table"]
 
 
@@ -93,8 +93,18 @@ class InverseDynamicsResult:
         return self.generalized_forces[:, self.labels.index(label)]
 
 
-def _body_wrench_from_loads(tree: Tree, kin, loads):
-    """External loads -> (F, M) at the body mass centers, ground frame: (T, nb, 3) each."""
+def body_wrenches_from_loads(tree: Tree, kin, loads):
+    """External loads -> wrenches at the body mass centers.
+
+    Parameters
+    ----------
+    tree : compiled model; kin : its Kinematics for the T frames; loads : iterable of
+    :class:`ExternalLoad` sampled at those frames (force N, point m, torque N·m).
+
+    Returns
+    -------
+    F, M : (T, nb, 3) each, forces (N) and moments about the mass centers (N·m), ground frame.
+    """
     T = kin.R.shape[0]
     F = np.zeros((T, tree.nb, 3))
     M = np.zeros((T, tree.nb, 3))
@@ -158,7 +168,7 @@ def inverse_dynamics(tree: Tree, q, qd, qdd, loads=(), applied=None) -> np.ndarr
     F = tree.mass[None, :, None] * (aC - tree.gravity)              # m(a_C − g)
     M = np.einsum("tbij,tbj->tbi", IG, al) + np.cross(w, Iw)        # I α + ω × I ω
     if loads:
-        Fe, Me = _body_wrench_from_loads(tree, kin, loads)
+        Fe, Me = body_wrenches_from_loads(tree, kin, loads)
         F = F - Fe
         M = M - Me
     tau = apply_velocity_map_transpose(tree, kin, F, M)

@@ -85,7 +85,7 @@ import numpy as np
 from ..errors import ArthronWarning, DataFileError, SolverError, UnsupportedFeature
 from ..models.kinematics import Tree, compile_model, forward_kinematics, velocity_map
 from ..models.model import GROUND, Model, Transform
-from .inverse_dynamics import (_body_wrench_from_loads, coordinates_from_table,
+from .inverse_dynamics import (body_wrenches_from_loads, coordinates_from_table,
                                external_loads_from_setup, inverse_dynamics)
 
 __all__ = ["JointLoads", "JointReactionResult", "joint_loads", "open_constraint_map",
@@ -297,7 +297,7 @@ def _inertial_wrenches(tree, kin, Ui, loads):
     F = tree.mass[Ui][None, :, None] * (aC - tree.gravity)
     Mc = np.einsum("tbij,tbj->tbi", IG, al) + np.cross(w, np.einsum("tbij,tbj->tbi", IG, w))
     if loads:
-        Fe, Me = _body_wrench_from_loads(tree, kin, loads)
+        Fe, Me = body_wrenches_from_loads(tree, kin, loads)
         F = F - Fe[:, Ui]
         Mc = Mc - Me[:, Ui]
     return F, Mc
@@ -616,7 +616,7 @@ def _classic_chunk(model, tree, q, qd, tau, loads, sel, constraints=None, locked
     hF = tree.mass[None, :, None] * tree.gravity + np.zeros((T, nb, 3))
     hM = -np.cross(w, np.einsum("tbij,tbj->tbi", IG, w))
     if loads:
-        Fe, Me = _body_wrench_from_loads(tree, kin, loads)
+        Fe, Me = body_wrenches_from_loads(tree, kin, loads)
         hF = hF + Fe
         hM = hM + Me
     S_all, Z_all, Y_all = [], [], []
