@@ -143,11 +143,11 @@ def newton_euler(model, tree, q, qd, qdd, loads=()):
           + Σ_k [m_k + (c_k − c_j) × f_k].
     Returns {joint name: (f (T,3), m (T,3))} on the child, in ground.
     """
-    from arthron.solvers.inverse_dynamics import _body_wrench_from_loads
+    from arthron.solvers.inverse_dynamics import body_wrenches_from_loads
     kin = forward_kinematics(tree, q, qd, qdd)
     nb = tree.nb
     out = {}
-    Fe, Me = _body_wrench_from_loads(tree, kin, list(loads)) if loads else (0 * kin.o[:, :nb], 0 * kin.o[:, :nb])
+    Fe, Me = body_wrenches_from_loads(tree, kin, list(loads)) if loads else (0 * kin.o[:, :nb], 0 * kin.o[:, :nb])
     order = list(range(len(tree.joint_names)))[::-1]
     centre = {}
     for j in order:
@@ -242,7 +242,7 @@ def test_e_matrix_is_the_augmented_velocity_map(which):
     E = open_constraint_map(model, tree, q)
     D = velocity_map(tree, q)
     kin = forward_kinematics(tree, q, qd, qdd)
-    from arthron.solvers.inverse_dynamics import _body_wrench_from_loads
+    from arthron.solvers.inverse_dynamics import body_wrenches_from_loads
     nodes = tree.body_node
     R, w, al = kin.R[:, nodes], kin.w[:, nodes], kin.al[:, nodes]
     rc = np.einsum("tbij,bj->tbi", R, tree.com)
@@ -251,7 +251,7 @@ def test_e_matrix_is_the_augmented_velocity_map(which):
     hF = tree.mass[None, :, None] * tree.gravity - tree.mass[None, :, None] * aC
     hM = -np.einsum("tbij,tbj->tbi", I, al) - np.cross(w, np.einsum("tbij,tbj->tbi", I, w))
     if loads:
-        Fe, Me = _body_wrench_from_loads(tree, kin, loads)
+        Fe, Me = body_wrenches_from_loads(tree, kin, loads)
         hF, hM = hF + Fe, hM + Me
     wv = np.concatenate([hF, hM], -1)
     Lam = np.einsum("tbik,tbi->tk", E, wv).reshape(q.shape[0], -1, 6)
