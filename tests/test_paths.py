@@ -240,6 +240,17 @@ def test_unsupported_wrap_type_names_the_muscle():
     P.compile_paths(model, compile_model(model), forces=["BICshort"])   # others still work
 
 
+def test_approximate_multi_wrap_paths_warn_or_refuse():
+    from arthron.errors import ArthronWarning, UnsupportedFeature
+    model = read_osim(ARM26)
+    tree = compile_model(model)
+    with pytest.warns(ArthronWarning, match="TRIlong"):
+        ps = P.compile_paths(model, tree)
+    assert ps.approximate == ["TRIlong"]
+    with pytest.raises(UnsupportedFeature, match="TRIlong"):
+        P.compile_paths(model, tree, strict=True)
+
+
 def test_missing_conditional_coordinate_names_the_muscle():
     model = read_osim(GAIT2354)
     name, pt = next((n, p) for n, f in model.forces.items() for p in f.path.points

@@ -41,11 +41,12 @@ path's points, never over frames.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ModelFileError, UnsupportedFeature
+from ..errors import ArthronWarning, ModelFileError, UnsupportedFeature
 from ..geometry import wrapping as _wr
 from .kinematics import Kinematics, Tree, forward_kinematics, velocity_map
 from .model import GROUND, Model
@@ -110,6 +111,7 @@ class PathSet:
     wrap_objects : list[WrapObjectData]
     nb : int                 number of bodies (index ``nb`` stands for ground)
     coordinate_names : list[str]
+    approximate : list[str]  paths whose wrapping matches OpenSim only approximately
     """
 
     names: list
@@ -122,6 +124,7 @@ class PathSet:
     constraints: list = field(default_factory=list)
     locked: np.ndarray | None = None
     angular_speed_joints: list = field(default_factory=list)
+    approximate: list = field(default_factory=list)
 
     def index(self, name: str) -> int:
         try:
@@ -135,7 +138,8 @@ class PathSet:
         return PathSet([self.names[i] for i in idx], [self.types[i] for i in idx],
                        [self.paths[i] for i in idx], self.wrap_objects, self.nb,
                        self.coordinate_names, [self.properties[i] for i in idx],
-                       self.constraints, self.locked, self.angular_speed_joints)
+                       self.constraints, self.locked, self.angular_speed_joints,
+                       [n for n in self.approximate if n in names])
 
 
 _QUADRANTS = {"x": (0, 1), "+x": (0, 1), "-x": (0, -1), "y": (1, 1), "+y": (1, 1),
@@ -152,7 +156,8 @@ def _quadrant(q: str, where: str):
     return _QUADRANTS[k]
 
 
-def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool = True) -> PathSet:
+def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool = True,
+                  strict: bool = False) -> PathSet:
     """Compile the geometry paths of a model's path forces (muscles, ligaments, path actuators).
 
     Parameters
@@ -161,6 +166,12 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
     tree : Tree                    from :func:`arthron.models.kinematics.compile_model`
     forces : iterable of str, optional
         Force names to include (default: every force with a GeometryPath, ForceSet order).
+    strict : bool
+        Paths over two or more wrap objects one of which is a WrapCylinder follow OpenSim's
+        iterations only approximately (typically within 1e-4 m, up to 2e-3 m observed on the
+        Thoracoscapular Infraspinatus): by default they are computed with an
+        :class:`arthron.errors.ArthronWarning` naming them (``PathSet.approximate``); with
+        ``strict`` they raise UnsupportedFeature.
 
     Returns
     -------
@@ -276,6 +287,15 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         types.append(f.type)
         props.append(dict(f.properties))
         paths.append(_Path(name, f.type, body, loc, cond, moving, wraps))
+    approx = [p.name for p in paths if len(p.wraps) > 1
+              and any(wobjs[w.obj_id].type == "WrapCylinder" for w in p.wraps)]
+    if approx:
+        msg = (f"paths over several wrap objects including a cylinder ({', '.join(approx)}) "
+               "reproduce OpenSim's iterative wrapping only approximately (typically < 1e-4 m, "
+               "up to ~2e-3 m)")
+        if strict:
+            raise UnsupportedFeature(msg, model.source)
+        warnings.warn(msg, ArthronWarning, stacklevel=2)
     cons = _compile_constraints(model, tree, bidx, cidx)
     locked = np.array([model.coordinates[c].locked for c in tree.coordinate_names], bool)
     # joints whose Simbody mobilizer uses the angular velocity (in the mobilizer's F frame)
@@ -283,7 +303,7 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
     ang = [tuple(cidx[c.name] for c in j.coordinates[:3]) for j in model.joints.values()
            if j.type in ("EllipsoidJoint", "ScapulothoracicJoint")]
     return PathSet(names, types, paths, wobjs, nb, list(tree.coordinate_names), props, cons,
-                   locked, ang)
+                   locked, ang, approx)
 
 
 def _compile_constraints(model, tree, bidx, cidx):
