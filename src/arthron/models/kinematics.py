@@ -380,10 +380,23 @@ def _ellip_local(radii, q0, q1, qd0=None, qd1=None):
 
 
 def _cross(a, b):
-    return np.cross(a, b)
+    """a × b over the last axis (3) with broadcasting; leaner than np.cross for (T, 3) arrays."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a1 * b2 - a2 * b1
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
 
 
-@dataclass
+def _mv(R, x):
+    """R @ x for stacks of 3×3 matrices (T, 3, 3) and vectors (T, 3) or (3,)."""
+    if x.ndim == 1:
+        return R @ x
+    return (R @ x[..., None])[..., 0]
+
+
 class Kinematics:
     """Node (and body) kinematics for T frames, all in ground.
 
@@ -391,24 +404,61 @@ class Kinematics:
     w : (T, N, 3) angular velocity, v : (T, N, 3) origin velocity; when accelerations were asked:
     al : (T, N, 3) angular acceleration, a : (T, N, 3) origin acceleration. ``hinge`` holds,
     per variable node, its ground-frame partial velocities (used by Dᵀ and by D).
+
+    The recursion produces one contiguous array per node; the (T, N, ...) arrays above are
+    stacked on first access, and :meth:`node` / the ``body_*`` helpers avoid stacking all nodes.
     """
 
-    R: np.ndarray
-    o: np.ndarray
-    w: np.ndarray | None = None
-    v: np.ndarray | None = None
-    al: np.ndarray | None = None
-    a: np.ndarray | None = None
-    hinge: dict | None = None
+    _FIELDS = ("R", "o", "w", "v", "al", "a")
+
+    def __init__(self, R, o, w=None, v=None, al=None, a=None, hinge=None):
+        self._lists = {}
+        self._arrays = {}
+        for k, x in zip(self._FIELDS, (R, o, w, v, al, a)):
+            if isinstance(x, list):
+                self._lists[k] = x
+            elif x is not None:
+                self._arrays[k] = x
+        self.hinge = hinge
+
+    def _get(self, k):
+        if k in self._arrays:
+            return self._arrays[k]
+        lst = self._lists.get(k)
+        if lst is None:
+            return None
+        arr = np.stack(lst, 1)
+        self._arrays[k] = arr
+        return arr
+
+    R = property(lambda self: self._get("R"))
+    o = property(lambda self: self._get("o"))
+    w = property(lambda self: self._get("w"))
+    v = property(lambda self: self._get("v"))
+    al = property(lambda self: self._get("al"))
+    a = property(lambda self: self._get("a"))
+
+    def node(self, k: str, i: int):
+        """Field ``k`` (``"R"``, ``"o"``, ``"w"`` ...) of node i: (T, 3, 3) or (T, 3)."""
+        if k in self._lists:
+            return self._lists[k][i]
+        return self._arrays[k][:, i]
+
+    def nodes(self, k: str, idx):
+        """Field ``k`` of the listed nodes, stacked: (T, len(idx), ...)."""
+        if k in self._arrays or k not in self._lists:
+            return self._get(k)[:, idx]
+        lst = self._lists[k]
+        return np.stack([lst[i] for i in idx], 1)
 
     def body_R(self, tree):
-        return self.R[:, tree.body_node]
+        return self.nodes("R", tree.body_node)
 
     def body_origin(self, tree):
-        return self.o[:, tree.body_node]
+        return self.nodes("o", tree.body_node)
 
     def body_com(self, tree):
-        return self.o[:, tree.body_node] + np.einsum("tbij,bj->tbi", self.R[:, tree.body_node], tree.com)
+        return self.body_origin(tree) + np.einsum("tbij,bj->tbi", self.body_R(tree), tree.com)
 
 
 def forward_kinematics(tree: Tree, q, qd=None, qdd=None) -> Kinematics:
@@ -437,58 +487,56 @@ def forward_kinematics(tree: Tree, q, qd=None, qdd=None) -> Kinematics:
         if not want_v:
             raise ValueError("accelerations need speeds")
         qdd = np.atleast_2d(np.asarray(qdd, float))
-    R = np.empty((T, N, 3, 3))
-    o = np.empty((T, N, 3))
-    R[:, 0] = np.eye(3)
-    o[:, 0] = 0.0
-    if want_v:
-        w = np.zeros((T, N, 3))
-        v = np.zeros((T, N, 3))
-    if want_a:
-        al = np.zeros((T, N, 3))
-        a = np.zeros((T, N, 3))
+    # Per-node contiguous arrays while recursing (stacked once at the end).
+    R = [np.broadcast_to(np.eye(3), (T, 3, 3))] + [None] * (N - 1)
+    o = [np.zeros((T, 3))] + [None] * (N - 1)
+    w = [np.zeros((T, 3))] + [None] * (N - 1) if want_v else None
+    v = [np.zeros((T, 3))] + [None] * (N - 1) if want_v else None
+    al = [np.zeros((T, 3))] + [None] * (N - 1) if want_a else None
+    a = [np.zeros((T, 3))] + [None] * (N - 1) if want_a else None
     hinge = {}
     for i in range(1, N):
         nd = tree.nodes[i]
         p = nd.parent
-        Rp = R[:, p]
+        Rp = R[p]
         Rf = Rp @ nd.R0
-        of = o[:, p] + Rp @ nd.p0
-        r = of - o[:, p]
+        if nd.p0.any():
+            r = Rp @ nd.p0
+            of = o[p] + r
+        else:
+            r = None
+            of = o[p]
         if want_v:
-            wp = w[:, p]
-            vf = v[:, p] + _cross(wp, r)
+            wp = w[p]
+            vf = v[p] if r is None else v[p] + _cross(wp, r)
             if want_a:
-                alp = al[:, p]
-                af = a[:, p] + _cross(alp, r) + _cross(wp, _cross(wp, r))
+                alp = al[p]
+                af = a[p] if r is None else a[p] + _cross(alp, r) + _cross(wp, _cross(wp, r))
         kind = nd.kind
         if kind == "fixed":
-            R[:, i] = Rf
-            o[:, i] = of
+            R[i], o[i] = Rf, of
             if want_v:
-                w[:, i] = wp
-                v[:, i] = vf
+                w[i], v[i] = wp, vf
                 if want_a:
-                    al[:, i] = alp
-                    a[:, i] = af
+                    al[i], a[i] = alp, af
             continue
         if kind == "rot":
             x = q[:, nd.coord]
             th, d1, d2 = _fvals(nd.func, x, 2 if want_a else 1)
-            R[:, i] = Rf @ _rodrigues(nd.axis, th)
-            o[:, i] = of
+            R[i] = Rf @ _rodrigues(nd.axis, th)
+            o[i] = of
             k = Rf @ nd.axis
             Hw = (k * d1[:, None])[:, :, None]
             hinge[i] = ((nd.coord,), Hw, np.zeros_like(Hw))
             if want_v:
                 thd = d1 * qd[:, nd.coord]
                 wrel = k * thd[:, None]
-                w[:, i] = wp + wrel
-                v[:, i] = vf
+                w[i] = wp + wrel
+                v[i] = vf
                 if want_a:
                     thdd = d2 * qd[:, nd.coord] ** 2 + d1 * qdd[:, nd.coord]
-                    al[:, i] = alp + k * thdd[:, None] + _cross(wp, wrel)
-                    a[:, i] = af
+                    al[i] = alp + k * thdd[:, None] + _cross(wp, wrel)
+                    a[i] = af
             continue
         if kind == "trans":
             pl = np.zeros((T, 3))
@@ -509,28 +557,23 @@ def forward_kinematics(tree: Tree, q, qd=None, qdd=None) -> Kinematics:
             else:
                 pl, Jl, _ = _ellip_local(nd.radii, q[:, c0], q[:, c1])
             cl = [c0, c1]
-        R[:, i] = Rf
-        pg = np.einsum("tij,tj->ti", Rf, pl)
-        o[:, i] = of + pg
+        R[i] = Rf
+        pg = _mv(Rf, pl)
+        o[i] = of + pg
         Hv = Rf @ Jl
         hinge[i] = (tuple(cl), np.zeros_like(Hv), Hv)
         if want_v:
-            vrel = np.einsum("tik,tk->ti", Hv, qd[:, cl])
-            w[:, i] = wp
-            v[:, i] = vf + _cross(wp, pg) + vrel
+            vrel = (Hv @ qd[:, cl][..., None])[..., 0]
+            w[i] = wp
+            v[i] = vf + _cross(wp, pg) + vrel
             if want_a:
-                accrel = np.einsum("tik,tk->ti", Hv, qdd[:, cl])
+                accrel = (Hv @ qdd[:, cl][..., None])[..., 0]
                 if biasl is not None:
-                    accrel = accrel + np.einsum("tij,tj->ti", Rf, biasl)
-                al[:, i] = alp
-                a[:, i] = (af + _cross(alp, pg) + _cross(wp, _cross(wp, pg))
-                           + 2 * _cross(wp, vrel) + accrel)
-    out = Kinematics(R=R, o=o, hinge=hinge)
-    if want_v:
-        out.w, out.v = w, v
-    if want_a:
-        out.al, out.a = al, a
-    return out
+                    accrel = accrel + _mv(Rf, biasl)
+                al[i] = alp
+                a[i] = (af + _cross(alp, pg) + _cross(wp, _cross(wp, pg))
+                        + 2 * _cross(wp, vrel) + accrel)
+    return Kinematics(R=R, o=o, w=w, v=v, al=al, a=a, hinge=hinge)
 
 
 def _subtree_masks(tree: Tree):
@@ -590,22 +633,33 @@ def apply_velocity_map_transpose(tree: Tree, kin: Kinematics, F, M):
     """
     T = F.shape[0]
     N = len(tree.nodes)
-    Fn = np.zeros((T, N, 3))
-    Mn = np.zeros((T, N, 3))  # about each node origin
+    Fn = [None] * N   # accumulated subtree force, and moment about each node origin
+    Mn = [None] * N
     com = kin.body_com(tree)
     for b in range(tree.nb):
         n = tree.body_node[b]
-        Fn[:, n] += F[:, b]
-        Mn[:, n] += M[:, b] + _cross(com[:, b] - kin.o[:, n], F[:, b])
+        Fb = F[:, b]
+        Mb = M[:, b] + _cross(com[:, b] - kin.node("o", n), Fb)
+        Fn[n] = Fb if Fn[n] is None else Fn[n] + Fb
+        Mn[n] = Mb if Mn[n] is None else Mn[n] + Mb
     tau = np.zeros((T, tree.nq))
     for i in range(N - 1, 0, -1):
+        if Fn[i] is None:
+            continue
         h = kin.hinge.get(i)
         if h is not None:
             cl, Hw, Hv = h
-            tau[:, list(cl)] += np.einsum("tik,ti->tk", Hw, Mn[:, i]) + np.einsum("tik,ti->tk", Hv, Fn[:, i])
+            if len(cl) == 1 and not Hv.any():
+                tau[:, cl[0]] += np.einsum("ti,ti->t", Hw[:, :, 0], Mn[i])
+            else:
+                tau[:, list(cl)] += np.einsum("tik,ti->tk", Hw, Mn[i]) + np.einsum("tik,ti->tk", Hv, Fn[i])
         p = tree.nodes[i].parent
-        Fn[:, p] += Fn[:, i]
-        Mn[:, p] += Mn[:, i] + _cross(kin.o[:, i] - kin.o[:, p], Fn[:, i])
+        Mi = Mn[i] + _cross(kin.node("o", i) - kin.node("o", p), Fn[i])
+        if Fn[p] is None:
+            Fn[p], Mn[p] = Fn[i].copy(), Mi
+        else:
+            Fn[p] = Fn[p] + Fn[i]
+            Mn[p] = Mn[p] + Mi
     return tau
 
 

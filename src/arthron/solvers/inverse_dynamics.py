@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import ArthronWarning, DataFileError, ModelFileError, SolverError
 from ..models.functions import Constant, GCVSpline, PiecewiseLinearFunction
+from ..models.kinematics import _cross
 from ..models.kinematics import (Tree, apply_velocity_map_transpose, compile_model, forward_kinematics,
                                  mobility_forces, qdot_from_speeds)
 from ..models.model import Model
@@ -158,15 +159,15 @@ def inverse_dynamics(tree: Tree, q, qd, qdd, loads=(), applied=None) -> np.ndarr
     q = np.atleast_2d(np.asarray(q, float))
     kin = forward_kinematics(tree, q, qd, qdd)
     nodes = tree.body_node
-    R = kin.R[:, nodes]
-    w = kin.w[:, nodes]
-    al = kin.al[:, nodes]
+    R = kin.nodes("R", nodes)
+    w = kin.nodes("w", nodes)
+    al = kin.nodes("al", nodes)
     rc = np.einsum("tbij,bj->tbi", R, tree.com)
-    aC = kin.a[:, nodes] + np.cross(al, rc) + np.cross(w, np.cross(w, rc))
+    aC = kin.nodes("a", nodes) + _cross(al, rc) + _cross(w, _cross(w, rc))
     IG = R @ tree.inertia[None] @ np.swapaxes(R, -1, -2)          # I_C in ground
     Iw = np.einsum("tbij,tbj->tbi", IG, w)
     F = tree.mass[None, :, None] * (aC - tree.gravity)              # m(a_C − g)
-    M = np.einsum("tbij,tbj->tbi", IG, al) + np.cross(w, Iw)        # I α + ω × I ω
+    M = np.einsum("tbij,tbj->tbi", IG, al) + _cross(w, Iw)          # I α + ω × I ω
     if loads:
         Fe, Me = body_wrenches_from_loads(tree, kin, loads)
         F = F - Fe
