@@ -228,6 +228,26 @@ def _axis_angle(a, th):
     return np.eye(3) + np.sin(th) * K + (1 - np.cos(th)) * (K @ K)
 
 
+def _rotations_about_z(nodes):
+    """Re-express every ``rot`` node as a rotation about its local z axis.
+
+    A rotation about a unit axis a equals ``Q Rz(θ) Qᵀ`` with Q a fixed rotation whose z column
+    is a; Q goes into the node's pre-transform and Qᵀ into its children's. Body frames, node
+    origins and hinge axes are unchanged; per frame the rotation is then a mix of two columns
+    instead of a 3×3 product.
+    """
+    for i, nd in enumerate(nodes):
+        if nd.kind != "rot" or np.allclose(nd.axis, (0.0, 0.0, 1.0), atol=0, rtol=0):
+            continue
+        Q = _rot_to_z(nd.axis)
+        nd.R0 = nd.R0 @ Q
+        nd.axis = np.array([0.0, 0.0, 1.0])
+        for ch in nodes[i + 1:]:
+            if ch.parent == i:
+                ch.R0 = Q.T @ ch.R0
+                ch.p0 = Q.T @ ch.p0
+
+
 def compile_model(model: Model) -> Tree:
     """Compile a :class:`Model` into a :class:`Tree`.
 
@@ -295,6 +315,7 @@ def compile_model(model: Model) -> Tree:
     if np.any(body_node < 0):
         missing = [body_names[i] for i in np.where(body_node < 0)[0]]
         raise ModelFileError(f"bodies without a joint: {', '.join(missing)}", model.source)
+    _rotations_about_z(nodes)
     mb_order = [cidx[c.name] for j in order for c in j.coordinates]
     av_groups = [[cidx[c.name] for c in j.coordinates[:3]] for j in order
                  if j.type in ("EllipsoidJoint", "ScapulothoracicJoint", "BallJoint", "FreeJoint")]
@@ -387,6 +408,30 @@ def _cross(a, b):
     out[..., 0] = a1 * b2 - a2 * b1
     out[..., 1] = a2 * b0 - a0 * b2
     out[..., 2] = a0 * b1 - a1 * b0
+    return out
+
+
+def _rmul(A, C):
+    """A @ C for a stack A (T, 3, 3) and one constant matrix C (3, k): a single GEMM."""
+    T = A.shape[0]
+    if C.shape == (3, 3) and (C == np.eye(3)).all():
+        return A
+    return (np.ascontiguousarray(A).reshape(-1, 3) @ C).reshape(T, 3, C.shape[1])
+
+
+def _rvec(A, x):
+    """A @ x for a stack A (T, 3, 3) and one constant vector x (3,): (T, 3)."""
+    return (np.ascontiguousarray(A).reshape(-1, 3) @ x).reshape(A.shape[0], 3)
+
+
+def _rotate_about_z(A, th):
+    """A Rz(θ) for stacks A (T, 3, 3) and angles θ (T,)."""
+    c, s = np.cos(th)[:, None], np.sin(th)[:, None]
+    out = np.empty_like(A)
+    a0, a1 = A[:, :, 0], A[:, :, 1]
+    out[:, :, 0] = c * a0 + s * a1
+    out[:, :, 1] = c * a1 - s * a0
+    out[:, :, 2] = A[:, :, 2]
     return out
 
 
@@ -499,9 +544,9 @@ def forward_kinematics(tree: Tree, q, qd=None, qdd=None) -> Kinematics:
         nd = tree.nodes[i]
         p = nd.parent
         Rp = R[p]
-        Rf = Rp @ nd.R0
+        Rf = _rmul(Rp, nd.R0)
         if nd.p0.any():
-            r = Rp @ nd.p0
+            r = _rvec(Rp, nd.p0)
             of = o[p] + r
         else:
             r = None
@@ -523,9 +568,9 @@ def forward_kinematics(tree: Tree, q, qd=None, qdd=None) -> Kinematics:
         if kind == "rot":
             x = q[:, nd.coord]
             th, d1, d2 = _fvals(nd.func, x, 2 if want_a else 1)
-            R[i] = Rf @ _rodrigues(nd.axis, th)
+            R[i] = _rotate_about_z(Rf, th)           # Rf Rz(θ)
             o[i] = of
-            k = Rf @ nd.axis
+            k = Rf[:, :, 2]                          # the rotation axis (local z) in ground
             Hw = (k * d1[:, None])[:, :, None]
             hinge[i] = ((nd.coord,), Hw, np.zeros_like(Hw))
             if want_v:
@@ -539,28 +584,30 @@ def forward_kinematics(tree: Tree, q, qd=None, qdd=None) -> Kinematics:
                     a[i] = af
             continue
         if kind == "trans":
-            pl = np.zeros((T, 3))
-            cols = {}
-            biasl = np.zeros((T, 3)) if want_a else None
-            for c, f, ax in nd.terms:
-                val, d1, d2 = _fvals(f, q[:, c], 2 if want_a else 1)
-                pl += val[:, None] * ax
-                cols[c] = cols.get(c, 0.0) + d1[:, None] * ax
-                if want_a and f is not None:
-                    biasl += (d2 * qd[:, c] ** 2)[:, None] * ax
+            # axes in ground once: (T, 3, m); then p, its Jacobian and bias are sums
+            RA = _rmul(Rf, np.column_stack([ax for _, _, ax in nd.terms]))
             cl = list(nd.coords)
-            Jl = np.stack([np.broadcast_to(cols[c], (T, 3)) for c in cl], -1)
+            pg = np.zeros((T, 3))
+            Hv = np.zeros((T, 3, len(cl)))
+            bias_g = np.zeros((T, 3)) if want_a else None
+            for j, (c, f, ax) in enumerate(nd.terms):
+                val, d1, d2 = _fvals(f, q[:, c], 2 if want_a else 1)
+                pg += val[:, None] * RA[:, :, j]
+                Hv[:, :, cl.index(c)] += d1[:, None] * RA[:, :, j]
+                if want_a and f is not None:
+                    bias_g += (d2 * qd[:, c] ** 2)[:, None] * RA[:, :, j]
         else:  # ellip
             c0, c1 = nd.coords
             if want_a:
                 pl, Jl, biasl = _ellip_local(nd.radii, q[:, c0], q[:, c1], qd[:, c0], qd[:, c1])
+                bias_g = _mv(Rf, biasl)
             else:
                 pl, Jl, _ = _ellip_local(nd.radii, q[:, c0], q[:, c1])
             cl = [c0, c1]
+            pg = _mv(Rf, pl)
+            Hv = Rf @ Jl
         R[i] = Rf
-        pg = _mv(Rf, pl)
         o[i] = of + pg
-        Hv = Rf @ Jl
         hinge[i] = (tuple(cl), np.zeros_like(Hv), Hv)
         if want_v:
             vrel = (Hv @ qd[:, cl][..., None])[..., 0]
@@ -568,8 +615,8 @@ def forward_kinematics(tree: Tree, q, qd=None, qdd=None) -> Kinematics:
             v[i] = vf + _cross(wp, pg) + vrel
             if want_a:
                 accrel = (Hv @ qdd[:, cl][..., None])[..., 0]
-                if biasl is not None:
-                    accrel = accrel + _mv(Rf, biasl)
+                if bias_g is not None:
+                    accrel = accrel + bias_g
                 al[i] = alp
                 a[i] = (af + _cross(alp, pg) + _cross(wp, _cross(wp, pg))
                         + 2 * _cross(wp, vrel) + accrel)
@@ -619,48 +666,56 @@ def velocity_map(tree: Tree, q, kin: Kinematics | None = None, point="com"):
     return D
 
 
-def apply_velocity_map_transpose(tree: Tree, kin: Kinematics, F, M):
+def apply_velocity_map_transpose(tree: Tree, kin: Kinematics, F, M, com=None):
     """``Dᵀ w`` for body wrenches w = (F, M) without forming D (a backward sum over subtrees).
 
     Parameters
     ----------
     F : (T, nb, 3) forces at the body mass centers, ground frame (N).
     M : (T, nb, 3) moments (N·m), ground frame.
+    com : (T, nb, 3) body mass centers in ground, if already known.
 
     Returns
     -------
     (T, nq) generalized forces ``Σ_b (∂v_C/∂q̇)ᵀ F_b + (∂ω/∂q̇)ᵀ M_b``.
     """
     T = F.shape[0]
-    N = len(tree.nodes)
-    Fn = [None] * N   # accumulated subtree force, and moment about each node origin
-    Mn = [None] * N
-    com = kin.body_com(tree)
-    for b in range(tree.nb):
-        n = tree.body_node[b]
-        Fb = F[:, b]
-        Mb = M[:, b] + _cross(com[:, b] - kin.node("o", n), Fb)
-        Fn[n] = Fb if Fn[n] is None else Fn[n] + Fb
-        Mn[n] = Mb if Mn[n] is None else Mn[n] + Mb
+    hn, S = _hinge_subtrees(tree)
+    if not hn:
+        return np.zeros((T, tree.nq))
+    if com is None:
+        com = kin.body_com(tree)
+    G = M + _cross(com, F)                    # moments about the ground origin
+    # subtree sums for every hinge node at once: (nh, nb) @ (nb, T·3)
+    Fs = (S.T @ np.ascontiguousarray(F.transpose(1, 0, 2)).reshape(tree.nb, -1)).reshape(-1, T, 3)
+    Gs = (S.T @ np.ascontiguousarray(G.transpose(1, 0, 2)).reshape(tree.nb, -1)).reshape(-1, T, 3)
     tau = np.zeros((T, tree.nq))
-    for i in range(N - 1, 0, -1):
-        if Fn[i] is None:
-            continue
-        h = kin.hinge.get(i)
-        if h is not None:
-            cl, Hw, Hv = h
-            if len(cl) == 1 and not Hv.any():
-                tau[:, cl[0]] += np.einsum("ti,ti->t", Hw[:, :, 0], Mn[i])
-            else:
-                tau[:, list(cl)] += np.einsum("tik,ti->tk", Hw, Mn[i]) + np.einsum("tik,ti->tk", Hv, Fn[i])
-        p = tree.nodes[i].parent
-        Mi = Mn[i] + _cross(kin.node("o", i) - kin.node("o", p), Fn[i])
-        if Fn[p] is None:
-            Fn[p], Mn[p] = Fn[i].copy(), Mi
+    for j, i in enumerate(hn):
+        cl, Hw, Hv = kin.hinge[i]
+        Fj = Fs[j]
+        Mj = Gs[j] - _cross(kin.node("o", i), Fj)   # subtree moment about the node origin
+        if tree.nodes[i].kind == "rot":
+            tau[:, cl[0]] += np.einsum("ti,ti->t", Hw[:, :, 0], Mj)
         else:
-            Fn[p] = Fn[p] + Fn[i]
-            Mn[p] = Mn[p] + Mi
+            tau[:, list(cl)] += np.einsum("tik,ti->tk", Hw, Mj) + np.einsum("tik,ti->tk", Hv, Fj)
     return tau
+
+
+def _hinge_subtrees(tree: Tree):
+    """Variable nodes and, per such node, which bodies lie in its subtree: (nb, nh) 0/1."""
+    cache = getattr(tree, "_hinge_subtree_cache", None)
+    if cache is not None:
+        return cache
+    anc = _subtree_masks(tree)
+    hn = [i for i, nd in enumerate(tree.nodes) if nd.kind != "fixed" and i > 0]
+    S = np.zeros((tree.nb, len(hn)))
+    for b in range(tree.nb):
+        chain = set(anc[tree.body_node[b]] + [tree.body_node[b]])
+        for j, i in enumerate(hn):
+            if i in chain:
+                S[b, j] = 1.0
+    tree._hinge_subtree_cache = (hn, S)
+    return hn, S
 
 
 def marker_positions(tree: Tree, q, names=None, kin: Kinematics | None = None) -> tuple[list, np.ndarray]:

@@ -163,16 +163,19 @@ def inverse_dynamics(tree: Tree, q, qd, qdd, loads=(), applied=None) -> np.ndarr
     w = kin.nodes("w", nodes)
     al = kin.nodes("al", nodes)
     rc = np.einsum("tbij,bj->tbi", R, tree.com)
+    com = kin.nodes("o", nodes) + rc
     aC = kin.nodes("a", nodes) + _cross(al, rc) + _cross(w, _cross(w, rc))
-    IG = R @ tree.inertia[None] @ np.swapaxes(R, -1, -2)          # I_C in ground
-    Iw = np.einsum("tbij,tbj->tbi", IG, w)
     F = tree.mass[None, :, None] * (aC - tree.gravity)              # m(a_C − g)
-    M = np.einsum("tbij,tbj->tbi", IG, al) + _cross(w, Iw)          # I α + ω × I ω
+    # I α + ω × I ω, evaluated in the body frames (I_C constant there) and rotated to ground
+    wb = np.einsum("tbji,tbj->tbi", R, w)
+    alb = np.einsum("tbji,tbj->tbi", R, al)
+    Mb = np.einsum("bij,tbj->tbi", tree.inertia, alb) + _cross(wb, np.einsum("bij,tbj->tbi", tree.inertia, wb))
+    M = np.einsum("tbij,tbj->tbi", R, Mb)
     if loads:
         Fe, Me = body_wrenches_from_loads(tree, kin, loads)
         F = F - Fe
         M = M - Me
-    tau = apply_velocity_map_transpose(tree, kin, F, M)
+    tau = apply_velocity_map_transpose(tree, kin, F, M, com=com)
     if applied is not None:
         tau = tau - applied
     return tau
