@@ -150,6 +150,13 @@ def _joint_ops(model: Model, j, cidx):
     C = [cidx[c.name] for c in j.coordinates]
     t = j.type
     ex, ey, ez = np.eye(3)
+    def axis_coordinate(a):
+        c = cidx.get(a.coordinates[0])
+        if c is None:
+            raise ModelFileError(f"joint '{j.name}' axis '{a.name}' names unknown coordinate "
+                                 f"'{a.coordinates[0]}'", model.source)
+        return c
+
     if t == "CustomJoint":
         st = j.spatial_transform
         rot, tr = st[:3], st[3:]
@@ -161,10 +168,7 @@ def _joint_ops(model: Model, j, cidx):
         for a, ax in zip(tr, taxes):
             ax = ax / np.linalg.norm(ax)
             if a.coordinates:
-                c = cidx.get(a.coordinates[0])
-                if c is None:
-                    raise ModelFileError(f"joint '{j.name}' axis '{a.name}' names unknown coordinate "
-                                         f"'{a.coordinates[0]}'", model.source)
+                c = axis_coordinate(a)
                 terms.append((c, None if _is_identity(a.function) else a.function, ax))
             elif a.function is not None:
                 const_p = const_p + float(a.function.value(0.0)) * ax
@@ -175,10 +179,7 @@ def _joint_ops(model: Model, j, cidx):
         for a, ax in zip(rot, raxes):
             ax = ax / np.linalg.norm(ax)
             if a.coordinates:
-                c = cidx.get(a.coordinates[0])
-                if c is None:
-                    raise ModelFileError(f"joint '{j.name}' axis '{a.name}' names unknown coordinate "
-                                         f"'{a.coordinates[0]}'", model.source)
+                c = axis_coordinate(a)
                 ops.append(("rot", ax, c, None if _is_identity(a.function) else a.function))
             elif a.function is not None:
                 ang = float(a.function.value(0.0))

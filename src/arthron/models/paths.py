@@ -48,7 +48,7 @@ import numpy as np
 
 from ..errors import ArthronWarning, ModelFileError, UnsupportedFeature
 from ..geometry import wrapping as _wr
-from .kinematics import Kinematics, Tree, forward_kinematics, velocity_map
+from .kinematics import Kinematics, Tree, _euler_xyz_rate_matrix, forward_kinematics, velocity_map
 from .model import GROUND, Model
 
 __all__ = ["PathSet", "compile_paths", "path_lengths", "moment_arms", "lengthening_speeds",
@@ -300,8 +300,7 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
     locked = np.array([model.coordinates[c].locked for c in tree.coordinate_names], bool)
     # joints whose Simbody mobilizer uses the angular velocity (in the mobilizer's F frame)
     # as generalized speeds instead of the X-Y-Z angle rates
-    ang = [tuple(cidx[c.name] for c in j.coordinates[:3]) for j in model.joints.values()
-           if j.type in ("EllipsoidJoint", "ScapulothoracicJoint")]
+    ang = [tuple(g) for g in tree.angular_velocity_groups]
     return PathSet(names, types, paths, wobjs, nb, list(tree.coordinate_names), props, cons,
                    locked, ang, approx)
 
@@ -680,22 +679,14 @@ def _moment_arms_from_states(pathset, tree, q, kin, states_dloc):
 
 def speed_map(pathset: PathSet, q) -> np.ndarray:
     """``N`` (T, nq, nq) with ``q̇ = N u``: OpenSim's generalized speeds ``u`` are the
-    coordinate rates except for EllipsoidJoint / ScapulothoracicJoint, whose first three
+    coordinate rates except for Ellipsoid / Scapulothoracic / Ball / Free joints, whose first three
     speeds are the angular velocity of the mobilizer expressed in its parent frame
     (``u = [e_x, Rx(q0) e_y, Rx(q0) Ry(q1) e_z] q̇``)."""
     q = np.atleast_2d(np.asarray(q, float))
     T, nq = q.shape
     N = np.broadcast_to(np.eye(nq), (T, nq, nq)).copy()
     for i0, i1, i2 in pathset.angular_speed_joints:
-        a, b = q[:, i0], q[:, i1]
-        ca, sa, cb, sb = np.cos(a), np.sin(a), np.cos(b), np.sin(b)
-        E = np.zeros((T, 3, 3))
-        E[:, 0, 0] = 1.0
-        E[:, 1, 1] = ca
-        E[:, 2, 1] = sa
-        E[:, 0, 2] = sb
-        E[:, 1, 2] = -sa * cb
-        E[:, 2, 2] = ca * cb
+        E = _euler_xyz_rate_matrix(q[:, i0], q[:, i1])
         ix = np.array([i0, i1, i2])
         N[:, ix[:, None], ix[None, :]] = np.linalg.inv(E)
     return N
