@@ -1068,6 +1068,11 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     if any(c.enabled for c in model.constraints):
         from ..models.constraints import assemble
         q = assemble(model, tree, q)      # as OpenSim's tools set the coordinates (assembly)
+    if tree.angular_velocity_groups:
+        # OpenSim's tools set each coordinate's speed u to the spline derivative; for
+        # Ellipsoid-type mobilizers u is an angular velocity (as in inverse dynamics).
+        from ..models.kinematics import qdot_from_speeds
+        qd, qdd = qdot_from_speeds(tree, q, qd, qdd)
     loads = []
     if external_loads is not None:
         if loads_table is None:
