@@ -126,3 +126,80 @@ def test_thoracoscapular_moving_trial_equals_opensim(tmp_path):
     np.testing.assert_allclose(res.time, to, atol=1e-12)
     for k, lab in enumerate(labels):
         np.testing.assert_allclose(res.column(lab), dat[:, k], atol=1e-6, rtol=1e-8, err_msg=lab)
+
+
+def _strip(path, out, types):
+    from lxml import etree
+    tree = etree.parse(str(path))
+    for e in list(tree.getroot().iter()):
+        if isinstance(e.tag, str) and e.tag in types:
+            e.getparent().remove(e)
+    tree.write(str(out))
+    return out
+
+
+@needs_data
+@needs_opensim
+def test_lenhart_passive_elements_applied_like_opensim(tmp_path):
+    """76 Blankevoort ligaments and 12 SpringGeneralizedForces act in OpenSim's ID (muscles
+    excluded); arthron applies them the same way. The plugin contact forces are removed for
+    both (plain OpenSim cannot load them)."""
+    from conftest import LENHART
+    src = _strip(LENHART, LENHART.parent / f".arthron-test-{tmp_path.name}.osim",
+                 ("Smith2018ArticularContactForce", "Smith2018ContactMesh"))
+    try:
+        model = read_osim(src)
+        t = np.linspace(0, 1, 61)
+        names = list(model.coordinates)
+        q = np.tile([c.default_value for c in model.coordinates.values()], (t.size, 1))
+        k = names.index("knee_flex_r")
+        q[:, k] = np.deg2rad(5 + 40 * (0.5 - 0.5 * np.cos(2 * np.pi * t)))   # flexion sweep
+        q[:, names.index("knee_tx_r")] += 0.002 * np.sin(2 * np.pi * t)     # some drawer
+        mot = tmp_path / "knee.mot"
+        write_sto(mot, Table(name="knee", time=t, labels=names, data=q, in_degrees=False))
+        labels, to, dat = oracle.run_id_tool(src, mot, tmp_path, (0.1, 0.9), lowpass=-1)
+        res = run_inverse_dynamics(model, read_sto(mot), time_range=(0.1, 0.9))
+    finally:
+        src.unlink()
+    np.testing.assert_allclose(res.time, to, atol=1e-12)
+    for j, lab in enumerate(labels):
+        np.testing.assert_allclose(res.column(lab), dat[:, j], atol=1e-6, rtol=1e-8, err_msg=lab)
+    # the ligaments matter: without them the knee residuals change by newtons
+    bare = run_inverse_dynamics(model, read_sto(mot), time_range=(0.1, 0.9),
+                                forces_to_exclude=("Muscles", "Blankevoort1991Ligament"))
+    lig_effect = np.abs(bare.column("knee_tx_r_force") - res.column("knee_tx_r_force")).max()
+    assert lig_effect > 1.0
+
+
+@needs_data
+@needs_opensim
+def test_coordinate_limit_and_spring_forces_like_opensim(tmp_path):
+    """CoordinateLimitForce (degrees, quintic transitions, damping) and SpringGeneralizedForce
+    added to the pendulum: arthron's ID residual equals OpenSim's."""
+    pend = REF / "task6_pendulum" / "pendulum_off0.osim"
+    text = pend.read_text()
+    coord = read_osim(pend).joints[next(iter(read_osim(pend).joints))].coordinates[0].name
+    extra = f"""
+        <CoordinateLimitForce name="limit">
+            <coordinate>{coord}</coordinate>
+            <upper_stiffness>2.5</upper_stiffness><upper_limit>20</upper_limit>
+            <lower_stiffness>4</lower_stiffness><lower_limit>-15</lower_limit>
+            <damping>0.05</damping><transition>8</transition>
+        </CoordinateLimitForce>
+        <SpringGeneralizedForce name="spring">
+            <coordinate>{coord}</coordinate>
+            <stiffness>3</stiffness><rest_length>0.2</rest_length><viscosity>0.4</viscosity>
+        </SpringGeneralizedForce>"""
+    i = text.index("<ForceSet")
+    j = text.index("<objects>", i) + len("<objects>")
+    model_path = tmp_path / "pendulum_forces.osim"
+    model_path.write_text(text[:j] + extra + text[j:])
+    t = np.linspace(0, 2, 201)
+    mot = tmp_path / "swing.mot"
+    write_sto(mot, Table(name="swing", time=t, labels=[coord], data=np.deg2rad(40 * np.sin(2 * np.pi * t))[:, None],
+                         in_degrees=False))
+    labels, to, dat = oracle.run_id_tool(model_path, mot, tmp_path, (0.1, 1.9))
+    res = run_inverse_dynamics(read_osim(model_path), read_sto(mot), time_range=(0.1, 1.9))
+    np.testing.assert_allclose(res.column(labels[0]), dat[:, 0], atol=1e-7, rtol=1e-9)
+    bare = run_inverse_dynamics(read_osim(pend), read_sto(mot), time_range=(0.1, 1.9))
+    assert np.abs(bare.column(labels[0]) - res.column(labels[0])).max() > 0.5   # forces really act

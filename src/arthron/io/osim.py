@@ -513,16 +513,16 @@ def _classify_coordinates(model: Model):
     for j in model.joints.values():
         if j.type == "CustomJoint" and j.spatial_transform is not None:
             for c in j.coordinates:
-                # The first TransformAxis that uses the coordinate decides, as in OpenSim's
-                # CustomJoint: rotation -> Rotational, translation -> Translational, and a
-                # function other than the identity LinearFunction -> Coupled.
-                c.motion_type = "rotational"
-                for i, a in enumerate(j.spatial_transform):
-                    if c.name in a.coordinates:
-                        lin = a.function is None or (isinstance(a.function, fn.LinearFunction)
-                                                     and a.function.slope == 1.0
-                                                     and a.function.intercept == 0.0)
-                        c.motion_type = ("rotational" if i < 3 else "translational") if lin else "coupled"
+                # As OpenSim 4.6 classifies them: a coordinate that drives a rotation axis
+                # through a LinearFunction is Rotational (the slope may be -1, as in
+                # Lenhart2015's left knee), else one driving a translation axis through a
+                # LinearFunction is Translational, anything else is Coupled.
+                c.motion_type = "coupled"
+                for kind, axes in (("rotational", j.spatial_transform[:3]),
+                                   ("translational", j.spatial_transform[3:])):
+                    if any(c.name in a.coordinates and (a.function is None or isinstance(a.function, fn.LinearFunction))
+                           for a in axes):
+                        c.motion_type = kind
                         break
         elif j.type in ("SliderJoint",):
             for c in j.coordinates:

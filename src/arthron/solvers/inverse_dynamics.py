@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ArthronWarning, DataFileError, ModelFileError, SolverError
+from ..models.forces import applied_generalized_forces
 from ..models.functions import Constant, GCVSpline, PiecewiseLinearFunction
 from ..models.kinematics import _cross
 from ..models.kinematics import (Tree, apply_velocity_map_transpose, compile_model, forward_kinematics,
@@ -298,9 +299,11 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
     loads_table : Table of the loads data (default: the ExternalLoads ``datafile``)
     lowpass_hz : cut-off for the coordinates (None or ≤ 0: no filter)
     time_range : (t0, t1) or None (the motion's first to last time)
-    forces_to_exclude : OpenSim's property; arthron applies no model forces, and warns when the
-        model holds passive force elements that OpenSim would apply because they are not
-        excluded.
+    forces_to_exclude : OpenSim's property (names, classes, ``Muscles``, ``Actuators``, ``All``).
+        The passive elements that remain (springs, coordinate limit forces, ligaments) are
+        applied as OpenSim applies them (:mod:`arthron.models.forces`); elements that need
+        states arthron does not have (muscles not excluded, contact, plugin classes) are left
+        out with a warning.
 
     Returns
     -------
@@ -316,22 +319,19 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
         # OpenSim sets each coordinate's speed u to the spline derivative; for Ellipsoid-type
         # mobilizers u is an angular velocity, not the Euler-angle rate.
         qd, qdd = qdot_from_speeds(tree, q, qd, qdd)
-    excl = set(forces_to_exclude or ())
-    active = [f for f in model.forces.values()
-              if f.properties.get("appliesForce", True) and f.name not in excl and f.type not in excl
-              and not ("Muscles" in excl and f.is_muscle) and not ("Actuators" in excl)
-              and f.type not in ("CoordinateActuator", "PathActuator", "PointActuator", "TorqueActuator")]
-    if active:
+    applied, not_applied = applied_generalized_forces(model, tree, q, qd, forces_to_exclude)
+    if not_applied:
         warnings.warn(
-            f"model '{model.name}' has force elements arthron's inverse dynamics does not apply: "
-            + ", ".join(f"{f.type} {f.name}" for f in active[:8]) + (" ..." if len(active) > 8 else ""),
+            f"model '{model.name}': force elements OpenSim would apply but arthron's inverse "
+            "dynamics cannot evaluate without states are left out: "
+            + ", ".join(f"{t} {n}" for t, n in not_applied[:8]) + (" ..." if len(not_applied) > 8 else ""),
             ArthronWarning)
     loads = []
     if external_loads is not None:
         if loads_table is None:
             loads_table = external_loads.load_table()
         loads = external_loads_from_setup(model, external_loads, loads_table, t_out)
-    tau = mobility_forces(tree, q, inverse_dynamics(tree, q, qd, qdd, loads))
+    tau = mobility_forces(tree, q, inverse_dynamics(tree, q, qd, qdd, loads, applied=applied))
     order = tree.multibody_order
     names = [tree.coordinate_names[i] for i in order]
     return InverseDynamicsResult(time=t_out, coordinates=names, labels=_labels(model, names),

@@ -1,0 +1,129 @@
+"""Generalized forces of a model's passive force elements, as OpenSim applies them.
+
+OpenSim's tools (InverseDynamicsTool, AnalyzeTool) apply every force element that is not
+excluded; inverse dynamics then reports the residual ``τ = M q̈ + c − g − τ_applied``. arthron
+evaluates, vectorized over frames:
+
+* ``SpringGeneralizedForce``: ``τ = −stiffness (q − rest_length) − viscosity q̇`` on its
+  coordinate (OpenSim ``SpringGeneralizedForce::computeForceMagnitude``);
+* ``CoordinateLimitForce``: stiffness ``K_up`` above ``upper_limit`` and ``K_low`` below
+  ``lower_limit`` (N·m/deg and degrees for rotational coordinates), switched on by SimTK's
+  quintic step over ``transition``, plus damping scaled by the same steps
+  (OpenSim ``CoordinateLimitForce::calcLimitForce``);
+* ``Blankevoort1991Ligament`` and ``Ligament``: path tensions from their force laws
+  (:mod:`arthron.models.muscles`) applied along their paths (:mod:`arthron.models.paths`);
+* actuators (CoordinateActuator, PathActuator, muscles when not excluded, ...) produce force
+  only from controls or activations, which inverse dynamics does not have: CoordinateActuator
+  and PathActuator give zero (control 0), muscles are reported as not applied.
+
+Anything else that applies force (contact, bushings, expression-based forces, plugin classes)
+is listed as not applied, so callers can warn.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .functions import StepFunction
+from .kinematics import Tree
+from .model import Model
+
+__all__ = ["PASSIVE_COORDINATE_FORCES", "LIGAMENT_TYPES", "active_forces",
+           "applied_generalized_forces"]
+
+PASSIVE_COORDINATE_FORCES = ("SpringGeneralizedForce", "CoordinateLimitForce")
+LIGAMENT_TYPES = ("Blankevoort1991Ligament", "Ligament")
+ZERO_WITHOUT_CONTROLS = ("CoordinateActuator", "PathActuator", "PointActuator", "TorqueActuator",
+                         "ActivationCoordinateActuator", "McKibbenActuator")
+
+
+def _excluded(f, exclude) -> bool:
+    ex = set(exclude or ())
+    if "All" in ex or f.name in ex or f.type in ex:
+        return True
+    if "Muscles" in ex and f.is_muscle:
+        return True
+    if "Actuators" in ex and (f.is_muscle or f.type in ZERO_WITHOUT_CONTROLS):
+        return True
+    return False
+
+
+def active_forces(model: Model, exclude=()) -> list:
+    """Force elements that apply force and are not excluded (OpenSim's ``forces_to_exclude``:
+    names, class names, or the groups ``Muscles``, ``Actuators``, ``All``)."""
+    return [f for f in model.forces.values()
+            if f.properties.get("appliesForce", True) and not _excluded(f, exclude)]
+
+
+def _raw_float(f, tag, default):
+    raw = f.raw
+    if raw is not None:
+        e = raw.find(tag)
+        if e is not None and e.text and e.text.strip():
+            return float(e.text)
+    return float(f.properties.get(tag, default))
+
+
+def _raw_text(f, tag, default=None):
+    raw = f.raw
+    if raw is not None:
+        e = raw.find(tag)
+        if e is not None and e.text and e.text.strip():
+            return e.text.strip()
+    return default
+
+
+def applied_generalized_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)):
+    """Generalized forces (T, nq) of the passive force elements OpenSim would apply.
+
+    Parameters
+    ----------
+    q, qd : (T, nq) coordinates and their rates (rad, m; rad/s, m/s), model order
+    exclude : OpenSim ``forces_to_exclude``
+
+    Returns
+    -------
+    tau : (T, nq) N·m / N
+    not_applied : list of (type, name) of active elements arthron cannot evaluate here
+        (muscles without activations, contact, bushings, plugin classes ...)
+    """
+    q = np.atleast_2d(np.asarray(q, float))
+    qd = np.atleast_2d(np.asarray(qd, float))
+    T = q.shape[0]
+    tau = np.zeros((T, tree.nq))
+    not_applied = []
+    ligaments = []
+    for f in active_forces(model, exclude):
+        if f.type == "SpringGeneralizedForce":
+            c = tree.coordinate_index(_raw_text(f, "coordinate"))
+            k = _raw_float(f, "stiffness", 0.0)
+            r = _raw_float(f, "rest_length", 0.0)
+            b = _raw_float(f, "viscosity", 0.0)
+            tau[:, c] += -k * (q[:, c] - r) - b * qd[:, c]
+        elif f.type == "CoordinateLimitForce":
+            name = _raw_text(f, "coordinate")
+            c = tree.coordinate_index(name)
+            rot = model.coordinates[name].motion_type == "rotational"
+            w = np.pi / 180.0 if rot else 1.0
+            q_up, q_lo = w * _raw_float(f, "upper_limit", 0.0), w * _raw_float(f, "lower_limit", 0.0)
+            K_up, K_lo = _raw_float(f, "upper_stiffness", 1.0) / w, _raw_float(f, "lower_stiffness", 1.0) / w
+            damp = _raw_float(f, "damping", 0.001) / w
+            dq = w * _raw_float(f, "transition", 0.1)
+            ku = StepFunction(q_up, q_up + dq, 0.0, K_up).value(q[:, c])
+            kl = StepFunction(q_lo - dq, q_lo, K_lo, 0.0).value(q[:, c])
+            tau[:, c] += (-ku * (q[:, c] - q_up) + kl * (q_lo - q[:, c])
+                          - damp * (ku / K_up + kl / K_lo) * qd[:, c])
+        elif f.type in LIGAMENT_TYPES:
+            ligaments.append(f.name)
+        elif f.type in ZERO_WITHOUT_CONTROLS:
+            continue
+        else:
+            not_applied.append((f.type, f.name))
+    if ligaments:
+        from .muscles import ligament_forces
+        from .paths import compile_paths, lengthening_speeds, path_generalized_forces, path_lengths
+        ps = compile_paths(model, tree, forces=ligaments)
+        L = path_lengths(ps, tree, q)
+        V = lengthening_speeds(ps, tree, q, qd)
+        tension = ligament_forces(model, ps.names, L, V)
+        tau += path_generalized_forces(ps, tree, q, tension)
+    return tau, not_applied
