@@ -220,3 +220,116 @@ def test_block_solve_equals_sequential(gait_result):
                             search_dirs=GAIT_DIRS, placeholders=PH, block=1)
     assert np.max(np.abs(seq.q - gait_result.q)) < 1e-5
     np.testing.assert_allclose(seq.rms, gait_result.rms, atol=1e-8)
+
+
+# ------------------------------------------------------ model constraints: Thoracoscapular
+def _tsm_trial(folder, T=25, noise=1e-3):
+    """A marker trial of the Thoracoscapular model: an arm elevation with scapular and
+    clavicular motion, assembled on the AC PointConstraint (arthron's assemble, equal to
+    OpenSim's), every model marker, 1 mm Gaussian noise, written as a .trc in mm."""
+    from arthron.io.osim import read_osim
+    from arthron.io.trc import MarkerTrial, read_trc, write_trc
+    from arthron.models.constraints import assemble
+    from arthron.models.kinematics import compile_model, marker_positions
+    from conftest import TSM
+    model = read_osim(TSM)
+    tree = compile_model(model)
+    names = tree.coordinate_names
+    q = np.tile(tree.default_q, (T, 1))
+    s = np.sin(np.pi * np.arange(T) / (T - 1))
+    amp = {"plane_elv": 0.5, "shoulder_elv": 0.9, "axial_rot": -0.4, "clav_elev": 0.15,
+           "clav_prot": -0.1, "scapula_upward_rot": 0.3, "scapula_abduction": 0.1,
+           "scapula_winging": 0.1, "ground_thorax_rot_z": 0.05}
+    for n, a in amp.items():
+        q[:, names.index(n)] += a * s
+    q = assemble(model, tree, q)
+    mk = list(tree.markers)
+    _, P = marker_positions(tree, q, mk)
+    P = P + np.random.default_rng(3).normal(0, noise, P.shape)
+    trial = MarkerTrial(frames=np.arange(1, T + 1), time=np.arange(T) / 60.0, labels=mk, positions=P,
+                        data_rate=60.0, camera_rate=60.0, orig_data_rate=60.0, orig_start_frame=1,
+                        orig_num_frames=T, units="mm")
+    path = folder / "tsm_trial.trc"
+    write_trc(path, trial)
+    return model, read_trc(path), q
+
+
+def _opensim_ik(model_path, trc, folder, weight, markers, tag):
+    """OpenSim 4.6's InverseKinematicsTool on ``trc`` (every marker weight 1, accuracy 1e-9)."""
+    import os
+    import opensim as osim
+    from arthron.io.trc import read_trc
+    osim.Logger.setLevelString("error")
+    tr = read_trc(trc)
+    tool = osim.InverseKinematicsTool()
+    om = osim.Model(str(model_path))   # kept alive while the tool runs (the tool does not own it)
+    tool.setModel(om)
+    tool.setMarkerDataFileName(str(trc))
+    tool.setStartTime(float(tr.time[0]))
+    tool.setEndTime(float(tr.time[-1]))
+    tool.setOutputMotionFileName(str(folder / f"{tag}.mot"))
+    tool.setResultsDir(str(folder))
+    tool.setName(tag)
+    tool.set_constraint_weight(weight)
+    tool.set_accuracy(1e-9)
+    ts = tool.getIKTaskSet()
+    for n in markers:
+        t = osim.IKMarkerTask()
+        t.setName(n)
+        t.setWeight(1.0)
+        t.setApply(True)
+        ts.cloneAndAppend(t)
+    old = os.getcwd()
+    os.chdir(folder)
+    try:
+        tool.run()
+    finally:
+        os.chdir(old)
+    return _ref(folder / f"{tag}.mot"), _ref(folder / f"{tag}_ik_marker_errors.sto")
+
+
+@pytest.fixture(scope="module")
+def tsm_trial(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tsm_ik")
+    model, trial, q_true = _tsm_trial(folder)
+    return folder, model, trial, q_true
+
+
+@needs_data
+def test_thoracoscapular_ik_holds_the_ac_constraint(tsm_trial):
+    """constraint_weight inf: the AC PointConstraint holds exactly on every frame; finite weight:
+    a penalty (small residual, larger with a smaller weight)."""
+    from arthron.models.constraints import compile_constraints
+    from arthron.models.kinematics import compile_model
+    from arthron.solvers.inverse_kinematics import IKTasks, solve_ik
+    _, model, trial, q_true = tsm_trial
+    tasks = IKTasks({n: 1.0 for n in trial.labels})
+    res = solve_ik(model, trial, tasks)
+    cs = compile_constraints(model, compile_model(model))
+    assert np.abs(cs.residuals(res.q)).max() < 1e-10
+    # 1 mm noise on 21 markers: the pose is recovered to a few degrees (3.3 at worst)
+    assert np.max(np.abs(res.q - q_true)) < np.deg2rad(5.0)
+    assert np.all(res.rms < 2e-3)
+    soft = solve_ik(model, trial, tasks, constraint_weight=20.0)
+    c20 = np.abs(cs.residuals(soft.q)).max()
+    assert 1e-9 < c20 < 1e-3
+    assert np.all(soft.rms <= res.rms + 1e-9)      # relaxing the constraint can only help the markers
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("weight", [math.inf, 20.0])
+def test_thoracoscapular_ik_matches_opensim(tsm_trial, weight):
+    """Against OpenSim 4.6's InverseKinematicsTool on the same noisy trial, constraint weight inf
+    (exact) and 20 (penalty): every coordinate within 0.05 deg, marker RMS within 0.1 mm."""
+    from conftest import TSM
+    from arthron.solvers.inverse_kinematics import IKTasks, solve_ik
+    folder, model, trial, _ = tsm_trial
+    tag = "inf" if math.isinf(weight) else f"w{weight:g}"
+    mot, err = _opensim_ik(TSM, trial.source, folder, weight, trial.labels, tag)
+    res = solve_ik(model, trial, IKTasks({n: 1.0 for n in trial.labels}), constraint_weight=weight)
+    assert len(res.time) == mot.n_rows
+    d = res.degrees()
+    for j, n in enumerate(res.coordinate_names):
+        assert np.max(np.abs(d[:, j] - mot.column(n))) < 0.05, n
+    assert np.max(np.abs(res.rms - err.column("marker_error_RMS"))) < 1e-4
