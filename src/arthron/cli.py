@@ -64,7 +64,8 @@ def cmd_id(a):
         if not (a.model and a.motion and a.output):
             raise SystemExit("arthron id: give MODEL MOTION -o OUT.sto, or --setup SETUP.xml")
         model_file, motion_file, ext_file = a.model, a.motion, a.external_loads
-        lowpass, excl, out, in_deg = a.lowpass, ["Muscles"], Path(a.output), None
+        lowpass, out, in_deg = a.lowpass, Path(a.output), None
+        excl = [x for part in (a.exclude or ["Muscles"]) for x in part.split(",") if x]
         time_range = tuple(a.time_range) if a.time_range else None
     model = read_osim(model_file)
     motion = read_sto(motion_file)
@@ -245,6 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--external-loads", help="ExternalLoads XML (with its GRF .mot)")
     s.add_argument("--lowpass", type=float, default=None, help="low-pass cut-off for coordinates (Hz)")
     s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
+    s.add_argument("--exclude", action="append", metavar="FORCES",
+                   help="forces to exclude: names, classes, Muscles, Actuators or All (default Muscles); "
+                        "the other passive elements (springs, limit forces, ligaments) are applied")
     s.add_argument("-o", "--output", help="output .sto")
     s.set_defaults(func=cmd_id)
     s = sub.add_parser("ik", help="inverse kinematics from a marker trial")
