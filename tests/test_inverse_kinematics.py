@@ -333,3 +333,55 @@ def test_thoracoscapular_ik_matches_opensim(tsm_trial, weight):
     for j, n in enumerate(res.coordinate_names):
         assert np.max(np.abs(d[:, j] - mot.column(n))) < 0.05, n
     assert np.max(np.abs(res.rms - err.column("marker_error_RMS"))) < 1e-4
+
+
+@needs_data
+@needs_opensim
+def test_arm26_from_file_task_and_marker_locations_match_opensim(tmp_path):
+    """A ``from_file`` coordinate task read from a coarse coordinate file (6 rows, so the
+    interpolation matters: OpenSim uses GCVSplineSet(5)) and ``report_marker_locations``: the
+    .mot and ``<name>_ik_model_marker_locations.sto`` equal OpenSim 4.6's."""
+    import os
+    import opensim as osim
+    from arthron.io.sto import Table, write_sto
+    from arthron.solvers.inverse_kinematics import run_ik_from_setup
+    write_sto(tmp_path / "coords.mot", Table(
+        name="coords", time=np.linspace(0.0, 1.0, 6), labels=["r_shoulder_elev"],
+        data=np.array([[0.0], [10.0], [-5.0], [20.0], [5.0], [15.0]]), in_degrees=True))
+    raw = (REF / "task1_arm26" / "setups" / "ik_setup.xml").read_text()
+    raw = (raw.replace("<workdir>/arm26/results/IK", str(tmp_path))
+              .replace("<workdir>/arm26", str(ARM_DIRS[0]))
+              .replace("<coordinate_file>Unassigned", f"<coordinate_file>{tmp_path / 'coords.mot'}")
+              .replace("<report_marker_locations>false", "<report_marker_locations>true")
+              .replace("<accuracy>1.0000000000000001e-05", "<accuracy>1e-9")
+              .replace("</IKMarkerTask>\n\t\t\t</objects>",
+                       "</IKMarkerTask>\n<IKCoordinateTask name=\"r_shoulder_elev\"><apply>true</apply>"
+                       "<weight>10</weight><value_type>from_file</value_type></IKCoordinateTask>"
+                       "\n\t\t\t</objects>"))
+    setup = tmp_path / "setup.xml"
+    setup.write_text(raw)
+    osim.Logger.setLevelString("error")
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        tool = osim.InverseKinematicsTool(str(setup))
+        tool.setOutputMotionFileName(str(tmp_path / "os.mot"))
+        tool.run()
+    finally:
+        os.chdir(old)
+    mot = _ref(tmp_path / "os.mot")
+    loc = _ref(tmp_path / "arm26_ik_model_marker_locations.sto")
+    res = run_ik_from_setup(setup)
+    out = tmp_path / "ours"
+    res.write(out / "ours.mot", locations_path=out / "locs.sto")
+    d = res.degrees()
+    for name in ("r_shoulder_elev", "r_elbow_flex"):
+        j = res.coordinate_names.index(name)
+        assert np.max(np.abs(d[:, j] - mot.column(name))) < 1e-3, name
+    # the quintic GCV spline, not a cubic, is what OpenSim tracks (they differ by degrees here)
+    j = res.coordinate_names.index("r_shoulder_elev")
+    assert np.ptp(d[:, j]) > 20
+    ours = _ref(out / "locs.sto")
+    assert ours.labels == loc.labels and ours.name == "Model Marker Locations from IK"
+    assert np.max(np.abs(ours.data - loc.data)) < 1e-6
+    assert res.locations_file == tmp_path / "arm26_ik_model_marker_locations.sto"

@@ -132,10 +132,18 @@ def read_ik_tasks(task_set_elem, model: Model, coordinate_table=None, path=None)
 
 
 def _interpolator(t, y):
-    if len(t) >= 4:
-        from scipy.interpolate import CubicSpline
-        return CubicSpline(t, y, bc_type="natural")
-    return lambda x: np.interp(x, t, y)
+    """The coordinate reference OpenSim's IK builds from a coordinate file: a
+    ``GCVSplineSet(5, coordinates)`` (quintic natural interpolating GCV spline per column,
+    :class:`arthron.models.functions.GCVSpline`); with fewer than 6 rows (too few for a quintic)
+    the lower odd degree that fits, and linear interpolation below 2 rows."""
+    from ..models.functions import GCVSpline
+    t = np.asarray(t, float)
+    y = np.asarray(y, float)
+    for deg in (5, 3, 1):
+        if len(t) >= deg + 1:
+            sp = GCVSpline(deg, t, y)
+            return lambda x, sp=sp: float(np.asarray(sp.value(np.atleast_1d(float(x))))[0])
+    return lambda x: float(y[0])
 
 
 # ------------------------------------------------------------------------ fast kinematics
@@ -460,6 +468,9 @@ class IKResult:
     total_squared_error, rms, max : (T,) m², m, m over the markers present in each frame
     iterations : (T,) int
     solve_time : float, seconds spent in the per-frame solves
+    marker_locations : (T, nm, 3) m, model marker positions in ground at the solution
+    locations_file : where :meth:`write` puts them (OpenSim's ``report_marker_locations``
+        output ``<name>_ik_model_marker_locations.sto``), or None
     """
 
     time: np.ndarray
@@ -476,6 +487,8 @@ class IKResult:
     model_name: str = ""
     output_motion_file: Path | None = None
     errors_file: Path | None = None
+    marker_locations: np.ndarray | None = None
+    locations_file: Path | None = None
 
     def degrees(self) -> np.ndarray:
         """q with rotational coordinates in degrees, (T, nq)."""
@@ -497,9 +510,20 @@ class IKResult:
                      data=np.column_stack([self.total_squared_error, self.rms, self.max]),
                      in_degrees=False)
 
-    def write(self, motion_path=None, errors_path=None) -> Path:
+    def locations_table(self) -> Table:
+        """Model marker locations in ground, OpenSim's ``Model Marker Locations from IK`` table
+        (columns ``<marker>_tx``, ``_ty``, ``_tz``)."""
+        if self.marker_locations is None:
+            raise SolverError("IKResult has no marker locations")
+        T = len(self.time)
+        return Table(name="Model Marker Locations from IK", time=np.asarray(self.time, float),
+                     labels=[f"{n}_t{a}" for n in self.marker_names for a in "xyz"],
+                     data=np.asarray(self.marker_locations, float).reshape(T, -1), in_degrees=False)
+
+    def write(self, motion_path=None, errors_path=None, locations_path=None) -> Path:
         """Write the ``.mot`` (degrees, OpenSim layout) and, when given or when the result came
-        from a setup, ``<name>_ik_marker_errors.sto``. Returns the motion path."""
+        from a setup, ``<name>_ik_marker_errors.sto`` and (``report_marker_locations``)
+        ``<name>_ik_model_marker_locations.sto``. Returns the motion path."""
         motion_path = Path(motion_path) if motion_path is not None else self.output_motion_file
         if motion_path is None:
             raise SolverError("IKResult.write: no output path given")
@@ -510,6 +534,11 @@ class IKResult:
         if errors_path is not None:
             Path(errors_path).parent.mkdir(parents=True, exist_ok=True)
             write_sto(errors_path, self.errors_table())
+        if locations_path is None:
+            locations_path = self.locations_file
+        if locations_path is not None:
+            Path(locations_path).parent.mkdir(parents=True, exist_ok=True)
+            write_sto(locations_path, self.locations_table())
         return motion_path
 
 
@@ -1046,10 +1075,14 @@ class InverseKinematics:
         rms = np.sqrt(tot / np.maximum(n, 1))
         mx = np.where(n > 0, np.nanmax(np.where(np.isfinite(E), E, -np.inf), axis=1), np.nan)
         rot = np.array([c.motion_type == "rotational" for c in self.model.coordinates.values()], bool)
+        locs = None
+        if self.marker_names:
+            from ..models.kinematics import marker_positions
+            _, locs = marker_positions(tr, Q, self.marker_names)
         return IKResult(time=time, coordinate_names=list(tr.coordinate_names), q=Q, rotational=rot,
                         marker_names=list(self.marker_names), marker_errors=E,
                         total_squared_error=tot, rms=rms, max=mx, iterations=its, solve_time=el,
-                        model_name=self.model.name)
+                        model_name=self.model.name, marker_locations=locs)
 
 
 # --------------------------------------------------------------------------------- helpers
@@ -1130,7 +1163,8 @@ def _find_file(setup, name, search_dirs):
 
 
 def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range=None,
-           constraint_weight=math.inf, output=None, progress=None, block: int = 16) -> IKResult:
+           constraint_weight=math.inf, output=None, progress=None, block: int = 16,
+           report_marker_locations: bool = False) -> IKResult:
     """IK from objects or file names (what ``arthron ik`` calls).
 
     Parameters
@@ -1140,6 +1174,8 @@ def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range
     setup : optional path of an InverseKinematicsTool setup: its tasks, time range and
         constraint weight are used unless given here
     output : optional path: the result remembers it for :meth:`IKResult.write`
+    report_marker_locations : with ``output``, also write ``<stem>_model_marker_locations.sto``
+        (model marker positions in ground; also on when the setup asks for it)
 
     Returns
     -------
@@ -1157,6 +1193,7 @@ def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range
         time_range = time_range if time_range is not None else cfg["time_range"]
         if constraint_weight == math.inf:
             constraint_weight = cfg["constraint_weight"]
+        report_marker_locations = report_marker_locations or cfg["report_marker_locations"]
     if not hasattr(trial, "positions"):
         trial = read_trc(trial)
     res = solve_ik(model, trial, tasks, time_range=time_range, constraint_weight=constraint_weight,
@@ -1164,6 +1201,9 @@ def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range
     if output is not None:
         res.output_motion_file = Path(output)
         res.errors_file = Path(output).with_name(Path(output).stem + "_marker_errors.sto")
+        if report_marker_locations:
+            res.locations_file = Path(output).with_name(Path(output).stem
+                                                        + "_model_marker_locations.sto")
     return res
 
 
@@ -1191,7 +1231,9 @@ def _ik_config(st, model, search_dirs):
     time_range = [float(v) for v in tr.split()] if tr else None
     return dict(tasks=tasks, time_range=time_range,
                 constraint_weight=_parse_float(st.get("constraint_weight"), math.inf),
-                accuracy=_parse_float(st.get("accuracy"), 1e-5))
+                accuracy=_parse_float(st.get("accuracy"), 1e-5),
+                report_marker_locations=(st.get("report_marker_locations") or "false").strip().lower()
+                in ("true", "1", "yes"))
 
 
 def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=None,
@@ -1204,8 +1246,9 @@ def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=Non
 
     Returns
     -------
-    IKResult whose ``write()`` writes ``output_motion_file`` and
-    ``<results_directory>/<tool name>_ik_marker_errors.sto`` (OpenSim's names).
+    IKResult whose ``write()`` writes ``output_motion_file``,
+    ``<results_directory>/<tool name>_ik_marker_errors.sto`` and, with
+    ``report_marker_locations``, ``<tool name>_ik_model_marker_locations.sto`` (OpenSim's names).
     """
     from ..io.osim import read_osim
     from ..io.setup import read_tool_setup
@@ -1228,4 +1271,6 @@ def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=Non
     rd = st.resolve(st.get("results_directory")) or st.folder
     res.output_motion_file = out if out is not None else rd / f"{st.name}_ik.mot"
     res.errors_file = rd / f"{st.name}_ik_marker_errors.sto"
+    if cfg["report_marker_locations"]:
+        res.locations_file = rd / f"{st.name}_ik_model_marker_locations.sto"
     return res
