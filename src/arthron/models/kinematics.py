@@ -357,24 +357,6 @@ def _fvals(func, x, order):
     return func.value(x), func.derivative(x, 1), (func.derivative(x, 2) if order > 1 else None)
 
 
-def _rodrigues(a, th):
-    """Rotation about the fixed unit axis a by angles th (T,) -> (T, 3, 3)."""
-    c, s = np.cos(th), np.sin(th)
-    C = 1.0 - c
-    x, y, z = a
-    R = np.empty(th.shape + (3, 3))
-    R[:, 0, 0] = c + x * x * C
-    R[:, 0, 1] = x * y * C - z * s
-    R[:, 0, 2] = x * z * C + y * s
-    R[:, 1, 0] = y * x * C + z * s
-    R[:, 1, 1] = c + y * y * C
-    R[:, 1, 2] = y * z * C - x * s
-    R[:, 2, 0] = z * x * C - y * s
-    R[:, 2, 1] = z * y * C + x * s
-    R[:, 2, 2] = c + z * z * C
-    return R
-
-
 def _ellip_local(radii, q0, q1, qd0=None, qd1=None):
     """Ellipsoid mobilizer translation p (T,3), its Jacobian (T,3,2) w.r.t. (q0, q1), and the
     bias p̈ at q̈ = 0.

@@ -61,19 +61,6 @@ def rotation_xyz(angles) -> np.ndarray:
     return R
 
 
-def xyz_from_rotation(R) -> np.ndarray:
-    """Body-fixed X-Y-Z angles of a rotation matrix (inverse of :func:`rotation_xyz`)."""
-    R = np.asarray(R, dtype=float)
-    b = np.arcsin(np.clip(R[0, 2], -1.0, 1.0))
-    if abs(abs(R[0, 2]) - 1.0) < 1e-12:  # gimbal lock: put everything on a
-        a = np.arctan2(R[2, 1], R[1, 1])
-        c = 0.0
-    else:
-        a = np.arctan2(-R[1, 2], R[2, 2])
-        c = np.arctan2(-R[0, 1], R[0, 0])
-    return np.array([a, b, c])
-
-
 @dataclass
 class Transform:
     """A rigid transform ``X_AB``: rotation ``R`` (3, 3) and translation ``p`` (3,) in metres.
