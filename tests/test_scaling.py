@@ -432,3 +432,44 @@ def test_landmark_factors_from_static_trial():
                                    segment_factors={b: [v] * 3 for b, v in f.items()})
     k = f["femur_r"]
     np.testing.assert_allclose(sm.bodies["femur_r"].mass_center, m.bodies["femur_r"].mass_center * k)
+
+
+@needs_data
+def test_marker_placer_output_marker_file(gait, tmp_path):
+    """MarkerPlacer ``output_marker_file``: the setup's name is read; the placed markers are
+    written as a 4.x MarkerSet that reads back to the same markers (and OpenSim loads it, see
+    the next test)."""
+    import dataclasses
+    from arthron.models.scaling import read_marker_set, read_scale_setup
+    raw = SETUP.read_text().replace("<output_marker_file> Unassigned </output_marker_file>",
+                                    "<output_marker_file> placed_markers.xml </output_marker_file>")
+    assert "placed_markers.xml" in raw
+    (tmp_path / "setup.xml").write_text(raw)
+    s = read_scale_setup(tmp_path / "setup.xml", search_dirs=DIRS + [GAIT_PIPE])
+    assert s.placer_marker_set_file == tmp_path / "placed_markers.xml"
+    res = dataclasses.replace(gait, setup=dataclasses.replace(gait.setup, placer_marker_set_file=s.placer_marker_set_file))
+    paths = res.write(tmp_path / "out")
+    mf = tmp_path / "out" / "placed_markers.xml"
+    assert mf in paths
+    back = read_marker_set(mf, gait.model)
+    assert list(back) == list(gait.model.markers)
+    for n, mk in back.items():
+        ref = gait.model.markers[n]
+        assert mk.parent_frame == ref.parent_frame and mk.fixed == ref.fixed
+        assert _d(mk.location, ref.location) == 0.0, n
+
+
+@needs_data
+@needs_opensim
+def test_opensim_reads_output_marker_file(gait, tmp_path):
+    import opensim as osim
+    from arthron.models.scaling import write_marker_set
+    osim.Logger.setLevelString("error")
+    p = write_marker_set(tmp_path / "m.xml", gait.model)
+    ms = osim.MarkerSet(str(p))
+    assert ms.getSize() == len(gait.model.markers)
+    for i in range(ms.getSize()):
+        m = ms.get(i)
+        ours = gait.model.markers[m.getName()]
+        assert m.getParentFrameName() == ours.parent_frame
+        assert _d([m.get_location().get(k) for k in range(3)], ours.location) == 0.0

@@ -63,7 +63,7 @@ from .model import GROUND, Marker, Model, rotation_xyz
 __all__ = ["ScaleEntry", "Measurement", "ScaleSetup", "ScaleResult", "frame_scale_entries",
            "average_static", "frame_range", "measurement_factor", "compute_scale_set",
            "scale_model", "place_markers", "read_scale_setup", "scale_from_setup",
-           "write_scale_set", "read_marker_set", "default_path_lengths",
+           "write_scale_set", "read_marker_set", "write_marker_set", "default_path_lengths",
            "DUMAS2007_MASS_PERCENT", "DEFAULT_SEGMENT_MAP", "body_muscle_fraction",
            "default_segment_map", "segment_masses", "scale_anthropometric", "landmark_factors"]
 
@@ -615,6 +615,27 @@ def read_marker_set(path, model: Model) -> dict:
     return out
 
 
+def write_marker_set(path, model: Model, name: str = "markerset") -> Path:
+    """Write the markers of ``model`` as an OpenSim 4.x ``<MarkerSet>`` document (what
+    MarkerPlacer's ``output_marker_file`` holds: ``Model::writeMarkerFile``), readable by
+    :func:`read_marker_set` and by OpenSim's ``MarkerSet(file)``."""
+    from lxml import etree
+    doc = etree.Element("OpenSimDocument", Version="40000")
+    ms = etree.SubElement(doc, "MarkerSet", name=name)
+    objs = etree.SubElement(ms, "objects")
+    for mk in model.markers.values():
+        me = etree.SubElement(objs, "Marker", name=mk.name)
+        etree.SubElement(me, "socket_parent_frame").text = mk.parent_frame
+        etree.SubElement(me, "location").text = " ".join(f"{float(v):.17g}" for v in mk.location)
+        etree.SubElement(me, "fixed").text = str(bool(mk.fixed)).lower()
+    etree.SubElement(ms, "groups")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    etree.ElementTree(doc).write(str(path), pretty_print=True, xml_declaration=True,
+                                 encoding="UTF-8")
+    return path
+
+
 @dataclass
 class ScaleSetup:
     """A ScaleTool setup, read (see :func:`read_scale_setup`)."""
@@ -776,8 +797,8 @@ class ScaleResult:
     static_errors: dict = field(default_factory=dict)
 
     def write(self, folder=None) -> list:
-        """Write the outputs the setup names (scaled model, scale set, placed model, static
-        pose motion), into ``folder`` if given (file names kept), else where the setup says.
+        """Write the outputs the setup names (scaled model, scale set, placed model, placed
+        marker set, static pose motion), into ``folder`` if given (file names kept), else where the setup says.
         Returns the paths written."""
         from ..io.osim import write_osim
         from ..io.sto import Table, write_sto
@@ -794,6 +815,8 @@ class ScaleResult:
             out.append(write_scale_set(p, self.scale_set))
         if (p := where(s.placer_model_file)) is not None:
             out.append(write_osim(p, self.model))
+        if (p := where(s.placer_marker_set_file)) is not None and self.static_q is not None:
+            out.append(write_marker_set(p, self.model))
         if (p := where(s.placer_motion_file)) is not None and self.static_q is not None:
             coords = list(self.model.coordinates.values())
             q = np.array(self.static_q, float).copy()
