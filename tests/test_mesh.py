@@ -109,3 +109,22 @@ def test_resolve_mesh_file(tmp_path):
 @needs_data
 def test_resolve_lenhart_tibia():
     assert resolve_mesh_file("lenhart2015-R-tibia-bone.stl", LENHART.parent) == TIBIA_STL.resolve()
+
+
+@needs_data
+def test_model_meshes_resolve_beside_the_model_and_missing_ones_warn():
+    """Lenhart2015 ships its tibia, patella, fibula and cartilage STLs in Geometry/ but not the
+    femur: the found ones resolve there and each missing one is a warning naming the file."""
+    from conftest import LENHART
+    from arthron.errors import ArthronWarning
+    from arthron.io.mesh import load_mesh, resolve_model_meshes
+    from arthron.io.osim import read_osim
+    model = read_osim(LENHART)
+    with pytest.warns(ArthronWarning, match="lenhart2015-R-femur-bone.stl"):
+        meshes = resolve_model_meshes(model)
+    found = {p.name for p in meshes.values() if p is not None}
+    assert "lenhart2015-R-tibia-bone.stl" in found
+    assert all(p.parent == LENHART.parent / "Geometry" for p in meshes.values() if p is not None)
+    tibia = next(p for p in meshes.values() if p is not None and p.name == "lenhart2015-R-tibia-bone.stl")
+    V, F = load_mesh(tibia)
+    assert V.shape[1] == 3 and F.shape[1] == 3 and len(F) > 1000

@@ -31,6 +31,10 @@ def cmd_info(a):
     print(f"markers    {s['markers']}")
     print(f"forces     " + ", ".join(f"{k} ×{v}" for k, v in s["forces"].items()))
     print(f"muscles    {s['muscles']}")
+    from .io.mesh import resolve_model_meshes
+    meshes = resolve_model_meshes(m)
+    found = sum(p is not None for p in meshes.values())
+    print(f"meshes     {len(meshes)} referenced, {found} found beside the model, {len(meshes) - found} missing")
     kept = [v for v in s["verbatim"]]
     print(f"kept verbatim ({len(kept)}):")
     for v in kept:

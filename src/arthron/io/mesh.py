@@ -157,3 +157,25 @@ def resolve_mesh_file(mesh_file: str, model_dir, *, extra_dirs=()) -> Path | Non
     warnings.warn(f"{model_dir}: mesh_file {mesh_file!r} not found in {', '.join(str(b) for b in bases)}",
                   ArthronWarning, stacklevel=2)
     return None
+
+
+def resolve_model_meshes(model, *, extra_dirs=()) -> dict:
+    """Resolve every ``mesh_file`` a model's bodies and ground display.
+
+    Parameters
+    ----------
+    model : arthron.models.model.Model (its ``source`` gives the model folder)
+
+    Returns
+    -------
+    dict ``(body name, geometry name) -> Path or None``; each missing file has been warned
+    about (ArthronWarning naming the file), as OpenSim only warns when a mesh is missing.
+    """
+    model_dir = Path(model.source).parent if model.source else Path.cwd()
+    out = {}
+    groups = [("ground", model.ground_geometry)] + [(b.name, b.geometry) for b in model.bodies.values()]
+    for body, geoms in groups:
+        for g in geoms:
+            if g.mesh_file:
+                out[(body, g.name)] = resolve_mesh_file(g.mesh_file, model_dir, extra_dirs=extra_dirs)
+    return out
