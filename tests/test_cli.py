@@ -106,3 +106,26 @@ def test_bad_input_is_one_clear_line(tmp_path, capsys):
                  "-o", str(tmp_path / "x.sto")]) == 2
     assert "missing coordinate" in capsys.readouterr().err
     assert not (tmp_path / "x.sto").exists()
+
+
+@needs_data
+def test_ligament_command_exports_tpsm_fibres(tmp_path, capsys):
+    """Strands replaced by TPSM fibres; arthron reads the file back and the fibres' summed
+    tension at the default pose equals the TPSM's (OpenSim's own wrench check of these
+    components is in test_ligament_lenhart)."""
+    from arthron.models.kinematics import compile_model
+    from arthron.models.muscles import ligament_forces
+    from arthron.models.paths import compile_paths, path_lengths
+    mesh = LENHART.parent / "Geometry" / "lenhart2015-R-tibia-bone.stl"
+    out = tmp_path / "lenhart_tpsm.osim"
+    assert main(["ligament", str(LENHART), "--ligament", "ACL", "--mesh", str(mesh), "--triangles", "60",
+                 "--export", str(out)]) == 0
+    assert "strands replaced by 180 TPSM fibres" in capsys.readouterr().out
+    m = read_osim(out)
+    names = [n for n in m.forces if n.startswith("ACL_tpsm")]
+    assert len(names) == 180 and not any(n.startswith(("ACLam", "ACLpl")) for n in m.forces)
+    assert sum(f.type == "Blankevoort1991Ligament" for f in m.forces.values()) == 76 - 12 + 180
+    tree = compile_model(m)
+    ps = compile_paths(m, tree, forces=names)
+    ten = ligament_forces(m, ps.names, path_lengths(ps, tree, tree.default_q[None]))
+    assert ten.sum() > 1.0

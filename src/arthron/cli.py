@@ -223,6 +223,12 @@ def cmd_ligament(a):
                          "[--motion MOTION.mot] -o OUT.sto, or --demo")
     table, info = run_model(a.model, a.ligament, mesh=a.mesh, motion=a.motion, out=a.output,
                             n_triangles=a.triangles, rule=a.rule)
+    if a.export:
+        from .io.osim import read_osim
+        from .solvers.ligament import export_model
+        export_model(read_osim(a.model), info["strands"], info["fibres"], a.export)
+        print(f"wrote {a.export}: {len(info['strands'].names)} strands replaced by "
+              f"{info['fibres'].n} TPSM fibres (Blankevoort1991Ligament)")
     print(f"{a.ligament}: TPSM-{a.rule} on {a.triangles} triangles, {len(table.time)} frame(s)"
           + (f"; wrote {a.output}" if a.output else ""))
     if not a.output:
@@ -302,6 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--motion", help="coordinates .mot/.sto (default pose if omitted)")
     s.add_argument("--triangles", type=int, default=360)
     s.add_argument("--rule", type=int, default=3, choices=(1, 3, 4, 6, 7))
+    s.add_argument("--export", metavar="OUT.osim",
+                   help="write the model with the strands replaced by the TPSM fibres")
     s.add_argument("-o", "--output", help="output .sto (or folder with --demo)")
     s.set_defaults(func=cmd_ligament)
     s = sub.add_parser("demo", help="run the main job on the embedded default model")

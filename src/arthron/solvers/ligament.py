@@ -1070,3 +1070,37 @@ def run_model(model_path, ligament: str, *, mesh=None, motion=None, out=None, n_
     if out is not None:
         write_sto(out, table)
     return table, {"ligament": lig, "fibres": fib, "strands": strands, "mbm": mbm, "poses": (R, t)}
+
+
+def export_model(model, strands: "Strands", fibres: Fibres, out, *, prefix: str | None = None):
+    """Write ``model`` with the ligament's strands replaced by the TPSM's quadrature fibres.
+
+    Each fibre becomes a ``Blankevoort1991Ligament`` (:func:`blankevoort_xml`) between the
+    strands' femoral and tibial frames, so OpenSim 4.6 applies the TPSM wrench. The input model
+    is not changed; the file is written whole or not at all (:func:`arthron.io.osim.write_osim`).
+
+    Parameters
+    ----------
+    model : arthron.models.model.Model holding ``strands`` (e.g. from :func:`strands_from_model`)
+    strands : Strands; fibres : Fibres (positive weights: Gauss rules 1, 3, 6 or 7)
+    out : output .osim path
+    prefix : name prefix of the new components (default ``<first strand prefix>_tpsm``)
+
+    Returns
+    -------
+    the new Model.
+    """
+    from lxml import etree
+
+    from ..io.osim import write_osim
+    from ..models.model import Force
+    new = model.copy()
+    for n in strands.names:
+        new.forces.pop(n, None)
+    prefix = prefix or (strands.names[0].rstrip("0123456789") + "_tpsm")
+    xml = blankevoort_xml(fibres, tibia_frame=strands.tibia_frame, femur_frame=strands.femur_frame,
+                          prefix=prefix)
+    for el in etree.fromstring(f"<objects>{xml}</objects>"):
+        new.forces[el.get("name")] = Force(el.get("name"), el.tag, modelled=False, raw=el)
+    write_osim(out, new)
+    return new
