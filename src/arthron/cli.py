@@ -226,7 +226,8 @@ def cmd_ligament(a):
     if a.export:
         from .io.osim import read_osim
         from .solvers.ligament import export_model
-        export_model(read_osim(a.model), info["strands"], info["fibres"], a.export)
+        export_model(read_osim(a.model), info["strands"], info["fibres"], a.export,
+                     prefix=f"{a.ligament}_tpsm")
         print(f"wrote {a.export}: {len(info['strands'].names)} strands replaced by "
               f"{info['fibres'].n} TPSM fibres (Blankevoort1991Ligament)")
     print(f"{a.ligament}: TPSM-{a.rule} on {a.triangles} triangles, {len(table.time)} frame(s)"
