@@ -153,60 +153,90 @@ def test_lengthening_speed_matches_opensim():
 # ------------------------------------------------------------------------------ arm26
 @needs_opensim
 def test_arm26_wrapped_paths_over_ik_trial():
-    """TRIlat/TRImed/BRA wrap a cylinder, BIClong a '-y' ellipsoid, TRIlong three objects."""
+    """TRIlat/TRImed/BRA wrap a cylinder, BIClong a '-y' ellipsoid, TRIlong two cylinders and
+    an ellipsoid (OpenSim's multi-object iterations with its cylinder tangent correction)."""
     model, tree, ps = _setup(ARM26)
     mot = read_sto(REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot")
     q = P._coordinates_from_table(model, tree, mot)
-    rnd = _random_q(model, tree, 30, scale=1.0, seed=1)
+    rnd = _random_q(model, tree, 60, scale=1.0, seed=1)
     q = np.vstack([q, rnd])
     L0, MA0 = _opensim(ARM26, ps.names, q, tree.coordinate_names, tree.coordinate_names)
     MA1, L1 = P.moment_arms(ps, tree, q, return_lengths=True)
-    single = [i for i, n in enumerate(ps.names) if n != "TRIlong"]
-    assert np.abs(L1[:, single] - L0[:, single]).max() < 1e-6
-    assert np.abs(MA1[:, single] - MA0[:, single]).max() < 1e-6
-    i = ps.index("TRIlong")
-    assert np.abs(L1[:, i] - L0[:, i]).max() < 1e-4
-    assert np.abs(MA1[:, i] - MA0[:, i]).max() < 1e-4
+    assert np.abs(L1 - L0).max() < 1e-9
+    assert np.abs(MA1 - MA0).max() < 1e-9
     states = P.compute_paths(ps, tree, q)
     active = [(st.wobj >= 0).any(1).sum() for st in states]
     assert min(active[ps.index(n)] for n in ("TRIlat", "BIClong", "TRIlong")) > 10
+    # TRIlong wrapped over two objects at once in some frames
+    i = ps.index("TRIlong")
+    nobj = [len(set(w[w >= 0])) for w in states[i].wobj]
+    assert max(nobj) >= 2
 
 
 # ------------------------------------------------------------------------------ Thoracoscapular
+def _assembled(path, tree, Q):
+    """Poses satisfying the model's constraints, as OpenSim assembles them (IK results do)."""
+    import oracle
+    m, s = oracle.load(path)
+    cs = m.getCoordinateSet()
+    Q = np.array(Q, float)
+    for t in range(len(Q)):
+        for j, c in enumerate(tree.coordinate_names):
+            if not cs.get(c).getLocked(s):
+                cs.get(c).setValue(s, float(Q[t, j]), False)
+        m.assemble(s)
+        Q[t] = [cs.get(c).getValue(s) for c in tree.coordinate_names]
+    return Q
+
+
+def _trial(model, tree, T):
+    """The smooth 1,000-frame style trial of benchmarks/bench_paths.py."""
+    names = tree.coordinate_names
+    lo = np.array([model.coordinates[c].range[0] for c in names])
+    hi = np.array([model.coordinates[c].range[1] for c in names])
+    t = np.linspace(0.0, 1.0, T)[:, None]
+    k = 1 + np.arange(len(names)) % 3
+    mid = np.clip(tree.default_q, lo, hi)
+    Q = np.clip(mid + 0.25 * (hi - lo) * np.sin(2 * np.pi * k * t + np.arange(len(names))), lo, hi)
+    locked = np.array([model.coordinates[c].locked for c in names])
+    Q[:, locked] = tree.default_q[locked]
+    return Q
+
+
 @needs_opensim
 def test_thoracoscapular_lengths_and_moment_arms():
-    """33 muscles over ellipsoid, cylinder and sphere wraps; moment arms about every
-    coordinate as computeMomentArm gives them (scapulothoracic angular-velocity speeds, AC
-    point-constraint coupling). At poses violating the constraint the coupling is not
-    defined the same way (OpenSim and arthron then differ), hence assembled poses."""
-    import oracle
+    """33 muscles over ellipsoid, cylinder and sphere wraps, several over two objects; moment
+    arms about every coordinate as computeMomentArm gives them (scapulothoracic
+    angular-velocity speeds, AC point-constraint coupling). At poses violating the constraint
+    the coupling is not defined the same way, hence assembled poses."""
     model, tree, ps = _setup(TSM)
     assert len(ps.names) == 33
-    Q = _random_q(model, tree, 12, scale=0.5, seed=0)
+    Q = _assembled(TSM, tree, _random_q(model, tree, 12, scale=0.5, seed=0))
     names = tree.coordinate_names
-    # poses that satisfy the AC point constraint (as IK results do): OpenSim assembles them
-    m, s = oracle.load(TSM)
-    cs = m.getCoordinateSet()
-    for t in range(len(Q)):
-        for j, c in enumerate(names):
-            cs.get(c).setValue(s, float(Q[t, j]), False)
-        m.assemble(s)
-        Q[t] = [cs.get(c).getValue(s) for c in names]
     L0, MA0 = _opensim(TSM, ps.names, Q, names, names)
     MA1, L1 = P.moment_arms(ps, tree, Q, return_lengths=True)
-    err = np.abs(L1 - L0).max(0)
-    em = np.abs(MA1 - MA0).max(0)             # (n, nq)
-    hum = [tree.coordinate_index(c) for c in ("plane_elv", "shoulder_elv", "axial_rot")]
-    # paths over two wrap objects replay OpenSim's iterations only approximately
-    # (Infraspinatus_S: 1.6e-4 m); their moment arms about the shoulder girdle differ more
-    multi = {n for n in ps.names if len(model.forces[n].path.wraps) > 1}
-    for i, n in enumerate(ps.names):
-        if n in multi:
-            assert err[i] < 2e-4, (n, err[i])
-            assert em[i, hum].max() < 2e-3, (n, em[i, hum].max())
-        else:
-            assert err[i] < 1e-6, (n, err[i])
-            assert em[i].max() < 1e-6, (n, em[i].max())
+    assert np.abs(L1 - L0).max() < 1e-9
+    assert np.abs(MA1 - MA0).max() < 1e-9
+
+
+@needs_opensim
+def test_thoracoscapular_whole_motion():
+    """The benchmark's 1,000-frame motion: every length equals OpenSim's; moment arms on every
+    10th frame, assembled. Paths over two wrap objects (one a cylinder) are active in it."""
+    model, tree, ps = _setup(TSM)
+    Q = _trial(model, tree, 1000)
+    L0, _ = _opensim(TSM, ps.names, Q, tree.coordinate_names)
+    L1 = P.path_lengths(ps, tree, Q)
+    assert np.abs(L1 - L0).max() < 1e-9
+    states = P.compute_paths(ps, tree, Q)
+    multi = [n for n, st in zip(ps.names, states)
+             if any(len(set(w[w >= 0])) >= 2 for w in st.wobj)]
+    assert {"Infraspinatus_S", "TeresMajor"} <= set(multi)
+    Qa = _assembled(TSM, tree, Q[::10])
+    names = tree.coordinate_names
+    _, MA0 = _opensim(TSM, ps.names, Qa, names, names)
+    MA1 = P.moment_arms(ps, tree, Qa)
+    assert np.abs(MA1 - MA0).max() < 1e-9
 
 
 # ------------------------------------------------------------------------------ Lenhart2015
@@ -240,15 +270,17 @@ def test_unsupported_wrap_type_names_the_muscle():
     P.compile_paths(model, compile_model(model), forces=["BICshort"])   # others still work
 
 
-def test_approximate_multi_wrap_paths_warn_or_refuse():
-    from arthron.errors import ArthronWarning, UnsupportedFeature
-    model = read_osim(ARM26)
-    tree = compile_model(model)
-    with pytest.warns(ArthronWarning, match="TRIlong"):
-        ps = P.compile_paths(model, tree)
-    assert ps.approximate == ["TRIlong"]
-    with pytest.raises(UnsupportedFeature, match="TRIlong"):
-        P.compile_paths(model, tree, strict=True)
+def test_multi_wrap_paths_are_not_flagged_approximate():
+    import warnings
+
+    from arthron.errors import ArthronWarning
+    for path in (ARM26, TSM):
+        model = read_osim(path)
+        tree = compile_model(model)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ArthronWarning)
+            ps = P.compile_paths(model, tree, strict=True)
+        assert ps.approximate == []
 
 
 def test_missing_conditional_coordinate_names_the_muscle():

@@ -138,10 +138,11 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
 
     The tangent points are the 2-D tangents from each point to the cross-section, slid along
     the axis into the plane through p1, p2 and the cylinder's "apex" line; the surface path is
-    the helix between them, of length ``sqrt((R θ)² + Δz²)``. No wrap when both tangent points
-    lie beyond the cylinder's ends. ``adjust_tangents`` replays OpenSim's iterative axial
-    correction of the tangent points (used when several segments or wrap objects are drawn;
-    OpenSim skips it for a path's single wrap when visualization is off).
+    the helix between them, of length ``sqrt((R θ)² + Δz²)`` (θ: the signed angle from r1 to
+    r2 about the axis, ``2π - θ`` for a long wrap, as in OpenSim 4.6). No wrap when both
+    tangent points lie beyond the cylinder's ends. ``adjust_tangents`` (bool or (T,)) replays
+    OpenSim 4.6's iterative axial correction of the tangent points, which it applies on paths
+    with two or more wrap objects (:func:`_adjust_spiral`).
 
     Returns (status, r1, r2, length); see the module docstring.
     """
@@ -277,77 +278,82 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
             np.where(ok, L, 0.0))
 
 
-def _spiral_angle(r1, r2, R, long_wrap):
-    u = r1.copy()
-    u[:, 2] = 0.0
-    v = r2.copy()
-    v[:, 2] = 0.0
-    th = np.arccos(np.clip(_dot(u, v) / (np.linalg.norm(u, axis=-1) * np.linalg.norm(v, axis=-1)),
-                           -1, 1))
+def _spiral_angle(r1, r2, long_wrap):
+    """Angle of the helix about the axis: the signed angle from r1 to r2 about +z (in
+    (-pi, pi]), replaced by ``2 pi - angle`` for a long (far-side) wrap, as OpenSim 4.6 does
+    (so a long wrap whose signed angle is negative turns by more than a full circle)."""
+    cz = r1[:, 0] * r2[:, 1] - r1[:, 1] * r2[:, 0]
+    cd = r1[:, 0] * r2[:, 0] + r1[:, 1] * r2[:, 1]
+    th = np.arctan2(cz, cd)
     return np.where(long_wrap, 2 * np.pi - th, th)
 
 
 def _spiral_length(r1, r2, R, long_wrap):
-    th = _spiral_angle(r1, r2, R, long_wrap)
-    return np.hypot(R * th, r2[:, 2] - r1[:, 2])
+    th = _spiral_angle(r1, r2, long_wrap)
+    return np.sqrt((R * th) ** 2 + (r2[:, 2] - r1[:, 2]) ** 2)
 
 
-def _spiral_point(r1, r2, R, long_wrap, t):
-    """Point at fraction t (T,) of the helix from r1 to r2."""
-    u = r1.copy()
-    u[:, 2] = 0
-    v = r2.copy()
-    v[:, 2] = 0
-    th = _spiral_angle(r1, r2, R, long_wrap)
-    ax = _unit(np.cross(u, v))[0]
-    sense = np.where(long_wrap, -1.0, 1.0)
-    ang = sense * t * th
-    rad = _rotate(u / R, ax, ang) * R
-    base = np.zeros_like(r1)
-    base[:, 2] = r1[:, 2] + t * (r2[:, 2] - r1[:, 2])
-    return base + rad
+def _spiral_point(r, th, dz, sense, t):
+    """Helix point at fraction t (T,): ``r`` turned by ``sense t th`` about the axis and moved
+    ``t dz`` along it (OpenSim 4.6 evaluates it from the current start tangent point)."""
+    a = sense * t * th
+    c, s = np.cos(a), np.sin(a)
+    return np.stack([c * r[:, 0] - s * r[:, 1], s * r[:, 0] + c * r[:, 1], r[:, 2] + t * dz], 1)
+
+
+def _adjust_one(p, r, w, thresh):
+    """OpenSim's tangent correction of one tangent point ``r`` (T,3) against the helix point
+    ``w``: when the angles of p->r and r->w to the axis differ by more than ``thresh``, r slides
+    along the axis 1.5 times towards the point of its axial line closest to the line p-w.
+    Returns (new r, moved)."""
+    pr = _unit(r - p)[0]
+    rw = _unit(w - r)[0]
+    a = np.arccos(np.clip(pr[:, 2], -1, 1))
+    o = np.arccos(np.clip(rw[:, 2], -1, 1))
+    need = np.abs(a - o) > thresh
+    pa = r.copy()
+    pa[:, 2] = p[:, 2]
+    wa = r.copy()
+    wa[:, 2] = w[:, 2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        _, _, inter, _ = _intersect_lines(p, w, pa, wa)
+    new = r + 1.5 * (inter - r)
+    need &= np.all(np.isfinite(new), -1)
+    return np.where(need[:, None], new, r), need
 
 
 def _adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter=100, thresh=np.deg2rad(0.1)):
-    """OpenSim's axial sliding of the tangent points until the straight lines meet the helix
-    tangentially (within ``thresh``): the helix point after the first ~2 mm is compared with
-    the incoming line and, when the angles to the axis differ, the tangent point moves 1.5
-    times towards the intersection of the two lines; repeated (at most ``max_iter`` times) on
-    the frames that moved. Only helices of two or more 2-mm segments are corrected."""
+    """OpenSim 4.6's axial sliding of the tangent points (``WrapCylinder::_make_spiral_path``
+    for a path with several wrap objects). The helix is cut in ~2 mm segments; when it has two
+    or more, r1 is corrected against the helix point after the first segment, then r2 against
+    the point one segment before the end, that point being taken on the helix turned from
+    the *corrected* r1 with the angle and rise of the uncorrected one (OpenSim evaluates it
+    through a lambda that reads the current r1). Repeated, at most ``max_iter`` times, on the
+    frames where a point moved."""
     r1 = r1.copy()
     r2 = r2.copy()
     idx = np.arange(len(r1))
+    sense_all = np.where(long_wrap, -1.0, 1.0)
     for _ in range(max_iter):
         if len(idx) == 0:
             break
         a1, a2, lw = r1[idx], r2[idx], long_wrap[idx]
-        q1, q2 = p1[idx], p2[idx]
-        L = _spiral_length(a1, a2, R, lw)
+        th = _spiral_angle(a1, a2, lw)
+        dz = a2[:, 2] - a1[:, 2]
+        L = np.sqrt((R * th) ** 2 + dz ** 2)
         nseg = np.maximum((L / 0.002).astype(int), 1)
+        ok = nseg >= 2        # the check happens at the second of >= 2 helix points
+        if not ok.all():
+            idx, a1, a2, th, dz, nseg = idx[ok], a1[ok], a2[ok], th[ok], dz[ok], nseg[ok]
+            if len(idx) == 0:
+                break
+        sense = sense_all[idx]
         t = 1.0 / nseg
-        ok_seg = nseg >= 2        # OpenSim checks tangency at the second of >= 2 points
-        w1 = _spiral_point(a1, a2, R, lw, t)
-        w2 = _spiral_point(a1, a2, R, lw, 1.0 - t)
-        moved = np.zeros(len(idx), bool)
-        for r, rr, p, w in ((r1, a1, q1, w1), (r2, a2, q2, w2)):
-            pr = _unit(rr - p)[0]
-            rw = _unit(w - rr)[0]
-            a = np.arccos(np.clip(pr[:, 2], -1, 1))
-            o = np.arccos(np.clip(rw[:, 2], -1, 1))
-            need = (np.abs(a - o) > thresh) & ok_seg
-            if not need.any():
-                continue
-            pa = rr.copy()
-            pa[:, 2] = p[:, 2]
-            wa = rr.copy()
-            wa[:, 2] = w[:, 2]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                _, _, inter, _ = _intersect_lines(p, w, pa, wa)
-            new = rr + 1.5 * (inter - rr)
-            ok = need & np.all(np.isfinite(new), -1)
-            r[idx[ok]] = new[ok]
-            moved |= ok
-        idx = idx[moved]
+        n1, m1 = _adjust_one(p1[idx], a1, _spiral_point(a1, th, dz, sense, t), thresh)
+        n2, m2 = _adjust_one(p2[idx], a2, _spiral_point(n1, th, dz, sense, 1.0 - t), thresh)
+        r1[idx] = n1
+        r2[idx] = n2
+        idx = idx[m1 | m2]
     return r1, r2
 
 

@@ -28,12 +28,12 @@ joints, :func:`speed_map`) combined along the coupling vector of the enforced co
 (:func:`coupling_vectors`). Tangent points slide on the wrap surface, which does not change the
 length to first order, so they are treated as fixed on the wrap object's body, as OpenSim does.
 
-Agreement with OpenSim 4.6 (``tests/test_paths.py``): lengths and moment arms to ~1e-15 on
-Gait2354 (54 muscles, conditional and moving points), arm26 single-wrap muscles, the
-Thoracoscapular model's single-wrap muscles and all 120 Lenhart2015 muscles and ligaments;
-paths over two or three wrap objects (arm26 TRIlong, Thoracoscapular Infraspinatus, Teres
-major, Subscapularis, Supraspinatus_A) to ~1e-4 m, up to 1.6e-4 m (Infraspinatus_S) because
-OpenSim's iterative tangent correction on the cylinder stops at a slightly different point.
+Agreement with OpenSim 4.6 (``tests/test_paths.py``): lengths and moment arms to ~1e-14 on
+Gait2354 (54 muscles, conditional and moving points), arm26 (including TRIlong over two
+cylinders and an ellipsoid), all 33 Thoracoscapular muscles (paths over one to three wrap
+objects, among them Infraspinatus, Teres major, Subscapularis and Supraspinatus_A over a
+cylinder and another object) over whole motions, and all 120 Lenhart2015 muscles and
+ligaments.
 
 Everything is vectorized over frames: coordinates ``q`` are (T, nq) in model order (radians,
 metres); results are (T, n_paths) or (T, n_paths, nq). There is a loop over paths and over a
@@ -111,7 +111,8 @@ class PathSet:
     wrap_objects : list[WrapObjectData]
     nb : int                 number of bodies (index ``nb`` stands for ground)
     coordinate_names : list[str]
-    approximate : list[str]  paths whose wrapping matches OpenSim only approximately
+    approximate : list[str]  paths whose wrapping would match OpenSim only approximately
+                             (none at present: every supported wrap is reproduced)
     """
 
     names: list
@@ -167,11 +168,9 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
     forces : iterable of str, optional
         Force names to include (default: every force with a GeometryPath, ForceSet order).
     strict : bool
-        Paths over two or more wrap objects one of which is a WrapCylinder follow OpenSim's
-        iterations only approximately (typically within 1e-4 m, up to 2e-3 m observed on the
-        Thoracoscapular Infraspinatus): by default they are computed with an
-        :class:`arthron.errors.ArthronWarning` naming them (``PathSet.approximate``); with
-        ``strict`` they raise UnsupportedFeature.
+        Refuse (UnsupportedFeature) instead of warning for paths that arthron would reproduce
+        only approximately (``PathSet.approximate``). Every wrap arthron supports now follows
+        OpenSim 4.6 step by step, so this list is empty; the argument is kept for callers.
 
     Returns
     -------
@@ -287,12 +286,9 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         types.append(f.type)
         props.append(dict(f.properties))
         paths.append(_Path(name, f.type, body, loc, cond, moving, wraps))
-    approx = [p.name for p in paths if len(p.wraps) > 1
-              and any(wobjs[w.obj_id].type == "WrapCylinder" for w in p.wraps)]
+    approx = []   # paths reproduced only approximately: none (kept for PathSet.approximate)
     if approx:
-        msg = (f"paths over several wrap objects including a cylinder ({', '.join(approx)}) "
-               "reproduce OpenSim's iterative wrapping only approximately (typically < 1e-4 m, "
-               "up to ~2e-3 m)")
+        msg = (f"paths {', '.join(approx)} reproduce OpenSim's wrapping only approximately")
         if strict:
             raise UnsupportedFeature(msg, model.source)
         warnings.warn(msg, ArthronWarning, stacklevel=2)
