@@ -83,13 +83,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ArthronWarning, DataFileError, SolverError, UnsupportedFeature
-from ..models.kinematics import Tree, compile_model, forward_kinematics, velocity_map
+from ..models.kinematics import (Tree, apply_velocity_map_transpose, compile_model,
+                                 forward_kinematics)
 from ..models.model import GROUND, Model, Transform
 from .inverse_dynamics import (body_wrenches_from_loads, coordinates_from_table,
                                external_loads_from_setup, inverse_dynamics)
 
 __all__ = ["JointLoads", "JointReactionResult", "joint_loads", "open_constraint_map",
-           "forward_accelerations", "constraint_loads", "classic_joint_loads", "actuator_forces",
+           "forward_accelerations", "mass_matrix", "constraint_loads", "classic_joint_loads", "actuator_forces",
            "joint_reactions", "joint_reactions_from_setup", "reaction_columns", "read_force_set_file"]
 
 _DESCRIPTION = [
@@ -264,9 +265,13 @@ def _motion_subspace(tree, kin, info, c, RM):
 
 
 def _frames_of(tree, kin, infos, sel):
-    Rb = kin.R[:, tree.body_node]
-    ob = kin.o[:, tree.body_node]
-    T = kin.R.shape[0]
+    def Rb(b):
+        return kin.node("R", tree.body_node[b])
+
+    def ob(b):
+        return kin.node("o", tree.body_node[b])
+
+    T = kin.node("o", 0).shape[0]
     n = len(sel)
     c = np.empty((T, n, 3))
     RM = np.empty((T, n, 3, 3))
@@ -274,32 +279,51 @@ def _frames_of(tree, kin, infos, sel):
     for k, j in enumerate(sel):
         inf = infos[j]
         b = inf.child_body
-        c[:, k] = ob[:, b] + Rb[:, b] @ inf.XCM.p
-        RM[:, k] = Rb[:, b] @ inf.XCM.R
+        c[:, k] = ob(b) + Rb(b) @ inf.XCM.p
+        RM[:, k] = Rb(b) @ inf.XCM.R
         if inf.parent_body < 0:
             pF[:, k] = inf.XPF.p
         else:
             p = inf.parent_body
-            pF[:, k] = ob[:, p] + Rb[:, p] @ inf.XPF.p
+            pF[:, k] = ob(p) + Rb(p) @ inf.XPF.p
     return c, RM, pF
 
 
-def _inertial_wrenches(tree, kin, Ui, loads):
+def _cross(a, b):
+    """a × b over the last axis with broadcasting (leaner than np.cross for stacked arrays)."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a1 * b2 - a2 * b1
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
+
+
+def _inertial_wrenches(tree, kin, Ui, loads, return_com=False):
     """``M a − h`` of the bodies Ui: force (T, n, 3) and moment about the mass centre (T, n, 3),
-    ground frame (gravity, gyroscopic term and ``loads`` in h)."""
+    ground frame (gravity, gyroscopic term and ``loads`` in h) [, mass centres (T, n, 3)].
+    Only the body nodes are read (no stacking of all nodes); ``I α + ω × I ω`` is formed in
+    the body frames, where I is constant."""
+    Ui = np.asarray(Ui, int)
     nodes = tree.body_node[Ui]
-    R = kin.R[:, nodes]
-    w = kin.w[:, nodes]
-    al = kin.al[:, nodes]
+    R = kin.nodes("R", nodes)
+    w = kin.nodes("w", nodes)
+    al = kin.nodes("al", nodes)
     rc = np.einsum("tbij,bj->tbi", R, tree.com[Ui])
-    aC = kin.a[:, nodes] + np.cross(al, rc) + np.cross(w, np.cross(w, rc))
-    IG = R @ tree.inertia[Ui][None] @ np.swapaxes(R, -1, -2)
+    aC = kin.nodes("a", nodes) + _cross(al, rc) + _cross(w, _cross(w, rc))
     F = tree.mass[Ui][None, :, None] * (aC - tree.gravity)
-    Mc = np.einsum("tbij,tbj->tbi", IG, al) + np.cross(w, np.einsum("tbij,tbj->tbi", IG, w))
+    I = tree.inertia[Ui]
+    wb = np.einsum("tbji,tbj->tbi", R, w)
+    alb = np.einsum("tbji,tbj->tbi", R, al)
+    Mb = np.einsum("bij,tbj->tbi", I, alb) + _cross(wb, np.einsum("bij,tbj->tbi", I, wb))
+    Mc = np.einsum("tbij,tbj->tbi", R, Mb)
     if loads:
         Fe, Me = body_wrenches_from_loads(tree, kin, loads)
         F = F - Fe[:, Ui]
         Mc = Mc - Me[:, Ui]
+    if return_com:
+        return F, Mc, kin.nodes("o", nodes) + rc
     return F, Mc
 
 
@@ -333,9 +357,8 @@ def joint_loads(model: Model, tree: Tree, q, qd, qdd, loads=(), joints=None, kin
         kin = forward_kinematics(tree, q, qd, qdd)
     U = _subtree_union(tree, sel)
     Ui = np.asarray(U, int)
-    F, Mc = _inertial_wrenches(tree, kin, Ui, list(loads or ()))       # M a − h, bodies of U
-    Cg = kin.o[:, tree.body_node[Ui]] + np.einsum("tbij,bj->tbi", kin.R[:, tree.body_node[Ui]], tree.com[Ui])
-    M0 = Mc + np.cross(Cg, F)                                           # about the ground origin
+    F, Mc, Cg = _inertial_wrenches(tree, kin, Ui, list(loads or ()), return_com=True)   # M a − h, bodies of U
+    M0 = Mc + _cross(Cg, F)                                             # about the ground origin
     pos = {b: i for i, b in enumerate(U)}
     bp = _body_parent(tree)
     for i in range(len(U) - 1, -1, -1):                                 # subtree sums (E_jᵀ)
@@ -349,7 +372,7 @@ def joint_loads(model: Model, tree: Tree, q, qd, qdd, loads=(), joints=None, kin
     for k, j in enumerate(sel):
         i = pos[infos[j].child_body]
         Fs = F[:, i]
-        Ms = M0[:, i] - np.cross(c[:, k], Fs)
+        Ms = M0[:, i] - _cross(c[:, k], Fs)
         Lam[:, k, :3] = -_rot_apply_T(RM[:, k], Fs)
         Lam[:, k, 3:] = -_rot_apply_T(RM[:, k], Ms)
     return JointLoads(names=[infos[j].name for j in sel], Lambda=Lam, centre=c, R_M=RM,
@@ -386,19 +409,192 @@ def open_constraint_map(model: Model, tree: Tree, q, joints=None, kin=None) -> n
 
 
 # ----------------------------------------------------------------------------- forward dynamics
-def _mass_matrix(tree, kin, D):
+@dataclass
+class _HingeLayout:
+    nodes: list             # variable (hinge) nodes, parents first
+    cols: list              # per hinge node: slice of its columns in the node-column space (K)
+    anc_cols: list          # per hinge node: columns of its hinge ancestors and itself
+    S: np.ndarray           # (nb, nh) 1 where body b lies in hinge node's subtree
+    P: np.ndarray           # (K, nq) node column -> coordinate
+    identity: bool          # P is a permutation (every coordinate in exactly one node column)
+    perm: np.ndarray        # coordinate of each node column
+    primary: np.ndarray     # (nq,) first node column of each coordinate (−1: none)
+    dups: list              # (column, primary column of the same coordinate) of the others
+
+
+def _hinge_layout(tree) -> _HingeLayout:
+    lay = getattr(tree, "_arthron_reactions_layout", None)
+    if lay is not None:
+        return lay
+    N = len(tree.nodes)
+    anc = [[] for _ in range(N)]
+    for i in range(1, N):
+        anc[i] = anc[tree.nodes[i].parent] + [tree.nodes[i].parent]
+    hn = [i for i in range(1, N) if tree.nodes[i].kind != "fixed"]
+    pos = {n: j for j, n in enumerate(hn)}
+    cols, off, coord_of = [], 0, []
+    for n in hn:
+        k = len(tree.nodes[n].coords)
+        cols.append(slice(off, off + k))
+        coord_of += list(tree.nodes[n].coords)
+        off += k
+    anc_cols = []
+    for n in hn:
+        idx = []
+        for m in anc[n] + [n]:
+            if m in pos:
+                sl = cols[pos[m]]
+                idx += list(range(sl.start, sl.stop))
+        anc_cols.append(np.array(idx, int))
+    S = np.zeros((tree.nb, len(hn)))
+    for b in range(tree.nb):
+        chain = set(anc[tree.body_node[b]] + [tree.body_node[b]])
+        for j, n in enumerate(hn):
+            if n in chain:
+                S[b, j] = 1.0
+    P = np.zeros((off, tree.nq))
+    P[np.arange(off), coord_of] = 1.0
+    perm = np.array(coord_of, int)
+    identity = off == tree.nq and len(set(coord_of)) == tree.nq
+    primary = np.full(tree.nq, -1)
+    dups = []
+    for a, cc in enumerate(coord_of):
+        if primary[cc] < 0:
+            primary[cc] = a
+        else:
+            dups.append((a, int(primary[cc])))
+    lay = _HingeLayout(hn, cols, anc_cols, S, P, identity, perm, primary, dups)
+    tree._arthron_reactions_layout = lay
+    return lay
+
+
+def mass_matrix(tree: Tree, q, kin=None) -> np.ndarray:
+    """The generalized mass matrix ``Dᵀ M D`` (seed 002 Eq. 2.9) by the composite-rigid-body
+    algorithm, for T frames at once, without forming D.
+
+    Every variable node n of the tree moves its subtree with spatial velocity columns
+    ``Φ_n = [H_ω; H_v + o_n × H_ω]`` (angular; velocity of the point at the ground origin), and
+    ``M = Σ_{m ancestor-or-self of n} Φ_mᵀ I^c_n Φ_n (+ transpose)``, with ``I^c_n`` the spatial
+    inertia of n's subtree about the ground origin: ``[[J, [h]×], [−[h]×, m]]``, J the
+    rotational inertia about the origin, h the first mass moment. Subtree sums are one GEMM.
+
+    Parameters
+    ----------
+    q : (T, nq); kin : optional Kinematics of q (velocities not needed)
+
+    Returns
+    -------
+    (T, nq, nq) in model coordinate order (kg·m², kg·m, kg).
+    """
+    q = np.atleast_2d(np.asarray(q, float))
+    kin = kin or forward_kinematics(tree, q)
+    lay = _hinge_layout(tree)
+    T, nq = q.shape[0], tree.nq
+    Mk = _node_mass_matrix(tree, kin, T)
+    if lay.identity:
+        out = np.empty((nq, nq, T))
+        out[lay.perm[:, None], lay.perm[None, :]] = Mk
+    else:
+        Y = (lay.P.T @ Mk.reshape(Mk.shape[0], -1)).reshape(nq, -1, T)
+        out = np.einsum("kbt,bl->klt", Y, lay.P)
+    return np.ascontiguousarray(out.transpose(2, 0, 1))
+
+
+def _node_mass_matrix(tree, kin, T, lower=False):
+    """The CRBA mass matrix in node-column space, frames last: (K, K, T) (see
+    :func:`mass_matrix`). Columns are ordered parents first, so the pairs (descendant,
+    ancestor) are the lower triangle; ``lower=True`` fills only that (and the diagonal blocks)."""
+    lay = _hinge_layout(tree)
+    nb = tree.nb
+    K = lay.P.shape[0]
+    if K == 0:
+        return np.zeros((0, 0, T))
+    # Frames on the last axis from here on: every operation is on contiguous (T,) rows.
     nodes = tree.body_node
-    R = kin.R[:, nodes]
-    IG = R @ tree.inertia[None] @ np.swapaxes(R, -1, -2)
-    T, nb, _, nq = D.shape
-    Dv = D[:, :, :3].reshape(T, 3 * nb, nq)
-    Dw = D[:, :, 3:]
-    mv = np.repeat(tree.mass, 3)[None, :, None]
-    IDw = (IG @ Dw).reshape(T, 3 * nb, nq)
-    Dw = Dw.reshape(T, 3 * nb, nq)
-    # Dᵀ M D; einsum's BLAS path beats batched matmul for these small blocks
-    return (np.einsum("tki,tkj->tij", Dv, mv * Dv, optimize=True)
-            + np.einsum("tki,tkj->tij", Dw, IDw, optimize=True))
+    R = np.empty((nb, 3, 3, T))
+    c = np.empty((nb, 3, T))
+    for b, n in enumerate(nodes):
+        R[b] = kin.node("R", n).transpose(1, 2, 0)
+        c[b] = kin.node("o", n).T
+    c += np.einsum("bijt,bj->bit", R, tree.com)                                   # mass centres
+    m = tree.mass
+    RI = np.einsum("bijt,bjl->bilt", R, tree.inertia)
+    J = np.empty_like(R)                                                          # I_C in ground
+    for i in range(3):
+        for k in range(i, 3):
+            J[:, i, k] = RI[:, i, 0] * R[:, k, 0] + RI[:, i, 1] * R[:, k, 1] + RI[:, i, 2] * R[:, k, 2]
+            if k != i:
+                J[:, k, i] = J[:, i, k]
+    J -= m[:, None, None, None] * (c[:, :, None] * c[:, None, :])
+    mc2 = m[:, None] * np.einsum("bit,bit->bt", c, c)
+    for i in range(3):
+        J[:, i, i] += mc2                                                         # about the origin
+    St = lay.S.T
+    nh = St.shape[0]
+    Jc = (St @ J.reshape(nb, -1)).reshape(nh, 3, 3, T)
+    hc = (St @ (m[:, None, None] * c).reshape(nb, -1)).reshape(nh, 3, T)
+    mcs = St @ m
+    Phi = np.empty((K, 6, T))
+    for j, n in enumerate(lay.nodes):
+        _, Hw, Hv = kin.hinge[n]
+        sl = lay.cols[j]
+        w = Hw.transpose(2, 1, 0)
+        Phi[sl, :3] = w
+        if tree.nodes[n].kind == "rot":
+            Phi[sl, 3:] = _cross_tl(kin.node("o", n).T[None], w)        # o × H_ω (H_v = 0)
+        else:
+            Phi[sl, 3:] = Hv.transpose(2, 1, 0)                          # H_ω = 0
+    Mk = np.zeros((K, K, T))
+    for j in range(nh):
+        sl = lay.cols[j]
+        own = np.arange(sl.start, sl.stop)
+        w, v = Phi[sl, :3], Phi[sl, 3:]
+        Jj, hj = Jc[j], hc[j][None]
+        F = np.empty((own.size, 6, T))
+        F[:, :3] = (Jj[None, :, 0] * w[:, None, 0] + Jj[None, :, 1] * w[:, None, 1]
+                    + Jj[None, :, 2] * w[:, None, 2] + _cross_tl(hj, v))
+        F[:, 3:] = mcs[j] * v - _cross_tl(hj, w)
+        A = lay.anc_cols[j]
+        PA = Phi[A]
+        X = PA[:, None, 0] * F[None, :, 0]
+        for i in range(1, 6):
+            X += PA[:, None, i] * F[None, :, i]                          # (|A|, k, T)
+        if not lower:
+            Mk[A[:, None], own[None, :]] = X
+        Mk[own[:, None], A[None, :]] = X.transpose(1, 0, 2)
+    return Mk
+
+
+def _solve_spd_tl(A, b):
+    """x with A x = b for symmetric positive definite A (n, n, T) (lower triangle read),
+    b (n, T), frames last: Cholesky and two substitutions, each step a vector operation over
+    the frames. Returns None when a pivot is not positive (singular or indefinite A)."""
+    n, T = b.shape
+    L = np.zeros_like(A)
+    for j in range(n):
+        d = A[j, j] - np.einsum("kt,kt->t", L[j, :j], L[j, :j]) if j else A[j, j].copy()
+        if not np.all(d > 0):
+            return None
+        L[j, j] = np.sqrt(d)
+        if j + 1 < n:
+            r = A[j + 1:, j] - np.einsum("ikt,kt->it", L[j + 1:, :j], L[j, :j]) if j else A[j + 1:, j]
+            L[j + 1:, j] = r / L[j, j]
+    y = np.empty_like(b)
+    for i in range(n):
+        y[i] = (b[i] - np.einsum("kt,kt->t", L[i, :i], y[:i])) / L[i, i]
+    x = np.empty_like(b)
+    for i in range(n - 1, -1, -1):
+        x[i] = (y[i] - np.einsum("kt,kt->t", L[i + 1:, i], x[i + 1:])) / L[i, i]
+    return x
+
+
+def _cross_tl(a, b):
+    """a × b over axis −2 (components), frames last: (..., 3, T)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0, :] = a[..., 1, :] * b[..., 2, :] - a[..., 2, :] * b[..., 1, :]
+    out[..., 1, :] = a[..., 2, :] * b[..., 0, :] - a[..., 0, :] * b[..., 2, :]
+    out[..., 2, :] = a[..., 0, :] * b[..., 1, :] - a[..., 1, :] * b[..., 0, :]
+    return out
 
 
 def _constraint_bias(cs, tree, q, qd, kin0):
@@ -510,16 +706,29 @@ def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=
     qd = np.atleast_2d(np.asarray(qd, float))
     T, nq = q.shape
     kin0 = forward_kinematics(tree, q, qd, np.zeros_like(q))
-    D = velocity_map(tree, q, kin0)
-    Mb = _mass_matrix(tree, kin0, D)
-    F, Mc = _inertial_wrenches(tree, kin0, np.arange(tree.nb), list(loads or ()))   # Mγ − h
-    bias = (np.einsum("tbiq,tbi->tq", D[:, :, :3], F)
-            + np.einsum("tbiq,tbi->tq", D[:, :, 3:], Mc))                             # Dᵀ(Mγ − h)
+    F, Mc, com = _inertial_wrenches(tree, kin0, np.arange(tree.nb), list(loads or ()), return_com=True)
+    bias = apply_velocity_map_transpose(tree, kin0, F, Mc, com=com)                    # Dᵀ(Mγ − h)
     rhs = -bias if generalized is None else np.asarray(generalized, float) - bias
     free = np.ones(nq, bool) if locked is None else ~np.asarray(locked, bool)
     fi = np.flatnonzero(free)
     qdd = np.zeros((T, nq))
     m = 0 if constraints is None else constraints.size
+    lay = _hinge_layout(tree)
+    if m == 0 and np.all(lay.primary[fi] >= 0):
+        # CRBA in node-column space, frames last; coordinates acting in several nodes (knee
+        # translations as functions of the angle) have their columns summed into the first;
+        # Cholesky over the frames.
+        Mk = _node_mass_matrix(tree, kin0, T, lower=lay.identity)
+        for a, a0 in lay.dups:
+            Mk[a0] += Mk[a]
+        for a, a0 in lay.dups:
+            Mk[:, a0] += Mk[:, a]
+        cf = np.sort(lay.primary[fi])               # free coordinates' columns, parents first
+        x = _solve_spd_tl(Mk[cf[:, None], cf[None, :]], np.ascontiguousarray(rhs[:, lay.perm[cf]].T))
+        if x is not None:
+            qdd[:, lay.perm[cf]] = x.T
+            return (qdd, np.zeros((T, 0))) if return_multipliers else qdd
+    Mb = mass_matrix(tree, q, kin0)                                                     # CRBA
     if m == 0:
         qdd[:, fi] = np.linalg.solve(Mb[:, fi][:, :, fi], rhs[:, fi, None])[..., 0]
         mu = np.zeros((T, 0))
