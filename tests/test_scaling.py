@@ -371,9 +371,22 @@ def test_anthropometric_on_thoracoscapular():
                                    generic_shoulder_width=0.40, keep_max_isometric_force={"TeresMajor": 123.0})
     # S of seed Eq. 13 with the height along y (OpenSim frames)
     np.testing.assert_allclose(rep["S"], [0.9, 1.75 / 1.86, 0.9])
+    # ribcage ellipsoid (seed Eq. 14): the generic radii dilated isotropically (not × S) so that
+    # the scaled gliding point lies on it; centre S e0
     st0 = m.joints["scapulothoracic"].parameters["thoracic_ellipsoid_radii_x_y_z"]
     st1 = sm.joints["scapulothoracic"].parameters["thoracic_ellipsoid_radii_x_y_z"]
-    np.testing.assert_allclose(st1, st0 * rep["S"])
+    rib = rep["ribcage"]["scapulothoracic"]
+    np.testing.assert_allclose(st1 - st0, rib["delta"], rtol=0, atol=1e-15)
+    assert -0.02 < rib["delta"] < 0                  # a smaller subject: the ribcage shrinks
+    _, X0 = m.frame_in_base("/jointset/scapulothoracic/thorax_offset")
+    _, X1 = sm.frame_in_base("/jointset/scapulothoracic/thorax_offset")
+    np.testing.assert_allclose(X1.p, rep["S"] * X0.p, rtol=1e-15)
+    d = X1.R.T @ (rib["landmark"] - X1.p)
+    assert abs(np.sum((d / st1) ** 2) - 1.0) < 1e-12
+    om, _ = scale_anthropometric(m, 70.0, 1.75, "female", generic_mass=85.5, generic_height=1.86,
+                                 shoulder_width=0.36, generic_shoulder_width=0.40, ribcage="opensim")
+    np.testing.assert_allclose(om.joints["scapulothoracic"].parameters["thoracic_ellipsoid_radii_x_y_z"],
+                               st0 * rep["S"])
     assert sm.bodies["humerus"].mass == pytest.approx(70.0 * 0.022)
     # PCSA (max isometric force) by the r_m ratio, user values kept
     ratio = rep["r_m"] / rep["r_m_generic"]
@@ -473,3 +486,145 @@ def test_opensim_reads_output_marker_file(gait, tmp_path):
         ours = gait.model.markers[m.getName()]
         assert m.getParentFrameName() == ours.parent_frame
         assert _d([m.get_location().get(k) for k in range(3)], ours.location) == 0.0
+
+
+def test_ellipsoid_dilation_eq14():
+    """Seed 001 Eq. 14: the isotropic dilation putting a point on the ellipsoid."""
+    from arthron.models.scaling import ellipsoid_dilation
+    r = np.array([0.083, 0.2, 0.083])
+    # a sphere: δ = |d| − r exactly
+    assert ellipsoid_dilation([0.1, 0.1, 0.1], [0.06, 0.08, 0.0]) == pytest.approx(0.0, abs=1e-15)
+    assert ellipsoid_dilation([0.1] * 3, [0.0, 0.13, 0.0]) == pytest.approx(0.03, abs=1e-15)
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        d = rng.normal(0, 0.1, 3)
+        delta = ellipsoid_dilation(r, d)
+        assert abs(np.sum((d / (r + delta)) ** 2) - 1.0) < 1e-13
+        assert np.all(r + delta > 0)
+        # outside the base ellipsoid -> positive root; inside -> negative
+        assert (delta > 0) == (np.sum((d / r) ** 2) > 1.0)
+    # a point on the base ellipsoid (as the Ellipsoid mobilizer places it): no dilation
+    p = r * np.array([np.sin(0.4), -np.sin(0.2) * np.cos(0.4), np.cos(0.2) * np.cos(0.4)])
+    assert abs(ellipsoid_dilation(r, p)) < 1e-15
+    with pytest.raises(DataFileError):
+        ellipsoid_dilation(r, [0, 0, 0])
+
+
+@needs_data
+def test_ribcage_dilation_thoracoscapular():
+    """On the Thoracoscapular model the gliding point (scapulothoracic child frame origin)
+    lies on the generic ellipsoid (δ = 0); a measured landmark replaces the scaled one."""
+    from arthron.io.osim import read_osim
+    from arthron.models.scaling import dilate_ribcage_ellipsoid, scale_model
+    m = read_osim(TSM)
+    rep = dilate_ribcage_ellipsoid(m, m.copy(), np.ones(3))
+    assert abs(rep["delta"]) < 1e-14
+    S = np.array([1.1, 1.2, 1.1])
+    sm = scale_model(m, {b: S for b in m.bodies})
+    rep = dilate_ribcage_ellipsoid(m, sm, S)
+    assert rep["delta"] > 0
+    np.testing.assert_allclose(sm.joints["scapulothoracic"].parameters["thoracic_ellipsoid_radii_x_y_z"],
+                               rep["radii_generic"] + rep["delta"])
+    # the measured variant: a landmark 1 cm further out along the ellipsoid's x axis
+    _, X = sm.frame_in_base("/jointset/scapulothoracic/thorax_offset")
+    lm = rep["landmark"] + X.R[:, 0] * 0.01 * np.sign(X.R[:, 0] @ (rep["landmark"] - X.p))
+    rep2 = dilate_ribcage_ellipsoid(m, sm, S, landmark=lm)
+    assert rep2["delta"] > rep["delta"]
+    with pytest.raises(ModelFileError):
+        dilate_ribcage_ellipsoid(m, sm, S, joint="GlenoHumeral")
+
+
+def _scapula_landmarks(a_gi, a_gv):
+    """Synthetic SN, AI, TS and glenoid rim points with a known inclination and version."""
+    from arthron.models.scaling import _rodrigues, scapula_frame
+    lm = {"SN": np.array([0.0, 0.0, 0.0]), "AI": np.array([-0.1, -0.12, 0.01]),
+          "TS": np.array([-0.1, 0.0, 0.02])}
+    sn, R = scapula_frame(lm)
+    x, y, z = R.T
+    c = sn + 0.02 * x
+    v = _rodrigues(y, a_gi) @ z           # IG -> SG direction
+    w = _rodrigues(z, a_gv) @ y           # PG -> AG direction
+    lm.update(IG=c - 0.018 * v, SG=c + 0.018 * v, PG=c - 0.012 * w, AG=c + 0.012 * w)
+    return lm
+
+
+def test_glenoid_angles_eq15():
+    from arthron.models.scaling import glenoid_angles, scapula_frame
+    lm = _scapula_landmarks(np.deg2rad(7.0), np.deg2rad(-5.0))
+    a_gi, a_gv = glenoid_angles(lm)
+    assert np.rad2deg(a_gi) == pytest.approx(7.0, abs=1e-12)   # the seed's generic inclination
+    assert np.rad2deg(a_gv) == pytest.approx(-5.0, abs=1e-12)
+    sn, R = scapula_frame(lm)
+    np.testing.assert_allclose(R.T @ R, np.eye(3), atol=1e-15)
+    assert np.linalg.det(R) == pytest.approx(1.0)
+    with pytest.raises(DataFileError, match="IG, SG"):
+        glenoid_angles({k: lm[k] for k in ("SN", "AI", "TS")})
+
+
+@needs_data
+def test_adapt_glenoid_eq16_thoracoscapular():
+    """Seed 001 Eq. 16 on the Thoracoscapular model: the glenohumeral joint centre rotates about
+    SN by Δα_GI about ŷ_s (the seed's parameter study: 7° -> 15° and -7°); the glenoid
+    inclination measured from rim points rotated with it changes by the same Δα."""
+    from arthron.io.osim import read_osim
+    from arthron.models.model import rotation_xyz
+    from arthron.models.scaling import _rodrigues, adapt_glenoid, glenoid_angles, scapula_frame
+    m = read_osim(TSM)
+    fp = "/jointset/GlenoHumeral/scapula_offset"
+    gc = m.frames[fp].translation.copy()
+    sn = np.array([-0.03, -0.02, -0.01])           # an SN (the model has no such marker)
+    with pytest.raises(DataFileError, match="SN"):
+        adapt_glenoid(m, np.deg2rad(8.0))
+    same = adapt_glenoid(m, 0.0, 0.0, landmarks={"SN": sn})
+    np.testing.assert_allclose(same.frames[fp].translation, gc, atol=1e-15)
+    lm = {"SN": sn, "AI": m.markers["ai"].location, "TS": m.markers["ts"].location}
+    _, R = scapula_frame(lm)
+    for deg in (8.0, -14.0):
+        d = np.deg2rad(deg)
+        out = adapt_glenoid(m, d, landmarks={"SN": sn})
+        g1 = out.frames[fp].translation
+        assert np.linalg.norm(g1 - sn) == pytest.approx(np.linalg.norm(gc - sn), abs=1e-15)
+        a0 = np.arctan2(R[:, 0] @ (gc - sn), R[:, 2] @ (gc - sn))
+        a1 = np.arctan2(R[:, 0] @ (g1 - sn), R[:, 2] @ (g1 - sn))
+        assert a1 - a0 == pytest.approx(d, abs=1e-12)
+        assert R[:, 1] @ (g1 - gc) == pytest.approx(0.0, abs=1e-15)
+        # the joint frame turned with the glenoid
+        np.testing.assert_allclose(rotation_xyz(out.frames[fp].orientation),
+                                   _rodrigues(R[:, 1], d) @ rotation_xyz(m.frames[fp].orientation),
+                                   atol=1e-14)
+        # rim points rotated the same way change the measured inclination by Δα
+        rim = _scapula_landmarks(np.deg2rad(7.0), 0.0)
+        _, Rr = scapula_frame(rim)
+        rot = _rodrigues(Rr[:, 1], d)
+        moved = {k: (rim["SN"] + rot @ (v - rim["SN"]) if k in ("IG", "SG") else v) for k, v in rim.items()}
+        assert np.rad2deg(glenoid_angles(moved)[0]) == pytest.approx(7.0 + deg, abs=1e-10)
+    # version: about ẑ_s, leaves the ẑ_s component
+    out = adapt_glenoid(m, 0.0, np.deg2rad(5.0), landmarks={"SN": sn}, rotate_frame=False)
+    assert R[:, 2] @ (out.frames[fp].translation - gc) == pytest.approx(0.0, abs=1e-15)
+    np.testing.assert_array_equal(out.frames[fp].orientation, m.frames[fp].orientation)
+
+
+@needs_data
+@needs_opensim
+def test_thoracoscapular_anthropometric_loads_in_opensim(tmp_path):
+    """The seed-001 scaled Thoracoscapular model (dilated ribcage, glenoid inclination +8°)
+    loads in OpenSim 4.6, which reads back the radii and the glenohumeral frame."""
+    import oracle
+    from arthron.io.osim import read_osim, write_osim
+    from arthron.models.scaling import scale_anthropometric
+    m = read_osim(TSM)
+    sm, rep = scale_anthropometric(m, 60.0, 1.60, "f", generic_mass=85.5, generic_height=1.86,
+                                   generic_gender="m", delta_glenoid_inclination=np.deg2rad(8.0),
+                                   scapula_landmarks={"SN": [-0.03, -0.02, -0.01]})
+    p = write_osim(tmp_path / "tsm_seed001.osim", sm)
+    om, s = oracle.load(p)
+    import opensim as osim
+    j = osim.ScapulothoracicJoint.safeDownCast(om.getJointSet().get("scapulothoracic"))
+    radii = oracle.vec(j.get_thoracic_ellipsoid_radii_x_y_z())
+    np.testing.assert_allclose(radii, sm.joints["scapulothoracic"].parameters["thoracic_ellipsoid_radii_x_y_z"],
+                               rtol=1e-12)
+    f = om.getJointSet().get("GlenoHumeral").get_frames(0)
+    np.testing.assert_allclose(oracle.vec(f.get_translation()),
+                               sm.frames["/jointset/GlenoHumeral/scapula_offset"].translation, atol=1e-15)
+    np.testing.assert_allclose(oracle.vec(f.get_orientation()),
+                               sm.frames["/jointset/GlenoHumeral/scapula_offset"].orientation, atol=1e-15)

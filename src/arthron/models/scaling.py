@@ -65,7 +65,9 @@ __all__ = ["ScaleEntry", "Measurement", "ScaleSetup", "ScaleResult", "frame_scal
            "scale_model", "place_markers", "read_scale_setup", "scale_from_setup",
            "write_scale_set", "read_marker_set", "write_marker_set", "default_path_lengths",
            "DUMAS2007_MASS_PERCENT", "DEFAULT_SEGMENT_MAP", "body_muscle_fraction",
-           "default_segment_map", "segment_masses", "scale_anthropometric", "landmark_factors"]
+           "default_segment_map", "segment_masses", "scale_anthropometric", "landmark_factors",
+           "ellipsoid_dilation", "dilate_ribcage_ellipsoid", "scapula_frame", "glenoid_angles",
+           "adapt_glenoid"]
 
 _LENGTH_PROPS = {  # force class -> properties scaled by the default-pose path-length ratio
     "Ligament": ("resting_length",),
@@ -893,11 +895,25 @@ def scale_from_setup(path, *, placeholders=None, search_dirs=None) -> ScaleResul
 
 
 # ------------------------------------------------------------------ anthropometric (seed 001)
-#: Segment masses in % of body mass, by gender: Dumas R, Chèze L, Verriest J-P (2007)
-#: "Adjustments to McConville et al. and Young et al. body segment inertial parameters",
-#: J Biomech 40:543–553, Table 2 (the "3D predictive equations" seed 001 uses; its generic
-#: subject, 85.5 kg, gets an arm (upper arm + forearm) of 4.1 % = 3.51 kg as a male and 3.5 %
-#: = 2.99 kg as a female). ``torso`` is the thorax with the abdomen.
+#: Segment masses in % of body mass, by gender, attributed to Dumas R, Chèze L, Verriest J-P
+#: (2007) "Adjustments to McConville et al. and Young et al. body segment inertial parameters",
+#: J Biomech 40:543–553 (seed 001's ref. 38, its "3D predictive equations"; the table number and
+#: page in Dumas et al. are NOT verified). ``torso`` is the thorax with the abdomen.
+#:
+#: Verification status (seed 001 does not reproduce its Table 1, only its caption):
+#:
+#: * verified against the seed's figures (Discussion: generic subject 85.5 kg, "arm weight from
+#:   almost 3.51 kg to 2.99 kg"; "each extra kilogram ... scaled up the arm weight by almost
+#:   1.17 %"): arm + forearm = 4.1 % male (3.506 kg) and 3.5 % female (2.993 kg); the figures
+#:   match upper arm + forearm of this table (with the hand they would be 4.02 / 3.42 kg), and
+#:   1.17 %/kg = 1/85.5 is the proportionality any mass fraction gives;
+#: * consistent with a secondary source citing Dumas et al. 2007 (CusToM toolbox,
+#:   ``WholeBodySegMass.m``: trunk incl. head and pelvis 54.2 %, upper limb 4.7 %, lower limb
+#:   18.3 %, male) for the male sums 6.7 + 33.3 + 14.2, 2.4 + 1.7 + 0.6 and 12.3 + 4.8 + 1.2;
+#: * NOT verified individually: every other per-segment value (male head_neck, torso, pelvis,
+#:   hand, thigh, leg, foot split; all female values except the arm + forearm sum). They were
+#:   entered from memory by a previous developer; check them against Dumas et al. 2007 before
+#:   relying on them.
 DUMAS2007_MASS_PERCENT = {
     "male": {"head_neck": 6.7, "torso": 33.3, "pelvis": 14.2, "arm": 2.4, "forearm": 1.7,
              "hand": 0.6, "thigh": 12.3, "leg": 4.8, "foot": 1.2},
@@ -1006,7 +1022,11 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
                          generic_shoulder_width: float | None = None, vertical_axis: str = "y",
                          segment_map=None, segment_factors: dict | None = None,
                          keep_max_isometric_force: dict | None = None,
-                         scale_forces: bool = True) -> tuple[Model, dict]:
+                         scale_forces: bool = True, ribcage: str = "dilate",
+                         ribcage_landmarks: dict | None = None,
+                         delta_glenoid_inclination: float = 0.0, delta_glenoid_version: float = 0.0,
+                         scapula_landmarks: dict | None = None,
+                         glenohumeral_joint: str = "GlenoHumeral") -> tuple[Model, dict]:
     """Scale a model from the subject's gender, mass and height (seed 001, "Model scaling").
 
     * Geometry: every body is scaled by the anisotropic matrix ``S`` of seed Eq. 13,
@@ -1023,6 +1043,20 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
     * Muscle strength: ``max_isometric_force`` (∝ PCSA) × ``r_m / r_m,generic``, the body
       muscle fractions of seed Eq. 17 (:func:`body_muscle_fraction`); forces named in
       ``keep_max_isometric_force`` get the given values instead (user PCSAs).
+    * Ribcage (``ribcage="dilate"``, seed Eq. 14): every ScapulothoracicJoint ellipsoid is the
+      generic one dilated isotropically to pass through the scaled gliding point
+      (:func:`dilate_ribcage_ellipsoid`; ``ribcage_landmarks`` joint -> measured point in the
+      scaled thorax); ``ribcage="opensim"`` scales the radii by S as OpenSim's ScaleTool does.
+    * Glenoid (seed Eq. 16): with a non-zero ``delta_glenoid_inclination`` /
+      ``delta_glenoid_version`` (radians) the glenohumeral joint frame is rotated about SN
+      (:func:`adapt_glenoid`; ``scapula_landmarks`` SN/AI/TS in the scaled scapula frame, the
+      model's scapula markers filling in the rest).
+
+    Not implemented: segment lengths from tabulated length fractions and inertias from radii
+    of gyration. Seed 001 says its Table 1 gives masses and lengths as fractions of body mass
+    and height by gender, but the table's values are not in the seed text available to this
+    project and no value was verified, so none is used: lengths follow S and inertias the
+    generic ones (OpenSim's geometric rule × mass ratio).
 
     Parameters
     ----------
@@ -1073,6 +1107,19 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
         if m0 > 0:
             body.inertia = body.inertia * (m1 / m0)
         body.mass = m1
+    rib = {}
+    if ribcage not in ("dilate", "opensim"):
+        raise DataFileError(f"ribcage must be 'dilate' or 'opensim', got {ribcage!r}")
+    if ribcage == "dilate":
+        for jn, j in model.joints.items():
+            if j.type == "ScapulothoracicJoint":
+                pb, _ = model.frame_in_base(j.parent_frame)
+                s_par = factors.get(pb.split("/")[-1], S) if pb != GROUND else np.ones(3)
+                rib[jn] = dilate_ribcage_ellipsoid(model, out, s_par, joint=jn,
+                                                   landmark=(ribcage_landmarks or {}).get(jn))
+    if delta_glenoid_inclination or delta_glenoid_version:
+        out = adapt_glenoid(out, delta_glenoid_inclination, delta_glenoid_version,
+                            landmarks=scapula_landmarks, joint=glenohumeral_joint)
     rm = body_muscle_fraction(mass, height, gender)
     rmg = body_muscle_fraction(gm_total, generic_height, generic_gender)
     keep = dict(keep_max_isometric_force or {})
@@ -1085,7 +1132,7 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
             f.properties["max_isometric_force"] *= rm / rmg
     report = {"S": S, "height_ratio": rh, "width_ratio": rw, "generic_height": generic_height,
               "generic_mass": gm_total, "r_m": rm, "r_m_generic": rmg, "masses": masses,
-              "total_mass": out.total_mass()}
+              "total_mass": out.total_mass(), "ribcage": rib}
     return out, report
 
 
@@ -1129,3 +1176,230 @@ def landmark_factors(model: Model, static_trial, time_range=None, *, bodies=None
         if ratios:
             out[b] = float(np.mean(ratios))
     return out
+
+
+# ------------------------------------------- ribcage ellipsoid and glenoid (seed 001, Eqs. 14–16)
+def ellipsoid_dilation(radii, offset) -> float:
+    """Isotropic dilation δ of seed 001 Eq. 14: the root of
+    ``Σ_i d_i² / (r_i + δ)² = 1`` with ``r_i + δ > 0``, i.e. the ellipsoid with axes
+    ``r + δ`` (same centre) passes through the point at ``offset`` ``d`` from the centre
+    (expressed along the ellipsoid axes).
+
+    Eq. 14 multiplied out is the 6th-degree polynomial
+    ``Σ_i d_i² Π_{j≠i} (r_j + δ)² − Π_j (r_j + δ)² = 0``, solved with ``numpy.roots`` as the
+    seed does with Matlab's ``roots``. Its left side divided by ``Π (r_j+δ)²`` decreases strictly
+    from +∞ to −1 on ``δ > −min r``, so exactly one root qualifies (the seed's "positive root"
+    when the scaled landmark lies outside the base ellipsoid; negative when inside).
+
+    Raises
+    ------
+    DataFileError for non-positive radii or a point at the centre.
+    """
+    r = np.asarray(radii, float).reshape(3)
+    d = np.asarray(offset, float).reshape(3)
+    if np.any(r <= 0):
+        raise DataFileError(f"ellipsoid radii must be positive, got {r}")
+    if not np.any(d):
+        raise DataFileError("the landmark is at the ellipsoid centre: no dilation puts it on the surface")
+    P = np.polynomial.Polynomial
+    fac = [P([ri, 1.0]) ** 2 for ri in r]
+    poly = -(fac[0] * fac[1] * fac[2])
+    for i in range(3):
+        others = [fac[j] for j in range(3) if j != i]
+        poly = poly + d[i] ** 2 * others[0] * others[1]
+    roots = np.roots(poly.coef[::-1])
+    lo = -float(r.min())
+    cand = [float(z.real) for z in roots if abs(z.imag) <= 1e-9 * max(1.0, abs(z)) and z.real > lo]
+
+    def g(delta):
+        return float(np.sum((d / (r + delta)) ** 2) - 1.0)
+    if cand:
+        delta = min(cand, key=lambda z: abs(g(z)))
+    else:  # pragma: no cover - numerical safety net
+        from scipy.optimize import brentq
+        hi = float(np.linalg.norm(d))
+        delta = brentq(g, lo + 1e-12 * max(1.0, abs(lo)), hi)
+    # polish (roots of a 6th-degree polynomial are accurate to ~1e-12 relative)
+    for _ in range(3):
+        f = g(delta)
+        df = float(np.sum(-2.0 * d ** 2 / (r + delta) ** 3))
+        delta -= f / df
+    return float(delta)
+
+
+def _frame_origin_in_body(model: Model, tree, q, frame_path: str, body_path: str) -> np.ndarray:
+    """Origin of ``frame_path`` expressed in the frame of body ``body_path`` (as
+    :meth:`Model.frame_in_base` names it) at pose q (nq,)."""
+    from .kinematics import forward_kinematics
+    kin = forward_kinematics(tree, np.asarray(q, float)[None])
+    b1, X1 = model.frame_in_base(frame_path)
+
+    def pose(b):
+        if b == GROUND:
+            return np.eye(3), np.zeros(3)
+        n = tree.body_node[tree.body_index(b)]
+        return kin.R[0, n], kin.o[0, n]
+    R1, o1 = pose(b1)
+    Rb, ob = pose(body_path)
+    pg = o1 + R1 @ np.asarray(X1.p, float)
+    return Rb.T @ (pg - ob)
+
+
+def dilate_ribcage_ellipsoid(generic: Model, scaled: Model, S, *, joint: str = "scapulothoracic",
+                             landmark=None) -> dict:
+    """Seed 001 Eq. 14 on OpenSim's ScapulothoracicJoint: replace the radii of the scaled
+    model's thoracic ellipsoid by the generic radii dilated isotropically by δ so that the
+    ellipsoid (centred at the scaled centre ``S e0``) passes through the scaled landmark.
+
+    The seed constrains two scapular landmarks (TS and AI) to two ellipsoids dilated from one
+    base ellipsoid; the OpenSim Thoracoscapular model has one ellipsoid, on which the joint's
+    child frame origin (the scapula's gliding point) moves. That point, taken in the generic
+    default pose and expressed in the thorax (parent body), is the landmark here, scaled by
+    ``S`` (the parent body's factors, (3,), along its axes) unless ``landmark`` gives the
+    subject's (measured) position in the scaled parent body frame (the seed's variant with
+    videogrammetry). The centre is the scaled joint parent frame (``S e0``, as
+    :func:`scale_model` leaves it); the ellipsoid axes are those of that frame (its orientation
+    in the thorax is taken into account). In the generic model (S = 1) δ = 0.
+
+    Modifies ``scaled`` in place; returns ``{"delta": δ, "radii_generic": r, "radii": r + δ,
+    "landmark": point in the scaled parent body frame}``.
+
+    Raises
+    ------
+    ModelFileError when the joint is missing or not a ScapulothoracicJoint.
+    """
+    from .kinematics import compile_model
+    for m in (generic, scaled):
+        j = m.joints.get(joint)
+        if j is None or j.type != "ScapulothoracicJoint":
+            raise ModelFileError(f"model '{m.name}' has no ScapulothoracicJoint '{joint}'", m.source)
+    jg = generic.joints[joint]
+    js = scaled.joints[joint]
+    parent_body, _ = generic.frame_in_base(jg.parent_frame)
+    r0 = np.asarray(jg.parameters["thoracic_ellipsoid_radii_x_y_z"], float)
+    if landmark is None:
+        tree = compile_model(generic)
+        x = _frame_origin_in_body(generic, tree, tree.default_q, jg.child_frame, parent_body)
+        landmark = np.broadcast_to(np.asarray(S, float), (3,)) * x
+    landmark = np.asarray(landmark, float).reshape(3)
+    _, Xs = scaled.frame_in_base(js.parent_frame)
+    d = np.asarray(Xs.R, float).T @ (landmark - np.asarray(Xs.p, float))
+    delta = ellipsoid_dilation(r0, d)
+    js.parameters["thoracic_ellipsoid_radii_x_y_z"] = r0 + delta
+    return {"delta": delta, "radii_generic": r0, "radii": r0 + delta, "landmark": landmark}
+
+
+def _rodrigues(axis, angle) -> np.ndarray:
+    """Seed 001 Eq. 16: ``u uᵀ + cos α (I − u uᵀ) + sin α [u]×``."""
+    u = np.asarray(axis, float)
+    u = u / np.linalg.norm(u)
+    K = np.array([[0, -u[2], u[1]], [u[2], 0, -u[0]], [-u[1], u[0], 0]])
+    return np.outer(u, u) + math.cos(angle) * (np.eye(3) - np.outer(u, u)) + math.sin(angle) * K
+
+
+def scapula_frame(landmarks: dict) -> tuple:
+    """Scapula frame of seed 001 Eq. 15 from SN, AI, TS (any common frame):
+    ``ŷ = (SN − AI) × (SN − TS)``, ``ẑ = (SN − TS) × ŷ``, ``x̂ = ŷ × ẑ`` (normalised), origin SN.
+
+    Returns (origin (3,), R (3, 3) with columns x̂, ŷ, ẑ).
+
+    Raises
+    ------
+    DataFileError naming the landmarks missing from ``landmarks``, or for collinear landmarks.
+    """
+    lm = _landmarks(landmarks, ("SN", "AI", "TS"))
+    sn, ai, ts = lm["SN"], lm["AI"], lm["TS"]
+    y = np.cross(sn - ai, sn - ts)
+    if np.linalg.norm(y) < 1e-12:
+        raise DataFileError("scapula landmarks SN, AI and TS are collinear")
+    y /= np.linalg.norm(y)
+    z = np.cross(sn - ts, y)
+    z /= np.linalg.norm(z)
+    x = np.cross(y, z)
+    return sn, np.column_stack([x, y, z])
+
+
+def _landmarks(landmarks: dict, need) -> dict:
+    up = {str(k).upper(): np.asarray(v, float).reshape(3) for k, v in (landmarks or {}).items()}
+    missing = [n for n in need if n not in up]
+    if missing:
+        raise DataFileError(f"scapula landmarks missing: {', '.join(missing)} (needed: "
+                            f"{', '.join(need)}; seed 001 Eq. 15 and Fig. 4)")
+    return up
+
+
+def glenoid_angles(landmarks: dict) -> tuple:
+    """Glenoid inclination α_GI and version α_GV (radians) as seed 001 defines them (Eq. 15,
+    Fig. 4): α_GI is the angle from ẑ_s to IG→SG projected on the x̂_s ẑ_s plane, α_GV the
+    angle from ŷ_s to PG→AG projected on the x̂_s ŷ_s plane. Signs (the seed gives none): the
+    right-hand rotation about ŷ_s, resp. ẑ_s, that takes ẑ_s, resp. ŷ_s, onto the projected
+    vector — so that the rotations R_GI and R_GV of Eq. 16 by Δα change these angles by Δα.
+
+    ``landmarks``: SN, AI, TS, IG, SG, PG, AG positions in one frame (e.g. the scapula's).
+    """
+    lm = _landmarks(landmarks, ("SN", "AI", "TS", "IG", "SG", "PG", "AG"))
+    _, R = scapula_frame(lm)
+    x, y, z = R.T
+    v = lm["SG"] - lm["IG"]
+    a_gi = math.atan2(float(v @ x), float(v @ z))      # R_y(α) ẑ = cos α ẑ + sin α x̂
+    w = lm["AG"] - lm["PG"]
+    a_gv = math.atan2(float(-(w @ x)), float(w @ y))   # R_z(α) ŷ = cos α ŷ − sin α x̂
+    return a_gi, a_gv
+
+
+def adapt_glenoid(model: Model, delta_inclination: float = 0.0, delta_version: float = 0.0, *,
+                  landmarks: dict | None = None, joint: str = "GlenoHumeral",
+                  rotate_frame: bool = True) -> Model:
+    """Adapt the glenoid inclination and version (seed 001 Eq. 16): rotate the glenoid centre
+    GC — the origin of the glenohumeral joint's parent frame on the scapula — about SN by
+    ``R_GV(Δα_GV) R_GI(Δα_GI)`` (axes ŷ_s and ẑ_s of Eq. 15). With ``rotate_frame`` the joint
+    frame's orientation is rotated with it (the glenoid face, whose normal the seed's stability
+    cone follows); otherwise only its position moves.
+
+    ``landmarks``: SN, AI, TS in the scapula body frame; names missing there are taken from
+    the model's markers on the scapula (case-insensitive: the Thoracoscapular model has ``ai``
+    and ``ts`` but no SN, which must then be given). Angles in radians (Δα = α_subject −
+    α_generic; the seed's generic α_GI is 7°).
+
+    Returns a new model.
+
+    Raises
+    ------
+    ModelFileError when the joint is missing; DataFileError naming missing landmarks.
+    """
+    j = model.joints.get(joint)
+    if j is None:
+        raise ModelFileError(f"model '{model.name}' has no joint '{joint}'", model.source)
+    body, X = model.frame_in_base(j.parent_frame)
+    lm = {}
+    for mk in model.markers.values():
+        try:
+            b, Xm = model.frame_in_base(mk.parent_frame)
+        except ModelFileError:
+            continue
+        if b == body:
+            lm[mk.name.upper()] = Xm.apply(np.asarray(mk.location, float))
+    lm.update({str(k).upper(): np.asarray(v, float) for k, v in (landmarks or {}).items()})
+    try:
+        sn, R = scapula_frame(lm)
+    except DataFileError as e:
+        raise DataFileError(f"{e} for joint '{joint}' of model '{model.name}'", model.source) from None
+    Rot = _rodrigues(R[:, 2], delta_version) @ _rodrigues(R[:, 1], delta_inclination)
+    out = model.copy()
+    f = out.frames[j.parent_frame]
+    if f.parent != body:
+        raise ModelFileError(f"joint '{joint}': parent frame '{j.parent_frame}' is not attached "
+                             f"directly to body '{body}'", model.source)
+    gc = np.asarray(f.translation, float)
+    f.translation = sn + Rot @ (gc - sn)
+    if rotate_frame:
+        f.orientation = _xyz_from_matrix(Rot @ rotation_xyz(np.asarray(f.orientation, float)))
+    return out
+
+
+def _xyz_from_matrix(R) -> np.ndarray:
+    """Body-fixed X-Y-Z angles of R (inverse of :func:`rotation_xyz`)."""
+    b = math.asin(max(-1.0, min(1.0, float(R[0, 2]))))
+    a = math.atan2(-float(R[1, 2]), float(R[2, 2]))
+    c = math.atan2(-float(R[0, 1]), float(R[0, 0]))
+    return np.array([a, b, c])
