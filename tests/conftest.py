@@ -35,3 +35,22 @@ def data_dir() -> Path:
     if not HAVE_DATA:
         pytest.skip("../shared/data is absent")
     return DATA
+
+
+def _data_files():
+    return {p for p in DATA.rglob("*") if p.is_file()} if HAVE_DATA else set()
+
+
+def pytest_sessionstart(session):
+    session.config._arthron_data_files = _data_files()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The shared data is read in place and never written: fail the run if a test left files."""
+    before = getattr(session.config, "_arthron_data_files", None)
+    if before is None:
+        return
+    added = sorted(_data_files() - before)
+    if added:
+        print("\ntests wrote into ../shared/data (not allowed):\n  " + "\n  ".join(map(str, added[:20])))
+        session.exitstatus = 1

@@ -17,25 +17,42 @@ def _cwd(path):
         os.chdir(old)
 
 
-def load(path, remove_types=()):
-    """Load a model in OpenSim (cwd = its folder), optionally stripped of plugin classes."""
-    import opensim as osim
+def _quiet(osim):
     osim.Logger.setLevelString("error")
+    try:
+        osim.Logger.removeFileSink()      # no opensim.log beside the data
+    except Exception:
+        pass
+
+
+def load(path, remove_types=()):
+    """Load a model in OpenSim, optionally stripped of plugin classes.
+
+    A stripped copy is written to a temporary folder (never beside the shared data) and deleted
+    after loading; meshes are not needed (OpenSim only warns).
+    """
+    import shutil
+    import tempfile
+
+    import opensim as osim
+    _quiet(osim)
     path = str(path)
+    tmpdir = None
     if remove_types:
         from lxml import etree
-        import tempfile
         tree = etree.parse(path)
         for e in list(tree.getroot().iter()):
             if isinstance(e.tag, str) and e.tag in remove_types:
                 e.getparent().remove(e)
-        fd, tmp = tempfile.mkstemp(suffix=".osim", dir=os.path.dirname(path) if os.access(os.path.dirname(path), os.W_OK) else None)
-        os.close(fd)
-        tree.write(tmp)
-        path = tmp
-    with _cwd(os.path.dirname(os.path.abspath(path))):
+        tmpdir = tempfile.mkdtemp(prefix="arthron-oracle-")
+        path = os.path.join(tmpdir, os.path.basename(path))
+        tree.write(path)
+    try:
         m = osim.Model(path)
         s = m.initSystem()
+    finally:
+        if tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
     return m, s
 
 
@@ -93,10 +110,9 @@ def set_coordinates(m, s, values: dict):
 def run_id_tool(model_path, coordinates_path, out_dir, time_range, lowpass=-1.0, external_loads=None):
     """Run OpenSim's InverseDynamicsTool (absolute paths) and return (labels, time, data)."""
     import opensim as osim
-    osim.Logger.setLevelString("error")
+    _quiet(osim)
     tool = osim.InverseDynamicsTool()
-    with _cwd(os.path.dirname(os.path.abspath(str(model_path)))):
-        model = osim.Model(str(model_path))
+    model = osim.Model(str(model_path))
     tool.setModel(model)
     tool.setCoordinatesFileName(str(coordinates_path))
     tool.setStartTime(time_range[0])

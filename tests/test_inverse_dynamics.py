@@ -145,22 +145,19 @@ def test_lenhart_passive_elements_applied_like_opensim(tmp_path):
     excluded); arthron applies them the same way. The plugin contact forces are removed for
     both (plain OpenSim cannot load them)."""
     from conftest import LENHART
-    src = _strip(LENHART, LENHART.parent / f".arthron-test-{tmp_path.name}.osim",
+    src = _strip(LENHART, tmp_path / "lenhart_no_plugins.osim",
                  ("Smith2018ArticularContactForce", "Smith2018ContactMesh"))
-    try:
-        model = read_osim(src)
-        t = np.linspace(0, 1, 61)
-        names = list(model.coordinates)
-        q = np.tile([c.default_value for c in model.coordinates.values()], (t.size, 1))
-        k = names.index("knee_flex_r")
-        q[:, k] = np.deg2rad(5 + 40 * (0.5 - 0.5 * np.cos(2 * np.pi * t)))   # flexion sweep
-        q[:, names.index("knee_tx_r")] += 0.002 * np.sin(2 * np.pi * t)     # some drawer
-        mot = tmp_path / "knee.mot"
-        write_sto(mot, Table(name="knee", time=t, labels=names, data=q, in_degrees=False))
-        labels, to, dat = oracle.run_id_tool(src, mot, tmp_path, (0.1, 0.9), lowpass=-1)
-        res = run_inverse_dynamics(model, read_sto(mot), time_range=(0.1, 0.9))
-    finally:
-        src.unlink()
+    model = read_osim(src)
+    t = np.linspace(0, 1, 61)
+    names = list(model.coordinates)
+    q = np.tile([c.default_value for c in model.coordinates.values()], (t.size, 1))
+    k = names.index("knee_flex_r")
+    q[:, k] = np.deg2rad(5 + 40 * (0.5 - 0.5 * np.cos(2 * np.pi * t)))   # flexion sweep
+    q[:, names.index("knee_tx_r")] += 0.002 * np.sin(2 * np.pi * t)     # some drawer
+    mot = tmp_path / "knee.mot"
+    write_sto(mot, Table(name="knee", time=t, labels=names, data=q, in_degrees=False))
+    labels, to, dat = oracle.run_id_tool(src, mot, tmp_path, (0.1, 0.9), lowpass=-1)
+    res = run_inverse_dynamics(model, read_sto(mot), time_range=(0.1, 0.9))
     np.testing.assert_allclose(res.time, to, atol=1e-12)
     for j, lab in enumerate(labels):
         np.testing.assert_allclose(res.column(lab), dat[:, j], atol=1e-6, rtol=1e-8, err_msg=lab)
