@@ -385,3 +385,22 @@ def test_arm26_from_file_task_and_marker_locations_match_opensim(tmp_path):
     assert ours.labels == loc.labels and ours.name == "Model Marker Locations from IK"
     assert np.max(np.abs(ours.data - loc.data)) < 1e-6
     assert res.locations_file == tmp_path / "arm26_ik_model_marker_locations.sto"
+
+
+@needs_data
+def test_point_constraint_fast_path_equals_constraint_set():
+    """The PointConstraint residuals/Jacobian IK evaluates through its marker chain equal
+    arthron.models.constraints' (used for Weld/ConstantDistance)."""
+    from arthron.io.osim import read_osim
+    from arthron.solvers.inverse_kinematics import InverseKinematics
+    from conftest import TSM
+    ik = InverseKinematics(read_osim(TSM))
+    assert ik.exact and ik._cchain is not None
+    base = ik.tree.default_q.copy()
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        x = base[ik.free] + rng.normal(0, 0.3, len(ik.free))
+        c1, C1 = ik._constraint(x, base)
+        q = ik._expand(x, base)
+        np.testing.assert_allclose(c1, ik.cset.residuals(q[None])[0], rtol=0, atol=1e-15)
+        np.testing.assert_allclose(C1, ik.cset.jacobian(q[None])[0][:, ik.free], rtol=0, atol=1e-14)

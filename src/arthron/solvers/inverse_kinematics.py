@@ -627,6 +627,16 @@ class InverseKinematics:
                                     source=model.source, name=model.name)
             self.cset = compile_constraints(proxy, tr)
         self.exact = self.cset is not None and math.isinf(self.constraint_weight)
+        # PointConstraints only: their two points as pseudo-markers of a _Chain (one cheap
+        # evaluation gives residuals and Jacobian)
+        self._cchain = None
+        if self.cset is not None and all(it[0] == "point" for it in self.cset.items):
+            pts = {}
+            for k, it in enumerate(self.cset.items):
+                pts[f"#c{k}a"] = (it[2], np.asarray(it[3], float))
+                pts[f"#c{k}b"] = (it[4], np.asarray(it[5], float))
+            ctree = SimpleNamespace(nodes=tr.nodes, markers=pts, body_node=tr.body_node, nq=tr.nq)
+            self._cchain = _Chain(ctree, list(pts))
         dependent = {d for d, _, _, _ in self.couplers} if math.isinf(self.constraint_weight) else set()
         free = ~self.locked
         for d in dependent:
@@ -784,11 +794,20 @@ class InverseKinematics:
         return x, q, it, err
 
     # ------------------------------------------------ exact model constraints
-    def _constraint(self, x, base):
+    def _constraint(self, x, base, jac=True):
         """Constraint residuals c (m,) and their Jacobian (m, nfree) at the free variables x."""
         q = self._expand(x, base)
-        c = self.cset.residuals(q[None])[0]
-        Cq = self.cset.jacobian(q[None])[0]
+        if self._cchain is not None:
+            P, J = self._cchain.evaluate(q, None, jac)
+            c = (P[0::2] - P[1::2]).ravel()
+            if not jac:
+                return c, None
+            Cq = (J[0::2] - J[1::2]).reshape(-1, self.nq)
+        else:
+            c = self.cset.residuals(q[None])[0]
+            if not jac:
+                return c, None
+            Cq = self.cset.jacobian(q[None])[0]
         C = Cq @ self._dq_dx(q) if self.dependent else Cq[:, self.free]
         return c, C
 
@@ -805,14 +824,16 @@ class InverseKinematics:
             a = 1.0
             for _ls in range(20):
                 xn = np.clip(x + a * dx, lo, hi)
-                cn, Cn = self._constraint(xn, base)
+                cn, _ = self._constraint(xn, base, jac=False)
                 en = float(np.abs(cn).max())
                 if en < err or en < tol:
                     break
                 a *= 0.5
             if en >= err and en >= tol:
                 break
-            x, c, C, err = xn, cn, Cn, en
+            x, c, err = xn, cn, en
+            if err >= tol:
+                _, C = self._constraint(x, base)
         return x, err
 
     def _solve_frame_exact(self, obs_all, x0, base, qref, tol=1e-6, max_iter=100):
