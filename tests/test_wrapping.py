@@ -152,6 +152,15 @@ def _osim_cylinder(R, length, quadrant):
     return c
 
 
+def _osim_sphere(R, quadrant):
+    import opensim as osim
+    sp = osim.WrapSphere()
+    sp.setName("sph")
+    sp.set_radius(R)
+    sp.set_quadrant(quadrant)
+    return sp
+
+
 def _far_sphere():
     """A second wrap object the path never reaches: OpenSim then treats the path as one with
     several wrap objects (iterations, cylinder tangent correction)."""
@@ -189,3 +198,26 @@ def test_cylinder_segment_matches_opensim(quadrant, several):
     assert (st >= W.WRAPPED).sum() > 20
     # the correction's 0.1° test can flip on round-off after many sliding steps: 1e-9 m level
     assert np.abs(ours - ref).max() < (1e-7 if several else 1e-12)
+
+
+@needs_opensim
+@pytest.mark.parametrize("quadrant", ["all", "x", "-y", "+z", "-x"])
+def test_sphere_segment_matches_opensim(quadrant):
+    """Random segments around a sphere with and without a quadrant: OpenSim's sidedness
+    rules, including its negative surface length for far-side wraps."""
+    R = 0.02
+    axis, sign = {"all": (-1, 0), "x": (0, 1), "-y": (1, -1), "+z": (2, 1), "-x": (0, -1)}[quadrant]
+    rng = np.random.default_rng(5)
+    p1 = rng.uniform(-0.06, 0.06, (600, 3))
+    p2 = rng.uniform(-0.06, 0.06, (600, 3))
+    # segments through the sphere's neighbourhood
+    p2 = np.where((np.arange(600) % 2 == 0)[:, None], -p1 + rng.normal(0, 0.01, (600, 3)), p2)
+    ref = _OsimSegment([_osim_sphere(R, quadrant)]).lengths(p1, p2)
+    st, r1, r2, L = W.wrap_sphere(p1, p2, R, axis, sign)
+    ours = _segment_length(st, r1, r2, L, p1, p2)
+    assert (st >= W.WRAPPED).sum() > 100
+    assert np.abs(ours - ref).max() < 1e-12
+    if quadrant != "all":
+        assert (st == W.MANDATORY).any()
+    if quadrant == "-x":
+        assert (L < 0).any()      # OpenSim's far-side length is negative

@@ -61,17 +61,25 @@ def _rotate(v, axis, ang):
 
 # ------------------------------------------------------------------------------------ sphere
 def wrap_sphere(p1, p2, radius: float, axis: int = -1, sign: int = 0):
-    """Wrap the segment p1-p2 over a sphere of ``radius`` centred at the origin.
+    """Wrap the segment p1-p2 over a sphere of ``radius`` centred at the origin, as OpenSim
+    4.6's ``WrapSphere`` does.
 
-    ``axis``/``sign`` give the quadrant (axis -1: all). The path lies in the plane through
-    the centre and both points, on the side giving the shorter arc.
+    The segment wraps only if the straight line crosses the sphere. The path lies in the plane
+    through the centre and both points; without a quadrant (``axis`` -1) it takes the pair of
+    tangent points closest to each other (status WRAPPED: OpenSim never calls a sphere wrap
+    mandatory then). With a quadrant (``axis`` 0-2, ``sign`` ±1) and one end point on the
+    active side the wrap is MANDATORY when the closest point of the line to the centre lies
+    within 1 m of p1 along the line (OpenSim measures that in metres, not as a fraction) and
+    inside the sphere; WRAPPED when the points are on opposite sides and that closest point
+    on the inactive side; no wrap otherwise. Unless both points are on the active side, the
+    tangent points are those facing the centre from the two points, swapped for the other
+    pair when the path would run towards the inactive side; a far-side wrap (the surface path
+    goes round the back) then gets OpenSim's *negative* length ``-R (2π - angle)``.
 
     Returns (status, r1, r2, length); see the module docstring.
     """
     p1 = np.asarray(p1, float)
     p2 = np.asarray(p2, float)
-    if axis >= 0:
-        raise UnsupportedFeature("WrapSphere with a quadrant other than 'all'")
     R = float(radius)
     d1 = np.linalg.norm(p1, axis=-1)
     d2 = np.linalg.norm(p2, axis=-1)
@@ -94,19 +102,46 @@ def wrap_sphere(p1, p2, radius: float, axis: int = -1, sign: int = 0):
         y = _unit(-p)[0]
         ang = np.arcsin(np.clip(R / np.maximum(d, R), -1, 1))
         reach = (d * np.cos(ang))[:, None]
-        ra = p + _rotate(y, n, ang) * reach
-        rb = p + _rotate(y, n, -ang) * reach
-        cands.append((ra, rb))
+        cands.append((p + _rotate(y, n, -ang) * reach, p + _rotate(y, n, ang) * reach))
     (r1a, r1b), (r2a, r2b) = cands
-    combos = [(r1a, r2a), (r1a, r2b), (r1b, r2a), (r1b, r2b)]
-    dots = np.stack([_dot(_unit(x)[0], _unit(y)[0]) for x, y in combos], 1)
-    pick = np.argmax(dots, 1)
-    r1 = np.choose(pick[:, None], [x for x, _ in combos])
-    r2 = np.choose(pick[:, None], [y for _, y in combos])
+    n1a, n1b, n2a, n2b = (_unit(x)[0] for x in (r1a, r1b, r2a, r2b))
+    j1, j2, j3, j4 = _dot(n1a, n2a), _dot(n1a, n2b), _dot(n1b, n2a), _dot(n1b, n2b)
+    # OpenSim's chain of strict comparisons (ties fall to the later candidate)
+    pick = np.where((j1 > j2) & (j1 > j3) & (j1 > j4), 0,
+                    np.where((j2 > j3) & (j2 > j4), 1, np.where(j3 > j4, 2, 3)))
+    pk = pick[:, None]
+    r1 = np.where(pk < 2, r1a, r1b)
+    r2 = np.where((pk == 0) | (pk == 2), r2a, r2b)
+    status = np.where(hit, WRAPPED, NO_WRAP)
+    far = np.zeros(len(p1), bool)
+    if axis >= 0:
+        on1 = _sgn(p1[:, axis]) == sign
+        on2 = _sgn(p2[:, axis]) == sign
+        either = on1 | on2
+        t = _dot(-p1, u12)
+        mm = p1 + t[:, None] * u12
+        tt = -t
+        mand = (_dot(mm, mm) < R * R) & (tt > 0) & (tt < 1)
+        opt = (_sgn(p1[:, axis]) != _sgn(p2[:, axis])) & (_sgn(mm[:, axis]) != sign)
+        status = np.where(hit & either, np.where(mand, MANDATORY, np.where(opt, WRAPPED, NO_WRAP)),
+                          status)
+        redo = ~(on1 & on2)
+        sm = _unit(-p1 - p2)[0]
+        c1 = _dot(n1a, sm) > _dot(n1b, sm)
+        c2 = _dot(n2a, sm) > _dot(n2b, sm)
+        q1, o1 = np.where(c1[:, None], r1a, r1b), np.where(c1[:, None], r1b, r1a)
+        q2, o2 = np.where(c2[:, None], r2a, r2b), np.where(c2[:, None], r2b, r2a)
+        flip = _dot(_unit((q1 - p1) + (q2 - p2))[0], np.eye(3)[axis] * sign) < 0.0
+        q1 = np.where(flip[:, None], o1, q1)
+        q2 = np.where(flip[:, None], o2, q2)
+        fs = _dot(q1 + q2, (q1 - p1) + (q2 - p2)) < 0.0
+        r1 = np.where(redo[:, None], q1, r1)
+        r2 = np.where(redo[:, None], q2, r2)
+        far = redo & fs
     ang = np.arccos(np.clip(_dot(_unit(r1)[0], _unit(r2)[0]), -1, 1))
-    L = R * ang
-    status = np.where(inside, INSIDE, np.where(hit, WRAPPED, NO_WRAP))
-    ok = status == WRAPPED
+    L = R * np.where(far, -(2 * np.pi - ang), ang)
+    status = np.where(inside, INSIDE, status)
+    ok = status >= WRAPPED
     return (status, np.where(ok[:, None], r1, 0.0), np.where(ok[:, None], r2, 0.0),
             np.where(ok, L, 0.0))
 

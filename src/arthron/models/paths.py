@@ -272,10 +272,6 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
             s0 = 0 if s < 1 else s - 1
             e0 = len(pts) - 1 if e < 1 else e - 1
             wo_t = wobjs[wid[pw.wrap_object]].type
-            if wo_t == "WrapSphere" and wobjs[wid[pw.wrap_object]].axis >= 0:
-                raise UnsupportedFeature(f"path of '{name}' wraps over WrapSphere "
-                                         f"'{pw.wrap_object}' restricted to a quadrant, which "
-                                         "arthron does not reproduce", model.source)
             if wo_t not in _wr.SUPPORTED:
                 raise UnsupportedFeature(f"path of '{name}' wraps over {wo_t} "
                                          f"'{pw.wrap_object}', which arthron does not reproduce",
