@@ -7,7 +7,10 @@ Cases
 * IK, Gait2354 walk with the OutputReference model (73 frames, the stored 4.6 setup:
   accuracy 1e-5, constraint weight 20, 31 marker tasks, 4 coordinate tasks);
 * IK, a long trial made by tiling the walk back and forth (``--frames``, 60 Hz);
-* ScaleTool, the Gait2354 setup (measurements, manual scales, marker placement).
+* ScaleTool, the Gait2354 setup (measurements, manual scales, marker placement);
+* IK, the Thoracoscapular shoulder model with its AC PointConstraint (``--tsm-frames``, a
+  synthesized arm elevation assembled on the constraint, every model marker, 1 mm noise;
+  accuracy 1e-9), with constraint weight inf (exact) and 20 (penalty).
 
 Both sides are timed as whole tools (read the setup, the model and the data, solve, write the
 outputs; median of ``--repeat`` runs; OpenSim logging at error level). For IK the marker error of
@@ -149,11 +152,86 @@ def scale_case(osim, repeat: int):
     print(f"  OpenSim  {t_os:8.3f} s   ratio OpenSim/arthron {t_os / t_ar:.2f}x")
 
 
+def tsm_case(osim, frames: int, repeat: int):
+    from arthron.io.osim import read_osim
+    from arthron.models.constraints import assemble
+    from arthron.models.kinematics import compile_model, marker_positions
+    from arthron.solvers.inverse_kinematics import IKTasks, solve_ik
+    path = DATA / "opensim-core" / "OpenSim" / "Tests" / "shared" / "ThoracoscapularShoulderModel.osim"
+    model = read_osim(path)
+    tree = compile_model(model)
+    names = tree.coordinate_names
+    q = np.tile(tree.default_q, (frames, 1))
+    ph = np.linspace(0.0, 2.0 * np.pi * max(1, frames // 120), frames)
+    s = 0.5 - 0.5 * np.cos(ph)
+    for n, a in {"plane_elv": 0.5, "shoulder_elv": 0.9, "axial_rot": -0.4, "clav_elev": 0.15,
+                 "clav_prot": -0.1, "scapula_upward_rot": 0.3, "scapula_abduction": 0.1,
+                 "scapula_winging": 0.1, "ground_thorax_rot_z": 0.05}.items():
+        q[:, names.index(n)] += a * s
+    q = assemble(model, tree, q)
+    mk = list(tree.markers)
+    _, P = marker_positions(tree, q, mk)
+    P = P + np.random.default_rng(3).normal(0, 1e-3, P.shape)
+    folder = Path(tempfile.mkdtemp(prefix="bench_tsm_"))
+    trc = folder / "tsm.trc"
+    write_trc(trc, MarkerTrial(frames=np.arange(1, frames + 1), time=np.arange(frames) / 60.0,
+                               labels=mk, positions=P, data_rate=60.0, camera_rate=60.0,
+                               orig_data_rate=60.0, orig_start_frame=1, orig_num_frames=frames,
+                               units="mm"))
+    tasks = IKTasks({n: 1.0 for n in mk})
+    for w in (float("inf"), 20.0):
+        def ours():
+            tr = read_trc(trc)
+            r = solve_ik(read_osim(path), tr, tasks, constraint_weight=w)
+            r.write(folder / "arthron.mot", folder / "arthron_err.sto")
+            return r
+        t_ar, r = median_time(ours, repeat)
+        print(f"\nIK Thoracoscapular (AC PointConstraint, weight {w:g}): {frames} frames")
+        print(f"  arthron  tool {t_ar:8.3f} s   ({1e3 * t_ar / frames:.2f} ms/frame; solve only "
+              f"{1e3 * r.solve_time / frames:.2f} ms/frame)")
+        if osim is None:
+            continue
+
+        def theirs():
+            tool = osim.InverseKinematicsTool()
+            om = osim.Model(str(path))
+            tool.setModel(om)
+            tool.setMarkerDataFileName(str(trc))
+            tool.setStartTime(0.0)
+            tool.setEndTime(float((frames - 1) / 60.0))
+            tool.setOutputMotionFileName(str(folder / "osim.mot"))
+            tool.setResultsDir(str(folder))
+            tool.setName("tsm")
+            tool.set_constraint_weight(w)
+            tool.set_accuracy(1e-9)
+            for n in mk:
+                t = osim.IKMarkerTask()
+                t.setName(n)
+                t.setWeight(1.0)
+                tool.getIKTaskSet().cloneAndAppend(t)
+            cwd = os.getcwd()
+            os.chdir(folder)
+            try:
+                tool.run()
+            finally:
+                os.chdir(cwd)
+        t_os, _ = median_time(theirs, repeat)
+        mot = read_sto(folder / "osim.mot")
+        err = read_sto(folder / "tsm_ik_marker_errors.sto").column("marker_error_RMS")
+        d = r.degrees() - np.column_stack([mot.column(c) for c in r.coordinate_names])
+        print(f"  OpenSim  tool {t_os:8.3f} s   ({1e3 * t_os / frames:.2f} ms/frame)   ratio "
+              f"OpenSim/arthron {t_os / t_ar:.2f}x")
+        print(f"  max |angle diff| {np.abs(d[:, r.rotational]).max():.2e} deg; marker RMS arthron - "
+              f"OpenSim per frame: max {1e3 * np.max(r.rms - err):+.5f} mm")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--frames", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-opensim", action="store_true")
+    ap.add_argument("--tsm-frames", type=int, default=240)
+    ap.add_argument("--only-tsm", action="store_true")
     a = ap.parse_args()
     osim = None
     if not a.no_opensim:
@@ -162,6 +240,9 @@ def main():
             osim.Logger.setLevelString("error")
         except ImportError:
             print("opensim not installed: arthron only")
+    tsm_case(osim, a.tsm_frames, a.repeat)
+    if a.only_tsm:
+        return
     base = Path(tempfile.mkdtemp(prefix="bench_ik_"))
     (base / "walk").mkdir()
     ik_case(osim, "IK Gait2354 walk", make_setup(base / "walk", GAIT / "subject01_walk1.trc", 0.4, 1.6),
