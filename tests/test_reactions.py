@@ -675,3 +675,102 @@ def test_crba_mass_matrix_and_forward_dynamics(which):
     err = np.abs(acc - qdd).max()
     print(f"{which}: |M_CRBA − DᵀMD| {np.abs(M - Md).max():.1e}; |q̈_forward(τ_ID) − q̈| {err:.1e}")
     assert err < 1e-9 * max(1.0, np.abs(qdd).max())
+
+
+# ----------------------------------------------------------------------------- couplers
+def coupled_knee_model(rng):
+    """A small 3D leg with CoordinateCouplerConstraints, built here: pelvis on a FreeJoint, a
+    thigh on a GimbalJoint hip, a shank on a PinJoint knee, a patella on a tilted SliderJoint whose
+    translation is a cubic polynomial of the knee angle (a knee-style coupler, f'' ≠ 0), and a
+    foot on a PinJoint ankle coupled to the knee with a scale factor."""
+    from arthron.models.functions import PolynomialFunction
+    from arthron.models.model import Constraint
+    m = Model(name="coupled_knee", gravity=np.array([0.0, -9.80665, 0.0]))
+
+    def body(name, mass, com):
+        A = rng.normal(size=(3, 3))
+        m.bodies[name] = Body(name, mass, np.asarray(com, float), A @ A.T * 0.01 + 0.02 * np.eye(3))
+
+    body("pelvis", 11.0, [-0.07, 0.0, 0.0])
+    body("thigh", 8.5, [0.0, -0.17, 0.01])
+    body("shank", 3.6, [0.0, -0.19, -0.01])
+    body("patella", 0.4, [0.01, 0.0, 0.0])
+    body("foot", 1.2, [0.1, -0.03, 0.0])
+
+    def frame(joint, parent_body, xyz, ori=(0.0, 0.0, 0.0)):
+        p = f"/jointset/{joint}/{parent_body}_offset"
+        m.frames[p] = OffsetFrame(name=f"{parent_body}_offset", path=p, parent=f"/bodyset/{parent_body}",
+                                  translation=np.array(xyz, float), orientation=np.array(ori, float),
+                                  owner=f"joint:{joint}")
+        return p
+
+    m.joints["ground_pelvis"] = Joint("ground_pelvis", "FreeJoint", "/ground", "/bodyset/pelvis",
+                                      [Coordinate(n, "ground_pelvis", motion_type=mt) for n, mt in
+                                       (("p_rx", "rotational"), ("p_ry", "rotational"), ("p_rz", "rotational"),
+                                        ("p_tx", "translational"), ("p_ty", "translational"),
+                                        ("p_tz", "translational"))])
+    m.joints["hip"] = Joint("hip", "GimbalJoint", frame("hip", "pelvis", [-0.07, -0.07, 0.08]), "/bodyset/thigh",
+                            [Coordinate(n, "hip") for n in ("hip_x", "hip_y", "hip_z")])
+    m.joints["knee"] = Joint("knee", "PinJoint", frame("knee", "thigh", [0.0, -0.4, 0.0], (0.05, -0.1, 0.0)),
+                             "/bodyset/shank", [Coordinate("knee_angle", "knee")])
+    m.joints["patellofemoral"] = Joint("patellofemoral", "SliderJoint",
+                                       frame("patellofemoral", "thigh", [0.04, -0.38, 0.0], (0.2, 0.3, 1.2)),
+                                       "/bodyset/patella",
+                                       [Coordinate("pat_tx", "patellofemoral", motion_type="translational")])
+    m.joints["ankle"] = Joint("ankle", "PinJoint", frame("ankle", "shank", [0.0, -0.43, 0.0], (0.0, 0.2, 0.0)),
+                              "/bodyset/foot", [Coordinate("ankle_angle", "ankle")])
+    m.constraints.append(Constraint("pat_coupler", "CoordinateCouplerConstraint", {
+        "independent_coordinates": ["knee_angle"], "dependent_coordinate": "pat_tx",
+        "function": PolynomialFunction([0.004, -0.01, 0.03, 0.02]), "scale_factor": 1.0}))
+    m.constraints.append(Constraint("ankle_coupler", "CoordinateCouplerConstraint", {
+        "independent_coordinates": ["knee_angle"], "dependent_coordinate": "ankle_angle",
+        "function": PolynomialFunction([0.3, -0.5, 0.1]), "scale_factor": 0.8}))
+    return m
+
+
+def test_coupler_constraints_classic_equals_e_matrix():
+    """CoordinateCouplerConstraints (knee-style: a translation and an angle as functions of the
+    knee angle) in both formulations, random states on the constraint manifold, random mobility
+    forces: forward dynamics with multipliers + E-matrix (Eq. 2.10, couplers' mobility forces
+    transmitted by their joints) equals the classic formula (Eq. 2.11) with the coupler rows
+    q̇_dep − s f'(q_ind) q̇_ind = 0 written on the joints' relative twists; the multipliers agree,
+    and the E-matrix loads equal the Newton–Euler recursion."""
+    from arthron.models.constraints import assemble, compile_constraints
+    from arthron.solvers.reactions import constraint_loads
+    rng = np.random.default_rng(11)
+    model = coupled_knee_model(rng)
+    tree = compile_model(model)
+    cs = compile_constraints(model, tree)
+    T = 50
+    q0 = rng.uniform(-0.8, 0.8, (T, tree.nq))
+    q = assemble(model, tree, q0)
+    assert np.abs(cs.residuals(q)).max() < 1e-12
+    G = cs.jacobian(q)
+    _, _, Vt = np.linalg.svd(G)
+    N = np.swapaxes(Vt[:, G.shape[1]:], 1, 2)
+    qd = np.einsum("tik,tjk,tj->ti", N, N, rng.normal(0, 2.0, (T, tree.nq)))
+    assert np.abs(np.einsum("tij,tj->ti", G, qd)).max() < 1e-12
+    tau = rng.normal(0, 20.0, (T, tree.nq))
+    foot = ExternalLoad(body="foot", force=rng.normal(0, 300, (T, 3)), point=np.tile([0.05, -0.04, 0.0], (T, 1)),
+                        point_frame="foot")
+    qdd, mu = forward_accelerations(tree, q, qd, tau, [foot], constraints=cs, return_multipliers=True)
+    # the accelerations satisfy the constraints at the acceleration level
+    b = np.column_stack([-sc * f.derivative(q[:, i], 2) * qd[:, i] ** 2 for _, _, i, _, f, sc in cs.items])
+    assert np.abs(np.einsum("tij,tj->ti", G, qdd) + b).max() < 1e-9
+    c_loads, c_gen = constraint_loads(cs, tree, q, mu)
+    assert not c_loads and np.abs(c_gen).max() > 1.0          # couplers act through mobility forces
+    jl = joint_loads(model, tree, q, qd, qdd, [foot] + c_loads)
+    L, mu2 = classic_joint_loads(model, tree, q, qd, tau, [foot], constraints=cs, return_multipliers=True)
+    ne = newton_euler(model, tree, q, qd, qdd, [foot])
+    e_ne = max(max(np.abs(jl.on_child_in_ground(k)[0] - ne[n][0]).max(),
+                   np.abs(jl.on_child_in_ground(k)[1] - ne[n][1]).max()) for k, n in enumerate(jl.names))
+    e, em = np.abs(L - jl.Lambda).max(), np.abs(mu - mu2).max()
+    # the free part of Λ is the joint's generalized force: applied + coupler forces
+    for k, n in enumerate(jl.names):
+        _, cn = jl.motion_subspace(k)
+        ci = [tree.coordinate_index(x) for x in cn]
+        assert np.abs(jl.generalized_forces(k) - (tau + c_gen)[:, ci]).max() < 1e-9
+    print(f"couplers: |E − classic| {e:.1e}, |μ − μ_classic| {em:.1e}, |E − NE| {e_ne:.1e} "
+          f"(|Λ| up to {np.abs(L).max():.0f}, |μ| up to {np.abs(mu).max():.1f})")
+    assert e < 1e-9 * max(1.0, np.abs(L).max()) and em < 1e-9 * max(1.0, np.abs(mu).max())
+    assert e_ne < 1e-9 * max(1.0, np.abs(L).max())

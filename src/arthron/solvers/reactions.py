@@ -767,10 +767,13 @@ def classic_joint_loads(model: Model, tree: Tree, q, qd, tau, loads=(), joints=N
     :func:`joint_loads` for that qdd. All joints' constraints enter (no selection is possible in
     Eq. 2.11); ``joints`` only selects what is returned. Vectorized over frames in chunks.
 
-    Closed chains: ``constraints`` (a ConstraintSet with point or distance constraints) add
-    their rows to C (relative velocity of the two points, along the line for a distance), with
-    their own multipliers; ``locked`` coordinates (bool (nq,)) become constrained directions of
-    their joints. When a body is massless (M singular) the equivalent augmented system
+    Closed chains: ``constraints`` (a ConstraintSet with point, distance or coordinate coupler
+    constraints) add their rows to C (relative velocity of the two points, along the line for a
+    distance; for a coupler ``q̇_dep − s f'(q_ind) q̇_ind`` written on the two joints' relative
+    twists ν_j as ``q̇_c = e_cᵀ (S_jᵀS_j)⁻¹S_jᵀ ν_j``), with their own multipliers. ``tau``
+    excludes the couplers' forces: they are the multipliers' mobility forces, which the joints
+    transmit and which the returned Λ includes. ``locked`` coordinates (bool (nq,)) become
+    constrained directions of their joints. When a body is massless (M singular) the equivalent augmented system
     ``[M Cᵀ; C 0][p̈; λ] = [h; ξ]`` is solved instead.
 
     Returns
@@ -862,9 +865,11 @@ def _classic_chunk(model, tree, q, qd, tau, loads, sel, constraints=None, locked
     if constraints is not None and constraints.size:
         mc = constraints.size
         for it in constraints.items:
-            if it[0] not in ("point", "distance"):
+            if it[0] not in ("point", "distance", "coupler"):
                 raise UnsupportedFeature(f"{it[0]} constraint '{it[1]}' in the classic formula "
-                                         "(point and distance constraints only)")
+                                         "(point, distance and coordinate coupler constraints only)")
+            if it[0] == "coupler" and (lk[it[2]] or lk[it[3]]):
+                raise SolverError(f"CoordinateCouplerConstraint '{it[1]}' couples a locked coordinate")
     C = np.zeros((T, rows + mc, 6 * nb))
     xi_c = np.zeros((T, mc))
     r0 = 0
@@ -886,7 +891,28 @@ def _classic_chunk(model, tree, q, qd, tau, loads, sel, constraints=None, locked
         r0 += nr
     if mc:
         xi_c = _constraint_bias(constraints, tree, q, qd, kin)   # relative point accelerations, q̈ = 0
+        joint_of = {cc: j for j, inf in enumerate(infos) for cc in inf.coords}
         for it in constraints.items:
+            if it[0] == "coupler":
+                # q̇_dep − s f'(q_ind) q̇_ind = 0 on the joints' relative twists ν (Eq. 2.1 form):
+                # q̇_c = e_cᵀ Y_jᵀ ν_j with Y_j = S_j (S_jᵀS_j)⁻¹, since ν_j = S_j q̇_j on the joints'
+                # constraint manifold (Z_jᵀ ν_j = 0); its reaction is a pair of mobility wrenches.
+                _, _, ind, dep, fn, sc = it
+                for cc, coef in ((dep, np.ones(T)), (ind, -sc * fn.derivative(q[:, ind], 1))):
+                    j = joint_of[cc]
+                    inf = infos[j]
+                    kc = [x for x in inf.coords if not lk[x]].index(cc)
+                    y = Y_all[j][:, :, kc] * coef[:, None]                        # (T, 6), M axes
+                    gv = np.einsum("tij,tj->ti", RM[:, j], y[:, :3])
+                    gw = np.einsum("tij,tj->ti", RM[:, j], y[:, 3:])
+                    for b, sgn in ((inf.child_body, 1.0), (inf.parent_body, -1.0)):
+                        if b < 0:
+                            continue
+                        r = c[:, j] - Cg[:, b]
+                        C[:, r0, 6 * b:6 * b + 3] += sgn * gv
+                        C[:, r0, 6 * b + 3:6 * b + 6] += sgn * (gw - np.einsum("ti,tij->tj", gv, _skew(r)))
+                r0 += 1
+                continue
             P = {}
             for b, loc in ((it[2], it[3]), (it[4], it[5])):
                 if b >= 0:
@@ -929,6 +955,18 @@ def _classic_chunk(model, tree, q, qd, tau, loads, sel, constraints=None, locked
         K[:, n6:, :n6] = C
         rhs = np.concatenate([h, xi], -1)
         lam = np.linalg.solve(K, rhs[..., None])[..., 0][:, n6:]
+    mu = -lam[:, rows - mc:]
+    tau_all = tau
+    if mc and any(it[0] == "coupler" for it in constraints.items):
+        # couplers' mobility forces (Gᵀμ on their coordinates) are transmitted by the joints
+        tau_all = tau.copy()
+        r0 = 0
+        for it in constraints.items:
+            if it[0] == "coupler":
+                _, _, ind, dep, fn, sc = it
+                tau_all[:, dep] += mu[:, r0]
+                tau_all[:, ind] -= mu[:, r0] * sc * fn.derivative(q[:, ind], 1)
+            r0 += {"point": 3, "distance": 1, "coupler": 1}[it[0]]
     out = np.empty((T, len(sel), 6))
     offs = np.cumsum([0] + [Z.shape[-1] for Z in Z_all])
     for k, j in enumerate(sel):
@@ -936,9 +974,9 @@ def _classic_chunk(model, tree, q, qd, tau, loads, sel, constraints=None, locked
         L = np.einsum("tik,tk->ti", Z_all[j], lam[:, offs[j]:offs[j + 1]])
         if Y_all[j].shape[-1]:
             free = [cc for cc in inf.coords if not lk[cc]]
-            L = L - np.einsum("tik,tk->ti", Y_all[j], tau[:, free])
+            L = L - np.einsum("tik,tk->ti", Y_all[j], tau_all[:, free])
         out[:, k] = L
-    return out, -lam[:, rows - mc:]
+    return out, mu
 
 
 # ----------------------------------------------------------------------------- OpenSim outputs
