@@ -404,3 +404,15 @@ def test_point_constraint_fast_path_equals_constraint_set():
         q = ik._expand(x, base)
         np.testing.assert_allclose(c1, ik.cset.residuals(q[None])[0], rtol=0, atol=1e-15)
         np.testing.assert_allclose(C1, ik.cset.jacobian(q[None])[0][:, ik.free], rtol=0, atol=1e-14)
+
+
+@needs_data
+def test_thoracoscapular_block_solve_equals_sequential(tsm_trial):
+    """Exact PointConstraint frames solved 16 at a time reach the sequential optima."""
+    from arthron.solvers.inverse_kinematics import IKTasks, solve_ik
+    _, model, trial, _ = tsm_trial
+    tasks = IKTasks({n: 1.0 for n in trial.labels})
+    seq = solve_ik(model, trial, tasks, block=1)
+    blk = solve_ik(model, trial, tasks, block=16)
+    assert np.max(np.abs(seq.q - blk.q)) < 1e-5
+    np.testing.assert_allclose(seq.rms, blk.rms, atol=1e-9)

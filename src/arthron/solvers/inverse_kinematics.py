@@ -879,6 +879,8 @@ class InverseKinematics:
                 sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
                 step = np.zeros(nx)
                 step[fr] = sol[:nf]
+                if np.max(np.abs(step)) < tol:
+                    break           # at the optimum: projection noise could only reject it
                 xn, cerr = self._project(np.clip(x + step, lo, hi), base)
                 if cerr <= 1e-9:
                     rn, Jn, qn = self._residual(xn, base, obs, rows, sw, qref)
@@ -930,13 +932,125 @@ class InverseKinematics:
                 Jp[:, k, i] -= sc * s * f.derivative(Q[:, i], 1)
             parts.append(pen)
             Js.append(Jp)
-        if self.cset is not None:   # penalty (the exact case never comes here)
+        if self.cset is not None and not self.exact:   # penalty
             sc = math.sqrt(self.constraint_weight)
             parts.append(sc * self.cset.residuals(Q))
             Js.append(sc * self.cset.jacobian(Q))
         r = np.concatenate(parts, axis=1)
         J = np.concatenate(Js, axis=1)[:, :, self.free]
         return r, J, P, Q
+
+    def _constraint_batch(self, X, base, jac=True):
+        """PointConstraint residuals (B, m) and Jacobians (B, m, nfree) at B frames."""
+        B = X.shape[0]
+        Q = np.broadcast_to(base, (B, self.nq)).copy()
+        Q[:, self.free] = X
+        if jac:
+            P, J = self._cchain.evaluate_batch(Q)
+            C = (J[:, 0::2] - J[:, 1::2]).reshape(B, -1, self.nq)[:, :, self.free]
+        else:
+            P = np.stack([self._cchain.evaluate(q, None, False)[0] for q in Q])
+            C = None
+        return (P[:, 0::2] - P[:, 1::2]).reshape(B, -1), C
+
+    def _project_batch(self, X, base, tol=1e-12, max_iter=30):
+        """:meth:`_project` for B frames at once. Returns (X, max |c| per frame)."""
+        lo, hi = self.lo, self.hi
+        c, C = self._constraint_batch(X, base)
+        err = np.abs(c).max(axis=1)
+        X = X.copy()
+        for _ in range(max_iter):
+            a = np.flatnonzero(err >= tol)
+            if a.size == 0:
+                break
+            Ca, ca = C[a], c[a]
+            CCt = Ca @ np.swapaxes(Ca, 1, 2)
+            m = CCt.shape[-1]
+            lam = np.linalg.solve(CCt + 1e-300 * np.eye(m), ca[..., None])[..., 0]
+            dx = -np.einsum("bmi,bm->bi", Ca, lam)
+            Xn = np.clip(X[a] + dx, lo, hi)
+            cn, Cn = self._constraint_batch(Xn, base)
+            en = np.abs(cn).max(axis=1)
+            ok = (en < err[a]) | (en < tol)
+            if not ok.any():
+                break
+            b = a[ok]
+            X[b], c[b], C[b], err[b] = Xn[ok], cn[ok], Cn[ok], en[ok]
+            if not ok.all():       # those that did not improve: stop them (sequential fallback)
+                err[a[~ok]] = np.where(err[a[~ok]] < 1e-9, err[a[~ok]], np.inf)
+                if np.all(err[a[~ok]] == np.inf):
+                    break
+        return X, err
+
+    def solve_block_exact(self, obs, X0, base, qref, tol=1e-6, max_iter=100):
+        """:meth:`solve_block` with PointConstraints held exactly (the steps of
+        :meth:`_solve_frame_exact`, vectorized over the frames). Frames that reach a coordinate
+        bound or whose projection fails are flagged not converged (re-solved one by one)."""
+        B, nx = X0.shape
+        valid = np.all(np.isfinite(obs), axis=2)
+        w = np.where(valid, self.marker_weights[None, :], 0.0)
+        wtot = w.sum(axis=1, keepdims=True)
+        sw = np.sqrt(np.divide(w, wtot, out=np.zeros_like(w), where=wtot > 0))
+        obs0 = np.where(valid[:, :, None], obs, 0.0)
+        lo, hi = self.lo, self.hi
+        X, cerr = self._project_batch(np.clip(X0, lo, hi), base)
+        r, J, P, Q = self._residual_batch(X, base, obs0, sw, qref)
+        cost = np.einsum("bm,bm->b", r, r)
+        lam = np.full(B, 1e-6)
+        its = np.zeros(B, int)
+        act = cerr <= 1e-9
+        failed = ~act
+        eye = np.eye(nx)
+        for _ in range(max_iter):
+            a = np.flatnonzero(act)
+            if a.size == 0:
+                break
+            c, C = self._constraint_batch(X[a], base)
+            m = C.shape[1]
+            Ja, ra = J[a], r[a]
+            g = np.einsum("bmi,bm->bi", Ja, ra)
+            H = np.einsum("bmi,bmj->bij", Ja, Ja)
+            dH = np.maximum(np.einsum("bii->bi", H), 1e-12)
+            K = np.zeros((a.size, nx + m, nx + m))
+            K[:, :nx, :nx] = H + (lam[a][:, None] * dH)[:, :, None] * eye
+            K[:, :nx, nx:] = np.swapaxes(C, 1, 2)
+            K[:, nx:, :nx] = C
+            rhs = np.concatenate([-g, -c], axis=1)
+            try:
+                step = np.linalg.solve(K, rhs[:, :, None])[:, :nx, 0]
+            except np.linalg.LinAlgError:
+                failed[a] = True
+                act[a] = False
+                break
+            # a step below the tolerance: at the optimum (projection noise could only reject it)
+            tiny = np.max(np.abs(step), axis=1) < tol
+            if tiny.any():
+                act[a[tiny]] = False
+                a, step = a[~tiny], step[~tiny]
+                if a.size == 0:
+                    break
+            Xn, en = self._project_batch(np.clip(X[a] + step, lo, hi), base)
+            rn, Jn, Pn, Qn = self._residual_batch(Xn, base, obs0[a], sw[a], qref[a])
+            cn = np.einsum("bm,bm->b", rn, rn)
+            ok = (cn <= cost[a] * (1 + 1e-15) + 1e-30) & (en <= 1e-9)
+            its[a] += 1
+            acc = a[ok]
+            if acc.size:
+                dx = np.max(np.abs(Xn[ok] - X[acc]), axis=1)
+                dec = cost[acc] - cn[ok]
+                X[acc], r[acc], J[acc], P[acc], Q[acc] = Xn[ok], rn[ok], Jn[ok], Pn[ok], Qn[ok]
+                cost[acc] = cn[ok]
+                lam[acc] = np.maximum(lam[acc] * 0.1, 1e-12)
+                conv = (dx < tol) | (dec <= 1e-16 * np.maximum(cost[acc], 1e-30))
+                act[acc[conv]] = False
+            rej = a[~ok]
+            if rej.size:
+                lam[rej] *= 10.0
+                act[rej[lam[rej] > 1e20]] = False
+        err = np.where(valid, np.linalg.norm(P - obs0, axis=2), np.nan)
+        on_bound = np.any((X <= lo) | (X >= hi), axis=1)
+        self._block_converged = ~act & (lam <= 1e20) & ~failed & ~on_bound
+        return X, Q, its, err
 
     def solve_block(self, obs, X0, base, qref, tol=1e-6, max_iter=100):
         """Solve B independent frames together (bounded LM, vectorized over the frames).
@@ -1045,7 +1159,9 @@ class InverseKinematics:
                 raise SolverError(f"frame at t={time[k]:g} s has no marker data to track")
         t0 = _time.perf_counter()
         block = int(block)
-        if block > 1 and not self.dependent and not self.exact and T > 1:
+        blockable = not self.dependent and (not self.exact or self._cchain is not None)
+        if block > 1 and blockable and T > 1:
+            solve_block = self.solve_block_exact if self.exact else self.solve_block
             qrefs = np.array([self.coordinate_targets(t, tr.default_q) for t in time])
             qrefs = qrefs.reshape(T, len(self.ctask_idx))
             xk, q, it, err = self.solve_frame(obs[0], x, base, qrefs[0])
@@ -1059,7 +1175,7 @@ class InverseKinematics:
                 last = X[k - 1]
                 vel = X[k - 1] - X[k - 2] if k >= 2 else np.zeros_like(last)
                 starts = last[None, :] + (kk - (k - 1))[:, None] * vel[None, :]
-                Xb, Qb, ib, eb = self.solve_block(obs[kk], starts, base, qrefs[kk])
+                Xb, Qb, ib, eb = solve_block(obs[kk], starts, base, qrefs[kk])
                 X[kk], Q[kk], its[kk], E[kk] = Xb, Qb, ib, eb
                 bad = ~self._block_converged
                 # ... or jumped away from its predecessor (another local optimum)
