@@ -264,8 +264,8 @@ def test_unsupported_wrap_type_names_the_muscle():
     from arthron.errors import UnsupportedFeature
     model = read_osim(ARM26)
     wo = next(w for b in model.bodies.values() for w in b.wrap_objects if w.name == "TRI")
-    wo.type = "WrapTorus"
-    with pytest.raises(UnsupportedFeature, match=r"TRI\w*.*WrapTorus"):
+    wo.type = "WrapCylinderObst"
+    with pytest.raises(UnsupportedFeature, match=r"TRI\w*.*WrapCylinderObst"):
         P.compile_paths(model, compile_model(model))
     P.compile_paths(model, compile_model(model), forces=["BICshort"])   # others still work
 
@@ -305,3 +305,74 @@ def test_write_path_analysis(tmp_path):
     assert t.data.shape == (len(mot.time), 2)
     ma = read_sto(tmp_path / f"{model.name}_MuscleAnalysis_MomentArm_r_elbow_flex.sto")
     assert ma.data[:, 0].max() > 0.01 and ma.data[:, 1].min() < -0.01
+
+
+# ------------------------------------------------------------------------------ torus, sphere quadrant
+def _wrap_model(tmp_path, objects):
+    """A small OpenSim model: a body on a pin (z) and a slider (x) from ground; a path from
+    ground to the body over the given wrap objects, which sit on ground; written as .osim."""
+    import opensim as osim
+    m = osim.Model()
+    m.setName("wraptest")
+    g = m.getGround()
+    b = osim.Body("arm", 1.0, osim.Vec3(0), osim.Inertia(0.1))
+    j = osim.PinJoint("pin", g, osim.Vec3(0, 0, 0), osim.Vec3(0), b, osim.Vec3(0, 0.12, 0),
+                      osim.Vec3(0))
+    j.updCoordinate().setName("theta")
+    j.updCoordinate().setRangeMin(-3.0)
+    j.updCoordinate().setRangeMax(3.0)
+    m.addBody(b)
+    m.addJoint(j)
+    mus = osim.Thelen2003Muscle("mus", 100.0, 0.1, 0.1, 0.0)
+    mus.addNewPathPoint("origin", g, osim.Vec3(0.01, 0.06, 0.003))
+    mus.addNewPathPoint("insertion", b, osim.Vec3(0.012, -0.05, 0.004))
+    for o in objects:
+        g.addWrapObject(o)
+        mus.updGeometryPath().addPathWrap(o)
+    m.addForce(mus)
+    m.finalizeConnections()
+    path = tmp_path / "wraptest.osim"
+    m.printToXML(str(path))
+    return path
+
+
+@needs_opensim
+@pytest.mark.parametrize("kind", ["torus", "sphere+x", "torus+cylinder"])
+def test_small_models_torus_and_quadrant_sphere(tmp_path, kind):
+    """Whole paths (lengths and moment arms) over a torus ring, a '+x' sphere and a torus
+    with a cylinder on the same path, against OpenSim over a sweep of the joint."""
+    import opensim as osim
+    objs = []
+    if kind.startswith("torus"):
+        t = osim.WrapTorus()
+        t.setName("ring")
+        t.set_inner_radius(0.008)
+        t.set_outer_radius(0.03)
+        t.set_xyz_body_rotation(osim.Vec3(1.5707963, 0, 0))
+        objs.append(t)
+    if kind == "sphere+x":
+        sp = osim.WrapSphere()
+        sp.setName("ball")
+        sp.set_radius(0.02)
+        sp.set_quadrant("+x")
+        sp.set_translation(osim.Vec3(0.01, 0.0, 0.0))
+        objs.append(sp)
+    if kind == "torus+cylinder":
+        c = osim.WrapCylinder()
+        c.setName("cyl")
+        c.set_radius(0.01)
+        c.set_length(0.1)
+        c.set_translation(osim.Vec3(0.03, 0.09, 0.0))
+        objs.append(c)
+    path = _wrap_model(tmp_path, objs)
+    model, tree, ps = _setup(path)
+    Q = np.linspace(-2.5, 2.5, 61)[:, None]
+    L0, MA0 = _opensim(path, ps.names, Q, tree.coordinate_names, tree.coordinate_names)
+    MA1, L1 = P.moment_arms(ps, tree, Q, return_lengths=True)
+    wrapped = np.array([(st.wobj[t] >= 0).any() for st in P.compute_paths(ps, tree, Q)
+                        for t in range(len(Q))])
+    assert wrapped.sum() > 5 and (~wrapped).sum() > 5
+    # with a second object, OpenSim's cylinder/torus searches stop on tolerances: ~3e-7 m seen
+    tol = 1e-6 if kind == "torus+cylinder" else 1e-9
+    assert np.abs(L1 - L0).max() < tol
+    assert np.abs(MA1 - MA0).max() < 10 * tol

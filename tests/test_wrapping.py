@@ -94,11 +94,11 @@ def test_ellipsoid_vectorized_equals_one_by_one():
             assert np.allclose(a[i], b[0])
 
 
-def test_torus_is_refused():
+def test_obstacle_set_objects_are_refused_by_wrap_segment():
     class Obj:
-        type = "WrapTorus"
+        type = "WrapDoubleCylinderObst"
         name = "t"
-    with pytest.raises(UnsupportedFeature, match="WrapTorus"):
+    with pytest.raises(UnsupportedFeature, match="WrapDoubleCylinderObst"):
         W.wrap_segment(Obj(), np.zeros((1, 3)), np.ones((1, 3)))
 
 
@@ -161,6 +161,16 @@ def _osim_sphere(R, quadrant):
     return sp
 
 
+def _osim_torus(inner, outer, quadrant):
+    import opensim as osim
+    t = osim.WrapTorus()
+    t.setName("tor")
+    t.set_inner_radius(inner)
+    t.set_outer_radius(outer)
+    t.set_quadrant(quadrant)
+    return t
+
+
 def _far_sphere():
     """A second wrap object the path never reaches: OpenSim then treats the path as one with
     several wrap objects (iterations, cylinder tangent correction)."""
@@ -221,3 +231,41 @@ def test_sphere_segment_matches_opensim(quadrant):
         assert (st == W.MANDATORY).any()
     if quadrant == "-x":
         assert (L < 0).any()      # OpenSim's far-side length is negative
+
+
+@needs_opensim
+@pytest.mark.parametrize("quadrant", ["all", "x", "-y"])
+@pytest.mark.parametrize("several", [False, True])
+def test_torus_segment_matches_opensim(quadrant, several):
+    """Segments through and around the ring of a torus (OpenSim: closest point of the line to
+    the ring by MINPACK's Levenberg-Marquardt, then a cylinder tangent to the ring)."""
+    inner, outer = 0.01, 0.04
+    axis, sign = {"all": (-1, 0), "x": (0, 1), "-y": (1, -1)}[quadrant]
+    rng = np.random.default_rng(2)
+    n = 300
+    p1 = np.c_[rng.uniform(-0.05, 0.05, (n, 2)), rng.uniform(0.02, 0.08, n)]
+    p2 = np.c_[rng.uniform(-0.05, 0.05, (n, 2)), rng.uniform(-0.08, -0.02, n)]
+    objs = [_osim_torus(inner, outer, quadrant)] + ([_far_sphere()] if several else [])
+    ref = _OsimSegment(objs).lengths(p1, p2)
+    st, r1, r2, L = W.wrap_torus(p1, p2, inner, outer, axis, sign, adjust_tangents=several)
+    wrapped = (st >= W.WRAPPED) & np.isfinite(L)
+    ours = _segment_length(np.where(wrapped, st, W.NO_WRAP), r1, r2, L, p1, p2)
+    assert wrapped.sum() > 50
+    assert np.abs(ours - ref).max() < 1e-9
+
+
+@needs_opensim
+def test_torus_far_from_the_ring_within_tolerance():
+    """Segments anywhere near the torus: where OpenSim's residual has no root near the start
+    its Levenberg-Marquardt stops on a plateau; the replay then agrees to ~1e-4 m."""
+    inner, outer = 0.015, 0.05
+    rng = np.random.default_rng(7)
+    p1 = rng.uniform(-0.1, 0.1, (300, 3))
+    p2 = rng.uniform(-0.1, 0.1, (300, 3))
+    ref = _OsimSegment([_osim_torus(inner, outer, "all")]).lengths(p1, p2)
+    st, r1, r2, L = W.wrap_torus(p1, p2, inner, outer)
+    wrapped = (st >= W.WRAPPED) & np.isfinite(L)
+    ours = _segment_length(np.where(wrapped, st, W.NO_WRAP), r1, r2, L, p1, p2)
+    err = np.abs(ours - ref)
+    assert np.median(err) < 1e-12
+    assert err.max() < 2e-4

@@ -12,19 +12,20 @@ frame (arrays (T, 3), metres) and returns ``(status, r1, r2, length)``:
 * ``length`` (T,): the length of the path on the surface between r1 and r2.
 
 The semantics are those of OpenSim 4.6 (``WrapSphere::wrapLine``, ``WrapCylinder::wrapLine``,
-``WrapEllipsoid::wrapLine``),
-including their choices where the geometry is ambiguous: the quadrant (``"+x"``, ``"-y"``
-...) restricts wrapping to one side of the object, wrapping happens only when the straight
-line would pass through the object (or, with a quadrant, through its inactive side); the
-cylinder's path is a helix from r1 to r2 whose tangent points are placed by OpenSim's apex
-construction. These functions are reimplementations of the geometry, checked against OpenSim
-in ``tests/test_wrapping.py``.
+``WrapEllipsoid::wrapLine``, ``WrapTorus::wrapLine``), including their choices where the
+geometry is ambiguous and their quirks: the quadrant (``"+x"``, ``"-y"`` ...) restricts
+wrapping to one side of the object; the cylinder's path is a helix from r1 to r2 whose tangent
+points are placed by OpenSim's apex construction and, on paths with several wrap objects,
+corrected by its iterative axial sliding; a far-side sphere wrap has a negative length; the
+torus is wrapped as a cylinder laid on its ring at a point found by MINPACK's
+Levenberg-Marquardt. These functions are reimplementations of the geometry, checked against
+OpenSim in ``tests/test_wrapping.py``.
 
 The ellipsoid wrap replays OpenSim's own approximations step by step (wrap plane from the
 "fan"/axis-plane estimates, its damped tangent-point search, the surface length as a sum of
-~1 mm chords), because OpenSim's result is not the exact geodesic. WrapTorus and the
-obstacle-set objects (WrapSphereObst, WrapCylinderObst, WrapDoubleCylinderObst) raise
-:class:`arthron.errors.UnsupportedFeature`.
+~1 mm chords), because OpenSim's result is not the exact geodesic. The obstacle-set objects
+(WrapSphereObst, WrapCylinderObst, WrapDoubleCylinderObst) raise
+:class:`arthron.errors.UnsupportedFeature` in :func:`wrap_segment`.
 """
 from __future__ import annotations
 
@@ -33,10 +34,10 @@ import numpy as np
 from ..errors import UnsupportedFeature
 
 NO_WRAP, INSIDE, WRAPPED, MANDATORY = 0, 1, 2, 3
-SUPPORTED = ("WrapSphere", "WrapCylinder", "WrapEllipsoid")
+SUPPORTED = ("WrapSphere", "WrapCylinder", "WrapEllipsoid", "WrapTorus")
 
 __all__ = ["NO_WRAP", "INSIDE", "WRAPPED", "MANDATORY", "SUPPORTED", "wrap_sphere",
-           "wrap_cylinder", "wrap_ellipsoid", "wrap_segment"]
+           "wrap_cylinder", "wrap_ellipsoid", "wrap_torus", "wrap_segment"]
 
 
 def _dot(a, b):
@@ -390,6 +391,218 @@ def _adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter=100, thresh=np.deg2rad
         r2[idx] = n2
         idx = idx[m1 | m2]
     return r1, r2
+
+
+# ------------------------------------------------------------------------------------ torus
+_TORUS_CYL_LENGTH = 10000.0
+
+
+_EPSMCH = np.finfo(float).eps
+_DWARF = np.finfo(float).tiny
+
+
+def _lmpar1(r, qtb, d, delta, par):
+    """MINPACK's ``lmpar`` for one unknown and one residual (vectorized over frames): the
+    Levenberg-Marquardt parameter ``par`` and the solution x of ``(r² + par d²) x = r qtb``
+    whose scaled length ``|d x|`` is within 10 % of ``delta`` (or the Gauss-Newton x when
+    that is shorter than 1.1 delta)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        xg = np.where(r != 0.0, qtb / r, 0.0)
+        dx = np.abs(d * xg)
+        fp = dx - delta
+        gn = fp <= 0.1 * delta
+        parl = np.where(r != 0.0, (fp / delta) / (d * d / r) ** 2 * dx * dx / (d * d * xg) ** 2
+                        * (d * xg / dx) ** 2, 0.0)
+        # the above is ((fp/delta)/t)/t with t = |d (d x / |d x|) / r|
+        t = np.abs(d * (d * xg / dx) / r)
+        parl = np.where(r != 0.0, ((fp / delta) / t) / t, 0.0)
+        gnorm = np.abs(r * qtb / d)
+        paru = gnorm / delta
+        paru = np.where(paru == 0.0, _DWARF / np.minimum(delta, 0.1), paru)
+        par = np.minimum(np.maximum(par, parl), paru)
+        par = np.where(par == 0.0, gnorm / dx, par)
+        x = xg.copy()
+        act = ~gn
+        for it in range(1, 11):
+            if not act.any():
+                break
+            par = np.where(act & (par == 0.0), np.maximum(_DWARF, 0.001 * paru), par)
+            s2 = r * r + par * d * d
+            xn = r * qtb / s2
+            x = np.where(act, xn, x)
+            dxn = np.abs(d * xn)
+            temp = fp
+            fpn = dxn - delta
+            fp = np.where(act, fpn, fp)
+            stop = (np.abs(fpn) <= 0.1 * delta) | ((parl == 0.0) & (fpn <= temp) & (temp < 0.0)) \
+                | (it == 10)
+            t = np.abs(d * (d * xn / dxn)) / np.sqrt(s2)
+            parc = ((fpn / delta) / t) / t
+            upd = act & ~stop
+            parl = np.where(upd & (fpn > 0.0), np.maximum(parl, par), parl)
+            paru = np.where(upd & (fpn < 0.0), np.minimum(paru, par), paru)
+            par = np.where(upd, np.maximum(parl, par + parc), par)
+            act = upd
+    return np.where(gn, 0.0, par), x
+
+
+def _lmdif1(fun, T, ftol=1e-4, xtol=1e-4, factor=0.2, maxfev=500):
+    """MINPACK's ``lmdif`` (mode 1, forward-difference Jacobian, epsfcn 0, gtol 0) for one
+    unknown and one residual, started at 0, vectorized over T problems with masks: the same
+    trust-region steps, step acceptance and stopping tests, so it stops where OpenSim's
+    ``lmdif_C`` stops. ``fun(x, idx)`` returns the residuals of the problems ``idx``."""
+    eps = np.sqrt(_EPSMCH)
+    x = np.zeros(T)
+    allidx = np.arange(T)
+    f = fun(x, allidx)
+    fnorm = np.abs(f)
+    nfev = np.ones(T, int)
+    it1 = np.ones(T, bool)              # first outer iteration
+    needj = np.ones(T, bool)
+    J = np.zeros(T)
+    diag = np.ones(T)
+    delta = np.zeros(T)
+    xnorm = np.zeros(T)
+    par = np.zeros(T)
+    done = fnorm == 0.0                 # gnorm = 0 <= gtol
+    for _ in range(4 * maxfev):
+        act = ~done
+        if not act.any():
+            break
+        jj = act & needj
+        if jj.any():
+            i = np.where(jj)[0]
+            h = eps * np.abs(x[i])
+            h = np.where(h == 0.0, eps, h)
+            J[i] = (fun(x[i] + h, i) - f[i]) / h
+            nfev[i] += 1
+            acn = np.abs(J[i])
+            first = it1[i]
+            dg = np.where(acn == 0.0, 1.0, acn)
+            diag[i] = np.where(first, dg, np.maximum(diag[i], acn))
+            xn = np.abs(diag[i] * x[i])
+            dl = factor * xn
+            delta[i] = np.where(first, np.where(dl == 0.0, factor, dl), delta[i])
+            xnorm[i] = np.where(first, xn, xnorm[i])
+            needj[i] = False
+            done[i] |= fnorm[i] == 0.0
+        i = np.where(~done)[0]
+        if len(i) == 0:
+            break
+        par[i], xs = _lmpar1(J[i], f[i], diag[i], delta[i], par[i])
+        step = -xs
+        xt = x[i] + step
+        pnorm = np.abs(diag[i] * step)
+        delta[i] = np.where(it1[i], np.minimum(delta[i], pnorm), delta[i])
+        ft = fun(xt, i)
+        nfev[i] += 1
+        fn1 = np.abs(ft)
+        fn = fnorm[i]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            actred = np.where(0.1 * fn1 < fn, 1.0 - (fn1 / fn) ** 2, -1.0)
+            t1 = np.abs(J[i] * step) / fn
+            t2 = np.sqrt(par[i]) * pnorm / fn
+            prered = t1 * t1 + t2 * t2 / 0.5
+            dirder = -(t1 * t1 + t2 * t2)
+            ratio = np.where(prered != 0.0, actred / prered, 0.0)
+            tmp = np.where(actred >= 0.0, 0.5, 0.5 * dirder / (dirder + 0.5 * actred))
+        tmp = np.where((0.1 * fn1 >= fn) | (tmp < 0.1), 0.1, tmp)
+        low = ratio <= 0.25
+        high = ~low & ((par[i] == 0.0) | (ratio >= 0.75))
+        dnew = np.where(low, tmp * np.minimum(delta[i], pnorm / 0.1),
+                        np.where(high, pnorm / 0.5, delta[i]))
+        pnew = np.where(low, par[i] / tmp, np.where(high, 0.5 * par[i], par[i]))
+        delta[i] = dnew
+        par[i] = pnew
+        ok = ratio >= 1e-4
+        x[i] = np.where(ok, xt, x[i])
+        f[i] = np.where(ok, ft, f[i])
+        fnorm[i] = np.where(ok, fn1, fn)
+        xnorm[i] = np.where(ok, np.abs(diag[i] * xt), xnorm[i])
+        it1[i] &= ~ok
+        needj[i] = ok
+        stop = ((np.abs(actred) <= ftol) & (prered <= ftol) & (0.5 * ratio <= 1.0)) \
+            | (delta[i] <= xtol * xnorm[i]) | (nfev[i] >= maxfev) \
+            | ((np.abs(actred) <= _EPSMCH) & (prered <= _EPSMCH) & (0.5 * ratio <= 1.0)) \
+            | (delta[i] <= _EPSMCH * xnorm[i]) | (fnorm[i] == 0.0)
+        done[i] = stop
+    return x
+
+
+def _torus_line_point(p, q, r):
+    """OpenSim's ``WrapTorus::findClosestPoint`` pass from p towards q: MINPACK's
+    Levenberg-Marquardt (:func:`_lmdif1`, tolerances 1e-4, step bound 0.2) on OpenSim's
+    residual along the line, started at p. The residual is the stationarity condition of the
+    distance to a circle of radius ``2 r`` in the z = 0 plane (as OpenSim writes it); where it
+    has no root near p the search stops near a minimum of its magnitude. Returns the point on
+    the line (T, 3)."""
+    n = _unit(q - p)[0]
+    c2 = 2.0 * _dot(p, n)
+    c3 = p[:, 0] * n[:, 0] + p[:, 1] * n[:, 1]
+    c4 = n[:, 0] ** 2 + n[:, 1] ** 2
+    c5 = p[:, 0] ** 2 + p[:, 1] ** 2
+
+    def fun(u, i):
+        g = c4[i] * u + c3[i]
+        return c2[i] + 2.0 * u - 2.0 * r * (2.0 * g) / np.sqrt(u * u * c4[i] + 2.0 * c3[i] * u
+                                                               + c5[i])
+
+    u = _lmdif1(fun, len(p))
+    return p + u[:, None] * n
+
+
+def wrap_torus(p1, p2, inner_radius: float, outer_radius: float, axis: int = -1,
+               sign: int = 0, adjust_tangents=False):
+    """Wrap the segment p1-p2 over a torus (tube radius ``inner_radius`` round the circle of
+    radius ``outer_radius`` in the z = 0 plane), as OpenSim 4.6's ``WrapTorus`` does: the point
+    of the segment's line closest to the circle is searched from each end (OpenSim's residual,
+    see :func:`_torus_line_point`), the nearer one kept (with a quadrant: the one on the active
+    side, no wrap if neither is); a cylinder of the tube's radius is laid tangent to the circle
+    at the corresponding circle point, active on the side facing the torus axis ("+x" of the
+    cylinder frame), and the segment wrapped over it (:func:`wrap_cylinder`). OpenSim calls
+    every torus wrap optional (WRAPPED); where the cylinder itself does not wrap, OpenSim still
+    reports a wrap whose length change is undefined and never chosen: such frames get status
+    WRAPPED and a NaN length.
+
+    Returns (status, r1, r2, length); see the module docstring.
+    """
+    p1 = np.asarray(p1, float)
+    p2 = np.asarray(p2, float)
+    T = len(p1)
+    r = float(outer_radius)
+    a1 = _torus_line_point(p1, p2, r)
+    a2 = _torus_line_point(p2, p1, r)
+
+    def dist(a):
+        rho = np.hypot(a[:, 0], a[:, 1])
+        return np.sqrt(np.maximum(_dot(a, a) + r * r - 2.0 * r * rho, 0.0))
+
+    first = dist(a1) < dist(a2)
+    found = np.ones(T, bool)
+    if axis >= 0:
+        s1 = _sgn(a1[:, axis]) == sign
+        s2 = _sgn(a2[:, axis]) == sign
+        first = np.where(s1 & s2, first, s1)
+        found = s1 | s2
+    a = np.where(first[:, None], a1, a2)
+    rho = np.hypot(a[:, 0], a[:, 1])
+    c = np.zeros((T, 3))
+    c[:, 0] = a[:, 0] * r / rho
+    c[:, 1] = a[:, 1] * r / rho
+    X = _unit(-c)[0]
+    Y = np.broadcast_to([0.0, 0.0, -1.0], (T, 3))
+    Z = np.cross(X, Y)
+    Rm = np.stack([X, Y, Z], 1)                         # rows: cylinder axes in torus frame
+    q1 = np.einsum("tij,tj->ti", Rm, p1 - c)
+    q2 = np.einsum("tij,tj->ti", Rm, p2 - c)
+    st, r1, r2, L = wrap_cylinder(q1, q2, inner_radius, _TORUS_CYL_LENGTH, 0, 1,
+                                  adjust_tangents=adjust_tangents)
+    r1 = np.einsum("tji,tj->ti", Rm, r1) + c
+    r2 = np.einsum("tji,tj->ti", Rm, r2) + c
+    cyl = found & (st >= WRAPPED)
+    status = np.where(found, WRAPPED, NO_WRAP)
+    L = np.where(cyl, L, np.where(found, np.nan, 0.0))
+    return (status, np.where(cyl[:, None], r1, 0.0), np.where(cyl[:, None], r2, 0.0), L)
 
 
 # --------------------------------------------------------------------------------- ellipsoid
@@ -789,5 +1002,9 @@ def wrap_segment(wo, p1, p2, method: str = "hybrid", single: bool = True):
                              wo.axis, wo.sign, adjust_tangents=~np.asarray(single, bool))
     if t == "WrapEllipsoid":
         return wrap_ellipsoid(p1, p2, wo.dims["radii"], wo.axis, wo.sign, method)
+    if t == "WrapTorus":
+        return wrap_torus(p1, p2, wo.dims.get("inner_radius", 0.01),
+                          wo.dims.get("outer_radius", 0.05), wo.axis, wo.sign,
+                          adjust_tangents=~np.asarray(single, bool))
     raise UnsupportedFeature(f"{t} '{wo.name}': arthron does not reproduce OpenSim's "
                              f"{t} wrapping yet")

@@ -8,14 +8,15 @@ A path (OpenSim ``GeometryPath``) is an ordered list of path points on bodies:
 * ``MovingPathPoint``: its x, y, z in the frame are functions of coordinates;
 
 plus ``PathWrap`` entries that let the path wrap over wrap objects (WrapSphere, WrapCylinder,
-WrapEllipsoid; see :mod:`arthron.geometry.wrapping`). The path is rebuilt per frame as OpenSim
+WrapEllipsoid, WrapTorus, with or without a quadrant; see :mod:`arthron.geometry.wrapping`). The path is rebuilt per frame as OpenSim
 4.6's ``GeometryPath::computePath`` does it: active points in order, then each wrap object
 tried on every segment of its point range; a segment that penetrates the object is taken at
 once ("mandatory"), otherwise the wrap that lengthens the path least; with two or more wrap
 objects up to 8 passes are made until the length changes by less than 0.5 mm (with OpenSim's
 order swap after the first pass, its cylinder tangent correction, and its use of the tangent
-points' ground positions cached at their first use). WrapTorus and the obstacle-set objects
-raise :class:`arthron.errors.UnsupportedFeature` when the paths are compiled.
+points' ground positions cached at their first use). The obstacle-set objects (WrapSphereObst,
+WrapCylinderObst, WrapDoubleCylinderObst) raise :class:`arthron.errors.UnsupportedFeature` when
+the paths are compiled (their geometry is in :mod:`arthron.geometry.wrapping`).
 
 Moment arms are computed analytically from the path's unit tension: it pulls each node (path
 point or tangent point) towards its neighbours on other bodies; the net pull ``f_k`` on node
@@ -183,8 +184,8 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         MovingPathPoint names a coordinate the model does not have, or a PathWrap names a wrap
         object that no body of the model carries.
     UnsupportedFeature
-        naming the force, when it wraps over a WrapTorus or an obstacle-set object
-        (WrapSphereObst, WrapCylinderObst, WrapDoubleCylinderObst).
+        naming the force, when it wraps over an obstacle-set object (WrapSphereObst,
+        WrapCylinderObst, WrapDoubleCylinderObst).
     """
     nb = tree.nb
     bidx = {f"/bodyset/{n}": i for i, n in enumerate(tree.body_names)}
