@@ -411,9 +411,6 @@ def _lmpar1(r, qtb, d, delta, par):
         dx = np.abs(d * xg)
         fp = dx - delta
         gn = fp <= 0.1 * delta
-        parl = np.where(r != 0.0, (fp / delta) / (d * d / r) ** 2 * dx * dx / (d * d * xg) ** 2
-                        * (d * xg / dx) ** 2, 0.0)
-        # the above is ((fp/delta)/t)/t with t = |d (d x / |d x|) / r|
         t = np.abs(d * (d * xg / dx) / r)
         parl = np.where(r != 0.0, ((fp / delta) / t) / t, 0.0)
         gnorm = np.abs(r * qtb / d)

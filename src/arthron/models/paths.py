@@ -55,7 +55,7 @@ from .model import GROUND, Model
 __all__ = ["PathSet", "compile_paths", "path_lengths", "moment_arms", "lengthening_speeds",
            "path_generalized_forces", "path_body_forces", "PathLoads", "PathState",
            "compute_paths", "moment_arms_excursion", "write_path_analysis", "coupling_vectors",
-           "speed_map"]
+           "speed_map", "plot_moment_arms"]
 
 _COND_TOL = 1e-5
 _WRAP_TOL = 0.0005  # m: OpenSim stops iterating over several wrap objects below this change
@@ -911,6 +911,93 @@ def write_path_analysis(model: Model, motion_table, out_dir, muscles=None, prefi
         f = out / f"{prefix}_MuscleAnalysis_MomentArm_{c}.sto"
         write_sto(f, Table(name=f"MomentArm_{c}", time=time, labels=list(ps.names),
                            data=ma[:, :, j], in_degrees=False))
+        written.append(f)
+    return written
+
+
+def plot_moment_arms(model: Model, q, out_dir, muscles=None, coordinates=None,
+                     tree: Tree | None = None, prefix=None, ma=None, dpi: int = 120):
+    """Plot moment arm against coordinate value, one PNG per coordinate (matplotlib, Agg).
+
+    Parameters
+    ----------
+    model : Model
+    q : (T, nq) coordinates in model order (rad, m), or a motion table
+        (:class:`arthron.io.sto.Table`, read as :func:`write_path_analysis` reads it)
+    out_dir : directory (created)
+    muscles : names to plot (default: all muscles; if the model has none, all path forces)
+    coordinates : names of the coordinates (default: every unlocked coordinate that a
+                  selected path has a non-zero moment arm about)
+    tree : compiled tree (default: compiled from ``model``)
+    prefix : file prefix (default: the model name)
+    ma : (T, n_muscles, nq) precomputed moment arms (as :func:`moment_arms` returns them for
+         ``muscles``), to avoid computing them again
+    dpi : resolution
+
+    Writes ``<prefix>_MomentArm_<coord>.png``: the x axis is the coordinate's value (degrees for
+    rotational coordinates, metres otherwise), one line per muscle crossing it (metres), the
+    frames joined in the order of ``q`` (the curve follows the motion). Returns the list of
+    written paths.
+
+    Raises
+    ------
+    arthron.errors.UnsupportedFeature when matplotlib is not installed (extra ``plot``);
+    ModelFileError for an unknown muscle or coordinate name.
+    """
+    from pathlib import Path
+
+    try:
+        import matplotlib
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+    except ImportError:   # pragma: no cover - depends on the environment
+        raise UnsupportedFeature("plotting moment arms needs matplotlib (extra 'plot')") from None
+    from .kinematics import compile_model
+    tree = compile_model(model) if tree is None else tree
+    if muscles is None:
+        muscles = list(model.muscles) or [n for n, f in model.forces.items() if f.path is not None]
+    muscles = list(muscles)
+    if hasattr(q, "labels"):
+        q = _coordinates_from_table(model, tree, q)
+    q = np.atleast_2d(np.asarray(q, float))
+    if ma is None:
+        ps = compile_paths(model, tree, forces=muscles)
+        ma = moment_arms(ps, tree, q)
+    else:
+        ma = np.asarray(ma, float)
+    names = list(tree.coordinate_names)
+    if coordinates is None:
+        locked = {c for c in names if model.coordinates[c].locked}
+        cols = [j for j, c in enumerate(names)
+                if c not in locked and np.any(np.abs(ma[:, :, j]) > 1e-12)]
+    else:
+        cols = []
+        for c in coordinates:
+            if c not in names:
+                raise ModelFileError(f"no coordinate named '{c}'", model.source)
+            cols.append(names.index(c))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    prefix = prefix or model.name
+    written = []
+    for j in cols:
+        c = names[j]
+        rot = model.coordinates[c].motion_type == "rotational"
+        x = np.rad2deg(q[:, j]) if rot else q[:, j]
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for i, m in enumerate(muscles):
+            if np.any(np.abs(ma[:, i, j]) > 1e-12):
+                ax.plot(x, ma[:, i, j], label=m, lw=1.2)
+        ax.axhline(0.0, color="0.6", lw=0.6)
+        ax.set_xlabel(f"{c} ({'deg' if rot else 'm'})")
+        ax.set_ylabel("moment arm (m)")
+        ax.set_title(f"{prefix}: moment arms about {c}")
+        if ax.lines[1:]:
+            ax.legend(fontsize=7, ncol=2 if len(ax.lines) > 12 else 1, loc="best")
+        fig.tight_layout()
+        f = out / f"{prefix}_MomentArm_{c}.png"
+        fig.savefig(f, dpi=dpi)
+        plt.close(fig)
         written.append(f)
     return written
 
