@@ -611,13 +611,32 @@ def _constraint_bias(cs, tree, q, qd, kin0):
         return (kin0.o[:, n] + r, kin0.v[:, n] + np.cross(w, r),
                 kin0.a[:, n] + np.cross(al, r) + np.cross(w, np.cross(w, r)))
 
+    bp = _body_parent(tree)
+
+    def chain(b):
+        c = []
+        while b >= 0:
+            c.append(b)
+            b = bp[b]
+        return c
+
     out = []
     for it in cs.items:
         kind = it[0]
         if kind == "point":
-            _, _, a1 = pt(it[2], it[3])
-            _, _, a2 = pt(it[4], it[5])
-            out.append(a1 - a2)
+            _, v1, a1 = pt(it[2], it[3])
+            _, v2, a2 = pt(it[4], it[5])
+            # Simbody's Ball constraint (OpenSim's PointConstraint) holds the relative acceleration
+            # of the two points zero as seen in the constraint's ancestor body A (nearest common
+            # ancestor of the two bodies): a_A,rel = a_rel − 2 ω_A × v_rel. Identical to a_rel = 0
+            # when the velocity constraint holds; it matters when it does not (speeds read from
+            # splines, e.g. with angular-velocity mobilities).
+            c2 = set(chain(it[4]))
+            anc = next((b for b in chain(it[2]) if b in c2), -1)
+            bias = a1 - a2
+            if anc >= 0:
+                bias = bias - 2.0 * np.cross(kin0.w[:, tree.body_node[anc]], v1 - v2)
+            out.append(bias)
         elif kind == "distance":
             p1, v1, a1 = pt(it[2], it[3])
             p2, v2, a2 = pt(it[4], it[5])
@@ -1186,6 +1205,7 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
     t_src = np.asarray(forces_table.time, float)
     data = np.asarray(forces_table.data, float)
     gen = np.zeros((T, tree.nq))
+    gen_u = np.zeros((T, tree.nq))      # CoordinateActuators: forces on Simbody's mobilities
     loads = []
     path_forces = []
     for lab in labels:
@@ -1196,7 +1216,7 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
             continue                  # disabled: applies nothing, as in OpenSim
         if f.type == "CoordinateActuator":
             cname = f.properties.get("coordinate")
-            gen[:, tree.coordinate_index(cname)] += val
+            gen_u[:, tree.coordinate_index(cname)] += val
         elif f.type == "PointActuator":
             el = f.raw
             body = _xml_text(el, "body").rsplit("/", 1)[-1]
@@ -1246,7 +1266,18 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
                                       point_frame=tree.body_names[b],
                                       name=f"paths_on_{tree.body_names[b]}"))
         gen += pl.mobility          # moving path points: mobility forces on their coordinates
-    return gen, loads
+    groups = [g for g in tree.angular_velocity_groups if gen_u[:, g].any()]
+    if groups:
+        # CoordinateActuators act on Simbody's mobilities: for Ellipsoid/Ball/Free rotations
+        # the force is conjugate to u = ω_FM (moments about F's axes); τ_q = Aᵀ τ_u.
+        if q is None:
+            raise SolverError("CoordinateActuators on angular-velocity mobilities need the coordinates q")
+        from ..models.kinematics import _euler_xyz_rate_matrix
+        qq = np.atleast_2d(q)
+        for g in groups:
+            A = _euler_xyz_rate_matrix(qq[:, g[0]], qq[:, g[1]])
+            gen_u[:, g] = np.einsum("tji,tj->ti", A, gen_u[:, g])
+    return gen + gen_u, loads
 
 
 def _warn_unmodelled(model: Model, accelerations: str):
