@@ -269,3 +269,117 @@ def test_torus_far_from_the_ring_within_tolerance():
     err = np.abs(ours - ref)
     assert np.median(err) < 1e-12
     assert err.max() < 2e-4
+
+
+# ------------------------------------------------------------------ obstacle set (Garner & Pandy)
+def _wrap_angle(p, s, direction):
+    """Angle from p to s about +z, measured in the wrap direction, in [0, 2π)."""
+    a = np.arctan2(s[:, 1], s[:, 0]) - np.arctan2(p[:, 1], p[:, 0])
+    return np.mod(direction * a, 2 * np.pi)
+
+
+@pytest.mark.parametrize("direction", [1, -1])
+def test_cylinder_obstacle_closed_form(direction):
+    """Cross-section: tangent + arc + tangent with the arc in the wrap direction, contact while
+    the arc stays under 180°; with a rise, the unrolled path is one straight line."""
+    R = 0.01
+    rng = np.random.default_rng(11)
+    p = np.c_[rng.uniform(-0.05, 0.05, (400, 2)), rng.uniform(-0.03, 0.03, 400)]
+    s = np.c_[rng.uniform(-0.05, 0.05, (400, 2)), rng.uniform(-0.03, 0.03, 400)]
+    st, q, t, L = W.wrap_cylinder_obstacle(p, s, R, direction)
+    dp, ds = np.hypot(*p[:, :2].T), np.hypot(*s[:, :2].T)
+    inside = (dp < R) | (ds < R)
+    dp, ds = np.maximum(dp, R), np.maximum(ds, R)
+    arc = _wrap_angle(p, s, direction) - np.arccos(R / np.maximum(dp, R)) - np.arccos(
+        R / np.maximum(ds, R))
+    arc = np.mod(arc, 2 * np.pi)
+    contact = ~inside & (arc <= np.pi)
+    assert np.array_equal(st == W.INSIDE, inside)
+    assert np.array_equal(st == W.WRAPPED, contact)
+    c = contact
+    lxy = np.sqrt(dp ** 2 - R ** 2) + np.sqrt(ds ** 2 - R ** 2) + R * arc
+    total = (np.linalg.norm(q - p, axis=1) + L + np.linalg.norm(s - t, axis=1))
+    assert np.allclose(total[c], np.hypot(lxy, s[:, 2] - p[:, 2])[c], rtol=0, atol=1e-14)
+    # tangent points on the surface, straight parts tangent to it
+    assert np.allclose(np.hypot(*q[c, :2].T), R) and np.allclose(np.hypot(*t[c, :2].T), R)
+    assert np.abs(np.einsum("ij,ij->i", (q - p)[c, :2], q[c, :2])).max() < 1e-14
+    assert np.abs(np.einsum("ij,ij->i", (s - t)[c, :2], t[c, :2])).max() < 1e-14
+    assert c.sum() > 50 and (~c & ~inside).sum() > 50
+
+
+def test_sphere_obstacle_is_the_shortest_great_circle_wrap():
+    """The sphere obstacle equals the OpenSim-checked WrapSphere (quadrant 'all') geometry:
+    same contact (the straight segment crosses the sphere), tangent points and length."""
+    R = 0.02
+    rng = np.random.default_rng(12)
+    p = rng.uniform(-0.06, 0.06, (500, 3))
+    s = np.where((np.arange(500) % 2 == 0)[:, None], -p + rng.normal(0, 0.01, (500, 3)),
+                 rng.uniform(-0.06, 0.06, (500, 3)))
+    st, q, t, L = W.wrap_sphere_obstacle(p, s, R)
+    st0, r1, r2, L0 = W.wrap_sphere(p, s, R)
+    assert np.array_equal(st == W.WRAPPED, st0 == W.WRAPPED)
+    ok = st == W.WRAPPED
+    assert ok.sum() > 100
+    assert np.abs(q[ok] - r1[ok]).max() < 1e-14 and np.abs(t[ok] - r2[ok]).max() < 1e-14
+    assert np.abs(L[ok] - L0[ok]).max() < 1e-14
+    st, *_ = W.wrap_sphere_obstacle(np.array([[0.05, 0, 0]]), np.array([[-0.05, 0, 0]]), R)
+    assert st[0] == W.INSIDE          # collinear with the centre: no unique plane
+
+
+def test_double_cylinder_obstacle_belts():
+    """Two parallel pulleys of radius R, 2a apart; P below U, S below V. Both left-handed:
+    the path runs over the top (open belt). Opposite directions: it crosses between them
+    (crossed belt, common tangent of length sqrt((2a)² - (2R)²)). With a rise the unrolled
+    path stays straight only in the open-belt case (same helix angle), checked as well."""
+    a, R, b = 0.05, 0.01, 0.03
+    P = np.array([[-a, -b, 0.0]]) + [a, 0, 0]     # U frame: U at the origin
+    S = np.array([[a, -b, 0.0]]) + [a, 0, 0]
+    case, q, Q, T, t, L = W.wrap_double_cylinder_obstacle(P, S, R, -1, R, -1, np.eye(3),
+                                                          [2 * a, 0, 0])
+    open_belt = 2 * np.sqrt(b * b - R * R) + 2 * R * (np.pi - np.arccos(R / b)) + 2 * a
+    assert case[0] == W.DC_BOTH and abs(L[0] - open_belt) < 1e-14
+    assert np.allclose(Q[0], [0, R, 0]) and np.allclose(T[0], [2 * a, R, 0])
+    P3, S3 = P + [0, 0, -0.02], S + [0, 0, 0.03]
+    case, q, Q, T, t, L = W.wrap_double_cylinder_obstacle(P3, S3, R, -1, R, -1, np.eye(3),
+                                                          [2 * a, 0, 0])
+    assert case[0] == W.DC_BOTH and abs(L[0] - np.hypot(open_belt, 0.05)) < 1e-12
+    # crossed: over the top of U (left-handed), under V going up to S above V (right-handed)
+    S2 = np.array([[2 * a, b, 0.0]])
+    case, q, Q, T, t, L = W.wrap_double_cylinder_obstacle(P, S2, R, -1, R, 1, np.eye(3),
+                                                          [2 * a, 0, 0])
+    g = np.arccos(2 * R / (2 * a))              # tangent direction of the crossed belt
+    cross = 2 * np.sqrt(b * b - R * R) + np.sqrt((2 * a) ** 2 - (2 * R) ** 2) \
+        + 2 * R * (1.5 * np.pi - np.arccos(R / b) - g)
+    assert case[0] == W.DC_BOTH and abs(L[0] - cross) < 1e-12
+
+
+def test_double_cylinder_obstacle_cases_and_consistency():
+    """Skewed cylinders: each frame's case follows the contact tests, and a path over both is
+    consistent (each wrap is the single-cylinder wrap between its neighbours: the common
+    tangent Q-T touches both)."""
+    rng = np.random.default_rng(13)
+    n = 400
+    ang = np.deg2rad(35.0)
+    Ruv = np.array([[1, 0, 0], [0, np.cos(ang), -np.sin(ang)], [0, np.sin(ang), np.cos(ang)]])
+    ouv = np.array([0.06, 0.01, 0.0])
+    p = np.c_[rng.uniform(-0.05, 0.0, n), rng.uniform(-0.05, 0.05, n), rng.uniform(-0.03, 0.03, n)]
+    s = np.c_[rng.uniform(0.06, 0.11, n), rng.uniform(-0.05, 0.05, n), rng.uniform(-0.03, 0.03, n)]
+    ru, rv = 0.012, 0.008
+    case, q, Q, T, t, L = W.wrap_double_cylinder_obstacle(p, s, ru, 1, rv, -1, Ruv, ouv)
+    assert {W.DC_NONE, W.DC_U, W.DC_V, W.DC_BOTH} <= set(case.tolist())
+    to_v = lambda x: (x - ouv) @ Ruv
+    b = case == W.DC_BOTH
+    st, q1, Q1, _ = W.wrap_cylinder_obstacle(p[b], T[b], ru, 1)
+    assert np.all(st == W.WRAPPED) and np.abs(q1 - q[b]).max() < 1e-10
+    assert np.abs(Q1 - Q[b]).max() < 1e-10
+    st, T1, t1, _ = W.wrap_cylinder_obstacle(to_v(Q[b]), to_v(s[b]), rv, -1)
+    assert np.all(st == W.WRAPPED) and np.abs(T1 - to_v(T[b])).max() < 1e-10
+    # single-cylinder frames: the other cylinder is not touched by the path
+    u = case == W.DC_U
+    st, *_ = W.wrap_cylinder_obstacle(to_v(Q[u]), to_v(s[u]), rv, -1)
+    assert not np.any(st == W.WRAPPED)
+    v = case == W.DC_V
+    st, *_ = W.wrap_cylinder_obstacle(p[v], T[v], ru, 1)
+    assert not np.any(st == W.WRAPPED)
+    # the wrapped path is never shorter than the straight line
+    assert np.all(L >= np.linalg.norm(s - p, axis=1) - 1e-15)
