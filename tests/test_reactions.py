@@ -853,3 +853,63 @@ def test_tsm_moving_trial_joint_reaction_equals_opensim(tmp_path):
     err = np.abs(r.data - ref.data).max()
     print(f"TSM moving trial JR: max |arthron − OpenSim| = {err:.1e} (|F| up to {np.abs(ref.data).max():.0f})")
     assert err < 1e-6
+
+
+@needs_data
+def test_motion_multipliers_least_squares():
+    """With the motion's accelerations the constraint multipliers are the least-squares ones:
+    (1) forces consistent with the motion (a forward-dynamics state of the Thoracoscapular model:
+    AC PointConstraint, locked coordinates, random mobility forces) give back the forward μ
+    exactly, and the joint loads equal forward dynamics'; (2) on a moving trial without forces
+    the residual generalized forces left to the joints are orthogonal to the constraint
+    directions (G r = 0) and smaller than with the constraint left out (which is what
+    joint_reactions does by default when no forces are given)."""
+    from arthron.models.constraints import assemble, compile_constraints
+    from arthron.solvers.reactions import constraint_loads, motion_constraint_multipliers
+    model = read_osim(TSM)
+    tree = compile_model(model)
+    cs = compile_constraints(model, tree)
+    rng = np.random.default_rng(21)
+    T = 20
+    locked = np.array([c.locked for c in model.coordinates.values()])
+    q0 = tree.default_q + 0.1 * rng.standard_normal((T, tree.nq))
+    q0[:, locked] = tree.default_q[locked]
+    q = assemble(model, tree, q0)
+    G = cs.jacobian(q)[:, :, ~locked]
+    _, _, Vt = np.linalg.svd(G)
+    N = np.swapaxes(Vt[:, G.shape[1]:], 1, 2)
+    qd = np.zeros((T, tree.nq))
+    qd[:, ~locked] = np.einsum("tik,tjk,tj->ti", N, N, rng.standard_normal((T, (~locked).sum())))
+    tau = rng.standard_normal((T, tree.nq))
+    tau[:, locked] = 0
+    qdd, mu = forward_accelerations(tree, q, qd, tau, [], locked=locked, constraints=cs, return_multipliers=True)
+    mu_ls, r = motion_constraint_multipliers(tree, cs, q, qd, qdd, tau, locked=locked)
+    assert np.abs(mu_ls - mu).max() < 1e-9 * max(1.0, np.abs(mu).max())
+    assert np.abs(r[:, ~locked]).max() < 1e-9
+    c1, _ = constraint_loads(cs, tree, q, mu)
+    c2, _ = constraint_loads(cs, tree, q, mu_ls)
+    L1 = joint_loads(model, tree, q, qd, qdd, c1).Lambda
+    L2 = joint_loads(model, tree, q, qd, qdd, c2).Lambda
+    assert np.abs(L1 - L2).max() < 1e-9 * np.abs(L1).max()
+    # (2) a moving trial, no forces: least squares vs constraint forces left out
+    names = list(model.coordinates)
+    t = np.linspace(0, 1, 51)
+    amp = np.where(locked, 0.0, 0.3)
+    qm = tree.default_q + amp * np.sin(2 * np.pi * t[:, None] * (1 + 0.1 * np.arange(len(names))))
+    mot = Table(name="m", time=t, labels=names, data=assemble(model, tree, qm), in_degrees=False)
+    r_ls = joint_reactions(model, mot, constraint_forces="least_squares")
+    with pytest.warns(Warning, match="no forces file their forces are not part"):
+        r_none = joint_reactions(model, mot)                  # "auto" without forces: left out
+    with pytest.warns(Warning, match="no forces file their forces are not part"):
+        np.testing.assert_array_equal(r_none.data, joint_reactions(model, mot, constraint_forces="none").data)
+    mu2, res = motion_constraint_multipliers(tree, cs, r_ls.q, r_ls.qd, r_ls.qdd, locked=locked)
+    Gm = cs.jacobian(r_ls.q)[:, :, ~locked]
+    assert np.abs(np.einsum("tmk,tk->tm", Gm, res[:, ~locked])).max() < 1e-9 * np.abs(res).max()
+    tau_none = inverse_dynamics(tree, r_ls.q, r_ls.qd, r_ls.qdd)
+    assert np.linalg.norm(res[:, ~locked]) < np.linalg.norm(tau_none[:, ~locked])
+    d = np.abs(r_ls.data - r_none.data).max()
+    print(f"motion μ: |μ_ls − μ_forward| {np.abs(mu_ls - mu).max():.1e}; moving trial: |μ| up to "
+          f"{np.abs(mu2).max():.1f} N, reactions change by up to {d:.1f} N / N·m vs constraint left out")
+    assert d > 1e-3
+    with pytest.raises(SolverError, match="constraint_forces"):
+        joint_reactions(model, mot, constraint_forces="all")

@@ -71,7 +71,14 @@ Model constraints (closed chains: PointConstraint, ConstantDistanceConstraint,
 CoordinateCouplerConstraint) enter with Lagrange multipliers μ in forward dynamics
 (:func:`forward_accelerations`, :func:`constraint_loads`): their body forces load the joints
 like any applied force, their mobility forces (couplers) are transmitted by the joints. With the
-motion's accelerations μ is undetermined and left out (a warning is issued). Not included:
+motion's accelerations the equations of motion do not fix μ (the joints' generalized forces could
+take any share); :func:`motion_constraint_multipliers` takes the least-squares μ, which leaves the
+joints the smallest residual generalized forces and is exact when the applied forces are
+consistent with the motion. :func:`joint_reactions` uses it when a forces file is given and
+otherwise leaves μ out, with a warning (``constraint_forces``). A
+PointConstraint's acceleration is held zero in the constraint's ancestor body, as Simbody's Ball
+does (it differs from ground by ``2 ω_A × v_rel`` when spline speeds violate the velocity
+constraint). Not included:
 passive force elements of the model that are not actuators (springs, ligaments,
 CoordinateLimitForce: a warning is issued).
 """
@@ -90,7 +97,7 @@ from .inverse_dynamics import (body_wrenches_from_loads, coordinates_from_table,
                                external_loads_from_setup, inverse_dynamics)
 
 __all__ = ["JointLoads", "JointReactionResult", "joint_loads", "open_constraint_map",
-           "forward_accelerations", "mass_matrix", "constraint_loads", "classic_joint_loads", "actuator_forces",
+           "forward_accelerations", "mass_matrix", "constraint_loads", "motion_constraint_multipliers", "classic_joint_loads", "actuator_forces",
            "joint_reactions", "joint_reactions_from_setup", "reaction_columns", "read_force_set_file"]
 
 _DESCRIPTION = [
@@ -765,6 +772,41 @@ def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=
     return (qdd, mu) if return_multipliers else qdd
 
 
+def motion_constraint_multipliers(tree: Tree, constraints, q, qd, qdd, generalized=None, loads=(),
+                                  locked=None):
+    """Multipliers μ of the model constraints for the motion's own accelerations.
+
+    With q̈ given, the equations of motion ``τ_ID(q, q̇, q̈) = Q + Gᵀμ + r`` (τ_ID = Dᵀ(M(Dq̈ + γ)
+    − h) by inverse dynamics with the body ``loads``; Q the applied mobility forces
+    ``generalized``) do not determine μ by themselves: the joints' own generalized forces r
+    could take any part of the load. μ is chosen to leave the least ``‖r‖`` over the unlocked
+    coordinates (least squares, ``μ = (G Gᵀ)⁻¹ G (τ_ID − Q)``, G = ∂c/∂q of the unlocked
+    coordinates, full row rank). When the applied forces are consistent with the motion
+    (r = 0 possible, e.g. the forces of a forward simulation or of a static optimization that
+    includes the constraints) this is the exact μ, the one :func:`forward_accelerations` finds;
+    otherwise r is the smallest residual in the coordinates' units (N·m and N weighted alike)
+    and the joints transmit it as mobility forces.
+
+    Returns
+    -------
+    mu : (T, m) in the sign of :func:`forward_accelerations` (see :func:`constraint_loads`);
+    residual : (T, nq) r, the generalized forces left to the joints (locked coordinates: all
+    of theirs).
+    """
+    q = np.atleast_2d(np.asarray(q, float))
+    T, nq = q.shape
+    need = inverse_dynamics(tree, q, qd, qdd, list(loads or ()))
+    if generalized is not None:
+        need = need - np.asarray(generalized, float)
+    free = np.ones(nq, bool) if locked is None else ~np.asarray(locked, bool)
+    G = constraints.jacobian(q)[:, :, free]
+    A = G @ np.swapaxes(G, 1, 2)
+    mu = np.linalg.solve(A, np.einsum("tmk,tk->tm", G, need[:, free])[..., None])[..., 0]
+    r = need.copy()
+    r[:, free] -= np.einsum("tmk,tm->tk", G, mu)
+    return mu, r
+
+
 # ----------------------------------------------------------------------------- classic formula
 def _skew(r):
     z = np.zeros(r.shape[:-1])
@@ -1280,12 +1322,14 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
     return gen + gen_u, loads
 
 
-def _warn_unmodelled(model: Model, accelerations: str):
-    if accelerations == "motion" and any(c.enabled for c in model.constraints):
+def _warn_unmodelled(model: Model, accelerations: str, constraint_forces: str = "least_squares"):
+    if accelerations == "motion" and constraint_forces == "none" and any(c.enabled for c in model.constraints):
         kinds = ", ".join(c.type for c in model.constraints if c.enabled)
         warnings.warn(f"model '{model.name}' has constraints ({kinds}); "
-                      "with the motion's accelerations their forces are undetermined and not part of the "
-                      "joint reactions (use accelerations='forward' to include them)", ArthronWarning,
+                      "with the motion's accelerations and no forces file their forces are not part of the "
+                      "joint reactions (give the forces, or use constraint_forces='least_squares' or "
+                      "accelerations='forward' to include them)",
+                      ArthronWarning,
                       stacklevel=3)
     passive = [f for f in model.forces.values() if f.properties.get("appliesForce", True)
                and not (f.type in ACTUATOR_TYPES or f.is_muscle)]
@@ -1298,7 +1342,7 @@ def _warn_unmodelled(model: Model, accelerations: str):
 def joint_reactions(model: Model, motion_table, forces_table=None, external_loads=None, joints=None,
                     on="child", in_frame="ground", lowpass_hz=None, time_range=None, *,
                     accelerations="motion", loads_table=None, in_degrees=None,
-                    tree: Tree | None = None) -> JointReactionResult:
+                    constraint_forces="auto", tree: Tree | None = None) -> JointReactionResult:
     """Joint reactions of a motion, in OpenSim JointReaction's layout (``arthron jr``).
 
     Parameters
@@ -1315,6 +1359,14 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
         "forward" (q̈ from the equations of motion with the forces of ``forces_table``: OpenSim's
         JointReaction; locked coordinates held, model constraints with multipliers whose body
         forces load the joints)
+    constraint_forces : with the motion's accelerations, how the model constraints' multipliers
+        are found (:func:`motion_constraint_multipliers`): "least_squares" (the constraints carry
+        what they can of the generalized forces the motion needs beyond the applied ones: exact
+        when the forces are consistent with the motion), "none" (left out, with a warning), or
+        "auto" (default): least squares when ``forces_table`` is given, else none: without
+        applied forces all the generalized forces are residual and least squares would load
+        the constraints with whatever they can take (up to ~280 N at the Thoracoscapular AC
+        joint for a gravity-only moving trial), which nothing in the data supports
 
     Models with constraints have their coordinates assembled first (nearest configuration
     satisfying them), as OpenSim's tools do.
@@ -1332,8 +1384,12 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     from .filtering import prepare_coordinates
     if accelerations not in ("motion", "forward"):
         raise SolverError(f"accelerations must be 'motion' or 'forward', got {accelerations!r}")
+    if constraint_forces not in ("auto", "least_squares", "none"):
+        raise SolverError(f"constraint_forces must be 'auto', 'least_squares' or 'none', got {constraint_forces!r}")
+    if constraint_forces == "auto":
+        constraint_forces = "none" if forces_table is None else "least_squares"
     tree = tree or compile_model(model)
-    _warn_unmodelled(model, accelerations)
+    _warn_unmodelled(model, accelerations, constraint_forces)
     sel = _select(model, tree, joints)                 # fail early on names, on/in keywords
     infos = _joint_infos(model, tree)
     for k, (o, f) in enumerate(zip(_per_joint(on, len(sel), "apply_on_bodies"),
@@ -1364,14 +1420,17 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     if any(c.enabled for c in model.constraints):
         from ..models.constraints import compile_constraints
         cs = compile_constraints(model, tree)
+    locked = np.array([c.locked for c in model.coordinates.values()])
+    mu = None
     if accelerations == "forward":
-        locked = np.array([c.locked for c in model.coordinates.values()])
         qdd, mu = forward_accelerations(tree, q, qd, gen, loads, locked=locked, constraints=cs,
                                         return_multipliers=True)
-        if cs is not None:
-            c_loads, c_gen = constraint_loads(cs, tree, q, mu)
-            loads = loads + c_loads
-            gen = c_gen if gen is None else gen + c_gen
+    elif cs is not None and constraint_forces == "least_squares":
+        mu, _ = motion_constraint_multipliers(tree, cs, q, qd, qdd, gen, loads, locked=locked)
+    if cs is not None and mu is not None:
+        c_loads, c_gen = constraint_loads(cs, tree, q, mu)
+        loads = loads + c_loads
+        gen = c_gen if gen is None else gen + c_gen
     jl = joint_loads(model, tree, q, qd, qdd, loads, joints)
     labels, data = reaction_columns(model, tree, jl, on, in_frame)
     residual = None
