@@ -264,8 +264,8 @@ def test_unsupported_wrap_type_names_the_muscle():
     from arthron.errors import UnsupportedFeature
     model = read_osim(ARM26)
     wo = next(w for b in model.bodies.values() for w in b.wrap_objects if w.name == "TRI")
-    wo.type = "WrapCylinderObst"
-    with pytest.raises(UnsupportedFeature, match=r"TRI\w*.*WrapCylinderObst"):
+    wo.type = "WrapDoubleCylinderObst"
+    with pytest.raises(UnsupportedFeature, match=r"TRI\w*.*WrapDoubleCylinderObst"):
         P.compile_paths(model, compile_model(model))
     P.compile_paths(model, compile_model(model), forces=["BICshort"])   # others still work
 
@@ -393,3 +393,46 @@ def test_small_models_torus_and_quadrant_sphere(tmp_path, kind):
     tol = 1e-6 if kind == "torus+cylinder" else 1e-9
     assert np.abs(L1 - L0).max() < tol
     assert np.abs(MA1 - MA0).max() < 10 * tol
+
+
+@needs_opensim
+@pytest.mark.parametrize("direction", ["righthand", "lefthand"])
+def test_cylinder_obstacle_in_a_path(tmp_path, direction):
+    """A path over a WrapCylinderObst (OpenSim 4.6 cannot load it, so the model is written
+    with a WrapCylinder and edited): its length is the obstacle geometry between the path
+    points, and analytic moment arms equal tendon excursion."""
+    import opensim as osim
+
+    from arthron.geometry import wrapping as W
+    c = osim.WrapCylinder()
+    c.setName("cyl")
+    c.set_radius(0.01)
+    c.set_length(0.1)
+    c.set_translation(osim.Vec3(0.0, 0.03, 0.0))
+    path = _wrap_model(tmp_path, [c])
+    txt = path.read_text()
+    i = txt.index('<WrapCylinder name="cyl">')
+    j = txt.index("</WrapCylinder>") + len("</WrapCylinder>")
+    path.write_text(txt[:i] + '<WrapCylinderObst name="cyl"><translation>0 0.03 0</translation>'
+                    f"<radius>0.01</radius><length>0.1</length><wrapDirection>{direction}"
+                    "</wrapDirection></WrapCylinderObst>" + txt[j:])
+    model, tree, ps = _setup(path)
+    Q = np.linspace(-2.5, 2.5, 41)[:, None]
+    st = P.compute_paths(ps, tree, Q)[0]
+    wrapped = (st.wobj >= 0).any(1)
+    assert wrapped.sum() > 5 and (~wrapped).sum() > 5
+    # direct: path points in the obstacle frame (ground, translated)
+    kin = forward_kinematics(tree, Q)
+    Rb, ob = P._frames(tree, kin)
+    pth = ps.paths[0]
+    pts = [ob[:, b] + np.einsum("tij,j->ti", Rb[:, b], l) for b, l in zip(pth.body, pth.loc)]
+    p1, p2 = pts[0] - [0, 0.03, 0], pts[1] - [0, 0.03, 0]
+    s_, q_, t_, L_ = W.wrap_cylinder_obstacle(p1, p2, 0.01, 1 if direction == "righthand" else -1)
+    ok = s_ == W.WRAPPED
+    ref = np.where(ok, np.linalg.norm(q_ - p1, axis=1) + L_ + np.linalg.norm(p2 - t_, axis=1),
+                   np.linalg.norm(p2 - p1, axis=1))
+    assert np.array_equal(ok, wrapped)
+    assert np.abs(st.length - ref).max() < 1e-14
+    ma = P.moment_arms(ps, tree, Q, coupled=False)
+    ex = P.moment_arms_excursion(ps, tree, Q, h=1e-7)
+    assert np.abs(ma - ex).max() < 1e-6

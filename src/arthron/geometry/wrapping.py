@@ -37,7 +37,8 @@ import numpy as np
 from ..errors import UnsupportedFeature
 
 NO_WRAP, INSIDE, WRAPPED, MANDATORY = 0, 1, 2, 3
-SUPPORTED = ("WrapSphere", "WrapCylinder", "WrapEllipsoid", "WrapTorus")
+SUPPORTED = ("WrapSphere", "WrapCylinder", "WrapEllipsoid", "WrapTorus", "WrapSphereObst",
+             "WrapCylinderObst")
 
 __all__ = ["NO_WRAP", "INSIDE", "WRAPPED", "MANDATORY", "SUPPORTED", "wrap_sphere",
            "wrap_cylinder", "wrap_ellipsoid", "wrap_torus", "wrap_segment",
@@ -1184,6 +1185,10 @@ def wrap_segment(wo, p1, p2, method: str = "hybrid", single: bool = True):
                              wo.axis, wo.sign, adjust_tangents=~np.asarray(single, bool))
     if t == "WrapEllipsoid":
         return wrap_ellipsoid(p1, p2, wo.dims["radii"], wo.axis, wo.sign, method)
+    if t == "WrapCylinderObst":
+        return wrap_cylinder_obstacle(p1, p2, wo.dims["radius"], wo.dims.get("direction", 1))
+    if t == "WrapSphereObst":
+        return wrap_sphere_obstacle(p1, p2, wo.dims["radius"])
     if t == "WrapTorus":
         return wrap_torus(p1, p2, wo.dims.get("inner_radius", 0.01),
                           wo.dims.get("outer_radius", 0.05), wo.axis, wo.sign,

@@ -14,9 +14,11 @@ tried on every segment of its point range; a segment that penetrates the object 
 once ("mandatory"), otherwise the wrap that lengthens the path least; with two or more wrap
 objects up to 8 passes are made until the length changes by less than 0.5 mm (with OpenSim's
 order swap after the first pass, its cylinder tangent correction, and its use of the tangent
-points' ground positions cached at their first use). The obstacle-set objects (WrapSphereObst,
-WrapCylinderObst, WrapDoubleCylinderObst) raise :class:`arthron.errors.UnsupportedFeature` when
-the paths are compiled (their geometry is in :mod:`arthron.geometry.wrapping`).
+points' ground positions cached at their first use). The obstacle-set sphere and cylinder
+(WrapSphereObst, WrapCylinderObst: Garner & Pandy's published geometry, which OpenSim 4.6
+cannot evaluate) wrap like optional wraps; WrapDoubleCylinderObst raises
+:class:`arthron.errors.UnsupportedFeature` when the paths are compiled (its geometry is
+:func:`arthron.geometry.wrapping.wrap_double_cylinder_obstacle`).
 
 Moment arms are computed analytically from the path's unit tension: it pulls each node (path
 point or tangent point) towards its neighbours on other bodies; the net pull ``f_k`` on node
@@ -158,6 +160,25 @@ def _quadrant(q: str, where: str):
     return _QUADRANTS[k]
 
 
+def _obstacle_direction(w, tag):
+    """+1 (right-handed, OpenSim's default) or -1 from an obstacle's ``wrapDirection``."""
+    raw = getattr(w, "raw", None)
+    txt = None
+    if raw is not None:
+        for c in raw:
+            if isinstance(c.tag, str) and c.tag == tag:
+                txt = (c.text or "").strip()
+    if txt is None:
+        txt = str(w.dimensions.get(tag, "righthand"))
+    t = txt.lower()
+    if t in ("righthand", "right", "righthanded", "unassigned", ""):
+        return 1
+    if t in ("lefthand", "left", "lefthanded"):
+        return -1
+    raise ModelFileError(f"wrap obstacle '{w.name}': {tag} '{txt}' is not 'righthand' or "
+                         "'lefthand'")
+
+
 def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool = True,
                   strict: bool = False) -> PathSet:
     """Compile the geometry paths of a model's path forces (muscles, ligaments, path actuators).
@@ -184,8 +205,8 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         MovingPathPoint names a coordinate the model does not have, or a PathWrap names a wrap
         object that no body of the model carries.
     UnsupportedFeature
-        naming the force, when it wraps over an obstacle-set object (WrapSphereObst,
-        WrapCylinderObst, WrapDoubleCylinderObst).
+        naming the force, when it wraps over a WrapDoubleCylinderObst (its geometry is
+        :func:`arthron.geometry.wrapping.wrap_double_cylinder_obstacle`).
     """
     nb = tree.nb
     bidx = {f"/bodyset/{n}": i for i, n in enumerate(tree.body_names)}
@@ -213,6 +234,8 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         for k in ("inner_radius", "outer_radius"):
             if k in d:
                 dims[k] = float(d[k])
+        if w.type == "WrapCylinderObst":
+            dims["direction"] = _obstacle_direction(w, "wrapDirection")
         wid.setdefault(w.name, len(wobjs))
         wobjs.append(WrapObjectData(w.name, w.type, bidx[base], Rw, pw, dims, axis, sign,
                                     bool(w.active)))
