@@ -346,22 +346,23 @@ def _spiral_point(r, th, dz, sense, t):
 def _adjust_one(p, r, w, thresh):
     """OpenSim's tangent correction of one tangent point ``r`` (T,3) against the helix point
     ``w``: when the angles of p->r and r->w to the axis differ by more than ``thresh``, r slides
-    along the axis 1.5 times towards the point of its axial line closest to the line p-w.
-    Returns (new r, moved)."""
-    pr = _unit(r - p)[0]
-    rw = _unit(w - r)[0]
-    a = np.arccos(np.clip(pr[:, 2], -1, 1))
-    o = np.arccos(np.clip(rw[:, 2], -1, 1))
-    need = np.abs(a - o) > thresh
-    pa = r.copy()
-    pa[:, 2] = p[:, 2]
-    wa = r.copy()
-    wa[:, 2] = w[:, 2]
+    along the axis 1.5 times towards the point of its axial line closest to the line p-w
+    (OpenSim's ``IntersectLines`` with a vertical second line, written out: x and y of r do
+    not change). Returns (new r, moved)."""
+    pr = r - p
+    rw = w - r
     with np.errstate(invalid="ignore", divide="ignore"):
-        _, _, inter, _ = _intersect_lines(p, w, pa, wa)
-    new = r + 1.5 * (inter - r)
-    need &= np.all(np.isfinite(new), -1)
-    return np.where(need[:, None], new, r), need
+        a = np.arccos(np.clip(pr[:, 2] / np.sqrt((pr * pr).sum(1)), -1, 1))
+        o = np.arccos(np.clip(rw[:, 2] / np.sqrt((rw * rw).sum(1)), -1, 1))
+        d = w - p
+        d = d / np.sqrt((d * d).sum(1))[:, None]
+        den = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1]
+        z = p[:, 2] + d[:, 2] * ((r[:, 0] - p[:, 0]) * d[:, 0] + (r[:, 1] - p[:, 1]) * d[:, 1]) / den
+        nz = r[:, 2] + 1.5 * (z - r[:, 2])
+    need = (np.abs(a - o) > thresh) & np.isfinite(nz)
+    out = r.copy()
+    out[:, 2] = np.where(need, nz, r[:, 2])
+    return out, need
 
 
 def _adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter=100, thresh=np.deg2rad(0.1)):
@@ -393,9 +394,12 @@ def _adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter=100, thresh=np.deg2rad
         t = 1.0 / nseg
         n1, m1 = _adjust_one(p1[idx], a1, _spiral_point(a1, th, dz, sense, t), thresh)
         n2, m2 = _adjust_one(p2[idx], a2, _spiral_point(n1, th, dz, sense, 1.0 - t), thresh)
+        # a frame whose points did not change at all would repeat the same step until the
+        # iteration limit: it is final already
+        same = np.all(n1 == a1, -1) & np.all(n2 == a2, -1)
         r1[idx] = n1
         r2[idx] = n2
-        idx = idx[m1 | m2]
+        idx = idx[(m1 | m2) & ~same]
     return r1, r2
 
 
