@@ -97,7 +97,8 @@ from .inverse_dynamics import (body_wrenches_from_loads, coordinates_from_table,
                                external_loads_from_setup, inverse_dynamics)
 
 __all__ = ["JointLoads", "JointReactionResult", "joint_loads", "open_constraint_map",
-           "forward_accelerations", "mass_matrix", "constraint_loads", "motion_constraint_multipliers", "classic_joint_loads", "actuator_forces",
+           "forward_accelerations", "mass_matrix", "constraint_loads", "motion_constraint_multipliers",
+           "classic_joint_loads", "actuator_forces",
            "joint_reactions", "joint_reactions_from_setup", "reaction_columns", "read_force_set_file"]
 
 _DESCRIPTION = [
@@ -421,12 +422,14 @@ class _HingeLayout:
     nodes: list             # variable (hinge) nodes, parents first
     cols: list              # per hinge node: slice of its columns in the node-column space (K)
     anc_cols: list          # per hinge node: columns of its hinge ancestors and itself
-    S: np.ndarray           # (nb, nh) 1 where body b lies in hinge node's subtree
     P: np.ndarray           # (K, nq) node column -> coordinate
     identity: bool          # P is a permutation (every coordinate in exactly one node column)
     perm: np.ndarray        # coordinate of each node column
     primary: np.ndarray     # (nq,) first node column of each coordinate (−1: none)
     dups: list              # (column, primary column of the same coordinate) of the others
+    node_body: np.ndarray   # per hinge node: the body whose subtree it moves (its joint's child)
+    body_parent: np.ndarray  # (nb,) parent body (−1: ground)
+    body_order: list        # bodies, parents first
 
 
 def _hinge_layout(tree) -> _HingeLayout:
@@ -453,12 +456,6 @@ def _hinge_layout(tree) -> _HingeLayout:
                 sl = cols[pos[m]]
                 idx += list(range(sl.start, sl.stop))
         anc_cols.append(np.array(idx, int))
-    S = np.zeros((tree.nb, len(hn)))
-    for b in range(tree.nb):
-        chain = set(anc[tree.body_node[b]] + [tree.body_node[b]])
-        for j, n in enumerate(hn):
-            if n in chain:
-                S[b, j] = 1.0
     P = np.zeros((off, tree.nq))
     P[np.arange(off), coord_of] = 1.0
     perm = np.array(coord_of, int)
@@ -470,7 +467,11 @@ def _hinge_layout(tree) -> _HingeLayout:
             primary[cc] = a
         else:
             dups.append((a, int(primary[cc])))
-    lay = _HingeLayout(hn, cols, anc_cols, S, P, identity, perm, primary, dups)
+    jidx = {n: i for i, n in enumerate(tree.joint_names)}
+    node_body = np.array([tree.joint_child_body[jidx[tree.nodes[n].joint]] for n in hn], int)
+    order = sorted(range(tree.nb), key=lambda b: tree.body_node[b])      # nodes are parents first
+    lay = _HingeLayout(hn, cols, anc_cols, P, identity, perm, primary, dups, node_body,
+                       _body_parent(tree), order)
     tree._arthron_reactions_layout = lay
     return lay
 
@@ -483,7 +484,7 @@ def mass_matrix(tree: Tree, q, kin=None) -> np.ndarray:
     ``Φ_n = [H_ω; H_v + o_n × H_ω]`` (angular; velocity of the point at the ground origin), and
     ``M = Σ_{m ancestor-or-self of n} Φ_mᵀ I^c_n Φ_n (+ transpose)``, with ``I^c_n`` the spatial
     inertia of n's subtree about the ground origin: ``[[J, [h]×], [−[h]×, m]]``, J the
-    rotational inertia about the origin, h the first mass moment. Subtree sums are one GEMM.
+    rotational inertia about the origin, h the first mass moment, summed over subtrees leaves first.
 
     Parameters
     ----------
@@ -536,11 +537,18 @@ def _node_mass_matrix(tree, kin, T, lower=False):
     mc2 = m[:, None] * np.einsum("bit,bit->bt", c, c)
     for i in range(3):
         J[:, i, i] += mc2                                                         # about the origin
-    St = lay.S.T
-    nh = St.shape[0]
-    Jc = (St @ J.reshape(nb, -1)).reshape(nh, 3, 3, T)
-    hc = (St @ (m[:, None, None] * c).reshape(nb, -1)).reshape(nh, 3, T)
-    mcs = St @ m
+    # composite (subtree) sums per body, leaves first; a hinge node's subtree is its joint's
+    # child body's (element-wise adds: no BLAS call, which other processes' threads can stall)
+    hb = m[:, None, None] * c
+    ms = m.copy()
+    for b in lay.body_order[::-1]:
+        p = lay.body_parent[b]
+        if p >= 0:
+            J[p] += J[b]
+            hb[p] += hb[b]
+            ms[p] += ms[b]
+    nh = len(lay.nodes)
+    Jc, hc, mcs = J[lay.node_body], hb[lay.node_body], ms[lay.node_body]
     Phi = np.empty((K, 6, T))
     for j, n in enumerate(lay.nodes):
         _, Hw, Hv = kin.hinge[n]
