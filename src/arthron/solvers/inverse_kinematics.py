@@ -9,15 +9,21 @@ i.e. Simbody's Assembler with a ``Markers`` goal and one ``QValue`` goal per coo
 matters as soon as there are coordinate tasks)
 over the unlocked coordinates, inside the ``range`` of clamped coordinates. Markers whose
 observation is NaN in a frame are left out of that frame. Locked coordinates stay at their
-default value. CoordinateCouplerConstraints are satisfied exactly (dependent coordinates are
-eliminated) when ``constraint_weight`` is infinite, and added as penalty residuals
-``√w (q_d − s f(q_i))`` otherwise. Point, Weld and ConstantDistance constraints
-(:mod:`arthron.models.constraints`) likewise: with an infinite weight every step solves the
-linearised problem with the constraint Jacobian as equality (KKT system) and is projected back
-onto the constraint manifold, so they hold to 1e-12; with a finite weight ``w`` they add
-``√w c(q)`` to the residuals — Simbody's ``w |qerr|²/2`` goal at the same scale as the marker
-goal. Checked against OpenSim 4.6's InverseKinematicsTool on a noisy Thoracoscapular trial
-(AC PointConstraint): 3e-4° with weight inf, 9e-3° with weight 20.
+default value.
+
+Model constraints (CoordinateCouplerConstraint; Point and ConstantDistance constraints through
+:mod:`arthron.models.constraints`; Weld is refused, it has no residuals there yet) are held
+exactly by default, whatever ``constraint_weight`` says: that is what OpenSim 4.6's
+InverseKinematicsTool does (measured: with weights 20, 5, 0.5 and 0.001 — set through the API or
+a setup file — its results satisfy a PointConstraint (Thoracoscapular AC), a ConstantDistance
+and a CoordinateCoupler constraint on arm26 to 1e-11, and equal its weight-inf results; arthron's
+exact results are 3e-4°, 1.2e-4° and 5e-5° from them). Couplers eliminate their dependent
+coordinate; for Point/ConstantDistance every step solves the linearised problem with the
+constraint Jacobian as equality (KKT system) and is projected back onto the constraint manifold
+(residuals below 1e-12). With ``penalty=True`` a finite weight ``w`` is what Simbody's
+Assembler documents: a goal ``w |perr|²/2`` beside the marker goal, i.e. residuals ``√w perr(q)``
+with Simbody's position errors (coupler ``q_d − s f(q_i)``; PointConstraint the 3 coordinates
+of the point gap; ConstantDistance/Rod ``(|p|² − d²)/2``).
 
 The solver is a bounded Levenberg–Marquardt (Gauss–Newton with a damping that vanishes near
 the optimum, projected active-set bounds) with analytic Jacobians: for a marker on body b, the
@@ -550,18 +556,22 @@ class InverseKinematics:
     ----------
     model : Model
     tasks : IKTasks, optional (all markers weight 1, no coordinate tasks)
-    constraint_weight : float, ``inf`` = constraints enforced exactly
+    constraint_weight : float, ``inf`` = constraints enforced exactly; a finite weight is used
+        only with ``penalty=True`` (otherwise constraints are exact, as OpenSim 4.6's IK tool
+        holds them whatever the weight)
+    penalty : bool, finite ``constraint_weight`` as a penalty (Simbody Assembler semantics)
     marker_names_available : list of str, the trial's marker labels (markers the trial lacks
         are not part of the problem)
 
     Raises
     ------
-    UnsupportedFeature for model constraints other than CoordinateCoupler, Point, Weld and
-    ConstantDistance constraints (see :mod:`arthron.models.constraints`).
+    UnsupportedFeature for model constraints other than CoordinateCoupler, Point and
+    ConstantDistance constraints (Weld: :mod:`arthron.models.constraints` has no residuals for
+    it yet).
     """
 
     def __init__(self, model: Model, tasks: IKTasks | None = None, constraint_weight=math.inf,
-                 marker_names_available=None, *, tree: Tree | None = None):
+                 marker_names_available=None, *, tree: Tree | None = None, penalty: bool = False):
         self.model = model
         self.tree = tree if tree is not None else compile_model(model)
         tasks = tasks or IKTasks()
@@ -600,7 +610,10 @@ class InverseKinematics:
         self.ctask_sw = np.sqrt(np.array(self.ctask_w, float))
         # constraints
         self.couplers = []
-        self.constraint_weight = float(constraint_weight)
+        # OpenSim 4.6's IK tool holds model constraints exactly whatever its constraint_weight
+        # (measured: see the module docstring); a penalty only when asked for
+        self.requested_constraint_weight = float(constraint_weight)
+        self.constraint_weight = float(constraint_weight) if penalty else math.inf
         for con in model.constraints:
             if not con.enabled:
                 continue
@@ -626,6 +639,19 @@ class InverseKinematics:
             proxy = SimpleNamespace(constraints=others, frame_in_base=model.frame_in_base,
                                     source=model.source, name=model.name)
             self.cset = compile_constraints(proxy, tr)
+            for it in self.cset.items:
+                if it[0] not in ("point", "distance"):
+                    raise UnsupportedFeature(f"IK with a {it[0]} constraint ('{it[1]}'): only Point, "
+                                             "ConstantDistance and CoordinateCoupler constraints",
+                                             model.source)
+            # Simbody's position error of a ConstantDistance (Rod) constraint is
+            # (|p|² − d²)/2, which is what a finite constraint weight penalises
+            self._dist_rows = []
+            row = 0
+            for it in self.cset.items:
+                if it[0] == "distance":
+                    self._dist_rows.append((row, float(it[6])))
+                row += {"point": 3, "distance": 1}[it[0]]
         self.exact = self.cset is not None and math.isinf(self.constraint_weight)
         # PointConstraints only: their two points as pseudo-markers of a _Chain (one cheap
         # evaluation gives residuals and Jacobian)
@@ -683,7 +709,8 @@ class InverseKinematics:
         soft = self.cset is not None and not self.exact
         if soft:
             sc = math.sqrt(self.constraint_weight)
-            parts.append(sc * self.cset.residuals(q[None])[0])
+            pc, pC = self._penalty(q[None])
+            parts.append(sc * pc[0])
         r = np.concatenate(parts)
         self._last_P = P
         if not jac:
@@ -702,7 +729,7 @@ class InverseKinematics:
                 Jp[k, i] -= sc * s * float(f.derivative(np.array([q[i]]), 1)[0])
             Jq.append(Jp)
         if soft:
-            Jq.append(math.sqrt(self.constraint_weight) * self.cset.jacobian(q[None])[0])
+            Jq.append(math.sqrt(self.constraint_weight) * pC[0])
         Jq = np.vstack(Jq)
         if self.dependent:
             J = Jq @ self._dq_dx(q)
@@ -792,6 +819,17 @@ class InverseKinematics:
                 break
         err[rows] = np.linalg.norm(P - obs, axis=1)
         return x, q, it, err
+
+    def _penalty(self, Q):
+        """Constraint errors (B, m) in Simbody's units (ConstantDistance: (|p|² − d²)/2) and
+        their Jacobians (B, m, nq), for the finite-weight penalty."""
+        c = self.cset.residuals(Q)
+        C = self.cset.jacobian(Q)
+        for r, d in self._dist_rows:
+            e = c[:, r].copy()
+            C[:, r, :] *= (e + d)[:, None]
+            c[:, r] = e * (e + 2.0 * d) / 2.0
+        return c, C
 
     # ------------------------------------------------ exact model constraints
     def _constraint(self, x, base, jac=True):
@@ -934,8 +972,9 @@ class InverseKinematics:
             Js.append(Jp)
         if self.cset is not None and not self.exact:   # penalty
             sc = math.sqrt(self.constraint_weight)
-            parts.append(sc * self.cset.residuals(Q))
-            Js.append(sc * self.cset.jacobian(Q))
+            pc, pC = self._penalty(Q)
+            parts.append(sc * pc)
+            Js.append(sc * pC)
         r = np.concatenate(parts, axis=1)
         J = np.concatenate(Js, axis=1)[:, :, self.free]
         return r, J, P, Q
@@ -1240,7 +1279,8 @@ def _select_frames(times, time_range):
 
 
 def solve_ik(model: Model, trial, tasks: IKTasks | None = None, *, time_range=None,
-             constraint_weight=math.inf, q0=None, progress=None, block: int = 16) -> IKResult:
+             constraint_weight=math.inf, q0=None, progress=None, block: int = 16,
+             penalty: bool = False) -> IKResult:
     """Inverse kinematics of a marker trial (see the module docstring).
 
     Parameters
@@ -1249,7 +1289,8 @@ def solve_ik(model: Model, trial, tasks: IKTasks | None = None, *, time_range=No
     trial : arthron.io.trc.MarkerTrial (positions in metres)
     tasks : IKTasks, optional
     time_range : (t0, t1) s, optional (default the whole trial)
-    constraint_weight : float
+    constraint_weight : float (a penalty weight only with ``penalty=True``)
+    penalty : bool, see :class:`InverseKinematics` (default: constraints exact, like OpenSim 4.6)
     q0 : (nq,) start pose of the first frame
     block : frames solved together after the first (see :meth:`InverseKinematics.solve`);
         1 = strictly sequential
@@ -1263,7 +1304,7 @@ def solve_ik(model: Model, trial, tasks: IKTasks | None = None, *, time_range=No
     DataFileError when no marker of the trial is in the problem or a tracked marker is NaN on
     every selected frame.
     """
-    ik = InverseKinematics(model, tasks, constraint_weight, trial.labels)
+    ik = InverseKinematics(model, tasks, constraint_weight, trial.labels, penalty=penalty)
     if not ik.marker_names:
         raise DataFileError(f"no marker of the trial matches a marker of model '{model.name}' "
                             "with a task", getattr(trial, "source", None))
@@ -1301,7 +1342,7 @@ def _find_file(setup, name, search_dirs):
 
 def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range=None,
            constraint_weight=math.inf, output=None, progress=None, block: int = 16,
-           report_marker_locations: bool = False) -> IKResult:
+           report_marker_locations: bool = False, penalty: bool = False) -> IKResult:
     """IK from objects or file names (what ``arthron ik`` calls).
 
     Parameters
@@ -1334,7 +1375,7 @@ def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range
     if not hasattr(trial, "positions"):
         trial = read_trc(trial)
     res = solve_ik(model, trial, tasks, time_range=time_range, constraint_weight=constraint_weight,
-                   progress=progress, block=block)
+                   progress=progress, block=block, penalty=penalty)
     if output is not None:
         res.output_motion_file = Path(output)
         res.errors_file = Path(output).with_name(Path(output).stem + "_marker_errors.sto")
@@ -1374,7 +1415,7 @@ def _ik_config(st, model, search_dirs):
 
 
 def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=None,
-                      block: int = 16) -> IKResult:
+                      block: int = 16, penalty: bool = False) -> IKResult:
     """Run an OpenSim ``InverseKinematicsTool`` setup file.
 
     File names are resolved against the setup's folder; names that do not exist there (for
@@ -1403,7 +1444,8 @@ def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=Non
     trial = read_trc(trc)
     cfg = _ik_config(st, model, search_dirs)
     res = solve_ik(model, trial, cfg["tasks"], time_range=cfg["time_range"],
-                   constraint_weight=cfg["constraint_weight"], progress=progress, block=block)
+                   constraint_weight=cfg["constraint_weight"], progress=progress, block=block,
+                   penalty=penalty)
     out = st.resolve(st.get("output_motion_file"))
     rd = st.resolve(st.get("results_directory")) or st.folder
     res.output_motion_file = out if out is not None else rd / f"{st.name}_ik.mot"
