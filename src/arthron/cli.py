@@ -179,8 +179,15 @@ def cmd_paths(a):
     from .io.sto import read_sto
     from .models.paths import write_path_analysis
     muscles = None if not a.muscles else [m for part in a.muscles for m in part.split(",") if m]
-    written = write_path_analysis(read_osim(a.model), read_sto(a.motion), a.output, muscles=muscles)
-    for p in written or []:
+    model, motion = read_osim(a.model), read_sto(a.motion)
+    written = list(write_path_analysis(model, motion, a.output, muscles=muscles) or [])
+    if a.plot:
+        try:
+            from .models.paths import plot_moment_arms
+            written += list(plot_moment_arms(model, motion, a.output, muscles=muscles) or [])
+        except ImportError as e:
+            raise SystemExit(f"arthron paths --plot needs matplotlib (pip install 'arthron[plot]'): {e}")
+    for p in written:
         print(f"wrote {p}")
     return 0
 
@@ -283,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("model")
     s.add_argument("motion")
     s.add_argument("--muscles", action="append", help="muscle names (comma separated; default all)")
+    s.add_argument("--plot", action="store_true", help="also plot moment arm vs coordinate (PNG)")
     s.add_argument("-o", "--output", required=True, help="output folder")
     s.set_defaults(func=cmd_paths)
     s = sub.add_parser("jr", help="joint reactions by the E-matrix (seed 002)")
