@@ -324,7 +324,7 @@ def test_plot_moment_arms_writes_pngs(tmp_path):
         P.plot_moment_arms(model, mot, tmp_path, coordinates=["no_such"])
 
 
-# ------------------------------------------------------------------------------ torus, sphere quadrant
+# ------------------------------------------------------ torus, sphere quadrant, obstacles
 def _wrap_model(tmp_path, objects):
     """A small OpenSim model: a body on a pin (z) and a slider (x) from ground; a path from
     ground to the body over the given wrap objects, which sit on ground; written as .osim."""

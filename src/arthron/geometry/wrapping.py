@@ -357,7 +357,8 @@ def _adjust_one(p, r, w, thresh):
         d = w - p
         d = d / np.sqrt((d * d).sum(1))[:, None]
         den = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1]
-        z = p[:, 2] + d[:, 2] * ((r[:, 0] - p[:, 0]) * d[:, 0] + (r[:, 1] - p[:, 1]) * d[:, 1]) / den
+        along = (r[:, 0] - p[:, 0]) * d[:, 0] + (r[:, 1] - p[:, 1]) * d[:, 1]
+        z = p[:, 2] + d[:, 2] * along / den
         nz = r[:, 2] + 1.5 * (z - r[:, 2])
     need = (np.abs(a - o) > thresh) & np.isfinite(nz)
     out = r.copy()
@@ -1009,8 +1010,10 @@ def _obstacle_arc(P, S, R):
     rp = np.sqrt(np.maximum(dP - R * R, 0.0))
     rs = np.sqrt(np.maximum(dS - R * R, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
-        Q = np.stack([(R * P[:, 0] - rp * P[:, 1]) * R / dP, (R * P[:, 1] + rp * P[:, 0]) * R / dP], 1)
-        Tt = np.stack([(R * S[:, 0] + rs * S[:, 1]) * R / dS, (R * S[:, 1] - rs * S[:, 0]) * R / dS], 1)
+        Q = np.stack([(R * P[:, 0] - rp * P[:, 1]) * R / dP,
+                      (R * P[:, 1] + rp * P[:, 0]) * R / dP], 1)
+        Tt = np.stack([(R * S[:, 0] + rs * S[:, 1]) * R / dS,
+                       (R * S[:, 1] - rs * S[:, 0]) * R / dS], 1)
     contact = R * (Q[:, 0] * Tt[:, 1] - Q[:, 1] * Tt[:, 0]) >= 0.0
     d2 = ((Q - Tt) ** 2).sum(1)
     ang = np.arccos(np.clip(1.0 - 0.5 * d2 / (R * R), -1.0, 1.0))

@@ -8,13 +8,14 @@ A path (OpenSim ``GeometryPath``) is an ordered list of path points on bodies:
 * ``MovingPathPoint``: its x, y, z in the frame are functions of coordinates;
 
 plus ``PathWrap`` entries that let the path wrap over wrap objects (WrapSphere, WrapCylinder,
-WrapEllipsoid, WrapTorus, with or without a quadrant; see :mod:`arthron.geometry.wrapping`). The path is rebuilt per frame as OpenSim
-4.6's ``GeometryPath::computePath`` does it: active points in order, then each wrap object
-tried on every segment of its point range; a segment that penetrates the object is taken at
-once ("mandatory"), otherwise the wrap that lengthens the path least; with two or more wrap
-objects up to 8 passes are made until the length changes by less than 0.5 mm (with OpenSim's
-order swap after the first pass, its cylinder tangent correction, and its use of the tangent
-points' ground positions cached at their first use). The obstacle-set sphere and cylinder
+WrapEllipsoid, WrapTorus, with or without a quadrant; see :mod:`arthron.geometry.wrapping`).
+The path is rebuilt per frame as OpenSim 4.6's ``GeometryPath::computePath`` does it: active
+points in order, then each wrap object tried on every segment of its point range; a segment
+that penetrates the object is taken at once ("mandatory"), otherwise the wrap that lengthens
+the path least; with two or more wrap objects up to 8 passes are made until the length
+changes by less than 0.5 mm (with OpenSim's order swap after the first pass, its cylinder
+tangent correction, and its use of the tangent points' ground positions cached at their first
+use). The obstacle-set sphere and cylinder
 (WrapSphereObst, WrapCylinderObst: Garner & Pandy's published geometry, which OpenSim 4.6
 cannot evaluate) wrap like optional wraps; WrapDoubleCylinderObst raises
 :class:`arthron.errors.UnsupportedFeature` when the paths are compiled (its geometry is
