@@ -508,6 +508,9 @@ def test_ellipsoid_dilation_eq14():
     assert abs(ellipsoid_dilation(r, p)) < 1e-15
     with pytest.raises(DataFileError):
         ellipsoid_dilation(r, [0, 0, 0])
+    # deep inside, on the plane of the shortest axis: no positive-radius dilation reaches it
+    with pytest.raises(DataFileError, match="no isotropic dilation"):
+        ellipsoid_dilation([0.1, 0.2, 0.3], [0.0, 0.01, 0.0])
 
 
 @needs_data

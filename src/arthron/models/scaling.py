@@ -1188,12 +1188,14 @@ def ellipsoid_dilation(radii, offset) -> float:
     Eq. 14 multiplied out is the 6th-degree polynomial
     ``Σ_i d_i² Π_{j≠i} (r_j + δ)² − Π_j (r_j + δ)² = 0``, solved with ``numpy.roots`` as the
     seed does with Matlab's ``roots``. Its left side divided by ``Π (r_j+δ)²`` decreases strictly
-    from +∞ to −1 on ``δ > −min r``, so exactly one root qualifies (the seed's "positive root"
-    when the scaled landmark lies outside the base ellipsoid; negative when inside).
+    on ``δ > −min r`` towards −1, so at most one root qualifies (the seed's "positive root" when
+    the scaled landmark lies outside the base ellipsoid; negative when inside).
 
     Raises
     ------
-    DataFileError for non-positive radii or a point at the centre.
+    DataFileError for non-positive radii, a point at the centre, or a point so far inside that
+    no dilation with positive radii reaches it (possible only when it lies on the plane of the
+    shortest axis).
     """
     r = np.asarray(radii, float).reshape(3)
     d = np.asarray(offset, float).reshape(3)
@@ -1209,16 +1211,22 @@ def ellipsoid_dilation(radii, offset) -> float:
         poly = poly + d[i] ** 2 * others[0] * others[1]
     roots = np.roots(poly.coef[::-1])
     lo = -float(r.min())
-    cand = [float(z.real) for z in roots if abs(z.imag) <= 1e-9 * max(1.0, abs(z)) and z.real > lo]
 
     def g(delta):
         return float(np.sum((d / (r + delta)) ** 2) - 1.0)
+    # real roots with positive radii that solve Eq. 14 itself (the multiplied-out polynomial
+    # also vanishes at δ = −r_i when d_i = 0)
+    cand = [float(z.real) for z in roots if abs(z.imag) <= 1e-9 * max(1.0, abs(z)) and z.real > lo]
+    cand = [z for z in cand if abs(g(z)) < 1e-6]
     if cand:
         delta = min(cand, key=lambda z: abs(g(z)))
-    else:  # pragma: no cover - numerical safety net
+    else:
         from scipy.optimize import brentq
-        hi = float(np.linalg.norm(d))
-        delta = brentq(g, lo + 1e-12 * max(1.0, abs(lo)), hi)
+        a = lo + 1e-12 * max(1.0, abs(lo))
+        if not g(a) > 0:
+            raise DataFileError(f"no isotropic dilation with positive radii puts the point {d} on "
+                                f"the ellipsoid with radii {r}")
+        delta = brentq(g, a, float(np.linalg.norm(d)))
     # polish (roots of a 6th-degree polynomial are accurate to ~1e-12 relative)
     for _ in range(3):
         f = g(delta)
