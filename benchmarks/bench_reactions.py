@@ -13,8 +13,10 @@ Cases
 * Gait2354, 10,000 frames tiled from the walk IK, no filter, ALL joints, on child in ground.
   OpenSim runs with its muscles disabled (``appliesForce`` false, so that both sides apply
   the same forces: gravity only; forward-dynamics q̈). arthron: ``joint_reactions`` (motion q̈;
-  and forward q̈), the E-matrix alone, and the classic formula alone (which needs the joints'
-  generalized forces: inverse dynamics time included).
+  and forward q̈, OpenSim's definition: CRBA mass matrix and a Cholesky over the frames), the
+  E-matrix alone, and the classic formula alone (motion q̈: it needs the joints' generalized
+  forces, inverse dynamics time included; forward q̈: no mobility forces, locked coordinates
+  constrained).
 
 Times are wall-clock medians of 3 runs (1 run for OpenSim on the long trial).
 """
@@ -40,8 +42,9 @@ from arthron.models.kinematics import compile_model  # noqa: E402
 from arthron.solvers.filtering import prepare_coordinates  # noqa: E402
 from arthron.solvers.inverse_dynamics import coordinates_from_table, inverse_dynamics  # noqa: E402
 from arthron.models.kinematics import forward_kinematics  # noqa: E402
-from arthron.solvers.reactions import (actuator_forces, classic_joint_loads, joint_loads,  # noqa: E402
-                                       joint_reactions, joint_reactions_from_setup, reaction_columns)
+from arthron.solvers.reactions import (actuator_forces, classic_joint_loads,  # noqa: E402
+                                       forward_accelerations, joint_loads, joint_reactions,
+                                       joint_reactions_from_setup, reaction_columns)
 
 REF = DATA / "opensim-reference"
 ARM_DIR = REF / "task1_arm26"
@@ -178,15 +181,24 @@ def main():
     T = len(t)
     ta = median_time(lambda: joint_reactions(gm, long, joints=None, on="child", in_frame="ground", tree=gt))
     taf = median_time(lambda: joint_reactions(gm, long, joints=None, on="child", in_frame="ground", tree=gt,
-                                              accelerations="forward"), n=1)
+                                              accelerations="forward"))
     te = median_time(lambda: reaction_columns(gm, gt, joint_loads(gm, gt, q, qd, qdd), "child", "ground"))
 
     def classic_g():
         tau = inverse_dynamics(gt, q, qd, qdd)
         return classic_joint_loads(gm, gt, q, qd, tau)
     tc = median_time(classic_g, n=1)
+    locked = np.array([c.locked for c in gm.coordinates.values()])
+
+    def forward_e():
+        acc = forward_accelerations(gt, q, qd, locked=locked)
+        return reaction_columns(gm, gt, joint_loads(gm, gt, q, qd, acc), "child", "ground")
+    tef = median_time(forward_e)
+    # Eq. 2.11 is a forward formula: with no mobility forces it gives the forward-dynamics loads
+    tcf = median_time(lambda: classic_joint_loads(gm, gt, q, qd, np.zeros_like(q), locked=locked), n=1)
+    tfa = median_time(lambda: forward_accelerations(gt, q, qd, locked=locked))
     rows.append(("Gait2354 tiled (motion q̈)", T, to, ta, te, tc))
-    rows.append(("Gait2354 tiled (forward q̈)", T, to, taf, float("nan"), float("nan")))
+    rows.append(("Gait2354 tiled (forward q̈)", T, to, taf, tef, tcf))
     kin = forward_kinematics(gt, q, qd, qdd)
     tk = median_time(lambda: forward_kinematics(gt, q, qd, qdd))
     te1 = median_time(lambda: joint_loads(gm, gt, q, qd, qdd, joints=["mtp_r"], kin=kin))
@@ -199,10 +211,11 @@ def main():
         print(f"{label:38s} {T:7d} {to:10.4f} {ta:10.4f} {to / ta:10.1f} {te:10.4f} {tc:10.4f} {tc / te:9.1f}")
     print(f"Gait2354 tiled, Eq. 2.10 given the kinematics ({tk:.4f} s for forward kinematics): all 12 joints "
           f"{te_all:.4f} s, knee_r (4 bodies) {tek:.4f} s, mtp_r (1 body) {te1:.4f} s")
+    print(f"Gait2354 tiled, forward accelerations alone (CRBA mass matrix, Cholesky over the frames): {tfa:.4f} s")
     print("arthron s = end to end (reading the setup's files, filtering, splines, path forces, "
-          "solve, columns); E-matrix s = forward kinematics + Eq. 2.10 + columns on prepared states; "
-          "classic s = inverse dynamics for the joints' generalized forces + Eq. 2.11 (arm26: augmented "
-          "[M Cᵀ; C 0] form, its 'base' body is massless).")
+          "solve, columns); E-matrix s = [forward accelerations +] forward kinematics + Eq. 2.10 + columns on "
+          "prepared states; classic s = Eq. 2.11, after inverse dynamics for the joints' generalized forces "
+          "in the motion-q̈ rows (arm26: augmented [M Cᵀ; C 0] form, its 'base' body is massless).")
 
 
 if __name__ == "__main__":
