@@ -29,3 +29,69 @@ def test_thoracoscapular_ac_point_constraint_assembles_like_opensim():
     assert np.abs(q - q_set[order]).max() > 1e-2          # the constraint really moved the shoulder girdle
     c = compile_constraints(model, tree)
     assert c.size == 3 and np.abs(c.residuals(q[None])).max() < 1e-12
+
+
+@needs_data
+@needs_opensim
+def test_weld_constraint_with_owned_frames_reads_writes_and_assembles_like_opensim(tmp_path):
+    """A 4.x WeldConstraint (its own offset frames) added to arm26, satisfied at elbow = 1 rad:
+    arthron reads and writes it, OpenSim loads the written file, and both assemble a perturbed
+    pose back to the same coordinates."""
+    from scipy.spatial.transform import Rotation
+
+    from conftest import ARM26
+    from arthron.io.osim import write_osim
+    from arthron.models.kinematics import forward_kinematics
+    model = read_osim(ARM26)
+    tree = compile_model(model)
+    q = tree.default_q.copy()
+    q[tree.coordinate_index("r_elbow_flex")] = 1.0
+    kin = forward_kinematics(tree, q[None])
+    h, u = tree.body_index("r_humerus"), tree.body_index("r_ulna_radius_hand")
+    Rh, oh = kin.R[0, tree.body_node[h]], kin.o[0, tree.body_node[h]]
+    Ru, ou = kin.R[0, tree.body_node[u]], kin.o[0, tree.body_node[u]]
+    R_hu, p_hu = Rh.T @ Ru, Rh.T @ (ou - oh)
+    ang = Rotation.from_matrix(R_hu).as_euler("XYZ")          # body-fixed X-Y-Z, OpenSim's
+    weld = f"""<WeldConstraint name="elbow_weld">
+        <isEnforced>true</isEnforced>
+        <socket_frame1>humerus_weld</socket_frame1>
+        <socket_frame2>ulna_weld</socket_frame2>
+        <frames>
+          <PhysicalOffsetFrame name="humerus_weld"><socket_parent>/bodyset/r_humerus</socket_parent>
+            <translation>{' '.join(repr(float(x)) for x in p_hu)}</translation>
+            <orientation>{' '.join(repr(float(x)) for x in ang)}</orientation></PhysicalOffsetFrame>
+          <PhysicalOffsetFrame name="ulna_weld"><socket_parent>/bodyset/r_ulna_radius_hand</socket_parent>
+            <translation>0 0 0</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame>
+        </frames></WeldConstraint>"""
+    text = ARM26.read_text()
+    i = text.index("<ConstraintSet")
+    j = text.index("<objects />", i)
+    src = tmp_path / "arm26_weld.osim"
+    src.write_text(text[:j] + "<objects>" + weld + "</objects>" + text[j + len("<objects />"):])
+    m1 = read_osim(src)
+    assert [c.type for c in m1.constraints] == ["WeldConstraint"]
+    assert "/constraintset/elbow_weld/humerus_weld" in m1.frames
+    out = write_osim(tmp_path / "arm26_weld_out.osim", m1)
+    t1 = compile_model(m1)
+    cs = compile_constraints(m1, t1)
+    assert cs.size == 6 and np.abs(cs.residuals(q[None])).max() < 1e-12
+    # OpenSim reads the written weld and its frames coincide at elbow = 1 rad (its own
+    # assembler cannot be the oracle here: a weld on a 2-dof arm is redundant, and Simbody's
+    # Ipopt-based assembly refuses it with "not enough degrees of freedom").
+    om, s = oracle.load(out)
+    assert om.getConstraintSet().getSize() == 1
+    cset = om.getCoordinateSet()
+    for k in range(cset.getSize()):
+        cset.get(k).setValue(s, q[t1.coordinate_index(cset.get(k).getName())], False)
+    om.realizePosition(s)
+    Xa = om.getComponent("/constraintset/elbow_weld/humerus_weld").getTransformInGround(s)
+    Xb = om.getComponent("/constraintset/elbow_weld/ulna_weld").getTransformInGround(s)
+    np.testing.assert_allclose(oracle.vec(Xa.p()), oracle.vec(Xb.p()), atol=1e-12)
+    np.testing.assert_allclose(oracle.mat33(Xa.R()), oracle.mat33(Xb.R()), atol=1e-12)
+    # arthron assembles a perturbed pose back onto the weld, the shoulder kept where asked
+    q0 = q.copy()
+    q0[t1.coordinate_index("r_elbow_flex")] = 0.7
+    q0[t1.coordinate_index("r_shoulder_elev")] = 0.3
+    qa = assemble(m1, t1, q0[None])[0]
+    assert abs(qa[t1.coordinate_index("r_elbow_flex")] - 1.0) < 1e-9
+    assert abs(qa[t1.coordinate_index("r_shoulder_elev")] - 0.3) < 1e-9

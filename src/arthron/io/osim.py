@@ -370,6 +370,14 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
             if fe.tag == "PhysicalOffsetFrame":
                 f = _read_offset_frame(fe, jpath, f"joint:{je.get('name')}", ctx)
                 frames[f.path] = f
+    # Offset frames owned by constraints (4.x WeldConstraint keeps its frames like a joint).
+    for ce in _objects(_child(melem, "ConstraintSet")):
+        fr = _child(ce, "frames")
+        for fe in fr if fr is not None else []:
+            if fe.tag == "PhysicalOffsetFrame":
+                f = _read_offset_frame(fe, f"/constraintset/{ce.get('name', '')}",
+                                       f"constraint:{ce.get('name')}", ctx)
+                frames[f.path] = f
     all_frames = set(frames) | {GROUND} | {b.path for b in model.bodies.values()}
     for f in frames.values():
         f.parent = _resolve(f.parent, f.path, all_frames, ctx, f.raw)
@@ -850,6 +858,11 @@ def _constraint_elem(c: Constraint, model: Model):
     else:
         e = etree.Element(c.type, name=c.name)
         _sub(e, "isEnforced", str(bool(c.enabled)).lower())
+    owned = [f for f in model.frames.values() if f.owner == f"constraint:{c.name}"]
+    if owned:
+        fr = _set(e, "frames", None)
+        for f in owned:
+            fr.append(_frame_elem(f))
     p = c.properties
     if c.type == "CoordinateCouplerConstraint":
         _set(e, "independent_coordinate_names", " ".join(p["independent_coordinates"]))
@@ -861,7 +874,11 @@ def _constraint_elem(c: Constraint, model: Model):
     else:
         for k in ("1", "2"):
             if f"body_{k}" in p:
-                _set(e, f"socket_body_{k}", p[f"body_{k}"])
+                tag = f"socket_frame{k}" if e.find(f"socket_frame{k}") is not None or c.type == "WeldConstraint" \
+                    else f"socket_body_{k}"
+                ref = p[f"body_{k}"]
+                pre = f"/constraintset/{c.name}/"
+                _set(e, tag, ref[len(pre):] if ref.startswith(pre) else ref)
         for tag in ("location_body_1", "location_body_2", "line_direction_vec", "point_on_line",
                     "point_on_follower", "constant_distance"):
             if tag in p:

@@ -1,6 +1,7 @@
 """Kinematic constraints of a model: residuals, Jacobians, and assembly like OpenSim's.
 
-Supported: PointConstraint (3 equations), WeldConstraint (6), ConstantDistanceConstraint (1),
+Supported: PointConstraint (3 equations), WeldConstraint (6: origins coincide, axes align),
+ConstantDistanceConstraint (1),
 CoordinateCouplerConstraint (1: ``q_dep = scale · f(q_ind)``), and locked coordinates (fixed at
 their value). Other constraint classes raise :class:`UnsupportedFeature` when enabled.
 
@@ -66,6 +67,11 @@ class ConstraintSet:
         n = self.tree.body_node[b]
         return kin.o[:, n] + kin.R[:, n] @ loc
 
+    def _frame_R(self, kin, b, X):
+        if b < 0:
+            return np.broadcast_to(X.R, kin.o.shape[:1] + (3, 3))
+        return kin.R[:, self.tree.body_node[b]] @ X.R
+
     def residuals(self, q) -> np.ndarray:
         q = np.atleast_2d(q)
         kin = forward_kinematics(self.tree, q)
@@ -79,8 +85,12 @@ class ConstraintSet:
             elif it[0] == "coupler":
                 _, _, ind, dep, f, s = it
                 out.append((q[:, dep] - s * f.value(q[:, ind]))[:, None])
-            else:
-                raise UnsupportedFeature(f"residuals of {it[0]} constraint '{it[1]}'")
+            else:  # weld: frame origins coincide and axes align
+                _, _, i1, X1, i2, X2 = it
+                R1, R2 = self._frame_R(kin, i1, X1), self._frame_R(kin, i2, X2)
+                out.append(self._points(kin, i1, X1.p) - self._points(kin, i2, X2.p))
+                # ½ Σ x1_i × x2_i: zero when the frames align, ≈ rotation vector from 1 to 2
+                out.append(0.5 * np.cross(R1, R2, axisa=1, axisb=1, axisc=1).sum(axis=2))
         return np.concatenate(out, -1) if out else np.zeros((q.shape[0], 0))
 
     def jacobian(self, q) -> np.ndarray:
@@ -110,8 +120,18 @@ class ConstraintSet:
                 J[:, 0, dep] = 1.0
                 J[:, 0, ind] -= s * f.derivative(q[:, ind], 1)
                 rows.append(J)
-            else:
-                raise UnsupportedFeature(f"Jacobian of {it[0]} constraint '{it[1]}'")
+            else:  # weld
+                _, _, i1, X1, i2, X2 = it
+                rows.append(point_jac(i1, X1.p) - point_jac(i2, X2.p))
+                R1, R2 = self._frame_R(kin, i1, X1), self._frame_R(kin, i2, X2)
+                Jw1 = np.zeros((T, 3, self.tree.nq)) if i1 < 0 else D[:, i1, 3:]
+                Jw2 = np.zeros((T, 3, self.tree.nq)) if i2 < 0 else D[:, i2, 3:]
+                # d/dt (a × b) with ȧ = ω1 × a, ḃ = ω2 × b:
+                #   (a bᵀ − (a·b) I) ω1 + ((a·b) I − b aᵀ) ω2
+                ab = np.einsum("tji,tji->t", R1, R2)[:, None, None] * np.eye(3)
+                A1 = np.einsum("tik,tjk->tij", R1, R2) - ab
+                A2 = ab - np.einsum("tik,tjk->tij", R2, R1)
+                rows.append(0.5 * (A1 @ Jw1 + A2 @ Jw2))
         return np.concatenate(rows, 1) if rows else np.zeros((T, 0, self.tree.nq))
 
 
