@@ -212,6 +212,10 @@ def main():
     print(f"Gait2354 tiled, Eq. 2.10 given the kinematics ({tk:.4f} s for forward kinematics): all 12 joints "
           f"{te_all:.4f} s, knee_r (4 bodies) {tek:.4f} s, mtp_r (1 body) {te1:.4f} s")
     print(f"Gait2354 tiled, forward accelerations alone (CRBA mass matrix, Cholesky over the frames): {tfa:.4f} s")
+    acc = forward_accelerations(gt, q, qd, locked=locked)
+    d = np.abs(joint_loads(gm, gt, q, qd, acc).Lambda
+               - classic_joint_loads(gm, gt, q, qd, np.zeros_like(q), locked=locked)).max()
+    print(f"Gait2354 tiled, forward q̈: max |E-matrix − classic| = {d:.1e} N / N·m")
     print("arthron s = end to end (reading the setup's files, filtering, splines, path forces, "
           "solve, columns); E-matrix s = [forward accelerations +] forward kinematics + Eq. 2.10 + columns on "
           "prepared states; classic s = Eq. 2.11, after inverse dynamics for the joints' generalized forces "

@@ -498,10 +498,9 @@ def test_tsm_closed_chain_forward_dynamics_equals_opensim():
     speeds 0: arthron's constrained forward dynamics + constraint body forces + E-matrix equal
     OpenSim's Joint::calcReactionOnChildExpressedInGround after realizeAcceleration, all 7 joints.
 
-    Speeds are 0 because Simbody's Ellipsoid mobilizer uses the angular velocity as generalized
-    speeds (u ≠ q̇ for the scapulothoracic coordinates): OpenSim's coordinate speeds and
-    accelerations are then not q̇, q̈ and would describe another state (the accelerations differ
-    here for the same reason, by design; the reactions are physical and agree)."""
+    Speeds are 0 here, so that q̇ = u needs no conversion (Simbody's Ellipsoid mobilizer uses
+    the angular velocity as generalized speeds); a moving trial through the tools is
+    test_tsm_moving_trial_joint_reaction_equals_opensim."""
     from oracle import load, vec
     from arthron.models.constraints import assemble, compile_constraints
     from arthron.solvers.reactions import constraint_loads

@@ -724,6 +724,11 @@ def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=
     :class:`arthron.models.constraints.ConstraintSet`). This is what OpenSim's JointReaction
     uses: it realizes accelerations with the actuator forces of ``forces_file`` applied.
 
+    Without model constraints the mass matrix comes from the composite-rigid-body algorithm
+    (:func:`mass_matrix`, frames last) and is factored by a Cholesky vectorized over the frames;
+    the bias ``Dᵀ(Mγ − h)`` is one inverse-dynamics pass at q̈ = 0 (subtree sums). With
+    constraints the augmented system ``[M −Gᵀ; G 0]`` is solved frame by frame (batched LAPACK).
+
     Parameters
     ----------
     q, qd : (T, nq); generalized : (T, nq) or None, mobility forces (CoordinateActuators), N·m or N
