@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from arthron.io.sto import read_sto  # noqa: E402
 from arthron.io.trc import MarkerTrial, read_trc, write_trc  # noqa: E402
-from arthron.models.scaling import scale_from_setup  # noqa: E402
+from arthron.solvers.scale_tool import scale_from_setup  # noqa: E402
 from arthron.solvers.inverse_kinematics import run_ik_from_setup  # noqa: E402
 
 MODELS = DATA / "opensim-models"

@@ -8,7 +8,7 @@ import pytest
 
 import oracle
 from conftest import ARM26, GAIT2354, GAIT2354_SUBJECT, LENHART, TSM, needs_data, needs_opensim
-from arthron.errors import ModelFileError, UnsupportedFeature
+from arthron.errors import ModelFileError
 from arthron.io.osim import read_osim, write_osim
 from arthron.models.kinematics import compile_model, forward_kinematics, marker_positions
 

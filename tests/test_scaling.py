@@ -19,7 +19,7 @@ T2 = REF / "task2_gait2354"
 
 @pytest.fixture(scope="module")
 def gait():
-    from arthron.models.scaling import scale_from_setup
+    from arthron.solvers.scale_tool import scale_from_setup
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ArthronWarning)  # patella_r/l named by the setup
         return scale_from_setup(SETUP, search_dirs=DIRS)
@@ -27,7 +27,7 @@ def gait():
 
 def _generic():
     from arthron.io.osim import read_osim
-    from arthron.models.scaling import read_marker_set
+    from arthron.solvers.scale_tool import read_marker_set
     model = read_osim(DIRS[0] / "gait2354_simbody.osim")
     model.markers.update(read_marker_set(GAIT_PIPE / "gait2354_Scale_MarkerSet.xml", model))
     return model
@@ -80,7 +80,7 @@ def _compare_models(ours, ref, markers=True):
 @needs_data
 def test_scale_set_equals_opensim(gait, tmp_path):
     """All 37 rows (ground, bodies, offset frames with duplicate names) as 4.6 prints them."""
-    from arthron.models.scaling import write_scale_set
+    from arthron.solvers.scale_tool import write_scale_set
     p = write_scale_set(tmp_path / "s.xml", gait.scale_set)
     ref = re.findall(r"<scales>([^<]*)</scales>\s*<segment>([^<]*)</segment>",
                      (T2 / "subject01_scaleSet_applied.xml").read_text())
@@ -284,8 +284,8 @@ def test_inertia_cylinder_rule():
 def test_bad_input(tmp_path):
     from arthron.io.osim import read_osim
     from arthron.io.trc import read_trc
-    from arthron.models.scaling import (Measurement, ScaleEntry, compute_scale_set,
-                                        scale_from_setup, scale_model)
+    from arthron.models.scaling import Measurement, ScaleEntry, compute_scale_set, scale_model
+    from arthron.solvers.scale_tool import scale_from_setup
     model = _generic()
     trial = read_trc(GAIT_PIPE / "subject01_static.trc")
     # static trial lacks a marker of the measurement
@@ -453,7 +453,7 @@ def test_marker_placer_output_marker_file(gait, tmp_path):
     written as a 4.x MarkerSet that reads back to the same markers (and OpenSim loads it, see
     the next test)."""
     import dataclasses
-    from arthron.models.scaling import read_marker_set, read_scale_setup
+    from arthron.solvers.scale_tool import read_marker_set, read_scale_setup
     raw = SETUP.read_text().replace("<output_marker_file> Unassigned </output_marker_file>",
                                     "<output_marker_file> placed_markers.xml </output_marker_file>")
     assert "placed_markers.xml" in raw
@@ -476,7 +476,7 @@ def test_marker_placer_output_marker_file(gait, tmp_path):
 @needs_opensim
 def test_opensim_reads_output_marker_file(gait, tmp_path):
     import opensim as osim
-    from arthron.models.scaling import write_marker_set
+    from arthron.solvers.scale_tool import write_marker_set
     osim.Logger.setLevelString("error")
     p = write_marker_set(tmp_path / "m.xml", gait.model)
     ms = osim.MarkerSet(str(p))

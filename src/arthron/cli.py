@@ -23,13 +23,13 @@ def cmd_info(a):
     s = m.summary()
     print(f"model      {s['name']}  ({a.model}, Version {m.version})")
     print(f"bodies     {s['bodies']}  total mass {s['mass']:.6g} kg")
-    print(f"joints     " + ", ".join(f"{k} ×{v}" for k, v in s["joints"].items()))
+    print("joints     " + ", ".join(f"{k} ×{v}" for k, v in s["joints"].items()))
     coords = m.coordinates
     print(f"coordinates {len(coords)}: " + ", ".join(
         f"{c.name}{' (locked)' if c.locked else ''}" for c in coords.values()))
     print(f"constraints {len(s['constraints'])}: " + ", ".join(s["constraints"]))
     print(f"markers    {s['markers']}")
-    print(f"forces     " + ", ".join(f"{k} ×{v}" for k, v in s["forces"].items()))
+    print("forces     " + ", ".join(f"{k} ×{v}" for k, v in s["forces"].items()))
     print(f"muscles    {s['muscles']}")
     from .io.mesh import resolve_model_meshes
     meshes = resolve_model_meshes(m)
@@ -151,7 +151,8 @@ def cmd_ik(a):
 
 
 def cmd_scale(a):
-    from .models.scaling import landmark_factors, scale_anthropometric, scale_from_setup
+    from .models.scaling import landmark_factors, scale_anthropometric
+    from .solvers.scale_tool import scale_from_setup
     if a.setup:
         res = scale_from_setup(a.setup)
         for p in res.write(a.output_dir):

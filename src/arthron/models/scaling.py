@@ -1,4 +1,6 @@
-"""Model scaling like OpenSim 4.6's ScaleTool: scale factors, the scaled model, marker placement.
+"""Model scaling like OpenSim 4.6's ScaleTool: scale factors and the scaled model (the setup-driven
+workflow with marker placement is :mod:`arthron.solvers.scale_tool`), and seed 001's
+anthropometric scaling.
 
 Pipeline (``ScaleTool``):
 
@@ -50,20 +52,18 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import ArthronWarning, DataFileError, ModelFileError
-from .functions import Constant, LinearFunction, MultiplierFunction, scale_function
+from .functions import Constant, LinearFunction, scale_function
 from .kinematics import compile_model, marker_positions
-from .model import GROUND, Marker, Model, rotation_xyz
+from .model import GROUND, Model, rotation_xyz
 
-__all__ = ["ScaleEntry", "Measurement", "ScaleSetup", "ScaleResult", "frame_scale_entries",
+__all__ = ["ScaleEntry", "Measurement", "frame_scale_entries",
            "average_static", "frame_range", "measurement_factor", "compute_scale_set",
-           "scale_model", "place_markers", "read_scale_setup", "scale_from_setup",
-           "write_scale_set", "read_marker_set", "write_marker_set", "default_path_lengths",
+           "scale_model", "body_factors", "default_path_lengths",
            "DUMAS2007_MASS_PERCENT", "DEFAULT_SEGMENT_MAP", "body_muscle_fraction",
            "default_segment_map", "segment_masses", "scale_anthropometric", "landmark_factors",
            "ellipsoid_dilation", "dilate_ribcage_ellipsoid", "scapula_frame", "glenoid_angles",
@@ -103,29 +103,6 @@ def frame_scale_entries(model: Model) -> list[ScaleEntry]:
     out += [ScaleEntry(f.name, np.ones(3)) for f in model.frames.values()
             if f.owner not in ("ground",) and not f.owner.startswith(("body:", "joint:"))]
     return out
-
-
-def _fmt6(x: float) -> str:
-    """A double as C++ ``ostream`` prints it by default (6 significant digits)."""
-    s = f"{float(x):g}"
-    return s
-
-
-def write_scale_set(path, entries: list[ScaleEntry]) -> Path:
-    """Write ``*_scaleSet_applied.xml`` as OpenSim 4.6 does (factors with 6 significant digits)."""
-    lines = ['<?xml version="1.0" encoding="UTF-8" ?>', '<OpenSimDocument Version="40600">',
-             '\t<ScaleSet name="ScaleSet">', "\t\t<objects>"]
-    for e in entries:
-        lines += ["\t\t\t<Scale>",
-                  "\t\t\t\t<scales> " + " ".join(_fmt6(v) for v in e.factors) + "</scales>",
-                  f"\t\t\t\t<segment>{e.segment}</segment>",
-                  f"\t\t\t\t<apply>{'true' if e.apply else 'false'}</apply>",
-                  "\t\t\t</Scale>"]
-    lines += ["\t\t</objects>", "\t\t<groups />", "\t</ScaleSet>", "</OpenSimDocument>"]
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 def body_factors(model: Model, entries) -> dict:
@@ -502,398 +479,10 @@ def _scale_wraps(wraps, s):
 
 
 # -------------------------------------------------------------------------- marker placer
-def place_markers(model: Model, static_trial, tasks=None, time_range=None, *,
-                  coordinate_values: dict | None = None, max_marker_movement=-1.0):
-    """OpenSim's MarkerPlacer on a copy of ``model``.
 
-    Parameters
-    ----------
-    static_trial : MarkerTrial (metres)
-    tasks : arthron.solvers.inverse_kinematics.IKTasks (marker weights, coordinate tasks)
-    time_range : (t0, t1) s averaged (default: the first frame)
-    coordinate_values : optional dict coordinate -> value (rad/m) used as start pose and for
-        ``from_file`` tasks
-
-    Returns
-    -------
-    (placed model, q (nq,) static pose, per-marker errors dict name -> m before moving)
-    """
-    from ..solvers.inverse_kinematics import InverseKinematics
-    if time_range is None:
-        time_range = (static_trial.time[0], static_trial.time[0])
-    times = np.asarray(static_trial.time, float)
-    t0 = max(float(time_range[0]), times[0])
-    t1 = min(float(time_range[1]), times[-1])
-    # 4.6 quirk: the IK observations are TimeSeriesTable::averageRow over the rows with
-    # t0 <= t <= t1, while the markers are moved to the MarkerData average over the
-    # bracketing frame range (findFrameRange), which can include one more frame.
-    sel = (times >= t0) & (times <= t1)
-    if not np.any(sel):
-        raise DataFileError(f"no frame of the static trial in {t0:g}–{t1:g} s",
-                            getattr(static_trial, "source", None))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        ik_obs = np.nanmean(np.asarray(static_trial.positions, float)[sel], axis=0)
-    avg = average_static(static_trial, (t0, t1), max_marker_movement)
-    out = model.copy()
-    labels = list(static_trial.labels)
-    for n in list(out.markers):
-        if n not in labels:
-            del out.markers[n]
-    if coordinate_values:
-        for n, v in coordinate_values.items():
-            if n in out.coordinates:
-                out.coordinates[n].default_value = float(v)
-    ik = InverseKinematics(out, tasks, math.inf, labels)
-    obs = np.array([ik_obs[labels.index(n)] for n in ik.marker_names], float).reshape(-1, 3)
-    base = ik.tree.default_q.copy()
-    qref = ik.coordinate_targets(float(time_range[0]), ik.tree.default_q)
-    x, q, _, err = ik.solve_frame(obs, base[ik.free], base, qref, tol=1e-12)
-    errors = dict(zip(ik.marker_names, map(float, err)))
-    # move non-fixed markers with data
-    from ..models.kinematics import forward_kinematics
-    kin = forward_kinematics(ik.tree, q[None])
-    for n, mk in out.markers.items():
-        if mk.fixed:
-            continue
-        p = avg[labels.index(n)]
-        if not np.all(np.isfinite(p)):
-            warnings.warn(f"marker {n} has no valid data in the static trial; it is not moved",
-                          ArthronWarning, stacklevel=2)
-            continue
-        base_path, X = out.frame_in_base(mk.parent_frame)
-        if base_path == GROUND:
-            Rb, ob = np.eye(3), np.zeros(3)
-        else:
-            bi = ik.tree.body_index(base_path)
-            node = ik.tree.body_node[bi]
-            Rb, ob = kin.R[0, node], kin.o[0, node]
-        p_base = Rb.T @ (p - ob)
-        mk.location = X.R.T @ (p_base - X.p)
-    return out, q, errors
-
-
-# ---------------------------------------------------------------------------- setup files
-def read_marker_set(path, model: Model) -> dict:
-    """Markers of a ``<MarkerSet>`` file (2.x ``<body>`` or 4.x ``socket_parent_frame``).
-
-    Raises
-    ------
-    DataFileError on a marker naming a body/frame the model lacks or a bad location.
-    """
-    from ..io.setup import parse_xml
-    root = parse_xml(path)
-    ms = root if root.tag == "MarkerSet" else root.find(".//MarkerSet")
-    if ms is None:
-        raise DataFileError("no <MarkerSet> element", path)
-    out = {}
-    objs = ms.find("objects")
-    for e in (list(objs) if objs is not None else []):
-        if not isinstance(e.tag, str) or e.tag != "Marker":
-            continue
-        name = e.get("name", "")
-        sp = (e.findtext("socket_parent_frame") or "").strip()
-        if sp:
-            frame = sp if sp.startswith("/") else f"/{sp}"
-            if frame.startswith("/") and frame[1:] in model.bodies:
-                frame = f"/bodyset/{frame[1:]}"
-        else:
-            bn = (e.findtext("body") or "ground").strip()
-            frame = GROUND if bn == "ground" else f"/bodyset/{bn}"
-        try:
-            model.frame_in_base(frame)
-        except ModelFileError:
-            raise DataFileError(f"marker '{name}' is on '{frame}', which model '{model.name}' "
-                                "lacks", path, f"line {e.sourceline}") from None
-        try:
-            loc = np.array([float(v) for v in (e.findtext("location") or "").split()], float)
-        except ValueError:
-            loc = np.zeros(0)
-        if loc.shape != (3,):
-            raise DataFileError(f"marker '{name}': location needs 3 numbers", path,
-                                f"line {e.sourceline}")
-        fixed = (e.findtext("fixed") or "false").strip().lower() == "true"
-        out[name] = Marker(name=name, parent_frame=frame, location=loc, fixed=fixed)
-    return out
-
-
-def write_marker_set(path, model: Model, name: str = "markerset") -> Path:
-    """Write the markers of ``model`` as an OpenSim 4.x ``<MarkerSet>`` document (what
-    MarkerPlacer's ``output_marker_file`` holds: ``Model::writeMarkerFile``), readable by
-    :func:`read_marker_set` and by OpenSim's ``MarkerSet(file)``."""
-    from lxml import etree
-    doc = etree.Element("OpenSimDocument", Version="40000")
-    ms = etree.SubElement(doc, "MarkerSet", name=name)
-    objs = etree.SubElement(ms, "objects")
-    for mk in model.markers.values():
-        me = etree.SubElement(objs, "Marker", name=mk.name)
-        etree.SubElement(me, "socket_parent_frame").text = mk.parent_frame
-        etree.SubElement(me, "location").text = " ".join(f"{float(v):.17g}" for v in mk.location)
-        etree.SubElement(me, "fixed").text = str(bool(mk.fixed)).lower()
-    etree.SubElement(ms, "groups")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    etree.ElementTree(doc).write(str(path), pretty_print=True, xml_declaration=True,
-                                 encoding="UTF-8")
-    return path
-
-
-@dataclass
-class ScaleSetup:
-    """A ScaleTool setup, read (see :func:`read_scale_setup`)."""
-
-    path: Path
-    name: str
-    mass: float | None
-    model_file: Path | None
-    marker_set_file: Path | None
-    scaler_apply: bool = True
-    scaling_order: tuple = ("measurements",)
-    measurements: list = field(default_factory=list)
-    manual: list = field(default_factory=list)
-    scaler_marker_file: Path | None = None
-    scaler_time_range: tuple | None = None
-    preserve_mass_distribution: bool = False
-    scaled_model_file: Path | None = None
-    scale_file: Path | None = None
-    placer_apply: bool = True
-    ik_task_set: object = None
-    placer_marker_file: Path | None = None
-    placer_coordinate_file: Path | None = None
-    placer_time_range: tuple | None = None
-    placer_motion_file: Path | None = None
-    placer_model_file: Path | None = None
-    placer_marker_set_file: Path | None = None
-    max_marker_movement: float = -1.0
-
-
-def _txt(el, tag):
-    if el is None:
-        return None
-    v = el.findtext(tag)
-    return None if v is None else v.strip()
-
-
-def _boolean(v, default):
-    if v is None or v == "":
-        return default
-    return v.strip().lower() in ("true", "1", "yes")
-
-
-def _floats(v, n, path, what):
-    try:
-        out = tuple(float(x) for x in v.split())
-    except (ValueError, AttributeError):
-        raise DataFileError(f"{what}: expected {n} numbers, got {v!r}", path) from None
-    if len(out) != n:
-        raise DataFileError(f"{what}: expected {n} numbers, got {v!r}", path)
-    return out
-
-
-def read_scale_setup(path, *, placeholders=None, search_dirs=None) -> ScaleSetup:
-    """Read a ScaleTool setup (2.x–4.x layouts). File names are resolved against the setup's
-    folder, then by file name in ``search_dirs``.
-
-    Raises
-    ------
-    DataFileError on a malformed setup (not a ScaleTool, bad numbers, missing files).
-    """
-    from ..io.setup import read_tool_setup
-    from ..solvers.inverse_kinematics import _find_file
-    st = read_tool_setup(path, placeholders)
-    if st.tool != "ScaleTool":
-        raise DataFileError(f"not a ScaleTool setup (root <{st.tool}>)", st.path)
-    el = st.element
-
-    def f(name):
-        if name is None or not name.strip() or name.strip() == "Unassigned":
-            return None
-        return _find_file(st, name, search_dirs)
-
-    def out_file(name):
-        if name is None or not name.strip() or name.strip() == "Unassigned":
-            return None
-        return st.resolve(name)
-
-    mass = st.get("mass")
-    s = ScaleSetup(path=st.path, name=st.name, mass=float(mass) if mass else None,
-                   model_file=None, marker_set_file=None)
-    gm = el.find("GenericModelMaker")
-    s.model_file = f(_txt(gm, "model_file"))
-    s.marker_set_file = f(_txt(gm, "marker_set_file"))
-    ms = el.find("ModelScaler")
-    if ms is not None:
-        s.scaler_apply = _boolean(_txt(ms, "apply"), True)
-        so = _txt(ms, "scaling_order")
-        s.scaling_order = tuple(so.split()) if so else ("measurements",)
-        mset = ms.find("MeasurementSet")
-        if mset is not None and mset.find("objects") is not None:
-            for me in mset.find("objects"):
-                if not isinstance(me.tag, str) or me.tag != "Measurement":
-                    continue
-                pairs, bodies = [], []
-                for mp in me.iter("MarkerPair"):
-                    names = (mp.findtext("markers") or "").split()
-                    if len(names) != 2:
-                        raise DataFileError(f"measurement '{me.get('name')}': a MarkerPair needs "
-                                            "2 marker names", st.path, f"line {mp.sourceline}")
-                    pairs.append(tuple(names))
-                for bs in me.iter("BodyScale"):
-                    axes = "".join((bs.findtext("axes") or "X Y Z").split())
-                    bodies.append((bs.get("name", ""), axes))
-                s.measurements.append(Measurement(me.get("name", ""), pairs, bodies,
-                                                  _boolean(_txt(me, "apply"), True)))
-        sset = ms.find("ScaleSet")
-        if sset is not None and sset.find("objects") is not None:
-            for se in sset.find("objects"):
-                if not isinstance(se.tag, str) or se.tag != "Scale":
-                    continue
-                seg = (se.findtext("segment") or "").strip()
-                fac = _floats(se.findtext("scales"), 3, st.path, f"Scale '{seg}' scales")
-                s.manual.append(ScaleEntry(seg, np.array(fac), _boolean(_txt(se, "apply"), True)))
-        s.scaler_marker_file = f(_txt(ms, "marker_file"))
-        tr = _txt(ms, "time_range")
-        s.scaler_time_range = _floats(tr, 2, st.path, "ModelScaler time_range") if tr else None
-        s.preserve_mass_distribution = _boolean(_txt(ms, "preserve_mass_distribution"), False)
-        s.scaled_model_file = out_file(_txt(ms, "output_model_file"))
-        s.scale_file = out_file(_txt(ms, "output_scale_file"))
-    else:
-        s.scaler_apply = False
-    mp = el.find("MarkerPlacer")
-    if mp is not None:
-        s.placer_apply = _boolean(_txt(mp, "apply"), True)
-        s.ik_task_set = mp.find("IKTaskSet")
-        s.placer_marker_file = f(_txt(mp, "marker_file"))
-        s.placer_coordinate_file = f(_txt(mp, "coordinate_file"))
-        tr = _txt(mp, "time_range")
-        s.placer_time_range = _floats(tr, 2, st.path, "MarkerPlacer time_range") if tr else None
-        s.placer_motion_file = out_file(_txt(mp, "output_motion_file"))
-        s.placer_model_file = out_file(_txt(mp, "output_model_file"))
-        s.placer_marker_set_file = out_file(_txt(mp, "output_marker_file"))
-        mm = _txt(mp, "max_marker_movement")
-        s.max_marker_movement = float(mm) if mm else -1.0
-    else:
-        s.placer_apply = False
-    return s
-
-
-@dataclass
-class ScaleResult:
-    """What :func:`scale_from_setup` produced.
-
-    Attributes
-    ----------
-    scale_set : list of ScaleEntry (all frames, OpenSim order)
-    measured : dict measurement name -> factor
-    scaled_model : Model after ModelScaler (before marker placement)
-    model : Model after MarkerPlacer (= scaled_model when placement is off)
-    static_q : (nq,) static pose (rad/m) or None; static_errors : dict marker -> m
-    """
-
-    setup: ScaleSetup
-    scale_set: list
-    measured: dict
-    scaled_model: Model
-    model: Model
-    static_q: np.ndarray | None = None
-    static_errors: dict = field(default_factory=dict)
-
-    def write(self, folder=None) -> list:
-        """Write the outputs the setup names (scaled model, scale set, placed model, placed
-        marker set, static pose motion), into ``folder`` if given (file names kept), else where the setup says.
-        Returns the paths written."""
-        from ..io.osim import write_osim
-        from ..io.sto import Table, write_sto
-        s = self.setup
-        out = []
-
-        def where(p):
-            if p is None:
-                return None
-            return Path(folder) / Path(p).name if folder is not None else Path(p)
-        if (p := where(s.scaled_model_file)) is not None:
-            out.append(write_osim(p, self.scaled_model))
-        if (p := where(s.scale_file)) is not None:
-            out.append(write_scale_set(p, self.scale_set))
-        if (p := where(s.placer_model_file)) is not None:
-            out.append(write_osim(p, self.model))
-        if (p := where(s.placer_marker_set_file)) is not None and self.static_q is not None:
-            out.append(write_marker_set(p, self.model))
-        if (p := where(s.placer_motion_file)) is not None and self.static_q is not None:
-            coords = list(self.model.coordinates.values())
-            q = np.array(self.static_q, float).copy()
-            for i, c in enumerate(coords):
-                if c.motion_type == "rotational":
-                    q[i] = np.rad2deg(q[i])
-            t = float(s.placer_time_range[0]) if s.placer_time_range else 0.0
-            write_sto(p, Table(name="static pose", time=np.array([t]),
-                               labels=[c.name for c in coords], data=q[None], in_degrees=True))
-            out.append(p)
-        return out
-
-
-def scale_from_setup(path, *, placeholders=None, search_dirs=None) -> ScaleResult:
-    """Run a ScaleTool setup (GenericModelMaker, ModelScaler, MarkerPlacer) without writing;
-    call ``.write()`` on the result.
-
-    Raises
-    ------
-    DataFileError / ModelFileError on bad input (missing files, a measurement marker missing
-    from the static trial or the model, a manual scale naming an unknown segment, ...).
-    """
-    from ..io.osim import read_osim
-    from ..io.sto import read_sto
-    from ..io.trc import read_trc
-    from ..solvers.inverse_kinematics import read_ik_tasks
-    s = read_scale_setup(path, placeholders=placeholders, search_dirs=search_dirs)
-    if s.model_file is None:
-        raise DataFileError("GenericModelMaker names no model_file", s.path)
-    model = read_osim(s.model_file)
-    if s.marker_set_file is not None:
-        for n, mk in read_marker_set(s.marker_set_file, model).items():
-            if n in model.markers:
-                del model.markers[n]
-            model.markers[n] = mk
-    entries = frame_scale_entries(model)
-    measured = {}
-    scaled = model
-    trials = {}
-
-    def trial(p):
-        if p not in trials:
-            trials[p] = read_trc(p)
-        return trials[p]
-    if s.scaler_apply:
-        st = trial(s.scaler_marker_file) if s.scaler_marker_file is not None else None
-        if st is not None and s.scaler_time_range is None:
-            raise DataFileError("ModelScaler time_range is unspecified", s.path)
-        entries, measured = compute_scale_set(
-            model, scaling_order=s.scaling_order, measurements=s.measurements, manual=s.manual,
-            static_trial=st, time_range=s.scaler_time_range, source=s.path)
-        scaled = scale_model(model, entries, mass=s.mass,
-                             preserve_mass_distribution=s.preserve_mass_distribution)
-        scaled.name = model.name
-    placed, q, errs = scaled, None, {}
-    if s.placer_apply and s.placer_marker_file is not None:
-        static = trial(s.placer_marker_file)
-        coord_values, coord_table = None, None
-        if s.placer_coordinate_file is not None:
-            tab = read_sto(s.placer_coordinate_file)
-            rot = [c.name for c in scaled.coordinates.values()
-                   if c.motion_type == "rotational" and c.name in tab.labels]
-            coord_table = tab.to_radians(rot)
-            t0 = s.placer_time_range[0] if s.placer_time_range else coord_table.time[0]
-            coord_values = {n: float(np.interp(t0, coord_table.time, coord_table.column(n)))
-                            for n in coord_table.labels if n in scaled.coordinates}
-        tasks = read_ik_tasks(s.ik_task_set, scaled, coord_table, s.path)
-        unit = {"mm": 1e-3, "cm": 1e-2, "m": 1.0}.get(str(static.units).strip().lower(), 1.0)
-        placed, q, errs = place_markers(scaled, static, tasks, s.placer_time_range,
-                                        coordinate_values=coord_values,
-                                        max_marker_movement=s.max_marker_movement * unit)
-    return ScaleResult(setup=s, scale_set=entries, measured=measured, scaled_model=scaled,
-                       model=placed, static_q=q, static_errors=errs)
-
-
+#: Default body -> segments map for common OpenSim body names (Gait23xx, Rajagopal, arm26,
+#: Thoracoscapular). A body listing several segments carries their summed mass; bodies of the
+#: same side mapped to the same segments share it in proportion to their generic masses.
 # ------------------------------------------------------------------ anthropometric (seed 001)
 #: Segment masses in % of body mass, by gender, attributed to Dumas R, Chèze L, Verriest J-P
 #: (2007) "Adjustments to McConville et al. and Young et al. body segment inertial parameters",
@@ -921,9 +510,7 @@ DUMAS2007_MASS_PERCENT = {
                "hand": 0.5, "thigh": 14.6, "leg": 4.5, "foot": 1.0},
 }
 
-#: Default body -> segments map for common OpenSim body names (Gait23xx, Rajagopal, arm26,
-#: Thoracoscapular). A body listing several segments carries their summed mass; bodies of the
-#: same side mapped to the same segments share it in proportion to their generic masses.
+
 DEFAULT_SEGMENT_MAP = {
     "pelvis": ("pelvis",), "torso": ("torso", "head_neck"), "thorax": ("torso", "head_neck"),
     "clavicle": ("torso", "head_neck"), "scapula": ("torso", "head_neck"),

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ArthronWarning, DataFileError, ModelFileError, SolverError
+from ..errors import ArthronWarning, DataFileError, ModelFileError
 from ..models.forces import applied_generalized_forces
 from ..models.functions import Constant, GCVSpline, PiecewiseLinearFunction
 from ..models.kinematics import _cross
