@@ -1,2 +1,25 @@
-"""arthron: musculoskeletal biomechanics that speaks OpenSim's file formats."""
+"""arthron: musculoskeletal biomechanics that speaks OpenSim's file formats.
+
+The curated public API; everything else is reachable in its module (``arthron.io``,
+``arthron.models``, ``arthron.geometry``, ``arthron.solvers``).
+"""
+from .errors import (ArthronError, ArthronWarning, DataFileError, ModelFileError, SolverError,
+                     UnsupportedFeature)
+from .io.osim import read_osim, write_osim
+from .io.sto import Table, read_sto, write_sto
+from .io.trc import MarkerTrial, read_trc, write_trc
+from .models.kinematics import compile_model, forward_kinematics, marker_positions, velocity_map
+from .models.model import Model
+from .solvers.inverse_dynamics import run_inverse_dynamics
+from .solvers.inverse_kinematics import run_ik
+from .solvers.reactions import joint_reactions
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "ArthronError", "ArthronWarning", "DataFileError", "ModelFileError", "SolverError",
+    "UnsupportedFeature", "read_osim", "write_osim", "Table", "read_sto", "write_sto",
+    "MarkerTrial", "read_trc", "write_trc", "compile_model", "forward_kinematics",
+    "marker_positions", "velocity_map", "Model", "run_inverse_dynamics", "run_ik",
+    "joint_reactions",
+]
