@@ -264,8 +264,8 @@ def test_unsupported_wrap_type_names_the_muscle():
     from arthron.errors import UnsupportedFeature
     model = read_osim(ARM26)
     wo = next(w for b in model.bodies.values() for w in b.wrap_objects if w.name == "TRI")
-    wo.type = "WrapDoubleCylinderObst"
-    with pytest.raises(UnsupportedFeature, match=r"TRI\w*.*WrapDoubleCylinderObst"):
+    wo.type = "WrapConeObst"
+    with pytest.raises(UnsupportedFeature, match=r"TRI\w*.*WrapConeObst"):
         P.compile_paths(model, compile_model(model))
     P.compile_paths(model, compile_model(model), forces=["BICshort"])   # others still work
 
@@ -436,3 +436,214 @@ def test_cylinder_obstacle_in_a_path(tmp_path, direction):
     ma = P.moment_arms(ps, tree, Q, coupled=False)
     ex = P.moment_arms_excursion(ps, tree, Q, h=1e-7)
     assert np.abs(ma - ex).max() < 1e-6
+
+
+# ------------------------------------------------------------ double-cylinder obstacle
+_DC_OSIM = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40000">
+<Model name="elbow_dc">
+  <ground name="ground"/>
+  <BodySet name="bodyset"><objects>
+    <Body name="humerus">
+      <mass>2</mass><mass_center>0 -0.15 0</mass_center><inertia>0.01 0.002 0.01 0 0 0</inertia>
+      <WrapObjectSet name="wrapobjectset"><objects>
+        <WrapDoubleCylinderObst name="elbow_dc">
+          <xyz_body_rotation>{urot}</xyz_body_rotation>
+          <translation>{U[0]} {U[1]} {U[2]}</translation>
+          <radiusUcyl>{ru}</radiusUcyl><radiusVcyl>{rv}</radiusVcyl>
+          <wrapUcylDirection>{du}</wrapUcylDirection>
+          <wrapVcylDirection>{dv}</wrapVcylDirection>
+          <wrapVcylHomeBody>{home}</wrapVcylHomeBody>
+          <xyz_body_rotationVcyl>{vrot}</xyz_body_rotationVcyl>
+          <translationVcyl>{V[0]} {V[1]} {V[2]}</translationVcyl>
+          <length>0.1</length>
+        </WrapDoubleCylinderObst>
+      </objects></WrapObjectSet>
+    </Body>
+    <Body name="ulna">
+      <mass>1</mass><mass_center>0 -0.12 0</mass_center><inertia>0.005 0.001 0.005 0 0 0</inertia>
+    </Body>
+  </objects></BodySet>
+  <JointSet name="jointset"><objects>
+    <PinJoint name="shoulder">
+      <socket_parent_frame>ground_offset</socket_parent_frame>
+      <socket_child_frame>humerus_offset</socket_child_frame>
+      <coordinates><Coordinate name="shoulder_flex"><range>-2 2</range></Coordinate></coordinates>
+      <frames>
+        <PhysicalOffsetFrame name="ground_offset"><socket_parent>/ground</socket_parent>
+          <translation>0 0 0</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame>
+        <PhysicalOffsetFrame name="humerus_offset"><socket_parent>/bodyset/humerus</socket_parent>
+          <translation>0 0 0</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame>
+      </frames>
+    </PinJoint>
+    <PinJoint name="elbow">
+      <socket_parent_frame>humerus_offset</socket_parent_frame>
+      <socket_child_frame>ulna_offset</socket_child_frame>
+      <coordinates><Coordinate name="elbow_flex"><range>-0.5 2.6</range></Coordinate></coordinates>
+      <frames>
+        <PhysicalOffsetFrame name="humerus_offset"><socket_parent>/bodyset/humerus</socket_parent>
+          <translation>0 -0.3 0</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame>
+        <PhysicalOffsetFrame name="ulna_offset"><socket_parent>/bodyset/ulna</socket_parent>
+          <translation>0 0 0</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame>
+      </frames>
+    </PinJoint>
+  </objects></JointSet>
+  <ForceSet name="forceset"><objects>
+    <Thelen2003Muscle name="TRI">
+      <GeometryPath name="path">
+        <PathPointSet><objects>
+          <PathPoint name="origin"><socket_parent_frame>/ground</socket_parent_frame>
+            <location>{p[0]} {p[1]} {p[2]}</location></PathPoint>
+          <PathPoint name="insertion"><socket_parent_frame>/bodyset/ulna</socket_parent_frame>
+            <location>{s[0]} {s[1]} {s[2]}</location></PathPoint>
+        </objects></PathPointSet>
+        <PathWrapSet><objects>
+          <PathWrap name="pw"><wrap_object>elbow_dc</wrap_object><range>-1 -1</range></PathWrap>
+        </objects></PathWrapSet>
+      </GeometryPath>
+      <max_isometric_force>500</max_isometric_force>
+      <optimal_fiber_length>0.1</optimal_fiber_length>
+      <tendon_slack_length>0.2</tendon_slack_length>
+    </Thelen2003Muscle>
+  </objects></ForceSet>
+</Model>
+</OpenSimDocument>
+"""
+
+
+def _dc_model(tmp_path, **kw):
+    """An elbow-like model: humerus on a shoulder pin (z) from ground, ulna on an elbow pin (z)
+    0.3 m below; a 'triceps' from ground to the ulna over a WrapDoubleCylinderObst whose U
+    cylinder is on the humerus near the elbow and whose V cylinder is on the ulna (axes z
+    unless rotated), written as .osim text (OpenSim 4.6 cannot load the class)."""
+    d = dict(U=(-0.009, -0.294, 0.0), V=(-0.01, -0.032, 0.0), ru=0.02, rv=0.012,
+             du="righthand", dv="righthand", home="ulna", urot="0 0 0", vrot="0 0 0",
+             p=(-0.03, -0.02, 0.0), s=(0.013, -0.12, 0.0))
+    d.update(kw)
+    path = tmp_path / "elbow_dc.osim"
+    path.write_text(_DC_OSIM.format(**d))
+    return path, d
+
+
+def _dc_cases(st):
+    """Per frame: which cylinders the path wraps ('-', 'U', 'V', 'B')."""
+    code = {(): "-", (0,): "U", (1,): "V", (0, 1): "B"}
+    return np.array([code[tuple(sorted(set(int(x) for x in r[(t >= 0) & (r >= 0)])))]
+                     for r, t in zip(st.wobj, st.tag)])
+
+
+def _belt(P, S, circles):
+    """Closed-form planar path length from P to S (T, 2) over circles [(centre (T, 2), radius,
+    direction +1 counter-clockwise / -1)] in order: common tangents of consecutive circles
+    (a point is a circle of radius 0) and the arcs between tangent points."""
+    chain = [(P, 0.0, 1)] + list(circles) + [(S, 0.0, 1)]
+    L = 0.0
+    arrive = None
+    for (c1, r1, d1), (c2, r2, d2) in zip(chain[:-1], chain[1:]):
+        D = c2 - c1
+        dist = np.hypot(D[:, 0], D[:, 1])
+        beta = np.arctan2(D[:, 1], D[:, 0]) + np.arccos((d2 * r2 - d1 * r1) / dist)
+        n = np.c_[np.cos(beta), np.sin(beta)]      # left normal of the tangent direction
+        t1, t2 = c1 - d1 * r1 * n, c2 - d2 * r2 * n
+        L = L + np.hypot(*(t2 - t1).T)
+        if arrive is not None:                     # arc on circle 1 from arrival to t1
+            a = np.arctan2(*(t1 - c1).T[::-1]) - np.arctan2(*(arrive - c1).T[::-1])
+            L = L + r1 * np.mod(d1 * a, 2 * np.pi)
+        arrive = t2
+    return L
+
+
+def _dc_centres(ps, tree, Q, d):
+    kin = forward_kinematics(tree, Q)
+    Rb, ob = P._frames(tree, kin)
+    hum, uln = tree.body_names.index("humerus"), tree.body_names.index("ulna")
+    cu = ob[:, hum] + Rb[:, hum] @ np.asarray(d["U"], float)
+    cv = ob[:, uln] + Rb[:, uln] @ np.asarray(d["V"], float)
+    pth = ps.paths[0]
+    pts = [ob[:, b] + np.einsum("tij,j->ti", Rb[:, b], lc) for b, lc in zip(pth.body, pth.loc)]
+    return cu, cv, pts[0], pts[1]
+
+
+@pytest.mark.parametrize("rise", [False, True])
+@pytest.mark.parametrize("dv", ["righthand", "lefthand"])
+def test_double_cylinder_obstacle_path_is_the_planar_belt(tmp_path, rise, dv):
+    """Parallel cylinders (both axes z): the path's length over a sweep of the elbow at three
+    shoulder angles equals the closed-form belt in the cross-section (tangents and arcs on
+    the cylinders the path wraps; V in the same direction as U: open belt, every case occurs
+    (no wrap, U alone, V alone, both); V the other way: crossed belt, both wrapped
+    throughout), and with a rise hypot(belt, rise) (the unrolled path is straight); the length
+    is continuous and the tangent points sit on the right bodies."""
+    kw = dict(p=(-0.03, -0.02, -0.01), s=(0.013, -0.12, 0.02)) if rise else {}
+    path, d = _dc_model(tmp_path, dv=dv, **kw)
+    model, tree, ps = _setup(path)
+    th = np.linspace(-0.5, 2.6, 125)
+    Q = np.concatenate([np.c_[np.full_like(th, sh), th] for sh in (-0.6, 0.0, 0.6)])
+    st = P.compute_paths(ps, tree, Q)[0]
+    case = _dc_cases(st)
+    if dv == "righthand":
+        assert all((case == c).sum() >= 3 for c in "-UVB")
+    else:
+        assert np.all(case == "B")
+    sv = 1 if dv == "righthand" else -1
+    cu, cv, p, s = _dc_centres(ps, tree, Q, d)
+    ref = np.full(len(Q), np.nan)
+    for c, circ in (("-", []), ("U", [(cu[:, :2], d["ru"], 1)]), ("V", [(cv[:, :2], d["rv"], sv)]),
+                    ("B", [(cu[:, :2], d["ru"], 1), (cv[:, :2], d["rv"], sv)])):
+        m = case == c
+        ref[m] = _belt(p[m, :2], s[m, :2], [(x[m], r, dd) for x, r, dd in circ])
+    ref = np.hypot(ref, s[:, 2] - p[:, 2])
+    assert np.abs(st.length - ref).max() < 1e-9
+    # continuity: no jump beyond the largest moment arm times the step
+    L = st.length.reshape(3, -1)
+    assert np.abs(np.diff(L, axis=1)).max() < 0.05 * (th[1] - th[0])
+    uln = tree.body_names.index("ulna")
+    hum = tree.body_names.index("humerus")
+    isw = st.wobj >= 0
+    assert np.all(st.body[isw & (st.wobj == 0)] == hum)
+    assert np.all(st.body[isw & (st.wobj == 1)] == uln)
+
+
+@pytest.mark.parametrize("dirs", [("righthand", "righthand"), ("righthand", "lefthand")])
+def test_double_cylinder_obstacle_moment_arms_and_forces(tmp_path, dirs):
+    """Skewed V cylinder (rotated on the ulna) and a rise: analytic moment arms equal tendon
+    excursion -dl/dq (central differences) to 1e-6 relative about both coordinates, and the
+    body point forces map through D^T to the path's generalized forces."""
+    path, d = _dc_model(tmp_path, du=dirs[0], dv=dirs[1], vrot="0.3 -0.2 0.1",
+                        urot="-0.1 0.15 0", p=(-0.03, -0.02, -0.015), s=(0.013, -0.12, 0.02))
+    model, tree, ps = _setup(path)
+    rng = np.random.default_rng(4)
+    Q = np.c_[rng.uniform(-0.6, 0.6, 80), rng.uniform(-0.5, 2.6, 80)]
+    st = P.compute_paths(ps, tree, Q)[0]
+    case = _dc_cases(st)
+    assert (case == "B").sum() >= 5 and (case != "B").sum() >= 5
+    ma = P.moment_arms(ps, tree, Q, coupled=False)
+    ex = P.moment_arms_excursion(ps, tree, Q, h=1e-6)
+    assert np.abs(ma).min() > 1e-4
+    assert np.all(np.abs(ma - ex) <= 1e-6 * np.abs(ex))
+    ten = rng.uniform(0, 500, (len(Q), 1))
+    tau = P.path_generalized_forces(ps, tree, Q, ten)
+    loads = P.path_body_forces(ps, tree, Q, ten)
+    kin = forward_kinematics(tree, Q)
+    M_com = loads.moment - np.cross(kin.body_com(tree) - kin.body_origin(tree), loads.force)
+    tau2 = apply_velocity_map_transpose(tree, kin, loads.force, M_com) + loads.mobility
+    assert np.abs(tau - tau2).max() < 1e-9 * np.abs(tau).max()
+    # the ulna carries the V tangent points' pulls when V is wrapped: its force is not only
+    # the insertion's pull along the last segment
+    uln = tree.body_names.index("ulna")
+    b = case == "B"
+    assert np.abs(loads.force[b, uln]).max() > 1.0
+
+
+def test_double_cylinder_obstacle_bad_input(tmp_path):
+    path, _ = _dc_model(tmp_path, home="radius")
+    model = read_osim(path)
+    with pytest.raises(ModelFileError, match="elbow_dc.*wrapVcylHomeBody 'radius'"):
+        P.compile_paths(model, compile_model(model))
+    path, _ = _dc_model(tmp_path, rv=-1)
+    model = read_osim(path)
+    with pytest.raises(ModelFileError, match="elbow_dc.*radiusVcyl"):
+        P.compile_paths(model, compile_model(model))
+    path, _ = _dc_model(tmp_path, dv="sideways")
+    model = read_osim(path)
+    with pytest.raises(ModelFileError, match="elbow_dc.*wrapVcylDirection"):
+        P.compile_paths(model, compile_model(model))

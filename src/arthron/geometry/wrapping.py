@@ -38,7 +38,7 @@ from ..errors import UnsupportedFeature
 
 NO_WRAP, INSIDE, WRAPPED, MANDATORY = 0, 1, 2, 3
 SUPPORTED = ("WrapSphere", "WrapCylinder", "WrapEllipsoid", "WrapTorus", "WrapSphereObst",
-             "WrapCylinderObst")
+             "WrapCylinderObst", "WrapDoubleCylinderObst")
 
 __all__ = ["NO_WRAP", "INSIDE", "WRAPPED", "MANDATORY", "SUPPORTED", "wrap_sphere",
            "wrap_cylinder", "wrap_ellipsoid", "wrap_torus", "wrap_segment",
@@ -1107,6 +1107,14 @@ def wrap_double_cylinder_obstacle(p, s, radius_u: float, direction_u: int, radiu
     :data:`DC_BOTH`; q, Q the tangent points on U and T, t those on V (U frame; for a cylinder
     not wrapped, q = Q = p and T = t = s), and the total path length from p to s.
     """
+    return _double_cylinder_obstacle(p, s, radius_u, direction_u, radius_v, direction_v,
+                                     R_uv, o_uv, max_iter, tol)[:6]
+
+
+def _double_cylinder_obstacle(p, s, radius_u, direction_u, radius_v, direction_v, R_uv, o_uv,
+                              max_iter=200, tol=1e-13):
+    """:func:`wrap_double_cylinder_obstacle` returning also the surface lengths on U (q to Q)
+    and on V (T to t), 0 for a cylinder not wrapped: (case, q, Q, T, t, L, Lu, Lv)."""
     p = np.asarray(p, float)
     s = np.asarray(s, float)
     n = len(p)
@@ -1175,7 +1183,9 @@ def wrap_double_cylinder_obstacle(p, s, radius_u: float, direction_u: int, radiu
     Q = np.where(useU[:, None], Q, p)
     T = np.where(useV[:, None], T, s)
     t = np.where(useV[:, None], t, s)
-    return case, q, Q, T, t, L
+    Lu = np.where(useU, Lu, 0.0)
+    Lv = np.where(useV, Lv, 0.0)
+    return case, q, Q, T, t, L, Lu, Lv
 
 
 # ---------------------------------------------------------------------------------- dispatch
@@ -1200,5 +1210,9 @@ def wrap_segment(wo, p1, p2, method: str = "hybrid", single: bool = True):
         return wrap_torus(p1, p2, wo.dims.get("inner_radius", 0.01),
                           wo.dims.get("outer_radius", 0.05), wo.axis, wo.sign,
                           adjust_tangents=~np.asarray(single, bool))
+    if t == "WrapDoubleCylinderObst":
+        raise UnsupportedFeature(f"{t} '{wo.name}': one segment cannot be wrapped without the "
+                                 "pose of its V cylinder (paths wrap it through "
+                                 "wrap_double_cylinder_obstacle)")
     raise UnsupportedFeature(f"{t} '{wo.name}': arthron does not reproduce OpenSim's "
                              f"{t} wrapping yet")

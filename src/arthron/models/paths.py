@@ -15,11 +15,13 @@ that penetrates the object is taken at once ("mandatory"), otherwise the wrap th
 the path least; with two or more wrap objects up to 8 passes are made until the length
 changes by less than 0.5 mm (with OpenSim's order swap after the first pass, its cylinder
 tangent correction, and its use of the tangent points' ground positions cached at their first
-use). The obstacle-set sphere and cylinder
-(WrapSphereObst, WrapCylinderObst: Garner & Pandy's published geometry, which OpenSim 4.6
-cannot evaluate) wrap like optional wraps; WrapDoubleCylinderObst raises
-:class:`arthron.errors.UnsupportedFeature` when the paths are compiled (its geometry is
-:func:`arthron.geometry.wrapping.wrap_double_cylinder_obstacle`).
+use). The obstacle-set sphere, cylinder and double cylinder (WrapSphereObst, WrapCylinderObst,
+WrapDoubleCylinderObst: Garner & Pandy's published geometry, which OpenSim 4.6 cannot
+evaluate) wrap like optional wraps. A double cylinder's U cylinder is the wrap object's frame
+on its body, its V cylinder a frame on another body (``wrapVcylHomeBody``,
+``translationVcyl``, ``xyz_body_rotationVcyl``); the path gets up to four tangent points, q and
+Q on U's body and T and t on V's body, so that each body receives the pulls of its own tangent
+points (OpenSim's class, which cannot be loaded in 4.6, puts all of them on U's body).
 
 Moment arms are computed analytically from the path's unit tension: it pulls each node (path
 point or tangent point) towards its neighbours on other bodies; the net pull ``f_k`` on node
@@ -84,6 +86,8 @@ class _Path:
     cond: list              # [(k, coord, lo, hi)]
     moving: list            # [(k, R_BF (3,3), p_BF (3,), [(axis, func, coord)])]
     wraps: list             # [_Wrap]
+    slots: list = field(default_factory=list)   # first tag offset of each wrap's nodes
+    nslots: int = 0         # tag offsets in all (2 per wrap, 4 per WrapDoubleCylinderObst)
 
 
 @dataclass
@@ -163,12 +167,7 @@ def _quadrant(q: str, where: str):
 
 def _obstacle_direction(w, tag):
     """+1 (right-handed, OpenSim's default) or -1 from an obstacle's ``wrapDirection``."""
-    raw = getattr(w, "raw", None)
-    txt = None
-    if raw is not None:
-        for c in raw:
-            if isinstance(c.tag, str) and c.tag == tag:
-                txt = (c.text or "").strip()
+    txt = _raw_text(w, tag)
     if txt is None:
         txt = str(w.dimensions.get(tag, "righthand"))
     t = txt.lower()
@@ -178,6 +177,61 @@ def _obstacle_direction(w, tag):
         return -1
     raise ModelFileError(f"wrap obstacle '{w.name}': {tag} '{txt}' is not 'righthand' or "
                          "'lefthand'")
+
+
+def _raw_text(w, tag):
+    raw = getattr(w, "raw", None)
+    txt = None
+    if raw is not None:
+        for c in raw:
+            if isinstance(c.tag, str) and c.tag == tag:
+                txt = (c.text or "").strip()
+    return txt
+
+
+def _raw_floats(w, tag, n, default):
+    txt = _raw_text(w, tag)
+    if txt is None or txt == "":
+        return np.asarray(default, float)
+    try:
+        v = np.array([float(x) for x in txt.split()], float)
+    except ValueError:
+        v = np.zeros(0)
+    if v.shape != (n,):
+        raise ModelFileError(f"wrap obstacle '{w.name}': <{tag}> must hold {n} numbers, not "
+                             f"'{txt}'")
+    return v[0] if n == 1 else v
+
+
+def _double_cylinder_dims(model, w, bidx):
+    """A WrapDoubleCylinderObst's properties (read from its XML): radii ``radius`` (U) and
+    ``radius_v``, wrap directions ``direction`` / ``direction_v`` (+1 righthand, -1 lefthand),
+    and the V cylinder's frame: body index ``v_body`` (``wrapVcylHomeBody``), rotation
+    ``v_R`` and origin ``v_p`` in that body's frame (``xyz_body_rotationVcyl``,
+    ``translationVcyl``). The U cylinder is the wrap object's own frame."""
+    from .model import rotation_xyz
+    ru = float(_raw_floats(w, "radiusUcyl", 1, -1.0))
+    rv = float(_raw_floats(w, "radiusVcyl", 1, -1.0))
+    if ru < 0.0 or rv < 0.0:
+        raise ModelFileError(f"wrap obstacle '{w.name}': radiusUcyl and radiusVcyl must be "
+                             f"given and not negative (got {ru}, {rv})", model.source)
+    home = _raw_text(w, "wrapVcylHomeBody") or ""
+    if home in ("ground", GROUND):
+        vpath = GROUND
+    elif home in model.bodies:
+        vpath = f"/bodyset/{home}"
+    elif home.startswith("/bodyset/") and home[len("/bodyset/"):] in model.bodies:
+        vpath = home
+    else:
+        raise ModelFileError(f"wrap obstacle '{w.name}': wrapVcylHomeBody '{home}' is not a "
+                             "body of the model", model.source)
+    base, X = model.frame_in_base(vpath)
+    rot = _raw_floats(w, "xyz_body_rotationVcyl", 3, np.zeros(3))
+    tr = _raw_floats(w, "translationVcyl", 3, np.zeros(3))
+    return {"radius": ru, "radius_v": rv,
+            "direction": _obstacle_direction(w, "wrapUcylDirection"),
+            "direction_v": _obstacle_direction(w, "wrapVcylDirection"),
+            "v_body": bidx[base], "v_R": X.R @ rotation_xyz(rot), "v_p": X.apply(tr)}
 
 
 def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool = True,
@@ -205,9 +259,10 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         naming the force, when a path point's frame does not exist, a ConditionalPathPoint or
         MovingPathPoint names a coordinate the model does not have, or a PathWrap names a wrap
         object that no body of the model carries.
+        A WrapDoubleCylinderObst without radiusUcyl / radiusVcyl, with a wrapVcylHomeBody that
+        is not a body of the model or a wrap direction other than righthand / lefthand.
     UnsupportedFeature
-        naming the force, when it wraps over a WrapDoubleCylinderObst (its geometry is
-        :func:`arthron.geometry.wrapping.wrap_double_cylinder_obstacle`).
+        naming the force, when it wraps over a wrap object type arthron does not reproduce.
     """
     nb = tree.nb
     bidx = {f"/bodyset/{n}": i for i, n in enumerate(tree.body_names)}
@@ -237,6 +292,8 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
                 dims[k] = float(d[k])
         if w.type == "WrapCylinderObst":
             dims["direction"] = _obstacle_direction(w, "wrapDirection")
+        if w.type == "WrapDoubleCylinderObst":
+            dims.update(_double_cylinder_dims(model, w, bidx))
         wid.setdefault(w.name, len(wobjs))
         wobjs.append(WrapObjectData(w.name, w.type, bidx[base], Rw, pw, dims, axis, sign,
                                     bool(w.active)))
@@ -306,7 +363,9 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         names.append(name)
         types.append(f.type)
         props.append(dict(f.properties))
-        paths.append(_Path(name, f.type, body, loc, cond, moving, wraps))
+        ns = [4 if wobjs[w.obj_id].type == "WrapDoubleCylinderObst" else 2 for w in wraps]
+        slots = [int(x) for x in np.concatenate([[0], np.cumsum(ns)[:-1]])] if ns else []
+        paths.append(_Path(name, f.type, body, loc, cond, moving, wraps, slots, int(sum(ns))))
     approx = []   # paths reproduced only approximately: none (kept for PathSet.approximate)
     if approx:
         msg = (f"paths {', '.join(approx)} reproduce OpenSim's wrapping only approximately")
@@ -363,8 +422,9 @@ class PathState:
 
     ``P`` (T, K, 3) node positions in ground, ``body`` (T, K) body index (nb = ground),
     ``loc`` (T, K, 3) node location in its body frame, ``tag`` (T, K): path-point index, or
-    ``n_points + 2 w (+1)`` for the two tangent points of wrap ``w``, or -1 for padding;
-    ``wlen`` (T, K): on the second tangent point of a wrap, the length on the surface;
+    ``n_points + slot_w + i`` for the tangent points of wrap ``w`` (i = 0, 1; 0-3 for a
+    WrapDoubleCylinderObst: q, Q on U, T, t on V), or -1 for padding;
+    ``wlen`` (T, K): on the second tangent point on a surface, the length on the surface;
     ``length`` (T,); ``G`` (T, K, 3): the node positions OpenSim measures distances and
     force directions with (equal to ``P`` except for tangent points of paths with several
     wrap objects, see :func:`_apply_wraps`).
@@ -376,7 +436,7 @@ class PathState:
     tag: np.ndarray
     wlen: np.ndarray
     length: np.ndarray
-    wobj: np.ndarray  # (T, K) wrap-object id of wrap nodes, -1 otherwise
+    wobj: np.ndarray  # (T, K) wrap-object id of wrap nodes (+ n objects on a V cylinder), else -1
     npts: int
     G: np.ndarray | None = None  # (T, K, 3) positions used for distances and directions
 
@@ -451,7 +511,7 @@ def _compute_one(pathset: PathSet, path: _Path, q, Rb, ob):
     P = ob[:, path.body] + np.einsum("tkij,tkj->tki", Rb[:, path.body], loc)
     act = _active(path, q)
     tag = np.where(act, np.arange(npts), -1)
-    K = npts + 2 * len(path.wraps)
+    K = npts + path.nslots
     pad = K - npts
     if pad:
         P = np.concatenate([P, np.zeros((T, pad, 3))], 1)
@@ -495,9 +555,10 @@ def _update_cache(st, npts, cache, mask):
     cv[ti, wi[ti, ki]] = True
 
 
-def _remove_wrap_nodes(st, t1, t2, mask):
+def _remove_wrap_nodes(st, t0, t1, mask):
+    """Remove the nodes tagged t0 <= tag < t1 (one wrap's tangent points) in frames ``mask``."""
     P, loc, body, tag, wobj, wlen = st
-    keep = ~(((tag == t1) | (tag == t2)) & mask[:, None]) & (tag >= 0)
+    keep = ~((tag >= t0) & (tag < t1) & mask[:, None]) & (tag >= 0)
     tag = np.where(keep, tag, -1)
     return tuple(_compact(keep, P, loc, body, tag, wobj, wlen)[1:])
 
@@ -505,12 +566,19 @@ def _remove_wrap_nodes(st, t1, t2, mask):
 def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
     """Remove wrap ``wi``'s tangent points and wrap again (frames in ``mask`` only), as one
     step of OpenSim's ``GeometryPath::applyWrapObjects``. Returns the new node lists and the
-    result code OpenSim keeps for the wrap (the last segment tried, or the mandatory one)."""
+    result code OpenSim keeps for the wrap (the last segment tried, or the mandatory one).
+
+    A WrapDoubleCylinderObst inserts up to four nodes: q, Q on the U cylinder (the wrap
+    object's body, surface length on Q) and T, t on the V cylinder (its home body, surface
+    length on t, wrap-object id + number of wrap objects), those of a cylinder not wrapped
+    left out."""
     npts = len(path.body)
     w = path.wraps[wi]
     wo = pathset.wrap_objects[w.obj_id]
-    t1, t2 = npts + 2 * wi, npts + 2 * wi + 1
-    P, loc, body, tag, wobj, wlen = _remove_wrap_nodes(st, t1, t2, mask)
+    dbl = wo.type == "WrapDoubleCylinderObst"
+    ns = 4 if dbl else 2
+    t0 = npts + path.slots[wi]
+    P, loc, body, tag, wobj, wlen = _remove_wrap_nodes(st, t0, t0 + ns, mask)
     T, K = tag.shape
     code = np.zeros(T, int)
     if not wo.active:
@@ -525,11 +593,18 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
     ow = ob[:, wo.body] + Rb[:, wo.body] @ wo.p
     Xl = np.einsum("tji,tkj->tki", Rw, P - ow[:, None])   # nodes in the wrap frame
     Gl = np.einsum("tji,tkj->tki", Rw, _cached_positions(P, tag, npts, cache) - ow[:, None])
+    if dbl:
+        d = wo.dims
+        vb = d["v_body"]
+        Rv = Rb[:, vb] @ d["v_R"]                 # V cylinder frame in ground
+        ov = ob[:, vb] + Rb[:, vb] @ d["v_p"]
+        Ruv = np.einsum("tji,tjk->tik", Rw, Rv)   # ... in the U frame
+        ouv = np.einsum("tji,tj->ti", Rw, ov - ow)
     best_k = np.full(T, -1)
     best_dl = np.full(T, np.inf)
-    r1b = np.zeros((T, 3))
-    r2b = np.zeros((T, 3))
-    Lb = np.zeros(T)
+    nodes = np.zeros((T, ns, 3))                  # tangent points, wrap (U) frame
+    lens = np.zeros((T, ns))                      # surface length ending at the node
+    valid = np.zeros((T, ns), bool)
     mand = np.zeros(T, bool)
     for k in range(K - 1):
         cand = (anyact & (k >= start) & (k < end) & (tag[:, k] >= 0) & (tag[:, k + 1] >= 0)
@@ -537,48 +612,80 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
         if not cand.any():
             continue
         ci = np.where(cand)[0]
-        try:
-            # OpenSim 4.6 skips the cylinder's tangent correction for a path's only wrap
-            single = len(path.wraps) == 1
-            status, r1, r2, L = _wr.wrap_segment(wo, Xl[ci, k], Xl[ci, k + 1], w.method,
-                                                 single=single)
-        except UnsupportedFeature as e:
-            raise UnsupportedFeature(f"path of '{path.name}': {e.message}") from None
+        g1, g2 = Gl[ci, k], Gl[ci, k + 1]
+        straight = np.linalg.norm(g2 - g1, axis=-1)
+        if dbl:
+            case, q1, Q1, T1, t1, _, Lu, Lv = _wr._double_cylinder_obstacle(
+                Xl[ci, k], Xl[ci, k + 1], d["radius"], d["direction"], d["radius_v"],
+                d["direction_v"], Ruv[ci], ouv[ci])
+            uU = (case == _wr.DC_U) | (case == _wr.DC_BOTH)
+            uV = (case == _wr.DC_V) | (case == _wr.DC_BOTH)
+            status = np.where(case == _wr.DC_INSIDE, _wr.INSIDE,
+                              np.where(uU | uV, _wr.WRAPPED, _wr.NO_WRAP))
+            nd = np.stack([q1, Q1, T1, t1], 1)
+            ln = np.stack([np.zeros_like(Lu), Lu, np.zeros_like(Lv), Lv], 1)
+            vd = np.stack([uU, uU, uV, uV], 1)
+            first = np.where(uU[:, None], q1, T1)
+            last = np.where(uV[:, None], t1, Q1)
+            mid = np.where(uU & uV, np.linalg.norm(T1 - Q1, axis=-1), 0.0)
+            dl = (np.linalg.norm(first - g1, axis=-1) + Lu + mid + Lv
+                  + np.linalg.norm(g2 - last, axis=-1) - straight)
+        else:
+            try:
+                # OpenSim 4.6 skips the cylinder's tangent correction for a path's only wrap
+                single = len(path.wraps) == 1
+                status, r1, r2, L = _wr.wrap_segment(wo, Xl[ci, k], Xl[ci, k + 1], w.method,
+                                                     single=single)
+            except UnsupportedFeature as e:
+                raise UnsupportedFeature(f"path of '{path.name}': {e.message}") from None
+            nd = np.stack([r1, r2], 1)
+            ln = np.stack([np.zeros_like(L), L], 1)
+            vd = np.ones((len(ci), 2), bool)
+            dl = (np.linalg.norm(r1 - g1, axis=-1) + L + np.linalg.norm(g2 - r2, axis=-1)
+                  - straight)
         code[ci] = status
-        straight = np.linalg.norm(Gl[ci, k + 1] - Gl[ci, k], axis=-1)
-        dl = (np.linalg.norm(r1 - Gl[ci, k], axis=-1) + L
-              + np.linalg.norm(Gl[ci, k + 1] - r2, axis=-1) - straight)
         is_m = status == _wr.MANDATORY
         take = is_m | ((status == _wr.WRAPPED) & (dl < best_dl[ci]))
         tk = ci[take]
-        r1b[tk], r2b[tk], Lb[tk] = r1[take], r2[take], L[take]
+        nodes[tk], lens[tk], valid[tk] = nd[take], ln[take], vd[take]
         best_dl[tk] = dl[take]
         best_k[tk] = k
         mand[ci[is_m]] = True
     has = best_k >= 0
     if not has.any():
         return (P, loc, body, tag, wobj, wlen), code
-    r1l = r1b @ wo.R.T + wo.p   # in the wrap object's body frame
-    r2l = r2b @ wo.R.T + wo.p
-    g1 = ob[:, wo.body] + np.einsum("tij,tj->ti", Rb[:, wo.body], r1l)
-    g2 = ob[:, wo.body] + np.einsum("tij,tj->ti", Rb[:, wo.body], r2l)
+    # node locations in their bodies' frames and in ground
+    nloc = nodes @ wo.R.T + wo.p                  # in the wrap object's body frame
+    nG = ob[:, wo.body, None] + np.einsum("tij,tkj->tki", Rb[:, wo.body], nloc)
+    nbody = np.full((T, ns), wo.body)
+    nobj = np.full((T, ns), w.obj_id)
+    if dbl:   # T, t sit on the V cylinder's body
+        gV = ow[:, None] + np.einsum("tij,tkj->tki", Rw, nodes[:, 2:])
+        nG[:, 2:] = gV
+        nloc[:, 2:] = np.einsum("tji,tkj->tki", Rb[:, vb], gV - ob[:, vb, None])
+        nbody[:, 2:] = vb
+        nobj[:, 2:] = w.obj_id + len(pathset.wrap_objects)
     j = np.arange(K)[None, :]
     kk = np.where(has, best_k, K)[:, None]
-    src = np.clip(np.where(j <= kk, j, j - 2), 0, K - 1)
-    is1, is2 = j == kk + 1, j == kk + 2
+    src = np.clip(np.where(j <= kk, j, j - ns), 0, K - 1)
+    slot = j - kk - 1                             # 0..ns-1 on the inserted nodes
+    isn = (slot >= 0) & (slot < ns)
+    si = np.clip(slot, 0, ns - 1)
 
-    def ins(arr, v1, v2):
+    def ins(arr, v):
         ex = (1,) * (arr.ndim - 2)
         out = np.take_along_axis(arr, src.reshape(src.shape + ex), 1)
-        v1 = np.asarray(v1)[:, None]
-        v2 = np.asarray(v2)[:, None]
-        out = np.where(is1.reshape(is1.shape + ex), v1, out)
-        return np.where(is2.reshape(is2.shape + ex), v2, out)
+        v = np.take_along_axis(v, si.reshape(si.shape + ex), 1)
+        return np.where(isn.reshape(isn.shape + ex), v, out)
 
-    full = lambda v: np.full(T, v)
-    return (ins(P, g1, g2), ins(loc, r1l, r2l), ins(body, full(wo.body), full(wo.body)),
-            ins(tag, full(t1), full(t2)), ins(wobj, full(w.obj_id), full(w.obj_id)),
-            ins(wlen, np.zeros(T), np.where(has, Lb, 0.0))), code
+    ntag = np.where(valid, t0 + np.arange(ns), -1)
+    out = (ins(P, nG), ins(loc, nloc), ins(body, nbody), ins(tag, ntag), ins(wobj, nobj),
+           ins(wlen, lens))
+    if dbl:   # drop the nodes of a cylinder not wrapped
+        keep = out[3] >= 0
+        out = out[:4] + (np.where(keep, out[4], -1), np.where(keep, out[5], 0.0))
+        out = tuple(_compact(keep, *out)[1:])
+    return out, code
 
 
 def _apply_wraps(pathset, path, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
@@ -595,7 +702,8 @@ def _apply_wraps(pathset, path, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
     npts = len(path.body)
     nw = len(path.wraps)
     st = (P, loc, body, tag, wobj, wlen)
-    cache = (np.zeros((T, 2 * nw, 3)), np.zeros((T, 2 * nw), bool))
+    ns = max(path.nslots, 1)
+    cache = (np.zeros((T, ns, 3)), np.zeros((T, ns), bool))
     niter = 1 if nw < 2 else 8
     last = np.full(T, np.inf)
     done = np.zeros(T, bool)
@@ -623,7 +731,7 @@ def _apply_wraps(pathset, path, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
             sw = todo & ~conv & (codes[0] == _wr.NO_WRAP) & (codes[1] == _wr.INSIDE)
             if sw.any():
                 swapped |= sw
-                st = _remove_wrap_nodes(st, npts, npts + 1, sw)
+                st = _remove_wrap_nodes(st, npts + path.slots[0], npts + path.slots[1], sw)
         if done.all():
             break
     return st, cache
