@@ -481,10 +481,11 @@ def mass_matrix(tree: Tree, q, kin=None) -> np.ndarray:
     algorithm, for T frames at once, without forming D.
 
     Every variable node n of the tree moves its subtree with spatial velocity columns
-    ``Φ_n = [H_ω; H_v + o_n × H_ω]`` (angular; velocity of the point at the ground origin), and
+    ``Φ_n = [H_ω; H_v + (o_n − p) × H_ω]`` (angular; velocity of the point at p, a point fixed in
+    ground at the root body's origin of the frame), and
     ``M = Σ_{m ancestor-or-self of n} Φ_mᵀ I^c_n Φ_n (+ transpose)``, with ``I^c_n`` the spatial
-    inertia of n's subtree about the ground origin: ``[[J, [h]×], [−[h]×, m]]``, J the
-    rotational inertia about the origin, h the first mass moment, summed over subtrees leaves first.
+    inertia of n's subtree about p: ``[[J, [h]×], [−[h]×, m]]``, J the
+    rotational inertia about p, h the first mass moment, summed over subtrees leaves first.
 
     Parameters
     ----------
@@ -524,7 +525,10 @@ def _node_mass_matrix(tree, kin, T, lower=False):
     for b, n in enumerate(nodes):
         R[b] = kin.node("R", n).transpose(1, 2, 0)
         c[b] = kin.node("o", n).T
-    c += np.einsum("bijt,bj->bit", R, tree.com)                                   # mass centres
+    # Spatial quantities about a point moving with the root body (its origin, per frame) rather
+    # than the ground origin: the same M, without the cancellation m|c|² − … far from the origin.
+    ref = kin.node("o", nodes[lay.body_order[0]]).T.copy()                        # (3, T)
+    c += np.einsum("bijt,bj->bit", R, tree.com) - ref                             # mass centres
     m = tree.mass
     RI = np.einsum("bijt,bjl->bilt", R, tree.inertia)
     J = np.empty_like(R)                                                          # I_C in ground
@@ -536,7 +540,7 @@ def _node_mass_matrix(tree, kin, T, lower=False):
     J -= m[:, None, None, None] * (c[:, :, None] * c[:, None, :])
     mc2 = m[:, None] * np.einsum("bit,bit->bt", c, c)
     for i in range(3):
-        J[:, i, i] += mc2                                                         # about the origin
+        J[:, i, i] += mc2                                                         # about p
     # composite (subtree) sums per body, leaves first; a hinge node's subtree is its joint's
     # child body's (element-wise adds: no BLAS call, which other processes' threads can stall)
     hb = m[:, None, None] * c
@@ -556,7 +560,7 @@ def _node_mass_matrix(tree, kin, T, lower=False):
         w = Hw.transpose(2, 1, 0)
         Phi[sl, :3] = w
         if tree.nodes[n].kind == "rot":
-            Phi[sl, 3:] = _cross_tl(kin.node("o", n).T[None], w)        # o × H_ω (H_v = 0)
+            Phi[sl, 3:] = _cross_tl((kin.node("o", n).T - ref)[None], w)  # o × H_ω (H_v = 0)
         else:
             Phi[sl, 3:] = Hv.transpose(2, 1, 0)                          # H_ω = 0
     Mk = np.zeros((K, K, T))
