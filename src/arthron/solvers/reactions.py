@@ -1223,14 +1223,18 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
 
     Each column is an actuator's *force* (OpenSim's ``overrideActuation`` value, as written by
     StaticOptimization): for a CoordinateActuator it is the generalized force itself
-    (N·m or N, not scaled by ``optimal_force``); a PointActuator applies ``value × direction``
+    (N·m or N, not scaled by ``optimal_force``), on Simbody's mobility: for the rotations of
+    Ellipsoid, Scapulothoracic, Ball and Free joints (``tree.angular_velocity_groups``) that is
+    the moment about F's axes, conjugate to u = ω_FM, returned as ``τ_q = A(q)ᵀ τ_u``; a
+    PointActuator applies ``value × direction``
     at its point, a TorqueActuator ``value × axis`` on bodyA and the opposite on bodyB; muscles
     and PathActuators pull along their paths (needs :mod:`arthron.models.paths`). Values are
     linearly interpolated at ``times`` (OpenSim's ``Storage::getDataAtTime``).
 
     Returns
     -------
-    generalized : (T, nq) mobility forces, model order (CoordinateActuators; moving path points);
+    generalized : (T, nq) mobility forces conjugate to q̇, model order (CoordinateActuators;
+        moving path points);
     loads : list of ExternalLoad (body forces; path forces as one force + moment per body).
 
     ``q`` (T, nq) is needed when the file holds path forces (geometry of the paths at each frame).
