@@ -620,6 +620,7 @@ _MU_BLEND_MAX = 0.9        # above: the axis-plane ("Frans") estimate only
 _NUM_FAN = 300
 _SV_BLEND = 0.3
 _SEG = 0.001               # m, length of the chords of the surface path
+_NEWTON_CHUNK = 16384      # points per block of the closest-point Newton iteration
 
 
 def _closest_ellipse(a, b, u, v):
@@ -699,27 +700,43 @@ def _closest_ellipsoid(a, dims, p, axis=-1):
             out[m, i] = p[m, i]
             out[m, j], out[m, k] = _closest_ellipse(a[j], a[k], p[m, j], p[m, k])
     g = sp < 0
-    if g.any():
-        u, v, w = p[g].T
+    allg = bool(g.all())
+    if allg or g.any():
+        u, v, w = np.ascontiguousarray(p.T) if allg else p[g].T
         a2, b2, c2 = a ** 2
         a2u2, b2v2, c2w2 = a2 * u * u, b2 * v * v, c2 * w * w
         inside = (u / a[0]) ** 2 + (v / a[1]) ** 2 + (w / a[2]) ** 2 < 1.0
         t = np.where(inside, 0.0, a.max() * np.sqrt(u * u + v * v + w * w))
-        ix = np.arange(len(t))
-        for _ in range(64):     # Newton steps on the frames not yet converged
+        n = len(t)
+        # Newton steps, each point until |f| < 1e-9 (at most 64), in chunks that stay in the
+        # cache; points leave the working arrays when they converge (same arithmetic per
+        # point as one step at a time, so the same result)
+        for s0 in range(0, n, _NEWTON_CHUNK):
+            ix = np.arange(s0, min(n, s0 + _NEWTON_CHUNK))
             tt, A, B, Cc = t[ix], a2u2[ix], b2v2[ix], c2w2[ix]
-            P, Q, R = tt + a2, tt + b2, tt + c2
-            P2, Q2, R2 = P * P, Q * Q, R * R
-            f = P2 * Q2 * R2 - A * Q2 * R2 - B * P2 * R2 - Cc * P2 * Q2
-            go = ~(np.abs(f) < 1e-9)
-            if not go.any():
-                break
-            ix, f, P, Q, R, A, B, Cc = ix[go], f[go], P[go], Q[go], R[go], A[go], B[go], Cc[go]
-            PQ, PR, QR = P * Q, P * R, Q * R
-            fp = 2.0 * (P * Q * R * (QR + PR + PQ) - A * QR * (Q + R) - B * PR * (P + R)
-                        - Cc * PQ * (P + Q))
-            t[ix] = t[ix] - f / fp
-        out[g] = np.stack([a2 * u / (t + a2), b2 * v / (t + b2), c2 * w / (t + c2)], 1)
+            for _ in range(64):
+                P, Q, R = tt + a2, tt + b2, tt + c2
+                P2, Q2, R2 = P * P, Q * Q, R * R
+                f = P2 * Q2 * R2 - A * Q2 * R2 - B * P2 * R2 - Cc * P2 * Q2
+                go = ~(np.abs(f) < 1e-9)
+                if not go.all():
+                    t[ix] = tt
+                    if not go.any():
+                        break
+                    ix, tt, f, P, Q, R = ix[go], tt[go], f[go], P[go], Q[go], R[go]
+                    A, B, Cc = A[go], B[go], Cc[go]
+                PQ, PR, QR = P * Q, P * R, Q * R
+                fp = 2.0 * (P * Q * R * (QR + PR + PQ) - A * QR * (Q + R) - B * PR * (P + R)
+                            - Cc * PQ * (P + Q))
+                tt = tt - f / fp
+            else:
+                t[ix] = tt
+        if allg:
+            out[:, 0] = a2 * u / (t + a2)
+            out[:, 1] = b2 * v / (t + b2)
+            out[:, 2] = c2 * w / (t + c2)
+        else:
+            out[g] = np.stack([a2 * u / (t + a2), b2 * v / (t + b2), c2 * w / (t + c2)], 1)
     return out
 
 
@@ -833,26 +850,30 @@ def _surface_path(r1, r2, a, vs, vs4, far, factor):
     vsz = _unit(np.cross(ar1, ar2))[0]
     vsy = np.cross(vsz, ar1)
     K = int(nseg.max())
-    L = np.zeros(N)
-    prev = r1
-    first = r1.copy()
-    last = r2.copy()
-    for i in range(K - 1):
-        act = (i < nseg - 1)
-        phi = (i + 1) * dphi
-        rdir = np.cos(phi)[:, None] * ar1 + np.sin(phi)[:, None] * vsy
+    rows = np.arange(N)
+    if K > 1:
+        # all interior points at once (N, K-1); the chords summed in order, as one at a time
+        phi = np.arange(1, K)[None, :] * dphi[:, None]
+        rdir = (np.cos(phi)[..., None] * ar1[:, None, :]
+                + np.sin(phi)[..., None] * vsy[:, None, :])
         f1 = rdir / a
         f2 = a0 / a
         qa = _dot(f1, f1)
-        qb = 2 * _dot(f1, f2)
-        qc = _dot(f2, f2) - 1.0
+        qb = 2 * _dot(f1, f2[:, None, :])
+        qc = (_dot(f2, f2) - 1.0)[:, None]
         m3 = (-qb + np.sqrt(np.maximum(qb * qb - 4 * qa * qc, 0.0))) / (2 * qa)
-        s = a0 + m3[:, None] * rdir
-        L += np.where(act, np.linalg.norm(s - prev, axis=-1), 0.0)
-        if i == 0:
-            first = np.where(act[:, None], s, first)
-        last = np.where(act[:, None], s, last)
-        prev = np.where(act[:, None], s, prev)
+        s = a0[:, None, :] + m3[..., None] * rdir
+        act = np.arange(K - 1)[None, :] < (nseg - 1)[:, None]
+        prevs = np.concatenate([r1[:, None, :], s[:, :-1]], 1)
+        d = np.where(act, np.linalg.norm(s - prevs, axis=-1), 0.0)
+        L = np.cumsum(d, axis=1)[:, -1]
+        has = nseg > 1
+        first = np.where(has[:, None], s[:, 0], r1)
+        last = np.where(has[:, None], s[rows, np.maximum(nseg - 2, 0)], r2)
+        prev = np.where(has[:, None], last, r1)
+    else:
+        L = np.zeros(N)
+        first, last, prev = r1.copy(), r2.copy(), r1
     L += np.linalg.norm(r2 - prev, axis=-1)
     short = ln < _SEG
     L = np.where(short, ln * factor, L)
@@ -979,8 +1000,11 @@ def wrap_ellipsoid(p1, p2, radii, axis: int = -1, sign: int = 0, method: str = "
             c1 = np.where(flip[:, None], c1f, c1)
     vs = _unit(np.cross(p1p2, P1 - c1))[0]
     vs4 = -_dot(vs, c1)
-    r1 = _tangent_lm(p1e[idx], start1, P1, a, vs, vs4)
-    r2 = _tangent_lm(p2e[idx], start2, P2, a, vs, vs4)
+    # both tangent searches in one batch (each row is searched on its own)
+    rr = _tangent_lm(np.concatenate([p1e[idx], p2e[idx]]), np.concatenate([start1, start2]),
+                     np.concatenate([P1, P2]), a, np.concatenate([vs, vs]),
+                     np.concatenate([vs4, vs4]))
+    r1, r2 = rr[:N], rr[N:]
     far = np.zeros(N, bool)
     L, w1, w2, npts = _surface_path(r1, r2, a, vs, vs4, far, factor)
     if axis >= 0:
