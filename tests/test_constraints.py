@@ -95,3 +95,35 @@ def test_weld_constraint_with_owned_frames_reads_writes_and_assembles_like_opens
     qa = assemble(m1, t1, q0[None])[0]
     assert abs(qa[t1.coordinate_index("r_elbow_flex")] - 1.0) < 1e-9
     assert abs(qa[t1.coordinate_index("r_shoulder_elev")] - 0.3) < 1e-9
+
+
+@needs_data
+@needs_opensim
+def test_coupler_assembly_keeps_the_independent_coordinate_like_opensim(tmp_path):
+    """OpenSim's assembly does not track a coupler's dependent coordinate: it follows from the
+    independent one, which stays where it was set."""
+    from conftest import ARM26
+    coupler = """<CoordinateCouplerConstraint name="elbow_follows_shoulder">
+        <isEnforced>true</isEnforced>
+        <coupled_coordinates_function><LinearFunction><coefficients>2 0.1</coefficients></LinearFunction>
+        </coupled_coordinates_function>
+        <independent_coordinate_names>r_shoulder_elev</independent_coordinate_names>
+        <dependent_coordinate_name>r_elbow_flex</dependent_coordinate_name>
+        <scale_factor>1</scale_factor></CoordinateCouplerConstraint>"""
+    text = ARM26.read_text()
+    j = text.index("<objects />", text.index("<ConstraintSet"))
+    src = tmp_path / "arm26_coupler.osim"
+    src.write_text(text[:j] + "<objects>" + coupler + "</objects>" + text[j + len("<objects />"):])
+    model = read_osim(src)
+    tree = compile_model(model)
+    om, s = oracle.load(src)
+    cset = om.getCoordinateSet()
+    start = {"r_shoulder_elev": 0.3, "r_elbow_flex": 1.2}
+    for k in range(cset.getSize()):
+        cset.get(k).setValue(s, start[cset.get(k).getName()], False)
+    om.assemble(s)
+    q_os = np.array([cset.get(n).getValue(s) for n in tree.coordinate_names])
+    q0 = np.array([start[n] for n in tree.coordinate_names])
+    qa = assemble(model, tree, q0[None])[0]
+    np.testing.assert_allclose(q_os, [0.3, 0.7], atol=1e-6)      # OpenSim: elbow = 2·0.3 + 0.1
+    np.testing.assert_allclose(qa, q_os, atol=1e-6)

@@ -140,11 +140,16 @@ def compile_constraints(model: Model, tree: Tree) -> ConstraintSet:
     return ConstraintSet(model, tree)
 
 
-def assemble(model: Model, tree: Tree, q_desired, *, tol=1e-12, max_iter=50, constraints=None):
-    """Coordinates closest to ``q_desired`` (unit weights) that satisfy the constraints.
+def assemble(model: Model, tree: Tree, q_desired, *, tol=1e-12, max_iter=300, constraints=None):
+    """Coordinates closest to ``q_desired`` that satisfy the constraints, as ``Model::assemble``.
 
-    Locked coordinates are held at their value in ``q_desired``. Solved by Gauss–Newton
-    projection on the constraint manifold, vectorized over frames (each frame independent).
+    Minimizes ``Σ w_i (q_i − q_desired,i)²`` subject to the constraints, vectorized over frames
+    (each frame independent). As in OpenSim, locked coordinates are held at their value in
+    ``q_desired`` and the dependent coordinate of a CoordinateCouplerConstraint is not tracked
+    (weight ~0: it follows from its independent coordinate); every other coordinate has weight 1.
+    Solved by sequential quadratic programming with the objective's Hessian (Gauss–Newton on the
+    constraints): each step is the weighted projection of ``q_desired`` onto the constraints
+    linearized at the current iterate, backtracked only if it makes the constraint error grow.
 
     Parameters
     ----------
@@ -163,32 +168,36 @@ def assemble(model: Model, tree: Tree, q_desired, *, tol=1e-12, max_iter=50, con
     if cs.size == 0:
         return q0
     free = np.array([not c.locked for c in model.coordinates.values()])
+    winv = np.ones(tree.nq)                       # inverse weights
+    for it in cs.items:
+        if it[0] == "coupler":
+            winv[it[3]] = 1e8                     # the dependent coordinate is not tracked
+    winv = winv[free]
     q = q0.copy()
     c = cs.residuals(q)
     err = np.abs(c).max(axis=1)
     for _ in range(max_iter):
-        if err.max() < tol:
-            return q
         C = cs.jacobian(q)[:, :, free]                        # (T, m, nf)
-        # min ||q − q0||² s.t. c(q_k) + C (q − q_k) = 0
+        CW = C * winv                                         # C W⁻¹
+        # min (q − q0)ᵀW(q − q0) s.t. c(q_k) + C (q − q_k) = 0
         rhs = c + np.einsum("tmk,tk->tm", C, (q0 - q)[:, free])
-        CCt = C @ np.swapaxes(C, 1, 2)
-        lam = np.linalg.solve(CCt + 1e-14 * np.eye(CCt.shape[-1]), rhs[..., None])[..., 0]
+        CWCt = CW @ np.swapaxes(C, 1, 2)
+        lam = np.linalg.solve(CWCt + 1e-14 * np.eye(CWCt.shape[-1]), rhs[..., None])[..., 0]
         step = np.zeros_like(q)
-        step[:, free] = q0[:, free] - np.einsum("tmk,tm->tk", C, lam) - q[:, free]
-        # backtracking per frame on the constraint error (the full step near the solution)
+        step[:, free] = q0[:, free] - np.einsum("tmk,tm->tk", CW, lam) - q[:, free]
         alpha = np.ones(q.shape[0])
-        for _ls in range(20):
+        for _ls in range(30):
             qn = q + alpha[:, None] * step
             cn = cs.residuals(qn)
             en = np.abs(cn).max(axis=1)
-            bad = (en > err) & (en > tol)
+            bad = en > np.maximum(err, 1e-9)
             if not bad.any():
                 break
             alpha = np.where(bad, 0.5 * alpha, alpha)
         q, c, err = qn, cn, en
-    c = cs.residuals(q)
-    if np.abs(c).max() >= max(tol, 1e-9):
+        if err.max() < tol and np.abs(alpha[:, None] * step).max() < 1e-11:
+            return q
+    if err.max() >= max(tol, 1e-9):
         raise SolverError(f"model '{model.name}': constraints not satisfied after {max_iter} "
-                          f"iterations (max residual {np.abs(c).max():.3g})", model.source)
+                          f"iterations (max residual {err.max():.3g})", model.source)
     return q
