@@ -647,3 +647,32 @@ def test_double_cylinder_obstacle_bad_input(tmp_path):
     model = read_osim(path)
     with pytest.raises(ModelFileError, match="elbow_dc.*wrapVcylDirection"):
         P.compile_paths(model, compile_model(model))
+
+
+def test_double_cylinder_obstacle_with_a_via_point_and_another_obstacle(tmp_path):
+    """The double cylinder on a path with a via point on the humerus and a WrapSphereObst
+    before it (several wrap objects: the multi-pass wrapping): U, V and the sphere are all
+    wrapped on most poses, the length stays continuous and analytic moment arms equal tendon
+    excursion."""
+    path, d = _dc_model(tmp_path)
+    txt = path.read_text()
+    txt = txt.replace('</WrapDoubleCylinderObst>', '</WrapDoubleCylinderObst><WrapSphereObst '
+                      'name="ball"><translation>-0.03 -0.15 0.004</translation><radius>0.012'
+                      '</radius></WrapSphereObst>')
+    txt = txt.replace('<PathWrap name="pw">', '<PathWrap name="pb"><wrap_object>ball'
+                      '</wrap_object></PathWrap><PathWrap name="pw">')
+    txt = txt.replace('<PathPoint name="insertion">', '<PathPoint name="via"><socket_parent_frame>'
+                      '/bodyset/humerus</socket_parent_frame><location>-0.025 -0.2 0.002'
+                      '</location></PathPoint><PathPoint name="insertion">')
+    path.write_text(txt)
+    model, tree, ps = _setup(path)
+    th = np.linspace(-0.5, 2.6, 63)
+    Q = np.concatenate([np.c_[np.full_like(th, sh), th] for sh in (-0.6, 0.0, 0.6)])
+    st = P.compute_paths(ps, tree, Q)[0]
+    nobj = np.array([len(set(w[(t >= 0) & (w >= 0)].tolist())) for w, t in zip(st.wobj, st.tag)])
+    assert (nobj == 3).sum() > len(Q) // 2
+    assert np.abs(np.diff(st.length.reshape(3, -1), axis=1)).max() < 0.05 * (th[1] - th[0])
+    ma = P.moment_arms(ps, tree, Q, coupled=False)
+    ex = P.moment_arms_excursion(ps, tree, Q, h=1e-6)
+    assert np.abs(ma).min() > 1e-4
+    assert np.all(np.abs(ma - ex) <= 1e-6 * np.abs(ex))
