@@ -1032,3 +1032,81 @@ def test_arm26_coupler_joint_reaction_equals_opensim(tmp_path):
     err = np.abs(r.data - ref.data).max()
     print(f"arm26 + coupler JR: max |arthron − OpenSim| = {err:.1e} (|F| up to {np.abs(ref.data).max():.0f})")
     assert err < 1e-6
+
+
+LENHART_JR_SETUP = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40600">
+  <AnalyzeTool name="knee">
+    <model_file>{model}</model_file>
+    <replace_force_set>false</replace_force_set>
+    <results_directory>{out}</results_directory>
+    <initial_time>0.1</initial_time>
+    <final_time>0.9</final_time>
+    <solve_for_equilibrium_for_auxiliary_states>false</solve_for_equilibrium_for_auxiliary_states>
+    <AnalysisSet name="Analyses"><objects>
+      <JointReaction name="JointReaction">
+        <on>true</on><start_time>0.1</start_time><end_time>0.9</end_time><step_interval>1</step_interval>
+        <joint_names> knee_r pf_r</joint_names>
+        <apply_on_bodies> child</apply_on_bodies>
+        <express_in_frame> child</express_in_frame>
+      </JointReaction>
+    </objects><groups /></AnalysisSet>
+    <coordinates_file>{coords}</coordinates_file>
+    <lowpass_cutoff_frequency_for_coordinates>-1</lowpass_cutoff_frequency_for_coordinates>
+  </AnalyzeTool>
+</OpenSimDocument>
+"""
+
+
+@needs_data
+@needs_opensim
+def test_lenhart_knee_reaction_with_passive_ligaments_equals_opensim(tmp_path):
+    """Lenhart2015 with its 76 Blankevoort ligaments and 12 SpringGeneralizedForces acting and
+    the muscles switched off (appliesForce false; the plugin contact removed for OpenSim):
+    OpenSim's JointReaction at the knee and patellofemoral joints over a flexion sweep equals
+    arthron's, forward-dynamics accelerations (ligaments, springs, gravity) in both."""
+    import opensim as osim
+    from lxml import etree
+    from conftest import LENHART
+    from oracle import _cwd
+    tree_xml = etree.parse(str(LENHART))
+    for e in list(tree_xml.getroot().iter()):
+        if isinstance(e.tag, str) and e.tag in ("Smith2018ArticularContactForce", "Smith2018ContactMesh"):
+            e.getparent().remove(e)
+    for m in tree_xml.getroot().iter("Millard2012EquilibriumMuscle"):
+        ap = m.find("appliesForce")
+        if ap is None:
+            ap = etree.SubElement(m, "appliesForce")
+        ap.text = "false"
+    model_path = tmp_path / "lenhart_passive.osim"
+    tree_xml.write(str(model_path))
+    model = read_osim(model_path)
+    names = list(model.coordinates)
+    t = np.linspace(0, 1, 61)
+    q = np.tile([c.default_value for c in model.coordinates.values()], (t.size, 1))
+    q[:, names.index("knee_flex_r")] = np.deg2rad(5 + 40 * (0.5 - 0.5 * np.cos(2 * np.pi * t)))
+    q[:, names.index("knee_tx_r")] += 0.003 * np.sin(2 * np.pi * t)
+    from arthron.io.sto import write_sto
+    write_sto(tmp_path / "q.mot", Table(name="knee", time=t, labels=names, data=q, in_degrees=False))
+    setup = tmp_path / "jr.xml"
+    setup.write_text(LENHART_JR_SETUP.format(model=model_path, out=tmp_path / "out", coords=tmp_path / "q.mot"))
+    osim.Logger.setLevelString("error")
+    with _cwd(tmp_path):
+        osim.AnalyzeTool(str(setup)).run()
+    ref = read_sto(tmp_path / "out" / "knee_JointReaction_ReactionLoads.sto")
+    r = joint_reactions_from_setup(setup)
+    assert r.labels == ref.labels
+    err = np.abs(r.data - ref.data).max()
+    assert err < 1e-5 * max(1.0, np.abs(ref.data).max()), err
+    # The knee is a 6-dof joint, so its reported load is the mobility (spring) forces; the
+    # ligaments enter through the forward-dynamics accelerations that both tools use: leaving
+    # them out changes those accelerations grossly.
+    bare = read_osim(model_path)
+    for f in bare.forces.values():
+        if f.type == "Blankevoort1991Ligament":
+            f.properties["appliesForce"] = False
+    from arthron.solvers.reactions import joint_reactions
+    r2 = joint_reactions(bare, read_sto(tmp_path / "q.mot"), joints=["knee_r"], on="child", in_frame="child",
+                         time_range=(0.1, 0.9), accelerations="forward")
+    kx = names.index("knee_tx_r")
+    assert np.abs(r2.qdd[:, kx] - r.qdd[:, kx]).max() > 10.0

@@ -21,14 +21,16 @@ is listed as not applied, so callers can warn.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .functions import StepFunction
 from .kinematics import Tree
 from .model import Model
 
-__all__ = ["PASSIVE_COORDINATE_FORCES", "LIGAMENT_TYPES", "active_forces",
-           "applied_generalized_forces"]
+__all__ = ["PASSIVE_COORDINATE_FORCES", "LIGAMENT_TYPES", "active_forces", "PassiveForces",
+           "passive_forces", "applied_generalized_forces"]
 
 PASSIVE_COORDINATE_FORCES = ("SpringGeneralizedForce", "CoordinateLimitForce")
 LIGAMENT_TYPES = ("Blankevoort1991Ligament", "Ligament")
@@ -72,19 +74,29 @@ def _raw_text(f, tag, default=None):
     return default
 
 
-def applied_generalized_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)):
-    """Generalized forces (T, nq) of the passive force elements OpenSim would apply.
+@dataclass
+class PassiveForces:
+    """What the passive elements apply at T frames.
+
+    mobility : (T, nq) generalized forces of coordinate-space elements (springs, limit forces)
+    path_names : names of the ligaments, in ``tensions`` column order
+    tensions : (T, n) N, their path tensions (to apply along the paths as body forces)
+    not_applied : (type, name) of active elements arthron cannot evaluate without states
+    """
+
+    mobility: np.ndarray
+    path_names: list
+    tensions: np.ndarray
+    not_applied: list
+
+
+def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> PassiveForces:
+    """Evaluate the passive force elements OpenSim would apply (see the module docstring).
 
     Parameters
     ----------
     q, qd : (T, nq) coordinates and their rates (rad, m; rad/s, m/s), model order
-    exclude : OpenSim ``forces_to_exclude``
-
-    Returns
-    -------
-    tau : (T, nq) N·m / N
-    not_applied : list of (type, name) of active elements arthron cannot evaluate here
-        (muscles without activations, contact, bushings, plugin classes ...)
+    exclude : OpenSim ``forces_to_exclude`` (names, classes, ``Muscles``, ``Actuators``, ``All``)
     """
     q = np.atleast_2d(np.asarray(q, float))
     qd = np.atleast_2d(np.asarray(qd, float))
@@ -118,12 +130,35 @@ def applied_generalized_forces(model: Model, tree: Tree, q, qd, exclude=("Muscle
             continue
         else:
             not_applied.append((f.type, f.name))
+    tension = np.zeros((T, 0))
     if ligaments:
         from .muscles import ligament_forces
-        from .paths import compile_paths, lengthening_speeds, path_generalized_forces, path_lengths
+        from .paths import compile_paths, lengthening_speeds, path_lengths
         ps = compile_paths(model, tree, forces=ligaments)
-        L = path_lengths(ps, tree, q)
-        V = lengthening_speeds(ps, tree, q, qd)
-        tension = ligament_forces(model, ps.names, L, V)
-        tau += path_generalized_forces(ps, tree, q, tension)
-    return tau, not_applied
+        ligaments = list(ps.names)
+        tension = ligament_forces(model, ligaments, path_lengths(ps, tree, q),
+                                  lengthening_speeds(ps, tree, q, qd))
+    return PassiveForces(tau, ligaments, tension, not_applied)
+
+
+def applied_generalized_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)):
+    """Generalized forces (T, nq) of the passive force elements OpenSim would apply.
+
+    Parameters
+    ----------
+    q, qd : (T, nq) coordinates and their rates (rad, m; rad/s, m/s), model order
+    exclude : OpenSim ``forces_to_exclude``
+
+    Returns
+    -------
+    tau : (T, nq) N·m / N
+    not_applied : list of (type, name) of active elements arthron cannot evaluate here
+        (muscles without activations, contact, bushings, plugin classes ...)
+    """
+    pf = passive_forces(model, tree, q, qd, exclude)
+    tau = pf.mobility
+    if pf.path_names:
+        from .paths import compile_paths, path_generalized_forces
+        ps = compile_paths(model, tree, forces=pf.path_names)
+        tau = tau + path_generalized_forces(ps, tree, np.atleast_2d(q), pf.tensions)
+    return tau, pf.not_applied

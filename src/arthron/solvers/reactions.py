@@ -92,8 +92,9 @@ import numpy as np
 from ..errors import ArthronWarning, DataFileError, SolverError, UnsupportedFeature
 from ..models.kinematics import (Tree, apply_velocity_map_transpose, compile_model,
                                  forward_kinematics)
+from ..models.forces import passive_forces
 from ..models.model import GROUND, Model, Transform
-from .inverse_dynamics import (body_wrenches_from_loads, coordinates_from_table,
+from .inverse_dynamics import (ExternalLoad, body_wrenches_from_loads, coordinates_from_table,
                                external_loads_from_setup, inverse_dynamics)
 
 __all__ = ["JointLoads", "JointReactionResult", "joint_loads", "open_constraint_map",
@@ -685,7 +686,6 @@ def constraint_loads(cs, tree, q, mu, kin0=None):
     -------
     loads : list of ExternalLoad; generalized : (T, nq)
     """
-    from .inverse_dynamics import ExternalLoad
     q = np.atleast_2d(q)
     T = q.shape[0]
     kin0 = kin0 or forward_kinematics(tree, q)
@@ -1319,16 +1319,9 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
             raise SolverError("path forces need the coordinates q of the frames")
         ps = _paths.compile_paths(model, tree, forces=[n for n, _, _ in path_forces])
         ten = np.column_stack([v for _, _, v in path_forces])
-        pl = _paths.path_body_forces(ps, tree, q, ten, kin=kin)
-        for b in range(tree.nb):
-            if not (pl.force[:, b].any() or pl.moment[:, b].any()):
-                continue
-            # force at the body origin (point 0 in the body frame) plus the moment about it
-            loads.append(ExternalLoad(body=tree.body_names[b], force=pl.force[:, b], point=np.zeros((T, 3)),
-                                      torque=pl.moment[:, b], force_frame="ground",
-                                      point_frame=tree.body_names[b],
-                                      name=f"paths_on_{tree.body_names[b]}"))
-        gen += pl.mobility          # moving path points: mobility forces on their coordinates
+        p_loads, p_gen = path_loads(ps, tree, q, ten, kin=kin)
+        loads += p_loads
+        gen += p_gen                # moving path points: mobility forces on their coordinates
     groups = [g for g in tree.angular_velocity_groups if gen_u[:, g].any()]
     if groups:
         # CoordinateActuators act on Simbody's mobilities: for Ellipsoid/Ball/Free rotations
@@ -1343,6 +1336,24 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
     return gen + gen_u, loads
 
 
+def path_loads(pathset, tree: Tree, q, tensions, kin=None):
+    """Path tensions (T, n) as body loads: one force at each body origin plus the moment about
+    it (:func:`arthron.models.paths.path_body_forces`), and the mobility forces of moving path
+    points (T, nq)."""
+    from ..models import paths as _paths
+    T = np.atleast_2d(q).shape[0]
+    pl = _paths.path_body_forces(pathset, tree, q, tensions, kin=kin)
+    loads = []
+    for b in range(tree.nb):
+        if not (pl.force[:, b].any() or pl.moment[:, b].any()):
+            continue
+        loads.append(ExternalLoad(body=tree.body_names[b], force=pl.force[:, b], point=np.zeros((T, 3)),
+                                  torque=pl.moment[:, b], force_frame="ground",
+                                  point_frame=tree.body_names[b],
+                                  name=f"paths_on_{tree.body_names[b]}"))
+    return loads, pl.mobility
+
+
 def _warn_unmodelled(model: Model, accelerations: str, constraint_forces: str = "least_squares"):
     if accelerations == "motion" and constraint_forces == "none" and any(c.enabled for c in model.constraints):
         kinds = ", ".join(c.type for c in model.constraints if c.enabled)
@@ -1352,11 +1363,6 @@ def _warn_unmodelled(model: Model, accelerations: str, constraint_forces: str = 
                       "accelerations='forward' to include them)",
                       ArthronWarning,
                       stacklevel=3)
-    passive = [f for f in model.forces.values() if f.properties.get("appliesForce", True)
-               and not (f.type in ACTUATOR_TYPES or f.is_muscle)]
-    if passive:
-        warnings.warn(f"model '{model.name}' has force elements arthron does not apply in joint reactions: "
-                      + ", ".join(f"{f.type} {f.name}" for f in passive[:6]), ArthronWarning, stacklevel=3)
 
 
 # ----------------------------------------------------------------------------- end to end
@@ -1437,6 +1443,20 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     if forces_table is not None:
         gen, act_loads = actuator_forces(model, tree, forces_table, t, q=q)
         loads += act_loads
+    # Passive elements act as in OpenSim's AnalyzeTool: springs and limit forces on their
+    # coordinates, ligaments along their paths (body forces, so they change the reactions).
+    pf = passive_forces(model, tree, q, qd, exclude=("Actuators",))
+    if pf.not_applied:
+        warnings.warn(f"model '{model.name}' has force elements arthron does not apply in joint reactions: "
+                      + ", ".join(f"{t_} {n}" for t_, n in pf.not_applied[:6]), ArthronWarning, stacklevel=2)
+    if pf.mobility.any():
+        gen = pf.mobility if gen is None else gen + pf.mobility
+    if pf.path_names:
+        from ..models.paths import compile_paths
+        p_loads, p_gen = path_loads(compile_paths(model, tree, forces=pf.path_names), tree, q, pf.tensions)
+        loads += p_loads
+        if p_gen.any():
+            gen = p_gen if gen is None else gen + p_gen
     cs = None
     if any(c.enabled for c in model.constraints):
         from ..models.constraints import compile_constraints
