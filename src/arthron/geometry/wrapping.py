@@ -849,31 +849,34 @@ def _surface_path(r1, r2, a, vs, vs4, far, factor):
     dphi = np.where(far, -(2 * np.pi - phi0), phi0) / nseg
     vsz = _unit(np.cross(ar1, ar2))[0]
     vsy = np.cross(vsz, ar1)
+    L = np.zeros(N)
+    first, last, prev = r1.copy(), r2.copy(), r1.copy()
     K = int(nseg.max())
-    rows = np.arange(N)
     if K > 1:
-        # all interior points at once (N, K-1); the chords summed in order, as one at a time
-        phi = np.arange(1, K)[None, :] * dphi[:, None]
-        rdir = (np.cos(phi)[..., None] * ar1[:, None, :]
-                + np.sin(phi)[..., None] * vsy[:, None, :])
-        f1 = rdir / a
+        # the interior points of a block of rows at once (n, K-1), the chords summed in order
+        # as one at a time; blocks bound the memory to ~2**18 points
+        nb = max(1, (1 << 18) // (K - 1))
         f2 = a0 / a
-        qa = _dot(f1, f1)
-        qb = 2 * _dot(f1, f2[:, None, :])
         qc = (_dot(f2, f2) - 1.0)[:, None]
-        m3 = (-qb + np.sqrt(np.maximum(qb * qb - 4 * qa * qc, 0.0))) / (2 * qa)
-        s = a0[:, None, :] + m3[..., None] * rdir
-        act = np.arange(K - 1)[None, :] < (nseg - 1)[:, None]
-        prevs = np.concatenate([r1[:, None, :], s[:, :-1]], 1)
-        d = np.where(act, np.linalg.norm(s - prevs, axis=-1), 0.0)
-        L = np.cumsum(d, axis=1)[:, -1]
-        has = nseg > 1
-        first = np.where(has[:, None], s[:, 0], r1)
-        last = np.where(has[:, None], s[rows, np.maximum(nseg - 2, 0)], r2)
-        prev = np.where(has[:, None], last, r1)
-    else:
-        L = np.zeros(N)
-        first, last, prev = r1.copy(), r2.copy(), r1
+        for b0 in range(0, N, nb):
+            b = slice(b0, b0 + nb)
+            phi = np.arange(1, K)[None, :] * dphi[b, None]
+            rdir = (np.cos(phi)[..., None] * ar1[b, None, :]
+                    + np.sin(phi)[..., None] * vsy[b, None, :])
+            f1 = rdir / a
+            qa = _dot(f1, f1)
+            qb = 2 * _dot(f1, f2[b, None, :])
+            m3 = (-qb + np.sqrt(np.maximum(qb * qb - 4 * qa * qc[b], 0.0))) / (2 * qa)
+            sp = a0[b, None, :] + m3[..., None] * rdir
+            ns = nseg[b]
+            act = np.arange(K - 1)[None, :] < (ns - 1)[:, None]
+            prevs = np.concatenate([r1[b, None, :], sp[:, :-1]], 1)
+            d = np.where(act, np.linalg.norm(sp - prevs, axis=-1), 0.0)
+            L[b] = np.cumsum(d, axis=1)[:, -1]
+            has = (ns > 1)[:, None]
+            first[b] = np.where(has, sp[:, 0], r1[b])
+            last[b] = np.where(has, sp[np.arange(len(ns)), np.maximum(ns - 2, 0)], r2[b])
+            prev[b] = np.where(has, last[b], r1[b])
     L += np.linalg.norm(r2 - prev, axis=-1)
     short = ln < _SEG
     L = np.where(short, ln * factor, L)
