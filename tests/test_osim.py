@@ -206,3 +206,64 @@ def test_writer_never_overwrites_its_input(tmp_path):
         write_osim(src, model)
     assert src.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["arm26.osim"]
+
+
+V3_MUSCLE = """<ForceSet><objects>
+  <Thelen2003Muscle name="m1">
+    <isDisabled>false</isDisabled>
+    <GeometryPath>
+      <PathPointSet><objects>
+        <PathPoint name="m1-P1"><location>0.03 0.95 0.05</location><body>ground</body></PathPoint>
+        <ConditionalPathPoint name="m1-P2"><location>0.04 -0.3 0.05</location><body>rod1</body>
+          <coordinate>q1</coordinate><range>-0.5 0.5</range></ConditionalPathPoint>
+        <MovingPathPoint name="m1-P3"><location>0 0 0</location><body>rod1</body>
+          <x_location><SimmSpline><x>-3 0 3</x><y>0.02 0.04 0.03</y></SimmSpline></x_location>
+          <x_coordinate>q2</x_coordinate>
+          <y_location><SimmSpline><x>-3 0 3</x><y>-0.7 -0.6 -0.65</y></SimmSpline></y_location>
+          <y_coordinate>q2</y_coordinate>
+          <z_location><SimmSpline><x>-3 3</x><y>0.05 0.05</y></SimmSpline></z_location>
+          <z_coordinate>q2</z_coordinate></MovingPathPoint>
+        <PathPoint name="m1-P4"><location>0.03 -0.25 0.05</location><body>rod2</body></PathPoint>
+      </objects></PathPointSet>
+      <PathWrapSet><objects><PathWrap name="pw"><wrap_object>knob</wrap_object><method>hybrid</method>
+        <range>-1 -1</range></PathWrap></objects></PathWrapSet>
+    </GeometryPath>
+    <max_isometric_force>500</max_isometric_force><optimal_fiber_length>0.1</optimal_fiber_length>
+    <tendon_slack_length>0.3</tendon_slack_length><pennation_angle_at_optimal>0</pennation_angle_at_optimal>
+  </Thelen2003Muscle></objects></ForceSet>"""
+V3_WRAP = """<WrapObjectSet><objects><WrapCylinder name="knob"><xyz_body_rotation>0 0 0</xyz_body_rotation>
+  <translation>0 -1 0</translation><quadrant>+x</quadrant><radius>0.04</radius><length>0.2</length>
+  </WrapCylinder></objects></WrapObjectSet>"""
+
+
+@needs_opensim
+def test_3x_muscle_paths_read_like_opensim(tmp_path):
+    """A 3.x muscle with a conditional point, a moving point (3.x ``x_coordinate`` form) and a
+    cylinder wrap on a 3.x body: arthron's path length equals OpenSim's on the 3.x file and on
+    arthron's 4.x output."""
+    from arthron.models.paths import compile_paths, path_lengths
+    text = V3_MODEL.replace("<MarkerSet>", V3_MUSCLE + "<MarkerSet>")
+    text = text.replace('<Body name="rod2">', '<Body name="rod2">', 1)
+    i = text.index("<Joint>", text.index('<Body name="rod1">'))
+    text = text[:i] + V3_WRAP + text[i:]
+    src = tmp_path / "muscle3x.osim"
+    src.write_text(text)
+    model = read_osim(src)
+    out = write_osim(tmp_path / "muscle4x.osim", model)
+    tree = compile_model(model)
+    ps = compile_paths(model, tree)
+    rng = np.random.default_rng(2)
+    qs = np.array([[0.1, -0.2, 0.7]] + list(rng.uniform(-1.2, 1.2, (6, tree.nq))))
+    ours = path_lengths(ps, tree, qs)[:, 0]
+    for path in (src, out):
+        m, s = oracle.load(path)
+        cs = m.getCoordinateSet()
+        mus = m.getMuscles().get("m1")
+        L = []
+        for q in qs:
+            for k in range(cs.getSize()):
+                cs.get(k).setValue(s, q[tree.coordinate_index(cs.get(k).getName())], False)
+            m.realizePosition(s)
+            L.append(mus.getGeometryPath().getLength(s))
+        np.testing.assert_allclose(ours, L, atol=1e-9, err_msg=str(path.name))
+    assert np.ptp(ours) > 0.01
