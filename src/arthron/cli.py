@@ -212,7 +212,7 @@ def cmd_jr(a):
                               forces_table=read_sto(a.forces) if a.forces else None,
                               external_loads=read_external_loads(a.external_loads) if a.external_loads else None,
                               joints=joints, on=a.on, in_frame=getattr(a, "in"), lowpass_hz=a.lowpass,
-                              accelerations=a.accelerations)
+                              accelerations=a.accelerations, constraint_forces=a.constraint_forces)
         out = Path(a.output)
     res.write(out)
     print(f"wrote {out} ({len(res.time)} frames, {len(res.labels) // 9} joint reactions)")
@@ -308,6 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--accelerations", default="motion", choices=("motion", "forward"),
                    help="motion: the trial's accelerations (seed 002); forward: from the equations "
                         "of motion with the given forces, as OpenSim's JointReaction")
+    s.add_argument("--constraint-forces", default="auto", choices=("auto", "least_squares", "none"),
+                   help="with the motion's accelerations: model-constraint forces by least squares "
+                        "(auto: only when a forces file is given)")
     s.add_argument("-o", "--output", help="output .sto")
     s.set_defaults(func=cmd_jr)
     s = sub.add_parser("ligament", help="TPSM ligament wrench (seed 000): --demo, or a model's strands")
