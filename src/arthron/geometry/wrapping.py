@@ -965,9 +965,13 @@ def wrap_ellipsoid(p1, p2, radii, axis: int = -1, sign: int = 0, method: str = "
                 fi = np.where(fan)[0]
                 mid = R1[fi] + 0.5 * d12[fi]
                 tt = np.arange(1, _NUM_FAN - 1) / _NUM_FAN
-                sv = R1[fi, None, :] + tt[None, :, None] * d12[fi, None, :]
-                cp = _closest_ellipsoid(a, dims, sv.reshape(-1, 3)).reshape(sv.shape)
-                blades = _unit(cp - sv)[0].sum(1)
+                blades = np.empty((len(fi), 3))
+                nb = max(1, (1 << 18) // len(tt))   # frames per block: memory ~2**18 points
+                for b0 in range(0, len(fi), nb):
+                    fb = fi[b0:b0 + nb]
+                    sv = R1[fb, None, :] + tt[None, :, None] * d12[fb, None, :]
+                    cp = _closest_ellipsoid(a, dims, sv.reshape(-1, 3)).reshape(sv.shape)
+                    blades[b0:b0 + nb] = _unit(cp - sv)[0].sum(1)
                 vsum = _unit(blades)[0]
                 tc = mid + vsum
                 cfan = _closest_ellipsoid(a, dims, tc)
