@@ -764,17 +764,22 @@ def _tangent_lm(pe, r, p, a, vs, vs4):
         if not run.any():
             break
         nit += run
-        D = np.zeros((N, 4, 4))
-        D[:, :3, 0] = vs
-        D[:, :3, 1] = 2.0 * r / a2
-        D[:, :3, 2] = 2.0 * (2.0 * r) / a2
-        D[:, :3, 3] = 2.0 * p / a2
+        ri = np.where(run)[0]        # the Jacobian products of the rows still searching
+        rr, pr = r[ri], p[ri]
+        D = np.zeros((len(ri), 4, 4))
+        D[:, :3, 0] = vs[ri]
+        D[:, :3, 1] = 2.0 * rr / a2
+        D[:, :3, 2] = 2.0 * (2.0 * rr) / a2
+        D[:, :3, 3] = 2.0 * pr / a2
         D[:, 3, 2] = 1.0
         D[:, 3, 3] = 1.0
-        pcos = _dot(_unit(p - r)[0], pu)
-        dd = np.where(pcos > 0.1, 1.0 - np.abs(pcos) ** 100, 1.0)
-        v = -np.einsum("nij,nj->ni", D, ee)
-        D2 = np.einsum("nik,njk->nij", D, D)
+        pcos = _dot(_unit(pr - rr)[0], pu[ri])
+        dd = np.ones(N)
+        dd[ri] = np.where(pcos > 0.1, 1.0 - np.abs(pcos) ** 100, 1.0)
+        v = np.zeros((N, 4))
+        v[ri] = -np.einsum("nij,nj->ni", D, ee[ri])
+        D2 = np.zeros((N, 4, 4))
+        D2[ri] = np.einsum("nik,njk->nij", D, D)
         diag = np.diagonal(D2, axis1=1, axis2=2).copy()
         vt = np.zeros((N, 4))
         inner = run.copy()
