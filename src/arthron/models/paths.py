@@ -21,7 +21,8 @@ evaluate) wrap like optional wraps. A double cylinder's U cylinder is the wrap o
 on its body, its V cylinder a frame on another body (``wrapVcylHomeBody``,
 ``translationVcyl``, ``xyz_body_rotationVcyl``); the path gets up to four tangent points, q and
 Q on U's body and T and t on V's body, so that each body receives the pulls of its own tangent
-points (OpenSim's class, which cannot be loaded in 4.6, puts all of them on U's body).
+points (OpenSim's class, which cannot be loaded in 4.6, keeps only q and t, both on U's body,
+with everything between them as the wrap length).
 
 Moment arms are computed analytically from the path's unit tension: it pulls each node (path
 point or tangent point) towards its neighbours on other bodies; the net pull ``f_k`` on node
