@@ -11,6 +11,8 @@ from arthron.errors import ModelFileError
 from arthron.io.osim import read_osim
 from arthron.io.sto import read_sto
 from arthron.models import paths as P
+from arthron.models.motion import coordinates_from_table
+from arthron.solvers import muscle_analysis as MA
 from arthron.models.kinematics import apply_velocity_map_transpose, compile_model, \
     forward_kinematics
 
@@ -86,7 +88,7 @@ def test_gait2354_walking_trial_lengths_and_moment_arms():
     hip/knee muscles switch on and off, MovingPathPoints follow the knee angle."""
     model, tree, ps = _setup(GAIT_REF_MODEL)
     mot = read_sto(GAIT_PIPE / "OutputReference" / "subject01_walk1_ik.mot")
-    q = P._coordinates_from_table(model, tree, mot)
+    q = coordinates_from_table(model, mot, missing="default")
     cols = [tree.coordinate_index(c) for c in ("hip_flexion_r", "knee_angle_r", "ankle_angle_r")]
     L0, MA0 = _opensim(GAIT_REF_MODEL, ps.names, q, tree.coordinate_names,
                        [tree.coordinate_names[c] for c in cols])
@@ -157,7 +159,7 @@ def test_arm26_wrapped_paths_over_ik_trial():
     an ellipsoid (OpenSim's multi-object iterations with its cylinder tangent correction)."""
     model, tree, ps = _setup(ARM26)
     mot = read_sto(REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot")
-    q = P._coordinates_from_table(model, tree, mot)
+    q = coordinates_from_table(model, mot, missing="default")
     rnd = _random_q(model, tree, 60, scale=1.0, seed=1)
     q = np.vstack([q, rnd])
     L0, MA0 = _opensim(ARM26, ps.names, q, tree.coordinate_names, tree.coordinate_names)
@@ -296,7 +298,7 @@ def test_missing_conditional_coordinate_names_the_muscle():
 def test_write_path_analysis(tmp_path):
     model = read_osim(ARM26)
     mot = read_sto(REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot")
-    files = P.write_path_analysis(model, mot, tmp_path, muscles=["BIClong", "TRIlat"])
+    files = MA.write_path_analysis(model, mot, tmp_path, muscles=["BIClong", "TRIlat"])
     names = sorted(f.name for f in files)
     assert f"{model.name}_MuscleAnalysis_Length.sto" in names
     assert f"{model.name}_MuscleAnalysis_MomentArm_r_elbow_flex.sto" in names
@@ -311,17 +313,17 @@ def test_plot_moment_arms_writes_pngs(tmp_path):
     pytest.importorskip("matplotlib")
     model = read_osim(ARM26)
     mot = read_sto(REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot")
-    files = P.plot_moment_arms(model, mot, tmp_path, muscles=["BIClong", "TRIlong"])
+    files = MA.plot_moment_arms(model, mot, tmp_path, muscles=["BIClong", "TRIlong"])
     names = sorted(f.name for f in files)
     assert names == [f"{model.name}_MomentArm_r_elbow_flex.png",
                      f"{model.name}_MomentArm_r_shoulder_elev.png"]
     for f in files:
         assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f.stat().st_size > 5000
-    one = P.plot_moment_arms(model, mot, tmp_path / "one", muscles=["BIClong"],
+    one = MA.plot_moment_arms(model, mot, tmp_path / "one", muscles=["BIClong"],
                              coordinates=["r_elbow_flex"], prefix="x")
     assert [f.name for f in one] == ["x_MomentArm_r_elbow_flex.png"]
     with pytest.raises(ModelFileError, match="no_such"):
-        P.plot_moment_arms(model, mot, tmp_path, coordinates=["no_such"])
+        MA.plot_moment_arms(model, mot, tmp_path, coordinates=["no_such"])
 
 
 # ------------------------------------------------------ torus, sphere quadrant, obstacles

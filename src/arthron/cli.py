@@ -106,7 +106,7 @@ def cmd_demo(a):
     jr.write(out / "joint_reactions.sto")
     fy = jr.column("elbow_on_forearm_in_forearm_fy")
     print(f"  elbow reaction on the forearm (along it): {fy.min():.2f} .. {fy.max():.2f} N")
-    from .models.paths import write_path_analysis
+    from .solvers.muscle_analysis import write_path_analysis
     write_path_analysis(model, motion, out)
     print(f"outputs written to {out}")
     for p in sorted(out.iterdir()):
@@ -178,13 +178,13 @@ def cmd_scale(a):
 def cmd_paths(a):
     from .io.osim import read_osim
     from .io.sto import read_sto
-    from .models.paths import write_path_analysis
+    from .solvers.muscle_analysis import write_path_analysis
     muscles = None if not a.muscles else [m for part in a.muscles for m in part.split(",") if m]
     model, motion = read_osim(a.model), read_sto(a.motion)
     written = list(write_path_analysis(model, motion, a.output, muscles=muscles) or [])
     if a.plot:
         try:
-            from .models.paths import plot_moment_arms
+            from .solvers.muscle_analysis import plot_moment_arms
             written += list(plot_moment_arms(model, motion, a.output, muscles=muscles) or [])
         except ImportError as e:
             raise SystemExit(f"arthron paths --plot needs matplotlib (pip install 'arthron[plot]'): {e}")

@@ -29,13 +29,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ArthronWarning, DataFileError, ModelFileError
+from ..errors import ArthronWarning, ModelFileError
 from ..models.forces import applied_generalized_forces
 from ..models.functions import Constant, GCVSpline, PiecewiseLinearFunction
 from ..models.kinematics import _cross
 from ..models.kinematics import (Tree, apply_velocity_map_transpose, compile_model, forward_kinematics,
                                  mobility_forces, qdot_from_speeds)
 from ..models.model import Model
+from ..models.motion import coordinates_from_table
 from .filtering import prepare_coordinates
 
 __all__ = ["ExternalLoad", "body_wrenches_from_loads", "InverseDynamicsResult", "inverse_dynamics", "run_inverse_dynamics",
@@ -180,62 +181,6 @@ def inverse_dynamics(tree: Tree, q, qd, qdd, loads=(), applied=None) -> np.ndarr
     if applied is not None:
         tau = tau - applied
     return tau
-
-
-def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, locked_at_default=False):
-    """Coordinate columns of a motion table, in model order and SI units.
-
-    Column labels may be coordinate names or 4.x state paths (``/jointset/j/c/value``).
-    Coordinates missing from the file take their default value when locked; with
-    ``locked_at_default`` locked coordinates take it whatever the file holds. (OpenSim's
-    InverseDynamicsTool uses the file's values, locks and constraints being ignored.)
-
-    Returns
-    -------
-    values : (T, nq)
-
-    Raises
-    ------
-    DataFileError when an unlocked coordinate of the model is missing, naming them and the file.
-    """
-    coords = list(model.coordinates.values())
-    lab = {}
-    for k, l in enumerate(table.labels):
-        name = l
-        if l.startswith("/"):
-            parts = l.strip("/").split("/")
-            if parts[-1] != "value":
-                continue
-            name = parts[-2]
-        lab.setdefault(name, k)
-    deg = table.in_degrees if in_degrees is None else in_degrees
-    if deg is None:
-        deg = False
-    T = len(table.time)
-    out = np.empty((T, len(coords)))
-    missing = []
-    for i, c in enumerate(coords):
-        k = lab.get(c.name)
-        if (c.locked and locked_at_default) or (k is None and c.locked):
-            out[:, i] = c.default_value
-            continue
-        if k is None:
-            missing.append(c.name)
-            continue
-        col = np.asarray(table.data[:, k], float)
-        if deg and c.motion_type == "rotational":
-            col = np.deg2rad(col)
-        out[:, i] = col
-    if missing:
-        unknown = [l for l in lab if l not in model.coordinates]
-        raise DataFileError(
-            f"motion does not match model '{model.name}': missing coordinate column(s) "
-            f"{', '.join(missing)}" + (f"; unknown column(s) {', '.join(unknown[:10])}" if unknown else ""),
-            path or getattr(table, "source", None), "column labels")
-    if np.isnan(out).any():
-        r = int(np.where(np.isnan(out).any(axis=1))[0][0])
-        raise DataFileError(f"NaN coordinate value at row {r + 1}", path or getattr(table, "source", None))
-    return out
 
 
 def _time_function(t, y):

@@ -38,6 +38,7 @@ from ..geometry.insertion import PlanarInsertion, fit_plane, resample_contour
 from ..geometry.quadrature import TriangleRule, map_to_triangles, triangle_rule
 from ..geometry.tps import ThinPlateSpline, fit_tps
 from ..geometry.triangulation import Triangulation, triangulate_polygon
+from ..models.motion import coordinates_from_table
 
 __all__ = [
     "run_model", "ligament_poses", "Law", "Fibres", "Wrench", "TPSMLigament", "as_poses", "synthetic_acl", "synthetic_flexion",
@@ -980,34 +981,6 @@ def ligament_poses(model, tree, q, tibia_frame: str, femur_frame: str):
     return Rt.transpose(0, 2, 1) @ Rf, np.einsum("tji,tj->ti", Rt, o[:, bf] - o[:, bt])
 
 
-def _coordinates(model, tree, table):
-    """Motion columns → q (T, nq); coordinates absent from the motion keep their default value."""
-    import warnings
-    from ..errors import ArthronWarning
-    lab = {}
-    for k, l in enumerate(table.labels):
-        name = l.strip("/").split("/")[-2] if l.startswith("/") and l.endswith("/value") else l
-        lab.setdefault(name, k)
-    q = np.tile(np.asarray(tree.default_q, float), (len(table.time), 1))
-    missing = []
-    for i, name in enumerate(tree.coordinate_names):
-        c = model.coordinates[name]
-        k = lab.get(name)
-        if k is None or c.locked:
-            if k is None:
-                missing.append(name)
-            continue
-        col = np.asarray(table.data[:, k], float)
-        if table.in_degrees and c.motion_type == "rotational":
-            col = np.deg2rad(col)
-        q[:, i] = col
-    if missing and len(missing) < len(tree.coordinate_names):
-        warnings.warn(f"{getattr(table, 'source', 'motion')}: {len(missing)} coordinates not in the motion keep "
-                      f"their default values ({', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''})",
-                      ArthronWarning, stacklevel=3)
-    return q
-
-
 def run_model(model_path, ligament: str, *, mesh=None, motion=None, out=None, n_triangles: int = 360,
               rule: int = 3, tibia_frame: str | None = None, include_mbm: bool = True):
     """The TPSM of a model's multi-strand ligament over a motion (``arthron ligament MODEL.osim``).
@@ -1045,7 +1018,7 @@ def run_model(model_path, ligament: str, *, mesh=None, motion=None, out=None, n_
         time_ = np.zeros(1)
     else:
         table_in = read_sto(motion)
-        q = _coordinates(model, tree, table_in)
+        q = coordinates_from_table(model, table_in, locked_at_default=True, missing="default")
         time_ = np.asarray(table_in.time, float)
     R, t = ligament_poses(model, tree, q, strands.tibia_frame, strands.femur_frame)
     m = load_mesh(mesh) if mesh is not None else None

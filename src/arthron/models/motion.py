@@ -1,0 +1,83 @@
+"""Motions (coordinates over time) mapped onto a model's coordinates.
+
+One rule for every tool: columns are matched by coordinate name or 4.x state path
+(``/jointset/<joint>/<coordinate>/value``); degrees are converted for rotational coordinates
+only (as OpenSim converts them: "coupled" coordinates stay as written).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..errors import ArthronWarning, DataFileError
+from .model import Model
+
+__all__ = ["coordinates_from_table"]
+
+
+def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, locked_at_default=False,
+                          missing: str = "error"):
+    """Coordinate columns of a motion table, in model order and SI units.
+
+    Column labels may be coordinate names or 4.x state paths (``/jointset/j/c/value``).
+    Coordinates missing from the file take their default value when locked; with
+    ``locked_at_default`` locked coordinates take it whatever the file holds. (OpenSim's
+    InverseDynamicsTool uses the file's values, locks and constraints being ignored.)
+    ``missing``: ``"error"`` (an unlocked coordinate missing from the file is an error, as
+    for the tools), ``"default"`` (it keeps its default value, with a warning naming them, as
+    OpenSim's analyses of a partial motion do).
+
+    Returns
+    -------
+    values : (T, nq)
+
+    Raises
+    ------
+    DataFileError when an unlocked coordinate of the model is missing, naming them and the file.
+    """
+    coords = list(model.coordinates.values())
+    lab = {}
+    for k, l in enumerate(table.labels):
+        name = l
+        if l.startswith("/"):
+            parts = l.strip("/").split("/")
+            if parts[-1] != "value":
+                continue
+            name = parts[-2]
+        lab.setdefault(name, k)
+    deg = table.in_degrees if in_degrees is None else in_degrees
+    if deg is None:
+        deg = False
+    T = len(table.time)
+    out = np.empty((T, len(coords)))
+    missing_names = []
+    for i, c in enumerate(coords):
+        k = lab.get(c.name)
+        if (c.locked and locked_at_default) or (k is None and c.locked):
+            out[:, i] = c.default_value
+            continue
+        if k is None:
+            missing_names.append(c.name)
+            continue
+        col = np.asarray(table.data[:, k], float)
+        if deg and c.motion_type == "rotational":
+            col = np.deg2rad(col)
+        out[:, i] = col
+    if missing_names and missing == "default":
+        for name in missing_names:
+            out[:, list(model.coordinates).index(name)] = model.coordinates[name].default_value
+        warnings.warn(f"{path or getattr(table, 'source', None) or 'motion'}: {len(missing_names)} coordinate(s) "
+                      f"not in the motion keep their default values ({', '.join(missing_names[:6])}"
+                      f"{' ...' if len(missing_names) > 6 else ''})", ArthronWarning, stacklevel=2)
+        missing_names = []
+    if missing_names:
+        unknown = [l for l in lab if l not in model.coordinates]
+        raise DataFileError(
+            f"motion does not match model '{model.name}': missing coordinate column(s) "
+            f"{', '.join(missing_names)}" + (f"; unknown column(s) {', '.join(unknown[:10])}" if unknown else ""),
+            path or getattr(table, "source", None), "column labels")
+    if np.isnan(out).any():
+        r = int(np.where(np.isnan(out).any(axis=1))[0][0])
+        raise DataFileError(f"NaN coordinate value at row {r + 1}", path or getattr(table, "source", None))
+    return out
