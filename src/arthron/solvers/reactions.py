@@ -90,6 +90,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ArthronWarning, DataFileError, SolverError, UnsupportedFeature
+from ..models.kinematics import _cross
 from ..models.kinematics import (Tree, apply_velocity_map_transpose, compile_model,
                                  forward_kinematics)
 from ..models.forces import passive_forces
@@ -296,17 +297,6 @@ def _frames_of(tree, kin, infos, sel):
             p = inf.parent_body
             pF[:, k] = ob(p) + Rb(p) @ inf.XPF.p
     return c, RM, pF
-
-
-def _cross(a, b):
-    """a × b over the last axis with broadcasting (leaner than np.cross for stacked arrays)."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    out[..., 0] = a1 * b2 - a2 * b1
-    out[..., 1] = a2 * b0 - a0 * b2
-    out[..., 2] = a0 * b1 - a1 * b0
-    return out
 
 
 def _inertial_wrenches(tree, kin, Ui, loads, return_com=False):
