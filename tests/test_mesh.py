@@ -124,7 +124,7 @@ def test_model_meshes_resolve_beside_the_model_and_missing_ones_warn():
         meshes = resolve_model_meshes(model)
     found = {p.name for p in meshes.values() if p is not None}
     assert "lenhart2015-R-tibia-bone.stl" in found
-    assert all(p.parent == LENHART.parent / "Geometry" for p in meshes.values() if p is not None)
+    assert all(p.parent == (LENHART.parent / "Geometry").resolve() for p in meshes.values() if p is not None)
     tibia = next(p for p in meshes.values() if p is not None and p.name == "lenhart2015-R-tibia-bone.stl")
     V, F = load_mesh(tibia)
     assert V.shape[1] == 3 and F.shape[1] == 3 and len(F) > 1000
