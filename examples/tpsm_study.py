@@ -294,4 +294,7 @@ def main(out_dir="tpsm_study_out"):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:2])
+    import argparse
+    ap = argparse.ArgumentParser(description="Seed 000's TPSM vs MBM study: figures as PNG")
+    ap.add_argument("out_dir", nargs="?", default="tpsm_study_out", help="output folder")
+    main(ap.parse_args().out_dir)
