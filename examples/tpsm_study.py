@@ -16,7 +16,6 @@ Figures (PNG):
 """
 from __future__ import annotations
 
-import sys
 import time
 import warnings
 from pathlib import Path
