@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ArthronWarning, DataFileError, ModelFileError, SolverError, UnsupportedFeature
+from ..errors import ArthronWarning, DataFileError, SolverError, UnsupportedFeature
 from ..io.sto import Table, write_sto
 from ..models.kinematics import Tree, compile_model, _ellip_local
 from ..models.model import Model
@@ -549,6 +549,29 @@ class IKResult:
 
 
 # ---------------------------------------------------------------------------------- solver
+def _lm_update(a, Xn, rn, Jn, Pn, Qn, extra_ok, X, r, J, P, Q, cost, lam, its, act, tol):
+    """One Levenberg–Marquardt acceptance over the active frames ``a`` (in place): a trial that
+    does not increase the cost (and meets ``extra_ok``) is taken and λ shrinks; otherwise λ
+    grows. A frame stops when its step or its cost decrease falls below tolerance, or λ explodes.
+    """
+    cn = np.einsum("bm,bm->b", rn, rn)
+    ok = (cn <= cost[a] * (1 + 1e-15) + 1e-30) & extra_ok
+    its[a] += 1
+    acc = a[ok]
+    if acc.size:
+        dx = np.max(np.abs(Xn[ok] - X[acc]), axis=1)
+        dec = cost[acc] - cn[ok]
+        X[acc], r[acc], J[acc], P[acc], Q[acc] = Xn[ok], rn[ok], Jn[ok], Pn[ok], Qn[ok]
+        cost[acc] = cn[ok]
+        lam[acc] = np.maximum(lam[acc] * 0.1, 1e-12)
+        conv = (dx < tol) | (dec <= 1e-16 * np.maximum(cost[acc], 1e-30))
+        act[acc[conv]] = False
+    rej = a[~ok]
+    if rej.size:
+        lam[rej] *= 10.0
+        act[rej[lam[rej] > 1e20]] = False
+
+
 class InverseKinematics:
     """A compiled IK problem for one model and one set of tasks.
 
@@ -1021,16 +1044,21 @@ class InverseKinematics:
                     break
         return X, err
 
+    def _block_observations(self, obs):
+        """Per-frame marker weights of OpenSim's objective (Σw|e|²/Σw over the markers present):
+        returns valid (B, nm), √(w/Σw) (B, nm) and the observations with gaps zeroed."""
+        valid = np.all(np.isfinite(obs), axis=2)
+        w = np.where(valid, self.marker_weights[None, :], 0.0)
+        wtot = w.sum(axis=1, keepdims=True)
+        sw = np.sqrt(np.divide(w, wtot, out=np.zeros_like(w), where=wtot > 0))
+        return valid, sw, np.where(valid[:, :, None], obs, 0.0)
+
     def solve_block_exact(self, obs, X0, base, qref, tol=1e-6, max_iter=100):
         """:meth:`solve_block` with PointConstraints held exactly (the steps of
         :meth:`_solve_frame_exact`, vectorized over the frames). Frames that reach a coordinate
         bound or whose projection fails are flagged not converged (re-solved one by one)."""
         B, nx = X0.shape
-        valid = np.all(np.isfinite(obs), axis=2)
-        w = np.where(valid, self.marker_weights[None, :], 0.0)
-        wtot = w.sum(axis=1, keepdims=True)
-        sw = np.sqrt(np.divide(w, wtot, out=np.zeros_like(w), where=wtot > 0))
-        obs0 = np.where(valid[:, :, None], obs, 0.0)
+        valid, sw, obs0 = self._block_observations(obs)
         lo, hi = self.lo, self.hi
         X, cerr = self._project_batch(np.clip(X0, lo, hi), base)
         r, J, P, Q = self._residual_batch(X, base, obs0, sw, qref)
@@ -1070,22 +1098,7 @@ class InverseKinematics:
                     break
             Xn, en = self._project_batch(np.clip(X[a] + step, lo, hi), base)
             rn, Jn, Pn, Qn = self._residual_batch(Xn, base, obs0[a], sw[a], qref[a])
-            cn = np.einsum("bm,bm->b", rn, rn)
-            ok = (cn <= cost[a] * (1 + 1e-15) + 1e-30) & (en <= 1e-9)
-            its[a] += 1
-            acc = a[ok]
-            if acc.size:
-                dx = np.max(np.abs(Xn[ok] - X[acc]), axis=1)
-                dec = cost[acc] - cn[ok]
-                X[acc], r[acc], J[acc], P[acc], Q[acc] = Xn[ok], rn[ok], Jn[ok], Pn[ok], Qn[ok]
-                cost[acc] = cn[ok]
-                lam[acc] = np.maximum(lam[acc] * 0.1, 1e-12)
-                conv = (dx < tol) | (dec <= 1e-16 * np.maximum(cost[acc], 1e-30))
-                act[acc[conv]] = False
-            rej = a[~ok]
-            if rej.size:
-                lam[rej] *= 10.0
-                act[rej[lam[rej] > 1e20]] = False
+            _lm_update(a, Xn, rn, Jn, Pn, Qn, en <= 1e-9, X, r, J, P, Q, cost, lam, its, act, tol)
         err = np.where(valid, np.linalg.norm(P - obs0, axis=2), np.nan)
         on_bound = np.any((X <= lo) | (X >= hi), axis=1)
         self._block_converged = ~act & (lam <= 1e20) & ~failed & ~on_bound
@@ -1103,11 +1116,7 @@ class InverseKinematics:
         X (B, nfree), Q (B, nq), iterations (B,), marker errors (B, nm)
         """
         B, nx = X0.shape
-        valid = np.all(np.isfinite(obs), axis=2)
-        w = np.where(valid, self.marker_weights[None, :], 0.0)
-        wtot = w.sum(axis=1, keepdims=True)
-        sw = np.sqrt(np.divide(w, wtot, out=np.zeros_like(w), where=wtot > 0))
-        obs0 = np.where(valid[:, :, None], obs, 0.0)
+        valid, sw, obs0 = self._block_observations(obs)
         lo, hi = self.lo, self.hi
         bounded = bool(np.any(np.isfinite(lo)) or np.any(np.isfinite(hi)))
         X = np.clip(X0, lo, hi)
@@ -1139,22 +1148,7 @@ class InverseKinematics:
                 continue
             Xn = np.clip(X[a] + step, lo, hi)
             rn, Jn, Pn, Qn = self._residual_batch(Xn, base, obs0[a], sw[a], qref[a])
-            cn = np.einsum("bm,bm->b", rn, rn)
-            ok = cn <= cost[a] * (1 + 1e-15) + 1e-30
-            its[a] += 1
-            acc = a[ok]
-            if acc.size:
-                dx = np.max(np.abs(Xn[ok] - X[acc]), axis=1)
-                dec = cost[acc] - cn[ok]
-                X[acc], r[acc], J[acc], P[acc], Q[acc] = Xn[ok], rn[ok], Jn[ok], Pn[ok], Qn[ok]
-                cost[acc] = cn[ok]
-                lam[acc] = np.maximum(lam[acc] * 0.1, 1e-12)
-                conv = (dx < tol) | (dec <= 1e-16 * np.maximum(cost[acc], 1e-30))
-                act[acc[conv]] = False
-            rej = a[~ok]
-            if rej.size:
-                lam[rej] *= 10.0
-                act[rej[lam[rej] > 1e20]] = False
+            _lm_update(a, Xn, rn, Jn, Pn, Qn, True, X, r, J, P, Q, cost, lam, its, act, tol)
         err = np.where(valid, np.linalg.norm(P - obs0, axis=2), np.nan)
         self._block_converged = ~act & (lam <= 1e20)
         return X, Q, its, err
