@@ -9,39 +9,23 @@ without preprocessing.
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
-sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (ARM, DATA, GAIT, GAIT_IK, GAIT_MODEL,  # noqa: E402
+                     median_time, tiled_motion)
 
 from arthron.io.osim import read_osim  # noqa: E402
 from arthron.io.setup import read_external_loads  # noqa: E402
-from arthron.io.sto import Table, read_sto, write_sto  # noqa: E402
+from arthron.io.sto import read_sto, write_sto  # noqa: E402
 from arthron.models.kinematics import compile_model  # noqa: E402
 from arthron.solvers.inverse_dynamics import inverse_dynamics, run_inverse_dynamics  # noqa: E402
 
-ARM = DATA / "opensim-models/Models/Arm26/arm26.osim"
 ARM_IK = DATA / "opensim-models/Tutorials/Computed_Muscle_Control/OutputReference/InverseKinematics/arm26_InverseKinematics.mot"
-GAIT = DATA / "opensim-models/Pipelines/Gait2354_Simbody"
-GAIT_MODEL = GAIT / "OutputReference/subject01_simbody.osim"
-GAIT_IK = GAIT / "OutputReference/subject01_walk1_ik.mot"
 GRF_XML = GAIT / "subject01_walk1_grf.xml"
-
-
-def median_time(fn, n=3):
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
 
 
 def opensim_id(osim, model, coords, t0, t1, lowpass, ext=None):
@@ -63,15 +47,6 @@ def opensim_id(osim, model, coords, t0, t1, lowpass, ext=None):
         tool.setOutputGenForceFileName("id.sto")
         tool.run()
     return run
-
-
-def tiled_motion(n_frames):
-    mot = read_sto(GAIT_IK)
-    reps = int(np.ceil(n_frames / len(mot.time)))
-    dt = mot.time[1] - mot.time[0]
-    data = np.concatenate([mot.data] * reps)[:n_frames]
-    t = mot.time[0] + dt * np.arange(n_frames)
-    return Table(name="tiled", time=t, labels=mot.labels, data=data, in_degrees=mot.in_degrees)
 
 
 def main():

@@ -23,21 +23,18 @@ Times are wall-clock medians of 3 runs (1 run for OpenSim on the long trial).
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
-sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (ARM, GAIT_MODEL, REF, median_time, tiled_motion)  # noqa: E402
 
 from arthron.errors import UnsupportedFeature  # noqa: E402
 from arthron.io.osim import read_osim  # noqa: E402
-from arthron.io.sto import Table, read_sto, write_sto  # noqa: E402
+from arthron.io.sto import read_sto, write_sto  # noqa: E402
 from arthron.models.kinematics import compile_model  # noqa: E402
 from arthron.solvers.filtering import prepare_coordinates  # noqa: E402
 from arthron.solvers.inverse_dynamics import coordinates_from_table, inverse_dynamics  # noqa: E402
@@ -46,31 +43,8 @@ from arthron.solvers.reactions import (actuator_forces, classic_joint_loads,  # 
                                        forward_accelerations, joint_loads, joint_reactions,
                                        joint_reactions_from_setup, reaction_columns)
 
-REF = DATA / "opensim-reference"
 ARM_DIR = REF / "task1_arm26"
-ARM = DATA / "opensim-models/Models/Arm26/arm26.osim"
 ARM_SETUP = ARM_DIR / "setups" / "jr_setup_child_in_child.xml"
-GAIT = DATA / "opensim-models/Pipelines/Gait2354_Simbody"
-GAIT_MODEL = GAIT / "OutputReference/subject01_simbody.osim"
-GAIT_IK = GAIT / "OutputReference/subject01_walk1_ik.mot"
-
-
-def median_time(fn, n=3):
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
-
-
-def tiled_motion(n_frames):
-    mot = read_sto(GAIT_IK)
-    reps = int(np.ceil(n_frames / len(mot.time)))
-    dt = mot.time[1] - mot.time[0]
-    data = np.concatenate([mot.data] * reps)[:n_frames]
-    t = mot.time[0] + dt * np.arange(n_frames)
-    return Table(name="tiled", time=t, labels=mot.labels, data=data, in_degrees=mot.in_degrees)
 
 
 SETUP = """<?xml version="1.0" encoding="UTF-8" ?>

@@ -66,6 +66,20 @@ def seven_segment_model(rng):
     return m, L, c, mass
 
 
+def _opensim_and_arthron_jr(setup, tmp_path, name):
+    """Run an AnalyzeTool+JointReaction setup in OpenSim 4.6 (cwd = tmp_path) and in arthron;
+    returns (OpenSim's table, arthron's result), their column labels already checked equal."""
+    import opensim as osim
+    from oracle import _cwd
+    osim.Logger.setLevelString("error")
+    with _cwd(tmp_path):
+        osim.AnalyzeTool(str(setup)).run()
+    ref = read_sto(tmp_path / "out" / f"{name}_JointReaction_ReactionLoads.sto")
+    r = joint_reactions_from_setup(setup)
+    assert r.labels == ref.labels
+    return ref, r
+
+
 def paper_to_model(x):
     """(x_H, y_H, φ1..φ7) (T, 9), or their derivatives -> model order (φ1, x_H, y_H, q2..q7)."""
     xH, yH, p = x[:, 0], x[:, 1], x[:, 2:]
@@ -575,8 +589,6 @@ def test_gait2354_residual_and_reserve_actuators_equal_opensim(tmp_path):
     CoordinateActuators) carrying the inverse-dynamics forces, muscles at 0 N; selected joints,
     mixed on/in per joint (a named body frame too). OpenSim's AnalyzeTool vs arthron's runner on
     the same setup file (forward-dynamics accelerations)."""
-    from oracle import _cwd
-    import opensim as osim
     from arthron.solvers.reactions import read_force_set_file
     acts = GAIT_PIPE / "gait2354_CMC_Actuators.xml"
     model = read_osim(GAIT_REF_MODEL)
@@ -605,12 +617,7 @@ def test_gait2354_residual_and_reserve_actuators_equal_opensim(tmp_path):
     setup = tmp_path / "jr.xml"
     setup.write_text(GAIT_SETUP.format(model=GAIT_REF_MODEL, actuators=acts, out=tmp_path / "out", forces=forces,
                                        grf=GAIT_GRF, coords=GAIT_IK))
-    osim.Logger.setLevelString("error")
-    with _cwd(tmp_path):
-        osim.AnalyzeTool(str(setup)).run()
-    ref = read_sto(tmp_path / "out" / "gait_JointReaction_ReactionLoads.sto")
-    r = joint_reactions_from_setup(setup)
-    assert r.labels == ref.labels
+    ref, r = _opensim_and_arthron_jr(setup, tmp_path, "gait")
     np.testing.assert_allclose(r.time, ref.time, atol=1e-9)
     err = np.abs(r.data - ref.data).max()
     print(f"Gait2354 with residual/reserve actuators: max |arthron − OpenSim| = {err:.1e} "
@@ -834,8 +841,6 @@ def test_tsm_moving_trial_joint_reaction_equals_opensim(tmp_path, constraint):
     ``distance``: the AC PointConstraint replaced by a ConstantDistanceConstraint (3 cm, so
     satisfied at the default pose; half the amplitude; no filter): arthron's d²|p|/dt² = 0 equals OpenSim
     with the same non-tangent speeds (measured 5e-7; the Rod form (a·p + v·v = 0) gives 7e-3)."""
-    from oracle import _cwd
-    import opensim as osim
     from arthron.models.constraints import assemble
     path, scale, iters, lowpass = TSM, 1.0, 50, 6
     if constraint == "distance":
@@ -874,12 +879,7 @@ def test_tsm_moving_trial_joint_reaction_equals_opensim(tmp_path, constraint):
     setup.write_text(TSM_JR_SETUP.format(model=path, actuators=tmp_path / "acts.xml", out=tmp_path / "out",
                                          forces=tmp_path / "forces.sto", coords=tmp_path / "q.mot",
                                          lowpass=lowpass))
-    osim.Logger.setLevelString("error")
-    with _cwd(tmp_path):
-        osim.AnalyzeTool(str(setup)).run()
-    ref = read_sto(tmp_path / "out" / "tsm_JointReaction_ReactionLoads.sto")
-    r = joint_reactions_from_setup(setup)
-    assert r.labels == ref.labels
+    ref, r = _opensim_and_arthron_jr(setup, tmp_path, "tsm")
     np.testing.assert_allclose(r.time, ref.time, atol=1e-9)
     err = np.abs(r.data - ref.data).max()
     print(f"TSM moving trial JR ({constraint}): max |arthron − OpenSim| = {err:.1e} "
@@ -994,8 +994,6 @@ def test_arm26_coupler_joint_reaction_equals_opensim(tmp_path):
     and OpenSim's assembly keeps the independent coordinate and sets the dependent one (dependent
     coordinates are not assembly goals), while arthron.models.constraints.assemble moves both to
     the nearest point (8e-3 N here with 6 Hz; 9e-8 with the dependent-only assembly)."""
-    from oracle import _cwd
-    import opensim as osim
     from arthron.io.sto import write_sto
     text = ARM26.read_text()
     a = text.index('<ConstraintSet name="constraintset">')
@@ -1023,12 +1021,7 @@ def test_arm26_coupler_joint_reaction_equals_opensim(tmp_path):
     setup = tmp_path / "jr.xml"
     setup.write_text(ARM_COUPLER_SETUP.format(model=path, actuators=tmp_path / "acts.xml", out=tmp_path / "out",
                                               forces=tmp_path / "forces.sto", coords=tmp_path / "q.mot"))
-    osim.Logger.setLevelString("error")
-    with _cwd(tmp_path):
-        osim.AnalyzeTool(str(setup)).run()
-    ref = read_sto(tmp_path / "out" / "arm_JointReaction_ReactionLoads.sto")
-    r = joint_reactions_from_setup(setup)
-    assert r.labels == ref.labels
+    ref, r = _opensim_and_arthron_jr(setup, tmp_path, "arm")
     err = np.abs(r.data - ref.data).max()
     print(f"arm26 + coupler JR: max |arthron − OpenSim| = {err:.1e} (|F| up to {np.abs(ref.data).max():.0f})")
     assert err < 1e-6
@@ -1065,10 +1058,8 @@ def test_lenhart_knee_reaction_with_passive_ligaments_equals_opensim(tmp_path):
     the muscles switched off (appliesForce false; the plugin contact removed for OpenSim):
     OpenSim's JointReaction at the knee and patellofemoral joints over a flexion sweep equals
     arthron's, forward-dynamics accelerations (ligaments, springs, gravity) in both."""
-    import opensim as osim
     from lxml import etree
     from conftest import LENHART
-    from oracle import _cwd
     tree_xml = etree.parse(str(LENHART))
     for e in list(tree_xml.getroot().iter()):
         if isinstance(e.tag, str) and e.tag in ("Smith2018ArticularContactForce", "Smith2018ContactMesh"):
@@ -1090,12 +1081,7 @@ def test_lenhart_knee_reaction_with_passive_ligaments_equals_opensim(tmp_path):
     write_sto(tmp_path / "q.mot", Table(name="knee", time=t, labels=names, data=q, in_degrees=False))
     setup = tmp_path / "jr.xml"
     setup.write_text(LENHART_JR_SETUP.format(model=model_path, out=tmp_path / "out", coords=tmp_path / "q.mot"))
-    osim.Logger.setLevelString("error")
-    with _cwd(tmp_path):
-        osim.AnalyzeTool(str(setup)).run()
-    ref = read_sto(tmp_path / "out" / "knee_JointReaction_ReactionLoads.sto")
-    r = joint_reactions_from_setup(setup)
-    assert r.labels == ref.labels
+    ref, r = _opensim_and_arthron_jr(setup, tmp_path, "knee")
     err = np.abs(r.data - ref.data).max()
     assert err < 1e-5 * max(1.0, np.abs(ref.data).max()), err
     # The knee is a 6-dof joint, so its reported load is the mobility (spring) forces; the

@@ -1,0 +1,40 @@
+"""Shared pieces of the benchmark scripts: data paths, timing, tiled trials."""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(ROOT / "src"))
+
+REF = DATA / "opensim-reference"
+ARM = DATA / "opensim-models/Models/Arm26/arm26.osim"
+GAIT = DATA / "opensim-models/Pipelines/Gait2354_Simbody"
+GAIT_MODEL = GAIT / "OutputReference/subject01_simbody.osim"
+GAIT_IK = GAIT / "OutputReference/subject01_walk1_ik.mot"
+
+
+def median_time(fn, n=3):
+    """Median wall time (s) of ``n`` calls of ``fn``."""
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def tiled_motion(n_frames, motion=GAIT_IK):
+    """The Gait2354 IK motion repeated to ``n_frames`` rows on a uniform time grid."""
+    from arthron.io.sto import Table, read_sto
+    mot = read_sto(motion)
+    reps = int(np.ceil(n_frames / len(mot.time)))
+    dt = mot.time[1] - mot.time[0]
+    data = np.concatenate([mot.data] * reps)[:n_frames]
+    t = mot.time[0] + dt * np.arange(n_frames)
+    return Table(name="tiled", time=t, labels=mot.labels, data=data, in_degrees=mot.in_degrees)
