@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from arthron.io.sto import read_sto  # noqa: E402
 from arthron.io.trc import MarkerTrial, read_trc, write_trc  # noqa: E402
-from arthron.solvers.scale_tool import scale_from_setup  # noqa: E402
-from arthron.solvers.inverse_kinematics import run_ik_from_setup  # noqa: E402
+from arthron.tools.scale_tool import scale_from_setup  # noqa: E402
+from arthron.tools.ik_tool import run_ik_from_setup  # noqa: E402
 
 MODELS = DATA / "opensim-models"
 GAIT = MODELS / "Pipelines" / "Gait2354_Simbody"
@@ -155,8 +155,8 @@ def scale_case(osim, repeat: int):
 
 def tsm_case(osim, frames: int, repeat: int):
     from arthron.io.osim import read_osim
-    from arthron.models.constraints import assemble
-    from arthron.models.kinematics import compile_model, marker_positions
+    from arthron.multibody.constraints import assemble
+    from arthron.multibody.kinematics import compile_model, marker_positions
     from arthron.solvers.inverse_kinematics import IKTasks, solve_ik
     path = DATA / "opensim-core" / "OpenSim" / "Tests" / "shared" / "ThoracoscapularShoulderModel.osim"
     model = read_osim(path)

@@ -21,7 +21,7 @@ from _common import (ARM, DATA, GAIT, GAIT_IK, GAIT_MODEL,  # noqa: E402
 from arthron.io.osim import read_osim  # noqa: E402
 from arthron.io.setup import read_external_loads  # noqa: E402
 from arthron.io.sto import read_sto, write_sto  # noqa: E402
-from arthron.models.kinematics import compile_model  # noqa: E402
+from arthron.multibody.kinematics import compile_model  # noqa: E402
 from arthron.solvers.inverse_dynamics import inverse_dynamics, run_inverse_dynamics  # noqa: E402
 
 ARM_IK = DATA / "opensim-models/Tutorials/Computed_Muscle_Control/OutputReference/InverseKinematics/arm26_InverseKinematics.mot"

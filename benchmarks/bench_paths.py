@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT / "src"))
 from conftest import GAIT2354, TSM  # noqa: E402
 
 from arthron.io.osim import read_osim  # noqa: E402
-from arthron.models import paths as P  # noqa: E402
-from arthron.models.kinematics import compile_model  # noqa: E402
+from arthron.multibody import paths as P  # noqa: E402
+from arthron.multibody.kinematics import compile_model  # noqa: E402
 
 
 def trial(model, tree, T=1000):

@@ -35,10 +35,10 @@ from _common import (ARM, GAIT_MODEL, REF, median_time, tiled_motion)  # noqa: E
 from arthron.errors import UnsupportedFeature  # noqa: E402
 from arthron.io.osim import read_osim  # noqa: E402
 from arthron.io.sto import read_sto, write_sto  # noqa: E402
-from arthron.models.kinematics import compile_model  # noqa: E402
+from arthron.multibody.kinematics import compile_model  # noqa: E402
 from arthron.solvers.filtering import prepare_coordinates  # noqa: E402
 from arthron.solvers.inverse_dynamics import coordinates_from_table, inverse_dynamics  # noqa: E402
-from arthron.models.kinematics import forward_kinematics  # noqa: E402
+from arthron.multibody.kinematics import forward_kinematics  # noqa: E402
 from arthron.solvers.reactions import (actuator_forces, classic_joint_loads,  # noqa: E402
                                        forward_accelerations, joint_loads, joint_reactions,
                                        joint_reactions_from_setup, reaction_columns)

@@ -113,9 +113,9 @@ def test_ligament_command_exports_tpsm_fibres(tmp_path, capsys):
     """Strands replaced by TPSM fibres; arthron reads the file back and the fibres' summed
     tension at the default pose equals the TPSM's (OpenSim's own wrench check of these
     components is in test_ligament_lenhart)."""
-    from arthron.models.kinematics import compile_model
+    from arthron.multibody.kinematics import compile_model
     from arthron.models.muscles import ligament_forces
-    from arthron.models.paths import compile_paths, path_lengths
+    from arthron.multibody.paths import compile_paths, path_lengths
     mesh = LENHART.parent / "Geometry" / "lenhart2015-R-tibia-bone.stl"
     out = tmp_path / "lenhart_tpsm.osim"
     assert main(["ligament", str(LENHART), "--ligament", "ACL", "--mesh", str(mesh), "--triangles", "60",

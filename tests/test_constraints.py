@@ -6,8 +6,8 @@ import numpy as np
 import oracle
 from conftest import TSM, needs_data, needs_opensim
 from arthron.io.osim import read_osim
-from arthron.models.constraints import assemble, compile_constraints
-from arthron.models.kinematics import compile_model
+from arthron.multibody.constraints import assemble, compile_constraints
+from arthron.multibody.kinematics import compile_model
 
 
 @needs_data
@@ -41,7 +41,7 @@ def test_weld_constraint_with_owned_frames_reads_writes_and_assembles_like_opens
 
     from conftest import ARM26
     from arthron.io.osim import write_osim
-    from arthron.models.kinematics import forward_kinematics
+    from arthron.multibody.kinematics import forward_kinematics
     model = read_osim(ARM26)
     tree = compile_model(model)
     q = tree.default_q.copy()

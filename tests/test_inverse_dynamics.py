@@ -11,7 +11,7 @@ from arthron.errors import DataFileError
 from arthron.io.osim import read_osim
 from arthron.io.setup import read_external_loads
 from arthron.io.sto import Table, read_sto, write_sto
-from arthron.models.kinematics import compile_model, velocity_map, forward_kinematics
+from arthron.multibody.kinematics import compile_model, velocity_map, forward_kinematics
 from arthron.solvers.inverse_dynamics import inverse_dynamics, run_inverse_dynamics
 
 ARM_IK = ARM26_TUT / "OutputReference" / "InverseKinematics" / "arm26_InverseKinematics.mot"

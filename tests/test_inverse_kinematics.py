@@ -22,14 +22,14 @@ def _ref(path):
 
 @pytest.fixture(scope="module")
 def arm26_result():
-    from arthron.solvers.inverse_kinematics import run_ik_from_setup
+    from arthron.tools.ik_tool import run_ik_from_setup
     return run_ik_from_setup(REF / "task1_arm26" / "setups" / "ik_setup.xml", search_dirs=ARM_DIRS,
                              placeholders=PH)
 
 
 @pytest.fixture(scope="module")
 def gait_result():
-    from arthron.solvers.inverse_kinematics import run_ik_from_setup
+    from arthron.tools.ik_tool import run_ik_from_setup
     return run_ik_from_setup(REF / "task2_gait2354" / "setups" / "ik_setup_refModel.xml",
                              search_dirs=GAIT_DIRS, placeholders=PH)
 
@@ -83,7 +83,8 @@ def test_gait2354_cost_not_worse(gait_result):
     from arthron.io.osim import read_osim
     from arthron.io.setup import read_tool_setup
     from arthron.io.trc import read_trc
-    from arthron.solvers.inverse_kinematics import InverseKinematics, _ik_config
+    from arthron.solvers.inverse_kinematics import InverseKinematics
+    from arthron.tools.ik_tool import _ik_config
     r = gait_result
     st = read_tool_setup(REF / "task2_gait2354" / "setups" / "ik_setup_refModel.xml", PH)
     model = read_osim(MODELS / "Pipelines" / "Gait2354_Simbody" / "OutputReference" / "subject01_simbody.osim")
@@ -125,7 +126,7 @@ def test_jacobian_matches_finite_differences():
         Pm, _ = ik.chain.evaluate(q - dq, None, False)
         np.testing.assert_allclose(J[:, :, c], (Pp - Pm) / (2 * h), atol=1e-7)
     # and the positions equal the compiled tree's
-    from arthron.models.kinematics import marker_positions
+    from arthron.multibody.kinematics import marker_positions
     _, P2 = marker_positions(ik.tree, q[None], ik.marker_names)
     np.testing.assert_allclose(P, P2[0], atol=1e-12)
 
@@ -175,7 +176,7 @@ def test_gaps_locked_clamped_and_errors():
 
 @needs_data
 def test_run_ik_api(tmp_path):
-    from arthron.solvers.inverse_kinematics import run_ik
+    from arthron.tools.ik_tool import run_ik
     res = run_ik(ARM_DIRS[0] / "arm26.osim", ARM_DIRS[0] / "arm26_elbow_flex.trc",
                  output=tmp_path / "o.mot")
     p = res.write()
@@ -215,7 +216,7 @@ def test_gait2354_matches_converged_opensim(gait_result, tmp_path):
 @needs_data
 def test_block_solve_equals_sequential(gait_result):
     """Frames solved 16 at a time reach the same optima as frame-by-frame warm starts."""
-    from arthron.solvers.inverse_kinematics import run_ik_from_setup
+    from arthron.tools.ik_tool import run_ik_from_setup
     seq = run_ik_from_setup(REF / "task2_gait2354" / "setups" / "ik_setup_refModel.xml",
                             search_dirs=GAIT_DIRS, placeholders=PH, block=1)
     assert np.max(np.abs(seq.q - gait_result.q)) < 1e-5
@@ -229,8 +230,8 @@ def _tsm_trial(folder, T=25, noise=1e-3):
     OpenSim's), every model marker, 1 mm Gaussian noise, written as a .trc in mm."""
     from arthron.io.osim import read_osim
     from arthron.io.trc import MarkerTrial, read_trc, write_trc
-    from arthron.models.constraints import assemble
-    from arthron.models.kinematics import compile_model, marker_positions
+    from arthron.multibody.constraints import assemble
+    from arthron.multibody.kinematics import compile_model, marker_positions
     from conftest import TSM
     model = read_osim(TSM)
     tree = compile_model(model)
@@ -300,8 +301,8 @@ def test_thoracoscapular_ik_holds_the_ac_constraint(tsm_trial):
     """The AC PointConstraint holds exactly on every frame (any constraint_weight, as in
     OpenSim 4.6); with penalty=True a finite weight is a penalty (small residual, smaller with a
     larger weight)."""
-    from arthron.models.constraints import compile_constraints
-    from arthron.models.kinematics import compile_model
+    from arthron.multibody.constraints import compile_constraints
+    from arthron.multibody.kinematics import compile_model
     from arthron.solvers.inverse_kinematics import IKTasks, solve_ik
     _, model, trial, q_true = tsm_trial
     tasks = IKTasks({n: 1.0 for n in trial.labels})
@@ -353,7 +354,7 @@ def test_arm26_from_file_task_and_marker_locations_match_opensim(tmp_path):
     import os
     import opensim as osim
     from arthron.io.sto import Table, write_sto
-    from arthron.solvers.inverse_kinematics import run_ik_from_setup
+    from arthron.tools.ik_tool import run_ik_from_setup
     write_sto(tmp_path / "coords.mot", Table(
         name="coords", time=np.linspace(0.0, 1.0, 6), labels=["r_shoulder_elev"],
         data=np.array([[0.0], [10.0], [-5.0], [20.0], [5.0], [15.0]]), in_degrees=True))
@@ -399,7 +400,7 @@ def test_arm26_from_file_task_and_marker_locations_match_opensim(tmp_path):
 @needs_data
 def test_point_constraint_fast_path_equals_constraint_set():
     """The PointConstraint residuals/Jacobian IK evaluates through its marker chain equal
-    arthron.models.constraints' (used for Weld/ConstantDistance)."""
+    arthron.multibody.constraints' (used for Weld/ConstantDistance)."""
     from arthron.io.osim import read_osim
     from arthron.solvers.inverse_kinematics import InverseKinematics
     from conftest import TSM
@@ -464,8 +465,8 @@ def test_arm26_constraints_match_opensim(tmp_path, kind, weight):
     with weight inf and 5 (OpenSim holds both exactly at weight 5 too)."""
     from arthron.io.osim import read_osim
     from arthron.io.trc import read_trc
-    from arthron.models.constraints import compile_constraints
-    from arthron.models.kinematics import compile_model
+    from arthron.multibody.constraints import compile_constraints
+    from arthron.multibody.kinematics import compile_model
     from arthron.solvers.inverse_kinematics import IKTasks, solve_ik
     path = _arm26_with(kind, tmp_path / f"arm26_{kind}.osim")
     trc = ARM_DIRS[0] / "arm26_elbow_flex.trc"

@@ -9,7 +9,7 @@ import oracle
 from conftest import needs_opensim
 from arthron.io.osim import read_osim
 from arthron.io.sto import Table, read_sto, write_sto
-from arthron.models.kinematics import compile_model, forward_kinematics
+from arthron.multibody.kinematics import compile_model, forward_kinematics
 from arthron.solvers.inverse_dynamics import run_inverse_dynamics
 
 # (joint type, coordinates, extra properties); each joint's parent is the previous body

@@ -9,7 +9,7 @@ from conftest import (ARM26, ARM26_TUT, GAIT_PIPE, GAIT_REF_MODEL, LENHART, TSM,
                       needs_opensim)
 from arthron.io.osim import read_osim
 from arthron.io.sto import read_sto
-from arthron.models.kinematics import (apply_velocity_map_transpose, compile_model,
+from arthron.multibody.kinematics import (apply_velocity_map_transpose, compile_model,
                                        forward_kinematics, marker_positions, velocity_map)
 from arthron.solvers.inverse_dynamics import coordinates_from_table
 

@@ -8,9 +8,9 @@ from conftest import GAIT2354, LENHART, TSM, needs_data, needs_opensim
 
 from arthron.io.osim import read_osim
 from arthron.models import muscles as M
-from arthron.models import paths as P
+from arthron.multibody import paths as P
 from arthron.models.functions import PiecewiseLinearFunction
-from arthron.models.kinematics import compile_model
+from arthron.multibody.kinematics import compile_model
 
 LENHART_PLUGINS = ("Smith2018ArticularContactForce", "Smith2018ContactMesh")
 

@@ -10,7 +10,7 @@ import oracle
 from conftest import ARM26, GAIT2354, GAIT2354_SUBJECT, LENHART, TSM, needs_data, needs_opensim
 from arthron.errors import ModelFileError
 from arthron.io.osim import read_osim, write_osim
-from arthron.models.kinematics import compile_model, forward_kinematics, marker_positions
+from arthron.multibody.kinematics import compile_model, forward_kinematics, marker_positions
 
 PLUGINS = ("Smith2018ArticularContactForce", "Smith2018ContactMesh")
 MODELS = [ARM26, GAIT2354, GAIT2354_SUBJECT, TSM, LENHART]
@@ -241,7 +241,7 @@ def test_3x_muscle_paths_read_like_opensim(tmp_path):
     """A 3.x muscle with a conditional point, a moving point (3.x ``x_coordinate`` form) and a
     cylinder wrap on a 3.x body: arthron's path length equals OpenSim's on the 3.x file and on
     arthron's 4.x output."""
-    from arthron.models.paths import compile_paths, path_lengths
+    from arthron.multibody.paths import compile_paths, path_lengths
     text = V3_MODEL.replace("<MarkerSet>", V3_MUSCLE + "<MarkerSet>")
     text = text.replace('<Body name="rod2">', '<Body name="rod2">', 1)
     i = text.index("<Joint>", text.index('<Body name="rod1">'))

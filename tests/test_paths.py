@@ -10,10 +10,10 @@ from conftest import ARM26, GAIT_PIPE, GAIT_REF_MODEL, GAIT2354, LENHART, REF, T
 from arthron.errors import ModelFileError
 from arthron.io.osim import read_osim
 from arthron.io.sto import read_sto
-from arthron.models import paths as P
+from arthron.multibody import paths as P
 from arthron.models.motion import coordinates_from_table
 from arthron.solvers import muscle_analysis as MA
-from arthron.models.kinematics import apply_velocity_map_transpose, compile_model, \
+from arthron.multibody.kinematics import apply_velocity_map_transpose, compile_model, \
     forward_kinematics
 
 LENHART_PLUGINS = ("Smith2018ArticularContactForce", "Smith2018ContactMesh")

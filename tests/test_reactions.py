@@ -10,14 +10,14 @@ from arthron.errors import ArthronError, DataFileError, SolverError
 from arthron.io.osim import read_osim
 from arthron.io.setup import read_external_loads
 from arthron.io.sto import Table, read_sto
-from arthron.models.kinematics import compile_model, forward_kinematics, velocity_map
+from arthron.multibody.kinematics import compile_model, forward_kinematics, velocity_map
 from arthron.models.model import Body, Coordinate, Joint, Model, OffsetFrame
 from arthron.solvers.filtering import prepare_coordinates
 from arthron.solvers.inverse_dynamics import (ExternalLoad, coordinates_from_table,
                                               external_loads_from_setup, inverse_dynamics)
 from arthron.solvers.reactions import (classic_joint_loads, forward_accelerations, joint_loads,
-                                       joint_reactions, joint_reactions_from_setup,
-                                       open_constraint_map, reaction_columns)
+                                       joint_reactions, open_constraint_map, reaction_columns)
+from arthron.tools.analyze_tool import joint_reactions_from_setup
 from conftest import (ARM26, GAIT_PIPE, GAIT_REF_MODEL, REF, TSM, TSM_ID, needs_data,
                       needs_opensim)
 
@@ -324,7 +324,7 @@ def test_pendulum_motion_accelerations(off):
 def _opensim_path_loads(model_path, tree, names_q, q, qd, forces):
     """Body loads of the muscles (force × unit segment directions at OpenSim's current path
     points, wrap tangent points included), from OpenSim's GeometryPath: arthron's own path
-    geometry (arthron.models.paths) is another developer's module."""
+    geometry (arthron.multibody.paths) is another developer's module."""
     from oracle import load
     m, s = load(model_path)
     cs = m.getCoordinateSet()
@@ -406,13 +406,13 @@ def test_arm26_jr_three_frames():
 
 @needs_data
 def test_muscles_without_path_geometry_are_refused(monkeypatch):
-    """If arthron.models.paths is unavailable, a forces file of muscles fails clearly."""
+    """If arthron.multibody.paths is unavailable, a forces file of muscles fails clearly."""
     import sys
     from arthron.errors import UnsupportedFeature
-    import arthron.models
-    monkeypatch.setitem(sys.modules, "arthron.models.paths", None)   # import raises ImportError
-    monkeypatch.delattr(arthron.models, "paths", raising=False)
-    with pytest.raises(UnsupportedFeature, match="arthron.models.paths"):
+    import arthron.multibody
+    monkeypatch.setitem(sys.modules, "arthron.multibody.paths", None)   # import raises ImportError
+    monkeypatch.delattr(arthron.multibody, "paths", raising=False)
+    with pytest.raises(UnsupportedFeature, match="arthron.multibody.paths"):
         joint_reactions(read_osim(ARM26), read_sto(ARM_IK), read_sto(ARM_SO), lowpass_hz=6)
 
 
@@ -482,20 +482,20 @@ ARM_PH = {"<workdir>/arm26/arm26.osim": str(ARM26), "<workdir>/arm26/results": s
 @needs_data
 @pytest.mark.parametrize("variant", ["child_in_child", "child_in_ground", "parent_in_parent"])
 def test_arm26_setups_end_to_end(variant):
-    """The task-1 JR setups run by arthron alone (muscle forces along arthron.models.paths).
+    """The task-1 JR setups run by arthron alone (muscle forces along arthron.multibody.paths).
 
     Frames 0-89 equal OpenSim to 5e-9 N. From frame 90 (t = 0.75 s, elbow > 77°) OpenSim wraps
     TRIlong over its humerus cylinder (path points pwpt1/pwpt2, length 0.30782 m at frame 90);
-    there the result depends on arthron.models.paths' cylinder wrapping, which was being written
+    there the result depends on arthron.multibody.paths' cylinder wrapping, which was being written
     at the same time: measured 0.31303 m and up to 2.2 N in the elbow fz with one version, 0.014 N
     with the next. That is path geometry, not reactions: with OpenSim's path points the whole
     trial matches (test_arm26_jr_three_frames), so frames past 89 are only printed here."""
     from arthron.errors import UnsupportedFeature
-    pytest.importorskip("arthron.models.paths")
+    pytest.importorskip("arthron.multibody.paths")
     try:
         r = joint_reactions_from_setup(ARM / "setups" / f"jr_setup_{variant}.xml", placeholders=ARM_PH)
     except UnsupportedFeature as e:      # e.g. a paths.py without WrapEllipsoid (TRIlonghh)
-        pytest.skip(f"arthron.models.paths cannot compute arm26's paths yet: {e}")
+        pytest.skip(f"arthron.multibody.paths cannot compute arm26's paths yet: {e}")
     ref = read_sto(ARM / f"JR_{variant}" / "arm26_JointReaction_ReactionLoads.sto")
     assert r.labels == ref.labels
     d = np.abs(r.data - ref.data).max(axis=1)
@@ -516,7 +516,7 @@ def test_tsm_closed_chain_forward_dynamics_equals_opensim():
     the angular velocity as generalized speeds); a moving trial through the tools is
     test_tsm_moving_trial_joint_reaction_equals_opensim."""
     from oracle import load, vec
-    from arthron.models.constraints import assemble, compile_constraints
+    from arthron.multibody.constraints import assemble, compile_constraints
     from arthron.solvers.reactions import constraint_loads
     model = read_osim(TSM)
     tree = compile_model(model)
@@ -589,7 +589,7 @@ def test_gait2354_residual_and_reserve_actuators_equal_opensim(tmp_path):
     CoordinateActuators) carrying the inverse-dynamics forces, muscles at 0 N; selected joints,
     mixed on/in per joint (a named body frame too). OpenSim's AnalyzeTool vs arthron's runner on
     the same setup file (forward-dynamics accelerations)."""
-    from arthron.solvers.reactions import read_force_set_file
+    from arthron.tools.analyze_tool import read_force_set_file
     acts = GAIT_PIPE / "gait2354_CMC_Actuators.xml"
     model = read_osim(GAIT_REF_MODEL)
     tree = compile_model(model)
@@ -631,7 +631,7 @@ def test_tsm_closed_chain_classic_equals_e_matrix():
     assembled poses, speeds tangent to the constraint, random mobility forces: forward dynamics
     with multipliers + E-matrix (Eq. 2.10) equals the classic formula (Eq. 2.11) with the point
     constraint's rows added to C, loads and multipliers."""
-    from arthron.models.constraints import assemble, compile_constraints
+    from arthron.multibody.constraints import assemble, compile_constraints
     from arthron.solvers.reactions import constraint_loads
     model = read_osim(TSM)
     tree = compile_model(model)
@@ -746,7 +746,7 @@ def test_coupler_constraints_classic_equals_e_matrix():
     transmitted by their joints) equals the classic formula (Eq. 2.11) with the coupler rows
     q̇_dep − s f'(q_ind) q̇_ind = 0 written on the joints' relative twists; the multipliers agree,
     and the E-matrix loads equal the Newton–Euler recursion."""
-    from arthron.models.constraints import assemble, compile_constraints
+    from arthron.multibody.constraints import assemble, compile_constraints
     from arthron.solvers.reactions import constraint_loads
     rng = np.random.default_rng(11)
     model = coupled_knee_model(rng)
@@ -841,7 +841,7 @@ def test_tsm_moving_trial_joint_reaction_equals_opensim(tmp_path, constraint):
     ``distance``: the AC PointConstraint replaced by a ConstantDistanceConstraint (3 cm, so
     satisfied at the default pose; half the amplitude; no filter): arthron's d²|p|/dt² = 0 equals OpenSim
     with the same non-tangent speeds (measured 5e-7; the Rod form (a·p + v·v = 0) gives 7e-3)."""
-    from arthron.models.constraints import assemble
+    from arthron.multibody.constraints import assemble
     path, scale, iters, lowpass = TSM, 1.0, 50, 6
     if constraint == "distance":
         text = TSM.read_text()
@@ -896,7 +896,7 @@ def test_motion_multipliers_least_squares():
     the residual generalized forces left to the joints are orthogonal to the constraint
     directions (G r = 0) and smaller than with the constraint left out (which is what
     joint_reactions does by default when no forces are given)."""
-    from arthron.models.constraints import assemble, compile_constraints
+    from arthron.multibody.constraints import assemble, compile_constraints
     from arthron.solvers.reactions import constraint_loads, motion_constraint_multipliers
     model = read_osim(TSM)
     tree = compile_model(model)
@@ -992,7 +992,7 @@ def test_arm26_coupler_joint_reaction_equals_opensim(tmp_path):
 
     Unfiltered on purpose: with a filter the coordinates leave the constraint and are assembled,
     and OpenSim's assembly keeps the independent coordinate and sets the dependent one (dependent
-    coordinates are not assembly goals), while arthron.models.constraints.assemble moves both to
+    coordinates are not assembly goals), while arthron.multibody.constraints.assemble moves both to
     the nearest point (8e-3 N here with 6 Hz; 9e-8 with the dependent-only assembly)."""
     from arthron.io.sto import write_sto
     text = ARM26.read_text()

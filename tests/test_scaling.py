@@ -19,7 +19,7 @@ T2 = REF / "task2_gait2354"
 
 @pytest.fixture(scope="module")
 def gait():
-    from arthron.solvers.scale_tool import scale_from_setup
+    from arthron.tools.scale_tool import scale_from_setup
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ArthronWarning)  # patella_r/l named by the setup
         return scale_from_setup(SETUP, search_dirs=DIRS)
@@ -27,7 +27,7 @@ def gait():
 
 def _generic():
     from arthron.io.osim import read_osim
-    from arthron.solvers.scale_tool import read_marker_set
+    from arthron.tools.scale_tool import read_marker_set
     model = read_osim(DIRS[0] / "gait2354_simbody.osim")
     model.markers.update(read_marker_set(GAIT_PIPE / "gait2354_Scale_MarkerSet.xml", model))
     return model
@@ -80,7 +80,7 @@ def _compare_models(ours, ref, markers=True):
 @needs_data
 def test_scale_set_equals_opensim(gait, tmp_path):
     """All 37 rows (ground, bodies, offset frames with duplicate names) as 4.6 prints them."""
-    from arthron.solvers.scale_tool import write_scale_set
+    from arthron.tools.scale_tool import write_scale_set
     p = write_scale_set(tmp_path / "s.xml", gait.scale_set)
     ref = re.findall(r"<scales>([^<]*)</scales>\s*<segment>([^<]*)</segment>",
                      (T2 / "subject01_scaleSet_applied.xml").read_text())
@@ -124,8 +124,9 @@ def test_static_pose_is_the_optimum(gait):
     optimum; the difference is in poorly observed lumbar and pelvis angles)."""
     from arthron.io.sto import read_sto
     from arthron.io.trc import read_trc
-    from arthron.models.scaling import average_static
-    from arthron.solvers.inverse_kinematics import InverseKinematics, read_ik_tasks
+    from arthron.solvers.scaling import average_static
+    from arthron.solvers.inverse_kinematics import InverseKinematics
+    from arthron.tools.ik_tool import read_ik_tasks
     s = gait.setup
     static = read_trc(s.placer_marker_file)
     avg = average_static(static, s.placer_time_range)
@@ -190,7 +191,7 @@ def test_static_pose_equals_converged_opensim(gait):
 def test_opensim_loads_written_model(gait, tmp_path):
     """4.6 loads arthron's scaled and placed models and puts the markers where arthron does."""
     import oracle
-    from arthron.models.kinematics import compile_model, marker_positions
+    from arthron.multibody.kinematics import compile_model, marker_positions
     paths = gait.write(tmp_path)
     names = {p.name for p in paths}
     assert {"subject01_scaledOnly.osim", "subject01_scaleSet_applied.xml",
@@ -216,7 +217,7 @@ def test_thoracoscapular_manual_scaling_matches_opensim(tmp_path):
     import opensim as osim
     import oracle
     from arthron.io.osim import read_osim
-    from arthron.models.scaling import scale_model
+    from arthron.solvers.scaling import scale_model
     m = read_osim(TSM)
     fac = {b: np.array([1.1, 0.9, 1.2]) * (1 + 0.05 * i) for i, b in enumerate(m.bodies)}
     fac["thorax"] = np.array([1.1, 0.95, 1.05])
@@ -253,7 +254,7 @@ def test_thoracoscapular_manual_scaling_matches_opensim(tmp_path):
     for k in ("mass", "inertia", "com", "frames", "markers", "path_points", "functions"):
         assert w[k] < 1e-12, (k, w)
     # Muscle lengths scale by the default-pose path-length ratio computed by
-    # arthron.models.paths: exact for paths without wrap objects; wrapping paths depend on
+    # arthron.multibody.paths: exact for paths without wrap objects; wrapping paths depend on
     # that module's wrapping (Infraspinatus_I differs there from OpenSim's lengths by 2 %).
     n = 0
     for k, f in sm.forces.items():
@@ -267,7 +268,7 @@ def test_thoracoscapular_manual_scaling_matches_opensim(tmp_path):
 @needs_data
 def test_inertia_cylinder_rule():
     """Non-uniform factors: cylinder about the smallest moment (README 'Scaling rules')."""
-    from arthron.models.scaling import _inertia_scaled
+    from arthron.solvers.scaling import _inertia_scaled
     m = 2.0
     I = np.diag([0.01, 0.002, 0.01]) + np.array([[0, 1e-4, 0], [1e-4, 0, 2e-5], [0, 2e-5, 0]])
     s = np.array([1.1, 1.3, 0.9])
@@ -284,8 +285,8 @@ def test_inertia_cylinder_rule():
 def test_bad_input(tmp_path):
     from arthron.io.osim import read_osim
     from arthron.io.trc import read_trc
-    from arthron.models.scaling import Measurement, ScaleEntry, compute_scale_set, scale_model
-    from arthron.solvers.scale_tool import scale_from_setup
+    from arthron.solvers.scaling import Measurement, ScaleEntry, compute_scale_set, scale_model
+    from arthron.tools.scale_tool import scale_from_setup
     model = _generic()
     trial = read_trc(GAIT_PIPE / "subject01_static.trc")
     # static trial lacks a marker of the measurement
@@ -329,7 +330,7 @@ def test_measurement_gaps_and_frame_range():
     like MarkerData::findFrameRange."""
     from arthron.io.osim import read_osim
     from arthron.io.trc import read_trc
-    from arthron.models.scaling import Measurement, frame_range, measurement_factor
+    from arthron.solvers.scaling import Measurement, frame_range, measurement_factor
     trial = read_trc(GAIT_PIPE / "subject01_static.trc")
     assert frame_range(trial.time, 1.0, 1.01) == (60, 61)
     assert frame_range(trial.time, -1, -1)[0] == 0
@@ -346,7 +347,7 @@ def test_measurement_gaps_and_frame_range():
 def test_seed001_generic_subject_figures():
     """Seed 001's generic subject (1.86 m, 85.5 kg): arm (upper arm + forearm) 3.51 kg male,
     2.99 kg female; body muscle fraction 77.67 % vs 67.36 %."""
-    from arthron.models.scaling import DUMAS2007_MASS_PERCENT, body_muscle_fraction
+    from arthron.solvers.scaling import DUMAS2007_MASS_PERCENT, body_muscle_fraction
     assert body_muscle_fraction(85.5, 1.86, "male") == pytest.approx(0.7767, abs=5e-5)
     assert body_muscle_fraction(85.5, 1.86, "f") == pytest.approx(0.6736, abs=5e-5)
     for g, want in (("male", 3.51), ("female", 2.99)):
@@ -361,7 +362,7 @@ def test_seed001_generic_subject_figures():
 @needs_data
 def test_anthropometric_on_thoracoscapular():
     from arthron.io.osim import read_osim
-    from arthron.models.scaling import scale_anthropometric, segment_masses
+    from arthron.solvers.scaling import scale_anthropometric, segment_masses
     m = read_osim(TSM)
     for g, want in (("m", 3.51), ("f", 2.99)):
         ms = segment_masses(m, 85.5, g)
@@ -396,7 +397,7 @@ def test_anthropometric_on_thoracoscapular():
                 m.forces[n].properties["max_isometric_force"] * ratio)
     assert sm.forces["TeresMajor"].properties["max_isometric_force"] == 123.0
     # inertia: geometric (cylinder rule for anisotropic S) times the mass ratio
-    from arthron.models.scaling import _inertia_scaled
+    from arthron.solvers.scaling import _inertia_scaled
     b0, b1 = m.bodies["humerus"], sm.bodies["humerus"]
     np.testing.assert_allclose(b1.inertia, _inertia_scaled(b0.inertia, b0.mass, b0.mass, rep["S"], False)
                                * (b1.mass / b0.mass), rtol=1e-12)
@@ -407,7 +408,7 @@ def test_anthropometric_on_thoracoscapular():
 def test_anthropometric_model_loads_in_opensim(tmp_path):
     import oracle
     from arthron.io.osim import read_osim, write_osim
-    from arthron.models.scaling import scale_anthropometric
+    from arthron.solvers.scaling import scale_anthropometric
     m = read_osim(GAIT_PIPE.parent.parent / "Models" / "Gait2354_Simbody" / "gait2354_simbody.osim")
     sm, rep = scale_anthropometric(m, 60.0, 1.62, "f", generic_height=1.80)
     p = write_osim(tmp_path / "anthro.osim", sm)
@@ -419,7 +420,7 @@ def test_anthropometric_model_loads_in_opensim(tmp_path):
 @needs_data
 def test_anthropometric_bad_input():
     from arthron.io.osim import read_osim
-    from arthron.models.scaling import scale_anthropometric
+    from arthron.solvers.scaling import scale_anthropometric
     m = read_osim(GAIT_PIPE.parent.parent / "Models" / "Gait2354_Simbody" / "gait2354_simbody.osim")
     with pytest.raises(DataFileError, match="gender"):
         scale_anthropometric(m, 60, 1.6, "x", generic_height=1.8)
@@ -435,7 +436,7 @@ def test_anthropometric_bad_input():
 def test_landmark_factors_from_static_trial():
     """Per-segment factors from the markers of each body (seed 001 with a static trial)."""
     from arthron.io.trc import read_trc
-    from arthron.models.scaling import landmark_factors, scale_anthropometric
+    from arthron.solvers.scaling import landmark_factors, scale_anthropometric
     m = _generic()
     st = read_trc(GAIT_PIPE / "subject01_static.trc")
     f = landmark_factors(m, st, (1, 2))
@@ -453,7 +454,7 @@ def test_marker_placer_output_marker_file(gait, tmp_path):
     written as a 4.x MarkerSet that reads back to the same markers (and OpenSim loads it, see
     the next test)."""
     import dataclasses
-    from arthron.solvers.scale_tool import read_marker_set, read_scale_setup
+    from arthron.tools.scale_tool import read_marker_set, read_scale_setup
     raw = SETUP.read_text().replace("<output_marker_file> Unassigned </output_marker_file>",
                                     "<output_marker_file> placed_markers.xml </output_marker_file>")
     assert "placed_markers.xml" in raw
@@ -476,7 +477,7 @@ def test_marker_placer_output_marker_file(gait, tmp_path):
 @needs_opensim
 def test_opensim_reads_output_marker_file(gait, tmp_path):
     import opensim as osim
-    from arthron.solvers.scale_tool import write_marker_set
+    from arthron.tools.scale_tool import write_marker_set
     osim.Logger.setLevelString("error")
     p = write_marker_set(tmp_path / "m.xml", gait.model)
     ms = osim.MarkerSet(str(p))
@@ -490,7 +491,7 @@ def test_opensim_reads_output_marker_file(gait, tmp_path):
 
 def test_ellipsoid_dilation_eq14():
     """Seed 001 Eq. 14: the isotropic dilation putting a point on the ellipsoid."""
-    from arthron.models.scaling import ellipsoid_dilation
+    from arthron.solvers.scaling import ellipsoid_dilation
     r = np.array([0.083, 0.2, 0.083])
     # a sphere: δ = |d| − r exactly
     assert ellipsoid_dilation([0.1, 0.1, 0.1], [0.06, 0.08, 0.0]) == pytest.approx(0.0, abs=1e-15)
@@ -518,7 +519,7 @@ def test_ribcage_dilation_thoracoscapular():
     """On the Thoracoscapular model the gliding point (scapulothoracic child frame origin)
     lies on the generic ellipsoid (δ = 0); a measured landmark replaces the scaled one."""
     from arthron.io.osim import read_osim
-    from arthron.models.scaling import dilate_ribcage_ellipsoid, scale_model
+    from arthron.solvers.scaling import dilate_ribcage_ellipsoid, scale_model
     m = read_osim(TSM)
     rep = dilate_ribcage_ellipsoid(m, m.copy(), np.ones(3))
     assert abs(rep["delta"]) < 1e-14
@@ -539,7 +540,7 @@ def test_ribcage_dilation_thoracoscapular():
 
 def _scapula_landmarks(a_gi, a_gv):
     """Synthetic SN, AI, TS and glenoid rim points with a known inclination and version."""
-    from arthron.models.scaling import _rodrigues, scapula_frame
+    from arthron.solvers.scaling import _rodrigues, scapula_frame
     lm = {"SN": np.array([0.0, 0.0, 0.0]), "AI": np.array([-0.1, -0.12, 0.01]),
           "TS": np.array([-0.1, 0.0, 0.02])}
     sn, R = scapula_frame(lm)
@@ -552,7 +553,7 @@ def _scapula_landmarks(a_gi, a_gv):
 
 
 def test_glenoid_angles_eq15():
-    from arthron.models.scaling import glenoid_angles, scapula_frame
+    from arthron.solvers.scaling import glenoid_angles, scapula_frame
     lm = _scapula_landmarks(np.deg2rad(7.0), np.deg2rad(-5.0))
     a_gi, a_gv = glenoid_angles(lm)
     assert np.rad2deg(a_gi) == pytest.approx(7.0, abs=1e-12)   # the seed's generic inclination
@@ -571,7 +572,7 @@ def test_adapt_glenoid_eq16_thoracoscapular():
     inclination measured from rim points rotated with it changes by the same Δα."""
     from arthron.io.osim import read_osim
     from arthron.models.model import rotation_xyz
-    from arthron.models.scaling import _rodrigues, adapt_glenoid, glenoid_angles, scapula_frame
+    from arthron.solvers.scaling import _rodrigues, adapt_glenoid, glenoid_angles, scapula_frame
     m = read_osim(TSM)
     fp = "/jointset/GlenoHumeral/scapula_offset"
     gc = m.frames[fp].translation.copy()
@@ -614,7 +615,7 @@ def test_thoracoscapular_anthropometric_loads_in_opensim(tmp_path):
     loads in OpenSim 4.6, which reads back the radii and the glenohumeral frame."""
     import oracle
     from arthron.io.osim import read_osim, write_osim
-    from arthron.models.scaling import scale_anthropometric
+    from arthron.solvers.scaling import scale_anthropometric
     m = read_osim(TSM)
     sm, rep = scale_anthropometric(m, 60.0, 1.60, "f", generic_mass=85.5, generic_height=1.86,
                                    generic_gender="m", delta_glenoid_inclination=np.deg2rad(8.0),

@@ -85,7 +85,8 @@ def cmd_demo(a):
     import numpy as np
 
     from .io.osim import write_osim
-    from .io.sto import Table, write_sto
+    from .tables import Table
+    from .io.sto import write_sto
     from .models.demo import build_demo_arm, elbow_flexion_trial
     from .solvers.inverse_dynamics import run_inverse_dynamics
     out = Path(a.output) if a.output else Path.cwd() / "arthron-demo"
@@ -136,7 +137,7 @@ def _progress(label):
 
 
 def cmd_ik(a):
-    from .solvers.inverse_kinematics import run_ik, run_ik_from_setup
+    from .tools.ik_tool import run_ik, run_ik_from_setup
     if a.setup:
         res = run_ik_from_setup(a.setup, progress=_progress("inverse kinematics"))
         path = res.write(a.output) if a.output else res.write()
@@ -151,8 +152,8 @@ def cmd_ik(a):
 
 
 def cmd_scale(a):
-    from .models.scaling import landmark_factors, scale_anthropometric
-    from .solvers.scale_tool import scale_from_setup
+    from .solvers.scaling import landmark_factors, scale_anthropometric
+    from .tools.scale_tool import scale_from_setup
     if a.setup:
         res = scale_from_setup(a.setup)
         for p in res.write(a.output_dir):
@@ -197,7 +198,8 @@ def cmd_jr(a):
     from .io.osim import read_osim
     from .io.setup import read_external_loads
     from .io.sto import read_sto
-    from .solvers.reactions import joint_reactions, joint_reactions_from_setup
+    from .solvers.reactions import joint_reactions
+    from .tools.analyze_tool import joint_reactions_from_setup
     if a.setup:
         res = joint_reactions_from_setup(a.setup)
         out = Path(a.output) if a.output else Path(a.setup).with_name(

@@ -49,5 +49,13 @@ class SolverError(ArthronError):
     """A solver could not produce a result (singular system, infeasible problem, bad arguments)."""
 
 
+class OptionError(ArthronError, ValueError):
+    """A solver or tool option has a bad value (unknown keyword, out-of-range number, wrong shape).
+
+    Also a :class:`ValueError`, so callers that validate arguments the usual Python way catch it.
+    Each solver validates its options in one place, before any computation.
+    """
+
+
 class ArthronWarning(UserWarning):
     """Non-fatal problems in the input (a missing mesh file, a component kept verbatim)."""

@@ -1227,7 +1227,7 @@ def _double_cylinder_obstacle(p, s, radius_u, direction_u, radius_v, direction_v
 # ---------------------------------------------------------------------------------- dispatch
 def wrap_segment(wo, p1, p2, method: str = "hybrid", single: bool = True):
     """Wrap p1-p2 (T, 3), given in the wrap frame, over a compiled wrap object ``wo``
-    (:class:`arthron.models.paths.WrapObjectData`). ``single`` (bool or (T,)): OpenSim skips the
+    (:class:`arthron.multibody.paths.WrapObjectData`). ``single`` (bool or (T,)): OpenSim skips the
     cylinder's iterative tangent-point correction for these segments. Returns (status, r1, r2,
     length)."""
     t = wo.type

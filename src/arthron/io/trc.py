@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from arthron.tables import MarkerTrial
 from arthron.errors import DataFileError
 from arthron.io.sto import _atomic_write_text, _check_not_input, _fmt, _read_lines
 
@@ -38,62 +39,6 @@ _EXPONENT = {k: int(round(math.log10(v))) for k, v in UNIT_DIVISORS.items()}
 
 _HEADER_KEYS = ["DataRate", "CameraRate", "NumFrames", "NumMarkers", "Units", "OrigDataRate",
                 "OrigDataStartFrame", "OrigNumFrames"]
-
-
-@dataclass
-class MarkerTrial:
-    """Marker trajectories of one trial.
-
-    Attributes
-    ----------
-    frames : ndarray of int, shape (T,)
-        The ``Frame#`` column.
-    time : ndarray, shape (T,)
-        Seconds, strictly increasing.
-    labels : list of str, length n
-        Marker names in file order.
-    positions : ndarray, shape (T, n, 3)
-        Marker positions in **metres** (converted from the file's ``Units``); NaN where a
-        marker is missing (blank or ``nan`` cells; a marker with any blank component is
-        wholly NaN, as in ``TRCFileAdapter``).
-    data_rate, camera_rate, orig_data_rate : float
-        Hz, from the header.
-    orig_start_frame, orig_num_frames : int
-        ``OrigDataStartFrame`` and ``OrigNumFrames`` from the header.
-    units : str
-        The file's ``Units`` value (``"mm"``, ``"cm"``, ``"m"`` ...); :func:`write_trc` writes
-        in these units by default.
-    source : Path or None
-        The file the trial was read from.
-    """
-
-    frames: np.ndarray
-    time: np.ndarray
-    labels: list[str]
-    positions: np.ndarray
-    data_rate: float
-    camera_rate: float
-    orig_data_rate: float
-    orig_start_frame: int
-    orig_num_frames: int
-    units: str = "m"
-    source: Path | None = None
-
-    @property
-    def n_frames(self) -> int:
-        return int(np.shape(self.time)[0])
-
-    @property
-    def n_markers(self) -> int:
-        return len(self.labels)
-
-    def marker(self, name: str) -> np.ndarray:
-        """Trajectory of marker ``name``, shape (T, 3), metres. ``KeyError`` if absent."""
-        try:
-            j = self.labels.index(name)
-        except ValueError:
-            raise KeyError(f"no marker {name!r}") from None
-        return self.positions[:, j, :]
 
 
 def _num(value: str, key: str, path, line: int, integer=False):

@@ -10,7 +10,7 @@ Frames are named by their absolute OpenSim component path: ``/ground``, ``/bodys
 resolves to a base body (or ground) and a fixed transform in it (:meth:`Model.frame_in_base`).
 
 The model is data: solvers never mutate it (compile it with
-:func:`arthron.models.kinematics.compile_model`).
+:func:`arthron.multibody.kinematics.compile_model`).
 """
 from __future__ import annotations
 
@@ -211,7 +211,7 @@ class Joint:
 
     ``spatial_transform`` holds the six TransformAxis of a CustomJoint; for the other joint
     types arthron builds the equivalent axes (``PinJoint``: rotation about z; ``SliderJoint``:
-    translation along x; ...) in :mod:`arthron.models.kinematics`. ``parameters`` holds the
+    translation along x; ...) in :mod:`arthron.multibody.kinematics`. ``parameters`` holds the
     extra properties of EllipsoidJoint / ScapulothoracicJoint (radii, winging axis).
     """
 

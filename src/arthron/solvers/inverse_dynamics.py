@@ -8,13 +8,13 @@ velocities ``v = [v_C; ω]`` (mass centers and angular velocities in ground), th
 
 where ``h`` holds gravity ``m_b g``, the gyroscopic moments ``−ω × I_C ω`` and the external
 loads (ExternalLoads: force at a point plus torque). ``Dᵀ`` is applied as a backward sum over
-subtrees (:func:`arthron.models.kinematics.apply_velocity_map_transpose`) rather than as a
+subtrees (:func:`arthron.multibody.kinematics.apply_velocity_map_transpose`) rather than as a
 dense matrix. Like OpenSim's tool, constraints and coordinate locks are ignored
 (Simbody's ``calcResidualForceIgnoringConstraints`` on the file's coordinate values) and muscles
 are excluded. For Ellipsoid, Scapulothoracic, Ball and Free joints OpenSim's generalized speeds
 are the angular velocity ω_FM (in F), not the Euler-angle rates: the tool reads the spline
 derivatives as those speeds and reports forces conjugate to them; arthron does the same
-(:func:`arthron.models.kinematics.qdot_from_speeds`, :func:`~arthron.models.kinematics.mobility_forces`).
+(:func:`arthron.multibody.kinematics.qdot_from_speeds`, :func:`~arthron.multibody.kinematics.mobility_forces`).
 
 Preprocessing reproduces the tool: coordinates in degrees are converted for rotational
 coordinates, optionally low-pass filtered (pad, resample, IIR; :mod:`arthron.solvers.filtering`),
@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ArthronWarning, ModelFileError
-from ..models.forces import applied_generalized_forces
+from ..multibody.forces import applied_generalized_forces
 from ..models.functions import Constant, GCVSpline, PiecewiseLinearFunction
-from ..models.kinematics import _cross
-from ..models.kinematics import (Tree, apply_velocity_map_transpose, compile_model, forward_kinematics,
+from ..multibody.kinematics import _cross
+from ..multibody.kinematics import (Tree, apply_velocity_map_transpose, compile_model, forward_kinematics,
                                  mobility_forces, qdot_from_speeds)
 from ..models.model import Model
 from ..models.motion import coordinates_from_table
@@ -82,7 +82,7 @@ class InverseDynamicsResult:
     qdd: np.ndarray | None = field(default=None, repr=False)
 
     def to_table(self):
-        from ..io.sto import Table
+        from ..tables import Table
         return Table(name="Inverse Dynamics Generalized Forces", time=self.time.copy(),
                      labels=list(self.labels), data=self.generalized_forces.copy(), in_degrees=False)
 
@@ -148,7 +148,7 @@ def inverse_dynamics(tree: Tree, q, qd, qdd, loads=(), applied=None) -> np.ndarr
 
     Parameters
     ----------
-    tree : compiled model (:func:`arthron.models.kinematics.compile_model`)
+    tree : compiled model (:func:`arthron.multibody.kinematics.compile_model`)
     q, qd, qdd : (T, nq) coordinates (rad, m), speeds and accelerations, model order
     loads : iterable of :class:`ExternalLoad` sampled at the same T frames
     applied : (T, nq) or None, generalized forces applied by actuators/passive elements, moved
@@ -246,7 +246,7 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
     time_range : (t0, t1) or None (the motion's first to last time)
     forces_to_exclude : OpenSim's property (names, classes, ``Muscles``, ``Actuators``, ``All``).
         The passive elements that remain (springs, coordinate limit forces, ligaments) are
-        applied as OpenSim applies them (:mod:`arthron.models.forces`); elements that need
+        applied as OpenSim applies them (:mod:`arthron.multibody.forces`); elements that need
         states arthron does not have (muscles not excluded, contact, plugin classes) are left
         out with a warning.
 

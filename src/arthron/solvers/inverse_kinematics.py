@@ -12,7 +12,7 @@ observation is NaN in a frame are left out of that frame. Locked coordinates sta
 default value.
 
 Model constraints (CoordinateCouplerConstraint; Point and ConstantDistance constraints through
-:mod:`arthron.models.constraints`; Weld is refused, it has no residuals there yet) are held
+:mod:`arthron.multibody.constraints`; Weld is refused, it has no residuals there yet) are held
 exactly by default, whatever ``constraint_weight`` says: that is what OpenSim 4.6's
 InverseKinematicsTool does (measured: with weights 20, 5, 0.5 and 0.001 — set through the API or
 a setup file — its results satisfy a PointConstraint (Thoracoscapular AC), a ConstantDistance
@@ -28,7 +28,7 @@ of the point gap; ConstantDistance/Rod ``(|p|² − d²)/2``).
 The solver is a bounded Levenberg–Marquardt (Gauss–Newton with a damping that vanishes near
 the optimum, projected active-set bounds) with analytic Jacobians: for a marker on body b, the
 column of coordinate c is ``Σ v_j + ω_j × (x − o_j)`` over the hinges j of c that lie between
-ground and b (the same partial velocities as :func:`arthron.models.kinematics.velocity_map`).
+ground and b (the same partial velocities as :func:`arthron.multibody.kinematics.velocity_map`).
 It iterates to the optimum (step below ``1e-10``), so it matches OpenSim's optimum rather than
 its accuracy-limited iterate. Frame k starts from the solution of frame k−1; the first frame
 from the model's default pose.
@@ -48,12 +48,12 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ArthronWarning, DataFileError, SolverError, UnsupportedFeature
-from ..io.sto import Table, write_sto
-from ..models.kinematics import Tree, compile_model, _ellip_local
+from ..tables import Table
+from ..io.sto import write_sto
+from ..multibody.kinematics import Tree, compile_model, _ellip_local
 from ..models.model import Model
 
-__all__ = ["IKTasks", "CoordinateTask", "IKResult", "InverseKinematics", "solve_ik",
-           "read_ik_tasks", "run_ik", "run_ik_from_setup"]
+__all__ = ["IKTasks", "CoordinateTask", "IKResult", "InverseKinematics", "solve_ik"]
 
 
 # ----------------------------------------------------------------------------------- tasks
@@ -81,60 +81,6 @@ class IKTasks:
 
     marker_weights: dict | None = None
     coordinate_tasks: dict = field(default_factory=dict)
-
-
-def read_ik_tasks(task_set_elem, model: Model, coordinate_table=None, path=None) -> IKTasks:
-    """Read an ``<IKTaskSet>`` element (lxml) into :class:`IKTasks`.
-
-    Tasks with ``apply`` false are skipped. ``from_file`` coordinate tasks need
-    ``coordinate_table`` (a :class:`arthron.io.sto.Table` in radians/metres).
-
-    Raises
-    ------
-    DataFileError for a coordinate task naming a coordinate the model lacks, a bad weight, or a
-    ``from_file`` task without coordinate data.
-    """
-    mw: dict = {}
-    ct: dict = {}
-    if task_set_elem is None:
-        return IKTasks(None, {})
-    objs = task_set_elem.find("objects")
-    items = list(objs) if objs is not None else []
-    coords = model.coordinates
-    for e in items:
-        if not isinstance(e.tag, str):
-            continue
-        name = e.get("name", "")
-        ap = (e.findtext("apply") or "true").strip().lower()
-        if ap in ("false", "0", "no"):
-            continue
-        try:
-            w = float((e.findtext("weight") or "0").strip())
-        except ValueError:
-            raise DataFileError(f"task '{name}': weight is not a number", path,
-                                f"<{e.tag} name='{name}'> line {e.sourceline}") from None
-        if e.tag == "IKMarkerTask":
-            mw[name] = w
-        elif e.tag == "IKCoordinateTask":
-            if name not in coords:
-                raise DataFileError(f"IKCoordinateTask names coordinate '{name}' that the model "
-                                    f"'{model.name}' lacks", path, f"line {e.sourceline}")
-            vt = (e.findtext("value_type") or "default_value").strip()
-            val = float((e.findtext("value") or "0").strip() or 0.0)
-            task = CoordinateTask(w, vt, val)
-            if vt == "from_file":
-                if coordinate_table is None or name not in coordinate_table.labels:
-                    raise DataFileError(f"IKCoordinateTask '{name}' is from_file but the coordinate "
-                                        "file is missing or lacks that column", path,
-                                        f"line {e.sourceline}")
-                tt = np.asarray(coordinate_table.time, float)
-                yy = np.asarray(coordinate_table.column(name), float)
-                task.values = _interpolator(tt, yy)
-            elif vt not in ("default_value", "manual_value"):
-                raise DataFileError(f"IKCoordinateTask '{name}': unknown value_type '{vt}'", path,
-                                    f"line {e.sourceline}")
-            ct[name] = task
-    return IKTasks(mw, ct)
 
 
 def _interpolator(t, y):
@@ -589,7 +535,7 @@ class InverseKinematics:
     Raises
     ------
     UnsupportedFeature for model constraints other than CoordinateCoupler, Point and
-    ConstantDistance constraints (Weld: :mod:`arthron.models.constraints` has no residuals for
+    ConstantDistance constraints (Weld: :mod:`arthron.multibody.constraints` has no residuals for
     it yet).
     """
 
@@ -652,10 +598,10 @@ class InverseKinematics:
                                   tr.coordinate_index(ind[0].strip()), pr["function"],
                                   float(pr.get("scale_factor", 1.0))))
         # other constraint types (Point, Weld, ConstantDistance): residuals and Jacobians from
-        # arthron.models.constraints; exact (projected Gauss-Newton on the constraint manifold)
+        # arthron.multibody.constraints; exact (projected Gauss-Newton on the constraint manifold)
         # with an infinite weight, penalty residuals sqrt(w)·c(q) otherwise
         from types import SimpleNamespace
-        from ..models.constraints import compile_constraints
+        from ..multibody.constraints import compile_constraints
         others = [c for c in model.constraints if c.enabled and c.type != "CoordinateCouplerConstraint"]
         self.cset = None
         if others:
@@ -874,7 +820,7 @@ class InverseKinematics:
 
     def _project(self, x, base, tol=1e-12, max_iter=30):
         """The point near x on the constraint manifold (minimum-norm Gauss-Newton steps, like
-        :func:`arthron.models.constraints.assemble`). Returns (x, max |c|)."""
+        :func:`arthron.multibody.constraints.assemble`). Returns (x, max |c|)."""
         lo, hi = self.lo, self.hi
         c, C = self._constraint(x, base)
         err = float(np.abs(c).max())
@@ -1247,7 +1193,7 @@ class InverseKinematics:
         rot = np.array([c.motion_type == "rotational" for c in self.model.coordinates.values()], bool)
         locs = None
         if self.marker_names:
-            from ..models.kinematics import marker_positions
+            from ..multibody.kinematics import marker_positions
             _, locs = marker_positions(tr, Q, self.marker_names)
         return IKResult(time=time, coordinate_names=list(tr.coordinate_names), q=Q, rotational=rot,
                         marker_names=list(self.marker_names), marker_errors=E,
@@ -1313,137 +1259,3 @@ def solve_ik(model: Model, trial, tasks: IKTasks | None = None, *, time_range=No
     return ik.solve(np.asarray(trial.time, float)[idx], obs, q0=q0, progress=progress, block=block)
 
 
-def _find_file(setup, name, search_dirs):
-    """Resolve a file named in a setup: as given (absolute or relative to the setup folder),
-    else by file name in ``search_dirs`` (searched recursively)."""
-    p = setup.resolve(name)
-    if p is None:
-        return None
-    if p.exists():
-        return p
-    base = Path(str(name).strip().replace("\\", "/")).name
-    for d in [setup.folder, *(search_dirs or [])]:
-        d = Path(d)
-        cand = d / base
-        if cand.exists():
-            return cand
-    for d in (search_dirs or []):
-        hits = sorted(Path(d).rglob(base))
-        if hits:
-            return hits[0]
-    raise DataFileError(f"file '{name}' named in the setup does not exist", setup.path)
-
-
-def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range=None,
-           constraint_weight=math.inf, output=None, progress=None, block: int = 16,
-           report_marker_locations: bool = False, penalty: bool = False) -> IKResult:
-    """IK from objects or file names (what ``arthron ik`` calls).
-
-    Parameters
-    ----------
-    model : Model or path of an ``.osim``
-    trial : MarkerTrial or path of a ``.trc``
-    setup : optional path of an InverseKinematicsTool setup: its tasks, time range and
-        constraint weight are used unless given here
-    output : optional path: the result remembers it for :meth:`IKResult.write`
-    report_marker_locations : with ``output``, also write ``<stem>_model_marker_locations.sto``
-        (model marker positions in ground; also on when the setup asks for it)
-
-    Returns
-    -------
-    IKResult (call ``.write()``)
-    """
-    from ..io.osim import read_osim
-    from ..io.trc import read_trc
-    if not isinstance(model, Model):
-        model = read_osim(model)
-    if setup is not None:
-        from ..io.setup import read_tool_setup
-        st = read_tool_setup(setup)
-        cfg = _ik_config(st, model, None)
-        tasks = tasks if tasks is not None else cfg["tasks"]
-        time_range = time_range if time_range is not None else cfg["time_range"]
-        if constraint_weight == math.inf:
-            constraint_weight = cfg["constraint_weight"]
-        report_marker_locations = report_marker_locations or cfg["report_marker_locations"]
-    if not hasattr(trial, "positions"):
-        trial = read_trc(trial)
-    res = solve_ik(model, trial, tasks, time_range=time_range, constraint_weight=constraint_weight,
-                   progress=progress, block=block, penalty=penalty)
-    if output is not None:
-        res.output_motion_file = Path(output)
-        res.errors_file = Path(output).with_name(Path(output).stem + "_marker_errors.sto")
-        if report_marker_locations:
-            res.locations_file = Path(output).with_name(Path(output).stem
-                                                        + "_model_marker_locations.sto")
-    return res
-
-
-def _parse_float(text, default):
-    if text is None or not str(text).strip():
-        return default
-    t = str(text).strip().lower()
-    if t in ("inf", "infinity", "+inf"):
-        return math.inf
-    return float(t)
-
-
-def _ik_config(st, model, search_dirs):
-    el = st.element
-    coord_table = None
-    cf = st.get("coordinate_file")
-    if cf and cf.strip() and cf.strip() != "Unassigned":
-        from ..io.sto import read_sto
-        tab = read_sto(_find_file(st, cf, search_dirs))
-        rot = [c.name for c in model.coordinates.values()
-               if c.motion_type == "rotational" and c.name in tab.labels]
-        coord_table = tab.to_radians(rot)
-    tasks = read_ik_tasks(el.find("IKTaskSet"), model, coord_table, st.path)
-    tr = st.get("time_range")
-    time_range = [float(v) for v in tr.split()] if tr else None
-    return dict(tasks=tasks, time_range=time_range,
-                constraint_weight=_parse_float(st.get("constraint_weight"), math.inf),
-                accuracy=_parse_float(st.get("accuracy"), 1e-5),
-                report_marker_locations=(st.get("report_marker_locations") or "false").strip().lower()
-                in ("true", "1", "yes"))
-
-
-def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=None,
-                      block: int = 16, penalty: bool = False) -> IKResult:
-    """Run an OpenSim ``InverseKinematicsTool`` setup file.
-
-    File names are resolved against the setup's folder; names that do not exist there (for
-    example absolute paths of another machine) are looked up by file name in the setup folder
-    and ``search_dirs``.
-
-    Returns
-    -------
-    IKResult whose ``write()`` writes ``output_motion_file``,
-    ``<results_directory>/<tool name>_ik_marker_errors.sto`` and, with
-    ``report_marker_locations``, ``<tool name>_ik_model_marker_locations.sto`` (OpenSim's names).
-    """
-    from ..io.osim import read_osim
-    from ..io.setup import read_tool_setup
-    from ..io.trc import read_trc
-    st = read_tool_setup(path, placeholders)
-    if st.tool != "InverseKinematicsTool":
-        raise DataFileError(f"not an InverseKinematicsTool setup (root <{st.tool}>)", st.path)
-    mf = _find_file(st, st.get("model_file"), search_dirs)
-    if mf is None:
-        raise DataFileError("model_file is not set", st.path)
-    model = read_osim(mf)
-    trc = _find_file(st, st.get("marker_file"), search_dirs)
-    if trc is None:
-        raise DataFileError("marker_file is not set", st.path)
-    trial = read_trc(trc)
-    cfg = _ik_config(st, model, search_dirs)
-    res = solve_ik(model, trial, cfg["tasks"], time_range=cfg["time_range"],
-                   constraint_weight=cfg["constraint_weight"], progress=progress, block=block,
-                   penalty=penalty)
-    out = st.resolve(st.get("output_motion_file"))
-    rd = st.resolve(st.get("results_directory")) or st.folder
-    res.output_motion_file = out if out is not None else rd / f"{st.name}_ik.mot"
-    res.errors_file = rd / f"{st.name}_ik_marker_errors.sto"
-    if cfg["report_marker_locations"]:
-        res.locations_file = rd / f"{st.name}_ik_model_marker_locations.sto"
-    return res

@@ -825,7 +825,7 @@ def blankevoort_xml(fibres: Fibres, *, tibia_frame: str = "/bodyset/tibia_proxim
 def wrench_table(wrench: Wrench, time, name: str = "LigamentWrench", prefix: str = "ACL_on_tibia_in_tibia",
                  extra: dict | None = None):
     """An ``arthron.io.sto.Table`` with the wrench over a motion (labels ``<prefix>_fx.._mz``)."""
-    from ..io.sto import Table
+    from ..tables import Table
     labels, data = wrench.to_table(prefix)
     F = np.atleast_2d(data)
     cols, labs = [F], list(labels)
@@ -970,7 +970,7 @@ def ligament_poses(model, tree, q, tibia_frame: str, femur_frame: str):
     """Poses (R (T,3,3), t (T,3)) of ``femur_frame`` in ``tibia_frame`` for coordinates q (T, nq)
     (model order, SI), from arthron's forward kinematics. Frames must be bodies."""
     from ..errors import UnsupportedFeature
-    from ..models.kinematics import forward_kinematics
+    from ..multibody.kinematics import forward_kinematics
     for fr in (tibia_frame, femur_frame):
         if not fr.startswith("/bodyset/") and "/" in fr.strip("/"):
             raise UnsupportedFeature(f"ligament attached to {fr}: only body frames are supported")
@@ -1007,8 +1007,9 @@ def run_model(model_path, ligament: str, *, mesh=None, motion=None, out=None, n_
     """
     from ..io.mesh import load_mesh
     from ..io.osim import read_osim
-    from ..io.sto import Table, read_sto, write_sto
-    from ..models.kinematics import compile_model
+    from ..tables import Table
+    from ..io.sto import read_sto, write_sto
+    from ..multibody.kinematics import compile_model
     model = read_osim(model_path)
     strands = strands_from_model(model, ligament, tibia_frame=tibia_frame)
     tree = compile_model(model)

@@ -1,7 +1,7 @@
 """OpenSim's MuscleAnalysis, as arthron writes it: path lengths and moment arms over a motion
 as ``.sto`` files, and plots of moment arm against coordinate (``arthron paths``).
 
-The path geometry itself is :mod:`arthron.models.paths`.
+The path geometry itself is :mod:`arthron.multibody.paths`.
 """
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelFileError, UnsupportedFeature
-from ..io.sto import Table, write_sto
-from ..models.kinematics import Tree, compile_model
+from ..tables import Table
+from ..io.sto import write_sto
+from ..multibody.kinematics import Tree, compile_model
 from ..models.model import Model
 from ..models.motion import coordinates_from_table
-from ..models.paths import compile_paths, moment_arms
+from ..multibody.paths import compile_paths, moment_arms
 
 __all__ = ["write_path_analysis", "plot_moment_arms"]
 

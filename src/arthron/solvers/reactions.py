@@ -6,7 +6,7 @@ Bodies have absolute velocities ``v_b = [v_C; ω]`` (mass centre and angular vel
 frame), mass matrix ``M = blockdiag(m_b I₃, I_C,b)`` and applied forces ``h`` (gravity ``m_b g``,
 gyroscopic ``−ω × I_C ω``, external loads, body forces of actuators such as muscles along their
 paths). The joint coordinates ``q`` give ``v = D(q) q̇`` and ``a = D q̈ + γ`` (Eq. 2.4-2.5,
-:func:`arthron.models.kinematics.velocity_map`).
+:func:`arthron.multibody.kinematics.velocity_map`).
 
 Every joint j gets six *open-constraint* coordinates ``z_j`` (Eq. 2.3): three translations along
 and three rotations about the axes of the joint's child frame M, at the joint centre ``c_j``
@@ -89,19 +89,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ArthronWarning, DataFileError, SolverError, UnsupportedFeature
-from ..models.kinematics import _cross
-from ..models.kinematics import (Tree, apply_velocity_map_transpose, compile_model,
+from ..errors import ArthronWarning, SolverError, UnsupportedFeature
+from ..multibody.kinematics import _cross
+from ..multibody.kinematics import (Tree, apply_velocity_map_transpose, compile_model,
                                  forward_kinematics)
-from ..models.forces import passive_forces
+from ..multibody.forces import passive_forces
 from ..models.model import GROUND, Model, Transform
+from .actuators import actuator_forces, path_loads
 from .inverse_dynamics import (ExternalLoad, body_wrenches_from_loads, coordinates_from_table,
                                external_loads_from_setup, inverse_dynamics)
 
 __all__ = ["JointLoads", "JointReactionResult", "joint_loads", "open_constraint_map",
            "forward_accelerations", "mass_matrix", "constraint_loads", "motion_constraint_multipliers",
-           "classic_joint_loads", "actuator_forces",
-           "joint_reactions", "joint_reactions_from_setup", "reaction_columns", "read_force_set_file"]
+           "classic_joint_loads", "joint_reactions", "reaction_columns"]
 
 _DESCRIPTION = [
     "This file contains the reaction forces and moments",
@@ -385,7 +385,7 @@ def open_constraint_map(model: Model, tree: Tree, q, joints=None, kin=None) -> n
     Returns
     -------
     E : (T, nb, 6, 6 n): rows [v_C; ω] of each body (ground), as
-        :func:`arthron.models.kinematics.velocity_map`; columns: for each chosen joint, unit
+        :func:`arthron.multibody.kinematics.velocity_map`; columns: for each chosen joint, unit
         translations along then rotations about the axes of its child frame M at the joint
         centre (z_j of Eq. 2.3). Column block j is non-zero on j's child subtree only.
     """
@@ -715,7 +715,7 @@ def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=
     """q̈ from the equations of motion (seed 002 Eq. 2.9), with model constraints if given.
 
     ``D̄ᵀMD̄ q̈ = Q + Dᵀh − DᵀMγ + Gᵀμ``, ``G q̈ + Ġq̇ = 0`` (G = ∂c/∂q of
-    :class:`arthron.models.constraints.ConstraintSet`). This is what OpenSim's JointReaction
+    :class:`arthron.multibody.constraints.ConstraintSet`). This is what OpenSim's JointReaction
     uses: it realizes accelerations with the actuator forces of ``forces_file`` applied.
 
     Without model constraints the mass matrix comes from the composite-rigid-body algorithm
@@ -1171,7 +1171,7 @@ class JointReactionResult:
     residual: np.ndarray | None = field(repr=False, default=None)
 
     def to_table(self):
-        from ..io.sto import Table
+        from ..tables import Table
         return Table(name="Joint Reaction Loads", time=np.array(self.time, float), labels=list(self.labels),
                      data=np.array(self.data, float), in_degrees=False, comments=list(_DESCRIPTION))
 
@@ -1183,165 +1183,6 @@ class JointReactionResult:
 
     def column(self, label: str) -> np.ndarray:
         return self.data[:, self.labels.index(label)]
-
-
-# ----------------------------------------------------------------------------- actuator forces
-def _xml_vec(el, tag, default):
-    if el is None:
-        return np.asarray(default, float)
-    x = el.find(tag)
-    if x is None or not (x.text or "").strip():
-        return np.asarray(default, float)
-    return np.array([float(v) for v in x.text.split()], float)
-
-
-def _xml_text(el, tag, default=""):
-    x = None if el is None else el.find(tag)
-    return default if x is None or x.text is None else x.text.strip()
-
-
-def _xml_bool(el, tag, default):
-    t = _xml_text(el, tag, "")
-    return default if not t else t.lower() in ("true", "1")
-
-
-ACTUATOR_TYPES = ("CoordinateActuator", "PointActuator", "TorqueActuator", "PathActuator")
-
-
-def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=None, path=None):
-    """Mobility forces and body loads of the actuators in a forces file (e.g. SO's ``_force.sto``).
-
-    Each column is an actuator's *force* (OpenSim's ``overrideActuation`` value, as written by
-    StaticOptimization): for a CoordinateActuator it is the generalized force itself
-    (N·m or N, not scaled by ``optimal_force``), on Simbody's mobility: for the rotations of
-    Ellipsoid, Scapulothoracic, Ball and Free joints (``tree.angular_velocity_groups``) that is
-    the moment about F's axes, conjugate to u = ω_FM, returned as ``τ_q = A(q)ᵀ τ_u``; a
-    PointActuator applies ``value × direction``
-    at its point, a TorqueActuator ``value × axis`` on bodyA and the opposite on bodyB; muscles
-    and PathActuators pull along their paths (needs :mod:`arthron.models.paths`). Values are
-    linearly interpolated at ``times`` (OpenSim's ``Storage::getDataAtTime``).
-
-    Returns
-    -------
-    generalized : (T, nq) mobility forces conjugate to q̇, model order (CoordinateActuators;
-        moving path points);
-    loads : list of ExternalLoad (body forces; path forces as one force + moment per body).
-
-    ``q`` (T, nq) is needed when the file holds path forces (geometry of the paths at each frame).
-
-    Raises
-    ------
-    DataFileError when a column names no actuator of the model, or an actuator of the model has
-    no column (OpenSim would then silently ignore the whole file).
-    UnsupportedFeature for muscle/path forces when path geometry is not available.
-    """
-    from .inverse_dynamics import ExternalLoad
-    src = path or getattr(forces_table, "source", None)
-    times = np.asarray(times, float)
-    T = times.size
-    acts = {n: f for n, f in model.forces.items()
-            if f.type in ACTUATOR_TYPES or f.is_muscle}
-    labels = list(forces_table.labels)
-    unknown = [l for l in labels if l not in acts]
-    if unknown:
-        other = [l for l in unknown if l in model.forces]
-        msg = (f"forces file names actuator(s) model '{model.name}' lacks: {', '.join(unknown[:10])}"
-               + (" ..." if len(unknown) > 10 else ""))
-        if other:
-            msg += f" ({', '.join(other)} are force elements but not actuators)"
-        raise DataFileError(msg, src, "column labels")
-    missing = [n for n in acts if n not in labels]
-    if missing:
-        raise DataFileError(f"forces file has no column for actuator(s) {', '.join(missing[:10])} of model "
-                            f"'{model.name}' (OpenSim would then ignore the whole file)", src,
-                            "column labels")
-    t_src = np.asarray(forces_table.time, float)
-    data = np.asarray(forces_table.data, float)
-    gen = np.zeros((T, tree.nq))
-    gen_u = np.zeros((T, tree.nq))      # CoordinateActuators: forces on Simbody's mobilities
-    loads = []
-    path_forces = []
-    for lab in labels:
-        k = labels.index(lab)
-        val = np.interp(times, t_src, data[:, k]) if t_src.size > 1 else np.full(T, data[0, k])
-        f = acts[lab]
-        if not f.properties.get("appliesForce", True):
-            continue                  # disabled: applies nothing, as in OpenSim
-        if f.type == "CoordinateActuator":
-            cname = f.properties.get("coordinate")
-            gen_u[:, tree.coordinate_index(cname)] += val
-        elif f.type == "PointActuator":
-            el = f.raw
-            body = _xml_text(el, "body").rsplit("/", 1)[-1]
-            point = _xml_vec(el, "point", np.zeros(3))
-            d = _xml_vec(el, "direction", [-1.0, 0, 0])
-            d = d / np.linalg.norm(d)
-            pg = _xml_bool(el, "point_is_global", False)
-            fg = _xml_bool(el, "force_is_global", False)
-            loads.append(ExternalLoad(body=body, force=val[:, None] * d, point=np.broadcast_to(point, (T, 3)),
-                                      force_frame="ground" if fg else body,
-                                      point_frame="ground" if pg else body, name=lab))
-        elif f.type == "TorqueActuator":
-            el = f.raw
-            a = _xml_vec(el, "axis", [0, 0, 1.0])
-            a = a / np.linalg.norm(a)
-            ba = _xml_text(el, "bodyA") or _xml_text(el, "socket_bodyA")
-            bb = _xml_text(el, "bodyB") or _xml_text(el, "socket_bodyB")
-            ba, bb = ba.rsplit("/", 1)[-1], bb.rsplit("/", 1)[-1]
-            tg = _xml_bool(el, "torque_is_global", True)
-            frame = "ground" if tg else ba
-            if ba:
-                loads.append(ExternalLoad(body=ba, torque=val[:, None] * a, force_frame=frame, name=lab))
-            if bb:
-                loads.append(ExternalLoad(body=bb, torque=-val[:, None] * a, force_frame=frame, name=lab))
-        elif np.any(val):
-            path_forces.append((lab, f, val))
-    if path_forces:
-        try:
-            from ..models import paths as _paths  # another developer's module (path geometry)
-        except ImportError:
-            names = ", ".join(n for n, _, _ in path_forces[:6])
-            raise UnsupportedFeature(
-                f"forces along muscle/actuator paths ({names}{' ...' if len(path_forces) > 6 else ''}) need "
-                "arthron.models.paths, which is not available; pass the path forces as body loads "
-                "(ExternalLoad list) to joint_loads instead", src) from None
-        if q is None:
-            raise SolverError("path forces need the coordinates q of the frames")
-        ps = _paths.compile_paths(model, tree, forces=[n for n, _, _ in path_forces])
-        ten = np.column_stack([v for _, _, v in path_forces])
-        p_loads, p_gen = path_loads(ps, tree, q, ten, kin=kin)
-        loads += p_loads
-        gen += p_gen                # moving path points: mobility forces on their coordinates
-    groups = [g for g in tree.angular_velocity_groups if gen_u[:, g].any()]
-    if groups:
-        # CoordinateActuators act on Simbody's mobilities: for Ellipsoid/Ball/Free rotations
-        # the force is conjugate to u = ω_FM (moments about F's axes); τ_q = Aᵀ τ_u.
-        if q is None:
-            raise SolverError("CoordinateActuators on angular-velocity mobilities need the coordinates q")
-        from ..models.kinematics import _euler_xyz_rate_matrix
-        qq = np.atleast_2d(q)
-        for g in groups:
-            A = _euler_xyz_rate_matrix(qq[:, g[0]], qq[:, g[1]])
-            gen_u[:, g] = np.einsum("tji,tj->ti", A, gen_u[:, g])
-    return gen + gen_u, loads
-
-
-def path_loads(pathset, tree: Tree, q, tensions, kin=None):
-    """Path tensions (T, n) as body loads: one force at each body origin plus the moment about
-    it (:func:`arthron.models.paths.path_body_forces`), and the mobility forces of moving path
-    points (T, nq)."""
-    from ..models import paths as _paths
-    T = np.atleast_2d(q).shape[0]
-    pl = _paths.path_body_forces(pathset, tree, q, tensions, kin=kin)
-    loads = []
-    for b in range(tree.nb):
-        if not (pl.force[:, b].any() or pl.moment[:, b].any()):
-            continue
-        loads.append(ExternalLoad(body=tree.body_names[b], force=pl.force[:, b], point=np.zeros((T, 3)),
-                                  torque=pl.moment[:, b], force_frame="ground",
-                                  point_frame=tree.body_names[b],
-                                  name=f"paths_on_{tree.body_names[b]}"))
-    return loads, pl.mobility
 
 
 def _warn_unmodelled(model: Model, accelerations: str, constraint_forces: str = "least_squares"):
@@ -1417,12 +1258,12 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
     t, q, qd, qdd = prepare_coordinates(np.asarray(motion_table.time, float), vals, lp, time_range)
     if any(c.enabled for c in model.constraints):
-        from ..models.constraints import assemble
+        from ..multibody.constraints import assemble
         q = assemble(model, tree, q)      # as OpenSim's tools set the coordinates (assembly)
     if tree.angular_velocity_groups:
         # OpenSim's tools set each coordinate's speed u to the spline derivative; for
         # Ellipsoid-type mobilizers u is an angular velocity (as in inverse dynamics).
-        from ..models.kinematics import qdot_from_speeds
+        from ..multibody.kinematics import qdot_from_speeds
         qd, qdd = qdot_from_speeds(tree, q, qd, qdd)
     loads = []
     if external_loads is not None:
@@ -1442,14 +1283,14 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     if pf.mobility.any():
         gen = pf.mobility if gen is None else gen + pf.mobility
     if pf.path_names:
-        from ..models.paths import compile_paths
+        from ..multibody.paths import compile_paths
         p_loads, p_gen = path_loads(compile_paths(model, tree, forces=pf.path_names), tree, q, pf.tensions)
         loads += p_loads
         if p_gen.any():
             gen = p_gen if gen is None else gen + p_gen
     cs = None
     if any(c.enabled for c in model.constraints):
-        from ..models.constraints import compile_constraints
+        from ..multibody.constraints import compile_constraints
         cs = compile_constraints(model, tree)
     locked = np.array([c.locked for c in model.coordinates.values()])
     mu = None
@@ -1471,118 +1312,3 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
                                residual=residual)
 
 
-def _split_list(text):
-    return (text or "").split()
-
-
-def read_force_set_file(path) -> list:
-    """The actuators of an OpenSim ``ForceSet`` file (``force_set_files`` of a tool setup).
-
-    Returns a list of :class:`arthron.models.model.Force` (type = element tag, ``properties``
-    ``coordinate``, ``optimal_force``, ``appliesForce``; the element kept in ``raw`` for
-    Point/TorqueActuator properties). ``<defaults>`` are ignored.
-
-    Raises
-    ------
-    DataFileError for a missing or malformed file or one that is not a ForceSet.
-    """
-    from ..io.setup import parse_xml
-    from ..models.model import Force
-    root = parse_xml(path)
-    fs = root if root.tag == "ForceSet" else root.find("ForceSet")
-    if fs is None:
-        raise DataFileError("not a <ForceSet> file", path)
-    objs = fs.find("objects")
-    out = []
-    for el in ([] if objs is None else list(objs)):
-        if not isinstance(el.tag, str):
-            continue
-        on = _xml_bool(el, "appliesForce", True) and not _xml_bool(el, "isDisabled", False)
-        props = {"appliesForce": on}
-        if el.find("coordinate") is not None:
-            props["coordinate"] = _xml_text(el, "coordinate")
-        if el.find("optimal_force") is not None:
-            props["optimal_force"] = float(_xml_text(el, "optimal_force", "1"))
-        out.append(Force(name=el.get("name", ""), type=el.tag, properties=props, raw=el))
-    return out
-
-
-def joint_reactions_from_setup(setup_path, placeholders=None, accelerations="forward") -> JointReactionResult:
-    """Run an OpenSim AnalyzeTool setup whose AnalysisSet holds a JointReaction analysis.
-
-    Reads ``model_file``, ``coordinates_file`` (``states_file`` is not supported),
-    ``lowpass_cutoff_frequency_for_coordinates``, ``initial_time``/``final_time``,
-    ``external_loads_file`` and the JointReaction's ``forces_file``, ``joint_names``,
-    ``apply_on_bodies``, ``express_in_frame``, and the actuators of ``force_set_files``
-    (appended, or replacing the model's forces when ``replace_force_set``); relative names are
-    resolved against the setup's folder (as AnalyzeTool does). ``accelerations="forward"``
-    reproduces OpenSim (see :func:`joint_reactions`). ``placeholders``: literal text
-    substitutions before parsing (:func:`arthron.io.setup.parse_xml`).
-
-    Returns
-    -------
-    JointReactionResult, columns in the order and with the labels OpenSim writes.
-
-    Raises
-    ------
-    DataFileError (not an AnalyzeTool, no JointReaction, missing files), SolverError,
-    UnsupportedFeature (states_file).
-    """
-    from ..io.osim import read_osim
-    from ..io.setup import read_external_loads, read_tool_setup
-    from ..io.sto import read_sto
-    s = read_tool_setup(setup_path, placeholders)
-    if s.tool != "AnalyzeTool":
-        raise DataFileError(f"expected an <AnalyzeTool> setup, found <{s.tool}>", s.path)
-    jr = None
-    for el in s.element.iter("JointReaction"):
-        if _xml_text(el, "on", "true").lower() in ("true", "1"):
-            jr = el
-            break
-    if jr is None:
-        raise DataFileError("the AnalyzeTool setup has no enabled JointReaction analysis", s.path)
-    if s.resolve(s.get("states_file")):
-        raise UnsupportedFeature("AnalyzeTool states_file (use coordinates_file)", s.path)
-    mpath = s.resolve(s.get("model_file"))
-    cpath = s.resolve(s.get("coordinates_file"))
-    if mpath is None or cpath is None:
-        raise DataFileError("the setup needs model_file and coordinates_file", s.path)
-    model = read_osim(mpath)
-    files = _split_list(s.get("force_set_files"))
-    if files:
-        if _xml_text(s.element, "replace_force_set", "false").lower() in ("true", "1"):
-            model.forces = {}
-        for name in files:
-            for f in read_force_set_file(s.resolve(name)):
-                model.forces[f.name] = f
-    motion = read_sto(cpath)
-    fpath = s.resolve(_xml_text(jr, "forces_file"))
-    forces = read_sto(fpath) if fpath is not None else None
-    epath = s.resolve(s.get("external_loads_file"))
-    ext = read_external_loads(epath) if epath is not None else None
-    lp = float(s.get("lowpass_cutoff_frequency_for_coordinates") or -1)
-    t0 = float(s.get("initial_time") or -np.inf)
-    t1 = float(s.get("final_time") or np.inf)
-    names = _split_list(_xml_text(jr, "joint_names")) or ["ALL"]
-    on = _split_list(_xml_text(jr, "apply_on_bodies")) or ["child"]
-    frames = _split_list(_xml_text(jr, "express_in_frame")) or ["ground"]
-    tree = compile_model(model)
-    if names[0].upper() == "ALL":
-        names = list(model.joints)
-    else:
-        bad = [n for n in names if n not in model.joints]
-        if bad:
-            raise SolverError(f"JointReaction joint_names: model '{model.name}' has no joint(s) "
-                              f"{', '.join(bad)}")
-    n = len(names)
-    # OpenSim: lists of the wrong length fall back to child / ground (with a warning)
-    if len(on) not in (1, n):
-        warnings.warn("apply_on_bodies length differs from joint_names: all on child (as OpenSim)",
-                      ArthronWarning, stacklevel=2)
-        on = ["child"]
-    if len(frames) not in (1, n):
-        warnings.warn("express_in_frame length differs from joint_names: all in ground (as OpenSim)",
-                      ArthronWarning, stacklevel=2)
-        frames = ["ground"]
-    return joint_reactions(model, motion, forces, ext, names, on, frames, lp, (t0, t1),
-                           accelerations=accelerations, tree=tree)

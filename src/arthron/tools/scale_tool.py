@@ -1,7 +1,7 @@
 """OpenSim's ScaleTool as a workflow: setup file, ModelScaler, MarkerPlacer, outputs.
 
 The scaling *rules* (scale factors from measurements, how every model quantity scales,
-anthropometric scaling of seed 001) live in :mod:`arthron.models.scaling`; this module reads a
+anthropometric scaling of seed 001) live in :mod:`arthron.solvers.scaling`; this module reads a
 ScaleTool setup, runs the static-trial IK of the MarkerPlacer and writes the scaled model,
 ``*_scaleSet_applied.xml`` and the marker set, as OpenSim 4.6 does.
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import ArthronWarning, DataFileError, ModelFileError
 from ..models.model import GROUND, Marker, Model
-from ..models.scaling import (Measurement, ScaleEntry, average_static, compute_scale_set,
+from ..solvers.scaling import (Measurement, ScaleEntry, average_static, compute_scale_set,
                               frame_scale_entries, scale_model)
 
 __all__ = ["ScaleSetup", "ScaleResult", "place_markers", "read_scale_setup", "scale_from_setup",
@@ -98,7 +98,7 @@ def place_markers(model: Model, static_trial, tasks=None, time_range=None, *,
     x, q, _, err = ik.solve_frame(obs, base[ik.free], base, qref, tol=1e-12)
     errors = dict(zip(ik.marker_names, map(float, err)))
     # move non-fixed markers with data
-    from ..models.kinematics import forward_kinematics
+    from ..multibody.kinematics import forward_kinematics
     kin = forward_kinematics(ik.tree, q[None])
     for n, mk in out.markers.items():
         if mk.fixed:
@@ -246,7 +246,7 @@ def read_scale_setup(path, *, placeholders=None, search_dirs=None) -> ScaleSetup
     DataFileError on a malformed setup (not a ScaleTool, bad numbers, missing files).
     """
     from ..io.setup import read_tool_setup
-    from ..solvers.inverse_kinematics import _find_file
+    from .ik_tool import _find_file
     st = read_tool_setup(path, placeholders)
     if st.tool != "ScaleTool":
         raise DataFileError(f"not a ScaleTool setup (root <{st.tool}>)", st.path)
@@ -350,7 +350,8 @@ class ScaleResult:
         marker set, static pose motion), into ``folder`` if given (file names kept), else where the setup says.
         Returns the paths written."""
         from ..io.osim import write_osim
-        from ..io.sto import Table, write_sto
+        from ..tables import Table
+        from ..io.sto import write_sto
         s = self.setup
         out = []
 
@@ -391,7 +392,7 @@ def scale_from_setup(path, *, placeholders=None, search_dirs=None) -> ScaleResul
     from ..io.osim import read_osim
     from ..io.sto import read_sto
     from ..io.trc import read_trc
-    from ..solvers.inverse_kinematics import read_ik_tasks
+    from .ik_tool import read_ik_tasks
     s = read_scale_setup(path, placeholders=placeholders, search_dirs=search_dirs)
     if s.model_file is None:
         raise DataFileError("GenericModelMaker names no model_file", s.path)

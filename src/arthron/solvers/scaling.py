@@ -1,5 +1,5 @@
 """Model scaling like OpenSim 4.6's ScaleTool: scale factors and the scaled model (the setup-driven
-workflow with marker placement is :mod:`arthron.solvers.scale_tool`), and seed 001's
+workflow with marker placement is :mod:`arthron.tools.scale_tool`), and seed 001's
 anthropometric scaling.
 
 Pipeline (``ScaleTool``):
@@ -57,9 +57,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ArthronWarning, DataFileError, ModelFileError
-from .functions import Constant, LinearFunction, scale_function
-from .kinematics import compile_model, marker_positions
-from .model import GROUND, Model, rotation_xyz
+from ..models.functions import Constant, LinearFunction, scale_function
+from ..multibody.kinematics import compile_model, marker_positions
+from ..models.model import GROUND, Model, rotation_xyz
 
 __all__ = ["ScaleEntry", "Measurement", "frame_scale_entries",
            "average_static", "frame_range", "measurement_factor", "compute_scale_set",
@@ -323,12 +323,12 @@ def _set_raw_vec(raw, tag, vec):
 def default_path_lengths(model: Model, names=None) -> dict:
     """Default-pose lengths (m) of the model's path forces, by name (constraints assembled).
 
-    Uses :mod:`arthron.models.paths` (wrapping included)."""
-    from .paths import compile_paths, path_lengths
+    Uses :mod:`arthron.multibody.paths` (wrapping included)."""
+    from ..multibody.paths import compile_paths, path_lengths
     tree = compile_model(model)
     q = tree.default_q.copy()
     if model.constraints and any(c.enabled for c in model.constraints):
-        from .constraints import assemble
+        from ..multibody.constraints import assemble
         q = np.asarray(assemble(model, tree, q[None]))[0]
     ps = compile_paths(model, tree, forces=names)
     if not ps.names:
@@ -825,7 +825,7 @@ def ellipsoid_dilation(radii, offset) -> float:
 def _frame_origin_in_body(model: Model, tree, q, frame_path: str, body_path: str) -> np.ndarray:
     """Origin of ``frame_path`` expressed in the frame of body ``body_path`` (as
     :meth:`Model.frame_in_base` names it) at pose q (nq,)."""
-    from .kinematics import forward_kinematics
+    from ..multibody.kinematics import forward_kinematics
     kin = forward_kinematics(tree, np.asarray(q, float)[None])
     b1, X1 = model.frame_in_base(frame_path)
 
@@ -863,7 +863,7 @@ def dilate_ribcage_ellipsoid(generic: Model, scaled: Model, S, *, joint: str = "
     ------
     ModelFileError when the joint is missing or not a ScapulothoracicJoint.
     """
-    from .kinematics import compile_model
+    from ..multibody.kinematics import compile_model
     for m in (generic, scaled):
         j = m.joints.get(joint)
         if j is None or j.type != "ScapulothoracicJoint":

@@ -11,7 +11,7 @@ evaluates, vectorized over frames:
   quintic step over ``transition``, plus damping scaled by the same steps
   (OpenSim ``CoordinateLimitForce::calcLimitForce``);
 * ``Blankevoort1991Ligament`` and ``Ligament``: path tensions from their force laws
-  (:mod:`arthron.models.muscles`) applied along their paths (:mod:`arthron.models.paths`);
+  (:mod:`arthron.models.muscles`) applied along their paths (:mod:`arthron.multibody.paths`);
 * actuators (CoordinateActuator, PathActuator, muscles when not excluded, ...) produce force
   only from controls or activations, which inverse dynamics does not have: CoordinateActuator
   and PathActuator give zero (control 0), muscles are reported as not applied.
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .functions import StepFunction
+from ..models.functions import StepFunction
 from .kinematics import Tree
-from .model import Model
+from ..models.model import Model
 
 __all__ = ["PASSIVE_COORDINATE_FORCES", "LIGAMENT_TYPES", "active_forces", "PassiveForces",
            "passive_forces", "applied_generalized_forces"]
@@ -132,7 +132,7 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
             not_applied.append((f.type, f.name))
     tension = np.zeros((T, 0))
     if ligaments:
-        from .muscles import ligament_forces
+        from ..models.muscles import ligament_forces
         from .paths import compile_paths, lengthening_speeds, path_lengths
         ps = compile_paths(model, tree, forces=ligaments)
         ligaments = list(ps.names)

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelFileError, UnsupportedFeature
-from .functions import LinearFunction
-from .model import GROUND, Model, Transform
+from ..models.functions import LinearFunction
+from ..models.model import GROUND, Model, Transform
 
 __all__ = ["Tree", "compile_model", "forward_kinematics", "Kinematics", "velocity_map",
            "apply_velocity_map_transpose", "marker_positions", "default_coordinates",

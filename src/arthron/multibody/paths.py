@@ -56,7 +56,7 @@ import numpy as np
 from ..errors import ArthronWarning, ModelFileError, UnsupportedFeature
 from ..geometry import wrapping as _wr
 from .kinematics import Kinematics, Tree, _euler_xyz_rate_matrix, forward_kinematics, velocity_map
-from .model import GROUND, Model
+from ..models.model import GROUND, Model
 
 __all__ = ["PathSet", "compile_paths", "path_lengths", "moment_arms", "lengthening_speeds",
            "path_generalized_forces", "path_body_forces", "PathLoads", "PathState",
@@ -209,7 +209,7 @@ def _double_cylinder_dims(model, w, bidx):
     and the V cylinder's frame: body index ``v_body`` (``wrapVcylHomeBody``), rotation
     ``v_R`` and origin ``v_p`` in that body's frame (``xyz_body_rotationVcyl``,
     ``translationVcyl``). The U cylinder is the wrap object's own frame."""
-    from .model import rotation_xyz
+    from ..models.model import rotation_xyz
     ru = float(_raw_floats(w, "radiusUcyl", 1, -1.0))
     rv = float(_raw_floats(w, "radiusVcyl", 1, -1.0))
     if ru < 0.0 or rv < 0.0:
@@ -241,7 +241,7 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
     Parameters
     ----------
     model : Model
-    tree : Tree                    from :func:`arthron.models.kinematics.compile_model`
+    tree : Tree                    from :func:`arthron.multibody.kinematics.compile_model`
     forces : iterable of str, optional
         Force names to include (default: every force with a GeometryPath, ForceSet order).
     strict : bool
@@ -275,7 +275,7 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         all_wraps += [(b.path, w) for w in b.wrap_objects]
     for bpath, w in all_wraps:
         base, X = model.frame_in_base(bpath)
-        from .model import rotation_xyz
+        from ..models.model import rotation_xyz
         Rw = X.R @ rotation_xyz(w.xyz_body_rotation)
         pw = X.apply(w.translation)
         d = w.dimensions

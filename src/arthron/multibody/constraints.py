@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import SolverError, UnsupportedFeature
 from .kinematics import Tree, forward_kinematics, velocity_map
-from .model import Model
+from ..models.model import Model
 
 __all__ = ["ConstraintSet", "compile_constraints", "assemble"]
 

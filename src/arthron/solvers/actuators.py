@@ -1,0 +1,169 @@
+"""Actuator and path-actuator forces from a forces table (StaticOptimization's ``_force.sto``),
+as mobility forces and body loads for inverse dynamics and joint reactions."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DataFileError, SolverError, UnsupportedFeature
+from ..models.model import Model
+from ..multibody.kinematics import Tree
+from .inverse_dynamics import ExternalLoad
+
+
+# ----------------------------------------------------------------------------- actuator forces
+def _xml_vec(el, tag, default):
+    if el is None:
+        return np.asarray(default, float)
+    x = el.find(tag)
+    if x is None or not (x.text or "").strip():
+        return np.asarray(default, float)
+    return np.array([float(v) for v in x.text.split()], float)
+
+
+def _xml_text(el, tag, default=""):
+    x = None if el is None else el.find(tag)
+    return default if x is None or x.text is None else x.text.strip()
+
+
+def _xml_bool(el, tag, default):
+    t = _xml_text(el, tag, "")
+    return default if not t else t.lower() in ("true", "1")
+
+
+ACTUATOR_TYPES = ("CoordinateActuator", "PointActuator", "TorqueActuator", "PathActuator")
+
+
+def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=None, path=None):
+    """Mobility forces and body loads of the actuators in a forces file (e.g. SO's ``_force.sto``).
+
+    Each column is an actuator's *force* (OpenSim's ``overrideActuation`` value, as written by
+    StaticOptimization): for a CoordinateActuator it is the generalized force itself
+    (N·m or N, not scaled by ``optimal_force``), on Simbody's mobility: for the rotations of
+    Ellipsoid, Scapulothoracic, Ball and Free joints (``tree.angular_velocity_groups``) that is
+    the moment about F's axes, conjugate to u = ω_FM, returned as ``τ_q = A(q)ᵀ τ_u``; a
+    PointActuator applies ``value × direction``
+    at its point, a TorqueActuator ``value × axis`` on bodyA and the opposite on bodyB; muscles
+    and PathActuators pull along their paths (needs :mod:`arthron.multibody.paths`). Values are
+    linearly interpolated at ``times`` (OpenSim's ``Storage::getDataAtTime``).
+
+    Returns
+    -------
+    generalized : (T, nq) mobility forces conjugate to q̇, model order (CoordinateActuators;
+        moving path points);
+    loads : list of ExternalLoad (body forces; path forces as one force + moment per body).
+
+    ``q`` (T, nq) is needed when the file holds path forces (geometry of the paths at each frame).
+
+    Raises
+    ------
+    DataFileError when a column names no actuator of the model, or an actuator of the model has
+    no column (OpenSim would then silently ignore the whole file).
+    UnsupportedFeature for muscle/path forces when path geometry is not available.
+    """
+    from .inverse_dynamics import ExternalLoad
+    src = path or getattr(forces_table, "source", None)
+    times = np.asarray(times, float)
+    T = times.size
+    acts = {n: f for n, f in model.forces.items()
+            if f.type in ACTUATOR_TYPES or f.is_muscle}
+    labels = list(forces_table.labels)
+    unknown = [l for l in labels if l not in acts]
+    if unknown:
+        other = [l for l in unknown if l in model.forces]
+        msg = (f"forces file names actuator(s) model '{model.name}' lacks: {', '.join(unknown[:10])}"
+               + (" ..." if len(unknown) > 10 else ""))
+        if other:
+            msg += f" ({', '.join(other)} are force elements but not actuators)"
+        raise DataFileError(msg, src, "column labels")
+    missing = [n for n in acts if n not in labels]
+    if missing:
+        raise DataFileError(f"forces file has no column for actuator(s) {', '.join(missing[:10])} of model "
+                            f"'{model.name}' (OpenSim would then ignore the whole file)", src,
+                            "column labels")
+    t_src = np.asarray(forces_table.time, float)
+    data = np.asarray(forces_table.data, float)
+    gen = np.zeros((T, tree.nq))
+    gen_u = np.zeros((T, tree.nq))      # CoordinateActuators: forces on Simbody's mobilities
+    loads = []
+    path_forces = []
+    for lab in labels:
+        k = labels.index(lab)
+        val = np.interp(times, t_src, data[:, k]) if t_src.size > 1 else np.full(T, data[0, k])
+        f = acts[lab]
+        if not f.properties.get("appliesForce", True):
+            continue                  # disabled: applies nothing, as in OpenSim
+        if f.type == "CoordinateActuator":
+            cname = f.properties.get("coordinate")
+            gen_u[:, tree.coordinate_index(cname)] += val
+        elif f.type == "PointActuator":
+            el = f.raw
+            body = _xml_text(el, "body").rsplit("/", 1)[-1]
+            point = _xml_vec(el, "point", np.zeros(3))
+            d = _xml_vec(el, "direction", [-1.0, 0, 0])
+            d = d / np.linalg.norm(d)
+            pg = _xml_bool(el, "point_is_global", False)
+            fg = _xml_bool(el, "force_is_global", False)
+            loads.append(ExternalLoad(body=body, force=val[:, None] * d, point=np.broadcast_to(point, (T, 3)),
+                                      force_frame="ground" if fg else body,
+                                      point_frame="ground" if pg else body, name=lab))
+        elif f.type == "TorqueActuator":
+            el = f.raw
+            a = _xml_vec(el, "axis", [0, 0, 1.0])
+            a = a / np.linalg.norm(a)
+            ba = _xml_text(el, "bodyA") or _xml_text(el, "socket_bodyA")
+            bb = _xml_text(el, "bodyB") or _xml_text(el, "socket_bodyB")
+            ba, bb = ba.rsplit("/", 1)[-1], bb.rsplit("/", 1)[-1]
+            tg = _xml_bool(el, "torque_is_global", True)
+            frame = "ground" if tg else ba
+            if ba:
+                loads.append(ExternalLoad(body=ba, torque=val[:, None] * a, force_frame=frame, name=lab))
+            if bb:
+                loads.append(ExternalLoad(body=bb, torque=-val[:, None] * a, force_frame=frame, name=lab))
+        elif np.any(val):
+            path_forces.append((lab, f, val))
+    if path_forces:
+        try:
+            from ..multibody import paths as _paths  # another developer's module (path geometry)
+        except ImportError:
+            names = ", ".join(n for n, _, _ in path_forces[:6])
+            raise UnsupportedFeature(
+                f"forces along muscle/actuator paths ({names}{' ...' if len(path_forces) > 6 else ''}) need "
+                "arthron.multibody.paths, which is not available; pass the path forces as body loads "
+                "(ExternalLoad list) to joint_loads instead", src) from None
+        if q is None:
+            raise SolverError("path forces need the coordinates q of the frames")
+        ps = _paths.compile_paths(model, tree, forces=[n for n, _, _ in path_forces])
+        ten = np.column_stack([v for _, _, v in path_forces])
+        p_loads, p_gen = path_loads(ps, tree, q, ten, kin=kin)
+        loads += p_loads
+        gen += p_gen                # moving path points: mobility forces on their coordinates
+    groups = [g for g in tree.angular_velocity_groups if gen_u[:, g].any()]
+    if groups:
+        # CoordinateActuators act on Simbody's mobilities: for Ellipsoid/Ball/Free rotations
+        # the force is conjugate to u = ω_FM (moments about F's axes); τ_q = Aᵀ τ_u.
+        if q is None:
+            raise SolverError("CoordinateActuators on angular-velocity mobilities need the coordinates q")
+        from ..multibody.kinematics import _euler_xyz_rate_matrix
+        qq = np.atleast_2d(q)
+        for g in groups:
+            A = _euler_xyz_rate_matrix(qq[:, g[0]], qq[:, g[1]])
+            gen_u[:, g] = np.einsum("tji,tj->ti", A, gen_u[:, g])
+    return gen + gen_u, loads
+
+
+def path_loads(pathset, tree: Tree, q, tensions, kin=None):
+    """Path tensions (T, n) as body loads: one force at each body origin plus the moment about
+    it (:func:`arthron.multibody.paths.path_body_forces`), and the mobility forces of moving path
+    points (T, nq)."""
+    from ..multibody import paths as _paths
+    T = np.atleast_2d(q).shape[0]
+    pl = _paths.path_body_forces(pathset, tree, q, tensions, kin=kin)
+    loads = []
+    for b in range(tree.nb):
+        if not (pl.force[:, b].any() or pl.moment[:, b].any()):
+            continue
+        loads.append(ExternalLoad(body=tree.body_names[b], force=pl.force[:, b], point=np.zeros((T, 3)),
+                                  torque=pl.moment[:, b], force_frame="ground",
+                                  point_frame=tree.body_names[b],
+                                  name=f"paths_on_{tree.body_names[b]}"))
+    return loads, pl.mobility
