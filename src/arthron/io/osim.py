@@ -29,19 +29,18 @@ from lxml import etree
 from ..errors import ArthronWarning, DataFileError, ModelFileError, UnsupportedFeature
 from ..models import functions as fn
 from .setup import parse_xml
+from ..models import forces as _forces
+from ..models.forces import FORCE_TYPES, UnmodelledForce
 from ..models.model import (
-    GROUND, JOINT_TYPES, MUSCLE_TYPES, Body, Constraint, Coordinate, Force, Geometry,
+    GROUND, JOINT_TYPES, Body, Constraint, Coordinate, Geometry,
     GeometryPath, Joint, Marker, Model, OffsetFrame, PathPoint, PathWrap, TransformAxis,
     WrapObject, body_path,
 )
 
-__all__ = ["read_osim", "write_osim", "model_to_xml"]
+__all__ = ["read_osim", "write_osim", "model_to_xml", "read_force_set", "READERS", "WRITERS"]
 
 WRAP_TYPES = ("WrapCylinder", "WrapEllipsoid", "WrapSphere", "WrapTorus",
               "WrapCylinderObst", "WrapSphereObst", "WrapDoubleCylinderObst")
-MODELLED_FORCES = MUSCLE_TYPES + (
-    "Ligament", "Blankevoort1991Ligament", "PathActuator", "PathSpring", "CoordinateActuator",
-)
 MODELLED_CONSTRAINTS = ("CoordinateCouplerConstraint", "PointConstraint", "WeldConstraint",
                         "PointOnLineConstraint", "ConstantDistanceConstraint")
 PATH_POINT_TYPES = ("PathPoint", "ConditionalPathPoint", "MovingPathPoint")
@@ -493,26 +492,26 @@ def _read_path(pe, owner, all_frames, model, ctx, v4=True):
 
 
 def _read_force(fe, all_frames, model, ctx, v4=True):
+    """A ForceSet element: the registered reader of its class, else an UnmodelledForce."""
     name = fe.get("name", "")
-    owner = f"/forceset/{name}"
-    f = Force(name=name, type=fe.tag, modelled=fe.tag in MODELLED_FORCES, raw=fe)
-    for t in FORCE_SCALARS:
-        v = _text(fe, t)
-        if v is not None:
-            try:
-                f.properties[t] = float(v)
-            except ValueError:
-                pass
-    if fe.tag == "CoordinateActuator":
-        f.properties["coordinate"] = _text(fe, "coordinate")
     pe = _child(fe, "GeometryPath")
-    if pe is not None:
-        f.path = _read_path(pe, owner, all_frames, model, ctx, v4=v4)
-    if fe.tag == "Ligament":
-        fl = _child(fe, "force_length_curve")
-        f.properties["force_length_curve"] = fn.read_function_property(fl, ctx.path) if fl is not None else None
-    f.properties["appliesForce"] = _bool(fe, "appliesForce", True) and not _bool(fe, "isDisabled", False)
-    f.properties["_v4"] = v4
+    path = _read_path(pe, f"/forceset/{name}", all_frames, model, ctx, v4=v4) if pe is not None else None
+    applies = _bool(fe, "appliesForce", True) and not _bool(fe, "isDisabled", False)
+    reader = READERS.get(fe.tag)
+    if reader is None:
+        extra = {}
+        for t in FORCE_SCALARS:
+            v = _text(fe, t)
+            if v is not None:
+                try:
+                    extra[t] = float(v)
+                except ValueError:
+                    pass
+        return UnmodelledForce(name=name, type=fe.tag, path=path, applies_force=applies, raw=fe,
+                               extra=extra)
+    f = reader(fe, ctx)
+    f.path = path
+    f.applies_force = applies
     return f
 
 
@@ -641,8 +640,6 @@ def _read_v3(melem, ctx: _Ctx) -> Model:
             location=ctx.floats(_child(me, "location"), 3), fixed=_bool(me, "fixed"))
     for fe in _objects(_child(melem, "ForceSet")):
         f = _read_force(fe, all_frames, model, ctx, v4=False)
-        if f.modelled:
-            f.raw = _v3_force_to_v4(fe)
         model.forces[f.name] = f
     for tag in ("ControllerSet", "ContactGeometrySet", "ProbeSet", "ComponentSet"):
         c = _child(melem, tag)
@@ -651,24 +648,6 @@ def _read_v3(melem, ctx: _Ctx) -> Model:
                           "under Version 40000", ArthronWarning)
             model.verbatim.append(("model", c))
     return model
-
-
-def _v3_force_to_v4(fe):
-    """A 3.x force element with the pieces that changed in 4.x removed (path rewritten on write)."""
-    e = copy.deepcopy(fe)
-    _strip_comments(e)
-    for t in ("isDisabled",):
-        c = e.find(t)
-        if c is not None:
-            e.remove(c)
-            ap = etree.SubElement(e, "appliesForce")
-            ap.text = "false" if (c.text or "").strip().lower() == "true" else "true"
-    gp = e.find("GeometryPath")
-    if gp is not None:
-        for t in ("VisibleObject", "display_preference", "default_color"):
-            for c in gp.findall(t):
-                gp.remove(c)
-    return e
 
 
 # ----------------------------------------------------------------------------- writing
@@ -833,22 +812,20 @@ def _path_elem(fpath: GeometryPath, model: Model):
     return gp
 
 
-def _force_elem(f: Force, model: Model):
-    e = copy.deepcopy(f.raw)
+def _force_elem(f, model: Model):
+    """A ForceSet element: the registered writer of the force's class (from its fields), or
+    the kept element of an unmodelled force."""
     if not f.modelled:
-        return e
-    for t in FORCE_SCALARS:
-        if t in f.properties and e.find(t) is not None:
-            e.find(t).text = repr(float(f.properties[t]))
+        if f.raw is None:
+            raise ModelFileError(f"force '{f.name}' ({f.type}) is not modelled by arthron and has "
+                                 "no file element to write back", model.source)
+        return copy.deepcopy(f.raw)
+    writer = WRITERS.get(f.type)
+    if writer is None:
+        raise ModelFileError(f"force '{f.name}': no writer for class {f.type}", model.source)
+    e = writer(f)
     if f.path is not None:
-        old = e.find("GeometryPath")
-        new = _path_elem(f.path, model)
-        if old is not None:
-            e.replace(old, new)
-        else:
-            e.append(new)
-    if f.type == "CoordinateActuator" and f.properties.get("coordinate") is not None:
-        _set(e, "coordinate", f.properties["coordinate"])
+        e.append(_path_elem(f.path, model))
     return e
 
 
@@ -1002,3 +979,166 @@ def write_osim(path, model: Model, *, exclude_types=()) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+# ----------------------------------------------------------------------------- typed components
+_RECOVER = etree.XMLParser(recover=True, remove_comments=True)
+
+
+def _unmodelled_to_text(elems) -> str:
+    """Serialize the child elements arthron does not model (kept for lossless writing)."""
+    return "".join(etree.tostring(c, encoding="unicode", with_tail=False)
+                   for c in elems if isinstance(c.tag, str))
+
+
+def _unmodelled_from_text(text: str):
+    """The child elements of an ``unmodelled_xml`` string (tolerant of OpenSim's ``::`` tags)."""
+    if not text:
+        return []
+    root = etree.fromstring(f"<unmodelled>{text}</unmodelled>", _RECOVER)
+    return [c for c in root if isinstance(c.tag, str)]
+
+
+def _read_prop(elem, kind, ctx):
+    if kind == "float":
+        try:
+            return float((elem.text or "").strip())
+        except ValueError:
+            raise ctx.err(f"<{elem.tag}> holds non-numeric text {elem.text!r}", elem) from None
+    if kind == "str":
+        return (elem.text or "").strip()
+    if kind == "bool":
+        return (elem.text or "").strip().lower() in ("true", "1", "yes")
+    if kind == "vec":
+        return ctx.floats(elem)
+    if kind == "function":
+        return fn.read_function_property(elem, ctx.path)
+    if kind == "curve":
+        out = {}
+        for c in elem:
+            if isinstance(c.tag, str):
+                try:
+                    out[c.tag] = float((c.text or "").strip())
+                except ValueError:
+                    raise ctx.err(f"<{c.tag}> of <{elem.tag}> holds non-numeric text "
+                                  f"{c.text!r}", c) from None
+        return out
+    raise ValueError(kind)
+
+
+def _write_prop(parent, tag, kind, v):
+    if kind == "float":
+        _sub(parent, tag, repr(float(v)))
+    elif kind == "str":
+        _sub(parent, tag, str(v))
+    elif kind == "bool":
+        _sub(parent, tag, "true" if v else "false")
+    elif kind == "vec":
+        _sub(parent, tag, _fmt(v))
+    elif kind == "function":
+        _function_holder(parent, tag, v)
+    elif kind == "curve":
+        c = _sub(parent, tag)
+        for k, x in v.items():
+            _sub(c, k, repr(float(x)))
+    else:
+        raise ValueError(kind)
+
+
+# Elements of a force that the common reader handles itself (never unmodelled).
+_FORCE_HANDLED = ("appliesForce", "isDisabled", "GeometryPath")
+
+
+def _typed_reader(cls):
+    """The reader of a registered component dataclass: its fields from the children named
+    like them (OpenSim property names), the other children kept as ``unmodelled_xml``."""
+    kinds = dict(cls.property_fields())
+
+    def read(elem, ctx):
+        obj = cls(name=elem.get("name", ""))
+        rest = []
+        for c in elem:
+            if not isinstance(c.tag, str):
+                continue
+            k = kinds.get(c.tag)
+            if k is not None and (c.text is not None or len(c)):
+                setattr(obj, c.tag, _read_prop(c, k, ctx))
+            elif c.tag not in kinds and c.tag not in _FORCE_HANDLED:
+                rest.append(c)
+        obj.unmodelled_xml = _unmodelled_to_text(rest)
+        return obj
+    return read
+
+
+def _typed_writer(cls):
+    """The writer of a registered force dataclass: the element from the fields (None = not
+    written, OpenSim's default applies), then the unmodelled properties."""
+    def write(f):
+        e = etree.Element(f.type, name=f.name)
+        _sub(e, "appliesForce", "true" if f.applies_force else "false")
+        for n, kind in f.property_fields():
+            v = getattr(f, n)
+            if v is not None:
+                _write_prop(e, n, kind, v)
+        for c in _unmodelled_from_text(f.unmodelled_xml):
+            e.append(c)
+        return e
+    return write
+
+
+#: OpenSim class name -> reader(element, ctx) / writer(component) -> element.
+READERS: dict = {}
+WRITERS: dict = {}
+
+
+def register(type_name, reader, writer):
+    """Register the (read, write) pair of an OpenSim class."""
+    READERS[type_name] = reader
+    WRITERS[type_name] = writer
+
+
+for _t, _cls in FORCE_TYPES.items():
+    register(_t, _typed_reader(_cls), _typed_writer(_cls))
+
+
+def _force_from_element(elem):
+    """A typed force from a ForceSet element (no path: paths need the model's frames)."""
+    reader = READERS.get(elem.tag)
+    applies = _bool(elem, "appliesForce", True) and not _bool(elem, "isDisabled", False)
+    if reader is None:
+        return UnmodelledForce(name=elem.get("name", ""), type=elem.tag, applies_force=applies,
+                               raw=elem)
+    f = reader(elem, _Ctx(None))
+    f.applies_force = applies
+    return f
+
+
+_forces.register_element_reader(_force_from_element)
+
+
+def read_force_set(path) -> list:
+    """The force elements of an OpenSim ``ForceSet`` file (e.g. a tool's ``force_set_files``:
+    residual and reserve actuators), typed (:mod:`arthron.models.forces`), in file order.
+    ``<defaults>`` are ignored. Path-based forces are returned without their path.
+
+    Raises
+    ------
+    DataFileError for a missing or malformed file, ModelFileError for one that is not a
+    ForceSet or holds a malformed property.
+    """
+    root = parse_xml(path)
+    fs = root if root.tag == "ForceSet" else root.find("ForceSet")
+    if fs is None:
+        raise ModelFileError("not a <ForceSet> file", path)
+    ctx = _Ctx(path)
+    out = []
+    for el in _objects(fs):
+        reader = READERS.get(el.tag)
+        applies = _bool(el, "appliesForce", True) and not _bool(el, "isDisabled", False)
+        if reader is None:
+            f = UnmodelledForce(name=el.get("name", ""), type=el.tag, applies_force=applies, raw=el)
+        else:
+            f = reader(el, ctx)
+            f.applies_force = applies
+        out.append(f)
+    return out

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import (Body, Coordinate, Force, GeometryPath, Joint, Marker, Model, OffsetFrame,
+from .forces import PathActuator
+from .model import (Body, Coordinate, GeometryPath, Joint, Marker, Model, OffsetFrame,
                     PathPoint)
 
 __all__ = ["build_demo_arm", "elbow_flexion_trial"]
@@ -61,10 +62,7 @@ def build_demo_arm() -> Model:
     ]:
         gp = GeometryPath([PathPoint(f"{name}-P{k + 1}", "PathPoint", f"/bodyset/{b}", np.array(l, float))
                            for k, (b, l) in enumerate(pts)])
-        from lxml import etree
-        raw = etree.Element("PathActuator", name=name)
-        etree.SubElement(raw, "optimal_force").text = repr(f_max)
-        m.forces[name] = Force(name, "PathActuator", {"optimal_force": f_max}, gp, True, raw)
+        m.forces[name] = PathActuator(name, path=gp, optimal_force=f_max)
     return m
 
 

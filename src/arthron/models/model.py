@@ -275,40 +275,8 @@ class GeometryPath:
     raw: Any = None
 
 
-MUSCLE_TYPES = (
-    "Thelen2003Muscle", "Millard2012EquilibriumMuscle", "Millard2012AccelerationMuscle",
-    "Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated", "RigidTendonMuscle",
-    "DeGrooteFregly2016Muscle", "Thelen2003Muscle_Deprecated",
-)
-PATH_FORCE_TYPES = MUSCLE_TYPES + (
-    "Ligament", "Blankevoort1991Ligament", "PathActuator", "PathSpring", "ClutchedPathSpring",
-    "McKibbenActuator",
-)
-
-
-@dataclass
-class Force:
-    """A force element of the ForceSet.
-
-    ``type`` is the OpenSim class; ``properties`` holds the scalar properties arthron uses
-    (``max_isometric_force``, ``optimal_fiber_length``, ``tendon_slack_length``,
-    ``pennation_angle_at_optimal``, ``max_contraction_velocity``, ``optimal_force``,
-    ``coordinate``, ``resting_length``, ``pcsa_force``, ``linear_stiffness``,
-    ``slack_length``, ``transition_strain``, ``damping``, ...). ``path`` is set for path-based
-    forces. ``modelled`` is False for classes arthron keeps verbatim (they never make reading
-    fail, and are written back unchanged).
-    """
-
-    name: str
-    type: str
-    properties: dict = field(default_factory=dict)
-    path: GeometryPath | None = None
-    modelled: bool = True
-    raw: Any = None
-
-    @property
-    def is_muscle(self) -> bool:
-        return self.type in MUSCLE_TYPES
+# Force elements are typed dataclasses of their own module (one per OpenSim class).
+from .forces import FORCE_TYPES, MUSCLE_TYPES, PATH_FORCE_TYPES, Force, UnmodelledForce  # noqa: E402,F401
 
 
 @dataclass

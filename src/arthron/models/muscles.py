@@ -79,17 +79,16 @@ def muscle_parameters(model, names=None) -> MuscleParameters:
         f = model.forces.get(n)
         if f is None:
             raise ModelFileError(f"no force named '{n}'", model.source)
-        p = f.properties
         for k in ("max_isometric_force", "optimal_fiber_length", "tendon_slack_length"):
-            if k not in p:
+            if getattr(f, k, None) is None:
                 raise ModelFileError(f"muscle '{n}' has no {k}", model.source)
-        cols["max_isometric_force"].append(p["max_isometric_force"])
-        cols["optimal_fiber_length"].append(p["optimal_fiber_length"])
-        cols["tendon_slack_length"].append(p["tendon_slack_length"])
-        cols["pennation_angle_at_optimal"].append(p.get("pennation_angle_at_optimal", 0.0))
-        cols["max_contraction_velocity"].append(p.get("max_contraction_velocity", 10.0))
+        cols["max_isometric_force"].append(f.max_isometric_force)
+        cols["optimal_fiber_length"].append(f.optimal_fiber_length)
+        cols["tendon_slack_length"].append(f.tendon_slack_length)
+        cols["pennation_angle_at_optimal"].append(_value(f, "pennation_angle_at_optimal", 0.0))
+        cols["max_contraction_velocity"].append(_value(f, "max_contraction_velocity", 10.0))
         types.append(f.type)
-    thelen = {k: np.array([_xml_float(model.forces[n], k, d) for n in names], float)
+    thelen = {k: np.array([float(getattr(model.forces[n], k, d)) for n in names], float)
               for k, d in THELEN_DEFAULTS.items()}
     curves = [millard_curves(model, n) if t.startswith("Millard") else None
               for n, t in zip(names, types)]
@@ -343,15 +342,12 @@ def millard_force_velocity_curve(concentric_slope_at_vmax=0.0, concentric_slope_
 
 
 def _curve_params(force, tag):
-    """A Millard curve's properties from the muscle's XML (OpenSim defaults where absent)."""
+    """A Millard curve's properties of the muscle (OpenSim defaults where absent)."""
     out = dict(MILLARD_DEFAULTS[tag])
-    raw = getattr(force, "raw", None)
-    el = raw.find(tag) if raw is not None else None
-    if el is not None:
-        for k in out:
-            e = el.find(k)
-            if e is not None and e.text and e.text.strip():
-                out[k] = float(e.text)
+    own = getattr(force, tag, None) or {}
+    for k in out:
+        if own.get(k) is not None:
+            out[k] = float(own[k])
     return out
 
 
@@ -399,13 +395,9 @@ def ligament_force(lengths, resting_length, pcsa_force, force_length_curve):
     return np.where(L > resting_length, np.asarray(pcsa_force, float) * f, 0.0)
 
 
-def _xml_float(force, tag, default):
-    raw = getattr(force, "raw", None)
-    if raw is not None:
-        e = raw.find(tag)
-        if e is not None and e.text and e.text.strip():
-            return float(e.text)
-    return float(force.properties.get(tag, default))
+def _value(force, name, default):
+    v = getattr(force, name, None)
+    return float(default if v is None else v)
 
 
 def ligament_forces(model, names, lengths, lengthening_speeds=None):
@@ -424,16 +416,14 @@ def ligament_forces(model, names, lengths, lengthening_speeds=None):
         if f.type == "Blankevoort1991Ligament":
             sp = None if lengthening_speeds is None else np.atleast_2d(lengthening_speeds)[:, i]
             out[:, i] = blankevoort_force(
-                L[:, i], _xml_float(f, "slack_length", np.nan),
-                _xml_float(f, "linear_stiffness", np.nan),
-                _xml_float(f, "transition_strain", 0.06), sp,
-                _xml_float(f, "damping_coefficient", 0.003))
+                L[:, i], _value(f, "slack_length", np.nan), _value(f, "linear_stiffness", np.nan),
+                _value(f, "transition_strain", 0.06), sp, _value(f, "damping_coefficient", 0.003))
         elif f.type == "Ligament":
-            curve = f.properties.get("force_length_curve")
+            curve = getattr(f, "force_length_curve", None)
             if curve is None:
                 raise UnsupportedFeature(f"Ligament '{n}' has no force_length_curve")
-            out[:, i] = ligament_force(L[:, i], _xml_float(f, "resting_length", np.nan),
-                                       _xml_float(f, "pcsa_force", np.nan), curve)
+            out[:, i] = ligament_force(L[:, i], _value(f, "resting_length", np.nan),
+                                       _value(f, "pcsa_force", np.nan), curve)
         else:
             raise ModelFileError(f"force '{n}' ({f.type}) is not a ligament", model.source)
     return out

@@ -53,25 +53,15 @@ def active_forces(model: Model, exclude=()) -> list:
     """Force elements that apply force and are not excluded (OpenSim's ``forces_to_exclude``:
     names, class names, or the groups ``Muscles``, ``Actuators``, ``All``)."""
     return [f for f in model.forces.values()
-            if f.properties.get("appliesForce", True) and not _excluded(f, exclude)]
+            if f.applies_force and not _excluded(f, exclude)]
 
 
-def _raw_float(f, tag, default):
-    raw = f.raw
-    if raw is not None:
-        e = raw.find(tag)
-        if e is not None and e.text and e.text.strip():
-            return float(e.text)
-    return float(f.properties.get(tag, default))
-
-
-def _raw_text(f, tag, default=None):
-    raw = f.raw
-    if raw is not None:
-        e = raw.find(tag)
-        if e is not None and e.text and e.text.strip():
-            return e.text.strip()
-    return default
+def _coordinate_index(model, tree, f):
+    from ..errors import ModelFileError
+    if f.coordinate is None or f.coordinate not in model.coordinates:
+        raise ModelFileError(f"{f.type} '{f.name}' names coordinate '{f.coordinate}', which the "
+                             "model does not have", model.source)
+    return tree.coordinate_index(f.coordinate)
 
 
 @dataclass
@@ -106,20 +96,17 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
     ligaments = []
     for f in active_forces(model, exclude):
         if f.type == "SpringGeneralizedForce":
-            c = tree.coordinate_index(_raw_text(f, "coordinate"))
-            k = _raw_float(f, "stiffness", 0.0)
-            r = _raw_float(f, "rest_length", 0.0)
-            b = _raw_float(f, "viscosity", 0.0)
+            c = _coordinate_index(model, tree, f)
+            k, r, b = float(f.stiffness), float(f.rest_length), float(f.viscosity)
             tau[:, c] += -k * (q[:, c] - r) - b * qd[:, c]
         elif f.type == "CoordinateLimitForce":
-            name = _raw_text(f, "coordinate")
-            c = tree.coordinate_index(name)
-            rot = model.coordinates[name].motion_type == "rotational"
+            c = _coordinate_index(model, tree, f)
+            rot = model.coordinates[f.coordinate].motion_type == "rotational"
             w = np.pi / 180.0 if rot else 1.0
-            q_up, q_lo = w * _raw_float(f, "upper_limit", 0.0), w * _raw_float(f, "lower_limit", 0.0)
-            K_up, K_lo = _raw_float(f, "upper_stiffness", 1.0) / w, _raw_float(f, "lower_stiffness", 1.0) / w
-            damp = _raw_float(f, "damping", 0.001) / w
-            dq = w * _raw_float(f, "transition", 0.1)
+            q_up, q_lo = w * float(f.upper_limit), w * float(f.lower_limit)
+            K_up, K_lo = float(f.upper_stiffness) / w, float(f.lower_stiffness) / w
+            damp = float(f.damping) / w
+            dq = w * float(f.transition)
             ku = StepFunction(q_up, q_up + dq, 0.0, K_up).value(q[:, c])
             kl = StepFunction(q_lo - dq, q_lo, K_lo, 0.0).value(q[:, c])
             tau[:, c] += (-ku * (q[:, c] - q_up) + kl * (q_lo - q[:, c])

@@ -11,16 +11,8 @@ from .inverse_dynamics import ExternalLoad
 
 
 # ----------------------------------------------------------------------------- actuator forces
-def _xml_vec(el, tag, default):
-    if el is None:
-        return np.asarray(default, float)
-    x = el.find(tag)
-    if x is None or not (x.text or "").strip():
-        return np.asarray(default, float)
-    return np.array([float(v) for v in x.text.split()], float)
-
-
 def _xml_text(el, tag, default=""):
+    # Kept for tools.analyze_tool (setup elements); no force reads XML here.
     x = None if el is None else el.find(tag)
     return default if x is None or x.text is None else x.text.strip()
 
@@ -90,30 +82,27 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
         k = labels.index(lab)
         val = np.interp(times, t_src, data[:, k]) if t_src.size > 1 else np.full(T, data[0, k])
         f = acts[lab]
-        if not f.properties.get("appliesForce", True):
+        if not f.applies_force:
             continue                  # disabled: applies nothing, as in OpenSim
+        if f.type in ("PointActuator", "TorqueActuator", "CoordinateActuator") and not f.modelled:
+            raise UnsupportedFeature(f"{f.type} '{lab}' is not a typed force (build it with "
+                                     "arthron.models.forces or read it with arthron.io.osim)", src)
         if f.type == "CoordinateActuator":
-            cname = f.properties.get("coordinate")
-            gen_u[:, tree.coordinate_index(cname)] += val
+            gen_u[:, tree.coordinate_index(f.coordinate)] += val
         elif f.type == "PointActuator":
-            el = f.raw
-            body = _xml_text(el, "body").rsplit("/", 1)[-1]
-            point = _xml_vec(el, "point", np.zeros(3))
-            d = _xml_vec(el, "direction", [-1.0, 0, 0])
+            body = (f.body or "").rsplit("/", 1)[-1]
+            point = np.asarray(f.point, float)
+            d = np.asarray(f.direction, float)
             d = d / np.linalg.norm(d)
-            pg = _xml_bool(el, "point_is_global", False)
-            fg = _xml_bool(el, "force_is_global", False)
+            pg, fg = bool(f.point_is_global), bool(f.force_is_global)
             loads.append(ExternalLoad(body=body, force=val[:, None] * d, point=np.broadcast_to(point, (T, 3)),
                                       force_frame="ground" if fg else body,
                                       point_frame="ground" if pg else body, name=lab))
         elif f.type == "TorqueActuator":
-            el = f.raw
-            a = _xml_vec(el, "axis", [0, 0, 1.0])
+            a = np.asarray(f.axis, float)
             a = a / np.linalg.norm(a)
-            ba = _xml_text(el, "bodyA") or _xml_text(el, "socket_bodyA")
-            bb = _xml_text(el, "bodyB") or _xml_text(el, "socket_bodyB")
-            ba, bb = ba.rsplit("/", 1)[-1], bb.rsplit("/", 1)[-1]
-            tg = _xml_bool(el, "torque_is_global", True)
+            ba, bb = (f.bodyA or "").rsplit("/", 1)[-1], (f.bodyB or "").rsplit("/", 1)[-1]
+            tg = bool(f.torque_is_global)
             frame = "ground" if tg else ba
             if ba:
                 loads.append(ExternalLoad(body=ba, torque=val[:, None] * a, force_frame=frame, name=lab))

@@ -312,14 +312,6 @@ def _base_body_name(model: Model, frame_path: str) -> str:
     return "ground" if base == GROUND else base[len("/bodyset/"):]
 
 
-def _set_raw_vec(raw, tag, vec):
-    if raw is None:
-        return
-    e = raw.find(tag)
-    if e is not None:
-        e.text = " ".join(repr(float(v)) for v in vec)
-
-
 def default_path_lengths(model: Model, names=None) -> dict:
     """Default-pose lengths (m) of the model's path forces, by name (constraints assembled).
 
@@ -386,7 +378,6 @@ def scale_model(model: Model, factors, *, mass: float | None = None,
         _scale_wraps(b.wrap_objects, s)
         for g in b.geometry:
             g.scale_factors = np.asarray(g.scale_factors, float) * s
-            _set_raw_vec(g.raw, "scale_factors", g.scale_factors)
     # joints
     for j in out.joints.values():
         sp = sf(j.parent_frame)
@@ -451,8 +442,8 @@ def scale_model(model: Model, factors, *, mass: float | None = None,
         r = after[name] / L0
         props = _MUSCLE_PROPS if f.is_muscle else _LENGTH_PROPS.get(f.type, ())
         for pname in props:
-            if pname in f.properties:
-                f.properties[pname] = f.properties[pname] * r
+            if getattr(f, pname, None) is not None:
+                setattr(f, pname, getattr(f, pname) * r)
     return out
 
 
@@ -711,12 +702,12 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
     rmg = body_muscle_fraction(gm_total, generic_height, generic_gender)
     keep = dict(keep_max_isometric_force or {})
     for n, f in out.forces.items():
-        if "max_isometric_force" not in f.properties:
+        if getattr(f, "max_isometric_force", None) is None:
             continue
         if n in keep:
-            f.properties["max_isometric_force"] = float(keep[n])
+            f.max_isometric_force = float(keep[n])
         elif scale_forces and f.is_muscle:
-            f.properties["max_isometric_force"] *= rm / rmg
+            f.max_isometric_force *= rm / rmg
     report = {"S": S, "height_ratio": rh, "width_ratio": rw, "generic_height": generic_height,
               "generic_mass": gm_total, "r_m": rm, "r_m_generic": rmg, "masses": masses,
               "total_mass": out.total_mass(), "ribcage": rib}

@@ -1,0 +1,453 @@
+"""Force elements of a model's ForceSet as typed data, in OpenSim's vocabulary.
+
+Every force class arthron models is a dataclass whose fields carry OpenSim's property names
+(SI units, radians), so a model built in Python behaves exactly like one read from a file and
+:func:`arthron.io.osim.write_osim` writes it from its fields:
+
+* muscles (:class:`Muscle` and one subclass per OpenSim class: Thelen2003Muscle,
+  Millard2012EquilibriumMuscle / AccelerationMuscle, RigidTendonMuscle,
+  DeGrooteFregly2016Muscle and the deprecated Schutte1993, Delp1990, Thelen2003 classes);
+* ligaments (:class:`Ligament`, :class:`Blankevoort1991Ligament`) and path springs and
+  actuators (:class:`PathActuator`, :class:`PathSpring`, :class:`ClutchedPathSpring`,
+  :class:`McKibbenActuator`);
+* coordinate forces (:class:`SpringGeneralizedForce`, :class:`CoordinateLimitForce`,
+  :class:`CoordinateActuator`) and body actuators (:class:`PointActuator`,
+  :class:`TorqueActuator`).
+
+``FORCE_TYPES`` maps each OpenSim class name to its dataclass (registered once, with
+:func:`register_force`); a force of any other class is an :class:`UnmodelledForce` (its file
+element kept verbatim by ``arthron.io``). ``unmodelled_xml`` holds, as serialized XML text, the
+properties of a modelled force that arthron does not use (appearance, control bounds,
+activation time constants ...); only :mod:`arthron.io.osim` reads and writes it.
+
+``Force(name, type, properties, path, modelled, raw)`` (the former generic form) still works:
+it returns the registered dataclass of ``type`` with ``properties`` set as fields.
+``force.properties`` is a live mapping view of the fields (``appliesForce`` is
+``applies_force``).
+"""
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+import numpy as np
+
+__all__ = [
+    "Force", "UnmodelledForce", "FORCE_TYPES", "register_force", "make_force",
+    "MUSCLE_TYPES", "PATH_FORCE_TYPES", "Muscle", "Thelen2003Muscle",
+    "Millard2012EquilibriumMuscle", "Millard2012AccelerationMuscle", "RigidTendonMuscle",
+    "DeGrooteFregly2016Muscle", "Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated",
+    "Thelen2003Muscle_Deprecated", "Ligament", "Blankevoort1991Ligament", "PathActuator",
+    "PathSpring", "ClutchedPathSpring", "McKibbenActuator", "SpringGeneralizedForce",
+    "CoordinateLimitForce", "CoordinateActuator", "PointActuator", "TorqueActuator",
+]
+
+MUSCLE_TYPES = (
+    "Thelen2003Muscle", "Millard2012EquilibriumMuscle", "Millard2012AccelerationMuscle",
+    "Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated", "RigidTendonMuscle",
+    "DeGrooteFregly2016Muscle", "Thelen2003Muscle_Deprecated",
+)
+PATH_FORCE_TYPES = MUSCLE_TYPES + (
+    "Ligament", "Blankevoort1991Ligament", "PathActuator", "PathSpring", "ClutchedPathSpring",
+    "McKibbenActuator",
+)
+
+#: OpenSim class name -> dataclass of the force elements arthron models.
+FORCE_TYPES: dict = {}
+
+
+def register_force(cls):
+    """Register a force dataclass under its OpenSim class name (``cls.opensim_type``)."""
+    FORCE_TYPES[cls.opensim_type] = cls
+    return cls
+
+
+# ----------------------------------------------------------------------------- field kinds
+def _num(default=None):
+    return field(default=default, metadata={"kind": "float"})
+
+
+def _txt(default=None):
+    return field(default=default, metadata={"kind": "str"})
+
+
+def _flag(default=None):
+    return field(default=default, metadata={"kind": "bool"})
+
+
+def _vec(default):
+    return field(default_factory=lambda: np.array(default, float), metadata={"kind": "vec"})
+
+
+def _func():
+    return field(default=None, metadata={"kind": "function"})
+
+
+def _curve():
+    return field(default=None, metadata={"kind": "curve"})
+
+
+_ALIASES = {"appliesForce": "applies_force"}
+
+
+class _FieldView(MutableMapping):
+    """The modelled properties of a force as a mapping (field name -> value; None = absent)."""
+
+    __slots__ = ("_f",)
+
+    def __init__(self, f):
+        self._f = f
+
+    def _keys(self):
+        return [n for n, _ in self._f.property_fields()] + ["applies_force"]
+
+    def __getitem__(self, k):
+        k = _ALIASES.get(k, k)
+        extra = getattr(self._f, "extra", None)
+        if k in self._keys():
+            v = getattr(self._f, k)
+            if v is None:
+                raise KeyError(k)
+            return v
+        if extra is not None and k in extra:
+            return extra[k]
+        raise KeyError(k)
+
+    def __setitem__(self, k, v):
+        k = _ALIASES.get(k, k)
+        if k in self._keys():
+            setattr(self._f, k, v)
+            return
+        extra = getattr(self._f, "extra", None)
+        if extra is None:
+            raise KeyError(f"{self._f.type} '{self._f.name}' has no property '{k}'")
+        extra[k] = v
+
+    def __delitem__(self, k):
+        k = _ALIASES.get(k, k)
+        if k in self._keys():
+            setattr(self._f, k, None)
+        else:
+            del self._f.extra[k]
+
+    def __iter__(self):
+        extra = getattr(self._f, "extra", None) or {}
+        return iter([k for k in self._keys() if getattr(self._f, k) is not None] + list(extra))
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+
+_ELEMENT_READER = None
+
+
+def register_element_reader(fn):
+    """Set the reader that turns a file element into a typed force (installed by
+    :mod:`arthron.io.osim`; used only by the legacy ``Force(..., raw=element)`` form)."""
+    global _ELEMENT_READER
+    _ELEMENT_READER = fn
+
+
+def make_force(name, type="", properties=None, path=None, modelled=True, raw=None):
+    """A force element of OpenSim class ``type``: the registered dataclass with
+    ``properties`` (OpenSim property names) set as its fields, or an :class:`UnmodelledForce`.
+
+    Raises KeyError naming a property the class does not have.
+    """
+    cls = FORCE_TYPES.get(type)
+    props = dict(properties or {})
+    if cls is not None and modelled:
+        if raw is not None and _ELEMENT_READER is not None:
+            f = _ELEMENT_READER(raw)
+            if path is not None:
+                f.path = path
+        else:
+            f = cls(name=name, path=path)
+        for k, v in props.items():
+            f.properties[k] = v
+        return f
+    applies = bool(props.pop("appliesForce", True))
+    return UnmodelledForce(name=name, type=type, path=path, applies_force=applies, raw=raw,
+                           extra=props)
+
+
+class _ForceMeta(type):
+    def __call__(cls, *args, **kw):
+        if cls is Force:     # the former generic constructor
+            return make_force(*args, **kw)
+        return super().__call__(*args, **kw)
+
+
+@dataclass(eq=False)
+class Force(metaclass=_ForceMeta):
+    """Base of the force elements. Fields common to all: ``name``, ``type`` (OpenSim class),
+    ``path`` (GeometryPath of path-based forces, else None), ``applies_force`` (OpenSim
+    ``appliesForce``), ``unmodelled_xml`` (io only)."""
+
+    name: str
+    type: str = ""
+    path: Any = None
+    applies_force: bool = True
+    unmodelled_xml: str = field(default="", repr=False)
+
+    opensim_type: ClassVar[str] = ""
+    modelled: ClassVar[bool] = True
+
+    @classmethod
+    def property_fields(cls):
+        """(name, kind) of the OpenSim properties this class models, in writing order."""
+        return [(f.name, f.metadata["kind"]) for f in fields(cls) if "kind" in f.metadata]
+
+    @property
+    def properties(self) -> MutableMapping:
+        return _FieldView(self)
+
+    @property
+    def is_muscle(self) -> bool:
+        return self.type in MUSCLE_TYPES
+
+
+@dataclass(eq=False)
+class UnmodelledForce(Force):
+    """A force class arthron does not model (contact, bushings, plugins ...): ``raw`` is its file
+    element (written back verbatim by ``arthron.io``), ``extra`` scalar properties known."""
+
+    raw: Any = field(default=None, repr=False)
+    extra: dict = field(default_factory=dict)
+    modelled: ClassVar[bool] = False
+
+
+# ----------------------------------------------------------------------------- muscles
+@dataclass(eq=False)
+class Muscle(Force):
+    """Common muscle properties (OpenSim ``Muscle``; defaults as OpenSim's): max isometric force
+    (N), optimal fiber length (m), tendon slack length (m), pennation angle at optimal fiber
+    length (rad), max contraction velocity (optimal fiber lengths / s)."""
+
+    max_isometric_force: float = _num(1000.0)
+    optimal_fiber_length: float = _num(0.1)
+    tendon_slack_length: float = _num(0.2)
+    pennation_angle_at_optimal: float = _num(0.0)
+    max_contraction_velocity: float = _num(10.0)
+
+
+@register_force
+@dataclass(eq=False)
+class Thelen2003Muscle(Muscle):
+    """OpenSim ``Thelen2003Muscle`` (Thelen 2003): curve shape parameters as OpenSim's."""
+
+    type: str = "Thelen2003Muscle"
+    opensim_type: ClassVar[str] = "Thelen2003Muscle"
+    FmaxTendonStrain: float = _num(0.033)
+    FmaxMuscleStrain: float = _num(0.6)
+    KshapeActive: float = _num(0.45)
+    KshapePassive: float = _num(4.0)
+    Af: float = _num(0.25)
+    Flen: float = _num(1.4)
+
+
+@register_force
+@dataclass(eq=False)
+class Thelen2003Muscle_Deprecated(Thelen2003Muscle):
+    type: str = "Thelen2003Muscle_Deprecated"
+    opensim_type: ClassVar[str] = "Thelen2003Muscle_Deprecated"
+
+
+@register_force
+@dataclass(eq=False)
+class Millard2012EquilibriumMuscle(Muscle):
+    """OpenSim ``Millard2012EquilibriumMuscle`` (Millard et al. 2013). The curve properties of
+    its ``ActiveForceLengthCurve``, ``FiberForceLengthCurve`` and ``ForceVelocityCurve``
+    (dicts of OpenSim property name -> value; absent = OpenSim's default, None = all
+    defaults)."""
+
+    type: str = "Millard2012EquilibriumMuscle"
+    opensim_type: ClassVar[str] = "Millard2012EquilibriumMuscle"
+    ActiveForceLengthCurve: dict | None = _curve()
+    FiberForceLengthCurve: dict | None = _curve()
+    ForceVelocityCurve: dict | None = _curve()
+
+
+@register_force
+@dataclass(eq=False)
+class Millard2012AccelerationMuscle(Millard2012EquilibriumMuscle):
+    type: str = "Millard2012AccelerationMuscle"
+    opensim_type: ClassVar[str] = "Millard2012AccelerationMuscle"
+
+
+@register_force
+@dataclass(eq=False)
+class RigidTendonMuscle(Muscle):
+    type: str = "RigidTendonMuscle"
+    opensim_type: ClassVar[str] = "RigidTendonMuscle"
+
+
+@register_force
+@dataclass(eq=False)
+class DeGrooteFregly2016Muscle(Muscle):
+    type: str = "DeGrooteFregly2016Muscle"
+    opensim_type: ClassVar[str] = "DeGrooteFregly2016Muscle"
+
+
+@register_force
+@dataclass(eq=False)
+class Schutte1993Muscle_Deprecated(Muscle):
+    type: str = "Schutte1993Muscle_Deprecated"
+    opensim_type: ClassVar[str] = "Schutte1993Muscle_Deprecated"
+
+
+@register_force
+@dataclass(eq=False)
+class Delp1990Muscle_Deprecated(Muscle):
+    type: str = "Delp1990Muscle_Deprecated"
+    opensim_type: ClassVar[str] = "Delp1990Muscle_Deprecated"
+
+
+# ----------------------------------------------------------------------------- path forces
+@register_force
+@dataclass(eq=False)
+class Ligament(Force):
+    """OpenSim ``Ligament``: tension ``pcsa_force * f(l / resting_length)`` (N) beyond the
+    resting length (m); ``force_length_curve`` is a :class:`arthron.models.functions.Function`."""
+
+    type: str = "Ligament"
+    opensim_type: ClassVar[str] = "Ligament"
+    resting_length: float = _num(0.0)
+    pcsa_force: float = _num(0.0)
+    force_length_curve: Any = _func()
+
+
+@register_force
+@dataclass(eq=False)
+class Blankevoort1991Ligament(Force):
+    """OpenSim ``Blankevoort1991Ligament`` (Blankevoort et al. 1991): slack length (m), linear
+    stiffness (N per unit strain), transition strain, damping coefficient (N·s per unit
+    strain)."""
+
+    type: str = "Blankevoort1991Ligament"
+    opensim_type: ClassVar[str] = "Blankevoort1991Ligament"
+    slack_length: float = _num(0.0)
+    linear_stiffness: float = _num(0.0)
+    transition_strain: float = _num(0.06)
+    damping_coefficient: float = _num(0.003)
+
+
+@register_force
+@dataclass(eq=False)
+class PathActuator(Force):
+    """OpenSim ``PathActuator``: tension = control × ``optimal_force`` (N)."""
+
+    type: str = "PathActuator"
+    opensim_type: ClassVar[str] = "PathActuator"
+    optimal_force: float = _num(1.0)
+
+
+@register_force
+@dataclass(eq=False)
+class McKibbenActuator(PathActuator):
+    type: str = "McKibbenActuator"
+    opensim_type: ClassVar[str] = "McKibbenActuator"
+    thread_stiffness: float | None = _num()
+    number_of_turns: float | None = _num()
+    cord_length: float | None = _num()
+
+
+@register_force
+@dataclass(eq=False)
+class PathSpring(Force):
+    """OpenSim ``PathSpring``: tension ``stiffness (l - resting_length)(1 + dissipation l̇)``
+    beyond the resting length (m)."""
+
+    type: str = "PathSpring"
+    opensim_type: ClassVar[str] = "PathSpring"
+    resting_length: float = _num(0.0)
+    stiffness: float = _num(0.0)
+    dissipation: float = _num(0.0)
+
+
+@register_force
+@dataclass(eq=False)
+class ClutchedPathSpring(Force):
+    type: str = "ClutchedPathSpring"
+    opensim_type: ClassVar[str] = "ClutchedPathSpring"
+    stiffness: float = _num(0.0)
+    dissipation: float = _num(0.0)
+    relaxation_time_constant: float | None = _num()
+    initial_stretch: float | None = _num()
+
+
+# ----------------------------------------------------------------------------- coordinate forces
+@register_force
+@dataclass(eq=False)
+class SpringGeneralizedForce(Force):
+    """OpenSim ``SpringGeneralizedForce``: ``τ = −stiffness (q − rest_length) − viscosity q̇``
+    on ``coordinate`` (N·m/rad or N/m; rad or m; N·m·s/rad or N·s/m)."""
+
+    type: str = "SpringGeneralizedForce"
+    opensim_type: ClassVar[str] = "SpringGeneralizedForce"
+    coordinate: str | None = _txt()
+    stiffness: float = _num(0.0)
+    rest_length: float = _num(0.0)
+    viscosity: float = _num(0.0)
+
+
+@register_force
+@dataclass(eq=False)
+class CoordinateLimitForce(Force):
+    """OpenSim ``CoordinateLimitForce``. As in OpenSim, limits and transition are in degrees and
+    stiffnesses in N·m/deg (damping N·m·s/deg) for rotational coordinates; metres and N/m for
+    translational ones."""
+
+    type: str = "CoordinateLimitForce"
+    opensim_type: ClassVar[str] = "CoordinateLimitForce"
+    coordinate: str | None = _txt()
+    upper_stiffness: float = _num(1.0)
+    upper_limit: float = _num(0.0)
+    lower_stiffness: float = _num(1.0)
+    lower_limit: float = _num(0.0)
+    damping: float = _num(0.001)
+    transition: float = _num(0.1)
+
+
+@register_force
+@dataclass(eq=False)
+class CoordinateActuator(Force):
+    """OpenSim ``CoordinateActuator``: generalized force = control × ``optimal_force``."""
+
+    type: str = "CoordinateActuator"
+    opensim_type: ClassVar[str] = "CoordinateActuator"
+    coordinate: str | None = _txt()
+    optimal_force: float = _num(1.0)
+
+
+@register_force
+@dataclass(eq=False)
+class PointActuator(Force):
+    """OpenSim ``PointActuator``: force ``control × optimal_force × direction`` (unit vector) at
+    ``point`` on ``body`` (a body name); point and direction in the body frame unless
+    ``point_is_global`` / ``force_is_global``."""
+
+    type: str = "PointActuator"
+    opensim_type: ClassVar[str] = "PointActuator"
+    body: str | None = _txt()
+    point: np.ndarray = _vec([0.0, 0.0, 0.0])
+    point_is_global: bool = _flag(False)
+    direction: np.ndarray = _vec([-1.0, 0.0, 0.0])
+    force_is_global: bool = _flag(False)
+    optimal_force: float = _num(1.0)
+
+
+@register_force
+@dataclass(eq=False)
+class TorqueActuator(Force):
+    """OpenSim ``TorqueActuator``: torque ``control × optimal_force × axis`` on ``bodyA`` and its
+    opposite on ``bodyB`` (body names); axis in ground if ``torque_is_global``, else in bodyA."""
+
+    type: str = "TorqueActuator"
+    opensim_type: ClassVar[str] = "TorqueActuator"
+    bodyA: str | None = _txt()
+    bodyB: str | None = _txt()
+    torque_is_global: bool = _flag(True)
+    axis: np.ndarray = _vec([0.0, 0.0, 1.0])
+    optimal_force: float = _num(1.0)
