@@ -17,6 +17,7 @@ same as the input (same bodies, frames, joints, coordinates, constraints, marker
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import posixpath
 import tempfile
@@ -31,16 +32,15 @@ from ..models import functions as fn
 from .setup import parse_xml
 from ..models import forces as _forces
 from ..models.forces import FORCE_TYPES, UnmodelledForce
+from ..models.wrap_objects import WRAP_TYPES, UnmodelledWrapObject
 from ..models.model import (
     GROUND, JOINT_TYPES, Body, Constraint, Coordinate, Geometry,
     GeometryPath, Joint, Marker, Model, OffsetFrame, PathPoint, PathWrap, TransformAxis,
-    WrapObject, body_path,
+    body_path,
 )
 
 __all__ = ["read_osim", "write_osim", "model_to_xml", "read_force_set", "READERS", "WRITERS"]
 
-WRAP_TYPES = ("WrapCylinder", "WrapEllipsoid", "WrapSphere", "WrapTorus",
-              "WrapCylinderObst", "WrapSphereObst", "WrapDoubleCylinderObst")
 MODELLED_CONSTRAINTS = ("CoordinateCouplerConstraint", "PointConstraint", "WeldConstraint",
                         "PointOnLineConstraint", "ConstantDistanceConstraint")
 PATH_POINT_TYPES = ("PathPoint", "ConditionalPathPoint", "MovingPathPoint")
@@ -193,22 +193,17 @@ def _read_wraps(body_name, belem, ctx):
     out = []
     ws = _child(belem, "WrapObjectSet")
     for w in _objects(ws):
-        if w.tag not in WRAP_TYPES:
+        reader = READERS.get(w.tag)
+        if reader is None or w.tag not in WRAP_TYPES:
             warnings.warn(f"{ctx.path}: wrap object type {w.tag} kept verbatim", ArthronWarning)
-        dims = {}
-        for t in ("radius", "length", "inner_radius", "outer_radius"):
-            if _text(w, t) is not None:
-                dims[t] = float(_text(w, t))
-        if _child(w, "dimensions") is not None:
-            dims["dimensions"] = ctx.floats(_child(w, "dimensions"), 3)
-        rot = _child(w, "xyz_body_rotation")
-        tr = _child(w, "translation")
-        q = _text(w, "quadrant", "all") or "all"
-        out.append(WrapObject(
-            name=w.get("name", ""), type=w.tag, body=body_name,
-            translation=ctx.floats(tr, 3) if tr is not None else np.zeros(3),
-            xyz_body_rotation=ctx.floats(rot, 3) if rot is not None else np.zeros(3),
-            quadrant=q, active=_bool(w, "active", True), dimensions=dims, raw=w))
+            o = UnmodelledWrapObject(name=w.get("name", ""), type=w.tag, body=body_name,
+                                     raw=_strip_comments(copy.deepcopy(w)))
+        else:
+            o = reader(w, ctx)
+            o.body = body_name
+        if not o.quadrant:
+            o.quadrant = "all"
+        out.append(o)
     return out
 
 
@@ -584,8 +579,6 @@ def _read_v3(melem, ctx: _Ctx) -> Model:
         if name == "ground":
             model.ground_geometry = geoms
             model.ground_wrap_objects = _read_wraps("ground", be, ctx)
-            for w in model.ground_wrap_objects:
-                w.raw = _strip_comments(copy.deepcopy(w.raw))
             continue
         b = Body(name=name, mass=m, mass_center=com, inertia=I, geometry=geoms)
         b.wrap_objects = _read_wraps(name, be, ctx)
@@ -705,14 +698,10 @@ def _geometry_elems(geoms):
     return out
 
 
-def _wrap_elem(w: WrapObject):
-    e = copy.deepcopy(w.raw) if w.raw is not None else etree.Element(w.type, name=w.name)
-    _set(e, "xyz_body_rotation", _fmt(w.xyz_body_rotation))
-    _set(e, "translation", _fmt(w.translation))
-    _set(e, "quadrant", w.quadrant)
-    for k, v in w.dimensions.items():
-        _set(e, k, _fmt(v))
-    return e
+def _wrap_elem(w):
+    if not w.modelled:
+        return copy.deepcopy(w.raw)
+    return WRAPS_WRITERS[w.type](w)
 
 
 def _wrapset(parent, wraps):
@@ -1049,10 +1038,17 @@ def _write_prop(parent, tag, kind, v):
 _FORCE_HANDLED = ("appliesForce", "isDisabled", "GeometryPath")
 
 
-def _typed_reader(cls):
+def _xml_fields(cls):
+    """(attribute, XML tag, kind) of the OpenSim properties a component dataclass models."""
+    return [(f.name, f.metadata.get("xml", f.name), f.metadata["kind"])
+            for f in dataclasses.fields(cls) if "kind" in f.metadata]
+
+
+def _typed_reader(cls, handled=()):
     """The reader of a registered component dataclass: its fields from the children named
-    like them (OpenSim property names), the other children kept as ``unmodelled_xml``."""
-    kinds = dict(cls.property_fields())
+    like them (OpenSim property names), the other children (except ``handled``, which the
+    caller reads) kept as ``unmodelled_xml``."""
+    by_tag = {tag: (attr, kind) for attr, tag, kind in _xml_fields(cls)}
 
     def read(elem, ctx):
         obj = cls(name=elem.get("name", ""))
@@ -1060,30 +1056,39 @@ def _typed_reader(cls):
         for c in elem:
             if not isinstance(c.tag, str):
                 continue
-            k = kinds.get(c.tag)
-            if k is not None and (c.text is not None or len(c)):
-                setattr(obj, c.tag, _read_prop(c, k, ctx))
-            elif c.tag not in kinds and c.tag not in _FORCE_HANDLED:
+            hit = by_tag.get(c.tag)
+            if hit is not None:
+                if c.text is not None and c.text.strip() or len(c):
+                    setattr(obj, hit[0], _read_prop(c, hit[1], ctx))
+            elif c.tag not in handled:
                 rest.append(c)
         obj.unmodelled_xml = _unmodelled_to_text(rest)
         return obj
     return read
 
 
-def _typed_writer(cls):
-    """The writer of a registered force dataclass: the element from the fields (None = not
-    written, OpenSim's default applies), then the unmodelled properties."""
-    def write(f):
-        e = etree.Element(f.type, name=f.name)
-        _sub(e, "appliesForce", "true" if f.applies_force else "false")
-        for n, kind in f.property_fields():
-            v = getattr(f, n)
+def _typed_writer(cls, head=None):
+    """The writer of a registered component dataclass: the element from the fields (None = not
+    written, OpenSim's default applies), then the unmodelled properties. ``head(obj, elem)``
+    writes what the caller handles (``appliesForce`` of forces)."""
+    spec = _xml_fields(cls)
+
+    def write(obj):
+        e = etree.Element(obj.type, name=obj.name)
+        if head is not None:
+            head(obj, e)
+        for attr, tag, kind in spec:
+            v = getattr(obj, attr)
             if v is not None:
-                _write_prop(e, n, kind, v)
-        for c in _unmodelled_from_text(f.unmodelled_xml):
+                _write_prop(e, tag, kind, v)
+        for c in _unmodelled_from_text(obj.unmodelled_xml):
             e.append(c)
         return e
     return write
+
+
+def _applies_force(f, e):
+    _sub(e, "appliesForce", "true" if f.applies_force else "false")
 
 
 #: OpenSim class name -> reader(element, ctx) / writer(component) -> element.
@@ -1098,7 +1103,11 @@ def register(type_name, reader, writer):
 
 
 for _t, _cls in FORCE_TYPES.items():
+    register(_t, _typed_reader(_cls, _FORCE_HANDLED), _typed_writer(_cls, _applies_force))
+WRAPS_WRITERS: dict = {}
+for _t, _cls in WRAP_TYPES.items():
     register(_t, _typed_reader(_cls), _typed_writer(_cls))
+    WRAPS_WRITERS[_t] = WRITERS[_t]
 
 
 def _force_from_element(elem):

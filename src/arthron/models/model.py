@@ -119,30 +119,8 @@ class Geometry:
     raw: Any = None
 
 
-@dataclass
-class WrapObject:
-    """A wrap object fixed to a body (WrapCylinder, WrapEllipsoid, WrapSphere, WrapTorus ...).
-
-    Attributes
-    ----------
-    type : str                 OpenSim class name
-    translation : (3,) m       in the body frame
-    xyz_body_rotation : (3,)   radians, body-fixed X-Y-Z
-    quadrant : str             ``"all"``, ``"+x"``, ``"-y"`` ...
-    active : bool
-    dimensions : dict          ``radius``, ``length``, ``dimensions`` (3,), ``inner_radius``,
-                               ``outer_radius`` as present, in metres
-    """
-
-    name: str
-    type: str
-    body: str
-    translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    xyz_body_rotation: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    quadrant: str = "all"
-    active: bool = True
-    dimensions: dict = field(default_factory=dict)
-    raw: Any = None
+# Wrap objects are typed dataclasses of their own module (one per OpenSim class).
+from .wrap_objects import WRAP_TYPES, UnmodelledWrapObject, WrapObject  # noqa: E402,F401
 
 
 @dataclass

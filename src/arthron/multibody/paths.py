@@ -56,7 +56,7 @@ import numpy as np
 from ..errors import ArthronWarning, ModelFileError, UnsupportedFeature
 from ..geometry import wrapping as _wr
 from .kinematics import Kinematics, Tree, _euler_xyz_rate_matrix, forward_kinematics, velocity_map
-from ..models.model import GROUND, Model
+from ..models.model import GROUND, Model, rotation_xyz
 
 __all__ = ["PathSet", "compile_paths", "path_lengths", "moment_arms", "lengthening_speeds",
            "path_generalized_forces", "path_body_forces", "PathLoads", "PathState",
@@ -165,57 +165,12 @@ def _quadrant(q: str, where: str):
     return _QUADRANTS[k]
 
 
-def _obstacle_direction(w, tag):
-    """+1 (right-handed, OpenSim's default) or -1 from an obstacle's ``wrapDirection``."""
-    txt = _raw_text(w, tag)
-    if txt is None:
-        txt = str(w.dimensions.get(tag, "righthand"))
-    t = txt.lower()
-    if t in ("righthand", "right", "righthanded", "unassigned", ""):
-        return 1
-    if t in ("lefthand", "left", "lefthanded"):
-        return -1
-    raise ModelFileError(f"wrap obstacle '{w.name}': {tag} '{txt}' is not 'righthand' or "
-                         "'lefthand'")
-
-
-def _raw_text(w, tag):
-    raw = getattr(w, "raw", None)
-    txt = None
-    if raw is not None:
-        for c in raw:
-            if isinstance(c.tag, str) and c.tag == tag:
-                txt = (c.text or "").strip()
-    return txt
-
-
-def _raw_floats(w, tag, n, default):
-    txt = _raw_text(w, tag)
-    if txt is None or txt == "":
-        return np.asarray(default, float)
-    try:
-        v = np.array([float(x) for x in txt.split()], float)
-    except ValueError:
-        v = np.zeros(0)
-    if v.shape != (n,):
-        raise ModelFileError(f"wrap obstacle '{w.name}': <{tag}> must hold {n} numbers, not "
-                             f"'{txt}'")
-    return v[0] if n == 1 else v
-
-
-def _double_cylinder_dims(model, w, bidx):
-    """A WrapDoubleCylinderObst's properties (read from its XML): radii ``radius`` (U) and
-    ``radius_v``, wrap directions ``direction`` / ``direction_v`` (+1 righthand, -1 lefthand),
-    and the V cylinder's frame: body index ``v_body`` (``wrapVcylHomeBody``), rotation
-    ``v_R`` and origin ``v_p`` in that body's frame (``xyz_body_rotationVcyl``,
-    ``translationVcyl``). The U cylinder is the wrap object's own frame."""
-    from ..models.model import rotation_xyz
-    ru = float(_raw_floats(w, "radiusUcyl", 1, -1.0))
-    rv = float(_raw_floats(w, "radiusVcyl", 1, -1.0))
-    if ru < 0.0 or rv < 0.0:
-        raise ModelFileError(f"wrap obstacle '{w.name}': radiusUcyl and radiusVcyl must be "
-                             f"given and not negative (got {ru}, {rv})", model.source)
-    home = _raw_text(w, "wrapVcylHomeBody") or ""
+def _double_cylinder_frame(model, w, bidx):
+    """The V cylinder of a WrapDoubleCylinderObst: body index ``v_body``
+    (``wrapVcylHomeBody``), rotation ``v_R`` and origin ``v_p`` in that body's frame
+    (``xyz_body_rotationVcyl``, ``translationVcyl``). The U cylinder is the wrap object's own
+    frame."""
+    home = w.wrapVcylHomeBody or ""
     if home in ("ground", GROUND):
         vpath = GROUND
     elif home in model.bodies:
@@ -226,12 +181,13 @@ def _double_cylinder_dims(model, w, bidx):
         raise ModelFileError(f"wrap obstacle '{w.name}': wrapVcylHomeBody '{home}' is not a "
                              "body of the model", model.source)
     base, X = model.frame_in_base(vpath)
-    rot = _raw_floats(w, "xyz_body_rotationVcyl", 3, np.zeros(3))
-    tr = _raw_floats(w, "translationVcyl", 3, np.zeros(3))
-    return {"radius": ru, "radius_v": rv,
-            "direction": _obstacle_direction(w, "wrapUcylDirection"),
-            "direction_v": _obstacle_direction(w, "wrapVcylDirection"),
-            "v_body": bidx[base], "v_R": X.R @ rotation_xyz(rot), "v_p": X.apply(tr)}
+    rot = np.zeros(3) if w.xyz_body_rotationVcyl is None else np.asarray(w.xyz_body_rotationVcyl, float)
+    tr = np.zeros(3) if w.translationVcyl is None else np.asarray(w.translationVcyl, float)
+    for tag, v in (("xyz_body_rotationVcyl", rot), ("translationVcyl", tr)):
+        if v.shape != (3,):
+            raise ModelFileError(f"wrap obstacle '{w.name}': <{tag}> must hold 3 numbers",
+                                 model.source)
+    return {"v_body": bidx[base], "v_R": X.R @ rotation_xyz(rot), "v_p": X.apply(tr)}
 
 
 def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool = True,
@@ -275,25 +231,15 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         all_wraps += [(b.path, w) for w in b.wrap_objects]
     for bpath, w in all_wraps:
         base, X = model.frame_in_base(bpath)
-        from ..models.model import rotation_xyz
         Rw = X.R @ rotation_xyz(w.xyz_body_rotation)
         pw = X.apply(w.translation)
-        d = w.dimensions
         axis, sign = _quadrant(w.quadrant, w.name)
-        dims = {}
-        if "radius" in d:
-            dims["radius"] = float(d["radius"])
-        if "length" in d:
-            dims["length"] = float(d["length"])
-        if "dimensions" in d:
-            dims["radii"] = np.asarray(d["dimensions"], float)
-        for k in ("inner_radius", "outer_radius"):
-            if k in d:
-                dims[k] = float(d[k])
-        if w.type == "WrapCylinderObst":
-            dims["direction"] = _obstacle_direction(w, "wrapDirection")
+        try:
+            dims = w.wrap_dims()
+        except ModelFileError as e:
+            raise ModelFileError(e.message, model.source) from None
         if w.type == "WrapDoubleCylinderObst":
-            dims.update(_double_cylinder_dims(model, w, bidx))
+            dims.update(_double_cylinder_frame(model, w, bidx))
         wid.setdefault(w.name, len(wobjs))
         wobjs.append(WrapObjectData(w.name, w.type, bidx[base], Rw, pw, dims, axis, sign,
                                     bool(w.active)))
@@ -362,7 +308,7 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
                                pw.method))
         names.append(name)
         types.append(f.type)
-        props.append(dict(f.properties))
+        props.append(dict(f.properties))   # (PathSet.properties: kept for callers)
         ns = [4 if wobjs[w.obj_id].type == "WrapDoubleCylinderObst" else 2 for w in wraps]
         slots = [int(x) for x in np.concatenate([[0], np.cumsum(ns)[:-1]])] if ns else []
         paths.append(_Path(name, f.type, body, loc, cond, moving, wraps, slots, int(sum(ns))))

@@ -452,21 +452,20 @@ def _scale_wraps(wraps, s):
         w.translation = np.asarray(w.translation, float) * s
         R = rotation_xyz(np.asarray(w.xyz_body_rotation, float))
         loc = [float(np.linalg.norm(R[:, i] * s)) for i in range(3)]
-        d = w.dimensions
         t = w.type
-        if t == "WrapEllipsoid" and "dimensions" in d:
-            d["dimensions"] = np.asarray(d["dimensions"], float) * np.array(loc)
+        if t == "WrapEllipsoid" and w.radii is not None:
+            w.radii = np.asarray(w.radii, float) * np.array(loc)
         elif t == "WrapCylinder":
-            if "radius" in d:
-                d["radius"] = float(d["radius"]) * (loc[0] + loc[1]) * 0.5
-            if "length" in d:
-                d["length"] = float(d["length"]) * loc[2]
-        elif t == "WrapSphere" and "radius" in d:
-            d["radius"] = float(d["radius"]) * (loc[0] + loc[1] + loc[2]) / 3.0
+            if w.radius is not None:
+                w.radius = float(w.radius) * (loc[0] + loc[1]) * 0.5
+            if w.length is not None:
+                w.length = float(w.length) * loc[2]
+        elif t == "WrapSphere" and w.radius is not None:
+            w.radius = float(w.radius) * (loc[0] + loc[1] + loc[2]) / 3.0
         elif t == "WrapTorus":
             for k in ("inner_radius", "outer_radius"):
-                if k in d:
-                    d[k] = float(d[k]) * (loc[0] + loc[1]) * 0.5
+                if getattr(w, k) is not None:
+                    setattr(w, k, float(getattr(w, k)) * (loc[0] + loc[1]) * 0.5)
 
 
 # -------------------------------------------------------------------------- marker placer
