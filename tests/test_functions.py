@@ -10,6 +10,7 @@ from lxml import etree
 
 from arthron.errors import ModelFileError, UnsupportedFeature
 from arthron.models import functions as F
+from arthron.io.osim_functions import function_to_xml, read_function, read_function_property
 from conftest import GAIT2354, needs_data, needs_opensim
 
 TOL = 1e-10
@@ -152,8 +153,8 @@ def test_to_xml_loads_in_opensim(case_id, tmp_path):
     """What to_xml writes is read by OpenSim 4.6 as the same function, and read back by us."""
     _, ours, _, knots = {c[0]: c for c in _cases()}[case_id]
     ts = _points(knots)
-    theirs = _osim_from_xml(ours.to_xml(), tmp_path)
-    back = F.read_function(etree.fromstring(etree.tostring(ours.to_xml())))
+    theirs = _osim_from_xml(function_to_xml(ours), tmp_path)
+    back = read_function(etree.fromstring(etree.tostring(function_to_xml(ours))))
     assert type(back) is type(ours)
     for order in (0, 1, 2):
         mine = ours.value(ts) if order == 0 else ours.derivative(ts, order)
@@ -167,7 +168,7 @@ def test_to_xml_loads_in_opensim(case_id, tmp_path):
 def test_natural_cubic_spline_is_simm_spline_in_opensim(tmp_path):
     """4.6 loads <NaturalCubicSpline> as a SimmSpline; ours evaluates identically."""
     ours = F.NaturalCubicSpline(XK, YK)
-    theirs = _osim_from_xml(ours.to_xml(), tmp_path)
+    theirs = _osim_from_xml(function_to_xml(ours), tmp_path)
     assert theirs.getConcreteClassName() == "SimmSpline"
     ts = _points(XK)
     for order in (0, 1, 2):
@@ -213,7 +214,7 @@ def test_gait2354_simmsplines_match_opensim():
     n = 0
     worst = 0.0
     for e in elems:
-        f = F.read_function(e, GAIT2354)
+        f = read_function(e, GAIT2354)
         theirs = _osim_xy("SimmSpline", f.x, f.y)
         span = f.x[-1] - f.x[0]
         ts = np.concatenate([np.linspace(f.x[0] - 0.3 * span, f.x[-1] + 0.3 * span, 301), f.x])
@@ -229,7 +230,7 @@ def test_gait2354_simmsplines_match_opensim():
 def test_gait2354_knee_axes_read_as_4x_properties():
     tree = etree.parse(str(GAIT2354))
     knee = [j for j in tree.getroot().iter("CustomJoint") if j.get("name") == "knee_r"][0]
-    axes = {a.get("name"): F.read_function_property(a, GAIT2354)
+    axes = {a.get("name"): read_function_property(a, GAIT2354)
             for a in knee.iter("TransformAxis")}
     assert isinstance(axes["rotation1"], F.LinearFunction)
     assert axes["rotation3"].is_constant
@@ -247,21 +248,21 @@ def _x(s):
 def test_read_function_property_forms():
     four = _x("<TransformAxis name='t1'><function><LinearFunction name='f'><coefficients>2 1"
               "</coefficients></LinearFunction></function></TransformAxis>")
-    f = F.read_function_property(four)
+    f = read_function_property(four)
     assert isinstance(f, F.LinearFunction) and f.name == "f" and f.value(1.0) == 3.0
     three = _x("<TransformAxis><function><natCubicSpline><x>0 1 2</x><y>0 1 0</y>"
                "</natCubicSpline></function></TransformAxis>")
-    assert isinstance(F.read_function_property(three), F.NaturalCubicSpline)
+    assert isinstance(read_function_property(three), F.NaturalCubicSpline)
     direct = _x("<x_location><SimmSpline><x>0 1 2</x><y>0 1 0</y></SimmSpline></x_location>")
-    assert isinstance(F.read_function_property(direct), F.SimmSpline)
+    assert isinstance(read_function_property(direct), F.SimmSpline)
     mult = _x("<x_location><MultiplierFunction><function><SimmSpline><x>0 1 2</x><y>0 1 0</y>"
               "</SimmSpline></function><scale>0.5</scale></MultiplierFunction></x_location>")
-    m = F.read_function_property(mult)
+    m = read_function_property(mult)
     assert isinstance(m, F.MultiplierFunction) and m.value(1.0) == 0.5
-    assert F.read_function_property(_x("<TransformAxis><function/></TransformAxis>")) is None
-    assert F.read_function_property(_x("<TransformAxis><axis>1 0 0</axis></TransformAxis>")) is None
+    assert read_function_property(_x("<TransformAxis><function/></TransformAxis>")) is None
+    assert read_function_property(_x("<TransformAxis><axis>1 0 0</axis></TransformAxis>")) is None
     wrapped = _x("<function><Constant><value>0.3</value></Constant></function>")
-    assert F.read_function(wrapped).value(5.0) == 0.3
+    assert read_function(wrapped).value(5.0) == 0.3
 
 
 def test_scale_function():
@@ -270,7 +271,7 @@ def test_scale_function():
     assert isinstance(m, F.MultiplierFunction) and m.function is s and m.scale == 1.2
     m2 = F.scale_function(m, 0.5)
     assert m2.function is s and m2.scale == pytest.approx(0.6) and m.scale == 1.2
-    xml = etree.tostring(m2.to_xml()).decode()
+    xml = etree.tostring(function_to_xml(m2)).decode()
     assert xml.startswith("<MultiplierFunction><function><SimmSpline>")
     assert "<scale>0.6" in xml
 
@@ -278,16 +279,16 @@ def test_scale_function():
 def test_bad_input_names_file_and_line():
     doc = _x("<root>\n<SimmSpline name='bad'>\n<x>0 1 two</x><y>0 1 2</y></SimmSpline></root>")
     with pytest.raises(ModelFileError) as ei:
-        F.read_function(doc[0], "model.osim")
+        read_function(doc[0], "model.osim")
     assert "model.osim" in str(ei.value) and "line" in str(ei.value) and "<x>" in str(ei.value)
     with pytest.raises(ModelFileError, match="3 values but <y> has 2"):
-        F.read_function(_x("<SimmSpline><x>0 1 2</x><y>0 1</y></SimmSpline>"), "m.osim")
+        read_function(_x("<SimmSpline><x>0 1 2</x><y>0 1</y></SimmSpline>"), "m.osim")
     with pytest.raises(ModelFileError, match="at least 2"):
-        F.read_function(_x("<SimmSpline><x>0</x><y>1</y></SimmSpline>"), "m.osim")
+        read_function(_x("<SimmSpline><x>0</x><y>1</y></SimmSpline>"), "m.osim")
     with pytest.raises(ModelFileError, match="LinearFunction"):
-        F.read_function(_x("<LinearFunction><coefficients>1</coefficients></LinearFunction>"))
+        read_function(_x("<LinearFunction><coefficients>1</coefficients></LinearFunction>"))
     with pytest.raises(UnsupportedFeature, match="ExpressionBasedFunction"):
-        F.read_function(_x("<ExpressionBasedFunction><expression>x</expression>"
+        read_function(_x("<ExpressionBasedFunction><expression>x</expression>"
                            "</ExpressionBasedFunction>"), "m.osim")
     with pytest.raises(ModelFileError, match="no inner function"):
-        F.read_function(_x("<MultiplierFunction><scale>2</scale></MultiplierFunction>"))
+        read_function(_x("<MultiplierFunction><scale>2</scale></MultiplierFunction>"))

@@ -29,6 +29,7 @@ from lxml import etree
 
 from ..errors import ArthronWarning, DataFileError, ModelFileError, UnsupportedFeature
 from ..models import functions as fn
+from .osim_functions import function_to_xml, read_function_property
 from .setup import parse_xml
 from ..models import forces as _forces
 from ..models.forces import FORCE_TYPES, UnmodelledForce
@@ -279,7 +280,7 @@ def _read_spatial_transform(je, ctx):
         coords = (_text(ta, "coordinates", "") or "").split()
         ax = ctx.floats(_child(ta, "axis"), 3) if _child(ta, "axis") is not None else None
         try:
-            f = fn.read_function_property(ta, ctx.path)
+            f = read_function_property(ta, ctx.path)
         except ModelFileError:
             raise
         axes.append(TransformAxis(name=ta.get("name", ""), coordinates=coords, axis=ax, function=f))
@@ -423,7 +424,7 @@ def _read_constraint(ce, all_frames, ctx, v4=True):
         props["independent_coordinates"] = (_text(ce, "independent_coordinate_names", "") or "").split()
         props["dependent_coordinate"] = _text(ce, "dependent_coordinate_name")
         fe = _child(ce, "coupled_coordinates_function")
-        props["function"] = fn.read_function_property(fe, ctx.path) if fe is not None else None
+        props["function"] = read_function_property(fe, ctx.path) if fe is not None else None
         props["scale_factor"] = float(_text(ce, "scale_factor", "1"))
     elif t in ("PointConstraint", "WeldConstraint", "PointOnLineConstraint", "ConstantDistanceConstraint"):
         for k in ("1", "2"):
@@ -469,7 +470,7 @@ def _read_path(pe, owner, all_frames, model, ctx, v4=True):
         elif pp.tag == "MovingPathPoint":
             funcs, crds = [], []
             for ax in "xyz":
-                funcs.append(fn.read_function_property(_child(pp, f"{ax}_location"), ctx.path))
+                funcs.append(read_function_property(_child(pp, f"{ax}_location"), ctx.path))
                 cref = _text(pp, f"socket_{ax}_coordinate") if v4 else _text(pp, f"{ax}_coordinate")
                 crds.append(cref.rstrip("/").split("/")[-1] if cref else None)
             p.location_functions = tuple(funcs)
@@ -715,7 +716,7 @@ def _wrapset(parent, wraps):
 def _function_holder(parent, tag, f):
     h = _sub(parent, tag)
     if f is not None:
-        h.append(f.to_xml())
+        h.append(function_to_xml(f))
     return h
 
 
@@ -835,7 +836,7 @@ def _constraint_elem(c: Constraint, model: Model):
         _set(e, "dependent_coordinate_name", p["dependent_coordinate"])
         h = _set(e, "coupled_coordinates_function", None)
         if p.get("function") is not None:
-            h.append(p["function"].to_xml())
+            h.append(function_to_xml(p["function"]))
         _set(e, "scale_factor", repr(float(p.get("scale_factor", 1.0))))
     else:
         for k in ("1", "2"):
@@ -1001,7 +1002,7 @@ def _read_prop(elem, kind, ctx):
     if kind == "vec":
         return ctx.floats(elem)
     if kind == "function":
-        return fn.read_function_property(elem, ctx.path)
+        return read_function_property(elem, ctx.path)
     if kind == "curve":
         out = {}
         for c in elem:

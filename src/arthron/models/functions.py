@@ -30,17 +30,17 @@ class                      OpenSim behaviour reproduced
 Where OpenSim locates ``x`` in its knots with a binary search, the same search is replayed
 (vectorized), so that at a knot the same polynomial piece is used as in OpenSim.
 
-:func:`read_function` and :func:`read_function_property` read the OpenSim 4.x XML forms and the
-3.x ones (``<function>`` wrappers, ``natCubicSpline``); :meth:`Function.to_xml` writes 4.x XML.
+:mod:`arthron.io.osim_functions` reads them from OpenSim 4.x XML and the 3.x forms
+(``<function>`` wrappers, ``natCubicSpline``) and writes 4.x XML; ``xml_tag`` is each class's
+OpenSim element name.
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from lxml import etree
 
-from arthron.errors import ModelFileError, UnsupportedFeature
+from arthron.errors import UnsupportedFeature
 
 __all__ = [
     "Function",
@@ -56,9 +56,6 @@ __all__ = [
     "Sine",
     "MultiplierFunction",
     "scale_function",
-    "read_function",
-    "read_function_property",
-    "FUNCTION_TAGS",
 ]
 
 # Constants of OpenSim's SimmMacros.h, used by the SIMM-derived classes.
@@ -146,26 +143,9 @@ class Function:
         """True when the function does not depend on its argument (a ``Constant``)."""
         return False
 
-    # -- XML -------------------------------------------------------------------------------
-    def _new_elem(self) -> etree._Element:
-        e = etree.Element(self.xml_tag)
-        if self.name:
-            e.set("name", self.name)
-        return e
-
-    def to_xml(self) -> etree._Element:
-        """The function as an lxml element in OpenSim 4.x form."""
-        raise NotImplementedError
-
     def __repr__(self) -> str:
         nm = f" name={self.name!r}" if self.name else ""
         return f"<{type(self).__name__}{nm}>"
-
-
-def _sub(parent, tag, text):
-    e = etree.SubElement(parent, tag)
-    e.text = text
-    return e
 
 
 class Constant(Function):
@@ -188,10 +168,6 @@ class Constant(Function):
     def is_constant(self):
         return True
 
-    def to_xml(self):
-        e = self._new_elem()
-        _sub(e, "value", _fmt(self.constant))
-        return e
 
 
 class LinearFunction(Function):
@@ -211,10 +187,6 @@ class LinearFunction(Function):
         order = _check_order(order, "LinearFunction")
         return np.full(_as_x(x).shape, self.slope if order == 1 else 0.0)
 
-    def to_xml(self):
-        e = self._new_elem()
-        _sub(e, "coefficients", f"{_fmt(self.slope)} {_fmt(self.intercept)}")
-        return e
 
 
 class PolynomialFunction(Function):
@@ -250,10 +222,6 @@ class PolynomialFunction(Function):
     def is_constant(self):
         return len(self.coefficients) <= 1 or not np.any(self.coefficients[:-1])
 
-    def to_xml(self):
-        e = self._new_elem()
-        _sub(e, "coefficients", _fmt_list(self.coefficients))
-        return e
 
 
 class _XYFunction(Function):
@@ -274,11 +242,6 @@ class _XYFunction(Function):
         if not np.all(np.isfinite(self.x)) or not np.all(np.isfinite(self.y)):
             raise ValueError(f"{type(self).__name__}: x and y must be finite")
 
-    def to_xml(self):
-        e = self._new_elem()
-        _sub(e, "x", _fmt_list(self.x))
-        _sub(e, "y", _fmt_list(self.y))
-        return e
 
 
 class SimmSpline(_XYFunction):
@@ -544,14 +507,6 @@ class GCVSpline(_XYFunction):
     def derivative(self, x, order=1):
         return self._eval(x, _check_order(order, "GCVSpline"))
 
-    def to_xml(self):
-        e = self._new_elem()
-        _sub(e, "half_order", str(self.half_order))
-        _sub(e, "error_variance", _fmt(self.error_variance))
-        _sub(e, "x", _fmt_list(self.x))
-        _sub(e, "y", _fmt_list(self.y))
-        _sub(e, "weights", _fmt_list(np.ones_like(self.x)))
-        return e
 
 
 class _NaturalSpline:
@@ -647,11 +602,6 @@ class StepFunction(Function):
     def is_constant(self):
         return self.start_value == self.end_value
 
-    def to_xml(self):
-        e = self._new_elem()
-        for tag in ("transition_start_time", "transition_end_time", "start_value", "end_value"):
-            _sub(e, tag, _fmt(getattr(self, tag)))
-        return e
 
 
 class Sine(Function):
@@ -680,11 +630,6 @@ class Sine(Function):
     def is_constant(self):
         return self.amplitude == 0.0 or self.omega == 0.0
 
-    def to_xml(self):
-        e = self._new_elem()
-        for tag in ("amplitude", "omega", "phase", "offset"):
-            _sub(e, tag, _fmt(getattr(self, tag)))
-        return e
 
 
 class MultiplierFunction(Function):
@@ -717,12 +662,6 @@ class MultiplierFunction(Function):
     def is_constant(self):
         return self.function.is_constant
 
-    def to_xml(self):
-        e = self._new_elem()
-        f = etree.SubElement(e, "function")
-        f.append(self.function.to_xml())
-        _sub(e, "scale", _fmt(self.scale))
-        return e
 
     def __repr__(self):
         return f"<MultiplierFunction scale={self.scale!r} of {self.function!r}>"
@@ -737,193 +676,3 @@ def scale_function(f: Function, factor: float) -> MultiplierFunction:
     if isinstance(f, MultiplierFunction):
         return MultiplierFunction(f.function, f.scale * float(factor), name=f.name)
     return MultiplierFunction(f, float(factor))
-
-
-# ------------------------------------------------------------------------------------------
-# Reading XML
-# ------------------------------------------------------------------------------------------
-
-#: Element tags read by :func:`read_function` (4.x names and the 3.x/2.x aliases).
-FUNCTION_TAGS = frozenset({
-    "Constant", "LinearFunction", "PolynomialFunction", "SimmSpline", "NaturalCubicSpline",
-    "natCubicSpline", "NatCubicSpline", "GCVSpline", "PiecewiseLinearFunction",
-    "PiecewiseConstantFunction", "StepFunction", "Sine", "MultiplierFunction",
-})
-
-
-def _where(elem) -> str:
-    line = getattr(elem, "sourceline", None)
-    nm = elem.get("name") if hasattr(elem, "get") else None
-    tag = f"<{elem.tag} name='{nm}'>" if nm else f"<{elem.tag}>"
-    return f"{tag} (line {line})" if line else tag
-
-
-def _children(elem):
-    return [c for c in elem if isinstance(c.tag, str)]
-
-
-def _child(elem, tag):
-    for c in _children(elem):
-        if c.tag == tag:
-            return c
-    return None
-
-
-def _numbers(elem, tag, path, required=True, default=None):
-    c = _child(elem, tag)
-    if c is None or not (c.text or "").strip():
-        if required:
-            raise ModelFileError(f"<{elem.tag}> has no <{tag}> values", path, _where(elem))
-        return default
-    try:
-        return np.array([float(t) for t in c.text.split()], dtype=float)
-    except ValueError:
-        raise ModelFileError(f"<{tag}> is not a list of numbers: {c.text.strip()[:60]!r}",
-                             path, _where(c)) from None
-
-
-def _number(elem, tag, path, default=None):
-    v = _numbers(elem, tag, path, required=default is None, default=None)
-    if v is None:
-        return float(default)
-    if v.size != 1:
-        raise ModelFileError(f"<{tag}> must hold one number, found {v.size}", path,
-                             _where(_child(elem, tag)))
-    return float(v[0])
-
-
-def _inner_function_elem(elem):
-    """The function element inside a ``<function>`` wrapper (or None when it is empty)."""
-    kids = _children(elem)
-    return kids[0] if kids else None
-
-
-def read_function(elem, path=None) -> Function:
-    """Build the :class:`Function` an XML element describes.
-
-    Parameters
-    ----------
-    elem : lxml element
-        The function element itself (``<SimmSpline>``, ``<LinearFunction>`` ...). A 3.x
-        ``<function>`` wrapper around it is accepted too.
-    path : str or PathLike, optional
-        The file, for error messages.
-
-    Returns
-    -------
-    Function
-
-    Raises
-    ------
-    ModelFileError
-        Missing or non-numeric values, too few points, decreasing knots (names the file and the
-        element with its line).
-    UnsupportedFeature
-        An unknown function type, or a GCVSpline that OpenSim would fit with smoothing.
-    """
-    tag = elem.tag
-    if tag == "function":
-        inner = _inner_function_elem(elem)
-        if inner is None:
-            raise ModelFileError("empty <function> element", path, _where(elem))
-        return read_function(inner, path)
-    name = elem.get("name") or None
-    try:
-        if tag == "Constant":
-            return Constant(_number(elem, "value", path), name=name)
-        if tag == "LinearFunction":
-            c = _numbers(elem, "coefficients", path)
-            if c.size != 2:
-                raise ModelFileError(f"<coefficients> of LinearFunction needs 2 numbers "
-                                     f"(slope intercept), found {c.size}", path, _where(elem))
-            return LinearFunction(c[0], c[1], name=name)
-        if tag == "PolynomialFunction":
-            return PolynomialFunction(_numbers(elem, "coefficients", path), name=name)
-        if tag in ("SimmSpline", "NaturalCubicSpline", "natCubicSpline", "NatCubicSpline",
-                   "PiecewiseLinearFunction", "PiecewiseConstantFunction"):
-            x = _numbers(elem, "x", path)
-            y = _numbers(elem, "y", path)
-            if x.size != y.size:
-                raise ModelFileError(f"<x> has {x.size} values but <y> has {y.size}", path,
-                                     _where(elem))
-            if np.any(np.diff(x) < 0):
-                raise ModelFileError("<x> values are not increasing", path, _where(elem))
-            cls = {"SimmSpline": SimmSpline, "PiecewiseLinearFunction": PiecewiseLinearFunction,
-                   "PiecewiseConstantFunction": PiecewiseConstantFunction}.get(
-                       tag, NaturalCubicSpline)
-            return cls(x, y, name=name)
-        if tag == "GCVSpline":
-            x = _numbers(elem, "x", path)
-            y = _numbers(elem, "y", path, required=False)
-            if y is None:
-                raise UnsupportedFeature("GCVSpline without <y> (pre-4.0 form storing only "
-                                         "GCVSPL coefficients) is not supported", path,
-                                         _where(elem))
-            if x.size != y.size:
-                raise ModelFileError(f"<x> has {x.size} values but <y> has {y.size}", path,
-                                     _where(elem))
-            half = _number(elem, "half_order", path, default=0)
-            if half == 0:
-                deg = _number(elem, "degree", path, default=5)
-            else:
-                deg = 2 * int(half) - 1
-            ev = _number(elem, "error_variance", path, default=0.0)
-            try:
-                return GCVSpline(deg, x, y, error_variance=ev, name=name)
-            except UnsupportedFeature as e:
-                raise UnsupportedFeature(e.message, path, _where(elem)) from None
-        if tag == "StepFunction":
-            return StepFunction(_number(elem, "transition_start_time", path, 0.0),
-                                _number(elem, "transition_end_time", path, 1.0),
-                                _number(elem, "start_value", path, 0.0),
-                                _number(elem, "end_value", path, 1.0), name=name)
-        if tag == "Sine":
-            return Sine(_number(elem, "amplitude", path, 1.0), _number(elem, "omega", path, 1.0),
-                        _number(elem, "phase", path, 0.0), _number(elem, "offset", path, 0.0),
-                        name=name)
-        if tag == "MultiplierFunction":
-            scale = _number(elem, "scale", path, 1.0)
-            fe = _child(elem, "function")
-            inner = None
-            if fe is not None:
-                inner = _inner_function_elem(fe)
-            else:
-                for c in _children(elem):
-                    if c.tag in FUNCTION_TAGS:
-                        inner = c
-                        break
-            if inner is None:
-                raise ModelFileError("MultiplierFunction has no inner function", path,
-                                     _where(elem))
-            return MultiplierFunction(read_function(inner, path), scale, name=name)
-    except ValueError as e:
-        raise ModelFileError(str(e), path, _where(elem)) from None
-    raise UnsupportedFeature(f"function type <{tag}> is not supported", path, _where(elem))
-
-
-def read_function_property(parent_elem, path=None) -> Function | None:
-    """Read the function held by an element such as ``<TransformAxis>`` or ``<x_location>``.
-
-    Accepts the 4.x form (``<function><LinearFunction>..</LinearFunction></function>``), a
-    function element as direct child (MovingPathPoint ``<x_location><SimmSpline>``, 3.x files,
-    CoordinateCouplerConstraint ``<coupled_coordinates_function>``) and an element that is itself
-    a ``<function>`` wrapper. Returns None when there is no function (absent or empty).
-
-    Raises
-    ------
-    ModelFileError, UnsupportedFeature
-        As :func:`read_function`.
-    """
-    if parent_elem is None:
-        return None
-    if parent_elem.tag == "function":
-        inner = _inner_function_elem(parent_elem)
-        return None if inner is None else read_function(inner, path)
-    fe = _child(parent_elem, "function")
-    if fe is not None:
-        inner = _inner_function_elem(fe)
-        return None if inner is None else read_function(inner, path)
-    for c in _children(parent_elem):
-        if c.tag in FUNCTION_TAGS:
-            return read_function(c, path)
-    return None
