@@ -113,6 +113,30 @@ def _strip_comments(elem):
     return elem
 
 
+# Children of a joint and of a GeometryPath that the writer makes from the fields (the
+# display properties of 3.x paths are dropped).
+_JOINT_WRITTEN = ("socket_parent_frame", "socket_child_frame", "coordinates", "frames",
+                  "SpatialTransform", "thoracic_ellipsoid_radii_x_y_z", "radii_x_y_z",
+                  "scapula_winging_axis_origin", "scapula_winging_axis_direction", "reverse")
+_PATH_WRITTEN = ("PathPointSet", "PathWrapSet", "VisibleObject", "display_preference",
+                 "default_color")
+
+
+def _rest(elem, written) -> str:
+    """The children of ``elem`` other than ``written``, serialized (a component's
+    ``unmodelled_xml``)."""
+    return _unmodelled_to_text([c for c in elem if isinstance(c.tag, str) and c.tag not in written])
+
+
+def _element(tag, name, unmodelled_xml):
+    """A new element ``<tag name=...>`` holding the unmodelled children (an empty ``name`` is
+    left out)."""
+    e = etree.Element(tag, name=name) if name else etree.Element(tag)
+    for c in _unmodelled_from_text(unmodelled_xml):
+        e.append(c)
+    return e
+
+
 def _norm(path: str) -> str:
     p = posixpath.normpath(path)
     return p if p.startswith("/") else "/" + p
@@ -219,7 +243,7 @@ def _read_geometry_v4(felem):
         sf = _text(g, "scale_factors")
         out.append(Geometry(name=g.get("name", ""), kind=g.tag, mesh_file=_text(g, "mesh_file"),
                             scale_factors=np.array([float(x) for x in sf.split()]) if sf else np.ones(3),
-                            raw=g))
+                            unmodelled_xml=_rest(g, ("scale_factors", "mesh_file"))))
     return out
 
 
@@ -256,7 +280,7 @@ def _read_offset_frame(fe, owner_path, owner_tag, ctx):
         parent=_text(fe, "socket_parent", ".."),
         translation=ctx.floats(tr, 3) if tr is not None else np.zeros(3),
         orientation=ctx.floats(ori, 3) if ori is not None else np.zeros(3),
-        owner=owner_tag, raw=fe)
+        owner=owner_tag, unmodelled_xml=_rest(fe, ("socket_parent", "translation", "orientation")))
 
 
 def _read_coordinate(ce, joint_name, ctx):
@@ -268,7 +292,8 @@ def _read_coordinate(ce, joint_name, ctx):
         default_speed_value=float(_text(ce, "default_speed_value", "0")),
         range=r, clamped=_bool(ce, "clamped", False), locked=_bool(ce, "locked", False),
         prescribed=_bool(ce, "prescribed", False),
-        motion_type=(_text(ce, "motion_type", "") or "").lower() or "rotational", raw=ce)
+        motion_type=(_text(ce, "motion_type", "") or "").lower() or "rotational",
+        unmodelled_xml=_unmodelled_to_text(ce.findall("prescribed_function")))
 
 
 def _read_spatial_transform(je, ctx):
@@ -316,7 +341,10 @@ def _joint_params(je, ctx):
 
 
 def _read_v4(melem, ctx: _Ctx) -> Model:
-    model = Model(raw=melem)
+    model = Model()
+    groups = melem.find("ForceSet/groups")
+    if groups is not None:
+        model.unmodelled_xml["ForceSet/groups"] = _unmodelled_to_text([groups])
     _read_common(melem, model, ctx)
     frames: dict[str, OffsetFrame] = {}
     ground = _child(melem, "Ground")
@@ -333,7 +361,7 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
             raise ctx.err(f"unknown body type <{be.tag}>", be)
         m, com, I = _read_inertia_v4(be, ctx)
         b = Body(name=be.get("name", ""), mass=m, mass_center=com, inertia=I,
-                 geometry=_read_geometry_v4(be), raw=be)
+                 geometry=_read_geometry_v4(be))
         b.wrap_objects = _read_wraps(b.name, be, ctx)
         if b.name in model.bodies:
             raise ctx.err(f"duplicate body '{b.name}'", be)
@@ -375,7 +403,7 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
                 frames[f.path] = f
     all_frames = set(frames) | {GROUND} | {b.path for b in model.bodies.values()}
     for f in frames.values():
-        f.parent = _resolve(f.parent, f.path, all_frames, ctx, f.raw)
+        f.parent = _resolve(f.parent, f.path, all_frames, ctx, None)
     model.frames = frames
     for je in jelems:
         if je.tag not in JOINT_TYPES:
@@ -388,7 +416,7 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
                   if c.tag == "Coordinate"]
         j = Joint(name=name, type=je.tag, parent_frame=pf, child_frame=cf, coordinates=coords,
                   spatial_transform=_read_spatial_transform(je, ctx) if je.tag == "CustomJoint" else None,
-                  parameters=_joint_params(je, ctx), raw=je)
+                  parameters=_joint_params(je, ctx), unmodelled_xml=_rest(je, _JOINT_WRITTEN))
         model.joints[name] = j
     _classify_coordinates(model)
     # Constraints.
@@ -401,7 +429,8 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
             name=me.get("name", ""),
             parent_frame=_resolve(_text(me, "socket_parent_frame"), f"/markerset/{me.get('name')}", all_frames, ctx, me),
             location=ctx.floats(loc, 3) if loc is not None else np.zeros(3),
-            fixed=_bool(me, "fixed"), raw=me)
+            fixed=_bool(me, "fixed"),
+            unmodelled_xml=_rest(me, ("socket_parent_frame", "location", "fixed")))
     # Forces.
     for fe in _objects(_child(melem, "ForceSet")):
         f = _read_force(fe, all_frames, model, ctx, v4=True)
@@ -441,11 +470,11 @@ def _read_constraint(ce, all_frames, ctx, v4=True):
                 vals = ctx.floats(_child(ce, tag))
                 props[tag] = vals if vals.size > 1 else float(vals[0])
     return Constraint(name=ce.get("name", ""), type=t, properties=props, enabled=enabled,
-                      raw=ce if v4 else None)
+                      unmodelled_xml=_rest(ce, ("isEnforced", "isDisabled", "frames")) if v4 else "")
 
 
 def _read_path(pe, owner, all_frames, model, ctx, v4=True):
-    path = GeometryPath(raw=pe)
+    path = GeometryPath(unmodelled_xml=_rest(pe, _PATH_WRITTEN), name=pe.get("name", ""))
     pset = _child(pe, "PathPointSet")
     for pp in _objects(pset):
         if pp.tag not in PATH_POINT_TYPES:
@@ -460,7 +489,7 @@ def _read_path(pe, owner, all_frames, model, ctx, v4=True):
             frame = _resolve(body_path(bn), owner, all_frames, ctx, pp)
         loc = _child(pp, "location")
         p = PathPoint(name=pp.get("name", ""), kind=pp.tag, parent_frame=frame,
-                      location=ctx.floats(loc, 3) if loc is not None else np.zeros(3), raw=pp if v4 else None)
+                      location=ctx.floats(loc, 3) if loc is not None else np.zeros(3))
         if pp.tag == "ConditionalPathPoint":
             cref = _text(pp, "socket_coordinate") if v4 else _text(pp, "coordinate")
             if cref is None:
@@ -483,7 +512,7 @@ def _read_path(pe, owner, all_frames, model, ctx, v4=True):
             name=w.get("name", ""), wrap_object=_text(w, "wrap_object", ""),
             method=_text(w, "method", "hybrid") or "hybrid",
             range=tuple(int(float(x)) for x in rng.text.split()) if rng is not None and rng.text else (-1, -1),
-            raw=w if v4 else None))
+            unmodelled_xml=_rest(w, ("wrap_object", "method", "range")) if v4 else ""))
     return path
 
 
@@ -561,7 +590,7 @@ def _check_tree(model: Model, ctx: _Ctx):
 
 # ----------------------------------------------------------------------------- 3.x reading
 def _read_v3(melem, ctx: _Ctx) -> Model:
-    model = Model(raw=None)
+    model = Model()
     _read_common(melem, model, ctx)
     frames: dict[str, OffsetFrame] = {}
     bodies = _objects(_child(melem, "BodySet"))
@@ -617,7 +646,7 @@ def _read_v3(melem, ctx: _Ctx) -> Model:
         cset = _child(je, "CoordinateSet")
         coords = [_read_coordinate(c, jname, ctx) for c in _objects(cset) if c.tag == "Coordinate"]
         for c in coords:
-            c.raw = None
+            c.unmodelled_xml = ""
         model.joints[jname] = Joint(
             name=jname, type=je.tag, parent_frame=pf.path, child_frame=cf.path, coordinates=coords,
             spatial_transform=_read_spatial_transform(je, ctx) if je.tag == "CustomJoint" else None,
@@ -672,7 +701,7 @@ def _rel_to_joint(frame_path: str, jname: str) -> str:
 
 
 def _frame_elem(f: OffsetFrame):
-    e = copy.deepcopy(f.raw) if f.raw is not None else etree.Element("PhysicalOffsetFrame", name=f.name)
+    e = _element("PhysicalOffsetFrame", f.name, f.unmodelled_xml)
     parent = f.parent
     if f.owner.startswith("body:") and parent == f"/bodyset/{f.owner[5:]}":
         parent = ".."
@@ -685,17 +714,13 @@ def _frame_elem(f: OffsetFrame):
 def _geometry_elems(geoms):
     out = []
     for g in geoms:
-        if g.raw is not None:
-            e = copy.deepcopy(g.raw)
-            _set(e, "scale_factors", _fmt(g.scale_factors))
-            out.append(e)
-        else:
-            e = etree.Element(g.kind, name=g.name)
+        e = _element(g.kind, g.name, g.unmodelled_xml)
+        if e.find("socket_frame") is None:
             _sub(e, "socket_frame", "..")
-            _sub(e, "scale_factors", _fmt(g.scale_factors))
-            if g.mesh_file:
-                _sub(e, "mesh_file", g.mesh_file)
-            out.append(e)
+        _sub(e, "scale_factors", _fmt(g.scale_factors))
+        if g.mesh_file:
+            _sub(e, "mesh_file", g.mesh_file)
+        out.append(e)
     return out
 
 
@@ -721,15 +746,7 @@ def _function_holder(parent, tag, f):
 
 
 def _joint_elem(model: Model, j: Joint):
-    e = etree.Element(j.type, name=j.name)
-    if j.raw is not None:
-        # Keep unmodelled properties (e.g. appearance) from the 4.x element.
-        for c in j.raw:
-            if isinstance(c.tag, str) and c.tag not in (
-                    "socket_parent_frame", "socket_child_frame", "coordinates", "frames",
-                    "SpatialTransform", "thoracic_ellipsoid_radii_x_y_z", "radii_x_y_z",
-                    "scapula_winging_axis_origin", "scapula_winging_axis_direction", "reverse"):
-                e.append(copy.deepcopy(c))
+    e = _element(j.type, j.name, j.unmodelled_xml)   # unmodelled properties (appearance ...)
     _sub(e, "socket_parent_frame", _rel_to_joint(j.parent_frame, j.name))
     _sub(e, "socket_child_frame", _rel_to_joint(j.child_frame, j.name))
     cs = _sub(e, "coordinates")
@@ -740,8 +757,8 @@ def _joint_elem(model: Model, j: Joint):
         _sub(ce, "range", _fmt(c.range))
         _sub(ce, "clamped", str(bool(c.clamped)).lower())
         _sub(ce, "locked", str(bool(c.locked)).lower())
-        if c.raw is not None and c.raw.find("prescribed_function") is not None:
-            ce.append(copy.deepcopy(c.raw.find("prescribed_function")))
+        for x in _unmodelled_from_text(c.unmodelled_xml):
+            ce.append(x)
         _sub(ce, "prescribed", str(bool(c.prescribed)).lower())
     fr = _sub(e, "frames")
     for f in model.frames.values():
@@ -763,12 +780,7 @@ def _joint_elem(model: Model, j: Joint):
 
 
 def _path_elem(fpath: GeometryPath, model: Model):
-    gp = copy.deepcopy(fpath.raw) if fpath.raw is not None and fpath.raw.find("PathPointSet") is not None else None
-    if gp is None:
-        gp = etree.Element("GeometryPath", name="geometrypath")
-    for t in ("PathPointSet", "PathWrapSet", "VisibleObject", "display_preference", "default_color"):
-        for c in gp.findall(t):
-            gp.remove(c)
+    gp = _element("GeometryPath", fpath.name, fpath.unmodelled_xml)
     pps = etree.Element("PathPointSet")
     objs = _sub(pps, "objects")
     cpath = {c.name: f"/jointset/{c.joint}/{c.name}" for c in model.coordinates.values()}
@@ -792,7 +804,7 @@ def _path_elem(fpath: GeometryPath, model: Model):
     pws = etree.Element("PathWrapSet")
     wobjs = _sub(pws, "objects")
     for w in fpath.wraps:
-        we = copy.deepcopy(w.raw) if w.raw is not None else etree.Element("PathWrap", name=w.name)
+        we = _element("PathWrap", w.name, w.unmodelled_xml)
         _set(we, "wrap_object", w.wrap_object)
         _set(we, "method", w.method)
         _set(we, "range", " ".join(str(int(x)) for x in w.range))
@@ -820,11 +832,8 @@ def _force_elem(f, model: Model):
 
 
 def _constraint_elem(c: Constraint, model: Model):
-    if c.raw is not None:
-        e = copy.deepcopy(c.raw)
-    else:
-        e = etree.Element(c.type, name=c.name)
-        _sub(e, "isEnforced", str(bool(c.enabled)).lower())
+    e = _element(c.type, c.name, c.unmodelled_xml)
+    _sub(e, "isEnforced", str(bool(c.enabled)).lower())
     owned = [f for f in model.frames.values() if f.owner == f"constraint:{c.name}"]
     if owned:
         fr = _set(e, "frames", None)
@@ -906,12 +915,12 @@ def model_to_xml(model: Model) -> etree._ElementTree:
     fobjs = _sub(fs, "objects")
     for f in model.forces.values():
         fobjs.append(_force_elem(f, model))
-    if model.raw is not None and model.raw.find("ForceSet/groups") is not None:
-        fs.append(copy.deepcopy(model.raw.find("ForceSet/groups")))
+    for g in _unmodelled_from_text(model.unmodelled_xml.get("ForceSet/groups", "")):
+        fs.append(g)
     ms = _sub(m, "MarkerSet", name="markerset")
     mobjs = _sub(ms, "objects")
     for mk in model.markers.values():
-        me = copy.deepcopy(mk.raw) if mk.raw is not None else etree.Element("Marker", name=mk.name)
+        me = _element("Marker", mk.name, mk.unmodelled_xml)
         _set(me, "socket_parent_frame", mk.parent_frame)
         _set(me, "location", _fmt(mk.location))
         _set(me, "fixed", str(bool(mk.fixed)).lower())

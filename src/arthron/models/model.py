@@ -2,8 +2,12 @@
 
 A :class:`Model` holds what arthron understands of an OpenSim model (bodies, frames, joints,
 coordinates, constraints, markers, forces with their geometry paths, wrap objects) in SI units
-and radians, plus the raw XML of every component it does not model, so that
-:func:`arthron.io.osim.write_osim` can give it back unchanged.
+and radians, as typed dataclasses (forces: :mod:`arthron.models.forces`; wrap objects:
+:mod:`arthron.models.wrap_objects`). The file elements of components arthron does not model
+at all (plugins, contact, controllers, probes) are kept in ``Model.verbatim``, and the
+properties of modelled components that arthron does not use in their ``unmodelled_xml``
+(serialized XML, read and written only by :mod:`arthron.io.osim`), so that
+:func:`arthron.io.osim.write_osim` gives them back unchanged.
 
 Frames are named by their absolute OpenSim component path: ``/ground``, ``/bodyset/femur_r``,
 ``/jointset/hip_r/pelvis_offset``, ``/bodyset/clavicle/cp_in_clavicle``. Every physical frame
@@ -93,7 +97,7 @@ class OffsetFrame:
     translation : (3,)    metres, in the parent frame
     orientation : (3,)    body-fixed X-Y-Z angles, radians
     owner : str           ``"joint:<name>"``, ``"body:<name>"`` or ``"model"`` (where it is written)
-    raw : lxml element or None, the element as read (kept for lossless writing)
+    unmodelled_xml : str, properties arthron does not use (io only)
     """
 
     name: str
@@ -102,7 +106,7 @@ class OffsetFrame:
     translation: np.ndarray
     orientation: np.ndarray
     owner: str = "model"
-    raw: Any = None
+    unmodelled_xml: str = field(default="", repr=False)
 
     def transform(self) -> Transform:
         return Transform(rotation_xyz(self.orientation), np.asarray(self.translation, float))
@@ -110,13 +114,14 @@ class OffsetFrame:
 
 @dataclass
 class Geometry:
-    """Attached display geometry (Mesh or primitive), kept as raw XML plus the mesh file name."""
+    """Attached display geometry (Mesh or primitive): the mesh file name and scale factors (the
+    rest, e.g. appearance, in ``unmodelled_xml``)."""
 
     name: str
     kind: str
     mesh_file: str | None = None
     scale_factors: np.ndarray = field(default_factory=lambda: np.ones(3))
-    raw: Any = None
+    unmodelled_xml: str = field(default="", repr=False)
 
 
 # Wrap objects are typed dataclasses of their own module (one per OpenSim class).
@@ -134,7 +139,7 @@ class Body:
     inertia: np.ndarray
     geometry: list[Geometry] = field(default_factory=list)
     wrap_objects: list[WrapObject] = field(default_factory=list)
-    raw: Any = None
+    unmodelled_xml: str = field(default="", repr=False)
 
     @property
     def path(self) -> str:
@@ -158,7 +163,7 @@ class Coordinate:
     locked: bool = False
     prescribed: bool = False
     motion_type: str = "rotational"
-    raw: Any = None
+    unmodelled_xml: str = field(default="", repr=False)
 
 
 @dataclass
@@ -200,7 +205,7 @@ class Joint:
     coordinates: list[Coordinate] = field(default_factory=list)
     spatial_transform: list[TransformAxis] | None = None
     parameters: dict = field(default_factory=dict)
-    raw: Any = None
+    unmodelled_xml: str = field(default="", repr=False)
 
 
 @dataclass
@@ -211,7 +216,7 @@ class Marker:
     parent_frame: str
     location: np.ndarray
     fixed: bool = False
-    raw: Any = None
+    unmodelled_xml: str = field(default="", repr=False)
 
 
 @dataclass
@@ -231,7 +236,7 @@ class PathPoint:
     range: tuple[float, float] | None = None
     location_functions: tuple | None = None
     location_coordinates: tuple | None = None
-    raw: Any = None
+    unmodelled_xml: str = field(default="", repr=False)
 
 
 @dataclass
@@ -243,14 +248,18 @@ class PathWrap:
     wrap_object: str
     method: str = "hybrid"
     range: tuple[int, int] = (-1, -1)
-    raw: Any = None
+    unmodelled_xml: str = field(default="", repr=False)
 
 
 @dataclass
 class GeometryPath:
+    """A path force's GeometryPath: its points and wraps (``name``: the component's name,
+    ``geometrypath`` by default; empty = unnamed)."""
+
     points: list[PathPoint] = field(default_factory=list)
     wraps: list[PathWrap] = field(default_factory=list)
-    raw: Any = None
+    unmodelled_xml: str = field(default="", repr=False)
+    name: str = "geometrypath"
 
 
 # Force elements are typed dataclasses of their own module (one per OpenSim class).
@@ -271,7 +280,7 @@ class Constraint:
     type: str
     properties: dict = field(default_factory=dict)
     enabled: bool = True
-    raw: Any = None
+    unmodelled_xml: str = field(default="", repr=False)
 
 
 @dataclass
@@ -291,6 +300,7 @@ class Model:
     verbatim : list of (set_name, lxml element): components arthron does not model, written back
     source : str or None, the file read
     version : int, the ``OpenSimDocument Version`` read
+    unmodelled_xml : dict location -> serialized XML arthron keeps but does not use (io only)
     """
 
     name: str = "model"
@@ -310,7 +320,7 @@ class Model:
     verbatim: list = field(default_factory=list)
     source: str | None = None
     version: int = 40000
-    raw: Any = None
+    unmodelled_xml: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ queries
     @property
