@@ -37,13 +37,15 @@ import numpy as np
 from ..errors import UnsupportedFeature
 
 NO_WRAP, INSIDE, WRAPPED, MANDATORY = 0, 1, 2, 3
+# The wrap classes registered below (WRAP_SURFACES); kept as a name for callers.
 SUPPORTED = ("WrapSphere", "WrapCylinder", "WrapEllipsoid", "WrapTorus", "WrapSphereObst",
              "WrapCylinderObst", "WrapDoubleCylinderObst")
 
 __all__ = ["NO_WRAP", "INSIDE", "WRAPPED", "MANDATORY", "SUPPORTED", "wrap_sphere",
            "wrap_cylinder", "wrap_ellipsoid", "wrap_torus", "wrap_segment",
            "wrap_cylinder_obstacle", "wrap_sphere_obstacle", "wrap_double_cylinder_obstacle",
-           "DC_INSIDE", "DC_NONE", "DC_U", "DC_V", "DC_BOTH"]
+           "DC_INSIDE", "DC_NONE", "DC_U", "DC_V", "DC_BOTH", "WRAP_SURFACES",
+           "register_wrap_surface"]
 
 
 def _dot(a, b):
@@ -1225,30 +1227,53 @@ def _double_cylinder_obstacle(p, s, radius_u, direction_u, radius_v, direction_v
 
 
 # ---------------------------------------------------------------------------------- dispatch
+#: OpenSim wrap class -> function(wo, p1, p2, method, single) -> (status, r1, r2, length),
+#: the per-surface wrapping of a segment given in the wrap frame. Adding a wrap surface is
+#: registering it here (and its typed wrap object in arthron.models.wrap_objects).
+WRAP_SURFACES: dict = {}
+
+
+def register_wrap_surface(type_name: str, fn):
+    """Register the segment wrapping of an OpenSim wrap class (see ``WRAP_SURFACES``)."""
+    WRAP_SURFACES[type_name] = fn
+    return fn
+
+
+register_wrap_surface("WrapSphere", lambda wo, p1, p2, method, single: wrap_sphere(
+    p1, p2, wo.dims["radius"], wo.axis, wo.sign))
+register_wrap_surface("WrapCylinder", lambda wo, p1, p2, method, single: wrap_cylinder(
+    p1, p2, wo.dims["radius"], wo.dims.get("length", 1.0), wo.axis, wo.sign,
+    adjust_tangents=~np.asarray(single, bool)))
+register_wrap_surface("WrapEllipsoid", lambda wo, p1, p2, method, single: wrap_ellipsoid(
+    p1, p2, wo.dims["radii"], wo.axis, wo.sign, method))
+register_wrap_surface("WrapCylinderObst", lambda wo, p1, p2, method, single: wrap_cylinder_obstacle(
+    p1, p2, wo.dims["radius"], wo.dims.get("direction", 1)))
+register_wrap_surface("WrapSphereObst", lambda wo, p1, p2, method, single: wrap_sphere_obstacle(
+    p1, p2, wo.dims["radius"]))
+register_wrap_surface("WrapTorus", lambda wo, p1, p2, method, single: wrap_torus(
+    p1, p2, wo.dims.get("inner_radius", 0.01), wo.dims.get("outer_radius", 0.05), wo.axis,
+    wo.sign, adjust_tangents=~np.asarray(single, bool)))
+
+
+def _double_cylinder_segment(wo, p1, p2, method, single):
+    raise UnsupportedFeature(f"WrapDoubleCylinderObst '{wo.name}': one segment cannot be wrapped "
+                             "without the pose of its V cylinder (paths wrap it through "
+                             "wrap_double_cylinder_obstacle)")
+
+
+register_wrap_surface("WrapDoubleCylinderObst", _double_cylinder_segment)
+
+
 def wrap_segment(wo, p1, p2, method: str = "hybrid", single: bool = True):
     """Wrap p1-p2 (T, 3), given in the wrap frame, over a compiled wrap object ``wo``
-    (:class:`arthron.multibody.paths.WrapObjectData`). ``single`` (bool or (T,)): OpenSim skips the
-    cylinder's iterative tangent-point correction for these segments. Returns (status, r1, r2,
-    length)."""
-    t = wo.type
-    if t == "WrapSphere":
-        return wrap_sphere(p1, p2, wo.dims["radius"], wo.axis, wo.sign)
-    if t == "WrapCylinder":
-        return wrap_cylinder(p1, p2, wo.dims["radius"], wo.dims.get("length", 1.0),
-                             wo.axis, wo.sign, adjust_tangents=~np.asarray(single, bool))
-    if t == "WrapEllipsoid":
-        return wrap_ellipsoid(p1, p2, wo.dims["radii"], wo.axis, wo.sign, method)
-    if t == "WrapCylinderObst":
-        return wrap_cylinder_obstacle(p1, p2, wo.dims["radius"], wo.dims.get("direction", 1))
-    if t == "WrapSphereObst":
-        return wrap_sphere_obstacle(p1, p2, wo.dims["radius"])
-    if t == "WrapTorus":
-        return wrap_torus(p1, p2, wo.dims.get("inner_radius", 0.01),
-                          wo.dims.get("outer_radius", 0.05), wo.axis, wo.sign,
-                          adjust_tangents=~np.asarray(single, bool))
-    if t == "WrapDoubleCylinderObst":
-        raise UnsupportedFeature(f"{t} '{wo.name}': one segment cannot be wrapped without the "
-                                 "pose of its V cylinder (paths wrap it through "
-                                 "wrap_double_cylinder_obstacle)")
-    raise UnsupportedFeature(f"{t} '{wo.name}': arthron does not reproduce OpenSim's "
-                             f"{t} wrapping yet")
+    (:class:`arthron.multibody.paths.WrapObjectData`), by the surface registered for its type
+    (``WRAP_SURFACES``). ``single`` (bool or (T,)): OpenSim skips the cylinder's iterative
+    tangent-point correction for these segments. Returns (status, r1, r2, length).
+
+    Raises UnsupportedFeature for a type without a registered surface.
+    """
+    fn = WRAP_SURFACES.get(wo.type)
+    if fn is None:
+        raise UnsupportedFeature(f"{wo.type} '{wo.name}': arthron does not reproduce OpenSim's "
+                                 f"{wo.type} wrapping yet")
+    return fn(wo, p1, p2, method, single)

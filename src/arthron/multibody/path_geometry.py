@@ -1,0 +1,350 @@
+"""The geometry of compiled paths for T frames at once, as OpenSim 4.6's
+``GeometryPath::computePath`` builds it (:func:`compute_paths`): active points, then each wrap
+object tried on every segment of its range (:func:`arthron.geometry.wrapping.wrap_segment`,
+the registry of wrap surfaces), with OpenSim's passes over several wrap objects. See
+:mod:`arthron.multibody.paths`."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import UnsupportedFeature
+from ..geometry import wrapping as _wr
+from .kinematics import Kinematics, Tree, forward_kinematics
+
+from .path_compile import PathSet, _Path
+
+_COND_TOL = 1e-5
+_WRAP_TOL = 0.0005  # m: OpenSim stops iterating over several wrap objects below this change
+
+
+# ---------------------------------------------------------------------------------- geometry
+def _frames(tree: Tree, kin: Kinematics):
+    """Body rotations (T, nb+1, 3, 3) and origins (T, nb+1, 3), ground appended last."""
+    R = kin.body_R(tree)
+    o = kin.body_origin(tree)
+    T = R.shape[0]
+    Rg = np.broadcast_to(np.eye(3), (T, 1, 3, 3))
+    return np.concatenate([R, Rg], 1), np.concatenate([o, np.zeros((T, 1, 3))], 1)
+
+
+@dataclass
+class PathState:
+    """One path rebuilt for T frames (padded node lists, valid nodes first).
+
+    ``P`` (T, K, 3) node positions in ground, ``body`` (T, K) body index (nb = ground),
+    ``loc`` (T, K, 3) node location in its body frame, ``tag`` (T, K): path-point index, or
+    ``n_points + slot_w + i`` for the tangent points of wrap ``w`` (i = 0, 1; 0-3 for a
+    WrapDoubleCylinderObst: q, Q on U, T, t on V), or -1 for padding;
+    ``wlen`` (T, K): on the second tangent point on a surface, the length on the surface;
+    ``length`` (T,); ``G`` (T, K, 3): the node positions OpenSim measures distances and
+    force directions with (equal to ``P`` except for tangent points of paths with several
+    wrap objects, see :func:`_apply_wraps`).
+    """
+
+    P: np.ndarray
+    body: np.ndarray
+    loc: np.ndarray
+    tag: np.ndarray
+    wlen: np.ndarray
+    length: np.ndarray
+    wobj: np.ndarray  # (T, K) wrap-object id of wrap nodes (+ n objects on a V cylinder), else -1
+    npts: int
+    G: np.ndarray | None = None  # (T, K, 3) positions used for distances and directions
+
+
+def _point_locals(path: _Path, q):
+    """Point locations in their base-body frames (T, np, 3) and the moving points' local
+    derivatives: list of (k, coord, (T, 3) ∂loc/∂q)."""
+    T = q.shape[0]
+    loc = np.broadcast_to(path.loc, (T,) + path.loc.shape).copy()
+    dloc = []
+    for k, R, p, terms in path.moving:
+        v = np.zeros((T, 3))
+        per_c = {}
+        for ax, fn, c in terms:
+            if fn is None:
+                continue
+            x = q[:, c] if c >= 0 else np.zeros(T)
+            v[:, ax] = fn.value(x)
+            if c >= 0:
+                d = per_c.setdefault(c, np.zeros((T, 3)))
+                d[:, ax] += fn.derivative(x, 1)
+        loc[:, k] = v @ R.T + p
+        for c, d in per_c.items():
+            dloc.append((k, c, d @ R.T))
+    return loc, dloc
+
+
+def _active(path: _Path, q):
+    T = q.shape[0]
+    act = np.ones((T, len(path.body)), bool)
+    for k, c, lo, hi in path.cond:
+        x = q[:, c]
+        act[:, k] = (x >= lo - _COND_TOL) & (x <= hi + _COND_TOL)
+    return act
+
+
+def _compact(valid, *arrays):
+    """Stable reorder putting valid entries first along axis 1."""
+    order = np.argsort(~valid, axis=1, kind="stable")
+    out = [np.take_along_axis(valid, order, 1)]
+    for a in arrays:
+        idx = order.reshape(order.shape + (1,) * (a.ndim - 2))
+        out.append(np.take_along_axis(a, idx, 1))
+    return out
+
+
+def _seg_lengths(st_P, tag, wobj, wlen):
+    """Per-segment length (T, K-1) of a compacted node list (0 where a node is padding)."""
+    d = np.linalg.norm(st_P[:, 1:] - st_P[:, :-1], axis=-1)
+    same = (wobj[:, :-1] >= 0) & (wobj[:, :-1] == wobj[:, 1:])
+    seg = np.where(same, wlen[:, 1:], d)
+    ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0)
+    return np.where(ok, seg, 0.0)
+
+
+def compute_paths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
+                  which=None) -> list:
+    """Rebuild paths for T frames: a :class:`PathState` per path (``which``: indices)."""
+    q = np.atleast_2d(np.asarray(q, float))
+    if kin is None:
+        kin = forward_kinematics(tree, q)
+    Rb, ob = _frames(tree, kin)
+    which = range(len(pathset.paths)) if which is None else which
+    return [_compute_one(pathset, pathset.paths[i], q, Rb, ob)[0] for i in which]
+
+
+def _compute_one(pathset: PathSet, path: _Path, q, Rb, ob):
+    T = q.shape[0]
+    npts = len(path.body)
+    loc, dloc = _point_locals(path, q)
+    body = np.broadcast_to(path.body, (T, npts))
+    P = ob[:, path.body] + np.einsum("tkij,tkj->tki", Rb[:, path.body], loc)
+    act = _active(path, q)
+    tag = np.where(act, np.arange(npts), -1)
+    K = npts + path.nslots
+    pad = K - npts
+    if pad:
+        P = np.concatenate([P, np.zeros((T, pad, 3))], 1)
+        loc = np.concatenate([loc, np.zeros((T, pad, 3))], 1)
+        body = np.concatenate([body, np.full((T, pad), pathset.nb)], 1)
+        tag = np.concatenate([tag, np.full((T, pad), -1)], 1)
+    wobj = np.full((T, K), -1)
+    wlen = np.zeros((T, K))
+    _, P, loc, body, tag, wobj, wlen = _compact(tag >= 0, P, loc, body, tag, wobj, wlen)
+    G = P
+    if path.wraps:
+        (P, loc, body, tag, wobj, wlen), cache = _apply_wraps(pathset, path, q, Rb, ob, act,
+                                                              P, loc, body, tag, wobj, wlen)
+        G = _cached_positions(P, tag, npts, cache)
+    length = _seg_lengths(G, tag, wobj, wlen).sum(1)
+    return PathState(P, body, loc, tag, wlen, length, wobj, npts, G), dloc
+
+
+def _cached_positions(P, tag, npts, cache):
+    """Node positions with tangent points replaced by their cached ground positions."""
+    cG, cv = cache
+    wi = np.clip(tag - npts, 0, cG.shape[1] - 1)
+    isw = (tag >= npts)
+    tt = np.arange(P.shape[0])[:, None]
+    use = isw & cv[tt, wi]
+    return np.where(use[..., None], cG[tt, wi], P)
+
+
+def _update_cache(st, npts, cache, mask):
+    """Cache the ground positions of tangent points present and not cached yet (OpenSim's
+    Point caches its ground location at the first request in a realized state and does not
+    see later changes of a tangent point's location within the same path computation)."""
+    P, tag = st[0], st[3]
+    cG, cv = cache
+    tt = np.arange(P.shape[0])[:, None]
+    isw = (tag >= npts) & mask[:, None]
+    wi = np.clip(tag - npts, 0, cG.shape[1] - 1)
+    new = isw & ~cv[tt, wi]
+    ti, ki = np.where(new)
+    cG[ti, wi[ti, ki]] = P[ti, ki]
+    cv[ti, wi[ti, ki]] = True
+
+
+def _remove_wrap_nodes(st, t0, t1, mask):
+    """Remove the nodes tagged t0 <= tag < t1 (one wrap's tangent points) in frames ``mask``."""
+    P, loc, body, tag, wobj, wlen = st
+    keep = ~((tag >= t0) & (tag < t1) & mask[:, None]) & (tag >= 0)
+    tag = np.where(keep, tag, -1)
+    return tuple(_compact(keep, P, loc, body, tag, wobj, wlen)[1:])
+
+
+def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
+    """Remove wrap ``wi``'s tangent points and wrap again (frames in ``mask`` only), as one
+    step of OpenSim's ``GeometryPath::applyWrapObjects``. Returns the new node lists and the
+    result code OpenSim keeps for the wrap (the last segment tried, or the mandatory one).
+
+    A WrapDoubleCylinderObst inserts up to four nodes: q, Q on the U cylinder (the wrap
+    object's body, surface length on Q) and T, t on the V cylinder (its home body, surface
+    length on t, wrap-object id + number of wrap objects), those of a cylinder not wrapped
+    left out."""
+    npts = len(path.body)
+    w = path.wraps[wi]
+    wo = pathset.wrap_objects[w.obj_id]
+    dbl = wo.type == "WrapDoubleCylinderObst"
+    ns = 4 if dbl else 2
+    t0 = npts + path.slots[wi]
+    P, loc, body, tag, wobj, wlen = _remove_wrap_nodes(st, t0, t0 + ns, mask)
+    T, K = tag.shape
+    code = np.zeros(T, int)
+    if not wo.active:
+        return (P, loc, body, tag, wobj, wlen), code
+    sub = act[:, w.start:w.end + 1]
+    anyact = sub.any(1) & mask
+    smp = w.start + np.argmax(sub, 1)
+    emp = w.end - np.argmax(sub[:, ::-1], 1)
+    start = np.argmax(tag == smp[:, None], 1)
+    end = np.argmax(tag == emp[:, None], 1)
+    Rw = Rb[:, wo.body] @ wo.R                    # wrap frame in ground
+    ow = ob[:, wo.body] + Rb[:, wo.body] @ wo.p
+    Xl = np.einsum("tji,tkj->tki", Rw, P - ow[:, None])   # nodes in the wrap frame
+    Gl = np.einsum("tji,tkj->tki", Rw, _cached_positions(P, tag, npts, cache) - ow[:, None])
+    if dbl:
+        d = wo.dims
+        vb = d["v_body"]
+        Rv = Rb[:, vb] @ d["v_R"]                 # V cylinder frame in ground
+        ov = ob[:, vb] + Rb[:, vb] @ d["v_p"]
+        Ruv = np.einsum("tji,tjk->tik", Rw, Rv)   # ... in the U frame
+        ouv = np.einsum("tji,tj->ti", Rw, ov - ow)
+    best_k = np.full(T, -1)
+    best_dl = np.full(T, np.inf)
+    nodes = np.zeros((T, ns, 3))                  # tangent points, wrap (U) frame
+    lens = np.zeros((T, ns))                      # surface length ending at the node
+    valid = np.zeros((T, ns), bool)
+    mand = np.zeros(T, bool)
+    for k in range(K - 1):
+        cand = (anyact & (k >= start) & (k < end) & (tag[:, k] >= 0) & (tag[:, k + 1] >= 0)
+                & ~((wobj[:, k] >= 0) & (wobj[:, k] == wobj[:, k + 1])) & ~mand)
+        if not cand.any():
+            continue
+        ci = np.where(cand)[0]
+        g1, g2 = Gl[ci, k], Gl[ci, k + 1]
+        straight = np.linalg.norm(g2 - g1, axis=-1)
+        if dbl:
+            case, q1, Q1, T1, t1, _, Lu, Lv = _wr._double_cylinder_obstacle(
+                Xl[ci, k], Xl[ci, k + 1], d["radius"], d["direction"], d["radius_v"],
+                d["direction_v"], Ruv[ci], ouv[ci])
+            uU = (case == _wr.DC_U) | (case == _wr.DC_BOTH)
+            uV = (case == _wr.DC_V) | (case == _wr.DC_BOTH)
+            status = np.where(case == _wr.DC_INSIDE, _wr.INSIDE,
+                              np.where(uU | uV, _wr.WRAPPED, _wr.NO_WRAP))
+            nd = np.stack([q1, Q1, T1, t1], 1)
+            ln = np.stack([np.zeros_like(Lu), Lu, np.zeros_like(Lv), Lv], 1)
+            vd = np.stack([uU, uU, uV, uV], 1)
+            first = np.where(uU[:, None], q1, T1)
+            last = np.where(uV[:, None], t1, Q1)
+            mid = np.where(uU & uV, np.linalg.norm(T1 - Q1, axis=-1), 0.0)
+            dl = (np.linalg.norm(first - g1, axis=-1) + Lu + mid + Lv
+                  + np.linalg.norm(g2 - last, axis=-1) - straight)
+        else:
+            try:
+                # OpenSim 4.6 skips the cylinder's tangent correction for a path's only wrap
+                single = len(path.wraps) == 1
+                status, r1, r2, L = _wr.wrap_segment(wo, Xl[ci, k], Xl[ci, k + 1], w.method,
+                                                     single=single)
+            except UnsupportedFeature as e:
+                raise UnsupportedFeature(f"path of '{path.name}': {e.message}") from None
+            nd = np.stack([r1, r2], 1)
+            ln = np.stack([np.zeros_like(L), L], 1)
+            vd = np.ones((len(ci), 2), bool)
+            dl = (np.linalg.norm(r1 - g1, axis=-1) + L + np.linalg.norm(g2 - r2, axis=-1)
+                  - straight)
+        code[ci] = status
+        is_m = status == _wr.MANDATORY
+        take = is_m | ((status == _wr.WRAPPED) & (dl < best_dl[ci]))
+        tk = ci[take]
+        nodes[tk], lens[tk], valid[tk] = nd[take], ln[take], vd[take]
+        best_dl[tk] = dl[take]
+        best_k[tk] = k
+        mand[ci[is_m]] = True
+    has = best_k >= 0
+    if not has.any():
+        return (P, loc, body, tag, wobj, wlen), code
+    # node locations in their bodies' frames and in ground
+    nloc = nodes @ wo.R.T + wo.p                  # in the wrap object's body frame
+    nG = ob[:, wo.body, None] + np.einsum("tij,tkj->tki", Rb[:, wo.body], nloc)
+    nbody = np.full((T, ns), wo.body)
+    nobj = np.full((T, ns), w.obj_id)
+    if dbl:   # T, t sit on the V cylinder's body
+        gV = ow[:, None] + np.einsum("tij,tkj->tki", Rw, nodes[:, 2:])
+        nG[:, 2:] = gV
+        nloc[:, 2:] = np.einsum("tji,tkj->tki", Rb[:, vb], gV - ob[:, vb, None])
+        nbody[:, 2:] = vb
+        nobj[:, 2:] = w.obj_id + len(pathset.wrap_objects)
+    j = np.arange(K)[None, :]
+    kk = np.where(has, best_k, K)[:, None]
+    src = np.clip(np.where(j <= kk, j, j - ns), 0, K - 1)
+    slot = j - kk - 1                             # 0..ns-1 on the inserted nodes
+    isn = (slot >= 0) & (slot < ns)
+    si = np.clip(slot, 0, ns - 1)
+
+    def ins(arr, v):
+        ex = (1,) * (arr.ndim - 2)
+        out = np.take_along_axis(arr, src.reshape(src.shape + ex), 1)
+        v = np.take_along_axis(v, si.reshape(si.shape + ex), 1)
+        return np.where(isn.reshape(isn.shape + ex), v, out)
+
+    ntag = np.where(valid, t0 + np.arange(ns), -1)
+    out = (ins(P, nG), ins(loc, nloc), ins(body, nbody), ins(tag, ntag), ins(wobj, nobj),
+           ins(wlen, lens))
+    if dbl:   # drop the nodes of a cylinder not wrapped
+        keep = out[3] >= 0
+        out = out[:4] + (np.where(keep, out[4], -1), np.where(keep, out[5], 0.0))
+        out = tuple(_compact(keep, *out)[1:])
+    return out, code
+
+
+def _apply_wraps(pathset, path, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
+    """OpenSim's ``GeometryPath::applyWrapObjects`` for T frames.
+
+    With two or more wrap objects, up to 8 passes are made (each frame stops when its length
+    changes by less than 0.5 mm); after the first pass, if the first object did not wrap and
+    the second had a point inside it, the first two are swapped. OpenSim measures distances
+    with ground positions of tangent points that its ``Point`` caches at their first use
+    within a path computation, so later passes move the tangent points but not the positions
+    used for the straight segments; this is reproduced (returned ``cache``).
+    """
+    T, K = tag.shape
+    npts = len(path.body)
+    nw = len(path.wraps)
+    st = (P, loc, body, tag, wobj, wlen)
+    ns = max(path.nslots, 1)
+    cache = (np.zeros((T, ns, 3)), np.zeros((T, ns), bool))
+    niter = 1 if nw < 2 else 8
+    last = np.full(T, np.inf)
+    done = np.zeros(T, bool)
+    swapped = np.zeros(T, bool)
+    for kk in range(niter):
+        todo = ~done
+        codes = []
+        for i in range(nw):
+            if nw >= 2 and i < 2 and swapped.any():
+                st, c_a = _wrap_one(pathset, path, i, st, act, Rb, ob, todo & ~swapped, cache)
+                st, c_b = _wrap_one(pathset, path, 1 - i, st, act, Rb, ob, todo & swapped, cache)
+                codes.append(np.where(swapped, c_b, c_a))
+            else:
+                st, c = _wrap_one(pathset, path, i, st, act, Rb, ob, todo, cache)
+                codes.append(c)
+        _update_cache(st, npts, cache, todo)
+        if nw < 2:
+            break
+        G = _cached_positions(st[0], st[3], npts, cache)
+        length = _seg_lengths(G, st[3], st[4], st[5]).sum(1)
+        conv = todo & (np.abs(length - last) < _WRAP_TOL)
+        last = np.where(todo, length, last)
+        done |= conv
+        if kk == 0:
+            sw = todo & ~conv & (codes[0] == _wr.NO_WRAP) & (codes[1] == _wr.INSIDE)
+            if sw.any():
+                swapped |= sw
+                st = _remove_wrap_nodes(st, npts + path.slots[0], npts + path.slots[1], sw)
+        if done.all():
+            break
+    return st, cache
