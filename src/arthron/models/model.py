@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelFileError
+from ..geometry.spatial import rotation_xyz  # noqa: F401  (OpenSim's X-Y-Z convention; re-exported)
 
 GROUND = "/ground"
 
@@ -32,37 +33,6 @@ GROUND = "/ground"
 def body_path(name: str) -> str:
     """Absolute frame path of a body (``ground`` maps to ``/ground``)."""
     return GROUND if name == "ground" else f"/bodyset/{name}"
-
-
-def rotation_xyz(angles) -> np.ndarray:
-    """Rotation matrix of a body-fixed X-Y-Z sequence, ``R = Rx(a) Ry(b) Rz(c)``.
-
-    This is OpenSim's convention for ``orientation`` of PhysicalOffsetFrames, wrap objects
-    (``xyz_body_rotation``) and 3.x ``orientation_in_parent``.
-
-    Parameters
-    ----------
-    angles : array_like, shape (3,) or (..., 3), radians.
-
-    Returns
-    -------
-    ndarray, shape (3, 3) or (..., 3, 3).
-    """
-    a = np.asarray(angles, dtype=float)
-    ca, sa = np.cos(a[..., 0]), np.sin(a[..., 0])
-    cb, sb = np.cos(a[..., 1]), np.sin(a[..., 1])
-    cc, sc = np.cos(a[..., 2]), np.sin(a[..., 2])
-    R = np.empty(a.shape[:-1] + (3, 3))
-    R[..., 0, 0] = cb * cc
-    R[..., 0, 1] = -cb * sc
-    R[..., 0, 2] = sb
-    R[..., 1, 0] = ca * sc + sa * sb * cc
-    R[..., 1, 1] = ca * cc - sa * sb * sc
-    R[..., 1, 2] = -sa * cb
-    R[..., 2, 0] = sa * sc - ca * sb * cc
-    R[..., 2, 1] = sa * cc + ca * sb * sc
-    R[..., 2, 2] = ca * cb
-    return R
 
 
 @dataclass
