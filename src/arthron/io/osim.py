@@ -7,9 +7,16 @@ the way OpenSim 4.6 upgrades them in memory. Element names containing ``::`` (Hu
 contact parameters in several OpenSim example models) do not break parsing: libxml2 rejects them as QNames, so the file is re-read in recovery mode and
 accepted only when every error is of that kind (``arthron.io.setup.parse_xml``).
 
-Components arthron does not model (contact geometry and forces, plugin classes such as
-``Smith2018ArticularContactForce``, controllers, probes, model-level components) are kept as
-their XML and written back verbatim; they never make reading fail.
+Force elements and wrap objects go through a type -> (read, write) registry (``READERS``,
+``WRITERS``; :func:`register`): each class arthron models (:mod:`arthron.models.forces`,
+:mod:`arthron.models.wrap_objects`) is read into its dataclass fields and written from them, so
+a model built in Python is written like one read from a file. Properties of a modelled
+component that arthron does not use (appearance, control bounds, activation time constants
+...) are kept as serialized XML in its ``unmodelled_xml`` and written back; only this module
+reads or writes that field. Components arthron does not model at all (contact geometry and
+forces, plugin classes such as ``Smith2018ArticularContactForce``, controllers, probes,
+model-level components) are kept as their XML (``Model.verbatim``, ``UnmodelledForce.raw``)
+and written back verbatim; they never make reading fail.
 
 Writing always produces a ``Version="40000"`` document that OpenSim 4.6 loads and that means the
 same as the input (same bodies, frames, joints, coordinates, constraints, markers, forces).

@@ -14,7 +14,8 @@ Every force class arthron models is a dataclass whose fields carry OpenSim's pro
   :class:`CoordinateActuator`) and body actuators (:class:`PointActuator`,
   :class:`TorqueActuator`).
 
-``FORCE_TYPES`` maps each OpenSim class name to its dataclass (registered once, with
+Defaults are OpenSim's where arthron relies on them; a field that is None is absent (not
+written: OpenSim's own default applies). ``FORCE_TYPES`` maps each OpenSim class name to its dataclass (registered once, with
 :func:`register_force`); a force of any other class is an :class:`UnmodelledForce` (its file
 element kept verbatim by ``arthron.io``). ``unmodelled_xml`` holds, as serialized XML text, the
 properties of a modelled force that arthron does not use (appearance, control bounds,
@@ -239,7 +240,7 @@ class Thelen2003Muscle(Muscle):
 
     type: str = "Thelen2003Muscle"
     opensim_type: ClassVar[str] = "Thelen2003Muscle"
-    FmaxTendonStrain: float = _num(0.033)
+    FmaxTendonStrain: float | None = _num()
     FmaxMuscleStrain: float = _num(0.6)
     KshapeActive: float = _num(0.45)
     KshapePassive: float = _num(4.0)
@@ -313,8 +314,8 @@ class Ligament(Force):
 
     type: str = "Ligament"
     opensim_type: ClassVar[str] = "Ligament"
-    resting_length: float = _num(0.0)
-    pcsa_force: float = _num(0.0)
+    resting_length: float | None = _num()
+    pcsa_force: float | None = _num()
     force_length_curve: Any = _func()
 
 
@@ -327,8 +328,8 @@ class Blankevoort1991Ligament(Force):
 
     type: str = "Blankevoort1991Ligament"
     opensim_type: ClassVar[str] = "Blankevoort1991Ligament"
-    slack_length: float = _num(0.0)
-    linear_stiffness: float = _num(0.0)
+    slack_length: float | None = _num()
+    linear_stiffness: float | None = _num()
     transition_strain: float = _num(0.06)
     damping_coefficient: float = _num(0.003)
 
@@ -361,9 +362,9 @@ class PathSpring(Force):
 
     type: str = "PathSpring"
     opensim_type: ClassVar[str] = "PathSpring"
-    resting_length: float = _num(0.0)
-    stiffness: float = _num(0.0)
-    dissipation: float = _num(0.0)
+    resting_length: float | None = _num()
+    stiffness: float | None = _num()
+    dissipation: float | None = _num()
 
 
 @register_force
@@ -371,8 +372,8 @@ class PathSpring(Force):
 class ClutchedPathSpring(Force):
     type: str = "ClutchedPathSpring"
     opensim_type: ClassVar[str] = "ClutchedPathSpring"
-    stiffness: float = _num(0.0)
-    dissipation: float = _num(0.0)
+    stiffness: float | None = _num()
+    dissipation: float | None = _num()
     relaxation_time_constant: float | None = _num()
     initial_stretch: float | None = _num()
 
