@@ -27,7 +27,10 @@ from arthron.models.model import GeometryPath, PathPoint, PathWrap
 from arthron.multibody.forces import applied_generalized_forces, passive_forces
 from arthron.multibody.kinematics import compile_model
 from arthron.multibody.paths import compile_paths, moment_arms, path_lengths
+from conftest import ARM26, GAIT2354, GAIT2354_SUBJECT, LENHART, TSM, needs_data
 from test_python_model import _equal, build_python_model
+
+MODELS = [ARM26, GAIT2354, GAIT2354_SUBJECT, TSM, LENHART]
 
 
 def _path():
@@ -222,3 +225,24 @@ def test_ligament_generalized_force_is_minus_tension_times_dl_dq(type_name):
         dq[:, k] = h
         dl = (path_lengths(ps, tree, q + dq) - path_lengths(ps, tree, q - dq)) / (2 * h)
         np.testing.assert_allclose(tau[:, k], -T[:, 0] * dl[:, 0], atol=1e-6 * max(1.0, T.max()))
+
+
+# ------------------------------------------------------------------------------ real models
+@needs_data
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.name)
+def test_real_model_components_read_back_equal(path, tmp_path):
+    """Every typed component of the 3.x and 4.x example models (muscles of several classes,
+    ligaments, actuators, wrap objects of every kind they use) reads back equal after
+    write_osim, field by field."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = read_osim(path)
+        back = read_osim(write_osim(tmp_path / path.name, m))
+    _equal(m.forces, back.forces, "forces")
+    for b in m.bodies:
+        _equal(m.bodies[b].wrap_objects, back.bodies[b].wrap_objects, f"{b}.wrap_objects")
+    _equal(m.ground_wrap_objects, back.ground_wrap_objects, "ground_wrap_objects")
+    _equal(m.joints, back.joints, "joints")
+    _equal(m.constraints, back.constraints, "constraints")
+    _equal(m.markers, back.markers, "markers")

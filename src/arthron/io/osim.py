@@ -125,6 +125,12 @@ def _strip_comments(elem):
 _JOINT_WRITTEN = ("socket_parent_frame", "socket_child_frame", "coordinates", "frames",
                   "SpatialTransform", "thoracic_ellipsoid_radii_x_y_z", "radii_x_y_z",
                   "scapula_winging_axis_origin", "scapula_winging_axis_direction", "reverse")
+_CONSTRAINT_WRITTEN = (
+    "isEnforced", "isDisabled", "frames", "independent_coordinate_names",
+    "dependent_coordinate_name", "coupled_coordinates_function", "scale_factor", "socket_body_1",
+    "socket_body_2", "socket_frame1", "socket_frame2", "body_1", "body_2", "location_body_1",
+    "location_body_2", "line_direction_vec", "point_on_line", "point_on_follower",
+    "constant_distance")
 _PATH_WRITTEN = ("PathPointSet", "PathWrapSet", "VisibleObject", "display_preference",
                  "default_color")
 
@@ -477,7 +483,7 @@ def _read_constraint(ce, all_frames, ctx, v4=True):
                 vals = ctx.floats(_child(ce, tag))
                 props[tag] = vals if vals.size > 1 else float(vals[0])
     return Constraint(name=ce.get("name", ""), type=t, properties=props, enabled=enabled,
-                      unmodelled_xml=_rest(ce, ("isEnforced", "isDisabled", "frames")) if v4 else "")
+                      unmodelled_xml=_rest(ce, _CONSTRAINT_WRITTEN) if v4 else "")
 
 
 def _read_path(pe, owner, all_frames, model, ctx, v4=True):
@@ -992,9 +998,22 @@ _RECOVER = etree.XMLParser(recover=True, remove_comments=True)
 
 
 def _unmodelled_to_text(elems) -> str:
-    """Serialize the child elements arthron does not model (kept for lossless writing)."""
-    return "".join(etree.tostring(c, encoding="unicode", with_tail=False)
-                   for c in elems if isinstance(c.tag, str))
+    """Serialize the child elements arthron does not model (kept for lossless writing), in a
+    canonical form: no comments, no whitespace-only text (what is read back from a written
+    file gives the same string)."""
+    out = []
+    for c in elems:
+        if not isinstance(c.tag, str):
+            continue
+        c = copy.deepcopy(c)
+        etree.strip_elements(c, etree.Comment, etree.ProcessingInstruction, with_tail=False)
+        for x in c.iter():
+            if x.text is not None and not x.text.strip() and len(x):
+                x.text = None
+            if x.tail is not None and not x.tail.strip():
+                x.tail = None
+        out.append(etree.tostring(c, encoding="unicode", with_tail=False))
+    return "".join(out)
 
 
 def _unmodelled_from_text(text: str):
@@ -1075,7 +1094,7 @@ def _typed_reader(cls, handled=()):
                 continue
             hit = by_tag.get(c.tag)
             if hit is not None:
-                if c.text is not None and c.text.strip() or len(c):
+                if hit[1] == "curve" or c.text is not None and c.text.strip() or len(c):
                     setattr(obj, hit[0], _read_prop(c, hit[1], ctx))
             elif c.tag not in handled:
                 rest.append(c)
