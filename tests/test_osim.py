@@ -267,3 +267,31 @@ def test_3x_muscle_paths_read_like_opensim(tmp_path):
             L.append(mus.getGeometryPath().getLength(s))
         np.testing.assert_allclose(ours, L, atol=1e-9, err_msg=str(path.name))
     assert np.ptp(ours) > 0.01
+
+
+@needs_data
+def test_read_force_set_typed_actuators():
+    """read_force_set gives typed residual and reserve actuators (Gait2354's CMC actuator
+    file: 3 PointActuators, 3 TorqueActuators, CoordinateActuators), each written back from
+    its fields reads back the same."""
+    from arthron.io.osim import READERS, WRITERS, _Ctx, read_force_set
+    from arthron.models.forces import CoordinateActuator, PointActuator, TorqueActuator
+    from conftest import GAIT_PIPE
+    fs = read_force_set(GAIT_PIPE / "gait2354_CMC_Actuators.xml")
+    by = {f.name: f for f in fs}
+    assert len(fs) == 23
+    fy = by["FY"]
+    assert isinstance(fy, PointActuator) and fy.body == "pelvis" and fy.optimal_force == 8.0
+    np.testing.assert_array_equal(fy.point, [-0.0724376, 0, 0])
+    np.testing.assert_array_equal(fy.direction, [0, 1, 0])
+    assert fy.force_is_global and not fy.point_is_global and fy.applies_force
+    mx = by["MX"]
+    assert isinstance(mx, TorqueActuator) and (mx.bodyA, mx.bodyB) == ("pelvis", "ground")
+    np.testing.assert_array_equal(mx.axis, [1, 0, 0])
+    ca = [f for f in fs if isinstance(f, CoordinateActuator)]
+    assert len(ca) == 17 and all(f.coordinate for f in ca)
+    for f in fs:
+        back = READERS[f.type](WRITERS[f.type](f), _Ctx(None))
+        for name, _ in f.property_fields():
+            np.testing.assert_array_equal(getattr(back, name), getattr(f, name))
+        assert back.unmodelled_xml == f.unmodelled_xml
