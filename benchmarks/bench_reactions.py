@@ -39,9 +39,10 @@ from arthron.multibody.kinematics import compile_model  # noqa: E402
 from arthron.solvers.filtering import prepare_coordinates  # noqa: E402
 from arthron.solvers.inverse_dynamics import coordinates_from_table, inverse_dynamics  # noqa: E402
 from arthron.multibody.kinematics import forward_kinematics  # noqa: E402
-from arthron.solvers.reactions import (actuator_forces, classic_joint_loads,  # noqa: E402
-                                       forward_accelerations, joint_loads, joint_reactions,
-                                       joint_reactions_from_setup, reaction_columns)
+from arthron.solvers.actuators import actuator_forces  # noqa: E402
+from arthron.solvers.reactions import (classic_joint_loads, forward_accelerations,  # noqa: E402
+                                       joint_loads, joint_reactions, reaction_columns)
+from arthron.tools.analyze_tool import joint_reactions_from_setup  # noqa: E402
 
 ARM_DIR = REF / "task1_arm26"
 ARM_SETUP = ARM_DIR / "setups" / "jr_setup_child_in_child.xml"
