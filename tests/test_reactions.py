@@ -15,8 +15,9 @@ from arthron.models.model import Body, Coordinate, Joint, Model, OffsetFrame
 from arthron.solvers.filtering import prepare_coordinates
 from arthron.solvers.inverse_dynamics import (ExternalLoad, coordinates_from_table,
                                               external_loads_from_setup, inverse_dynamics)
-from arthron.solvers.reactions import (classic_joint_loads, forward_accelerations, joint_loads,
-                                       joint_reactions, open_constraint_map, reaction_columns)
+from arthron.solvers.reactions import (forward_accelerations, joint_loads, joint_reactions,
+                                       open_constraint_map, reaction_columns)
+from arthron.solvers.reactions_classic import classic_joint_loads
 from arthron.tools.analyze_tool import joint_reactions_from_setup
 from conftest import (ARM26, GAIT_PIPE, GAIT_REF_MODEL, REF, TSM, TSM_ID, needs_data,
                       needs_opensim)
