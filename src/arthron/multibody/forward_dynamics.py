@@ -21,7 +21,7 @@ __all__ = ["forward_accelerations"]
 
 def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=None,
                           constraints=None, return_multipliers=False):
-    """q̈ from the equations of motion (seed 002 Eq. 2.9), with model constraints if given.
+    """q̈ from the equations of motion (Blajer & Czaplicki 2005, Eq. 2.9), with model constraints if given.
 
     ``D̄ᵀMD̄ q̈ = Q + Dᵀh − DᵀMγ + Gᵀμ``, ``G q̈ + Ġq̇ = 0`` (G = ∂c/∂q of
     :class:`arthron.multibody.constraints.ConstraintSet`). This is what OpenSim's JointReaction

@@ -3,9 +3,9 @@
 The tree (:mod:`arthron.multibody.tree`: nodes, topology) is compiled once by
 :func:`compile_model`; this module holds the recursions over it.
 
-Velocities follow seed 002 (Blajer & Czaplicki 2005), in 3D: each body's absolute velocity
+Velocities follow Blajer & Czaplicki 2005, in 3D: each body's absolute velocity
 ``v = [v_C; ω]`` (mass-center velocity and angular velocity, both in ground) is
-``v = D(q) q̇`` and its acceleration ``a = D(q) q̈ + γ(q, q̇)`` (seed Eq. 2.3 form). ``D`` is
+``v = D(q) q̇`` and its acceleration ``a = D(q) q̈ + γ(q, q̇)`` (their Eq. 2.3 form). ``D`` is
 available explicitly (:func:`velocity_map`) and as the transposed operator ``Dᵀ w`` computed by
 a backward sum over subtrees (:func:`apply_velocity_map_transpose`), which is what inverse
 dynamics uses.
@@ -272,12 +272,12 @@ def forward_kinematics(tree: Tree, q, qd=None, qdd=None) -> Kinematics:
 
 
 def velocity_map(tree: Tree, q, kin: Kinematics | None = None, point="com"):
-    """The velocity map D(q) of seed 002: body velocities per unit coordinate speed.
+    """The velocity map D(q) of Blajer & Czaplicki 2005: body velocities per unit coordinate speed.
 
     Parameters
     ----------
     q : (T, nq)
-    point : ``"com"`` (seed 002's v_C) or ``"origin"`` (body frame origins).
+    point : ``"com"`` (Blajer & Czaplicki's v_C) or ``"origin"`` (body frame origins).
 
     Returns
     -------

@@ -15,7 +15,7 @@ __all__ = ["mass_matrix", "node_mass_matrix"]
 
 
 def mass_matrix(tree: Tree, q, kin=None) -> np.ndarray:
-    """The generalized mass matrix ``Dᵀ M D`` (seed 002 Eq. 2.9) by the composite-rigid-body
+    """The generalized mass matrix ``Dᵀ M D`` (Blajer & Czaplicki 2005, Eq. 2.9) by the composite-rigid-body
     algorithm, for T frames at once, without forming D.
 
     Every variable node n of the tree moves its subtree with spatial velocity columns

@@ -367,8 +367,3 @@ def compile_model(model: Model) -> Tree:
 def default_coordinates(tree: Tree, T: int = 1) -> np.ndarray:
     """Default coordinate values, shape (T, nq)."""
     return np.tile(tree.default_q, (T, 1))
-
-
-def default_coordinates(tree: Tree, T: int = 1) -> np.ndarray:
-    """Default coordinate values, shape (T, nq)."""
-    return np.tile(tree.default_q, (T, 1))

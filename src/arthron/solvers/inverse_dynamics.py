@@ -1,6 +1,6 @@
 """Inverse dynamics: generalized forces from a motion, as OpenSim's InverseDynamicsTool gives them.
 
-Formulation (seed 002, Blajer & Czaplicki 2005, minimal form of Eq. 2.5 in 3D): with the body
+Formulation (Blajer & Czaplicki 2005, minimal form of Eq. 2.5 in 3D): with the body
 velocities ``v = [v_C; ω]`` (mass centers and angular velocities in ground), the velocity map
 ``D(q)`` (``v = D q̇``) and ``a = D q̈ + γ``,
 
@@ -15,6 +15,11 @@ are excluded. For Ellipsoid, Scapulothoracic, Ball and Free joints OpenSim's gen
 are the angular velocity ω_FM (in F), not the Euler-angle rates: the tool reads the spline
 derivatives as those speeds and reports forces conjugate to them; arthron does the same
 (:func:`arthron.multibody.kinematics.qdot_from_speeds`, :func:`~arthron.multibody.kinematics.mobility_forces`).
+
+The computation itself is :func:`arthron.multibody.inverse_dynamics.inverse_dynamics` (with
+:class:`~arthron.multibody.inverse_dynamics.ExternalLoad` and
+:func:`~arthron.multibody.inverse_dynamics.body_wrenches_from_loads`, importable from here too);
+this module keeps OpenSim's preprocessing and :func:`run_inverse_dynamics`.
 
 Preprocessing reproduces the tool: coordinates in degrees are converted for rotational
 coordinates, optionally low-pass filtered (pad, resample, IIR; :mod:`arthron.solvers.filtering`),

@@ -1,7 +1,8 @@
-"""Joint reaction loads by the E-matrix of the augmented joint coordinate method (seed 002).
+"""Joint reaction loads by the E-matrix of the augmented joint coordinate method
+(Blajer & Czaplicki 2005).
 
-Formulation (seed 002, Blajer & Czaplicki 2005, Eqs. 2.3-2.10, written in 3D)
----------------------------------------------------------------------------------
+Formulation (Blajer & Czaplicki 2005, Eqs. 2.3-2.10, written in 3D)
+-------------------------------------------------------------------
 Bodies have absolute velocities ``v_b = [v_C; ω]`` (mass centre and angular velocity, ground
 frame), mass matrix ``M = blockdiag(m_b I₃, I_C,b)`` and applied forces ``h`` (gravity ``m_b g``,
 gyroscopic ``−ω × I_C ω``, external loads, body forces of actuators such as muscles along their
@@ -23,7 +24,7 @@ and three rotations about the axes of the joint's child frame M, at the joint ce
 with no matrix inversion: ``E_jᵀ w`` is the sum of the body wrenches of j's subtree, moved to
 ``c_j`` and expressed in M. Only the subtrees of the chosen joints are visited, so asking for
 one joint costs only that joint's subtree (:attr:`JointLoads.work` counts it).
-``Λ_j = [forces (N); moments about c_j (N·m)]`` in M axes, with the sign of seed 002: it is the
+``Λ_j = [forces (N); moments about c_j (N·m)]`` in M axes, with the sign of Blajer & Czaplicki: it is the
 load the child subtree applies to the parent (``M p̈ = h − Cᵀ λ``, Eq. 2.2). The load the
 parent applies to the child through the joint is ``−Λ_j``.
 
@@ -32,7 +33,7 @@ with ``S_j`` (6 × k_j) the joint's motion subspace (relative twist ``[v at c_j;
 child w.r.t. the parent in M axes per unit coordinate speed),
 
     τ_j = −S_jᵀ Λ_j                        generalized forces the joint transmits (N·m or N),
-    λ_j = Λ_j − S_j (S_jᵀ S_j)⁻¹ S_jᵀ Λ_j  constraint reaction (seed 002's λ, here 6 − k_j
+    λ_j = Λ_j − S_j (S_jᵀ S_j)⁻¹ S_jᵀ Λ_j  constraint reaction (Blajer & Czaplicki's λ, here 6 − k_j
                                             independent components, S_jᵀ λ_j = 0).
 
 For Pin, Slider, Universal, Gimbal, Ball and Free joints and CustomJoints with constant axes
@@ -40,7 +41,14 @@ through the joint centre, λ_j is Λ_j with the free components zeroed; for coup
 (knee translations as splines of the angle) it is the Euclidean complement in the joint frame.
 
 The classic formula (Eq. 2.11), ``λ = (C M⁻¹ Cᵀ)⁻¹ (C M⁻¹ h − ξ)`` with the implicit joint
-constraints C in absolute coordinates, is :func:`classic_joint_loads` (cross-check and timing).
+constraints C in absolute coordinates, is :func:`arthron.solvers.reactions_classic.classic_joint_loads`
+(cross-check and timing).
+
+The multibody parts this module uses live in :mod:`arthron.multibody`: forward kinematics and
+the velocity map (``kinematics``), body wrenches ``M a − h`` (``inverse_dynamics``), forward
+accelerations (``forward_dynamics``, CRBA ``mass_matrix``) and the model constraints'
+multipliers and loads (``constrained_dynamics``). ``forward_accelerations``, ``mass_matrix``,
+``constraint_loads`` and ``motion_constraint_multipliers`` stay importable from here.
 
 What is reported, in OpenSim's JointReaction conventions (verified on the pendulum of
 ``opensim-reference/task6_pendulum``)
@@ -57,7 +65,7 @@ What is reported, in OpenSim's JointReaction conventions (verified on the pendul
 * **Accelerations**: ``accelerations="motion"`` uses q̈ of the (splined) motion: the loads are
   those that make the motion happen. OpenSim's JointReaction instead integrates nothing but
   computes q̈ from the equations of motion with the actuator forces of ``forces_file``
-  (``accelerations="forward"``, :func:`forward_accelerations`); both agree when the forces are
+  (``accelerations="forward"``, :func:`~arthron.multibody.forward_dynamics.forward_accelerations`); both agree when the forces are
   consistent with the motion (inverse dynamics or static optimization without residuals).
 
 Worked example (pendulum, m = 2 kg, COM 0.6 m below the pin, held still at q = 30° by a
@@ -69,10 +77,10 @@ falls (α = −7.9513 rad/s²) and on rod in ground is ``(−8.26327, 14.84250, 
 
 Model constraints (closed chains: PointConstraint, ConstantDistanceConstraint,
 CoordinateCouplerConstraint) enter with Lagrange multipliers μ in forward dynamics
-(:func:`forward_accelerations`, :func:`constraint_loads`): their body forces load the joints
+(:mod:`arthron.multibody.forward_dynamics`, :mod:`arthron.multibody.constrained_dynamics`): their body forces load the joints
 like any applied force, their mobility forces (couplers) are transmitted by the joints. With the
 motion's accelerations the equations of motion do not fix μ (the joints' generalized forces could
-take any share); :func:`motion_constraint_multipliers` takes the least-squares μ, which leaves the
+take any share); :func:`~arthron.multibody.constrained_dynamics.motion_constraint_multipliers` takes the least-squares μ, which leaves the
 joints the smallest residual generalized forces and is exact when the applied forces are
 consistent with the motion. :func:`joint_reactions` uses it when a forces file is given and
 otherwise leaves μ out, with a warning (``constraint_forces``). A
@@ -89,7 +97,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ArthronWarning, SolverError, UnsupportedFeature
+from ..errors import ArthronWarning, SolverError
 from ..geometry.spatial import cross
 from ..models.model import GROUND, Model, Transform
 from ..multibody.constrained_dynamics import constraint_loads as _constraint_loads
@@ -179,13 +187,13 @@ def _rot_apply_T(R, x):
 # ----------------------------------------------------------------------------- the result of Eq. 2.10
 @dataclass
 class JointLoads:
-    """Joint loads Λ_j = E_jᵀ(h − M(Dq̈ + γ)) of seed 002 Eq. 2.10 for selected joints.
+    """Joint loads Λ_j = E_jᵀ(h − M(Dq̈ + γ)) (Blajer & Czaplicki 2005, Eq. 2.10) for selected joints.
 
     Attributes
     ----------
     names : list[str]          joint names, in the requested order (n joints)
     Lambda : (T, n, 6)         [force (N); moment about the joint centre (N·m)] in the axes of
-                               the joint's child frame M; seed 002's sign (load of the child
+                               the joint's child frame M; the paper's sign (load of the child
                                subtree on the parent). On child = −Lambda.
     centre : (T, n, 3)         joint centre c_j (origin of M) in ground (m)
     R_M : (T, n, 3, 3)         orientation of M in ground
@@ -286,7 +294,7 @@ def _frames_of(tree, kin, infos, sel):
 
 
 def joint_loads(model: Model, tree: Tree, q, qd, qdd, loads=(), joints=None, kin=None) -> JointLoads:
-    """Seed 002 Eq. 2.10, ``Λ_j = E_jᵀ(h − M(D q̈ + γ))``, for the chosen joints, all frames at once.
+    """Blajer & Czaplicki 2005, Eq. 2.10: ``Λ_j = E_jᵀ(h − M(D q̈ + γ))``, for the chosen joints, all frames at once.
 
     Parameters
     ----------
@@ -339,7 +347,7 @@ def joint_loads(model: Model, tree: Tree, q, qd, qdd, loads=(), joints=None, kin
 
 
 def open_constraint_map(model: Model, tree: Tree, q, joints=None, kin=None) -> np.ndarray:
-    """The matrix E of seed 002 Eq. 2.4 for the chosen joints, explicitly.
+    """The matrix E of Blajer & Czaplicki 2005, Eq. 2.4, for the chosen joints, explicitly.
 
     Returns
     -------

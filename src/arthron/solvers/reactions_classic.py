@@ -25,7 +25,7 @@ __all__ = ["classic_joint_loads"]
 
 def classic_joint_loads(model: Model, tree: Tree, q, qd, tau, loads=(), joints=None,
                         chunk: int = 1024, constraints=None, locked=None, return_multipliers=False):
-    """The classic formula (seed 002 Eq. 2.11) ``λ = (C M⁻¹ Cᵀ)⁻¹ (C M⁻¹ h − ξ)``, cross-check.
+    """The classic formula (Blajer & Czaplicki 2005, Eq. 2.11) ``λ = (C M⁻¹ Cᵀ)⁻¹ (C M⁻¹ h − ξ)``, cross-check.
 
     Absolute coordinates: 6 per body (``[v_C; ω]``). For every joint, the constraint rows are
     ``Z_jᵀ`` (orthonormal complement of the motion subspace S_j, M axes) applied to the relative
