@@ -347,3 +347,37 @@ def test_osim_write_read_round_trip(chain, tmp_path):
     k1, k2 = forward_kinematics(tree, q), forward_kinematics(t2, q)
     np.testing.assert_allclose(k2.R, k1.R, rtol=0, atol=1e-15)
     np.testing.assert_allclose(k2.o, k1.o, rtol=0, atol=1e-15)
+
+
+def test_registry_errors_and_new_type():
+    """Unknown types and wrong coordinate counts are typed errors naming the joint; a type
+    registered at run time compiles like the built-in ones."""
+    from arthron.errors import ModelFileError, UnsupportedFeature
+    from arthron.multibody.joints import register_joint_type
+    model = chain_model("PinJoint")
+    model.joints["j1"].type = "HingeOfMyOwn"
+    with pytest.raises(UnsupportedFeature, match="HingeOfMyOwn.*'j1'"):
+        compile_model(model)
+    model = chain_model("PinJoint")
+    model.joints["j2"].coordinates.append(Coordinate("extra", "j2"))
+    with pytest.raises(ModelFileError, match="PinJoint 'j2' has 2 coordinates, expected 1"):
+        compile_model(model)
+    model = chain_model("EllipsoidJoint")
+    del model.joints["j1"].parameters["radii_x_y_z"]
+    with pytest.raises(ModelFileError, match="lacks 'radii_x_y_z'"):
+        compile_model(model)
+    try:      # a pin about x, registered here: compiles and moves like a Gimbal's first angle
+        register_joint_type("XPinJoint", lambda model, j, C, cidx: [("rot", np.eye(3)[0], C[0], None)],
+                            ("rotational",))
+        a, b = chain_model("PinJoint"), chain_model("GimbalJoint")
+        for m in (a, b):
+            for jn in ("j1", "j2"):
+                m.joints[jn].type = "XPinJoint"
+                m.joints[jn].coordinates = m.joints[jn].coordinates[:1]
+        ta, tb = compile_model(a), compile_model(b)
+        q, qd, qdd = _states(ta)
+        tau = inverse_dynamics(ta, q, qd, qdd)
+        np.testing.assert_allclose(forward_accelerations(ta, q, qd, tau), qdd, atol=1e-9)
+        assert tb.nq == ta.nq == 3
+    finally:
+        JOINT_TYPES.pop("XPinJoint", None)

@@ -95,7 +95,18 @@ def joint_type(name: str, joint: str = "", source=None) -> JointType:
 def joint_ops(model: Model, j, cidx: dict) -> list:
     """Elementary operations from F to M of joint ``j`` (its registered type's ``ops``)."""
     jt = joint_type(j.type, j.name, model.source)
+    if jt.motion_types is not None and len(j.coordinates) != len(jt.motion_types):
+        raise ModelFileError(f"{j.type} '{j.name}' has {len(j.coordinates)} coordinates, "
+                             f"expected {len(jt.motion_types)}", model.source, f"<{j.type} name='{j.name}'>")
     return jt.ops(model, j, [cidx[c.name] for c in j.coordinates], cidx)
+
+
+def _parameter(model, j, name):
+    """A joint parameter as a float array, or a ModelFileError naming the joint."""
+    v = j.parameters.get(name)
+    if v is None:
+        raise ModelFileError(f"{j.type} '{j.name}' lacks '{name}'", model.source, f"<{j.type} name='{j.name}'>")
+    return np.asarray(v, float)
 
 
 # ----------------------------------------------------------------------------- the types
@@ -178,12 +189,12 @@ def _planar(model, j, C, cidx):
 
 
 def _ellipsoid(model, j, C, cidx):
-    radii = np.asarray(j.parameters.get("radii_x_y_z"), float)
+    radii = _parameter(model, j, "radii_x_y_z")
     return [("ellip", radii, C[0], C[1])] + _xyz(C)
 
 
 def _scapulothoracic(model, j, C, cidx):
-    r = np.asarray(j.parameters["thoracic_ellipsoid_radii_x_y_z"], float)
+    r = _parameter(model, j, "thoracic_ellipsoid_radii_x_y_z")
     wo = np.asarray(j.parameters.get("scapula_winging_axis_origin", np.zeros(2)), float)
     wd = float(j.parameters.get("scapula_winging_axis_direction", 0.0))
     Rz90 = rot_z(np.pi / 2)
