@@ -1,5 +1,5 @@
-"""Joint reactions: OpenSim 4.6's AnalyzeTool + JointReaction vs arthron's E-matrix (seed 002
-Eq. 2.10) vs arthron's classic formula (Eq. 2.11), side by side in one process.
+"""Joint reactions: OpenSim 4.6's AnalyzeTool + JointReaction vs arthron's E-matrix (Blajer &
+Czaplicki 2005, Eq. 2.10) vs arthron's classic formula (Eq. 2.11), side by side in one process.
 
 Run:  python benchmarks/bench_reactions.py [n_frames_long]
 

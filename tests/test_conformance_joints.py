@@ -381,3 +381,30 @@ def test_registry_errors_and_new_type():
         assert tb.nq == ta.nq == 3
     finally:
         JOINT_TYPES.pop("XPinJoint", None)
+
+
+def test_topology_is_computed_once_and_never_attached(chain):
+    """Every algorithm reads the tree's topology fields; none attaches attributes to it."""
+    from dataclasses import fields
+
+    from arthron.multibody.kinematics import Tree
+    _, model, tree = chain
+    names = {f.name for f in fields(Tree)}
+    assert set(vars(tree)) == names
+    q, qd, qdd = _states(tree)
+    kin = forward_kinematics(tree, q, qd, qdd)
+    velocity_map(tree, q, kin)
+    apply_velocity_map_transpose(tree, kin, *np.zeros((2, q.shape[0], tree.nb, 3)))
+    forward_accelerations(tree, q, qd, inverse_dynamics(tree, q, qd, qdd))
+    mass_matrix(tree, q)
+    from arthron.solvers.reactions import joint_loads
+    from arthron.solvers.reactions_classic import classic_joint_loads
+    joint_loads(model, tree, q, qd, qdd)
+    classic_joint_loads(model, tree, q, qd, np.zeros_like(q))
+    assert set(vars(tree)) == names
+    # the topology fields agree with the nodes
+    for i, nd in enumerate(tree.nodes):
+        assert tree.node_parent[i] == nd.parent
+        assert tree.node_ancestors[i] == ([] if i == 0 else tree.node_ancestors[nd.parent] + [nd.parent])
+    for b in range(tree.nb):
+        assert all(tree.body_parent[c] == b for c in tree.body_children[b])
