@@ -36,6 +36,14 @@ __all__ = ["Node", "Tree", "HingeLayout", "compile_model", "default_coordinates"
 
 @dataclass
 class Node:
+    """One frame of the compiled tree (see the module docstring).
+
+    ``parent`` node index (−1 for ground); fixed pre-transform ``R0`` (3, 3), ``p0`` (3,) on the
+    parent node; ``kind`` of its motion; ``rot``: ``axis`` (local z after compilation), ``coord``
+    and ``func`` (None: θ = q); ``trans``: ``terms`` [(coordinate, function or None, axis)];
+    ``ellip``: ``radii``; ``coords`` the coordinates its motion depends on; ``joint`` its joint.
+    """
+
     parent: int
     R0: np.ndarray
     p0: np.ndarray
