@@ -1,5 +1,5 @@
-"""Joint reactions: OpenSim 4.6's AnalyzeTool + JointReaction vs arthron's E-matrix (seed 002
-Eq. 2.10) vs arthron's classic formula (Eq. 2.11), side by side in one process.
+"""Joint reactions: OpenSim 4.6's AnalyzeTool + JointReaction vs arthron's E-matrix (Blajer &
+Czaplicki 2005, Eq. 2.10) vs arthron's classic formula (Eq. 2.11), side by side in one process.
 
 Run:  python benchmarks/bench_reactions.py [n_frames_long]
 
@@ -37,11 +37,14 @@ from arthron.io.osim import read_osim  # noqa: E402
 from arthron.io.sto import read_sto, write_sto  # noqa: E402
 from arthron.multibody.kinematics import compile_model  # noqa: E402
 from arthron.solvers.filtering import prepare_coordinates  # noqa: E402
-from arthron.solvers.inverse_dynamics import coordinates_from_table, inverse_dynamics  # noqa: E402
+from arthron.multibody.inverse_dynamics import inverse_dynamics  # noqa: E402
+from arthron.solvers.inverse_dynamics import coordinates_from_table  # noqa: E402
 from arthron.multibody.kinematics import forward_kinematics  # noqa: E402
-from arthron.solvers.reactions import (actuator_forces, classic_joint_loads,  # noqa: E402
-                                       forward_accelerations, joint_loads, joint_reactions,
-                                       joint_reactions_from_setup, reaction_columns)
+from arthron.solvers.actuators import actuator_forces  # noqa: E402
+from arthron.multibody.forward_dynamics import forward_accelerations  # noqa: E402
+from arthron.solvers.reactions import joint_loads, joint_reactions, reaction_columns  # noqa: E402
+from arthron.solvers.reactions_classic import classic_joint_loads  # noqa: E402
+from arthron.tools.analyze_tool import joint_reactions_from_setup  # noqa: E402
 
 ARM_DIR = REF / "task1_arm26"
 ARM_SETUP = ARM_DIR / "setups" / "jr_setup_child_in_child.xml"

@@ -15,9 +15,11 @@ from arthron.models.model import Body, Coordinate, Joint, Model, OffsetFrame
 from arthron.solvers.filtering import prepare_coordinates
 from arthron.solvers.inverse_dynamics import (ExternalLoad, coordinates_from_table,
                                               external_loads_from_setup, inverse_dynamics)
-from arthron.solvers.reactions import (classic_joint_loads, forward_accelerations, joint_loads,
-                                       joint_reactions, open_constraint_map, reaction_columns)
+from arthron.solvers.reactions import (forward_accelerations, joint_loads, joint_reactions,
+                                       open_constraint_map, reaction_columns)
+from arthron.solvers.reactions_classic import classic_joint_loads
 from arthron.tools.analyze_tool import joint_reactions_from_setup
+from test_conformance_joints import newton_euler  # the independent recursion, shared
 from conftest import (ARM26, GAIT_PIPE, GAIT_REF_MODEL, REF, TSM, TSM_ID, needs_data,
                       needs_opensim)
 
@@ -145,52 +147,6 @@ def test_seven_segment_closed_forms():
     np.testing.assert_array_equal(tr[b[1]], [[1, 0, 1, 0, 0, 0], [0, 1, 0, 1, 0, 0]])
     np.testing.assert_array_equal(tr[b[2]], [[1, 0, 1, 0, 1, 0], [0, 1, 0, 1, 0, 1]])
     assert not E[0][b[3]].any()
-
-
-# ----------------------------------------------------------------------------- Newton–Euler
-def newton_euler(model, tree, q, qd, qdd, loads=()):
-    """Independent check: Newton–Euler from the leaves to the root, body by body.
-
-    For each body b with parent joint j (centre c_j) and child joints k: the force and moment
-    (about c_j) the joint applies to b are
-    f_j = m(a_C − g) − F_ext + Σ_k f_k,  m_j = I α + ω×Iω + (C − c_j)×m(a_C − g) − M_ext,c_j
-          + Σ_k [m_k + (c_k − c_j) × f_k].
-    Returns {joint name: (f (T,3), m (T,3))} on the child, in ground.
-    """
-    from arthron.solvers.inverse_dynamics import body_wrenches_from_loads
-    kin = forward_kinematics(tree, q, qd, qdd)
-    nb = tree.nb
-    out = {}
-    Fe, Me = body_wrenches_from_loads(tree, kin, list(loads)) if loads else (0 * kin.o[:, :nb], 0 * kin.o[:, :nb])
-    order = list(range(len(tree.joint_names)))[::-1]
-    centre = {}
-    for j in order:
-        name = tree.joint_names[j]
-        b = tree.joint_child_body[j]
-        _, X = model.frame_in_base(model.joints[name].child_frame)
-        n = tree.body_node[b]
-        R, o = kin.R[:, n], kin.o[:, n]
-        centre[name] = o + R @ X.p
-    for j in order:
-        name = tree.joint_names[j]
-        b = tree.joint_child_body[j]
-        n = tree.body_node[b]
-        R, o, w, al, a = kin.R[:, n], kin.o[:, n], kin.w[:, n], kin.al[:, n], kin.a[:, n]
-        rc = R @ tree.com[b]
-        aC = a + np.cross(al, rc) + np.cross(w, np.cross(w, rc))
-        I = R @ tree.inertia[b] @ np.swapaxes(R, 1, 2)
-        fin = tree.mass[b] * (aC - tree.gravity) - Fe[:, b]
-        cj = centre[name]
-        mom = (np.einsum("tij,tj->ti", I, al) + np.cross(w, np.einsum("tij,tj->ti", I, w))
-               + np.cross(o + rc - cj, fin) - Me[:, b])
-        f = fin.copy()
-        for k in range(len(tree.joint_names)):
-            if tree.joint_parent_body[k] == b:
-                fk, mk = out[tree.joint_names[k]]
-                f += fk
-                mom += mk + np.cross(centre[tree.joint_names[k]] - cj, fk)
-        out[name] = (f, mom)
-    return out
 
 
 def _trial(which):

@@ -1,24 +1,11 @@
-"""The model compiled into arrays: poses, velocities, accelerations and velocity maps for T frames.
+"""Kinematics of a compiled tree: poses, velocities, accelerations and velocity maps for T frames.
 
-Every joint is compiled into a short chain of *nodes* between its parent frame F and child
-frame M. A node is a frame with a fixed pre-transform ``X0`` on its parent node followed by one
-elementary motion:
+The tree (:mod:`arthron.multibody.tree`: nodes, topology) is compiled once by
+:func:`compile_model`; this module holds the recursions over it.
 
-* ``fixed``  -- nothing more (body frames, welds),
-* ``rot``    -- rotation about a unit axis ``a`` (in the pre-transformed frame) by ``θ = f(q_c)``,
-* ``trans``  -- translation ``p = Σ_i f_i(q_ci) t_i`` (OpenSim's CustomJoint translations, in F),
-* ``ellip``  -- Simbody's Ellipsoid mobilizer translation ``p = (a n_x, b n_y, c n_z)`` on the
-  ellipsoid of radii ``a, b, c``, with ``n`` the z axis of ``Rx(q0) Ry(q1)``:
-  ``n = (sin q1, -sin q0 cos q1, cos q0 cos q1)``.
-
-CustomJoint (``X_FM = (R1(θ1) R2(θ2) R3(θ3), Σ f_j t_j)``, body-fixed rotation sequence as in
-Simbody's FunctionBased mobilizer), Pin, Slider, Weld, Ball, Gimbal, Free, Universal, Planar,
-Ellipsoid and OpenSim's ScapulothoracicJoint (Ellipsoid + winging Pin + Weld, as
-``ScapulothoracicJoint::extendAddToSystem`` builds it) are all such chains.
-
-Velocities follow seed 002 (Blajer & Czaplicki 2005), in 3D: each body's absolute velocity
+Velocities follow Blajer & Czaplicki 2005, in 3D: each body's absolute velocity
 ``v = [v_C; ω]`` (mass-center velocity and angular velocity, both in ground) is
-``v = D(q) q̇`` and its acceleration ``a = D(q) q̈ + γ(q, q̇)`` (seed Eq. 2.3 form). ``D`` is
+``v = D(q) q̇`` and its acceleration ``a = D(q) q̈ + γ(q, q̇)`` (their Eq. 2.3 form). ``D`` is
 available explicitly (:func:`velocity_map`) and as the transposed operator ``Dᵀ w`` computed by
 a backward sum over subtrees (:func:`apply_velocity_map_transpose`), which is what inverse
 dynamics uses.
@@ -28,325 +15,14 @@ Frames are the leading axis of every array: ``q`` is (T, nq) in the model's coor
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from ..errors import ModelFileError, UnsupportedFeature
-from ..models.functions import LinearFunction
-from ..models.model import GROUND, Model, Transform
+from ..geometry.spatial import cross
+from .tree import Node, Tree, compile_model, default_coordinates
 
-__all__ = ["Tree", "compile_model", "forward_kinematics", "Kinematics", "velocity_map",
+__all__ = ["Tree", "Node", "compile_model", "forward_kinematics", "Kinematics", "velocity_map",
            "apply_velocity_map_transpose", "marker_positions", "default_coordinates",
            "station_positions", "qdot_from_speeds", "mobility_forces"]
-
-
-def _rotz(t):
-    c, s = np.cos(t), np.sin(t)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-
-
-def _rot_to_z(d):
-    """A rotation whose z axis is the unit vector d (Simbody's ``Rotation(d, ZAxis)``-like)."""
-    d = np.asarray(d, float) / np.linalg.norm(d)
-    # Any perpendicular x axis; Simbody picks one deterministically, the pin angle is relative
-    # to this same frame on both sides, so the choice does not change the joint transform.
-    helper = np.array([1.0, 0, 0]) if abs(d[0]) < 0.9 else np.array([0, 1.0, 0])
-    x = np.cross(helper, d)
-    x /= np.linalg.norm(x)
-    y = np.cross(d, x)
-    return np.column_stack([x, y, d])
-
-
-@dataclass
-class Node:
-    parent: int
-    R0: np.ndarray
-    p0: np.ndarray
-    kind: str = "fixed"          # fixed | rot | trans | ellip
-    axis: np.ndarray | None = None
-    coord: int = -1
-    func: object = None          # None means identity (θ = q)
-    terms: list = field(default_factory=list)   # trans: [(coord, func or None, axis)]
-    radii: np.ndarray | None = None
-    coords: tuple = ()           # coordinates this node's motion depends on
-    joint: str = ""
-
-
-@dataclass
-class Tree:
-    """A model compiled for kinematics and dynamics (see the module docstring).
-
-    Attributes
-    ----------
-    nodes : list[Node]           parents come before children; node 0 is ground
-    coordinate_names : list[str] model order (JointSet order)
-    multibody_order : list[int]  coordinate indices in Simbody's mobility order (tree levels,
-                                 then JointSet order): the column order of OpenSim's ID output
-    body_names : list[str]
-    body_node : (nb,) int        node of each body frame
-    mass : (nb,), com : (nb, 3) body frame, inertia : (nb, 3, 3) about the COM, body frame
-    gravity : (3,)
-    joint_names : list[str]; joint_child_body : (nj,) body index of each joint's child
-    joint_coords : list[list[int]] coordinate indices of each joint
-    markers : dict name -> (body index or -1 for ground, (3,) location in the body frame)
-    default_q : (nq,)
-    angular_velocity_groups : list of (3,) coordinate-index triples whose Simbody mobilities
-        (generalized speeds u) are the angular velocity ω_FM expressed in F rather than the
-        Euler-angle rates: Ellipsoid, Scapulothoracic (its ellipsoid part), Ball and Free
-        (rotations). See :func:`qdot_from_speeds` and :func:`mobility_forces`.
-    """
-
-    nodes: list
-    coordinate_names: list
-    multibody_order: list
-    body_names: list
-    body_node: np.ndarray
-    mass: np.ndarray
-    com: np.ndarray
-    inertia: np.ndarray
-    gravity: np.ndarray
-    joint_names: list
-    joint_child_body: np.ndarray
-    joint_parent_body: np.ndarray
-    joint_coords: list
-    joint_nodes: list
-    markers: dict
-    default_q: np.ndarray
-    model_name: str = ""
-    angular_velocity_groups: list = field(default_factory=list)
-
-    @property
-    def nq(self) -> int:
-        return len(self.coordinate_names)
-
-    @property
-    def nb(self) -> int:
-        return len(self.body_names)
-
-    def coordinate_index(self, name: str) -> int:
-        try:
-            return self.coordinate_names.index(name)
-        except ValueError:
-            raise ModelFileError(f"model '{self.model_name}' has no coordinate '{name}'") from None
-
-    def body_index(self, name: str) -> int:
-        if name in ("ground", GROUND):
-            return -1
-        n = name[len("/bodyset/"):] if name.startswith("/bodyset/") else name
-        try:
-            return self.body_names.index(n)
-        except ValueError:
-            raise ModelFileError(f"model '{self.model_name}' has no body '{name}'") from None
-
-
-def _is_identity(f) -> bool:
-    return f is None or (isinstance(f, LinearFunction) and f.slope == 1.0 and f.intercept == 0.0)
-
-
-def _joint_ops(model: Model, j, cidx):
-    """Elementary operations from F to M of one joint (see module docstring)."""
-    ops = []
-    C = [cidx[c.name] for c in j.coordinates]
-    t = j.type
-    ex, ey, ez = np.eye(3)
-    def axis_coordinate(a):
-        c = cidx.get(a.coordinates[0])
-        if c is None:
-            raise ModelFileError(f"joint '{j.name}' axis '{a.name}' names unknown coordinate "
-                                 f"'{a.coordinates[0]}'", model.source)
-        return c
-
-    if t == "CustomJoint":
-        st = j.spatial_transform
-        rot, tr = st[:3], st[3:]
-        # Axes are used as written: OpenSim 4.x only re-derives "independent" axes
-        # (SpatialTransform::constructIndependentAxes) when upgrading pre-1.9 documents.
-        raxes = [a.axis for a in rot]
-        taxes = [a.axis for a in tr]
-        terms, const_p = [], np.zeros(3)
-        for a, ax in zip(tr, taxes):
-            ax = ax / np.linalg.norm(ax)
-            if a.coordinates:
-                c = axis_coordinate(a)
-                terms.append((c, None if _is_identity(a.function) else a.function, ax))
-            elif a.function is not None:
-                const_p = const_p + float(a.function.value(0.0)) * ax
-        if np.any(const_p):
-            ops.append(("fixed", Transform(np.eye(3), const_p)))
-        if terms:
-            ops.append(("trans", terms))
-        for a, ax in zip(rot, raxes):
-            ax = ax / np.linalg.norm(ax)
-            if a.coordinates:
-                c = axis_coordinate(a)
-                ops.append(("rot", ax, c, None if _is_identity(a.function) else a.function))
-            elif a.function is not None:
-                ang = float(a.function.value(0.0))
-                if ang != 0.0:
-                    ops.append(("fixed", Transform(_axis_angle(ax, ang), np.zeros(3))))
-    elif t == "WeldJoint":
-        pass
-    elif t == "PinJoint":
-        ops.append(("rot", ez, C[0], None))
-    elif t == "SliderJoint":
-        ops.append(("trans", [(C[0], None, ex)]))
-    elif t in ("BallJoint", "GimbalJoint"):
-        ops += [("rot", ex, C[0], None), ("rot", ey, C[1], None), ("rot", ez, C[2], None)]
-    elif t == "UniversalJoint":
-        ops += [("rot", ex, C[0], None), ("rot", ey, C[1], None)]
-    elif t == "FreeJoint":
-        ops.append(("trans", [(C[3], None, ex), (C[4], None, ey), (C[5], None, ez)]))
-        ops += [("rot", ex, C[0], None), ("rot", ey, C[1], None), ("rot", ez, C[2], None)]
-    elif t == "PlanarJoint":
-        ops.append(("trans", [(C[1], None, ex), (C[2], None, ey)]))
-        ops.append(("rot", ez, C[0], None))
-    elif t == "EllipsoidJoint":
-        radii = np.asarray(j.parameters.get("radii_x_y_z"), float)
-        ops.append(("ellip", radii, C[0], C[1]))
-        ops += [("rot", ex, C[0], None), ("rot", ey, C[1], None), ("rot", ez, C[2], None)]
-    elif t == "ScapulothoracicJoint":
-        r = np.asarray(j.parameters["thoracic_ellipsoid_radii_x_y_z"], float)
-        wo = np.asarray(j.parameters.get("scapula_winging_axis_origin", np.zeros(2)), float)
-        wd = float(j.parameters.get("scapula_winging_axis_direction", 0.0))
-        Rz90 = _rotz(np.pi / 2)
-        ops.append(("fixed", Transform(Rz90, np.zeros(3))))
-        ops.append(("ellip", np.array([r[1], r[0], r[2]]), C[0], C[1]))
-        ops += [("rot", ex, C[0], None), ("rot", ey, C[1], None), ("rot", ez, C[2], None)]
-        ops.append(("fixed", Transform(Rz90.T, np.zeros(3))))
-        W = Transform(_rot_to_z(np.array([-np.sin(wd), np.cos(wd), 0.0])), np.array([wo[0], wo[1], 0.0]))
-        ops.append(("fixed", W))
-        ops.append(("rot", ez, C[3], None))
-        ops.append(("fixed", W.inverse()))
-    else:
-        raise UnsupportedFeature(f"joint type {t} ('{j.name}')", model.source)
-    return ops
-
-
-def _axis_angle(a, th):
-    a = np.asarray(a, float)
-    K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
-    return np.eye(3) + np.sin(th) * K + (1 - np.cos(th)) * (K @ K)
-
-
-def _rotations_about_z(nodes):
-    """Re-express every ``rot`` node as a rotation about its local z axis.
-
-    A rotation about a unit axis a equals ``Q Rz(θ) Qᵀ`` with Q a fixed rotation whose z column
-    is a; Q goes into the node's pre-transform and Qᵀ into its children's. Body frames, node
-    origins and hinge axes are unchanged; per frame the rotation is then a mix of two columns
-    instead of a 3×3 product.
-    """
-    for i, nd in enumerate(nodes):
-        if nd.kind != "rot" or np.allclose(nd.axis, (0.0, 0.0, 1.0), atol=0, rtol=0):
-            continue
-        Q = _rot_to_z(nd.axis)
-        nd.R0 = nd.R0 @ Q
-        nd.axis = np.array([0.0, 0.0, 1.0])
-        for ch in nodes[i + 1:]:
-            if ch.parent == i:
-                ch.R0 = Q.T @ ch.R0
-                ch.p0 = Q.T @ ch.p0
-
-
-def compile_model(model: Model) -> Tree:
-    """Compile a :class:`Model` into a :class:`Tree`.
-
-    Raises
-    ------
-    ModelFileError for joints that do not form a tree rooted at ground.
-    UnsupportedFeature for joint types arthron does not implement.
-    """
-    coords = list(model.coordinates.values())
-    cnames = [c.name for c in coords]
-    cidx = {n: i for i, n in enumerate(cnames)}
-    body_names = list(model.bodies)
-    bidx = {f"/bodyset/{n}": i for i, n in enumerate(body_names)}
-    # Order joints parent-first (BFS by level, JointSet order within a level, as OpenSim's
-    # multibody graph does).
-    joints = list(model.joints.values())
-    info = {}
-    for j in joints:
-        pb, XPF = model.frame_in_base(j.parent_frame)
-        cb, XCM = model.frame_in_base(j.child_frame)
-        info[j.name] = (pb, XPF, cb, XCM)
-    placed = {GROUND}
-    order = []
-    remaining = joints[:]
-    while remaining:
-        level = [j for j in remaining if info[j.name][0] in placed]
-        if not level:
-            names = ", ".join(j.name for j in remaining)
-            raise ModelFileError(f"joints not connected to ground: {names}", model.source)
-        for j in level:
-            placed.add(info[j.name][2])
-        order += level
-        remaining = [j for j in remaining if j not in level]
-    nodes = [Node(parent=-1, R0=np.eye(3), p0=np.zeros(3), joint="ground")]
-    body_node = np.full(len(body_names), -1)
-    node_of = {GROUND: 0}
-    joint_nodes = {}
-    for j in order:
-        pb, XPF, cb, XCM = info[j.name]
-        ops = [("fixed", XPF)] + _joint_ops(model, j, cidx) + [("fixed", XCM.inverse())]
-        parent = node_of[pb]
-        pending = Transform()
-        jn = []
-        for op in ops:
-            if op[0] == "fixed":
-                pending = pending @ op[1]
-                continue
-            n = Node(parent=parent, R0=pending.R.copy(), p0=pending.p.copy(), kind=op[0], joint=j.name)
-            if op[0] == "rot":
-                n.axis, n.coord, n.func = op[1], op[2], op[3]
-                n.coords = (op[2],)
-            elif op[0] == "trans":
-                n.terms = op[1]
-                n.coords = tuple(sorted({c for c, _, _ in op[1]}))
-            elif op[0] == "ellip":
-                n.radii, n.coords = np.asarray(op[1], float), (op[2], op[3])
-            nodes.append(n)
-            parent = len(nodes) - 1
-            jn.append(parent)
-            pending = Transform()
-        nodes.append(Node(parent=parent, R0=pending.R.copy(), p0=pending.p.copy(), joint=j.name))
-        node_of[cb] = len(nodes) - 1
-        body_node[bidx[cb]] = len(nodes) - 1
-        joint_nodes[j.name] = jn
-    if np.any(body_node < 0):
-        missing = [body_names[i] for i in np.where(body_node < 0)[0]]
-        raise ModelFileError(f"bodies without a joint: {', '.join(missing)}", model.source)
-    _rotations_about_z(nodes)
-    mb_order = [cidx[c.name] for j in order for c in j.coordinates]
-    av_groups = [[cidx[c.name] for c in j.coordinates[:3]] for j in order
-                 if j.type in ("EllipsoidJoint", "ScapulothoracicJoint", "BallJoint", "FreeJoint")]
-    markers = {}
-    for mk in model.markers.values():
-        base, X = model.frame_in_base(mk.parent_frame)
-        markers[mk.name] = (bidx.get(base, -1), X.apply(mk.location))
-    bodies = [model.bodies[n] for n in body_names]
-    return Tree(
-        nodes=nodes, coordinate_names=cnames, multibody_order=mb_order, body_names=body_names,
-        body_node=body_node,
-        mass=np.array([b.mass for b in bodies], float),
-        com=np.array([b.mass_center for b in bodies], float).reshape(-1, 3),
-        inertia=np.array([b.inertia for b in bodies], float).reshape(-1, 3, 3),
-        gravity=np.asarray(model.gravity, float),
-        joint_names=[j.name for j in order],
-        joint_child_body=np.array([bidx[info[j.name][2]] for j in order]),
-        joint_parent_body=np.array([bidx.get(info[j.name][0], -1) for j in order]),
-        joint_coords=[[cidx[c.name] for c in j.coordinates] for j in order],
-        joint_nodes=[joint_nodes[j.name] for j in order],
-        markers=markers,
-        default_q=np.array([c.default_value for c in coords], float),
-        model_name=model.name,
-        angular_velocity_groups=av_groups,
-    )
-
-
-def default_coordinates(tree: Tree, T: int = 1) -> np.ndarray:
-    """Default coordinate values, shape (T, nq)."""
-    return np.tile(tree.default_q, (T, 1))
 
 
 # ----------------------------------------------------------------------------- node motions
@@ -381,17 +57,6 @@ def _ellip_local(radii, q0, q1, qd0=None, qd1=None):
         bias = r * (d00 * (qd0 ** 2)[:, None] + 2 * d01 * (qd0 * qd1)[:, None]
                     + d11 * (qd1 ** 2)[:, None])
     return p, J, bias
-
-
-def _cross(a, b):
-    """a × b over the last axis (3) with broadcasting; leaner than np.cross for (T, 3) arrays."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    out[..., 0] = a1 * b2 - a2 * b1
-    out[..., 1] = a2 * b0 - a0 * b2
-    out[..., 2] = a0 * b1 - a1 * b0
-    return out
 
 
 def _rmul(A, C):
@@ -536,10 +201,10 @@ def forward_kinematics(tree: Tree, q, qd=None, qdd=None) -> Kinematics:
             of = o[p]
         if want_v:
             wp = w[p]
-            vf = v[p] if r is None else v[p] + _cross(wp, r)
+            vf = v[p] if r is None else v[p] + cross(wp, r)
             if want_a:
                 alp = al[p]
-                af = a[p] if r is None else a[p] + _cross(alp, r) + _cross(wp, _cross(wp, r))
+                af = a[p] if r is None else a[p] + cross(alp, r) + cross(wp, cross(wp, r))
         kind = nd.kind
         if kind == "fixed":
             R[i], o[i] = Rf, of
@@ -563,7 +228,7 @@ def forward_kinematics(tree: Tree, q, qd=None, qdd=None) -> Kinematics:
                 v[i] = vf
                 if want_a:
                     thdd = d2 * qd[:, nd.coord] ** 2 + d1 * qdd[:, nd.coord]
-                    al[i] = alp + k * thdd[:, None] + _cross(wp, wrel)
+                    al[i] = alp + k * thdd[:, None] + cross(wp, wrel)
                     a[i] = af
             continue
         if kind == "trans":
@@ -595,33 +260,24 @@ def forward_kinematics(tree: Tree, q, qd=None, qdd=None) -> Kinematics:
         if want_v:
             vrel = (Hv @ qd[:, cl][..., None])[..., 0]
             w[i] = wp
-            v[i] = vf + _cross(wp, pg) + vrel
+            v[i] = vf + cross(wp, pg) + vrel
             if want_a:
                 accrel = (Hv @ qdd[:, cl][..., None])[..., 0]
                 if bias_g is not None:
                     accrel = accrel + bias_g
                 al[i] = alp
-                a[i] = (af + _cross(alp, pg) + _cross(wp, _cross(wp, pg))
-                        + 2 * _cross(wp, vrel) + accrel)
+                a[i] = (af + cross(alp, pg) + cross(wp, cross(wp, pg))
+                        + 2 * cross(wp, vrel) + accrel)
     return Kinematics(R=R, o=o, w=w, v=v, al=al, a=a, hinge=hinge)
 
 
-def _subtree_masks(tree: Tree):
-    N = len(tree.nodes)
-    anc = [[] for _ in range(N)]
-    for i in range(1, N):
-        p = tree.nodes[i].parent
-        anc[i] = anc[p] + [p]
-    return anc
-
-
 def velocity_map(tree: Tree, q, kin: Kinematics | None = None, point="com"):
-    """The velocity map D(q) of seed 002: body velocities per unit coordinate speed.
+    """The velocity map D(q) of Blajer & Czaplicki 2005: body velocities per unit coordinate speed.
 
     Parameters
     ----------
     q : (T, nq)
-    point : ``"com"`` (seed 002's v_C) or ``"origin"`` (body frame origins).
+    point : ``"com"`` (Blajer & Czaplicki's v_C) or ``"origin"`` (body frame origins).
 
     Returns
     -------
@@ -632,7 +288,7 @@ def velocity_map(tree: Tree, q, kin: Kinematics | None = None, point="com"):
     if kin is None:
         kin = forward_kinematics(tree, q)
     T = q.shape[0]
-    anc = _subtree_masks(tree)
+    anc = tree.node_ancestors
     pts = kin.body_com(tree) if point == "com" else kin.body_origin(tree)
     D = np.zeros((T, tree.nb, 6, tree.nq))
     for b in range(tree.nb):
@@ -645,7 +301,7 @@ def velocity_map(tree: Tree, q, kin: Kinematics | None = None, point="com"):
             r = pts[:, b] - kin.o[:, m]
             for k, c in enumerate(cl):
                 D[:, b, 3:, c] += Hw[:, :, k]
-                D[:, b, :3, c] += Hv[:, :, k] + _cross(Hw[:, :, k], r)
+                D[:, b, :3, c] += Hv[:, :, k] + cross(Hw[:, :, k], r)
     return D
 
 
@@ -663,12 +319,12 @@ def apply_velocity_map_transpose(tree: Tree, kin: Kinematics, F, M, com=None):
     (T, nq) generalized forces ``Σ_b (∂v_C/∂q̇)ᵀ F_b + (∂ω/∂q̇)ᵀ M_b``.
     """
     T = F.shape[0]
-    hn, S = _hinge_subtrees(tree)
+    hn, S = tree.hinges.nodes, tree.hinges.subtree
     if not hn:
         return np.zeros((T, tree.nq))
     if com is None:
         com = kin.body_com(tree)
-    G = M + _cross(com, F)                    # moments about the ground origin
+    G = M + cross(com, F)                    # moments about the ground origin
     # subtree sums for every hinge node at once: (nh, nb) @ (nb, T·3)
     Fs = (S.T @ np.ascontiguousarray(F.transpose(1, 0, 2)).reshape(tree.nb, -1)).reshape(-1, T, 3)
     Gs = (S.T @ np.ascontiguousarray(G.transpose(1, 0, 2)).reshape(tree.nb, -1)).reshape(-1, T, 3)
@@ -676,29 +332,12 @@ def apply_velocity_map_transpose(tree: Tree, kin: Kinematics, F, M, com=None):
     for j, i in enumerate(hn):
         cl, Hw, Hv = kin.hinge[i]
         Fj = Fs[j]
-        Mj = Gs[j] - _cross(kin.node("o", i), Fj)   # subtree moment about the node origin
+        Mj = Gs[j] - cross(kin.node("o", i), Fj)   # subtree moment about the node origin
         if tree.nodes[i].kind == "rot":
             tau[:, cl[0]] += np.einsum("ti,ti->t", Hw[:, :, 0], Mj)
         else:
             tau[:, list(cl)] += np.einsum("tik,ti->tk", Hw, Mj) + np.einsum("tik,ti->tk", Hv, Fj)
     return tau
-
-
-def _hinge_subtrees(tree: Tree):
-    """Variable nodes and, per such node, which bodies lie in its subtree: (nb, nh) 0/1."""
-    cache = getattr(tree, "_hinge_subtree_cache", None)
-    if cache is not None:
-        return cache
-    anc = _subtree_masks(tree)
-    hn = [i for i, nd in enumerate(tree.nodes) if nd.kind != "fixed" and i > 0]
-    S = np.zeros((tree.nb, len(hn)))
-    for b in range(tree.nb):
-        chain = set(anc[tree.body_node[b]] + [tree.body_node[b]])
-        for j, i in enumerate(hn):
-            if i in chain:
-                S[b, j] = 1.0
-    tree._hinge_subtree_cache = (hn, S)
-    return hn, S
 
 
 def marker_positions(tree: Tree, q, names=None, kin: Kinematics | None = None) -> tuple[list, np.ndarray]:

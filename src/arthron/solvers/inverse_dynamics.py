@@ -1,6 +1,6 @@
 """Inverse dynamics: generalized forces from a motion, as OpenSim's InverseDynamicsTool gives them.
 
-Formulation (seed 002, Blajer & Czaplicki 2005, minimal form of Eq. 2.5 in 3D): with the body
+Formulation (Blajer & Czaplicki 2005, minimal form of Eq. 2.5 in 3D): with the body
 velocities ``v = [v_C; ω]`` (mass centers and angular velocities in ground), the velocity map
 ``D(q)`` (``v = D q̇``) and ``a = D q̈ + γ``,
 
@@ -15,6 +15,11 @@ are excluded. For Ellipsoid, Scapulothoracic, Ball and Free joints OpenSim's gen
 are the angular velocity ω_FM (in F), not the Euler-angle rates: the tool reads the spline
 derivatives as those speeds and reports forces conjugate to them; arthron does the same
 (:func:`arthron.multibody.kinematics.qdot_from_speeds`, :func:`~arthron.multibody.kinematics.mobility_forces`).
+
+The computation itself is :func:`arthron.multibody.inverse_dynamics.inverse_dynamics` (with
+:class:`~arthron.multibody.inverse_dynamics.ExternalLoad` and
+:func:`~arthron.multibody.inverse_dynamics.body_wrenches_from_loads`, importable from here too);
+this module keeps OpenSim's preprocessing and :func:`run_inverse_dynamics`.
 
 Preprocessing reproduces the tool: coordinates in degrees are converted for rotational
 coordinates, optionally low-pass filtered (pad, resample, IIR; :mod:`arthron.solvers.filtering`),
@@ -32,36 +37,14 @@ import numpy as np
 from ..errors import ArthronWarning, ModelFileError
 from ..multibody.forces import applied_generalized_forces
 from ..models.functions import Constant, GCVSpline, PiecewiseLinearFunction
-from ..multibody.kinematics import _cross
-from ..multibody.kinematics import (Tree, apply_velocity_map_transpose, compile_model, forward_kinematics,
-                                 mobility_forces, qdot_from_speeds)
+from ..multibody.inverse_dynamics import ExternalLoad, body_wrenches_from_loads, inverse_dynamics
+from ..multibody.kinematics import Tree, compile_model, mobility_forces, qdot_from_speeds
 from ..models.model import Model
 from ..models.motion import coordinates_from_table
 from .filtering import prepare_coordinates
 
 __all__ = ["ExternalLoad", "body_wrenches_from_loads", "InverseDynamicsResult", "inverse_dynamics", "run_inverse_dynamics",
            "external_loads_from_setup", "coordinates_from_table"]
-
-
-@dataclass
-class ExternalLoad:
-    """A load applied to a body, sampled at the solve times.
-
-    Attributes
-    ----------
-    body : str                body name the load is applied to
-    force : (T, 3) N or None  in ``force_frame`` (``"ground"`` or a body name)
-    point : (T, 3) m or None  in ``point_frame``; None = the body origin
-    torque : (T, 3) N·m or None, in ``force_frame``
-    """
-
-    body: str
-    force: np.ndarray | None = None
-    point: np.ndarray | None = None
-    torque: np.ndarray | None = None
-    force_frame: str = "ground"
-    point_frame: str = "ground"
-    name: str = ""
 
 
 @dataclass
@@ -94,93 +77,6 @@ class InverseDynamicsResult:
 
     def column(self, label):
         return self.generalized_forces[:, self.labels.index(label)]
-
-
-def body_wrenches_from_loads(tree: Tree, kin, loads):
-    """External loads -> wrenches at the body mass centers.
-
-    Parameters
-    ----------
-    tree : compiled model; kin : its Kinematics for the T frames; loads : iterable of
-    :class:`ExternalLoad` sampled at those frames (force N, point m, torque N·m).
-
-    Returns
-    -------
-    F, M : (T, nb, 3) each, forces (N) and moments about the mass centers (N·m), ground frame.
-    """
-    T = kin.R.shape[0]
-    F = np.zeros((T, tree.nb, 3))
-    M = np.zeros((T, tree.nb, 3))
-    Rb = kin.body_R(tree)
-    ob = kin.body_origin(tree)
-    com = kin.body_com(tree)
-
-    def frame_R(name):
-        if name in ("ground", "/ground", None, ""):
-            return None
-        return Rb[:, tree.body_index(name)]
-
-    for ld in loads:
-        b = tree.body_index(ld.body)
-        if b < 0:
-            continue  # loads on ground do nothing
-        Rf = frame_R(ld.force_frame)
-        if ld.force is not None:
-            f = ld.force if Rf is None else np.einsum("tij,tj->ti", Rf, ld.force)
-            if ld.point is None:
-                p = ob[:, b]
-            else:
-                Rp = frame_R(ld.point_frame)
-                if Rp is None:
-                    p = ld.point
-                else:
-                    pb = tree.body_index(ld.point_frame)
-                    p = ob[:, pb] + np.einsum("tij,tj->ti", Rp, ld.point)
-            F[:, b] += f
-            M[:, b] += np.cross(p - com[:, b], f)
-        if ld.torque is not None:
-            M[:, b] += ld.torque if Rf is None else np.einsum("tij,tj->ti", Rf, ld.torque)
-    return F, M
-
-
-def inverse_dynamics(tree: Tree, q, qd, qdd, loads=(), applied=None) -> np.ndarray:
-    """Generalized forces ``τ = Dᵀ(M(Dq̈ + γ) − h)`` for T frames at once.
-
-    Parameters
-    ----------
-    tree : compiled model (:func:`arthron.multibody.kinematics.compile_model`)
-    q, qd, qdd : (T, nq) coordinates (rad, m), speeds and accelerations, model order
-    loads : iterable of :class:`ExternalLoad` sampled at the same T frames
-    applied : (T, nq) or None, generalized forces applied by actuators/passive elements, moved
-        to the right-hand side (``τ`` is then the residual)
-
-    Returns
-    -------
-    (T, nq) generalized forces in model coordinate order (N·m or N).
-    """
-    q = np.atleast_2d(np.asarray(q, float))
-    kin = forward_kinematics(tree, q, qd, qdd)
-    nodes = tree.body_node
-    R = kin.nodes("R", nodes)
-    w = kin.nodes("w", nodes)
-    al = kin.nodes("al", nodes)
-    rc = np.einsum("tbij,bj->tbi", R, tree.com)
-    com = kin.nodes("o", nodes) + rc
-    aC = kin.nodes("a", nodes) + _cross(al, rc) + _cross(w, _cross(w, rc))
-    F = tree.mass[None, :, None] * (aC - tree.gravity)              # m(a_C − g)
-    # I α + ω × I ω, evaluated in the body frames (I_C constant there) and rotated to ground
-    wb = np.einsum("tbji,tbj->tbi", R, w)
-    alb = np.einsum("tbji,tbj->tbi", R, al)
-    Mb = np.einsum("bij,tbj->tbi", tree.inertia, alb) + _cross(wb, np.einsum("bij,tbj->tbi", tree.inertia, wb))
-    M = np.einsum("tbij,tbj->tbi", R, Mb)
-    if loads:
-        Fe, Me = body_wrenches_from_loads(tree, kin, loads)
-        F = F - Fe
-        M = M - Me
-    tau = apply_velocity_map_transpose(tree, kin, F, M, com=com)
-    if applied is not None:
-        tau = tau - applied
-    return tau
 
 
 def _time_function(t, y):

@@ -1,0 +1,182 @@
+"""Constrained dynamics: the model constraints' bias, loads and multipliers.
+
+Model constraints (closed chains: PointConstraint, ConstantDistanceConstraint,
+CoordinateCouplerConstraint; :mod:`arthron.multibody.constraints`) enter the equations of motion
+with Lagrange multipliers μ: ``M q̈ = Q + Dᵀh − DᵀMγ + Gᵀμ``, ``G q̈ + Ġq̇ = 0``
+(Blajer & Czaplicki 2005, Eq. 2.2 form; G = ∂c/∂q). This module gives the constraint bias
+``Ġq̇`` (:func:`constraint_bias`), the body loads and mobility forces of given multipliers
+(:func:`constraint_loads`) and the multipliers of a motion whose accelerations are known
+(:func:`motion_constraint_multipliers`). Forward dynamics with constraints is
+:func:`arthron.multibody.forward_dynamics.forward_accelerations`.
+
+A PointConstraint's acceleration is held zero in the constraint's ancestor body, as Simbody's
+Ball constraint does (it differs from ground by ``2 ω_A × v_rel`` when spline speeds violate
+the velocity constraint).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import UnsupportedFeature
+from .inverse_dynamics import ExternalLoad, inverse_dynamics
+from .kinematics import Tree, forward_kinematics
+
+__all__ = ["constraint_bias", "constraint_loads", "motion_constraint_multipliers"]
+
+
+def constraint_bias(tree: Tree, q, qd, constraints, kin=None) -> np.ndarray:
+    """``b = Ġ q̇`` of the constraint rows, so that ``G q̈ + b = 0`` along the motion.
+
+    Parameters
+    ----------
+    q, qd : (T, nq); constraints : :class:`~arthron.multibody.constraints.ConstraintSet`
+    kin : optional Kinematics of (q, qd, q̈ = 0) (velocities and bias accelerations)
+
+    Returns
+    -------
+    (T, m) in the units of the constraint rows per s² (m/s² for points and distances, rad/s²
+    or m/s² for couplers).
+
+    Raises
+    ------
+    UnsupportedFeature for constraint kinds other than point, distance and coupler.
+    """
+    cs = constraints
+    q = np.atleast_2d(np.asarray(q, float))
+    T = q.shape[0]
+    kin0 = kin if kin is not None else forward_kinematics(tree, q, qd, np.zeros_like(q))
+
+    def pt(b, loc):
+        if b < 0:
+            z = np.broadcast_to(np.asarray(loc, float), (T, 3))
+            return z, np.zeros((T, 3)), np.zeros((T, 3))
+        n = tree.body_node[b]
+        r = kin0.R[:, n] @ loc
+        w, al = kin0.w[:, n], kin0.al[:, n]
+        return (kin0.o[:, n] + r, kin0.v[:, n] + np.cross(w, r),
+                kin0.a[:, n] + np.cross(al, r) + np.cross(w, np.cross(w, r)))
+
+    bp = tree.body_parent
+
+    def chain(b):
+        c = []
+        while b >= 0:
+            c.append(b)
+            b = bp[b]
+        return c
+
+    out = []
+    for it in cs.items:
+        kind = it[0]
+        if kind == "point":
+            _, v1, a1 = pt(it[2], it[3])
+            _, v2, a2 = pt(it[4], it[5])
+            # Simbody's Ball constraint (OpenSim's PointConstraint) holds the relative acceleration
+            # of the two points zero as seen in the constraint's ancestor body A (nearest common
+            # ancestor of the two bodies): a_A,rel = a_rel − 2 ω_A × v_rel. Identical to a_rel = 0
+            # when the velocity constraint holds; it matters when it does not (speeds read from
+            # splines, e.g. with angular-velocity mobilities).
+            c2 = set(chain(it[4]))
+            anc = next((b for b in chain(it[2]) if b in c2), -1)
+            bias = a1 - a2
+            if anc >= 0:
+                bias = bias - 2.0 * np.cross(kin0.w[:, tree.body_node[anc]], v1 - v2)
+            out.append(bias)
+        elif kind == "distance":
+            p1, v1, a1 = pt(it[2], it[3])
+            p2, v2, a2 = pt(it[4], it[5])
+            d, dv = p1 - p2, v1 - v2
+            L = np.linalg.norm(d, axis=-1)
+            u = d / L[:, None]
+            out.append((np.einsum("ti,ti->t", u, a1 - a2)
+                        + (np.einsum("ti,ti->t", dv, dv) - np.einsum("ti,ti->t", u, dv) ** 2) / L)[:, None])
+        elif kind == "coupler":
+            _, _, ind, dep, f, sc = it
+            out.append((-sc * f.derivative(q[:, ind], 2) * qd[:, ind] ** 2)[:, None])
+        else:
+            raise UnsupportedFeature(f"{kind} constraint '{it[1]}' in forward dynamics for joint reactions")
+    return np.concatenate(out, -1) if out else np.zeros((T, 0))
+
+
+def constraint_loads(tree: Tree, q, constraints, mu, kin=None):
+    """Body loads and mobility forces of constraint multipliers ``mu`` (T, m) (sign of
+    :func:`~arthron.multibody.forward_dynamics.forward_accelerations`: generalized constraint
+    force ``Gᵀ mu``).
+
+    PointConstraint: ``mu`` (N, ground) on body 1 at its point, ``−mu`` on body 2;
+    ConstantDistanceConstraint: ``mu u`` and ``−mu u`` along the line of the points;
+    CoordinateCouplerConstraint: mobility forces ``mu`` on the dependent and
+    ``−mu s f'(q_ind)`` on the independent coordinate (transmitted by their joints).
+
+    Returns
+    -------
+    loads : list of ExternalLoad; generalized : (T, nq)
+    """
+    cs = constraints
+    q = np.atleast_2d(q)
+    T = q.shape[0]
+    kin0 = kin or forward_kinematics(tree, q)
+    loads, gen = [], np.zeros((T, tree.nq))
+    r0 = 0
+
+    def pos(b, loc):
+        n = tree.body_node[b]
+        return kin0.o[:, n] + kin0.R[:, n] @ loc
+
+    for it in cs.items:
+        kind = it[0]
+        if kind == "point":
+            f = mu[:, r0:r0 + 3]
+            r0 += 3
+        elif kind == "distance":
+            d = (pos(it[2], it[3]) if it[2] >= 0 else it[3]) - (pos(it[4], it[5]) if it[4] >= 0 else it[5])
+            f = mu[:, r0:r0 + 1] * d / np.linalg.norm(d, axis=-1, keepdims=True)
+            r0 += 1
+        elif kind == "coupler":
+            _, _, ind, dep, fn, sc = it
+            gen[:, dep] += mu[:, r0]
+            gen[:, ind] -= mu[:, r0] * sc * fn.derivative(q[:, ind], 1)
+            r0 += 1
+            continue
+        else:
+            raise UnsupportedFeature(f"{kind} constraint '{it[1]}' in joint reactions")
+        for b, loc, sgn in ((it[2], it[3], 1.0), (it[4], it[5], -1.0)):
+            if b >= 0:
+                loads.append(ExternalLoad(body=tree.body_names[b], force=sgn * f, point=pos(b, loc),
+                                          name=f"constraint_{it[1]}"))
+    return loads, gen
+
+
+def motion_constraint_multipliers(tree: Tree, q, qd, qdd, constraints, generalized=None, loads=(),
+                                  locked=None):
+    """Multipliers μ of the model constraints for the motion's own accelerations.
+
+    With q̈ given, the equations of motion ``τ_ID(q, q̇, q̈) = Q + Gᵀμ + r`` (τ_ID = Dᵀ(M(Dq̈ + γ)
+    − h) by inverse dynamics with the body ``loads``; Q the applied mobility forces
+    ``generalized``) do not determine μ by themselves: the joints' own generalized forces r
+    could take any part of the load. μ is chosen to leave the least ``‖r‖`` over the unlocked
+    coordinates (least squares, ``μ = (G Gᵀ)⁻¹ G (τ_ID − Q)``, G = ∂c/∂q of the unlocked
+    coordinates, full row rank). When the applied forces are consistent with the motion
+    (r = 0 possible, e.g. the forces of a forward simulation or of a static optimization that
+    includes the constraints) this is the exact μ, the one :func:`~arthron.multibody.forward_dynamics.forward_accelerations` finds;
+    otherwise r is the smallest residual in the coordinates' units (N·m and N weighted alike)
+    and the joints transmit it as mobility forces.
+
+    Returns
+    -------
+    mu : (T, m) in the sign of :func:`~arthron.multibody.forward_dynamics.forward_accelerations` (see :func:`constraint_loads`);
+    residual : (T, nq) r, the generalized forces left to the joints (locked coordinates: all
+    of theirs).
+    """
+    q = np.atleast_2d(np.asarray(q, float))
+    T, nq = q.shape
+    need = inverse_dynamics(tree, q, qd, qdd, list(loads or ()))
+    if generalized is not None:
+        need = need - np.asarray(generalized, float)
+    free = np.ones(nq, bool) if locked is None else ~np.asarray(locked, bool)
+    G = constraints.jacobian(q)[:, :, free]
+    A = G @ np.swapaxes(G, 1, 2)
+    mu = np.linalg.solve(A, np.einsum("tmk,tk->tm", G, need[:, free])[..., None])[..., 0]
+    r = need.copy()
+    r[:, free] -= np.einsum("tmk,tm->tk", G, mu)
+    return mu, r

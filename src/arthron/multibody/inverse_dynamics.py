@@ -1,0 +1,158 @@
+"""Inverse dynamics of a compiled tree: ``τ = Dᵀ(M(Dq̈ + γ) − h)`` and the body wrenches it sums.
+
+Formulation (Blajer & Czaplicki 2005, minimal form of Eq. 2.5, in 3D): with the body velocities
+``v = [v_C; ω]`` (mass centres and angular velocities in ground), the velocity map ``D(q)``
+(``v = D q̇``) and ``a = D q̈ + γ``,
+
+    τ = Dᵀ (M (D q̈ + γ) − h),     M = blockdiag(m_b I₃, I_C,b),
+
+where ``h`` holds gravity ``m_b g``, the gyroscopic moments ``−ω × I_C ω`` and applied loads
+(:class:`ExternalLoad`: force at a point plus torque). ``Dᵀ`` is applied as a backward sum over
+subtrees (:func:`arthron.multibody.kinematics.apply_velocity_map_transpose`) rather than as a
+dense matrix. Constraints and coordinate locks are ignored (Simbody's
+``calcResidualForceIgnoringConstraints``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..geometry.spatial import cross
+from .kinematics import Tree, apply_velocity_map_transpose, forward_kinematics
+
+__all__ = ["ExternalLoad", "body_wrenches_from_loads", "inertial_wrenches", "inverse_dynamics"]
+
+
+@dataclass
+class ExternalLoad:
+    """A load applied to a body, sampled at the solve times.
+
+    Attributes
+    ----------
+    body : str                body name the load is applied to
+    force : (T, 3) N or None  in ``force_frame`` (``"ground"`` or a body name)
+    point : (T, 3) m or None  in ``point_frame``; None = the body origin
+    torque : (T, 3) N·m or None, in ``force_frame``
+    """
+
+    body: str
+    force: np.ndarray | None = None
+    point: np.ndarray | None = None
+    torque: np.ndarray | None = None
+    force_frame: str = "ground"
+    point_frame: str = "ground"
+    name: str = ""
+
+
+def body_wrenches_from_loads(tree: Tree, kin, loads):
+    """External loads -> wrenches at the body mass centers.
+
+    Parameters
+    ----------
+    tree : compiled model; kin : its Kinematics for the T frames; loads : iterable of
+    :class:`ExternalLoad` sampled at those frames (force N, point m, torque N·m).
+
+    Returns
+    -------
+    F, M : (T, nb, 3) each, forces (N) and moments about the mass centers (N·m), ground frame.
+
+    Raises
+    ------
+    ModelFileError when a load names a body the tree lacks.
+    """
+    T = kin.R.shape[0]
+    F = np.zeros((T, tree.nb, 3))
+    M = np.zeros((T, tree.nb, 3))
+    Rb = kin.body_R(tree)
+    ob = kin.body_origin(tree)
+    com = kin.body_com(tree)
+
+    def frame_R(name):
+        if name in ("ground", "/ground", None, ""):
+            return None
+        return Rb[:, tree.body_index(name)]
+
+    for ld in loads:
+        b = tree.body_index(ld.body)
+        if b < 0:
+            continue  # loads on ground do nothing
+        Rf = frame_R(ld.force_frame)
+        if ld.force is not None:
+            f = ld.force if Rf is None else np.einsum("tij,tj->ti", Rf, ld.force)
+            if ld.point is None:
+                p = ob[:, b]
+            else:
+                Rp = frame_R(ld.point_frame)
+                if Rp is None:
+                    p = ld.point
+                else:
+                    pb = tree.body_index(ld.point_frame)
+                    p = ob[:, pb] + np.einsum("tij,tj->ti", Rp, ld.point)
+            F[:, b] += f
+            M[:, b] += np.cross(p - com[:, b], f)
+        if ld.torque is not None:
+            M[:, b] += ld.torque if Rf is None else np.einsum("tij,tj->ti", Rf, ld.torque)
+    return F, M
+
+
+def inertial_wrenches(tree: Tree, kin, bodies=None, loads=()):
+    """``M a − h`` of the listed bodies: the wrench each body's motion needs beyond its loads.
+
+    Parameters
+    ----------
+    kin : Kinematics with velocities and accelerations
+    bodies : body indices (default: all, in tree order)
+    loads : :class:`ExternalLoad` list entering ``h`` (with gravity and the gyroscopic term)
+
+    Returns
+    -------
+    F : (T, n, 3) ``m (a_C − g) − F_ext`` (N), M : (T, n, 3) ``I α + ω × I ω − M_ext`` about the
+    mass centres (N·m), com : (T, n, 3) mass centres (m); all in ground. Only the body nodes
+    are read (no stacking of all nodes); ``I α + ω × I ω`` is formed in the body frames, where
+    I is constant.
+    """
+    Ui = np.arange(tree.nb) if bodies is None else np.asarray(bodies, int)
+    nodes = tree.body_node[Ui]
+    R = kin.nodes("R", nodes)
+    w = kin.nodes("w", nodes)
+    al = kin.nodes("al", nodes)
+    rc = np.einsum("tbij,bj->tbi", R, tree.com[Ui])
+    aC = kin.nodes("a", nodes) + cross(al, rc) + cross(w, cross(w, rc))
+    F = tree.mass[Ui][None, :, None] * (aC - tree.gravity)               # m(a_C − g)
+    I = tree.inertia[Ui]
+    wb = np.einsum("tbji,tbj->tbi", R, w)
+    alb = np.einsum("tbji,tbj->tbi", R, al)
+    Mb = np.einsum("bij,tbj->tbi", I, alb) + cross(wb, np.einsum("bij,tbj->tbi", I, wb))
+    Mc = np.einsum("tbij,tbj->tbi", R, Mb)
+    loads = list(loads or ())
+    if loads:
+        Fe, Me = body_wrenches_from_loads(tree, kin, loads)
+        F = F - Fe[:, Ui]
+        Mc = Mc - Me[:, Ui]
+    return F, Mc, kin.nodes("o", nodes) + rc
+
+
+def inverse_dynamics(tree: Tree, q, qd, qdd, loads=(), applied=None) -> np.ndarray:
+    """Generalized forces ``τ = Dᵀ(M(Dq̈ + γ) − h)`` for T frames at once.
+
+    Parameters
+    ----------
+    tree : compiled model (:func:`arthron.multibody.kinematics.compile_model`)
+    q, qd, qdd : (T, nq) coordinates (rad, m), speeds and accelerations, model order
+    loads : iterable of :class:`ExternalLoad` sampled at the same T frames
+    applied : (T, nq) or None, generalized forces applied by actuators/passive elements, moved
+        to the right-hand side (``τ`` is then the residual)
+
+    Returns
+    -------
+    (T, nq) generalized forces in model coordinate order (N·m or N), conjugate to q̇ (see
+    :func:`arthron.multibody.kinematics.mobility_forces` for Simbody's speeds).
+    """
+    q = np.atleast_2d(np.asarray(q, float))
+    kin = forward_kinematics(tree, q, qd, qdd)
+    F, M, com = inertial_wrenches(tree, kin, None, loads)
+    tau = apply_velocity_map_transpose(tree, kin, F, M, com=com)
+    if applied is not None:
+        tau = tau - applied
+    return tau
