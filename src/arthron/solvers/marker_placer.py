@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import ArthronWarning, DataFileError
 from ..models.model import GROUND, Model
 from ..multibody.kinematics import forward_kinematics
-from .inverse_kinematics import InverseKinematics
+from .inverse_kinematics import InverseKinematics, check_ik_options
 from .scaling import average_static
 
 __all__ = ["place_markers"]
@@ -45,8 +45,10 @@ def place_markers(model: Model, static_trial, tasks=None, time_range=None, *,
 
     Raises
     ------
+    OptionError for bad task weights or time range (:func:`~arthron.solvers.inverse_kinematics.check_ik_options`).
     DataFileError when no frame of the trial lies in the time range.
     """
+    check_ik_options(tasks=tasks, time_range=time_range)
     if time_range is None:
         time_range = (static_trial.time[0], static_trial.time[0])
     times = np.asarray(static_trial.time, float)

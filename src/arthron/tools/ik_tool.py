@@ -239,7 +239,9 @@ def _ik_config(st, model, search_dirs):
                                               "constraint_weight"),
                accuracy=_parse_float(st.get("accuracy"), 1e-5, st, "accuracy"),
                report_marker_locations=(st.get("report_marker_locations") or "false").strip()
-               .lower() in ("true", "1", "yes"))
+               .lower() in ("true", "1", "yes"),
+               report_errors=(st.get("report_errors") or "true").strip().lower()
+               in ("true", "1", "yes"))
     try:
         check_ik_options(tasks=tasks, time_range=time_range,
                          constraint_weight=cfg["constraint_weight"], accuracy=cfg["accuracy"])
@@ -258,7 +260,8 @@ def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=Non
 
     Returns
     -------
-    IKToolResult whose ``write()`` writes ``output_motion_file``,
+    IKToolResult whose ``write()`` writes ``output_motion_file`` (default
+    ``<results_directory>/<tool name>_ik.mot``), with ``report_errors`` (default true)
     ``<results_directory>/<tool name>_ik_marker_errors.sto`` and, with
     ``report_marker_locations``, ``<tool name>_ik_model_marker_locations.sto`` (OpenSim's names;
     the results directory is created, as OpenSim's tool does).
@@ -281,7 +284,8 @@ def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=Non
     out = st.resolve(st.get("output_motion_file"))
     rd = st.resolve(st.get("results_directory")) or st.folder
     res.output_motion_file = out if out is not None else rd / f"{st.name}_ik.mot"
-    res.errors_file = rd / f"{st.name}_ik_marker_errors.sto"
+    if cfg["report_errors"]:
+        res.errors_file = rd / f"{st.name}_ik_marker_errors.sto"
     if cfg["report_marker_locations"]:
         res.locations_file = rd / f"{st.name}_ik_model_marker_locations.sto"
     return res
