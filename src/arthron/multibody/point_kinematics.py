@@ -23,7 +23,7 @@ import weakref
 
 import numpy as np
 
-from ..geometry.spatial import skew
+from ..geometry.spatial import cross, skew
 from .kinematics import Tree, _ellip_local
 
 __all__ = ["StationKinematics", "station_jacobian", "marker_jacobian"]
@@ -38,7 +38,7 @@ class _Fold:
         var_of = {0: (-1, np.eye(3), np.zeros(3))}
         self.kind, self.parent, self.R0, self.p0 = [], [], [], []
         self.axis, self.K, self.K2, self.coord, self.func, self.terms = [], [], [], [], [], []
-        self.radii, self.ccoords, self.ident = [], [], []
+        self.radii, self.ccoords, self.ident, self.zaxis = [], [], [], []
         for i in range(1, len(nodes)):
             nd = nodes[i]
             pv, Rp, pp = var_of[nd.parent]
@@ -54,6 +54,7 @@ class _Fold:
             self.p0.append(p0)
             a = None if nd.axis is None else np.asarray(nd.axis, float)
             self.axis.append(a)
+            self.zaxis.append(a is not None and bool(np.array_equal(a, (0.0, 0.0, 1.0))))
             K = None if a is None else skew(a)
             self.K.append(K)
             self.K2.append(None if K is None else K @ K)
@@ -152,6 +153,7 @@ class StationKinematics:
                     A[i, j] = 1.0
         self.A = A                                          # (n, ncol): column moves station
         self.AC = A[:, :, None] * fold.Cmap[None, :, :]     # (n, ncol, nq)
+        self._ACj = np.ascontiguousarray(self.AC.transpose(1, 0, 2)).reshape(len(fold.cols), -1)
 
     @classmethod
     def for_markers(cls, tree: Tree, names) -> "StationKinematics":
@@ -226,9 +228,8 @@ class StationKinematics:
         if not jac:
             return P, None
         A = self.A if rows is None else self.A[rows]
-        # point velocity per column: v + ω × (P − o)
         d = P[:, None, :] - O[None, :, :]
-        cr = np.cross(W[None, :, :], d) + V[None, :, :]
+        cr = cross(W[None, :, :], d) + V[None, :, :]
         J = np.einsum("mj,mjx,jc->mxc", A, cr, fd.Cmap)
         return P, J
 
@@ -258,12 +259,28 @@ class StationKinematics:
                 of = ost[p] + Rp @ fd.p0[k]
             kind = fd.kind[k]
             if kind == "rot":
-                th, d1 = _fd_batch(fd.func[k], Q[:, fd.coord[k]])
+                f = fd.func[k]
+                if f is None:
+                    th, d1 = Q[:, fd.coord[k]], None
+                else:
+                    th, d1 = f.value_and_derivative(Q[:, fd.coord[k]])
                 sn, cs = np.sin(th), np.cos(th)
-                Rr = I3 + sn[:, None, None] * fd.K[k] + (1.0 - cs)[:, None, None] * fd.K2[k]
+                if fd.zaxis[k]:
+                    # I + sin θ K + (1 − cos θ) K² for K = [z]×, entry by entry
+                    Rr = np.zeros((B, 3, 3))
+                    c1 = 1.0 - (1.0 - cs)
+                    Rr[:, 0, 0] = c1
+                    Rr[:, 1, 1] = c1
+                    Rr[:, 0, 1] = -sn
+                    Rr[:, 1, 0] = sn
+                    Rr[:, 2, 2] = 1.0
+                    w = Rf[:, :, 2]
+                else:
+                    Rr = I3 + sn[:, None, None] * fd.K[k] + (1.0 - cs)[:, None, None] * fd.K2[k]
+                    w = Rf @ fd.axis[k]
                 Rst[k + 1] = Rf @ Rr
                 ost[k + 1] = of
-                W[j] = (Rf @ fd.axis[k]) * d1[:, None]
+                W[j] = w if d1 is None else w * d1[:, None]
                 O[j] = of
                 j += 1
             elif kind == "trans":
@@ -289,11 +306,40 @@ class StationKinematics:
                 j += 2
         mv = self.m_var + 1
         P = np.einsum("mbij,mj->bmi", Rst[mv], self.m_loc) + ost[mv].transpose(1, 0, 2)
-        Wb, Vb, Ob = (a.transpose(1, 0, 2) for a in (W, V, O))
-        d = P[:, :, None, :] - Ob[:, None, :, :]
-        cr = np.cross(Wb[:, None, :, :], d) + Vb[:, None, :, :]
-        J = np.swapaxes(cr, 2, 3) @ self.AC
+        # point velocity per column, v + ω × (P − o), component by component: (B, n, 3, ncol)
+        Px, Py, Pz = (P[:, :, i, None] for i in range(3))
+        Wx, Wy, Wz = (W[:, :, i].T[:, None, :] for i in range(3))
+        Vx, Vy, Vz = (V[:, :, i].T[:, None, :] for i in range(3))
+        Ox, Oy, Oz = (O[:, :, i].T[:, None, :] for i in range(3))
+        dx, dy, dz = Px - Ox, Py - Oy, Pz - Oz
+        cr = np.empty((B, len(mv), 3, ncol))
+        cr[:, :, 0] = Wy * dz - Wz * dy + Vx
+        cr[:, :, 1] = Wz * dx - Wx * dz + Vy
+        cr[:, :, 2] = Wx * dy - Wy * dx + Vz
+        J = cr @ self.AC
         return P, J
+
+
+def _assemble(P, W, V, O, ACj):
+    """Station Jacobians (B, n, 3, nq) from the hinge columns: the column of coordinate c of
+    station m is ``Σ_j AC[m, j, c] (v_j + ω_j × (x_m − o_j)) = Ω × x_m + C`` with
+    ``Ω = Σ_j AC ω_j`` and ``C = Σ_j AC (v_j − ω_j × o_j)`` (two matrix products over the
+    columns j, then one cross product per station).
+
+    P (B, n, 3); W, V, O (B, ncol, 3); ACj (ncol, n·nq) = AC[m, j, c] laid out as [j, (m, c)].
+    """
+    B, n = P.shape[0], P.shape[1]
+    ncol = W.shape[1]
+    nq = ACj.shape[1] // max(n, 1)
+    C = V - cross(W, O)
+    Wm = (np.ascontiguousarray(W.transpose(0, 2, 1)).reshape(B * 3, ncol) @ ACj).reshape(B, 3, n, nq)
+    Cm = (np.ascontiguousarray(C.transpose(0, 2, 1)).reshape(B * 3, ncol) @ ACj).reshape(B, 3, n, nq)
+    x, y, z = (P[:, :, i, None] for i in range(3))
+    J = np.empty((B, n, 3, nq))
+    J[:, :, 0] = Wm[:, 1] * z - Wm[:, 2] * y + Cm[:, 0]
+    J[:, :, 1] = Wm[:, 2] * x - Wm[:, 0] * z + Cm[:, 1]
+    J[:, :, 2] = Wm[:, 0] * y - Wm[:, 1] * x + Cm[:, 2]
+    return J
 
 
 def station_jacobian(tree: Tree, q, bodies, locations):
