@@ -450,10 +450,11 @@ class SimmSpline(_XYFunction):
         return v, dv
 
     def _xlist(self):
+        """The knots as a Python list (for :mod:`bisect`), cached per knot array."""
         xl = getattr(self, "_xl", None)
-        if xl is None or len(xl) != len(self.x):
-            xl = self._xl = [float(v) for v in self.x]
-        return xl
+        if xl is None or xl[0] is not self.x:
+            xl = self._xl = (self.x, [float(v) for v in self.x])
+        return xl[1]
 
 
 class NaturalCubicSpline(SimmSpline):

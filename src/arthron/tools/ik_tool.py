@@ -246,7 +246,9 @@ def _ik_config(st, model, search_dirs):
         check_ik_options(tasks=tasks, time_range=time_range,
                          constraint_weight=cfg["constraint_weight"], accuracy=cfg["accuracy"])
     except OptionError as e:
-        raise OptionError(e.message, st.path) from None
+        first = e.message.split()[0]
+        where = "<IKTaskSet>" if "task" in e.message.split(":")[0] else f"<{first}>"
+        raise OptionError(e.message, st.path, where) from None
     return cfg
 
 
