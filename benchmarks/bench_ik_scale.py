@@ -158,6 +158,7 @@ def tsm_case(osim, frames: int, repeat: int):
     from arthron.multibody.constraints import assemble
     from arthron.multibody.kinematics import compile_model, marker_positions
     from arthron.solvers.inverse_kinematics import IKTasks, solve_ik
+    from arthron.tools.ik_tool import write_ik_result
     path = DATA / "opensim-core" / "OpenSim" / "Tests" / "shared" / "ThoracoscapularShoulderModel.osim"
     model = read_osim(path)
     tree = compile_model(model)
@@ -184,7 +185,7 @@ def tsm_case(osim, frames: int, repeat: int):
         def ours():
             tr = read_trc(trc)
             r = solve_ik(read_osim(path), tr, tasks, constraint_weight=w)
-            r.write(folder / "arthron.mot", folder / "arthron_err.sto")
+            write_ik_result(r, folder / "arthron.mot", folder / "arthron_err.sto")
             return r
         t_ar, r = median_time(ours, repeat)
         print(f"\nIK Thoracoscapular (AC PointConstraint, constraint_weight {w:g}; both tools hold it "

@@ -500,3 +500,78 @@ def test_weld_constraint_refused_in_ik():
         "body_1": "/bodyset/r_humerus", "body_2": "/bodyset/r_ulna_radius_hand"}))
     with pytest.raises(UnsupportedFeature, match="weld constraint \\('w'\\)"):
         InverseKinematics(m)
+
+
+@needs_data
+def test_bad_options_raise_option_error():
+    """Bad option values fail up front with OptionError (also a ValueError), from solve_ik, from
+    InverseKinematics and from a setup file (which is then named)."""
+    from arthron.errors import OptionError
+    from arthron.io.osim import read_osim
+    from arthron.io.trc import read_trc
+    from arthron.solvers.inverse_kinematics import (CoordinateTask, IKTasks, InverseKinematics,
+                                                    check_ik_options, solve_ik)
+    from arthron.tools.ik_tool import run_ik_from_setup
+    model = read_osim(ARM_DIRS[0] / "arm26.osim")
+    trial = read_trc(ARM_DIRS[0] / "arm26_elbow_flex.trc")
+    bad = [dict(time_range=(0.5, 0.1)), dict(time_range=(0.0,)), dict(time_range="ab"),
+           dict(time_range=(float("nan"), 1.0)), dict(constraint_weight=-1.0),
+           dict(constraint_weight=float("nan")), dict(block=0), dict(block=2.5),
+           dict(q0=np.zeros(3)), dict(tasks=IKTasks({"r_acromion": -1.0})),
+           dict(tasks=IKTasks({"r_acromion": float("inf")})),
+           dict(tasks=IKTasks(None, {"r_elbow_flex": CoordinateTask(1.0, "nope")})),
+           dict(tasks=IKTasks(None, {"r_elbow_flex": CoordinateTask(-2.0)})),
+           dict(tasks=IKTasks(None, {"r_elbow_flex": CoordinateTask(1.0, "from_file")})),
+           dict(tasks=IKTasks(None, {"r_elbow_flex": CoordinateTask(1.0, "manual_value",
+                                                                    float("nan"))}))]
+    for kw in bad:
+        with pytest.raises(OptionError):
+            solve_ik(model, trial, **kw)
+        with pytest.raises(ValueError):
+            check_ik_options(nq=2, **kw)
+    with pytest.raises(OptionError, match="accuracy"):
+        check_ik_options(accuracy=0.0)
+    with pytest.raises(OptionError, match="constraint_weight"):
+        InverseKinematics(model, None, -3.0)
+    raw = (REF / "task1_arm26" / "setups" / "ik_setup.xml").read_text()
+    import tempfile
+    from pathlib import Path
+    with tempfile.TemporaryDirectory() as d:
+        for old, new in [("<accuracy>1.0000000000000001e-05", "<accuracy>-1"),
+                         ("<time_range>0 1", "<time_range>1 0"),
+                         ("<weight>1</weight>", "<weight>-1</weight>")]:
+            p = Path(d) / "setup.xml"
+            p.write_text(raw.replace("<workdir>/arm26", str(ARM_DIRS[0])).replace(old, new, 1))
+            with pytest.raises(OptionError) as e:
+                run_ik_from_setup(p)
+            assert e.value.path == str(p)
+
+
+@needs_data
+def test_setup_results_go_to_results_directory(tmp_path):
+    """From a setup: the motion goes to ``output_motion_file``, the marker errors (and, with
+    ``report_marker_locations``, the model marker locations) to ``<results_directory>`` under
+    OpenSim's names; missing folders are created; ``report_errors`` false writes no errors."""
+    from arthron.io.sto import read_sto
+    from arthron.tools.ik_tool import run_ik_from_setup
+    raw = (REF / "task1_arm26" / "setups" / "ik_setup.xml").read_text()
+    rd = tmp_path / "new" / "results"
+    raw = (raw.replace("<workdir>/arm26/results/IK", str(rd))
+              .replace("<workdir>/arm26", str(ARM_DIRS[0]))
+              .replace("<time_range>0 1", "<time_range>0 0.1")
+              .replace("<report_marker_locations>false", "<report_marker_locations>true"))
+    (tmp_path / "setup.xml").write_text(raw)
+    res = run_ik_from_setup(tmp_path / "setup.xml")
+    written = res.write()
+    assert written == rd / "arm26_InverseKinematics.mot" and written.exists()
+    assert (rd / "arm26_ik_marker_errors.sto").exists()
+    assert (rd / "arm26_ik_model_marker_locations.sto").exists()
+    assert read_sto(rd / "arm26_ik_marker_errors.sto").labels == [
+        "total_squared_error", "marker_error_RMS", "marker_error_max"]
+    (tmp_path / "setup2.xml").write_text(
+        raw.replace("<report_errors>true", "<report_errors>false")
+           .replace(str(rd), str(tmp_path / "r2")))
+    res2 = run_ik_from_setup(tmp_path / "setup2.xml")
+    assert res2.errors_file is None
+    res2.write()
+    assert not (tmp_path / "r2" / "arm26_ik_marker_errors.sto").exists()

@@ -138,6 +138,11 @@ class Function:
     def __call__(self, x) -> np.ndarray:
         return self.value(x)
 
+    def value_and_derivative(self, x):
+        """``(value(x), derivative(x, 1))`` in one call: floats for a Python float ``x``, arrays
+        otherwise. Subclasses make it cheap for the per-frame kinematics of joint axes."""
+        return self.value(x), self.derivative(x, 1)
+
     @property
     def is_constant(self) -> bool:
         """True when the function does not depend on its argument (a ``Constant``)."""
@@ -164,6 +169,11 @@ class Constant(Function):
         _check_order(order, "Constant")
         return np.zeros(_as_x(x).shape)
 
+    def value_and_derivative(self, x):
+        if isinstance(x, float):
+            return self.constant, 0.0
+        return self.value(x), self.derivative(x, 1)
+
     @property
     def is_constant(self):
         return True
@@ -187,6 +197,10 @@ class LinearFunction(Function):
         order = _check_order(order, "LinearFunction")
         return np.full(_as_x(x).shape, self.slope if order == 1 else 0.0)
 
+    def value_and_derivative(self, x):
+        if isinstance(x, float):
+            return self.slope * x + self.intercept, self.slope
+        return self.value(x), self.derivative(x, 1)
 
 
 class PolynomialFunction(Function):
@@ -362,6 +376,47 @@ class SimmSpline(_XYFunction):
             out = np.where(atn, 2.0 * c[-1], out)
             out = np.where(below | above, 0.0, out)
         return out
+
+    def value_and_derivative(self, x):
+        """Value and slope in one pass (the interval found once, by bisection; at an interior
+        knot either neighbouring cubic may be used, equal to rounding)."""
+        xk, yk, b, c, d = self.x, self.y, self._b, self._c, self._d
+        n = len(xk)
+        if isinstance(x, float):
+            import bisect
+            if x < xk[0]:
+                return float(yk[0] + (x - xk[0]) * b[0]), float(b[0])
+            if x > xk[-1]:
+                return float(yk[-1] + (x - xk[-1]) * b[-1]), float(b[-1])
+            if abs(x - xk[0]) <= _ROUNDOFF_ERROR:
+                return float(yk[0]), float(b[0])
+            if abs(x - xk[-1]) <= _ROUNDOFF_ERROR:
+                return float(yk[-1]), float(b[-1])
+            k = min(max(bisect.bisect_right(self._xlist(), x) - 1, 0), max(n - 2, 0))
+            dx = x - float(xk[k])
+            bk, ck, dk = float(b[k]), float(c[k]), float(d[k])
+            return (float(yk[k]) + dx * (bk + dx * (ck + dx * dk)),
+                    bk + dx * (2.0 * ck + 3.0 * dx * dk))
+        a = _as_x(x)
+        k = np.clip(np.searchsorted(xk, a, side="right") - 1, 0, max(n - 2, 0))
+        dx = a - xk[k]
+        v = yk[k] + dx * (b[k] + dx * (c[k] + dx * d[k]))
+        dv = b[k] + dx * (2.0 * c[k] + 3.0 * dx * d[k])
+        lo = a < xk[0] + _ROUNDOFF_ERROR
+        hi = a > xk[-1] - _ROUNDOFF_ERROR
+        if lo.any() or hi.any():
+            v = np.where(lo, yk[0] + np.minimum(a - xk[0], 0.0) * b[0], v)
+            dv = np.where(lo, b[0], dv)
+            v = np.where(hi, yk[-1] + np.maximum(a - xk[-1], 0.0) * b[-1], v)
+            dv = np.where(hi, b[-1], dv)
+        return v, dv
+
+    def _xlist(self):
+        """The knots as a Python list (for :mod:`bisect`), cached per knot array."""
+        xl = getattr(self, "_xl", None)
+        if xl is None or xl[0] is not self.x:
+            xl = self._xl = (self.x, [float(v) for v in self.x])
+        return xl[1]
 
 
 class NaturalCubicSpline(SimmSpline):
@@ -657,6 +712,10 @@ class MultiplierFunction(Function):
 
     def derivative(self, x, order=1):
         return self.scale * self.function.derivative(x, _check_order(order, "MultiplierFunction"))
+
+    def value_and_derivative(self, x):
+        v, d = self.function.value_and_derivative(x)
+        return self.scale * v, self.scale * d
 
     @property
     def is_constant(self):

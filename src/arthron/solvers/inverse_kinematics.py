@@ -29,8 +29,11 @@ The solver is a bounded Levenberg–Marquardt (Gauss–Newton with a damping tha
 the optimum, projected active-set bounds) with analytic Jacobians: for a marker on body b, the
 column of coordinate c is ``Σ v_j + ω_j × (x − o_j)`` over the hinges j of c that lie between
 ground and b (the same partial velocities as :func:`arthron.multibody.kinematics.velocity_map`).
-It iterates to the optimum (step below ``1e-10``), so it matches OpenSim's optimum rather than
-its accuracy-limited iterate. Frame k starts from the solution of frame k−1; the first frame
+It iterates to the optimum (step below ``1e-6``), so it matches OpenSim's optimum rather than
+its accuracy-limited iterate. The marker positions and Jacobians come from the compiled tree
+(:class:`arthron.multibody.point_kinematics.StationKinematics`); the iterations live in
+:mod:`arthron.solvers.ik_levenberg_marquardt`. Writing the results to files is the tool layer's
+(:mod:`arthron.tools.ik_tool`). Frame k starts from the solution of frame k−1; the first frame
 from the model's default pose.
 
 Source: the objective, the task and weight semantics, the frame selection (rows of the marker
@@ -40,20 +43,25 @@ file nearest to the start and final time) and the marker-error report follow Ope
 from __future__ import annotations
 
 import math
+import numbers
 import time as _time
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
-from ..errors import ArthronWarning, DataFileError, SolverError, UnsupportedFeature
-from ..tables import Table
-from ..io.sto import write_sto
-from ..multibody.kinematics import Tree, compile_model, _ellip_local
+from ..errors import ArthronWarning, DataFileError, OptionError, SolverError, UnsupportedFeature
+from ..models.functions import GCVSpline
 from ..models.model import Model
+from ..multibody.constraints import compile_constraints
+from ..multibody.kinematics import Tree, compile_model, marker_positions
+from ..multibody.point_kinematics import StationKinematics
+from ..tables import Table
+from .ik_levenberg_marquardt import LevenbergMarquardtIK
 
-__all__ = ["IKTasks", "CoordinateTask", "IKResult", "InverseKinematics", "solve_ik"]
+__all__ = ["IKTasks", "CoordinateTask", "IKResult", "InverseKinematics", "solve_ik",
+           "check_ik_options", "coordinate_reference"]
 
 
 # ----------------------------------------------------------------------------------- tasks
@@ -83,12 +91,20 @@ class IKTasks:
     coordinate_tasks: dict = field(default_factory=dict)
 
 
-def _interpolator(t, y):
+def coordinate_reference(t, y):
     """The coordinate reference OpenSim's IK builds from a coordinate file: a
     ``GCVSplineSet(5, coordinates)`` (quintic natural interpolating GCV spline per column,
     :class:`arthron.models.functions.GCVSpline`); with fewer than 6 rows (too few for a quintic)
-    the lower odd degree that fits, and linear interpolation below 2 rows."""
-    from ..models.functions import GCVSpline
+    the lower odd degree that fits, and linear interpolation below 2 rows.
+
+    Parameters
+    ----------
+    t : (n,) s; y : (n,) rad or m
+
+    Returns
+    -------
+    callable time (s) -> value
+    """
     t = np.asarray(t, float)
     y = np.asarray(y, float)
     for deg in (5, 3, 1):
@@ -98,310 +114,7 @@ def _interpolator(t, y):
     return lambda x: float(y[0])
 
 
-# ------------------------------------------------------------------------ fast kinematics
-def _scalar_fd(f):
-    """A scalar evaluator x -> (f(x), f'(x)) with little overhead for the function types found
-    in joint axes (Linear, Constant, SimmSpline, MultiplierFunction of those); other types go
-    through their vectorized methods."""
-    from ..models.functions import Constant, LinearFunction, MultiplierFunction, SimmSpline
-    if f is None:
-        return lambda x: (x, 1.0)
-    if isinstance(f, MultiplierFunction):
-        inner = _scalar_fd(f.function)
-        s = float(f.scale)
-
-        def mult(x):
-            v, d = inner(x)
-            return s * v, s * d
-        return mult
-    if isinstance(f, LinearFunction):
-        a, b = float(f.slope), float(f.intercept)
-        return lambda x: (a * x + b, a)
-    if isinstance(f, Constant):
-        c = float(f.value(0.0))
-        return lambda x: (c, 0.0)
-    if type(f) is SimmSpline and len(f.x) >= 3:
-        import bisect
-        xk = [float(v) for v in f.x]
-        yk = [float(v) for v in f.y]
-        bb, cc, dd = (list(map(float, f._b)), list(map(float, f._c)), list(map(float, f._d)))
-        n = len(xk)
-        eps = 2e-13
-
-        def spline(x):
-            if x < xk[0]:
-                return yk[0] + (x - xk[0]) * bb[0], bb[0]
-            if x > xk[-1]:
-                return yk[-1] + (x - xk[-1]) * bb[-1], bb[-1]
-            if abs(x - xk[0]) <= eps:
-                return yk[0], bb[0]
-            if abs(x - xk[-1]) <= eps:
-                return yk[-1], bb[-1]
-            k = min(max(bisect.bisect_right(xk, x) - 1, 0), n - 2)
-            dx = x - xk[k]
-            return (yk[k] + dx * (bb[k] + dx * (cc[k] + dx * dd[k])),
-                    bb[k] + dx * (2.0 * cc[k] + 3.0 * dx * dd[k]))
-        return spline
-
-    def generic(x):
-        xa = np.array([x])
-        return float(f.value(xa)[0]), float(f.derivative(xa, 1)[0])
-    return generic
-
-
-def _vector_fd(f):
-    """Like :func:`_scalar_fd` for arrays: x (B,) -> (f(x), f'(x))."""
-    from ..models.functions import Constant, LinearFunction, MultiplierFunction, SimmSpline
-    if f is None:
-        return lambda x: (x, np.ones_like(x))
-    if isinstance(f, MultiplierFunction):
-        inner = _vector_fd(f.function)
-        sc = float(f.scale)
-
-        def mult(x):
-            v, d = inner(x)
-            return sc * v, sc * d
-        return mult
-    if isinstance(f, LinearFunction):
-        a, b = float(f.slope), float(f.intercept)
-        return lambda x: (a * x + b, np.full_like(x, a))
-    if isinstance(f, Constant):
-        c = float(f.value(0.0))
-        return lambda x: (np.full_like(x, c), np.zeros_like(x))
-    if type(f) is SimmSpline and len(f.x) >= 3:
-        xk = np.asarray(f.x, float)
-        yk = np.asarray(f.y, float)
-        bb, cc, dd = (np.asarray(f._b, float), np.asarray(f._c, float), np.asarray(f._d, float))
-        n = len(xk)
-
-        def spline(x):
-            k = np.clip(np.searchsorted(xk, x, side="right") - 1, 0, n - 2)
-            dx = x - xk[k]
-            v = yk[k] + dx * (bb[k] + dx * (cc[k] + dx * dd[k]))
-            d = bb[k] + dx * (2.0 * cc[k] + 3.0 * dx * dd[k])
-            lo = x < xk[0] + 2e-13
-            hi = x > xk[-1] - 2e-13
-            if lo.any() or hi.any():
-                v = np.where(lo, yk[0] + np.minimum(x - xk[0], 0.0) * bb[0], v)
-                d = np.where(lo, bb[0], d)
-                v = np.where(hi, yk[-1] + np.maximum(x - xk[-1], 0.0) * bb[-1], v)
-                d = np.where(hi, bb[-1], d)
-            return v, d
-        return spline
-    return lambda x: (f.value(x), f.derivative(x, 1))
-
-
-class _Chain:
-    """The variable nodes of a :class:`Tree` with fixed nodes folded in, for one-frame FK and
-    marker Jacobians with little Python overhead."""
-
-    def __init__(self, tree: Tree, marker_names):
-        nodes = tree.nodes
-        # nearest variable ancestor and the fixed transform from it
-        var_of = {0: (-1, np.eye(3), np.zeros(3))}  # node -> (var index, R, p) of node in var frame
-        self.kind, self.parent, self.R0, self.p0 = [], [], [], []
-        self.axis, self.K, self.K2, self.coord, self.func, self.terms = [], [], [], [], [], []
-        self.radii, self.ccoords = [], []
-        self.vfunc, self.vterms, self.ident = [], [], []
-        for i in range(1, len(nodes)):
-            nd = nodes[i]
-            pv, Rp, pp = var_of[nd.parent]
-            R0 = Rp @ nd.R0
-            p0 = Rp @ nd.p0 + pp
-            if nd.kind == "fixed":
-                var_of[i] = (pv, R0, p0)
-                continue
-            k = len(self.kind)
-            self.kind.append(nd.kind)
-            self.parent.append(pv)
-            self.R0.append(R0)
-            self.p0.append(p0)
-            a = None if nd.axis is None else np.asarray(nd.axis, float)
-            self.axis.append(a)
-            if a is not None:
-                K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
-                self.K.append(K)
-                self.K2.append(K @ K)
-            else:
-                self.K.append(None)
-                self.K2.append(None)
-            self.coord.append(nd.coord)
-            self.func.append(_scalar_fd(nd.func) if nd.kind == "rot" else None)
-            self.vfunc.append(_vector_fd(nd.func) if nd.kind == "rot" else None)
-            self.terms.append([(c_, _scalar_fd(f), np.asarray(ax, float)) for c_, f, ax in nd.terms])
-            self.vterms.append([(c_, _vector_fd(f), np.asarray(ax, float)) for c_, f, ax in nd.terms])
-            self.ident.append(bool(np.array_equal(R0, np.eye(3)) and not np.any(p0)))
-            self.radii.append(nd.radii)
-            self.ccoords.append(tuple(nd.coords))
-            var_of[i] = (k, np.eye(3), np.zeros(3))
-        self.n = len(self.kind)
-        # hinge columns: (var node, coordinate)
-        cols = []
-        for k in range(self.n):
-            if self.kind[k] == "rot":
-                cols.append((k, self.coord[k]))
-            else:
-                for c in self.ccoords[k]:
-                    cols.append((k, c))
-        self.cols = cols
-        self.col_node = np.array([c[0] for c in cols], int)
-        self.col_coord = np.array([c[1] for c in cols], int)
-        anc = [set() for _ in range(self.n)]
-        for k in range(self.n):
-            p = self.parent[k]
-            anc[k] = (anc[p] | {p}) if p >= 0 else set()
-        # markers
-        self.marker_names = list(marker_names)
-        mv, mloc = [], []
-        for nm in self.marker_names:
-            b, loc = tree.markers[nm]
-            node = 0 if b < 0 else int(tree.body_node[b])
-            v, R, p = var_of[node]
-            mv.append(v)
-            mloc.append(R @ np.asarray(loc, float) + p)
-        self.m_var = np.array(mv, int).reshape(-1)
-        self.m_loc = np.array(mloc, float).reshape(-1, 3)
-        nm = len(self.marker_names)
-        A = np.zeros((nm, len(cols)))
-        for i, v in enumerate(mv):
-            if v < 0:
-                continue
-            chain = anc[v] | {v}
-            for j, (k, _) in enumerate(cols):
-                if k in chain:
-                    A[i, j] = 1.0
-        self.A = A
-        self._I3 = np.eye(3)
-        self.nq = tree.nq
-        self.Cmap = np.zeros((len(cols), tree.nq))
-        self.Cmap[np.arange(len(cols)), self.col_coord] = 1.0
-        self.AC = A[:, :, None] * self.Cmap[None, :, :]     # (nm, ncol, nq)
-
-    def evaluate(self, q, rows=None, jac=True):
-        """Marker positions (nm, 3) and Jacobian (nm, 3, nq) at one q (nq,).
-
-        ``rows``: indices of the markers wanted (default all)."""
-        n = self.n
-        Rst = np.empty((n + 1, 3, 3))
-        ost = np.empty((n + 1, 3))
-        Rst[0] = np.eye(3)
-        ost[0] = 0.0
-        ncol = len(self.cols)
-        W = np.zeros((ncol, 3))
-        V = np.zeros((ncol, 3))
-        O = np.zeros((ncol, 3))
-        j = 0
-        I3 = self._I3
-        parent, R0, p0, kinds = self.parent, self.R0, self.p0, self.kind
-        for k in range(n):
-            p = parent[k] + 1
-            Rp = Rst[p]
-            Rf = Rp @ R0[k]
-            of = ost[p] + Rp @ p0[k]
-            kind = kinds[k]
-            if kind == "rot":
-                th, d1 = self.func[k](q[self.coord[k]])
-                s, c = math.sin(th), math.cos(th)
-                Rst[k + 1] = Rf @ (I3 + s * self.K[k] + (1.0 - c) * self.K2[k])
-                ost[k + 1] = of
-                W[j] = (Rf @ self.axis[k]) * d1
-                O[j] = of
-                j += 1
-            elif kind == "trans":
-                pl = np.zeros(3)
-                dc = {}
-                for c_, f, ax in self.terms[k]:
-                    val, d1 = f(q[c_])
-                    pl = pl + val * ax
-                    dc[c_] = dc.get(c_, 0.0) + d1 * ax
-                Rst[k + 1] = Rf
-                ost[k + 1] = of + Rf @ pl
-                for c_ in self.ccoords[k]:
-                    V[j] = Rf @ dc[c_]
-                    j += 1
-            else:  # ellip
-                c0, c1 = self.ccoords[k]
-                pl, Jl, _ = _ellip_local(self.radii[k], np.array([q[c0]]), np.array([q[c1]]))
-                Rst[k + 1] = Rf
-                ost[k + 1] = of + Rf @ pl[0]
-                Hv = Rf @ Jl[0]
-                V[j] = Hv[:, 0]
-                V[j + 1] = Hv[:, 1]
-                j += 2
-        mv = self.m_var if rows is None else self.m_var[rows]
-        loc = self.m_loc if rows is None else self.m_loc[rows]
-        P = np.einsum("mij,mj->mi", Rst[mv + 1], loc) + ost[mv + 1]
-        if not jac:
-            return P, None
-        A = self.A if rows is None else self.A[rows]
-        # point velocity per column: v + ω × (P − o)
-        d = P[:, None, :] - O[None, :, :]
-        cr = np.cross(W[None, :, :], d) + V[None, :, :]
-        J = np.einsum("mj,mjx,jc->mxc", A, cr, self.Cmap)
-        return P, J
-
-
-    def evaluate_batch(self, Q):
-        """Marker positions (B, nm, 3) and Jacobians (B, nm, 3, nq) at B poses Q (B, nq)."""
-        Q = np.asarray(Q, float)
-        B = Q.shape[0]
-        n = self.n
-        Rst = np.empty((n + 1, B, 3, 3))
-        ost = np.empty((n + 1, B, 3))
-        Rst[0] = np.eye(3)
-        ost[0] = 0.0
-        ncol = len(self.cols)
-        W = np.zeros((ncol, B, 3))
-        V = np.zeros((ncol, B, 3))
-        O = np.zeros((ncol, B, 3))
-        j = 0
-        I3 = self._I3
-        for k in range(n):
-            p = self.parent[k] + 1
-            Rp = Rst[p]
-            if self.ident[k]:
-                Rf, of = Rp, ost[p]
-            else:
-                Rf = Rp @ self.R0[k]
-                of = ost[p] + Rp @ self.p0[k]
-            kind = self.kind[k]
-            if kind == "rot":
-                th, d1 = self.vfunc[k](Q[:, self.coord[k]])
-                sn, cs = np.sin(th), np.cos(th)
-                Rr = I3 + sn[:, None, None] * self.K[k] + (1.0 - cs)[:, None, None] * self.K2[k]
-                Rst[k + 1] = Rf @ Rr
-                ost[k + 1] = of
-                W[j] = (Rf @ self.axis[k]) * d1[:, None]
-                O[j] = of
-                j += 1
-            elif kind == "trans":
-                pl = np.zeros((B, 3))
-                dc = {}
-                for c_, f, ax in self.vterms[k]:
-                    val, d1 = f(Q[:, c_])
-                    pl += val[:, None] * ax
-                    dc[c_] = dc.get(c_, 0.0) + d1[:, None] * ax
-                Rst[k + 1] = Rf
-                ost[k + 1] = of + np.einsum("bij,bj->bi", Rf, pl)
-                for c_ in self.ccoords[k]:
-                    V[j] = np.einsum("bij,bj->bi", Rf, np.broadcast_to(dc[c_], (B, 3)))
-                    j += 1
-            else:
-                c0, c1 = self.ccoords[k]
-                pl, Jl, _ = _ellip_local(self.radii[k], Q[:, c0], Q[:, c1])
-                Rst[k + 1] = Rf
-                ost[k + 1] = of + np.einsum("bij,bj->bi", Rf, pl)
-                Hv = Rf @ Jl
-                V[j] = Hv[:, :, 0]
-                V[j + 1] = Hv[:, :, 1]
-                j += 2
-        mv = self.m_var + 1
-        P = np.einsum("mbij,mj->bmi", Rst[mv], self.m_loc) + ost[mv].transpose(1, 0, 2)
-        Wb, Vb, Ob = (a.transpose(1, 0, 2) for a in (W, V, O))
-        d = P[:, :, None, :] - Ob[:, None, :, :]
-        cr = np.cross(Wb[:, None, :, :], d) + Vb[:, None, :, :]
-        J = np.swapaxes(cr, 2, 3) @ self.AC
-        return P, J
+_interpolator = coordinate_reference     # old private name
 
 
 # ---------------------------------------------------------------------------------- result
@@ -421,8 +134,9 @@ class IKResult:
     iterations : (T,) int
     solve_time : float, seconds spent in the per-frame solves
     marker_locations : (T, nm, 3) m, model marker positions in ground at the solution
-    locations_file : where :meth:`write` puts them (OpenSim's ``report_marker_locations``
-        output ``<name>_ik_model_marker_locations.sto``), or None
+
+    The tables (:meth:`motion_table`, :meth:`errors_table`, :meth:`locations_table`) are what
+    OpenSim's IK tool writes; :mod:`arthron.tools.ik_tool` writes them to files.
     """
 
     time: np.ndarray
@@ -437,10 +151,7 @@ class IKResult:
     iterations: np.ndarray
     solve_time: float = 0.0
     model_name: str = ""
-    output_motion_file: Path | None = None
-    errors_file: Path | None = None
     marker_locations: np.ndarray | None = None
-    locations_file: Path | None = None
 
     def degrees(self) -> np.ndarray:
         """q with rotational coordinates in degrees, (T, nq)."""
@@ -449,6 +160,8 @@ class IKResult:
         return out
 
     def motion_table(self) -> Table:
+        """The ``.mot`` OpenSim's IK tool writes: coordinates in model order, rotations in
+        degrees (``inDegrees=yes``)."""
         return Table(
             name="Coordinates", time=np.asarray(self.time, float), labels=list(self.coordinate_names),
             data=self.degrees(), in_degrees=True,
@@ -457,6 +170,7 @@ class IKResult:
                       "rotational values are in degrees (yes) or radians (no)."])
 
     def errors_table(self) -> Table:
+        """OpenSim's ``<name>_ik_marker_errors.sto``: total squared error, RMS and max (m)."""
         return Table(name="Model Marker Errors from IK", time=np.asarray(self.time, float),
                      labels=["total_squared_error", "marker_error_RMS", "marker_error_max"],
                      data=np.column_stack([self.total_squared_error, self.rms, self.max]),
@@ -472,53 +186,102 @@ class IKResult:
                      labels=[f"{n}_t{a}" for n in self.marker_names for a in "xyz"],
                      data=np.asarray(self.marker_locations, float).reshape(T, -1), in_degrees=False)
 
-    def write(self, motion_path=None, errors_path=None, locations_path=None) -> Path:
-        """Write the ``.mot`` (degrees, OpenSim layout) and, when given or when the result came
-        from a setup, ``<name>_ik_marker_errors.sto`` and (``report_marker_locations``)
-        ``<name>_ik_model_marker_locations.sto``. Returns the motion path."""
-        motion_path = Path(motion_path) if motion_path is not None else self.output_motion_file
-        if motion_path is None:
-            raise SolverError("IKResult.write: no output path given")
-        motion_path.parent.mkdir(parents=True, exist_ok=True)
-        write_sto(motion_path, self.motion_table())
-        if errors_path is None:
-            errors_path = self.errors_file
-        if errors_path is not None:
-            Path(errors_path).parent.mkdir(parents=True, exist_ok=True)
-            write_sto(errors_path, self.errors_table())
-        if locations_path is None:
-            locations_path = self.locations_file
-        if locations_path is not None:
-            Path(locations_path).parent.mkdir(parents=True, exist_ok=True)
-            write_sto(locations_path, self.locations_table())
-        return motion_path
+    def to_table(self) -> Table:
+        """The motion table (:meth:`motion_table`)."""
+        return self.motion_table()
+
+
+# ---------------------------------------------------------------------------------- options
+_VALUE_TYPES = ("default_value", "manual_value", "from_file")
+
+
+def _number(v):
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _checked(*, tasks=None, time_range=None, constraint_weight=math.inf, block=16, q0=None,
+             nq=None, accuracy=None, penalty=False):
+    """:func:`check_ik_options`, returning the normalized values
+    ``(time_range, constraint_weight, block, q0)``."""
+    if tasks is not None:
+        if not isinstance(tasks, IKTasks):
+            raise OptionError(f"tasks must be IKTasks, not {type(tasks).__name__}")
+        for n, w in (tasks.marker_weights or {}).items():
+            if not _number(w) or not math.isfinite(w) or w < 0:
+                raise OptionError(f"marker task '{n}': weight must be a finite number >= 0, "
+                                  f"got {w!r}")
+        for n, t in tasks.coordinate_tasks.items():
+            if not isinstance(t, CoordinateTask):
+                raise OptionError(f"coordinate task '{n}' must be a CoordinateTask, "
+                                  f"not {type(t).__name__}")
+            if not _number(t.weight) or not math.isfinite(t.weight) or t.weight < 0:
+                raise OptionError(f"coordinate task '{n}': weight must be a finite number >= 0, "
+                                  f"got {t.weight!r}")
+            if t.value_type not in _VALUE_TYPES:
+                raise OptionError(f"coordinate task '{n}': value_type must be one of "
+                                  f"{', '.join(_VALUE_TYPES)}, got {t.value_type!r}")
+            if t.value_type == "manual_value" and (not _number(t.value)
+                                                    or not math.isfinite(t.value)):
+                raise OptionError(f"coordinate task '{n}': manual value must be a finite number, "
+                                  f"got {t.value!r}")
+            if t.value_type == "from_file" and not callable(t.values):
+                raise OptionError(f"coordinate task '{n}': from_file needs ``values``, a callable "
+                                  "time -> value")
+    if time_range is not None:
+        try:
+            tr = tuple(float(v) for v in time_range)
+        except (TypeError, ValueError):
+            raise OptionError(f"time_range must be two numbers (s), got {time_range!r}") from None
+        if len(tr) != 2 or any(math.isnan(v) for v in tr):
+            raise OptionError(f"time_range must be two numbers (s), got {time_range!r}")
+        if tr[1] < tr[0]:
+            raise OptionError(f"time_range ends before it starts ({tr[0]:g} > {tr[1]:g} s)")
+        time_range = tr
+    if not _number(constraint_weight) or math.isnan(constraint_weight) or constraint_weight < 0:
+        raise OptionError(f"constraint_weight must be a number >= 0 (inf = exact), "
+                          f"got {constraint_weight!r}")
+    if not isinstance(block, numbers.Integral) or isinstance(block, bool) or block < 1:
+        raise OptionError(f"block must be an integer >= 1, got {block!r}")
+    if q0 is not None:
+        q0 = np.asarray(q0, float)
+        if nq is not None and q0.shape != (nq,):
+            raise OptionError(f"q0 must have shape ({nq},), got {q0.shape}")
+        if not np.all(np.isfinite(q0)):
+            raise OptionError("q0 must be finite")
+    if accuracy is not None and (not _number(accuracy) or not math.isfinite(accuracy)
+                                 or accuracy <= 0):
+        raise OptionError(f"accuracy must be a finite number > 0, got {accuracy!r}")
+    if not isinstance(penalty, (bool, np.bool_)):
+        raise OptionError(f"penalty must be True or False, got {penalty!r}")
+    return time_range, float(constraint_weight), int(block), q0
+
+
+def check_ik_options(*, tasks=None, time_range=None, constraint_weight=math.inf, block=16,
+                     q0=None, nq=None, accuracy=None, penalty=False) -> None:
+    """Check the option values of an IK solve, in one place, before any computation.
+
+    Parameters
+    ----------
+    tasks : IKTasks or None: marker and coordinate task weights finite and >= 0, coordinate
+        ``value_type`` one of ``default_value``, ``manual_value`` (finite ``value``),
+        ``from_file`` (callable ``values``)
+    time_range : None or (t0, t1) s with t0 <= t1 (±inf allowed: clipped to the data)
+    constraint_weight : >= 0, ``inf`` = exact
+    block : int >= 1
+    q0 : None or (nq,) finite
+    accuracy : None or finite > 0 (OpenSim's setting; arthron iterates to the optimum)
+    penalty : bool
+
+    Raises
+    ------
+    OptionError (an :class:`arthron.errors.ArthronError` and a ``ValueError``) naming the option.
+    """
+    _checked(tasks=tasks, time_range=time_range, constraint_weight=constraint_weight,
+             block=block, q0=q0, nq=nq, accuracy=accuracy, penalty=penalty)
 
 
 # ---------------------------------------------------------------------------------- solver
-def _lm_update(a, Xn, rn, Jn, Pn, Qn, extra_ok, X, r, J, P, Q, cost, lam, its, act, tol):
-    """One Levenberg–Marquardt acceptance over the active frames ``a`` (in place): a trial that
-    does not increase the cost (and meets ``extra_ok``) is taken and λ shrinks; otherwise λ
-    grows. A frame stops when its step or its cost decrease falls below tolerance, or λ explodes.
-    """
-    cn = np.einsum("bm,bm->b", rn, rn)
-    ok = (cn <= cost[a] * (1 + 1e-15) + 1e-30) & extra_ok
-    its[a] += 1
-    acc = a[ok]
-    if acc.size:
-        dx = np.max(np.abs(Xn[ok] - X[acc]), axis=1)
-        dec = cost[acc] - cn[ok]
-        X[acc], r[acc], J[acc], P[acc], Q[acc] = Xn[ok], rn[ok], Jn[ok], Pn[ok], Qn[ok]
-        cost[acc] = cn[ok]
-        lam[acc] = np.maximum(lam[acc] * 0.1, 1e-12)
-        conv = (dx < tol) | (dec <= 1e-16 * np.maximum(cost[acc], 1e-30))
-        act[acc[conv]] = False
-    rej = a[~ok]
-    if rej.size:
-        lam[rej] *= 10.0
-        act[rej[lam[rej] > 1e20]] = False
-
-
-class InverseKinematics:
+class InverseKinematics(LevenbergMarquardtIK):
     """A compiled IK problem for one model and one set of tasks.
 
     Parameters
@@ -534,6 +297,7 @@ class InverseKinematics:
 
     Raises
     ------
+    OptionError for bad task weights, task values or constraint weight.
     UnsupportedFeature for model constraints other than CoordinateCoupler, Point and
     ConstantDistance constraints (Weld: :mod:`arthron.multibody.constraints` has no residuals for
     it yet).
@@ -541,6 +305,7 @@ class InverseKinematics:
 
     def __init__(self, model: Model, tasks: IKTasks | None = None, constraint_weight=math.inf,
                  marker_names_available=None, *, tree: Tree | None = None, penalty: bool = False):
+        check_ik_options(tasks=tasks, constraint_weight=constraint_weight, penalty=penalty)
         self.model = model
         self.tree = tree if tree is not None else compile_model(model)
         tasks = tasks or IKTasks()
@@ -557,7 +322,7 @@ class InverseKinematics:
                     weights.append(float(w))
         self.marker_names = names
         self.marker_weights = np.array(weights, float)
-        self.chain = _Chain(tr, names)
+        self.chain = StationKinematics.for_markers(tr, names)
         coords = list(model.coordinates.values())
         nq = tr.nq
         self.nq = nq
@@ -600,8 +365,6 @@ class InverseKinematics:
         # other constraint types (Point, Weld, ConstantDistance): residuals and Jacobians from
         # arthron.multibody.constraints; exact (projected Gauss-Newton on the constraint manifold)
         # with an infinite weight, penalty residuals sqrt(w)·c(q) otherwise
-        from types import SimpleNamespace
-        from ..multibody.constraints import compile_constraints
         others = [c for c in model.constraints if c.enabled and c.type != "CoordinateCouplerConstraint"]
         self.cset = None
         if others:
@@ -622,16 +385,15 @@ class InverseKinematics:
                     self._dist_rows.append((row, float(it[6])))
                 row += {"point": 3, "distance": 1}[it[0]]
         self.exact = self.cset is not None and math.isinf(self.constraint_weight)
-        # PointConstraints only: their two points as pseudo-markers of a _Chain (one cheap
-        # evaluation gives residuals and Jacobian)
+        # PointConstraints only: their two points as stations (one cheap evaluation gives
+        # residuals and Jacobian)
         self._cchain = None
         if self.cset is not None and all(it[0] == "point" for it in self.cset.items):
-            pts = {}
-            for k, it in enumerate(self.cset.items):
-                pts[f"#c{k}a"] = (it[2], np.asarray(it[3], float))
-                pts[f"#c{k}b"] = (it[4], np.asarray(it[5], float))
-            ctree = SimpleNamespace(nodes=tr.nodes, markers=pts, body_node=tr.body_node, nq=tr.nq)
-            self._cchain = _Chain(ctree, list(pts))
+            bodies, locs = [], []
+            for it in self.cset.items:
+                bodies += [it[2], it[4]]
+                locs += [np.asarray(it[3], float), np.asarray(it[5], float)]
+            self._cchain = StationKinematics(tr, bodies, np.array(locs, float).reshape(-1, 3))
         dependent = {d for d, _, _, _ in self.couplers} if math.isinf(self.constraint_weight) else set()
         free = ~self.locked
         for d in dependent:
@@ -642,69 +404,6 @@ class InverseKinematics:
         self.hi = hi[self.free]
 
     # -------------------------------------------------------------- pieces
-    def _expand(self, x, base):
-        q = base.copy()
-        q[self.free] = x
-        if self.dependent:
-            for d, i, f, s in self.couplers:
-                if d in self.dependent:
-                    q[d] = s * float(f.value(np.array([q[i]]))[0])
-        return q
-
-    def _dq_dx(self, q):
-        """(nq, nfree) derivative of q with respect to the free variables."""
-        M = np.zeros((self.nq, len(self.free)))
-        M[self.free, np.arange(len(self.free))] = 1.0
-        if self.dependent:
-            pos = {c: k for k, c in enumerate(self.free)}
-            for d, i, f, s in self.couplers:
-                if d in self.dependent and i in pos:
-                    M[d, pos[i]] = s * float(f.derivative(np.array([q[i]]), 1)[0])
-        return M
-
-    def _residual(self, x, base, obs, rows, sw_m, qref, jac=True):
-        q = self._expand(x, base)
-        P, Jm = self.chain.evaluate(q, rows, jac)
-        rm = ((P - obs) * sw_m[:, None]).ravel()
-        parts = [rm]
-        if len(self.ctask_idx):
-            parts.append(self.ctask_sw * (q[self.ctask_idx] - qref))
-        pen = []
-        if self.couplers and not self.dependent:
-            sc = math.sqrt(self.constraint_weight)
-            for d, i, f, s in self.couplers:
-                pen.append(sc * (q[d] - s * float(f.value(np.array([q[i]]))[0])))
-            parts.append(np.array(pen))
-        soft = self.cset is not None and not self.exact
-        if soft:
-            sc = math.sqrt(self.constraint_weight)
-            pc, pC = self._penalty(q[None])
-            parts.append(sc * pc[0])
-        r = np.concatenate(parts)
-        self._last_P = P
-        if not jac:
-            return r, None, q
-        nqf = self.nq
-        Jq = [(Jm * sw_m[:, None, None]).reshape(-1, nqf)]
-        if len(self.ctask_idx):
-            Jc = np.zeros((len(self.ctask_idx), nqf))
-            Jc[np.arange(len(self.ctask_idx)), self.ctask_idx] = self.ctask_sw
-            Jq.append(Jc)
-        if pen:
-            sc = math.sqrt(self.constraint_weight)
-            Jp = np.zeros((len(pen), nqf))
-            for k, (d, i, f, s) in enumerate(self.couplers):
-                Jp[k, d] = sc
-                Jp[k, i] -= sc * s * float(f.derivative(np.array([q[i]]), 1)[0])
-            Jq.append(Jp)
-        if soft:
-            Jq.append(math.sqrt(self.constraint_weight) * pC[0])
-        Jq = np.vstack(Jq)
-        if self.dependent:
-            J = Jq @ self._dq_dx(q)
-        else:
-            J = Jq[:, self.free]
-        return r, J, q
 
     def coordinate_targets(self, t: float, q_default) -> np.ndarray:
         out = np.empty(len(self.ctask))
@@ -717,387 +416,10 @@ class InverseKinematics:
                 out[k] = q_default[self.ctask_idx[k]]
         return out
 
-    def solve_frame(self, obs_all, x0, base, qref, tol=1e-6, max_iter=100):
-        """Solve one frame.
-
-        Parameters
-        ----------
-        obs_all : (nm, 3) observed positions of ``marker_names`` (m, NaN = missing)
-        x0 : (nfree,) start; base : (nq,) full q holding the locked values
-        qref : coordinate task targets
-
-        Returns
-        -------
-        x (nfree,), q (nq,), iterations, marker errors (nm,) m (NaN where missing)
-        """
-        if self.exact:
-            return self._solve_frame_exact(obs_all, x0, base, qref, tol, max_iter)
-        ok = np.all(np.isfinite(obs_all), axis=1)
-        rows = np.flatnonzero(ok)
-        obs = obs_all[rows]
-        w = self.marker_weights[rows]
-        wtot = float(np.sum(w[w > 0]))
-        # Simbody's Markers goal is Σ w|e|² / (2 Σw) over the markers present in the frame;
-        # coordinate tasks add w (q − v)² / 2 each: both halves scaled by 2 here.
-        sw = np.sqrt(w / wtot) if wtot > 0 else np.zeros_like(w)
-        lo, hi = self.lo, self.hi
-        x = np.clip(np.asarray(x0, float), lo, hi)
-        r, J, q = self._residual(x, base, obs, rows, sw, qref)
-        P = self._last_P
-        cost = r @ r
-        lam = 1e-6
-        it = 0
-        nx = len(x)
-        err = np.full(len(obs_all), np.nan)
-        if nx == 0:
-            err[rows] = np.linalg.norm(P - obs, axis=1)
-            return x, q, 0, err
-        for it in range(1, max_iter + 1):
-            g = J.T @ r
-            H = J.T @ J
-            at_lo = (x <= lo) & (g > 0)
-            at_hi = (x >= hi) & (g < 0)
-            act = at_lo | at_hi
-            fr = ~act
-            step = np.zeros(nx)
-            diagH = np.maximum(np.diag(H), 1e-12)
-            accepted = False
-            for _ in range(30):
-                Hf = H[np.ix_(fr, fr)] + lam * np.diag(diagH[fr])
-                try:
-                    step[fr] = -np.linalg.solve(Hf, g[fr])
-                except np.linalg.LinAlgError:
-                    lam *= 10.0
-                    continue
-                xn = np.clip(x + step, lo, hi)
-                rn, Jn, qn = self._residual(xn, base, obs, rows, sw, qref)
-                Pn = self._last_P
-                cn = rn @ rn
-                if cn <= cost * (1 + 1e-15) + 1e-30:
-                    accepted = True
-                    break
-                lam *= 10.0
-            if not accepted:
-                break
-            dx = xn - x
-            x, r, J, q, P = xn, rn, Jn, qn, Pn
-            dec = cost - cn
-            cost = cn
-            lam = max(lam * 0.1, 1e-12)
-            if np.max(np.abs(dx)) < tol or dec <= 1e-16 * max(cost, 1e-30):
-                break
-        err[rows] = np.linalg.norm(P - obs, axis=1)
-        return x, q, it, err
-
-    def _penalty(self, Q):
-        """Constraint errors (B, m) in Simbody's units (ConstantDistance: (|p|² − d²)/2) and
-        their Jacobians (B, m, nq), for the finite-weight penalty."""
-        c = self.cset.residuals(Q)
-        C = self.cset.jacobian(Q)
-        for r, d in self._dist_rows:
-            e = c[:, r].copy()
-            C[:, r, :] *= (e + d)[:, None]
-            c[:, r] = e * (e + 2.0 * d) / 2.0
-        return c, C
-
-    # ------------------------------------------------ exact model constraints
-    def _constraint(self, x, base, jac=True):
-        """Constraint residuals c (m,) and their Jacobian (m, nfree) at the free variables x."""
-        q = self._expand(x, base)
-        if self._cchain is not None:
-            P, J = self._cchain.evaluate(q, None, jac)
-            c = (P[0::2] - P[1::2]).ravel()
-            if not jac:
-                return c, None
-            Cq = (J[0::2] - J[1::2]).reshape(-1, self.nq)
-        else:
-            c = self.cset.residuals(q[None])[0]
-            if not jac:
-                return c, None
-            Cq = self.cset.jacobian(q[None])[0]
-        C = Cq @ self._dq_dx(q) if self.dependent else Cq[:, self.free]
-        return c, C
-
-    def _project(self, x, base, tol=1e-12, max_iter=30):
-        """The point near x on the constraint manifold (minimum-norm Gauss-Newton steps, like
-        :func:`arthron.multibody.constraints.assemble`). Returns (x, max |c|)."""
-        lo, hi = self.lo, self.hi
-        c, C = self._constraint(x, base)
-        err = float(np.abs(c).max())
-        for _ in range(max_iter):
-            if err < tol:
-                break
-            dx = -np.linalg.lstsq(C, c, rcond=None)[0]
-            a = 1.0
-            for _ls in range(20):
-                xn = np.clip(x + a * dx, lo, hi)
-                cn, _ = self._constraint(xn, base, jac=False)
-                en = float(np.abs(cn).max())
-                if en < err or en < tol:
-                    break
-                a *= 0.5
-            if en >= err and en >= tol:
-                break
-            x, c, err = xn, cn, en
-            if err >= tol:
-                _, C = self._constraint(x, base)
-        return x, err
-
-    def _solve_frame_exact(self, obs_all, x0, base, qref, tol=1e-6, max_iter=100):
-        """:meth:`solve_frame` with the model constraints held exactly (``constraint_weight``
-        infinite, as OpenSim's IK does): damped Gauss–Newton steps of the equality-constrained
-        linearised problem (KKT system with the constraint Jacobian), each followed by a
-        projection back onto the constraint manifold; a step is kept when the (feasible) cost
-        decreases."""
-        ok = np.all(np.isfinite(obs_all), axis=1)
-        rows = np.flatnonzero(ok)
-        obs = obs_all[rows]
-        w = self.marker_weights[rows]
-        wtot = float(np.sum(w[w > 0]))
-        sw = np.sqrt(w / wtot) if wtot > 0 else np.zeros_like(w)
-        lo, hi = self.lo, self.hi
-        x, cerr = self._project(np.clip(np.asarray(x0, float), lo, hi), base)
-        if cerr > 1e-9:
-            raise SolverError(f"model '{self.model.name}': constraints cannot be satisfied at the "
-                              f"start of the frame (max residual {cerr:.3g})", self.model.source)
-        r, J, q = self._residual(x, base, obs, rows, sw, qref)
-        P = self._last_P
-        cost = r @ r
-        nx = len(x)
-        err = np.full(len(obs_all), np.nan)
-        lam = 1e-6
-        it = 0
-        for it in range(1, max_iter + 1):
-            c, C = self._constraint(x, base)
-            g = J.T @ r
-            H = J.T @ J
-            m = C.shape[0]
-            act = ((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0))
-            fr = np.flatnonzero(~act)
-            diagH = np.maximum(np.diag(H), 1e-12)
-            accepted = False
-            for _ in range(30):
-                nf = len(fr)
-                K = np.zeros((nf + m, nf + m))
-                K[:nf, :nf] = H[np.ix_(fr, fr)] + lam * np.diag(diagH[fr])
-                K[:nf, nf:] = C[:, fr].T
-                K[nf:, :nf] = C[:, fr]
-                rhs = np.concatenate([-g[fr], -c])
-                sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
-                step = np.zeros(nx)
-                step[fr] = sol[:nf]
-                if np.max(np.abs(step)) < tol:
-                    break           # at the optimum: projection noise could only reject it
-                xn, cerr = self._project(np.clip(x + step, lo, hi), base)
-                if cerr <= 1e-9:
-                    rn, Jn, qn = self._residual(xn, base, obs, rows, sw, qref)
-                    cn = rn @ rn
-                    if cn <= cost * (1 + 1e-15) + 1e-30:
-                        accepted = True
-                        break
-                lam *= 10.0
-            if not accepted:
-                break
-            dx = xn - x
-            x, r, J, q, P = xn, rn, Jn, qn, self._last_P
-            dec = cost - cn
-            cost = cn
-            lam = max(lam * 0.1, 1e-12)
-            if np.max(np.abs(dx)) < tol or dec <= 1e-16 * max(cost, 1e-30):
-                break
-        if len(rows):
-            err[rows] = np.linalg.norm(P - obs, axis=1)
-        return x, q, it, err
-
     def marker_errors(self, q, obs_all):
         """Distances (nm,) between model and observed markers at q (NaN where missing)."""
         P, _ = self.chain.evaluate(q, None, jac=False)
         return np.linalg.norm(P - obs_all, axis=1)
-
-    def _residual_batch(self, X, base, obs0, sw, qref):
-        """Stacked residuals (B, m) and Jacobians (B, m, nfree) for B frames (no eliminated
-        coordinates). ``obs0`` has missing markers set to 0 and ``sw`` 0 for them."""
-        B = X.shape[0]
-        Q = np.broadcast_to(base, (B, self.nq)).copy()
-        Q[:, self.free] = X
-        P, Jm = self.chain.evaluate_batch(Q)
-        parts = [((P - obs0) * sw[:, :, None]).reshape(B, -1)]
-        Js = [(Jm * sw[:, :, None, None]).reshape(B, -1, self.nq)]
-        nc = len(self.ctask_idx)
-        if nc:
-            parts.append(self.ctask_sw * (Q[:, self.ctask_idx] - qref))
-            Jc = np.zeros((nc, self.nq))
-            Jc[np.arange(nc), self.ctask_idx] = self.ctask_sw
-            Js.append(np.broadcast_to(Jc, (B, nc, self.nq)))
-        if self.couplers:
-            sc = math.sqrt(self.constraint_weight)
-            pen = np.empty((B, len(self.couplers)))
-            Jp = np.zeros((B, len(self.couplers), self.nq))
-            for k, (d, i, f, s) in enumerate(self.couplers):
-                pen[:, k] = sc * (Q[:, d] - s * f.value(Q[:, i]))
-                Jp[:, k, d] = sc
-                Jp[:, k, i] -= sc * s * f.derivative(Q[:, i], 1)
-            parts.append(pen)
-            Js.append(Jp)
-        if self.cset is not None and not self.exact:   # penalty
-            sc = math.sqrt(self.constraint_weight)
-            pc, pC = self._penalty(Q)
-            parts.append(sc * pc)
-            Js.append(sc * pC)
-        r = np.concatenate(parts, axis=1)
-        J = np.concatenate(Js, axis=1)[:, :, self.free]
-        return r, J, P, Q
-
-    def _constraint_batch(self, X, base, jac=True):
-        """PointConstraint residuals (B, m) and Jacobians (B, m, nfree) at B frames."""
-        B = X.shape[0]
-        Q = np.broadcast_to(base, (B, self.nq)).copy()
-        Q[:, self.free] = X
-        if jac:
-            P, J = self._cchain.evaluate_batch(Q)
-            C = (J[:, 0::2] - J[:, 1::2]).reshape(B, -1, self.nq)[:, :, self.free]
-        else:
-            P = np.stack([self._cchain.evaluate(q, None, False)[0] for q in Q])
-            C = None
-        return (P[:, 0::2] - P[:, 1::2]).reshape(B, -1), C
-
-    def _project_batch(self, X, base, tol=1e-12, max_iter=30):
-        """:meth:`_project` for B frames at once. Returns (X, max |c| per frame)."""
-        lo, hi = self.lo, self.hi
-        c, C = self._constraint_batch(X, base)
-        err = np.abs(c).max(axis=1)
-        X = X.copy()
-        for _ in range(max_iter):
-            a = np.flatnonzero(err >= tol)
-            if a.size == 0:
-                break
-            Ca, ca = C[a], c[a]
-            CCt = Ca @ np.swapaxes(Ca, 1, 2)
-            m = CCt.shape[-1]
-            lam = np.linalg.solve(CCt + 1e-300 * np.eye(m), ca[..., None])[..., 0]
-            dx = -np.einsum("bmi,bm->bi", Ca, lam)
-            Xn = np.clip(X[a] + dx, lo, hi)
-            cn, Cn = self._constraint_batch(Xn, base)
-            en = np.abs(cn).max(axis=1)
-            ok = (en < err[a]) | (en < tol)
-            if not ok.any():
-                break
-            b = a[ok]
-            X[b], c[b], C[b], err[b] = Xn[ok], cn[ok], Cn[ok], en[ok]
-            if not ok.all():       # those that did not improve: stop them (sequential fallback)
-                err[a[~ok]] = np.where(err[a[~ok]] < 1e-9, err[a[~ok]], np.inf)
-                if np.all(err[a[~ok]] == np.inf):
-                    break
-        return X, err
-
-    def _block_observations(self, obs):
-        """Per-frame marker weights of OpenSim's objective (Σw|e|²/Σw over the markers present):
-        returns valid (B, nm), √(w/Σw) (B, nm) and the observations with gaps zeroed."""
-        valid = np.all(np.isfinite(obs), axis=2)
-        w = np.where(valid, self.marker_weights[None, :], 0.0)
-        wtot = w.sum(axis=1, keepdims=True)
-        sw = np.sqrt(np.divide(w, wtot, out=np.zeros_like(w), where=wtot > 0))
-        return valid, sw, np.where(valid[:, :, None], obs, 0.0)
-
-    def solve_block_exact(self, obs, X0, base, qref, tol=1e-6, max_iter=100):
-        """:meth:`solve_block` with PointConstraints held exactly (the steps of
-        :meth:`_solve_frame_exact`, vectorized over the frames). Frames that reach a coordinate
-        bound or whose projection fails are flagged not converged (re-solved one by one)."""
-        B, nx = X0.shape
-        valid, sw, obs0 = self._block_observations(obs)
-        lo, hi = self.lo, self.hi
-        X, cerr = self._project_batch(np.clip(X0, lo, hi), base)
-        r, J, P, Q = self._residual_batch(X, base, obs0, sw, qref)
-        cost = np.einsum("bm,bm->b", r, r)
-        lam = np.full(B, 1e-6)
-        its = np.zeros(B, int)
-        act = cerr <= 1e-9
-        failed = ~act
-        eye = np.eye(nx)
-        for _ in range(max_iter):
-            a = np.flatnonzero(act)
-            if a.size == 0:
-                break
-            c, C = self._constraint_batch(X[a], base)
-            m = C.shape[1]
-            Ja, ra = J[a], r[a]
-            g = np.einsum("bmi,bm->bi", Ja, ra)
-            H = np.einsum("bmi,bmj->bij", Ja, Ja)
-            dH = np.maximum(np.einsum("bii->bi", H), 1e-12)
-            K = np.zeros((a.size, nx + m, nx + m))
-            K[:, :nx, :nx] = H + (lam[a][:, None] * dH)[:, :, None] * eye
-            K[:, :nx, nx:] = np.swapaxes(C, 1, 2)
-            K[:, nx:, :nx] = C
-            rhs = np.concatenate([-g, -c], axis=1)
-            try:
-                step = np.linalg.solve(K, rhs[:, :, None])[:, :nx, 0]
-            except np.linalg.LinAlgError:
-                failed[a] = True
-                act[a] = False
-                break
-            # a step below the tolerance: at the optimum (projection noise could only reject it)
-            tiny = np.max(np.abs(step), axis=1) < tol
-            if tiny.any():
-                act[a[tiny]] = False
-                a, step = a[~tiny], step[~tiny]
-                if a.size == 0:
-                    break
-            Xn, en = self._project_batch(np.clip(X[a] + step, lo, hi), base)
-            rn, Jn, Pn, Qn = self._residual_batch(Xn, base, obs0[a], sw[a], qref[a])
-            _lm_update(a, Xn, rn, Jn, Pn, Qn, en <= 1e-9, X, r, J, P, Q, cost, lam, its, act, tol)
-        err = np.where(valid, np.linalg.norm(P - obs0, axis=2), np.nan)
-        on_bound = np.any((X <= lo) | (X >= hi), axis=1)
-        self._block_converged = ~act & (lam <= 1e20) & ~failed & ~on_bound
-        return X, Q, its, err
-
-    def solve_block(self, obs, X0, base, qref, tol=1e-6, max_iter=100):
-        """Solve B independent frames together (bounded LM, vectorized over the frames).
-
-        Parameters
-        ----------
-        obs : (B, nm, 3) m, NaN = missing; X0 : (B, nfree) starts; qref : (B, ntasks)
-
-        Returns
-        -------
-        X (B, nfree), Q (B, nq), iterations (B,), marker errors (B, nm)
-        """
-        B, nx = X0.shape
-        valid, sw, obs0 = self._block_observations(obs)
-        lo, hi = self.lo, self.hi
-        bounded = bool(np.any(np.isfinite(lo)) or np.any(np.isfinite(hi)))
-        X = np.clip(X0, lo, hi)
-        r, J, P, Q = self._residual_batch(X, base, obs0, sw, qref)
-        cost = np.einsum("bm,bm->b", r, r)
-        lam = np.full(B, 1e-6)
-        its = np.zeros(B, int)
-        act = np.ones(B, bool)
-        eye = np.eye(nx)
-        for _ in range(max_iter):
-            a = np.flatnonzero(act)
-            if a.size == 0:
-                break
-            Ja, ra = J[a], r[a]
-            g = np.einsum("bmi,bm->bi", Ja, ra)
-            H = np.einsum("bmi,bmj->bij", Ja, Ja)
-            dH = np.maximum(np.einsum("bii->bi", H), 1e-12)
-            A = H + (lam[a][:, None] * dH)[:, :, None] * eye
-            if bounded:
-                fixed = ((X[a] <= lo) & (g > 0)) | ((X[a] >= hi) & (g < 0))
-                if fixed.any():
-                    fr = ~fixed
-                    A = A * (fr[:, :, None] & fr[:, None, :]) + fixed[:, :, None] * eye
-                    g = np.where(fixed, 0.0, g)
-            try:
-                step = -np.linalg.solve(A, g[:, :, None])[:, :, 0]
-            except np.linalg.LinAlgError:
-                lam[a] *= 10.0
-                continue
-            Xn = np.clip(X[a] + step, lo, hi)
-            rn, Jn, Pn, Qn = self._residual_batch(Xn, base, obs0[a], sw[a], qref[a])
-            _lm_update(a, Xn, rn, Jn, Pn, Qn, True, X, r, J, P, Q, cost, lam, its, act, tol)
-        err = np.where(valid, np.linalg.norm(P - obs0, axis=2), np.nan)
-        self._block_converged = ~act & (lam <= 1e20)
-        return X, Q, its, err
 
     def solve(self, time, observations, q0=None, progress=None, block: int = 16) -> IKResult:
         """Solve the frames in time order, each warm-started from the frames before it.
@@ -1121,8 +443,10 @@ class InverseKinematics:
 
         Raises
         ------
+        OptionError for a bad ``block`` or ``q0``.
         SolverError when a frame has no marker and no coordinate task to track.
         """
+        _, _, block, q0 = _checked(block=block, q0=q0, nq=self.nq)
         tr = self.tree
         time = np.asarray(time, float)
         obs = np.asarray(observations, float)
@@ -1193,7 +517,6 @@ class InverseKinematics:
         rot = np.array([c.motion_type == "rotational" for c in self.model.coordinates.values()], bool)
         locs = None
         if self.marker_names:
-            from ..multibody.kinematics import marker_positions
             _, locs = marker_positions(tr, Q, self.marker_names)
         return IKResult(time=time, coordinate_names=list(tr.coordinate_names), q=Q, rotational=rot,
                         marker_names=list(self.marker_names), marker_errors=E,
@@ -1226,7 +549,7 @@ def solve_ik(model: Model, trial, tasks: IKTasks | None = None, *, time_range=No
     Parameters
     ----------
     model : Model
-    trial : arthron.io.trc.MarkerTrial (positions in metres)
+    trial : arthron.tables.MarkerTrial (positions in metres)
     tasks : IKTasks, optional
     time_range : (t0, t1) s, optional (default the whole trial)
     constraint_weight : float (a penalty weight only with ``penalty=True``)
@@ -1241,9 +564,13 @@ def solve_ik(model: Model, trial, tasks: IKTasks | None = None, *, time_range=No
 
     Raises
     ------
+    OptionError for bad option values (see :func:`check_ik_options`).
     DataFileError when no marker of the trial is in the problem or a tracked marker is NaN on
     every selected frame.
     """
+    time_range, constraint_weight, block, q0 = _checked(
+        tasks=tasks, time_range=time_range, constraint_weight=constraint_weight, block=block,
+        q0=q0, nq=len(model.coordinates), penalty=penalty)
     ik = InverseKinematics(model, tasks, constraint_weight, trial.labels, penalty=penalty)
     if not ik.marker_names:
         raise DataFileError(f"no marker of the trial matches a marker of model '{model.name}' "
@@ -1257,5 +584,3 @@ def solve_ik(model: Model, trial, tasks: IKTasks | None = None, *, time_range=No
         warnings.warn(f"markers with no data in the time range are ignored: {', '.join(bad)}",
                       ArthronWarning, stacklevel=2)
     return ik.solve(np.asarray(trial.time, float)[idx], obs, q0=q0, progress=progress, block=block)
-
-

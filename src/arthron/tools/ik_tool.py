@@ -1,23 +1,90 @@
 """OpenSim's InverseKinematicsTool: ``IKTaskSet`` and setup files run on arthron's
-inverse-kinematics solver (:mod:`arthron.solvers.inverse_kinematics`)."""
+inverse-kinematics solver (:mod:`arthron.solvers.inverse_kinematics`), results written under
+OpenSim's names.
+
+Source: OpenSim 4.6 ``InverseKinematicsTool::run`` (setup properties, ``results_directory``
+created, ``<name>_ik_marker_errors.sto`` and ``<name>_ik_model_marker_locations.sto`` beside
+the ``output_motion_file``).
+"""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataFileError
+from ..errors import DataFileError, OptionError
+from ..io.osim import read_osim
+from ..io.setup import read_tool_setup
+from ..io.sto import read_sto, write_sto
+from ..io.trc import read_trc
 from ..models.model import Model
-from ..solvers.inverse_kinematics import (CoordinateTask, IKResult, IKTasks, _interpolator,
-                                          solve_ik)
+from ..solvers.inverse_kinematics import (CoordinateTask, IKResult, IKTasks, check_ik_options,
+                                          coordinate_reference, solve_ik)
+
+__all__ = ["IKToolResult", "read_ik_tasks", "run_ik", "run_ik_from_setup", "write_ik_result"]
+
+
+def write_ik_result(result: IKResult, motion_path, errors_path=None, locations_path=None) -> Path:
+    """Write an :class:`IKResult` as OpenSim's IK tool does: the ``.mot`` (degrees, OpenSim
+    layout) and, when given, the marker errors ``.sto`` and the model marker locations ``.sto``.
+    Missing folders are created. Returns the motion path."""
+    motion_path = Path(motion_path)
+    motion_path.parent.mkdir(parents=True, exist_ok=True)
+    write_sto(motion_path, result.motion_table())
+    if errors_path is not None:
+        Path(errors_path).parent.mkdir(parents=True, exist_ok=True)
+        write_sto(errors_path, result.errors_table())
+    if locations_path is not None:
+        Path(locations_path).parent.mkdir(parents=True, exist_ok=True)
+        write_sto(locations_path, result.locations_table())
+    return motion_path
+
+
+@dataclass
+class IKToolResult(IKResult):
+    """An :class:`IKResult` that knows where the tool writes it.
+
+    Attributes (besides :class:`IKResult`'s)
+    ----------------------------------------
+    output_motion_file : Path or None, the ``.mot``
+    errors_file : Path or None, ``<name>_ik_marker_errors.sto``
+    locations_file : Path or None, ``<name>_ik_model_marker_locations.sto``
+        (``report_marker_locations``)
+    """
+
+    output_motion_file: Path | None = None
+    errors_file: Path | None = None
+    locations_file: Path | None = None
+
+    @classmethod
+    def of(cls, result: IKResult, **paths) -> "IKToolResult":
+        return cls(**{f.name: getattr(result, f.name) for f in fields(IKResult)}, **paths)
+
+    def write(self, motion_path=None, errors_path=None, locations_path=None) -> Path:
+        """Write the ``.mot`` (degrees, OpenSim layout) and, when given or when the result came
+        from a setup, ``<name>_ik_marker_errors.sto`` and (``report_marker_locations``)
+        ``<name>_ik_model_marker_locations.sto``. Returns the motion path.
+
+        Raises
+        ------
+        OptionError when no motion path is given or known.
+        """
+        motion_path = Path(motion_path) if motion_path is not None else self.output_motion_file
+        if motion_path is None:
+            raise OptionError("IK result: no output motion path given")
+        return write_ik_result(self, motion_path,
+                               errors_path if errors_path is not None else self.errors_file,
+                               locations_path if locations_path is not None
+                               else self.locations_file)
 
 
 def read_ik_tasks(task_set_elem, model: Model, coordinate_table=None, path=None) -> IKTasks:
     """Read an ``<IKTaskSet>`` element (lxml) into :class:`IKTasks`.
 
     Tasks with ``apply`` false are skipped. ``from_file`` coordinate tasks need
-    ``coordinate_table`` (a :class:`arthron.io.sto.Table` in radians/metres).
+    ``coordinate_table`` (a :class:`arthron.tables.Table` in radians/metres).
 
     Raises
     ------
@@ -59,7 +126,7 @@ def read_ik_tasks(task_set_elem, model: Model, coordinate_table=None, path=None)
                                         f"line {e.sourceline}")
                 tt = np.asarray(coordinate_table.time, float)
                 yy = np.asarray(coordinate_table.column(name), float)
-                task.values = _interpolator(tt, yy)
+                task.values = coordinate_reference(tt, yy)
             elif vt not in ("default_value", "manual_value"):
                 raise DataFileError(f"IKCoordinateTask '{name}': unknown value_type '{vt}'", path,
                                     f"line {e.sourceline}")
@@ -90,7 +157,7 @@ def _find_file(setup, name, search_dirs):
 
 def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range=None,
            constraint_weight=math.inf, output=None, progress=None, block: int = 16,
-           report_marker_locations: bool = False, penalty: bool = False) -> IKResult:
+           report_marker_locations: bool = False, penalty: bool = False) -> IKToolResult:
     """IK from objects or file names (what ``arthron ik`` calls).
 
     Parameters
@@ -105,14 +172,11 @@ def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range
 
     Returns
     -------
-    IKResult (call ``.write()``)
+    IKToolResult (call ``.write()``)
     """
-    from ..io.osim import read_osim
-    from ..io.trc import read_trc
     if not isinstance(model, Model):
         model = read_osim(model)
     if setup is not None:
-        from ..io.setup import read_tool_setup
         st = read_tool_setup(setup)
         cfg = _ik_config(st, model, None)
         tasks = tasks if tasks is not None else cfg["tasks"]
@@ -122,8 +186,9 @@ def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range
         report_marker_locations = report_marker_locations or cfg["report_marker_locations"]
     if not hasattr(trial, "positions"):
         trial = read_trc(trial)
-    res = solve_ik(model, trial, tasks, time_range=time_range, constraint_weight=constraint_weight,
-                   progress=progress, block=block, penalty=penalty)
+    res = IKToolResult.of(solve_ik(model, trial, tasks, time_range=time_range,
+                                   constraint_weight=constraint_weight, progress=progress,
+                                   block=block, penalty=penalty))
     if output is not None:
         res.output_motion_file = Path(output)
         res.errors_file = Path(output).with_name(Path(output).stem + "_marker_errors.sto")
@@ -133,37 +198,62 @@ def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range
     return res
 
 
-def _parse_float(text, default):
+def _parse_float(text, default, st=None, tag=""):
     if text is None or not str(text).strip():
         return default
     t = str(text).strip().lower()
     if t in ("inf", "infinity", "+inf"):
         return math.inf
-    return float(t)
+    try:
+        return float(t)
+    except ValueError:
+        raise DataFileError(f"<{tag}> is not a number: {text!r}",
+                            None if st is None else st.path) from None
 
 
 def _ik_config(st, model, search_dirs):
+    """The solver options of an InverseKinematicsTool setup (tasks, time range, constraint
+    weight, accuracy, report_marker_locations), checked by the solver's
+    :func:`~arthron.solvers.inverse_kinematics.check_ik_options`.
+
+    Raises
+    ------
+    DataFileError for unreadable values, OptionError (naming the setup) for bad ones.
+    """
     el = st.element
     coord_table = None
     cf = st.get("coordinate_file")
     if cf and cf.strip() and cf.strip() != "Unassigned":
-        from ..io.sto import read_sto
         tab = read_sto(_find_file(st, cf, search_dirs))
         rot = [c.name for c in model.coordinates.values()
                if c.motion_type == "rotational" and c.name in tab.labels]
         coord_table = tab.to_radians(rot)
     tasks = read_ik_tasks(el.find("IKTaskSet"), model, coord_table, st.path)
     tr = st.get("time_range")
-    time_range = [float(v) for v in tr.split()] if tr else None
-    return dict(tasks=tasks, time_range=time_range,
-                constraint_weight=_parse_float(st.get("constraint_weight"), math.inf),
-                accuracy=_parse_float(st.get("accuracy"), 1e-5),
-                report_marker_locations=(st.get("report_marker_locations") or "false").strip().lower()
-                in ("true", "1", "yes"))
+    try:
+        time_range = [float(v) for v in tr.split()] if tr and tr.strip() else None
+    except ValueError:
+        raise DataFileError(f"<time_range> must be two numbers, got {tr!r}", st.path) from None
+    cfg = dict(tasks=tasks, time_range=time_range,
+               constraint_weight=_parse_float(st.get("constraint_weight"), math.inf, st,
+                                              "constraint_weight"),
+               accuracy=_parse_float(st.get("accuracy"), 1e-5, st, "accuracy"),
+               report_marker_locations=(st.get("report_marker_locations") or "false").strip()
+               .lower() in ("true", "1", "yes"),
+               report_errors=(st.get("report_errors") or "true").strip().lower()
+               in ("true", "1", "yes"))
+    try:
+        check_ik_options(tasks=tasks, time_range=time_range,
+                         constraint_weight=cfg["constraint_weight"], accuracy=cfg["accuracy"])
+    except OptionError as e:
+        first = e.message.split()[0]
+        where = "<IKTaskSet>" if "task" in e.message.split(":")[0] else f"<{first}>"
+        raise OptionError(e.message, st.path, where) from None
+    return cfg
 
 
 def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=None,
-                      block: int = 16, penalty: bool = False) -> IKResult:
+                      block: int = 16, penalty: bool = False) -> IKToolResult:
     """Run an OpenSim ``InverseKinematicsTool`` setup file.
 
     File names are resolved against the setup's folder; names that do not exist there (for
@@ -172,13 +262,12 @@ def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=Non
 
     Returns
     -------
-    IKResult whose ``write()`` writes ``output_motion_file``,
+    IKToolResult whose ``write()`` writes ``output_motion_file`` (default
+    ``<results_directory>/<tool name>_ik.mot``), with ``report_errors`` (default true)
     ``<results_directory>/<tool name>_ik_marker_errors.sto`` and, with
-    ``report_marker_locations``, ``<tool name>_ik_model_marker_locations.sto`` (OpenSim's names).
+    ``report_marker_locations``, ``<tool name>_ik_model_marker_locations.sto`` (OpenSim's names;
+    the results directory is created, as OpenSim's tool does).
     """
-    from ..io.osim import read_osim
-    from ..io.setup import read_tool_setup
-    from ..io.trc import read_trc
     st = read_tool_setup(path, placeholders)
     if st.tool != "InverseKinematicsTool":
         raise DataFileError(f"not an InverseKinematicsTool setup (root <{st.tool}>)", st.path)
@@ -191,13 +280,14 @@ def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=Non
         raise DataFileError("marker_file is not set", st.path)
     trial = read_trc(trc)
     cfg = _ik_config(st, model, search_dirs)
-    res = solve_ik(model, trial, cfg["tasks"], time_range=cfg["time_range"],
-                   constraint_weight=cfg["constraint_weight"], progress=progress, block=block,
-                   penalty=penalty)
+    res = IKToolResult.of(solve_ik(model, trial, cfg["tasks"], time_range=cfg["time_range"],
+                                   constraint_weight=cfg["constraint_weight"], progress=progress,
+                                   block=block, penalty=penalty))
     out = st.resolve(st.get("output_motion_file"))
     rd = st.resolve(st.get("results_directory")) or st.folder
     res.output_motion_file = out if out is not None else rd / f"{st.name}_ik.mot"
-    res.errors_file = rd / f"{st.name}_ik_marker_errors.sto"
+    if cfg["report_errors"]:
+        res.errors_file = rd / f"{st.name}_ik_marker_errors.sto"
     if cfg["report_marker_locations"]:
         res.locations_file = rd / f"{st.name}_ik_model_marker_locations.sto"
     return res

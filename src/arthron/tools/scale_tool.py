@@ -1,26 +1,33 @@
 """OpenSim's ScaleTool as a workflow: setup file, ModelScaler, MarkerPlacer, outputs.
 
 The scaling *rules* (scale factors from measurements, how every model quantity scales,
-anthropometric scaling of seed 001) live in :mod:`arthron.solvers.scaling`; this module reads a
-ScaleTool setup, runs the static-trial IK of the MarkerPlacer and writes the scaled model,
-``*_scaleSet_applied.xml`` and the marker set, as OpenSim 4.6 does.
+anthropometric scaling) live in :mod:`arthron.solvers.scaling` and the MarkerPlacer's static
+pose and marker moves in :mod:`arthron.solvers.marker_placer`; this module reads a ScaleTool
+setup, resolves its files, calls those solvers and writes the scaled model,
+``*_scaleSet_applied.xml``, the placed model, marker set and static pose, as OpenSim 4.6 does.
 
 Source: OpenSim 4.6 ``ScaleTool``, ``GenericModelMaker``, ``ModelScaler``, ``MarkerPlacer``,
 re-implemented from their documented behaviour.
 """
 from __future__ import annotations
 
-import math
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from lxml import etree
 
-from ..errors import ArthronWarning, DataFileError, ModelFileError
+from ..errors import DataFileError, ModelFileError
+from ..io.osim import read_osim, write_osim
+from ..io.setup import parse_xml, read_tool_setup
+from ..io.sto import read_sto, write_sto
+from ..io.trc import read_trc
 from ..models.model import GROUND, Marker, Model
-from ..solvers.scaling import (Measurement, ScaleEntry, average_static, compute_scale_set,
-                              frame_scale_entries, scale_model)
+from ..solvers.marker_placer import place_markers
+from ..solvers.scaling import (Measurement, ScaleEntry, compute_scale_set, frame_scale_entries,
+                              scale_model)
+from ..tables import Table
+from .ik_tool import _find_file, read_ik_tasks
 
 __all__ = ["ScaleSetup", "ScaleResult", "place_markers", "read_scale_setup", "scale_from_setup",
            "write_scale_set", "read_marker_set", "write_marker_set"]
@@ -49,77 +56,6 @@ def write_scale_set(path, entries: list[ScaleEntry]) -> Path:
     return path
 
 
-def place_markers(model: Model, static_trial, tasks=None, time_range=None, *,
-                  coordinate_values: dict | None = None, max_marker_movement=-1.0):
-    """OpenSim's MarkerPlacer on a copy of ``model``.
-
-    Parameters
-    ----------
-    static_trial : MarkerTrial (metres)
-    tasks : arthron.solvers.inverse_kinematics.IKTasks (marker weights, coordinate tasks)
-    time_range : (t0, t1) s averaged (default: the first frame)
-    coordinate_values : optional dict coordinate -> value (rad/m) used as start pose and for
-        ``from_file`` tasks
-
-    Returns
-    -------
-    (placed model, q (nq,) static pose, per-marker errors dict name -> m before moving)
-    """
-    from ..solvers.inverse_kinematics import InverseKinematics
-    if time_range is None:
-        time_range = (static_trial.time[0], static_trial.time[0])
-    times = np.asarray(static_trial.time, float)
-    t0 = max(float(time_range[0]), times[0])
-    t1 = min(float(time_range[1]), times[-1])
-    # 4.6 quirk: the IK observations are TimeSeriesTable::averageRow over the rows with
-    # t0 <= t <= t1, while the markers are moved to the MarkerData average over the
-    # bracketing frame range (findFrameRange), which can include one more frame.
-    sel = (times >= t0) & (times <= t1)
-    if not np.any(sel):
-        raise DataFileError(f"no frame of the static trial in {t0:g}–{t1:g} s",
-                            getattr(static_trial, "source", None))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        ik_obs = np.nanmean(np.asarray(static_trial.positions, float)[sel], axis=0)
-    avg = average_static(static_trial, (t0, t1), max_marker_movement)
-    out = model.copy()
-    labels = list(static_trial.labels)
-    for n in list(out.markers):
-        if n not in labels:
-            del out.markers[n]
-    if coordinate_values:
-        for n, v in coordinate_values.items():
-            if n in out.coordinates:
-                out.coordinates[n].default_value = float(v)
-    ik = InverseKinematics(out, tasks, math.inf, labels)
-    obs = np.array([ik_obs[labels.index(n)] for n in ik.marker_names], float).reshape(-1, 3)
-    base = ik.tree.default_q.copy()
-    qref = ik.coordinate_targets(float(time_range[0]), ik.tree.default_q)
-    x, q, _, err = ik.solve_frame(obs, base[ik.free], base, qref, tol=1e-12)
-    errors = dict(zip(ik.marker_names, map(float, err)))
-    # move non-fixed markers with data
-    from ..multibody.kinematics import forward_kinematics
-    kin = forward_kinematics(ik.tree, q[None])
-    for n, mk in out.markers.items():
-        if mk.fixed:
-            continue
-        p = avg[labels.index(n)]
-        if not np.all(np.isfinite(p)):
-            warnings.warn(f"marker {n} has no valid data in the static trial; it is not moved",
-                          ArthronWarning, stacklevel=2)
-            continue
-        base_path, X = out.frame_in_base(mk.parent_frame)
-        if base_path == GROUND:
-            Rb, ob = np.eye(3), np.zeros(3)
-        else:
-            bi = ik.tree.body_index(base_path)
-            node = ik.tree.body_node[bi]
-            Rb, ob = kin.R[0, node], kin.o[0, node]
-        p_base = Rb.T @ (p - ob)
-        mk.location = X.R.T @ (p_base - X.p)
-    return out, q, errors
-
-
 # ---------------------------------------------------------------------------- setup files
 def read_marker_set(path, model: Model) -> dict:
     """Markers of a ``<MarkerSet>`` file (2.x ``<body>`` or 4.x ``socket_parent_frame``).
@@ -128,7 +64,6 @@ def read_marker_set(path, model: Model) -> dict:
     ------
     DataFileError on a marker naming a body/frame the model lacks or a bad location.
     """
-    from ..io.setup import parse_xml
     root = parse_xml(path)
     ms = root if root.tag == "MarkerSet" else root.find(".//MarkerSet")
     if ms is None:
@@ -168,7 +103,6 @@ def write_marker_set(path, model: Model, name: str = "markerset") -> Path:
     """Write the markers of ``model`` as an OpenSim 4.x ``<MarkerSet>`` document (what
     MarkerPlacer's ``output_marker_file`` holds: ``Model::writeMarkerFile``), readable by
     :func:`read_marker_set` and by OpenSim's ``MarkerSet(file)``."""
-    from lxml import etree
     doc = etree.Element("OpenSimDocument", Version="40000")
     ms = etree.SubElement(doc, "MarkerSet", name=name)
     objs = etree.SubElement(ms, "objects")
@@ -245,8 +179,6 @@ def read_scale_setup(path, *, placeholders=None, search_dirs=None) -> ScaleSetup
     ------
     DataFileError on a malformed setup (not a ScaleTool, bad numbers, missing files).
     """
-    from ..io.setup import read_tool_setup
-    from .ik_tool import _find_file
     st = read_tool_setup(path, placeholders)
     if st.tool != "ScaleTool":
         raise DataFileError(f"not a ScaleTool setup (root <{st.tool}>)", st.path)
@@ -349,9 +281,6 @@ class ScaleResult:
         """Write the outputs the setup names (scaled model, scale set, placed model, placed
         marker set, static pose motion), into ``folder`` if given (file names kept), else where the setup says.
         Returns the paths written."""
-        from ..io.osim import write_osim
-        from ..tables import Table
-        from ..io.sto import write_sto
         s = self.setup
         out = []
 
@@ -389,10 +318,6 @@ def scale_from_setup(path, *, placeholders=None, search_dirs=None) -> ScaleResul
     DataFileError / ModelFileError on bad input (missing files, a measurement marker missing
     from the static trial or the model, a manual scale naming an unknown segment, ...).
     """
-    from ..io.osim import read_osim
-    from ..io.sto import read_sto
-    from ..io.trc import read_trc
-    from .ik_tool import read_ik_tasks
     s = read_scale_setup(path, placeholders=placeholders, search_dirs=search_dirs)
     if s.model_file is None:
         raise DataFileError("GenericModelMaker names no model_file", s.path)

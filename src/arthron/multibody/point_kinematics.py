@@ -1,0 +1,371 @@
+"""Positions and Jacobians of points fixed on bodies (stations, markers), from the compiled tree.
+
+For a station on body b, the column of coordinate c of its Jacobian ``∂x/∂q`` is
+``Σ_j v_j + ω_j × (x − o_j)`` over the hinges j driven by c that lie between ground and b: the
+partial velocities of :func:`arthron.multibody.kinematics.velocity_map`, evaluated for points
+rather than mass centers. Inverse kinematics needs them at every iteration of every frame, so
+this module evaluates them with little per-call overhead:
+
+* the pose-independent part of a :class:`~arthron.multibody.kinematics.Tree` is folded once per
+  tree (fixed nodes merged into the nearest variable ancestor, hinge columns and ancestor sets
+  laid out) and kept in a module cache keyed on the tree object;
+* a :class:`StationKinematics` holds one set of stations on that fold (their variable node,
+  their location in its frame, which hinge columns move them) and evaluates one pose
+  (:meth:`StationKinematics.evaluate`) or a batch of poses (:meth:`StationKinematics.evaluate_batch`).
+
+Axis functions are evaluated through :meth:`arthron.models.functions.Function.value_and_derivative`.
+The positions equal :func:`arthron.multibody.kinematics.marker_positions` (to rounding).
+"""
+from __future__ import annotations
+
+import math
+import weakref
+
+import numpy as np
+
+from ..geometry.spatial import cross, skew
+from .kinematics import Tree, _ellip_local
+
+__all__ = ["StationKinematics", "station_jacobian", "marker_jacobian"]
+
+
+class _Fold:
+    """The variable nodes of a tree with the fixed nodes folded in (pose independent)."""
+
+    def __init__(self, tree: Tree):
+        nodes = tree.nodes
+        # node -> (variable index, R, p) of the node's frame in that variable node's frame
+        var_of = {0: (-1, np.eye(3), np.zeros(3))}
+        self.kind, self.parent, self.R0, self.p0 = [], [], [], []
+        self.axis, self.K, self.K2, self.coord, self.func, self.terms = [], [], [], [], [], []
+        self.radii, self.ccoords, self.ident, self.zaxis = [], [], [], []
+        for i in range(1, len(nodes)):
+            nd = nodes[i]
+            pv, Rp, pp = var_of[nd.parent]
+            R0 = Rp @ nd.R0
+            p0 = Rp @ nd.p0 + pp
+            if nd.kind == "fixed":
+                var_of[i] = (pv, R0, p0)
+                continue
+            k = len(self.kind)
+            self.kind.append(nd.kind)
+            self.parent.append(pv)
+            self.R0.append(R0)
+            self.p0.append(p0)
+            a = None if nd.axis is None else np.asarray(nd.axis, float)
+            self.axis.append(a)
+            self.zaxis.append(a is not None and bool(np.array_equal(a, (0.0, 0.0, 1.0))))
+            K = None if a is None else skew(a)
+            self.K.append(K)
+            self.K2.append(None if K is None else K @ K)
+            self.coord.append(nd.coord)
+            self.func.append(nd.func if nd.kind == "rot" else None)
+            self.terms.append([(c_, f, np.asarray(ax, float)) for c_, f, ax in nd.terms])
+            self.ident.append(bool(np.array_equal(R0, np.eye(3)) and not np.any(p0)))
+            self.radii.append(nd.radii)
+            self.ccoords.append(tuple(nd.coords))
+            var_of[i] = (k, np.eye(3), np.zeros(3))
+        self.var_of = var_of
+        self.n = len(self.kind)
+        cols = []                      # hinge columns: (variable node, coordinate)
+        for k in range(self.n):
+            if self.kind[k] == "rot":
+                cols.append((k, self.coord[k]))
+            else:
+                cols.extend((k, c) for c in self.ccoords[k])
+        self.cols = cols
+        self.col_coord = np.array([c[1] for c in cols], int)
+        anc = []
+        for k in range(self.n):
+            p = self.parent[k]
+            anc.append((anc[p] | {p}) if p >= 0 else set())
+        self.anc = anc
+        self.nq = tree.nq
+        self.Cmap = np.zeros((len(cols), tree.nq))
+        self.Cmap[np.arange(len(cols)), self.col_coord] = 1.0
+
+
+_FOLDS: dict = {}
+
+
+def _fold(tree: Tree) -> _Fold:
+    """The fold of ``tree``, computed once per tree object (dropped with the tree)."""
+    key = id(tree)
+    hit = _FOLDS.get(key)
+    if hit is not None and hit[0]() is tree:
+        return hit[1]
+    f = _Fold(tree)
+    _FOLDS[key] = (weakref.ref(tree), f)
+    weakref.finalize(tree, _FOLDS.pop, key, None)
+    return f
+
+
+def _fd(f, x):
+    """(θ, θ') of an axis function at x (identity when f is None)."""
+    if f is None:
+        return x, 1.0
+    return f.value_and_derivative(x)
+
+
+def _fd_batch(f, x):
+    if f is None:
+        return x, np.ones_like(x)
+    return f.value_and_derivative(x)
+
+
+class StationKinematics:
+    """Ground positions and Jacobians of a fixed set of stations of a compiled tree.
+
+    Parameters
+    ----------
+    tree : Tree
+    bodies : (n,) int, body index of each station (-1 = ground)
+    locations : (n, 3) m, station locations in their body frames
+    names : optional list of n names (kept as ``names``)
+    """
+
+    def __init__(self, tree: Tree, bodies, locations, names=None):
+        fold = _fold(tree)
+        self.fold = fold
+        self.tree = tree
+        self.nq = tree.nq
+        bodies = np.asarray(bodies, int).reshape(-1)
+        locations = np.asarray(locations, float).reshape(-1, 3)
+        if len(bodies) != len(locations):
+            raise ValueError("StationKinematics: bodies and locations differ in length "
+                             f"({len(bodies)} and {len(locations)})")
+        self.names = list(names) if names is not None else None
+        mv, mloc = [], []
+        for b, loc in zip(bodies, locations):
+            node = 0 if b < 0 else int(tree.body_node[b])
+            v, R, p = fold.var_of[node]
+            mv.append(v)
+            mloc.append(R @ loc + p)
+        self.m_var = np.array(mv, int).reshape(-1)
+        self.m_loc = np.array(mloc, float).reshape(-1, 3)
+        A = np.zeros((len(mv), len(fold.cols)))
+        for i, v in enumerate(mv):
+            if v < 0:
+                continue
+            chain = fold.anc[v] | {v}
+            for j, (k, _) in enumerate(fold.cols):
+                if k in chain:
+                    A[i, j] = 1.0
+        self.A = A                                          # (n, ncol): column moves station
+        self.AC = A[:, :, None] * fold.Cmap[None, :, :]     # (n, ncol, nq)
+        self._ACj = np.ascontiguousarray(self.AC.transpose(1, 0, 2)).reshape(len(fold.cols), -1)
+
+    @classmethod
+    def for_markers(cls, tree: Tree, names) -> "StationKinematics":
+        """The stations of the tree's markers ``names`` (``tree.markers`` order if None)."""
+        names = list(tree.markers) if names is None else list(names)
+        bodies = [tree.markers[n][0] for n in names]
+        locs = np.array([tree.markers[n][1] for n in names], float).reshape(-1, 3)
+        return cls(tree, bodies, locs, names)
+
+    def __len__(self):
+        return len(self.m_var)
+
+    def evaluate(self, q, rows=None, jac=True):
+        """Positions (n, 3) m and Jacobian (n, 3, nq) (None with ``jac=False``) at one pose.
+
+        Parameters
+        ----------
+        q : (nq,) rad / m
+        rows : indices of the stations wanted (default all)
+        """
+        fd = self.fold
+        n = fd.n
+        Rst = np.empty((n + 1, 3, 3))
+        ost = np.empty((n + 1, 3))
+        Rst[0] = np.eye(3)
+        ost[0] = 0.0
+        ncol = len(fd.cols)
+        W = np.zeros((ncol, 3))
+        V = np.zeros((ncol, 3))
+        O = np.zeros((ncol, 3))
+        j = 0
+        I3 = np.eye(3)
+        parent, R0, p0, kinds = fd.parent, fd.R0, fd.p0, fd.kind
+        for k in range(n):
+            p = parent[k] + 1
+            Rp = Rst[p]
+            Rf = Rp @ R0[k]
+            of = ost[p] + Rp @ p0[k]
+            kind = kinds[k]
+            if kind == "rot":
+                th, d1 = _fd(fd.func[k], q[fd.coord[k]])
+                s, c = math.sin(th), math.cos(th)
+                Rst[k + 1] = Rf @ (I3 + s * fd.K[k] + (1.0 - c) * fd.K2[k])
+                ost[k + 1] = of
+                W[j] = (Rf @ fd.axis[k]) * d1
+                O[j] = of
+                j += 1
+            elif kind == "trans":
+                pl = np.zeros(3)
+                dc = {}
+                for c_, f, ax in fd.terms[k]:
+                    val, d1 = _fd(f, q[c_])
+                    pl = pl + val * ax
+                    dc[c_] = dc.get(c_, 0.0) + d1 * ax
+                Rst[k + 1] = Rf
+                ost[k + 1] = of + Rf @ pl
+                for c_ in fd.ccoords[k]:
+                    V[j] = Rf @ dc[c_]
+                    j += 1
+            else:  # ellip
+                c0, c1 = fd.ccoords[k]
+                pl, Jl, _ = _ellip_local(fd.radii[k], np.array([q[c0]]), np.array([q[c1]]))
+                Rst[k + 1] = Rf
+                ost[k + 1] = of + Rf @ pl[0]
+                Hv = Rf @ Jl[0]
+                V[j] = Hv[:, 0]
+                V[j + 1] = Hv[:, 1]
+                j += 2
+        mv = self.m_var if rows is None else self.m_var[rows]
+        loc = self.m_loc if rows is None else self.m_loc[rows]
+        P = np.einsum("mij,mj->mi", Rst[mv + 1], loc) + ost[mv + 1]
+        if not jac:
+            return P, None
+        A = self.A if rows is None else self.A[rows]
+        d = P[:, None, :] - O[None, :, :]
+        cr = cross(W[None, :, :], d) + V[None, :, :]
+        J = np.einsum("mj,mjx,jc->mxc", A, cr, fd.Cmap)
+        return P, J
+
+    def evaluate_batch(self, Q):
+        """Positions (B, n, 3) m and Jacobians (B, n, 3, nq) at B poses Q (B, nq)."""
+        fd = self.fold
+        Q = np.asarray(Q, float)
+        B = Q.shape[0]
+        n = fd.n
+        Rst = np.empty((n + 1, B, 3, 3))
+        ost = np.empty((n + 1, B, 3))
+        Rst[0] = np.eye(3)
+        ost[0] = 0.0
+        ncol = len(fd.cols)
+        W = np.zeros((ncol, B, 3))
+        V = np.zeros((ncol, B, 3))
+        O = np.zeros((ncol, B, 3))
+        j = 0
+        I3 = np.eye(3)
+        for k in range(n):
+            p = fd.parent[k] + 1
+            Rp = Rst[p]
+            if fd.ident[k]:
+                Rf, of = Rp, ost[p]
+            else:
+                Rf = Rp @ fd.R0[k]
+                of = ost[p] + Rp @ fd.p0[k]
+            kind = fd.kind[k]
+            if kind == "rot":
+                f = fd.func[k]
+                if f is None:
+                    th, d1 = Q[:, fd.coord[k]], None
+                else:
+                    th, d1 = f.value_and_derivative(Q[:, fd.coord[k]])
+                sn, cs = np.sin(th), np.cos(th)
+                if fd.zaxis[k]:
+                    # I + sin θ K + (1 − cos θ) K² for K = [z]×, entry by entry
+                    Rr = np.zeros((B, 3, 3))
+                    c1 = 1.0 - (1.0 - cs)
+                    Rr[:, 0, 0] = c1
+                    Rr[:, 1, 1] = c1
+                    Rr[:, 0, 1] = -sn
+                    Rr[:, 1, 0] = sn
+                    Rr[:, 2, 2] = 1.0
+                    w = Rf[:, :, 2]
+                else:
+                    Rr = I3 + sn[:, None, None] * fd.K[k] + (1.0 - cs)[:, None, None] * fd.K2[k]
+                    w = Rf @ fd.axis[k]
+                Rst[k + 1] = Rf @ Rr
+                ost[k + 1] = of
+                W[j] = w if d1 is None else w * d1[:, None]
+                O[j] = of
+                j += 1
+            elif kind == "trans":
+                pl = np.zeros((B, 3))
+                dc = {}
+                for c_, f, ax in fd.terms[k]:
+                    val, d1 = _fd_batch(f, Q[:, c_])
+                    pl += val[:, None] * ax
+                    dc[c_] = dc.get(c_, 0.0) + d1[:, None] * ax
+                Rst[k + 1] = Rf
+                ost[k + 1] = of + np.einsum("bij,bj->bi", Rf, pl)
+                for c_ in fd.ccoords[k]:
+                    V[j] = np.einsum("bij,bj->bi", Rf, np.broadcast_to(dc[c_], (B, 3)))
+                    j += 1
+            else:
+                c0, c1 = fd.ccoords[k]
+                pl, Jl, _ = _ellip_local(fd.radii[k], Q[:, c0], Q[:, c1])
+                Rst[k + 1] = Rf
+                ost[k + 1] = of + np.einsum("bij,bj->bi", Rf, pl)
+                Hv = Rf @ Jl
+                V[j] = Hv[:, :, 0]
+                V[j + 1] = Hv[:, :, 1]
+                j += 2
+        mv = self.m_var + 1
+        P = np.einsum("mbij,mj->bmi", Rst[mv], self.m_loc) + ost[mv].transpose(1, 0, 2)
+        # point velocity per column, v + ω × (P − o), component by component: (B, n, 3, ncol)
+        Px, Py, Pz = (P[:, :, i, None] for i in range(3))
+        Wx, Wy, Wz = (W[:, :, i].T[:, None, :] for i in range(3))
+        Vx, Vy, Vz = (V[:, :, i].T[:, None, :] for i in range(3))
+        Ox, Oy, Oz = (O[:, :, i].T[:, None, :] for i in range(3))
+        dx, dy, dz = Px - Ox, Py - Oy, Pz - Oz
+        cr = np.empty((B, len(mv), 3, ncol))
+        cr[:, :, 0] = Wy * dz - Wz * dy + Vx
+        cr[:, :, 1] = Wz * dx - Wx * dz + Vy
+        cr[:, :, 2] = Wx * dy - Wy * dx + Vz
+        J = cr @ self.AC
+        return P, J
+
+
+def _assemble(P, W, V, O, ACj):
+    """Station Jacobians (B, n, 3, nq) from the hinge columns: the column of coordinate c of
+    station m is ``Σ_j AC[m, j, c] (v_j + ω_j × (x_m − o_j)) = Ω × x_m + C`` with
+    ``Ω = Σ_j AC ω_j`` and ``C = Σ_j AC (v_j − ω_j × o_j)`` (two matrix products over the
+    columns j, then one cross product per station).
+
+    P (B, n, 3); W, V, O (B, ncol, 3); ACj (ncol, n·nq) = AC[m, j, c] laid out as [j, (m, c)].
+    """
+    B, n = P.shape[0], P.shape[1]
+    ncol = W.shape[1]
+    nq = ACj.shape[1] // max(n, 1)
+    C = V - cross(W, O)
+    Wm = (np.ascontiguousarray(W.transpose(0, 2, 1)).reshape(B * 3, ncol) @ ACj).reshape(B, 3, n, nq)
+    Cm = (np.ascontiguousarray(C.transpose(0, 2, 1)).reshape(B * 3, ncol) @ ACj).reshape(B, 3, n, nq)
+    x, y, z = (P[:, :, i, None] for i in range(3))
+    J = np.empty((B, n, 3, nq))
+    J[:, :, 0] = Wm[:, 1] * z - Wm[:, 2] * y + Cm[:, 0]
+    J[:, :, 1] = Wm[:, 2] * x - Wm[:, 0] * z + Cm[:, 1]
+    J[:, :, 2] = Wm[:, 0] * y - Wm[:, 1] * x + Cm[:, 2]
+    return J
+
+
+def station_jacobian(tree: Tree, q, bodies, locations):
+    """Ground positions and Jacobians ``∂x/∂q`` of stations fixed on bodies.
+
+    Parameters
+    ----------
+    tree : Tree
+    q : (nq,) or (T, nq), rad / m
+    bodies : (n,) int body indices (-1 = ground); locations : (n, 3) m in the body frames
+
+    Returns
+    -------
+    P : (n, 3) or (T, n, 3) m; J : (n, 3, nq) or (T, n, 3, nq) m per unit coordinate
+    """
+    sk = StationKinematics(tree, bodies, locations)
+    q = np.asarray(q, float)
+    if q.ndim == 1:
+        return sk.evaluate(q)
+    return sk.evaluate_batch(q)
+
+
+def marker_jacobian(tree: Tree, q, names=None):
+    """:func:`station_jacobian` of the tree's markers ``names`` (all, in ``tree.markers`` order,
+    if None). Returns (names, P, J)."""
+    sk = StationKinematics.for_markers(tree, names)
+    q = np.asarray(q, float)
+    P, J = sk.evaluate(q) if q.ndim == 1 else sk.evaluate_batch(q)
+    return sk.names, P, J

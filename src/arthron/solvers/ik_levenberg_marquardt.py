@@ -1,0 +1,500 @@
+"""The Levenberg–Marquardt iterations of :mod:`arthron.solvers.inverse_kinematics`.
+
+:class:`LevenbergMarquardtIK` is the solver half of :class:`~arthron.solvers.inverse_kinematics.InverseKinematics`
+(which compiles the problem: stations, tasks, constraints, free coordinates): residuals and
+Jacobians of OpenSim's IK objective, one frame at a time (:meth:`LevenbergMarquardtIK.solve_frame`)
+or B frames at once (:meth:`LevenbergMarquardtIK.solve_block`), with model constraints as a
+penalty or held exactly (KKT steps projected back onto the constraint manifold).
+
+The iteration is a bounded Levenberg–Marquardt (Gauss–Newton with a damping that vanishes near
+the optimum, projected active-set bounds, Marquardt's diagonal scaling); it stops when the step
+falls below ``tol`` or the cost stops decreasing, i.e. at the optimum rather than at an
+accuracy-limited iterate.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import SolverError
+
+__all__ = ["LevenbergMarquardtIK"]
+
+
+def _lm_update(a, Xn, rn, Jn, Pn, Qn, extra_ok, X, r, J, P, Q, cost, lam, its, act, tol):
+    """One Levenberg–Marquardt acceptance over the active frames ``a`` (in place): a trial that
+    does not increase the cost (and meets ``extra_ok``) is taken and λ shrinks; otherwise λ
+    grows. A frame stops when its step or its cost decrease falls below tolerance, or λ explodes.
+    """
+    cn = np.einsum("bm,bm->b", rn, rn)
+    ok = (cn <= cost[a] * (1 + 1e-15) + 1e-30) & extra_ok
+    its[a] += 1
+    acc = a[ok]
+    if acc.size:
+        dx = np.max(np.abs(Xn[ok] - X[acc]), axis=1)
+        dec = cost[acc] - cn[ok]
+        X[acc], r[acc], J[acc], P[acc], Q[acc] = Xn[ok], rn[ok], Jn[ok], Pn[ok], Qn[ok]
+        cost[acc] = cn[ok]
+        lam[acc] = np.maximum(lam[acc] * 0.1, 1e-12)
+        conv = (dx < tol) | (dec <= 1e-16 * np.maximum(cost[acc], 1e-30))
+        act[acc[conv]] = False
+    rej = a[~ok]
+    if rej.size:
+        lam[rej] *= 10.0
+        act[rej[lam[rej] > 1e20]] = False
+
+
+class LevenbergMarquardtIK:
+    """Residuals, Jacobians and Levenberg–Marquardt solves of an IK problem.
+
+    A mixin: the problem attributes come from the subclass
+    (:class:`arthron.solvers.inverse_kinematics.InverseKinematics`): ``chain`` (a
+    :class:`arthron.multibody.point_kinematics.StationKinematics` of the tracked markers),
+    ``marker_weights``, ``ctask_idx``/``ctask_sw``, ``couplers``, ``cset``/``_cchain``, ``free``,
+    ``dependent``, ``lo``/``hi``, ``exact``, ``constraint_weight``, ``nq``, ``model``.
+
+    Shapes: x (nfree,) free coordinates; q (nq,); obs (nm, 3) m with NaN for a missing marker;
+    batched variants take a leading frame axis B.
+    """
+
+    def _expand(self, x, base):
+        q = base.copy()
+        q[self.free] = x
+        if self.dependent:
+            for d, i, f, s in self.couplers:
+                if d in self.dependent:
+                    q[d] = s * float(f.value(np.array([q[i]]))[0])
+        return q
+
+    def _dq_dx(self, q):
+        """(nq, nfree) derivative of q with respect to the free variables."""
+        M = np.zeros((self.nq, len(self.free)))
+        M[self.free, np.arange(len(self.free))] = 1.0
+        if self.dependent:
+            pos = {c: k for k, c in enumerate(self.free)}
+            for d, i, f, s in self.couplers:
+                if d in self.dependent and i in pos:
+                    M[d, pos[i]] = s * float(f.derivative(np.array([q[i]]), 1)[0])
+        return M
+
+    def _residual(self, x, base, obs, rows, sw_m, qref, jac=True):
+        q = self._expand(x, base)
+        P, Jm = self.chain.evaluate(q, rows, jac)
+        rm = ((P - obs) * sw_m[:, None]).ravel()
+        parts = [rm]
+        if len(self.ctask_idx):
+            parts.append(self.ctask_sw * (q[self.ctask_idx] - qref))
+        pen = []
+        if self.couplers and not self.dependent:
+            sc = math.sqrt(self.constraint_weight)
+            for d, i, f, s in self.couplers:
+                pen.append(sc * (q[d] - s * float(f.value(np.array([q[i]]))[0])))
+            parts.append(np.array(pen))
+        soft = self.cset is not None and not self.exact
+        if soft:
+            sc = math.sqrt(self.constraint_weight)
+            pc, pC = self._penalty(q[None])
+            parts.append(sc * pc[0])
+        r = np.concatenate(parts)
+        self._last_P = P
+        if not jac:
+            return r, None, q
+        nqf = self.nq
+        Jq = [(Jm * sw_m[:, None, None]).reshape(-1, nqf)]
+        if len(self.ctask_idx):
+            Jc = np.zeros((len(self.ctask_idx), nqf))
+            Jc[np.arange(len(self.ctask_idx)), self.ctask_idx] = self.ctask_sw
+            Jq.append(Jc)
+        if pen:
+            sc = math.sqrt(self.constraint_weight)
+            Jp = np.zeros((len(pen), nqf))
+            for k, (d, i, f, s) in enumerate(self.couplers):
+                Jp[k, d] = sc
+                Jp[k, i] -= sc * s * float(f.derivative(np.array([q[i]]), 1)[0])
+            Jq.append(Jp)
+        if soft:
+            Jq.append(math.sqrt(self.constraint_weight) * pC[0])
+        Jq = np.vstack(Jq)
+        if self.dependent:
+            J = Jq @ self._dq_dx(q)
+        else:
+            J = Jq[:, self.free]
+        return r, J, q
+
+    def solve_frame(self, obs_all, x0, base, qref, tol=1e-6, max_iter=100):
+        """Solve one frame.
+
+        Parameters
+        ----------
+        obs_all : (nm, 3) observed positions of ``marker_names`` (m, NaN = missing)
+        x0 : (nfree,) start; base : (nq,) full q holding the locked values
+        qref : coordinate task targets
+
+        Returns
+        -------
+        x (nfree,), q (nq,), iterations, marker errors (nm,) m (NaN where missing)
+        """
+        if self.exact:
+            return self._solve_frame_exact(obs_all, x0, base, qref, tol, max_iter)
+        ok = np.all(np.isfinite(obs_all), axis=1)
+        rows = np.flatnonzero(ok)
+        obs = obs_all[rows]
+        w = self.marker_weights[rows]
+        wtot = float(np.sum(w[w > 0]))
+        # Simbody's Markers goal is Σ w|e|² / (2 Σw) over the markers present in the frame;
+        # coordinate tasks add w (q − v)² / 2 each: both halves scaled by 2 here.
+        sw = np.sqrt(w / wtot) if wtot > 0 else np.zeros_like(w)
+        lo, hi = self.lo, self.hi
+        x = np.clip(np.asarray(x0, float), lo, hi)
+        r, J, q = self._residual(x, base, obs, rows, sw, qref)
+        P = self._last_P
+        cost = r @ r
+        lam = 1e-6
+        it = 0
+        nx = len(x)
+        err = np.full(len(obs_all), np.nan)
+        if nx == 0:
+            err[rows] = np.linalg.norm(P - obs, axis=1)
+            return x, q, 0, err
+        for it in range(1, max_iter + 1):
+            g = J.T @ r
+            H = J.T @ J
+            at_lo = (x <= lo) & (g > 0)
+            at_hi = (x >= hi) & (g < 0)
+            act = at_lo | at_hi
+            fr = ~act
+            step = np.zeros(nx)
+            diagH = np.maximum(np.diag(H), 1e-12)
+            accepted = False
+            for _ in range(30):
+                Hf = H[np.ix_(fr, fr)] + lam * np.diag(diagH[fr])
+                try:
+                    step[fr] = -np.linalg.solve(Hf, g[fr])
+                except np.linalg.LinAlgError:
+                    lam *= 10.0
+                    continue
+                xn = np.clip(x + step, lo, hi)
+                rn, Jn, qn = self._residual(xn, base, obs, rows, sw, qref)
+                Pn = self._last_P
+                cn = rn @ rn
+                if cn <= cost * (1 + 1e-15) + 1e-30:
+                    accepted = True
+                    break
+                lam *= 10.0
+            if not accepted:
+                break
+            dx = xn - x
+            x, r, J, q, P = xn, rn, Jn, qn, Pn
+            dec = cost - cn
+            cost = cn
+            lam = max(lam * 0.1, 1e-12)
+            if np.max(np.abs(dx)) < tol or dec <= 1e-16 * max(cost, 1e-30):
+                break
+        err[rows] = np.linalg.norm(P - obs, axis=1)
+        return x, q, it, err
+
+    def _penalty(self, Q):
+        """Constraint errors (B, m) in Simbody's units (ConstantDistance: (|p|² − d²)/2) and
+        their Jacobians (B, m, nq), for the finite-weight penalty."""
+        c = self.cset.residuals(Q)
+        C = self.cset.jacobian(Q)
+        for r, d in self._dist_rows:
+            e = c[:, r].copy()
+            C[:, r, :] *= (e + d)[:, None]
+            c[:, r] = e * (e + 2.0 * d) / 2.0
+        return c, C
+
+    # ------------------------------------------------ exact model constraints
+    def _constraint(self, x, base, jac=True):
+        """Constraint residuals c (m,) and their Jacobian (m, nfree) at the free variables x."""
+        q = self._expand(x, base)
+        if self._cchain is not None:
+            P, J = self._cchain.evaluate(q, None, jac)
+            c = (P[0::2] - P[1::2]).ravel()
+            if not jac:
+                return c, None
+            Cq = (J[0::2] - J[1::2]).reshape(-1, self.nq)
+        else:
+            c = self.cset.residuals(q[None])[0]
+            if not jac:
+                return c, None
+            Cq = self.cset.jacobian(q[None])[0]
+        C = Cq @ self._dq_dx(q) if self.dependent else Cq[:, self.free]
+        return c, C
+
+    def _project(self, x, base, tol=1e-12, max_iter=30):
+        """The point near x on the constraint manifold (minimum-norm Gauss-Newton steps, like
+        :func:`arthron.multibody.constraints.assemble`). Returns (x, max |c|)."""
+        lo, hi = self.lo, self.hi
+        c, C = self._constraint(x, base)
+        err = float(np.abs(c).max())
+        for _ in range(max_iter):
+            if err < tol:
+                break
+            dx = -np.linalg.lstsq(C, c, rcond=None)[0]
+            a = 1.0
+            for _ls in range(20):
+                xn = np.clip(x + a * dx, lo, hi)
+                cn, _ = self._constraint(xn, base, jac=False)
+                en = float(np.abs(cn).max())
+                if en < err or en < tol:
+                    break
+                a *= 0.5
+            if en >= err and en >= tol:
+                break
+            x, c, err = xn, cn, en
+            if err >= tol:
+                _, C = self._constraint(x, base)
+        return x, err
+
+    def _solve_frame_exact(self, obs_all, x0, base, qref, tol=1e-6, max_iter=100):
+        """:meth:`solve_frame` with the model constraints held exactly (``constraint_weight``
+        infinite, as OpenSim's IK does): damped Gauss–Newton steps of the equality-constrained
+        linearised problem (KKT system with the constraint Jacobian), each followed by a
+        projection back onto the constraint manifold; a step is kept when the (feasible) cost
+        decreases."""
+        ok = np.all(np.isfinite(obs_all), axis=1)
+        rows = np.flatnonzero(ok)
+        obs = obs_all[rows]
+        w = self.marker_weights[rows]
+        wtot = float(np.sum(w[w > 0]))
+        sw = np.sqrt(w / wtot) if wtot > 0 else np.zeros_like(w)
+        lo, hi = self.lo, self.hi
+        x, cerr = self._project(np.clip(np.asarray(x0, float), lo, hi), base)
+        if cerr > 1e-9:
+            raise SolverError(f"model '{self.model.name}': constraints cannot be satisfied at the "
+                              f"start of the frame (max residual {cerr:.3g})", self.model.source)
+        r, J, q = self._residual(x, base, obs, rows, sw, qref)
+        P = self._last_P
+        cost = r @ r
+        nx = len(x)
+        err = np.full(len(obs_all), np.nan)
+        lam = 1e-6
+        it = 0
+        for it in range(1, max_iter + 1):
+            c, C = self._constraint(x, base)
+            g = J.T @ r
+            H = J.T @ J
+            m = C.shape[0]
+            act = ((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0))
+            fr = np.flatnonzero(~act)
+            diagH = np.maximum(np.diag(H), 1e-12)
+            accepted = False
+            for _ in range(30):
+                nf = len(fr)
+                K = np.zeros((nf + m, nf + m))
+                K[:nf, :nf] = H[np.ix_(fr, fr)] + lam * np.diag(diagH[fr])
+                K[:nf, nf:] = C[:, fr].T
+                K[nf:, :nf] = C[:, fr]
+                rhs = np.concatenate([-g[fr], -c])
+                sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+                step = np.zeros(nx)
+                step[fr] = sol[:nf]
+                if np.max(np.abs(step)) < tol:
+                    break           # at the optimum: projection noise could only reject it
+                xn, cerr = self._project(np.clip(x + step, lo, hi), base)
+                if cerr <= 1e-9:
+                    rn, Jn, qn = self._residual(xn, base, obs, rows, sw, qref)
+                    cn = rn @ rn
+                    if cn <= cost * (1 + 1e-15) + 1e-30:
+                        accepted = True
+                        break
+                lam *= 10.0
+            if not accepted:
+                break
+            dx = xn - x
+            x, r, J, q, P = xn, rn, Jn, qn, self._last_P
+            dec = cost - cn
+            cost = cn
+            lam = max(lam * 0.1, 1e-12)
+            if np.max(np.abs(dx)) < tol or dec <= 1e-16 * max(cost, 1e-30):
+                break
+        if len(rows):
+            err[rows] = np.linalg.norm(P - obs, axis=1)
+        return x, q, it, err
+
+    def _residual_batch(self, X, base, obs0, sw, qref):
+        """Stacked residuals (B, m) and Jacobians (B, m, nfree) for B frames (no eliminated
+        coordinates). ``obs0`` has missing markers set to 0 and ``sw`` 0 for them."""
+        B = X.shape[0]
+        Q = np.broadcast_to(base, (B, self.nq)).copy()
+        Q[:, self.free] = X
+        P, Jm = self.chain.evaluate_batch(Q)
+        parts = [((P - obs0) * sw[:, :, None]).reshape(B, -1)]
+        Js = [(Jm * sw[:, :, None, None]).reshape(B, -1, self.nq)]
+        nc = len(self.ctask_idx)
+        if nc:
+            parts.append(self.ctask_sw * (Q[:, self.ctask_idx] - qref))
+            Jc = np.zeros((nc, self.nq))
+            Jc[np.arange(nc), self.ctask_idx] = self.ctask_sw
+            Js.append(np.broadcast_to(Jc, (B, nc, self.nq)))
+        if self.couplers:
+            sc = math.sqrt(self.constraint_weight)
+            pen = np.empty((B, len(self.couplers)))
+            Jp = np.zeros((B, len(self.couplers), self.nq))
+            for k, (d, i, f, s) in enumerate(self.couplers):
+                pen[:, k] = sc * (Q[:, d] - s * f.value(Q[:, i]))
+                Jp[:, k, d] = sc
+                Jp[:, k, i] -= sc * s * f.derivative(Q[:, i], 1)
+            parts.append(pen)
+            Js.append(Jp)
+        if self.cset is not None and not self.exact:   # penalty
+            sc = math.sqrt(self.constraint_weight)
+            pc, pC = self._penalty(Q)
+            parts.append(sc * pc)
+            Js.append(sc * pC)
+        r = np.concatenate(parts, axis=1)
+        J = np.concatenate(Js, axis=1)[:, :, self.free]
+        return r, J, P, Q
+
+    def _constraint_batch(self, X, base, jac=True):
+        """PointConstraint residuals (B, m) and Jacobians (B, m, nfree) at B frames."""
+        B = X.shape[0]
+        Q = np.broadcast_to(base, (B, self.nq)).copy()
+        Q[:, self.free] = X
+        if jac:
+            P, J = self._cchain.evaluate_batch(Q)
+            C = (J[:, 0::2] - J[:, 1::2]).reshape(B, -1, self.nq)[:, :, self.free]
+        else:
+            P = np.stack([self._cchain.evaluate(q, None, False)[0] for q in Q])
+            C = None
+        return (P[:, 0::2] - P[:, 1::2]).reshape(B, -1), C
+
+    def _project_batch(self, X, base, tol=1e-12, max_iter=30):
+        """:meth:`_project` for B frames at once. Returns (X, max |c| per frame)."""
+        lo, hi = self.lo, self.hi
+        c, C = self._constraint_batch(X, base)
+        err = np.abs(c).max(axis=1)
+        X = X.copy()
+        for _ in range(max_iter):
+            a = np.flatnonzero(err >= tol)
+            if a.size == 0:
+                break
+            Ca, ca = C[a], c[a]
+            CCt = Ca @ np.swapaxes(Ca, 1, 2)
+            m = CCt.shape[-1]
+            lam = np.linalg.solve(CCt + 1e-300 * np.eye(m), ca[..., None])[..., 0]
+            dx = -np.einsum("bmi,bm->bi", Ca, lam)
+            Xn = np.clip(X[a] + dx, lo, hi)
+            cn, Cn = self._constraint_batch(Xn, base)
+            en = np.abs(cn).max(axis=1)
+            ok = (en < err[a]) | (en < tol)
+            if not ok.any():
+                break
+            b = a[ok]
+            X[b], c[b], C[b], err[b] = Xn[ok], cn[ok], Cn[ok], en[ok]
+            if not ok.all():       # those that did not improve: stop them (sequential fallback)
+                err[a[~ok]] = np.where(err[a[~ok]] < 1e-9, err[a[~ok]], np.inf)
+                if np.all(err[a[~ok]] == np.inf):
+                    break
+        return X, err
+
+    def _block_observations(self, obs):
+        """Per-frame marker weights of OpenSim's objective (Σw|e|²/Σw over the markers present):
+        returns valid (B, nm), √(w/Σw) (B, nm) and the observations with gaps zeroed."""
+        valid = np.all(np.isfinite(obs), axis=2)
+        w = np.where(valid, self.marker_weights[None, :], 0.0)
+        wtot = w.sum(axis=1, keepdims=True)
+        sw = np.sqrt(np.divide(w, wtot, out=np.zeros_like(w), where=wtot > 0))
+        return valid, sw, np.where(valid[:, :, None], obs, 0.0)
+
+    def solve_block_exact(self, obs, X0, base, qref, tol=1e-6, max_iter=100):
+        """:meth:`solve_block` with PointConstraints held exactly (the steps of
+        :meth:`_solve_frame_exact`, vectorized over the frames). Frames that reach a coordinate
+        bound or whose projection fails are flagged not converged (re-solved one by one)."""
+        B, nx = X0.shape
+        valid, sw, obs0 = self._block_observations(obs)
+        lo, hi = self.lo, self.hi
+        X, cerr = self._project_batch(np.clip(X0, lo, hi), base)
+        r, J, P, Q = self._residual_batch(X, base, obs0, sw, qref)
+        cost = np.einsum("bm,bm->b", r, r)
+        lam = np.full(B, 1e-6)
+        its = np.zeros(B, int)
+        act = cerr <= 1e-9
+        failed = ~act
+        eye = np.eye(nx)
+        for _ in range(max_iter):
+            a = np.flatnonzero(act)
+            if a.size == 0:
+                break
+            c, C = self._constraint_batch(X[a], base)
+            m = C.shape[1]
+            Ja, ra = J[a], r[a]
+            g = np.einsum("bmi,bm->bi", Ja, ra)
+            H = np.einsum("bmi,bmj->bij", Ja, Ja)
+            dH = np.maximum(np.einsum("bii->bi", H), 1e-12)
+            K = np.zeros((a.size, nx + m, nx + m))
+            K[:, :nx, :nx] = H + (lam[a][:, None] * dH)[:, :, None] * eye
+            K[:, :nx, nx:] = np.swapaxes(C, 1, 2)
+            K[:, nx:, :nx] = C
+            rhs = np.concatenate([-g, -c], axis=1)
+            try:
+                step = np.linalg.solve(K, rhs[:, :, None])[:, :nx, 0]
+            except np.linalg.LinAlgError:
+                failed[a] = True
+                act[a] = False
+                break
+            # a step below the tolerance: at the optimum (projection noise could only reject it)
+            tiny = np.max(np.abs(step), axis=1) < tol
+            if tiny.any():
+                act[a[tiny]] = False
+                a, step = a[~tiny], step[~tiny]
+                if a.size == 0:
+                    break
+            Xn, en = self._project_batch(np.clip(X[a] + step, lo, hi), base)
+            rn, Jn, Pn, Qn = self._residual_batch(Xn, base, obs0[a], sw[a], qref[a])
+            _lm_update(a, Xn, rn, Jn, Pn, Qn, en <= 1e-9, X, r, J, P, Q, cost, lam, its, act, tol)
+        err = np.where(valid, np.linalg.norm(P - obs0, axis=2), np.nan)
+        on_bound = np.any((X <= lo) | (X >= hi), axis=1)
+        self._block_converged = ~act & (lam <= 1e20) & ~failed & ~on_bound
+        return X, Q, its, err
+
+    def solve_block(self, obs, X0, base, qref, tol=1e-6, max_iter=100):
+        """Solve B independent frames together (bounded LM, vectorized over the frames).
+
+        Parameters
+        ----------
+        obs : (B, nm, 3) m, NaN = missing; X0 : (B, nfree) starts; qref : (B, ntasks)
+
+        Returns
+        -------
+        X (B, nfree), Q (B, nq), iterations (B,), marker errors (B, nm)
+        """
+        B, nx = X0.shape
+        valid, sw, obs0 = self._block_observations(obs)
+        lo, hi = self.lo, self.hi
+        bounded = bool(np.any(np.isfinite(lo)) or np.any(np.isfinite(hi)))
+        X = np.clip(X0, lo, hi)
+        r, J, P, Q = self._residual_batch(X, base, obs0, sw, qref)
+        cost = np.einsum("bm,bm->b", r, r)
+        lam = np.full(B, 1e-6)
+        its = np.zeros(B, int)
+        act = np.ones(B, bool)
+        eye = np.eye(nx)
+        for _ in range(max_iter):
+            a = np.flatnonzero(act)
+            if a.size == 0:
+                break
+            Ja, ra = J[a], r[a]
+            g = np.einsum("bmi,bm->bi", Ja, ra)
+            H = np.einsum("bmi,bmj->bij", Ja, Ja)
+            dH = np.maximum(np.einsum("bii->bi", H), 1e-12)
+            A = H + (lam[a][:, None] * dH)[:, :, None] * eye
+            if bounded:
+                fixed = ((X[a] <= lo) & (g > 0)) | ((X[a] >= hi) & (g < 0))
+                if fixed.any():
+                    fr = ~fixed
+                    A = A * (fr[:, :, None] & fr[:, None, :]) + fixed[:, :, None] * eye
+                    g = np.where(fixed, 0.0, g)
+            try:
+                step = -np.linalg.solve(A, g[:, :, None])[:, :, 0]
+            except np.linalg.LinAlgError:
+                lam[a] *= 10.0
+                continue
+            Xn = np.clip(X[a] + step, lo, hi)
+            rn, Jn, Pn, Qn = self._residual_batch(Xn, base, obs0[a], sw[a], qref[a])
+            _lm_update(a, Xn, rn, Jn, Pn, Qn, True, X, r, J, P, Q, cost, lam, its, act, tol)
+        err = np.where(valid, np.linalg.norm(P - obs0, axis=2), np.nan)
+        self._block_converged = ~act & (lam <= 1e20)
+        return X, Q, its, err

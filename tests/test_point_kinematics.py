@@ -1,0 +1,133 @@
+"""Station positions and Jacobians from the compiled tree (arthron.multibody.point_kinematics),
+the one-call value-and-slope of axis functions they use, and the layering of the IK solver."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import GAIT_REF_MODEL, ROOT, TSM, needs_data
+
+
+def _fd_check(tree, bodies, locs, q, h=1e-6, atol=1e-7):
+    from arthron.multibody.point_kinematics import station_jacobian
+    P, J = station_jacobian(tree, q, bodies, locs)
+    for c in range(tree.nq):
+        dq = np.zeros(tree.nq)
+        dq[c] = h
+        Pp, _ = station_jacobian(tree, q + dq, bodies, locs)
+        Pm, _ = station_jacobian(tree, q - dq, bodies, locs)
+        np.testing.assert_allclose(J[:, :, c], (Pp - Pm) / (2 * h), atol=atol)
+    return P, J
+
+
+@needs_data
+@pytest.mark.parametrize("path", [GAIT_REF_MODEL, TSM], ids=["gait2354", "thoracoscapular"])
+def test_station_jacobian_matches_finite_differences_and_tree(path):
+    """Spline-driven CustomJoint translations (Gait2354 knees), Ellipsoid/Scapulothoracic
+    mobilizers (Thoracoscapular): Jacobian = central differences; positions = the compiled
+    tree's forward kinematics; one frame = a batch of frames."""
+    from arthron.io.osim import read_osim
+    from arthron.multibody.kinematics import compile_model, forward_kinematics, station_positions
+    from arthron.multibody.point_kinematics import marker_jacobian, station_jacobian
+    tree = compile_model(read_osim(path))
+    rng = np.random.default_rng(1)
+    bodies = np.array([-1] + list(range(tree.nb)) * 2)
+    locs = rng.normal(0, 0.1, (len(bodies), 3))
+    Q = tree.default_q + rng.normal(0, 0.3, (4, tree.nq))
+    P, J = _fd_check(tree, bodies, locs, Q[0])
+    kin = forward_kinematics(tree, Q)
+    ref = station_positions(tree, kin, bodies, locs)
+    np.testing.assert_allclose(P, ref[0], atol=1e-12)
+    Pb, Jb = station_jacobian(tree, Q, bodies, locs)
+    np.testing.assert_allclose(Pb, ref, atol=1e-12)
+    for k in range(len(Q)):
+        Pk, Jk = station_jacobian(tree, Q[k], bodies, locs)
+        np.testing.assert_allclose(Jb[k], Jk, atol=1e-12)
+    # ground stations do not move
+    assert np.all(J[0] == 0.0)
+    names, Pm, Jm = marker_jacobian(tree, Q[0])
+    assert names == list(tree.markers) and Pm.shape == (len(names), 3)
+    assert Jm.shape == (len(names), 3, tree.nq)
+
+
+@needs_data
+def test_fold_cached_per_tree():
+    """The pose-independent folding is computed once per tree and released with it."""
+    import gc
+    from arthron.io.osim import read_osim
+    from arthron.multibody import point_kinematics as pk
+    from arthron.multibody.kinematics import compile_model
+    tree = compile_model(read_osim(GAIT_REF_MODEL))
+    a = pk.StationKinematics.for_markers(tree, None)
+    b = pk.StationKinematics(tree, [0], [[0.0, 0.0, 0.0]])
+    assert a.fold is b.fold and id(tree) in pk._FOLDS
+    assert not any(k.startswith("_fold") for k in vars(tree))     # nothing attached to Tree
+    key = id(tree)
+    del tree, a, b
+    gc.collect()
+    assert key not in pk._FOLDS
+
+
+def test_value_and_derivative_equals_value_and_derivative():
+    """Function.value_and_derivative (the joint-axis fast path) against value/derivative:
+    floats for a float, arrays for arrays, equal to rounding (exact at the end knots and
+    outside)."""
+    from arthron.models.functions import (Constant, GCVSpline, LinearFunction, MultiplierFunction,
+                                          SimmSpline)
+    xk = np.array([-2.0, -1.2, -0.5, 0.0, 0.4, 1.1])
+    yk = np.array([0.1, -0.3, 0.25, 0.0, 0.6, 0.2])
+    fs = [SimmSpline(xk, yk), SimmSpline(xk[:3], yk[:3]), SimmSpline(xk[:2], yk[:2]),
+          MultiplierFunction(SimmSpline(xk, yk), 1.7), LinearFunction(0.3, -0.2), Constant(0.8),
+          GCVSpline(5, xk, yk)]
+    x = np.concatenate([np.linspace(-3, 2, 101), xk, xk + 1e-14, xk - 1e-14])
+    for f in fs:
+        v, d = f.value_and_derivative(x)
+        np.testing.assert_allclose(v, f.value(x), rtol=0, atol=1e-14)
+        np.testing.assert_allclose(d, f.derivative(x, 1), rtol=0, atol=1e-12)
+        for xi in x[::7]:
+            vs, ds = f.value_and_derivative(float(xi))
+            assert isinstance(float(vs), float)
+            assert abs(vs - f.value(xi)) <= 1e-14 and abs(ds - f.derivative(xi, 1)) <= 1e-12
+    s = fs[0]
+    for xi in (-3.0, xk[0], xk[-1], 1.5):          # ends and outside: exact
+        assert s.value_and_derivative(xi) == (float(s.value(xi)), float(s.derivative(xi, 1)))
+
+
+_FORBIDDEN = ("arthron.io", "lxml", "matplotlib")
+
+
+def _imports(path: Path):
+    """Absolute module names imported anywhere in a module (also inside functions)."""
+    tree = ast.parse(path.read_text())
+    pkg = ".".join(path.relative_to(ROOT / "src").with_suffix("").parts[:-1])
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                out.append(".".join(base + ([node.module] if node.module else [])))
+            else:
+                out.append(node.module)
+    return out
+
+
+@pytest.mark.parametrize("name", ["solvers/inverse_kinematics.py",
+                                  "solvers/ik_levenberg_marquardt.py",
+                                  "solvers/marker_placer.py", "multibody/point_kinematics.py"])
+def test_ik_layers_do_not_import_io(name):
+    """IK, its Levenberg–Marquardt iterations, the MarkerPlacer and the station kinematics are
+    free of files: no arthron.io, lxml or matplotlib import (not even inside a function), no
+    higher layer, and under 800 lines."""
+    path = ROOT / "src" / "arthron" / name
+    mods = _imports(path)
+    bad = [m for m in mods if m.startswith(_FORBIDDEN) or m.startswith(("arthron.tools",
+                                                                        "arthron.cli"))]
+    assert not bad, bad
+    if name.startswith("multibody"):
+        assert not [m for m in mods if m.startswith("arthron.solvers")]
+    assert len(path.read_text().splitlines()) <= 800
