@@ -2,7 +2,7 @@
 
 Run:  python benchmarks/bench_tpsm.py [--quick]
 
-Prints (synthetic ACL of ``arthron.solvers.ligament.synthetic_acl``):
+Prints (synthetic ACL of ``arthron.solvers.tpsm_study.synthetic_acl``):
   * one-time setup (fits, triangulation, fibre precomputation) for 360 triangles, ms
   * one pose, TPSM-3 at 360 triangles, µs
   * a batch of 10,000 poses (0-120° flexion), µs per pose, TPSM-3 at 360 and 30 triangles
@@ -29,8 +29,8 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from arthron.solvers.ligament import (convergence_study, reference_wrench, synthetic_acl,  # noqa: E402
-                                      synthetic_flexion)
+from arthron.solvers.tpsm_study import (convergence_study, reference_wrench, synthetic_acl,  # noqa: E402
+                                        synthetic_flexion)
 
 
 def best_of(fn, repeats, inner=1):

@@ -26,8 +26,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from arthron.solvers.ligament import (convergence_study, reference_wrench, strand_fibres,  # noqa: E402
-                                      synthetic_acl, synthetic_flexion, tpsm_from_strands)
+from arthron.solvers.ligament import strand_fibres, tpsm_from_strands  # noqa: E402
+from arthron.solvers.tpsm_study import (convergence_study, reference_wrench, synthetic_acl,  # noqa: E402
+                                        synthetic_flexion)
 
 ROOT = Path(__file__).resolve().parents[1]
 LENHART = ROOT.parent / "shared" / "data" / "opensim-jam" / "models" / "knee_healthy" / "lenhart2015" / "lenhart2015.osim"

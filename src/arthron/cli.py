@@ -222,7 +222,7 @@ def cmd_jr(a):
 
 
 def cmd_ligament(a):
-    from .solvers.ligament import run_demo, run_model
+    from .tools.ligament_tool import export_model, run_demo, run_model
     if a.demo:
         out = Path(a.output) if a.output else Path.cwd() / "arthron-ligament-demo"
         run_demo(out)
@@ -235,7 +235,6 @@ def cmd_ligament(a):
                             n_triangles=a.triangles, rule=a.rule)
     if a.export:
         from .io.osim import read_osim
-        from .solvers.ligament import export_model
         export_model(read_osim(a.model), info["strands"], info["fibres"], a.export,
                      prefix=f"{a.ligament}_tpsm")
         print(f"wrote {a.export}: {len(info['strands'].names)} strands replaced by "
