@@ -3,8 +3,8 @@
 (``arthron ligament --demo``), and export of the TPSM's fibres as OpenSim 4.6
 ``Blankevoort1991Ligament`` components.
 
-The computations are :mod:`arthron.solvers.ligament` (the thin-plate spline ligament model of
-seed 000, its strands interop and poses) and :mod:`arthron.solvers.tpsm_study`.
+The computations are :mod:`arthron.solvers.ligament` (the thin-plate spline ligament model,
+its strands interop and poses) and :mod:`arthron.solvers.tpsm_study`.
 """
 from __future__ import annotations
 
@@ -17,12 +17,13 @@ from ..errors import SolverError
 from ..io.mesh import load_mesh
 from ..io.osim import read_osim, write_osim
 from ..io.sto import read_sto, write_sto
-from ..models.model import Force
+from ..models.model import Force, Model
 from ..models.motion import coordinates_from_table
 from ..multibody.kinematics import compile_model
 from ..solvers.ligament import Fibres, Strands, _body_name, ligament_poses, strands_from_model, wrench_table
 from ..solvers.tpsm_study import convergence_study, synthetic_acl, synthetic_flexion
 from ..tables import Table
+from .options import check_positive_int
 
 __all__ = ["blankevoort_xml", "run_demo", "run_model", "export_model", "DEMO_TRIANGLES"]
 
@@ -80,7 +81,7 @@ DEMO_TRIANGLES = (15, 20, 30, 45, 60, 90, 120, 180, 240, 360, 500, 720)
 
 
 def run_demo(out_dir, n_triangles=DEMO_TRIANGLES, verbose: bool = True) -> dict:
-    """``arthron ligament --demo``: the seed 000 study on the embedded synthetic ACL.
+    """``arthron ligament --demo``: the TPSM paper's convergence study on the embedded synthetic ACL.
 
     Writes into ``out_dir``: ``tpsm_errors.csv`` (force/moment errors, Eq. 16, of MBM, MBM-centroid,
     TPSM-1/3/4 vs the adaptive reference for l0 = 27 mm and 10 mm) and ``acl_wrench_flexion.sto``
@@ -132,7 +133,7 @@ def run_model(model_path, ligament: str, *, mesh=None, motion=None, out=None, n_
 
     Parameters
     ----------
-    model_path : .osim file (read with ``arthron.io.read_osim``)
+    model_path : .osim file (read with :func:`arthron.io.osim.read_osim`) or a Model
     ligament : strand name prefix, e.g. "ACL" (Blankevoort1991Ligament strands, see
         ``strands_from_model``)
     mesh : tibia bone mesh file (STL/VTP/OBJ, in the tibial body frame) or None (Γ_t through the
@@ -146,11 +147,17 @@ def run_model(model_path, ligament: str, *, mesh=None, motion=None, out=None, n_
 
     Returns
     -------
-    (table, info): an ``arthron.io.sto.Table`` with the wrench on the tibial body in its frame
+    (table, info): an :class:`arthron.tables.Table` with the wrench on the tibial body in its frame
     (``<lig>_tpsm_on_<body>_in_<body>_fx .. _mz``, and the same for the model's strands, ``_mbm_``,
-    if ``include_mbm``), and a dict with the ligament, fibres and strands objects.
+    if ``include_mbm``), and a dict with the ligament, fibres, strands and model objects.
+
+    Raises
+    ------
+    OptionError (``n_triangles`` not a positive integer), the readers' errors, SolverError
+    naming the mesh when the footprint misses it.
     """
-    model = read_osim(model_path)
+    n_triangles = check_positive_int(n_triangles, "n_triangles")
+    model = model_path if isinstance(model_path, Model) else read_osim(model_path)
     strands = strands_from_model(model, ligament, tibia_frame=tibia_frame)
     tree = compile_model(model)
     if motion is None:
@@ -183,7 +190,8 @@ def run_model(model_path, ligament: str, *, mesh=None, motion=None, out=None, n_
                             f"{len(strands.names)} strands; moments about the {body} origin"])
     if out is not None:
         write_sto(out, table)
-    return table, {"ligament": lig, "fibres": fib, "strands": strands, "mbm": mbm, "poses": (R, t)}
+    return table, {"ligament": lig, "fibres": fib, "strands": strands, "mbm": mbm, "poses": (R, t),
+                   "model": model}
 
 
 def export_model(model, strands: "Strands", fibres: Fibres, out, *, prefix: str | None = None):
