@@ -12,7 +12,7 @@ from arthron.plots import plot_moment_arms
 from arthron.solvers.muscle_analysis import path_analysis
 from arthron.tools.analyze_tool import run_analyze, write_path_analysis
 
-from conftest import ARM26, REF, needs_data
+from conftest import ARM26, REF, needs_data, needs_opensim
 
 ARM = REF / "task1_arm26"
 ARM_MOT = ARM / "IK" / "arm26_InverseKinematics.mot"
@@ -129,3 +129,30 @@ def test_path_analysis_tables_name_unknown_coordinates():
     assert pa.length_table().data.shape == (3, len(pa.names))
     with pytest.raises(ModelFileError, match="nope"):
         pa.moment_arm_table("nope")
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("lowpass,step", [(-1, 5), (6, 7)])
+def test_step_interval_keeps_the_frames_opensim_records(tmp_path, lowpass, step):
+    """OpenSim 4.6's AnalyzeTool records the first frame, the storage rows whose index is a
+    multiple of step_interval (the storage padded by half its length when filtering), and the
+    last frame; arthron keeps the same frames, with the same lengths (path tolerance)."""
+    import opensim
+    opensim.Logger.setLevelString("error")
+    text = _setup(tmp_path, MUSCLE_ANALYSIS.format(n=step, muscles="BIClong", coords="r_elbow_flex")
+                  .replace("</MuscleAnalysis>", "<compute_moments>false</compute_moments></MuscleAnalysis>"),
+                  results=str(tmp_path / "osim")).read_text()
+    text = text.replace("<initial_time>0</initial_time><final_time>1</final_time>",
+                        "<initial_time>0.1</initial_time><final_time>0.9</final_time>")
+    text = text.replace("<lowpass_cutoff_frequency_for_coordinates>-1<",
+                        f"<lowpass_cutoff_frequency_for_coordinates>{lowpass}<")
+    setup = tmp_path / "s.xml"
+    setup.write_text(text)
+    opensim.AnalyzeTool(str(setup)).run()
+    ref = read_sto(tmp_path / "osim" / "arm_MuscleAnalysis_Length.sto")
+    files = run_analyze(setup, results_dir=tmp_path / "arthron")
+    got = read_sto(files[0])
+    assert len(got.time) == len(ref.time)
+    np.testing.assert_allclose(got.time, ref.time, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got.data, ref.data, rtol=0, atol=1e-7)

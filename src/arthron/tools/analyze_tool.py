@@ -83,10 +83,29 @@ def _step_interval(el, path) -> int:
     return n
 
 
-def step_rows(n_frames: int, step_interval: int) -> np.ndarray:
-    """Rows an analysis records with ``step_interval`` N: every N-th frame from the first
-    (frame k is recorded when k % N == 0)."""
-    return np.arange(0, n_frames, max(1, int(step_interval)))
+def step_rows(motion_time, t_out, step_interval: int, filtered: bool) -> np.ndarray:
+    """Rows of ``t_out`` an analysis records with ``step_interval`` N, as OpenSim's AnalyzeTool.
+
+    AnalyzeTool steps through the rows of its states storage from the first at or before
+    ``initial_time`` to ``final_time``: the first row is recorded (``begin``), then every row
+    whose index *in the storage* is a multiple of N (``Analysis::step``), then the last
+    (``end``). The storage is the coordinates file, padded in front by half its length when
+    the coordinates are low-pass filtered (``Storage::pad``), so the same N keeps other frames
+    with and without filtering. (Measured with OpenSim 4.6 on arm26, N = 5 and 7, with and
+    without a 6 Hz filter. A non-uniformly sampled file is resampled by OpenSim before
+    filtering; the index is then taken on the mean step.)
+    """
+    n = max(1, int(step_interval))
+    T = len(t_out)
+    if n == 1 or T <= 2:
+        return np.arange(T)
+    mt = np.asarray(motion_time, float)
+    dt = (mt[-1] - mt[0]) / (len(mt) - 1)
+    start = mt[0] - (len(mt) // 2) * dt if filtered else mt[0]
+    k = np.rint((np.asarray(t_out, float) - start) / dt).astype(int)
+    keep = k % n == 0
+    keep[0] = keep[-1] = True
+    return np.flatnonzero(keep)
 
 
 # --------------------------------------------------------------------------------------
@@ -432,8 +451,9 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     setup's folder; created when missing), with OpenSim's names:
     ``<tool name>_JointReaction_ReactionLoads.sto``, ``<tool name>_MuscleAnalysis_Length.sto``
     and ``<tool name>_MuscleAnalysis_MomentArm_<coordinate>.sto`` (every coordinate of
-    ``moment_arm_coordinate_list``; with ``all``, those the paths cross). Each analysis'
-    ``step_interval`` N keeps every N-th frame. Other analyses are skipped with a warning.
+    ``moment_arm_coordinate_list``; with ``all``, those the paths cross; OpenSim writes them
+    only with ``compute_moments``, arthron always). Each analysis' ``step_interval`` keeps the
+    frames OpenSim records (:func:`step_rows`). Other analyses are skipped with a warning.
     ``only``: the analysis classes to run (default :data:`SUPPORTED_ANALYSES`);
     ``joint_reaction_file``: write the JointReaction result there instead.
 
@@ -476,12 +496,12 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     written = []
     for kind, el, n, res in results:
         if kind == "JointReaction":
-            rows = step_rows(len(res.time), n)
+            rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0)
             f = (Path(joint_reaction_file) if joint_reaction_file is not None
                  else out / f"{st.name}_JointReaction_ReactionLoads.sto")
             written.append(write_joint_reactions(res, f, rows if n > 1 else None))
         else:
             pa, coords = res
-            pa = pa.rows(step_rows(len(pa.time), n)) if n > 1 else pa
+            pa = pa.rows(step_rows(motion.time, pa.time, n, st.lowpass_hz > 0)) if n > 1 else pa
             written += _write_path_tables(pa, coords, out, st.name)
     return written
