@@ -24,7 +24,7 @@ def is_unassigned(name) -> bool:
     return name is None or not str(name).strip() or str(name).strip() == "Unassigned"
 
 
-def find_setup_file(setup, name, search_dirs=None) -> Path | None:
+def find_setup_file(setup, name, search_dirs=None, key: str | None = None) -> Path | None:
     """Absolute path of an input file named in a setup.
 
     Parameters
@@ -34,6 +34,7 @@ def find_setup_file(setup, name, search_dirs=None) -> Path | None:
         separators accepted)
     search_dirs : folders searched for the file name when ``name`` does not exist as given
         (first directly, then recursively, in order)
+    key : the property's name, for the error message
 
     Returns
     -------
@@ -58,14 +59,15 @@ def find_setup_file(setup, name, search_dirs=None) -> Path | None:
         hits = sorted(d.rglob(base))
         if hits:
             return hits[0]
-    raise DataFileError(f"file '{str(name).strip()}' named in the setup does not exist", setup.path)
+    what = f"<{key}> " if key else ""
+    raise DataFileError(f"file {what}'{str(name).strip()}' named in the setup does not exist", setup.path)
 
 
 def require_setup_file(setup, key: str, search_dirs=None, value=None) -> Path:
     """:func:`find_setup_file` for a property that must be given (``key`` names it in the error).
 
     ``value`` is the property's text (default ``setup.get(key)``)."""
-    p = find_setup_file(setup, setup.get(key) if value is None else value, search_dirs)
+    p = find_setup_file(setup, setup.get(key) if value is None else value, search_dirs, key)
     if p is None:
         raise DataFileError(f"the {setup.tool} setup needs <{key}>", setup.path)
     return p
