@@ -1,4 +1,4 @@
-"""Seed 000's study of the thin-plate spline ligament model (TPSM), reproduced with arthron.
+"""The study of the thin-plate spline ligament model (TPSM) paper, reproduced with arthron.
 
 Run:  python examples/tpsm_study.py [OUT_DIR]      (default ./tpsm_study_out)
 
@@ -295,6 +295,6 @@ def main(out_dir="tpsm_study_out"):
 
 if __name__ == "__main__":
     import argparse
-    ap = argparse.ArgumentParser(description="Seed 000's TPSM vs MBM study: figures as PNG")
+    ap = argparse.ArgumentParser(description="The TPSM paper's TPSM vs MBM study: figures as PNG")
     ap.add_argument("out_dir", nargs="?", default="tpsm_study_out", help="output folder")
     main(ap.parse_args().out_dir)
