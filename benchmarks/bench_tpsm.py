@@ -1,4 +1,4 @@
-"""Timing of the TPSM ligament wrench (TPSM) against the multi-bundle model (MBM).
+"""Timing of the thin-plate spline ligament model (TPSM) wrench against the multi-bundle model (MBM).
 
 Run:  python benchmarks/bench_tpsm.py [--quick]
 

@@ -1,5 +1,5 @@
 """The TPSM's accuracy study and its embedded default (Eq. 16 of the thin-plate spline ligament
-paper, seed 000): an adaptive reference integral of the ligament wrench, the force/moment
+model paper): an adaptive reference integral of the ligament wrench, the force/moment
 errors of the discretized models against it, and a synthetic, anatomically plausible ACL built
 without input files (``arthron ligament --demo``, ``benchmarks/bench_tpsm.py``).
 
