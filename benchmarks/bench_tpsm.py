@@ -1,14 +1,14 @@
-"""Timing of the TPSM ligament wrench (seed 000) against the multi-bundle model (MBM).
+"""Timing of the thin-plate spline ligament model (TPSM) wrench against the multi-bundle model (MBM).
 
 Run:  python benchmarks/bench_tpsm.py [--quick]
 
-Prints (synthetic ACL of ``arthron.solvers.ligament.synthetic_acl``):
+Prints (synthetic ACL of ``arthron.solvers.tpsm_study.synthetic_acl``):
   * one-time setup (fits, triangulation, fibre precomputation) for 360 triangles, ms
   * one pose, TPSM-3 at 360 triangles, µs
   * a batch of 10,000 poses (0-120° flexion), µs per pose, TPSM-3 at 360 and 30 triangles
   * for error targets 10 %, 5 %, 2 %, 1 %: the coarsest mesh at which each method stays below
     the target on every finer tested mesh, its time (single pose, and per pose in a batch of
-    1,000) and the MBM / TPSM time ratios (seed 000 Fig. 8), for l0 = 27 mm (partially slack)
+    1,000) and the MBM / TPSM time ratios (the TPSM paper, Fig. 8), for l0 = 27 mm (partially slack)
     and 10 mm (taut). A single pose costs ~12 µs of fixed NumPy call overhead whatever the
     number of fibres, so the batch ratio is the one that reflects the fibre counts.
 
@@ -29,8 +29,8 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from arthron.solvers.ligament import (convergence_study, reference_wrench, synthetic_acl,  # noqa: E402
-                                      synthetic_flexion)
+from arthron.solvers.tpsm_study import (convergence_study, reference_wrench, synthetic_acl,  # noqa: E402
+                                        synthetic_flexion)
 
 
 def best_of(fn, repeats, inner=1):

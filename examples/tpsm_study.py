@@ -1,4 +1,4 @@
-"""Seed 000's study of the thin-plate spline ligament model (TPSM), reproduced with arthron.
+"""The study of the thin-plate spline ligament model (TPSM) paper, reproduced with arthron.
 
 Run:  python examples/tpsm_study.py [OUT_DIR]      (default ./tpsm_study_out)
 
@@ -26,8 +26,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from arthron.solvers.ligament import (convergence_study, reference_wrench, strand_fibres,  # noqa: E402
-                                      synthetic_acl, synthetic_flexion, tpsm_from_strands)
+from arthron.solvers.ligament import strand_fibres, tpsm_from_strands  # noqa: E402
+from arthron.solvers.tpsm_study import (convergence_study, reference_wrench, synthetic_acl,  # noqa: E402
+                                        synthetic_flexion)
 
 ROOT = Path(__file__).resolve().parents[1]
 LENHART = ROOT.parent / "shared" / "data" / "opensim-jam" / "models" / "knee_healthy" / "lenhart2015" / "lenhart2015.osim"
@@ -294,6 +295,6 @@ def main(out_dir="tpsm_study_out"):
 
 if __name__ == "__main__":
     import argparse
-    ap = argparse.ArgumentParser(description="Seed 000's TPSM vs MBM study: figures as PNG")
+    ap = argparse.ArgumentParser(description="The TPSM paper's TPSM vs MBM study: figures as PNG")
     ap.add_argument("out_dir", nargs="?", default="tpsm_study_out", help="output folder")
     main(ap.parse_args().out_dir)

@@ -129,3 +129,49 @@ def test_ligament_command_exports_tpsm_fibres(tmp_path, capsys):
     ps = compile_paths(m, tree, forces=names)
     ten = ligament_forces(m, ps.names, path_lengths(ps, tree, tree.default_q[None]))
     assert ten.sum() > 1.0
+
+
+@needs_data
+def test_analyze_command_writes_opensim_names_and_prints_them(tmp_path, capsys):
+    forces = REF / "task1_arm26" / "SO_phys" / "arm26_StaticOptimization_force.sto"
+    setup = tmp_path / "analyze.xml"
+    setup.write_text(f"""<?xml version="1.0" encoding="UTF-8"?>
+<OpenSimDocument Version="40600"><AnalyzeTool name="arm26">
+  <model_file>{ARM26}</model_file><results_directory>results</results_directory>
+  <initial_time>0</initial_time><final_time>1</final_time>
+  <AnalysisSet name="Analyses"><objects>
+    <MuscleAnalysis name="MuscleAnalysis"><muscle_list>all</muscle_list>
+      <moment_arm_coordinate_list>r_elbow_flex</moment_arm_coordinate_list></MuscleAnalysis>
+    <JointReaction name="JointReaction"><forces_file>{forces}</forces_file>
+      <joint_names>ALL</joint_names><apply_on_bodies>child</apply_on_bodies>
+      <express_in_frame>child</express_in_frame></JointReaction>
+  </objects></AnalysisSet>
+  <coordinates_file>{ARM_IK}</coordinates_file>
+  <lowpass_cutoff_frequency_for_coordinates>6</lowpass_cutoff_frequency_for_coordinates>
+</AnalyzeTool></OpenSimDocument>""")
+    assert main(["analyze", "--setup", str(setup)]) == 0
+    out = capsys.readouterr().out
+    res = tmp_path / "results"
+    for name in ("arm26_MuscleAnalysis_Length.sto", "arm26_MuscleAnalysis_MomentArm_r_elbow_flex.sto",
+                 "arm26_JointReaction_ReactionLoads.sto"):
+        assert (res / name).exists() and f"wrote {res / name}" in out
+    assert main(["jr", "--setup", str(setup), "-o", str(tmp_path / "jr.sto")]) == 0
+    a, b = read_sto(tmp_path / "jr.sto"), read_sto(res / "arm26_JointReaction_ReactionLoads.sto")
+    np.testing.assert_array_equal(a.data, b.data)
+    assert main(["paths", "--setup", str(setup), "-o", str(tmp_path / "p")]) == 0
+    assert (tmp_path / "p" / "arm26_MuscleAnalysis_Length.sto").exists()
+
+
+@needs_data
+def test_bad_option_values_are_one_line_with_exit_2(tmp_path, capsys):
+    out = tmp_path / "x.sto"
+    assert main(["id", str(ARM26), str(ARM_IK), "--time-range", "1", "0", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("arthron: error:") and "time range" in err and err.count("\n") == 1
+    assert main(["jr", str(ARM26), str(ARM_IK), "--lowpass", "nan", "-o", str(out)]) == 2
+    assert "cut-off" in capsys.readouterr().err
+    assert main(["scale", str(ARM26), "--mass", "-3", "--height", "1.8", "-o", str(tmp_path / "s.osim")]) == 2
+    assert "mass" in capsys.readouterr().err
+    assert main(["ligament", str(LENHART), "--ligament", "ACL", "--triangles", "0"]) == 2
+    assert "--triangles" in capsys.readouterr().err
+    assert not out.exists()

@@ -343,3 +343,33 @@ def test_parse_xml_accepts_double_colon_names(tmp_path):
     with pytest.raises(DataFileError) as ei:
         parse_xml(p)
     assert "hc.osim" in str(ei.value) and "line 2" in str(ei.value)
+
+
+# ------------------------------------------------------------ the tools' one file resolver
+def test_setup_file_resolver(tmp_path):
+    from arthron.tools.setup_files import (find_setup_file, output_file, require_setup_file,
+                                           results_directory)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "m.osim").write_text("x")
+    (tmp_path / "elsewhere" / "deep").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "deep" / "t.trc").write_text("x")
+    setup = tmp_path / "s.xml"
+    setup.write_text("""<OpenSimDocument Version="40000"><InverseKinematicsTool name="ik">
+      <model_file>data/m.osim</model_file><marker_file>C:\\\\lab\\\\t.trc</marker_file>
+      <coordinate_file>Unassigned</coordinate_file><results_directory>res/a</results_directory>
+      <output_motion_file>out.mot</output_motion_file><other_file>nope.sto</other_file>
+    </InverseKinematicsTool></OpenSimDocument>""")
+    st = read_tool_setup(setup)
+    assert find_setup_file(st, st.get("model_file")) == tmp_path / "data" / "m.osim"
+    assert find_setup_file(st, st.get("coordinate_file")) is None
+    # a path of another machine: found by its file name in the search folders (recursively)
+    assert find_setup_file(st, st.get("marker_file"), [tmp_path / "elsewhere"]) == \
+        tmp_path / "elsewhere" / "deep" / "t.trc"
+    with pytest.raises(DataFileError, match="other_file.*nope.sto"):
+        require_setup_file(st, "other_file")
+    with pytest.raises(DataFileError, match="<states_file>"):
+        require_setup_file(st, "states_file")
+    d = results_directory(st, create=False)
+    assert d == tmp_path / "res" / "a" and not d.exists()
+    assert output_file(st, st.get("output_motion_file")) == tmp_path / "res" / "a" / "out.mot"
+    assert d.is_dir()      # created, as OpenSim's tools do

@@ -8,8 +8,9 @@ from scipy.integrate import dblquad
 from arthron.errors import SolverError
 from arthron.geometry.insertion import PlanarInsertion
 from arthron.geometry.tps import fit_tps
-from arthron.solvers.ligament import (Fibres, Law, TPSMLigament, convergence_study, force_error,
-                                      reference_wrench, rot_z, synthetic_acl, synthetic_flexion)
+from arthron.solvers.ligament import Fibres, Law, TPSMLigament, rot_z
+from arthron.solvers.tpsm_study import (convergence_study, force_error, reference_wrench, synthetic_acl,
+                                        synthetic_flexion)
 
 rng = np.random.default_rng(3)
 
@@ -192,7 +193,7 @@ def test_rot_z():
 
 def test_run_demo_writes_results(tmp_path):
     from arthron.io.sto import read_sto
-    from arthron.solvers.ligament import run_demo
+    from arthron.tools.ligament_tool import run_demo
     s = run_demo(tmp_path, n_triangles=(30, 45, 120, 360), verbose=False)
     assert s["l0=27mm"]["TPSM-3"]["eF_at"][30] < 4.0
     assert s["l0=27mm"]["TPSM-1"]["eF_at"][45] < 10.0

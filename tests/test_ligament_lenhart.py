@@ -6,8 +6,9 @@ import pytest
 
 from arthron.errors import SolverError
 from arthron.io.mesh import load_mesh
-from arthron.solvers.ligament import (blankevoort_xml, force_error, reference_wrench, strand_fibres,
-                                      tpsm_from_strands)
+from arthron.solvers.ligament import strand_fibres, tpsm_from_strands
+from arthron.solvers.tpsm_study import force_error, reference_wrench
+from arthron.tools.ligament_tool import blankevoort_xml
 
 from conftest import LENHART, needs_data, needs_opensim
 
@@ -159,7 +160,8 @@ def test_exported_fibres_reproduce_wrench_in_opensim(acl, tmp_path, coords):
 
 
 def test_export_rejects_negative_weights_and_unsupported_laws():
-    from arthron.solvers.ligament import Law, synthetic_acl
+    from arthron.solvers.ligament import Law
+    from arthron.solvers.tpsm_study import synthetic_acl
     lig = synthetic_acl()
     with pytest.raises(SolverError, match="non-positive stiffness"):
         blankevoort_xml(lig.fibres(20, 4))
@@ -236,7 +238,7 @@ def test_run_model_over_a_motion_matches_opensim_poses(tmp_path):
     import warnings
     from arthron.errors import ArthronWarning
     from arthron.io.sto import Table, read_sto, write_sto
-    from arthron.solvers.ligament import run_model
+    from arthron.tools.ligament_tool import run_model
     ang = np.linspace(0, 60, 13)
     # knee_flex_r is a "coupled" coordinate in Lenhart2015's CustomJoint: OpenSim (and arthron)
     # convert only rotational coordinates from degrees, so the motion is written in radians
@@ -262,7 +264,7 @@ def test_run_model_over_a_motion_matches_opensim_poses(tmp_path):
 @needs_data
 def test_run_model_names_the_mesh_when_the_footprint_misses_it():
     import warnings
-    from arthron.solvers.ligament import run_model
+    from arthron.tools.ligament_tool import run_model
     fibula = LENHART.parent / "Geometry" / "lenhart2015-R-fibula-bone.stl"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

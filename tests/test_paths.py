@@ -294,38 +294,6 @@ def test_missing_conditional_coordinate_names_the_muscle():
         P.compile_paths(model, compile_model(model))
 
 
-# ------------------------------------------------------------------------------ output
-def test_write_path_analysis(tmp_path):
-    model = read_osim(ARM26)
-    mot = read_sto(REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot")
-    files = MA.write_path_analysis(model, mot, tmp_path, muscles=["BIClong", "TRIlat"])
-    names = sorted(f.name for f in files)
-    assert f"{model.name}_MuscleAnalysis_Length.sto" in names
-    assert f"{model.name}_MuscleAnalysis_MomentArm_r_elbow_flex.sto" in names
-    t = read_sto(tmp_path / f"{model.name}_MuscleAnalysis_Length.sto")
-    assert t.labels == ["BIClong", "TRIlat"]
-    assert t.data.shape == (len(mot.time), 2)
-    ma = read_sto(tmp_path / f"{model.name}_MuscleAnalysis_MomentArm_r_elbow_flex.sto")
-    assert ma.data[:, 0].max() > 0.01 and ma.data[:, 1].min() < -0.01
-
-
-def test_plot_moment_arms_writes_pngs(tmp_path):
-    pytest.importorskip("matplotlib")
-    model = read_osim(ARM26)
-    mot = read_sto(REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot")
-    files = MA.plot_moment_arms(model, mot, tmp_path, muscles=["BIClong", "TRIlong"])
-    names = sorted(f.name for f in files)
-    assert names == [f"{model.name}_MomentArm_r_elbow_flex.png",
-                     f"{model.name}_MomentArm_r_shoulder_elev.png"]
-    for f in files:
-        assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f.stat().st_size > 5000
-    one = MA.plot_moment_arms(model, mot, tmp_path / "one", muscles=["BIClong"],
-                             coordinates=["r_elbow_flex"], prefix="x")
-    assert [f.name for f in one] == ["x_MomentArm_r_elbow_flex.png"]
-    with pytest.raises(ModelFileError, match="no_such"):
-        MA.plot_moment_arms(model, mot, tmp_path, coordinates=["no_such"])
-
-
 # ------------------------------------------------------ torus, sphere quadrant, obstacles
 def _wrap_model(tmp_path, objects):
     """A small OpenSim model: a body on a pin (z) and a slider (x) from ground; a path from

@@ -50,67 +50,37 @@ def cmd_convert(a):
     return 0
 
 
+def _names(values):
+    """Comma-separated names given once or more (``--joints a,b --joints c``) → list or None."""
+    return None if not values else [x for part in values for x in part.split(",") if x]
+
+
 def cmd_id(a):
-    from .io.osim import read_osim
-    from .io.setup import read_external_loads, read_id_setup
-    from .io.sto import read_sto
-    from .solvers.inverse_dynamics import run_inverse_dynamics
+    from .tools.id_tool import run_id, run_id_from_setup
     if a.setup:
-        st = read_id_setup(a.setup)
-        model_file, motion_file = st.model_file, st.coordinates_file
-        ext_file = st.external_loads_file
-        lowpass = st.lowpass_cutoff_frequency_for_coordinates
-        time_range = st.time_range
-        excl = st.forces_to_exclude
-        out = Path(a.output) if a.output else st.output_gen_force_file or (st.results_directory / "inverse_dynamics.sto")
-        in_deg = st.coordinates_in_degrees
+        run = run_id_from_setup(a.setup, output=a.output)
     else:
         if not (a.model and a.motion and a.output):
             raise SystemExit("arthron id: give MODEL MOTION -o OUT.sto, or --setup SETUP.xml")
-        model_file, motion_file, ext_file = a.model, a.motion, a.external_loads
-        lowpass, out, in_deg = a.lowpass, Path(a.output), None
-        excl = [x for part in (a.exclude or ["Muscles"]) for x in part.split(",") if x]
-        time_range = tuple(a.time_range) if a.time_range else None
-    model = read_osim(model_file)
-    motion = read_sto(motion_file)
-    ext = read_external_loads(ext_file) if ext_file else None
-    res = run_inverse_dynamics(model, motion, external_loads=ext, lowpass_hz=lowpass,
-                               time_range=time_range, forces_to_exclude=excl, in_degrees=in_deg)
-    res.write(out)
+        run = run_id(a.model, a.motion, external_loads=a.external_loads, lowpass_hz=a.lowpass,
+                     time_range=a.time_range, forces_to_exclude=_names(a.exclude) or ["Muscles"],
+                     output=a.output)
+    out = run.write()
+    res = run.result
     print(f"wrote {out} ({len(res.time)} frames, {len(res.labels)} generalized forces)")
     return 0
 
 
 def cmd_demo(a):
-    import numpy as np
-
-    from .io.osim import write_osim
-    from .tables import Table
-    from .io.sto import write_sto
-    from .models.demo import build_demo_arm, elbow_flexion_trial
-    from .solvers.inverse_dynamics import run_inverse_dynamics
+    from .tools.demo_tool import run_demo
     out = Path(a.output) if a.output else Path.cwd() / "arthron-demo"
-    out.mkdir(parents=True, exist_ok=True)
-    model = build_demo_arm()
-    write_osim(out / "demo_arm.osim", model)
-    t, labels, vals = elbow_flexion_trial()
-    motion = Table(name="elbow_flexion", time=t, labels=labels, data=vals, in_degrees=True)
-    write_sto(out / "elbow_flexion.mot", motion)
-    res = run_inverse_dynamics(model, motion, lowpass_hz=6.0)
-    res.write(out / "inverse_dynamics.sto")
-    k = res.labels.index("elbow_flex_moment")
-    print(f"arthron demo: model {model.name}, {len(t)} frames of elbow flexion")
-    print(f"  peak elbow flexion moment {np.abs(res.generalized_forces[:, k]).max():.3f} N·m")
-    from .solvers.reactions import joint_reactions
-    jr = joint_reactions(model, motion, lowpass_hz=6.0, time_range=(float(t[0]), float(t[-1])),
-                         on="child", in_frame="child")
-    jr.write(out / "joint_reactions.sto")
-    fy = jr.column("elbow_on_forearm_in_forearm_fy")
-    print(f"  elbow reaction on the forearm (along it): {fy.min():.2f} .. {fy.max():.2f} N")
-    from .solvers.muscle_analysis import write_path_analysis
-    write_path_analysis(model, motion, out)
+    s = run_demo(out)
+    print(f"arthron demo: model {s['model']}, {s['frames']} frames of elbow flexion")
+    print(f"  peak elbow flexion moment {s['peak_elbow_moment']:.3f} N·m")
+    lo, hi = s["elbow_reaction_range"]
+    print(f"  elbow reaction on the forearm (along it): {lo:.2f} .. {hi:.2f} N")
     print(f"outputs written to {out}")
-    for p in sorted(out.iterdir()):
+    for p in s["files"]:
         print(f"  {p.name}")
     return 0
 
@@ -138,21 +108,22 @@ def _progress(label):
 
 def cmd_ik(a):
     from .tools.ik_tool import run_ik, run_ik_from_setup
+    from .tools.options import check_time_range
     if a.setup:
         res = run_ik_from_setup(a.setup, progress=_progress("inverse kinematics"))
         path = res.write(a.output) if a.output else res.write()
     else:
         if not (a.model and a.trial and a.output):
             raise SystemExit("arthron ik: give MODEL TRIAL.trc -o OUT.mot, or --setup SETUP.xml")
-        tr = tuple(a.time_range) if a.time_range else None
-        res = run_ik(a.model, a.trial, time_range=tr, progress=_progress("inverse kinematics"))
+        res = run_ik(a.model, a.trial, time_range=check_time_range(a.time_range),
+                     progress=_progress("inverse kinematics"))
         path = res.write(a.output, Path(a.output).with_name(Path(a.output).stem + "_marker_errors.sto"))
     print(f"wrote {path} ({len(res.time)} frames; marker RMS max {1e3 * float(res.rms.max()):.3f} mm)")
     return 0
 
 
 def cmd_scale(a):
-    from .solvers.scaling import landmark_factors, scale_anthropometric
+    from .tools.anthropometric_tool import run_anthropometric_scale
     from .tools.scale_tool import scale_from_setup
     if a.setup:
         res = scale_from_setup(a.setup)
@@ -162,67 +133,68 @@ def cmd_scale(a):
     if not (a.model and a.mass and a.height and a.output):
         raise SystemExit("arthron scale: give --setup SETUP.xml, or MODEL --mass KG --height M "
                          "[--gender f|m] [--static STATIC.trc] -o OUT.osim")
-    from .io.osim import read_osim, write_osim
-    from .io.trc import read_trc
-    model = read_osim(a.model)
-    factors = None
-    if a.static:
-        factors = {b: [f] * 3 for b, f in landmark_factors(model, read_trc(a.static)).items()}
-    gender = {"f": "female", "m": "male"}.get(a.gender.lower(), a.gender.lower())
-    scaled, report = scale_anthropometric(model, a.mass, a.height, gender, segment_factors=factors)
-    write_osim(a.output, scaled)
+    scaled, _, gender = run_anthropometric_scale(a.model, a.mass, a.height, a.gender, static=a.static,
+                                                 output=a.output)
     print(f"wrote {a.output} ({gender}, {a.mass:g} kg, {a.height:g} m; total mass "
           f"{scaled.total_mass():.4g} kg)")
     return 0
 
 
 def cmd_paths(a):
-    from .io.osim import read_osim
-    from .io.sto import read_sto
-    from .solvers.muscle_analysis import write_path_analysis
-    muscles = None if not a.muscles else [m for part in a.muscles for m in part.split(",") if m]
-    model, motion = read_osim(a.model), read_sto(a.motion)
-    written = list(write_path_analysis(model, motion, a.output, muscles=muscles) or [])
-    if a.plot:
-        try:
-            from .solvers.muscle_analysis import plot_moment_arms
+    from .tools.analyze_tool import run_analyze, write_path_analysis
+    if a.setup:
+        if a.plot or a.muscles:
+            raise SystemExit("arthron paths --setup: the setup's MuscleAnalysis says which muscles; "
+                             "--plot and --muscles go with MODEL MOTION")
+        written = run_analyze(a.setup, only=("MuscleAnalysis",), results_dir=a.output)
+    else:
+        if not (a.model and a.motion and a.output):
+            raise SystemExit("arthron paths: give MODEL MOTION -o DIR, or --setup ANALYZE_SETUP.xml")
+        from .io.osim import read_osim
+        from .io.sto import read_sto
+        muscles = _names(a.muscles)
+        model, motion = read_osim(a.model), read_sto(a.motion)
+        written = list(write_path_analysis(model, motion, a.output, muscles=muscles) or [])
+        if a.plot:
+            try:
+                from .plots import plot_moment_arms
+            except ImportError as e:
+                raise SystemExit(f"arthron paths --plot needs matplotlib (pip install 'arthron[plot]'): {e}")
             written += list(plot_moment_arms(model, motion, a.output, muscles=muscles) or [])
-        except ImportError as e:
-            raise SystemExit(f"arthron paths --plot needs matplotlib (pip install 'arthron[plot]'): {e}")
     for p in written:
         print(f"wrote {p}")
     return 0
 
 
 def cmd_jr(a):
-    from .io.osim import read_osim
-    from .io.setup import read_external_loads
-    from .io.sto import read_sto
-    from .solvers.reactions import joint_reactions
-    from .tools.analyze_tool import joint_reactions_from_setup
+    from .tools.analyze_tool import run_analyze, run_joint_reaction, write_joint_reactions
     if a.setup:
-        res = joint_reactions_from_setup(a.setup)
-        out = Path(a.output) if a.output else Path(a.setup).with_name(
-            Path(a.setup).stem + "_JointReaction_ReactionLoads.sto")
-    else:
-        if not (a.model and a.motion and a.output):
-            raise SystemExit("arthron jr: give MODEL MOTION -o OUT.sto, or --setup SETUP.xml")
-        joints = None if not a.joints else [j for part in a.joints for j in part.split(",") if j]
-        motion = read_sto(a.motion)
-        tr = tuple(a.time_range) if a.time_range else (float(motion.time[0]), float(motion.time[-1]))
-        res = joint_reactions(read_osim(a.model), motion, time_range=tr,
-                              forces_table=read_sto(a.forces) if a.forces else None,
-                              external_loads=read_external_loads(a.external_loads) if a.external_loads else None,
-                              joints=joints, on=a.on, in_frame=getattr(a, "in"), lowpass_hz=a.lowpass,
-                              accelerations=a.accelerations, constraint_forces=a.constraint_forces)
-        out = Path(a.output)
-    res.write(out)
+        written = run_analyze(a.setup, only=("JointReaction",), joint_reaction_file=a.output)
+        from .io.sto import read_sto
+        t = read_sto(written[0])
+        print(f"wrote {written[0]} ({len(t.time)} frames, {len(t.labels) // 9} joint reactions)")
+        return 0
+    if not (a.model and a.motion and a.output):
+        raise SystemExit("arthron jr: give MODEL MOTION -o OUT.sto, or --setup SETUP.xml")
+    res = run_joint_reaction(a.model, a.motion, forces=a.forces, external_loads=a.external_loads,
+                             joints=_names(a.joints), on=a.on, in_frame=getattr(a, "in"),
+                             lowpass_hz=a.lowpass, time_range=a.time_range,
+                             accelerations=a.accelerations, constraint_forces=a.constraint_forces)
+    out = write_joint_reactions(res, a.output)
     print(f"wrote {out} ({len(res.time)} frames, {len(res.labels) // 9} joint reactions)")
     return 0
 
 
+def cmd_analyze(a):
+    from .tools.analyze_tool import run_analyze
+    for p in run_analyze(a.setup, results_dir=a.output_dir):
+        print(f"wrote {p}")
+    return 0
+
+
 def cmd_ligament(a):
-    from .solvers.ligament import run_demo, run_model
+    from .tools.ligament_tool import export_model, run_demo, run_model
+    from .tools.options import check_positive_int
     if a.demo:
         out = Path(a.output) if a.output else Path.cwd() / "arthron-ligament-demo"
         run_demo(out)
@@ -231,12 +203,11 @@ def cmd_ligament(a):
     if not (a.model and a.ligament):
         raise SystemExit("arthron ligament: give MODEL.osim --ligament NAME [--mesh TIBIA.stl] "
                          "[--motion MOTION.mot] -o OUT.sto, or --demo")
+    check_positive_int(a.triangles, "--triangles")
     table, info = run_model(a.model, a.ligament, mesh=a.mesh, motion=a.motion, out=a.output,
                             n_triangles=a.triangles, rule=a.rule)
     if a.export:
-        from .io.osim import read_osim
-        from .solvers.ligament import export_model
-        export_model(read_osim(a.model), info["strands"], info["fibres"], a.export,
+        export_model(info["model"], info["strands"], info["fibres"], a.export,
                      prefix=f"{a.ligament}_tpsm")
         print(f"wrote {a.export}: {len(info['strands'].names)} strands replaced by "
               f"{info['fibres'].n} TPSM fibres (Blankevoort1991Ligament)")
@@ -270,7 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--exclude", action="append", metavar="FORCES",
                    help="forces to exclude: names, classes, Muscles, Actuators or All (default Muscles); "
                         "the other passive elements (springs, limit forces, ligaments) are applied")
-    s.add_argument("-o", "--output", help="output .sto")
+    s.add_argument("-o", "--output", help="output .sto (with --setup: default "
+                                          "<results_directory>/<output_gen_force_file>)")
     s.set_defaults(func=cmd_id)
     s = sub.add_parser("ik", help="inverse kinematics from a marker trial")
     s.add_argument("model", nargs="?")
@@ -279,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
     s.add_argument("-o", "--output", help="output .mot (degrees, like OpenSim)")
     s.set_defaults(func=cmd_ik)
-    s = sub.add_parser("scale", help="scale a model: OpenSim ScaleTool setup, or anthropometric (seed 001)")
+    s = sub.add_parser("scale", help="scale a model: OpenSim ScaleTool setup, or anthropometric (mass, height, gender)")
     s.add_argument("model", nargs="?")
     s.add_argument("--setup", help="OpenSim ScaleTool setup file")
     s.add_argument("--output-dir", help="with --setup: folder for the outputs (default: as the setup says)")
@@ -290,13 +262,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", help="output .osim")
     s.set_defaults(func=cmd_scale)
     s = sub.add_parser("paths", help="muscle lengths and moment arms, like OpenSim's MuscleAnalysis")
-    s.add_argument("model")
-    s.add_argument("motion")
+    s.add_argument("model", nargs="?")
+    s.add_argument("motion", nargs="?")
+    s.add_argument("--setup", help="OpenSim AnalyzeTool setup with a MuscleAnalysis")
     s.add_argument("--muscles", action="append", help="muscle names (comma separated; default all)")
     s.add_argument("--plot", action="store_true", help="also plot moment arm vs coordinate (PNG)")
-    s.add_argument("-o", "--output", required=True, help="output folder")
+    s.add_argument("-o", "--output", help="output folder (with --setup: default the setup's "
+                                          "results_directory)")
     s.set_defaults(func=cmd_paths)
-    s = sub.add_parser("jr", help="joint reactions by the E-matrix (seed 002)")
+    s = sub.add_parser("jr", help="joint reactions by the E-matrix (Blajer & Czaplicki 2005)")
     s.add_argument("model", nargs="?")
     s.add_argument("motion", nargs="?")
     s.add_argument("--setup", help="OpenSim AnalyzeTool setup with a JointReaction analysis")
@@ -308,14 +282,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--lowpass", type=float, default=None, help="low-pass cut-off for coordinates (Hz)")
     s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
     s.add_argument("--accelerations", default="motion", choices=("motion", "forward"),
-                   help="motion: the trial's accelerations (seed 002); forward: from the equations "
+                   help="motion: the trial's accelerations (Blajer & Czaplicki 2005); forward: from the equations "
                         "of motion with the given forces, as OpenSim's JointReaction")
     s.add_argument("--constraint-forces", default="auto", choices=("auto", "least_squares", "none"),
                    help="with the motion's accelerations: model-constraint forces by least squares "
                         "(auto: only when a forces file is given)")
-    s.add_argument("-o", "--output", help="output .sto")
+    s.add_argument("-o", "--output", help="output .sto (with --setup: default "
+                                          "<results_directory>/<tool name>_JointReaction_ReactionLoads.sto)")
     s.set_defaults(func=cmd_jr)
-    s = sub.add_parser("ligament", help="TPSM ligament wrench (seed 000): --demo, or a model's strands")
+    s = sub.add_parser("analyze", help="OpenSim AnalyzeTool setup: its JointReaction and MuscleAnalysis")
+    s.add_argument("--setup", required=True, help="OpenSim AnalyzeTool setup file")
+    s.add_argument("--output-dir", help="folder for the outputs (default: the setup's results_directory)")
+    s.set_defaults(func=cmd_analyze)
+    s = sub.add_parser("ligament", help="thin-plate spline ligament model (TPSM) wrench: --demo, or a model's strands")
     s.add_argument("model", nargs="?", help=".osim with the ligament as strands")
     s.add_argument("--demo", action="store_true", help="study on the embedded synthetic ACL")
     s.add_argument("--ligament", help="strand name prefix, e.g. ACL")

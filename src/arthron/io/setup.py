@@ -254,6 +254,8 @@ class InverseDynamicsSetup:
     path : Path
     other : dict of str -> str
         Remaining simple properties (e.g. ``input_directory``).
+    setup : ToolSetup
+        The generic setup it was read from (for :mod:`arthron.tools.setup_files`).
     """
 
     name: str
@@ -271,6 +273,7 @@ class InverseDynamicsSetup:
     version: int | None = None
     path: Path | None = None
     other: dict[str, str] = field(default_factory=dict)
+    setup: ToolSetup | None = field(default=None, repr=False)
 
     @property
     def filtered(self) -> bool:
@@ -343,6 +346,7 @@ def read_id_setup(path, placeholders: dict | None = None) -> InverseDynamicsSetu
         version=setup.version,
         path=path,
         other={k: v for k, v in p.items() if k not in _ID_KNOWN},
+        setup=setup,
     )
 
 

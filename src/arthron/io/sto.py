@@ -277,8 +277,22 @@ def _validate_labels(labels, path, what="label"):
             raise DataFileError(f"invalid column {what} {lab!r} (empty or containing tab/newline)", path)
 
 
+def _header_version(metadata: dict, path) -> int:
+    """The ``version`` to write: the table's own when it is a positive integer (``version=3``
+    of files written by OpenSim's ``STOFileAdapter``/C3D adapter is kept), else 1 (``Storage``'s)."""
+    for k, v in metadata.items():
+        if k.strip().lower() == "version":
+            try:
+                n = int(str(v).strip())
+            except ValueError:
+                return 1
+            return n if n >= 1 else 1
+    return 1
+
+
 def format_sto(table: Table, path=None, allow_nan: bool = False) -> str:
-    """Return the text :func:`write_sto` writes (version=1 header, tab-delimited, repr floats)."""
+    """Return the text :func:`write_sto` writes (tab-delimited, repr floats; the header's
+    ``version`` is the table's own, default 1)."""
     time = np.asarray(table.time, dtype=float)
     data = np.asarray(table.data, dtype=float)
     if time.ndim != 1:
@@ -303,11 +317,12 @@ def format_sto(table: Table, path=None, allow_nan: bool = False) -> str:
     if "=" in name or "\n" in name or "\r" in name:
         raise DataFileError(f"invalid table name {name!r} (must not contain '=' or newlines)", path)
 
-    out = [name, "version=1", f"nRows={time.shape[0]}", f"nColumns={data.shape[1] + 1}"]
+    version = _header_version(table.metadata, path)
+    out = [name, f"version={version}", f"nRows={time.shape[0]}", f"nColumns={data.shape[1] + 1}"]
     if table.in_degrees is not None:
         out.append(f"inDegrees={'yes' if table.in_degrees else 'no'}")
     for k, v in table.metadata.items():
-        if k.strip().lower() in _RESERVED_KEYS or k.strip().lower() in ("datatype", "opensimversion"):
+        if k.strip().lower() in _RESERVED_KEYS:
             continue
         k, v = str(k).strip(), str(v).strip()
         if not k or any(ch in k + v for ch in "\r\n") or "=" in k:
@@ -330,13 +345,16 @@ def format_sto(table: Table, path=None, allow_nan: bool = False) -> str:
 def write_sto(path, table: Table, *, allow_nan: bool = False) -> None:
     """Write ``table`` as an OpenSim storage file readable by ``Storage`` and ``STOFileAdapter``.
 
-    Header: name line, ``version=1``, ``nRows``, ``nColumns`` (counting time), ``inDegrees``
-    (when ``table.in_degrees`` is not None), the table's other ``key=value`` metadata and
-    comment lines, ``endheader``; then the label line starting with the time label and one
+    Header: name line, ``version`` (the table's ``metadata["version"]`` when it has one, e.g.
+    ``3`` for tables read from OpenSim's C3D-adapter outputs; else 1), ``nRows``,
+    ``nColumns`` (counting time), ``inDegrees`` (when ``table.in_degrees`` is not None), the
+    table's other ``key=value`` metadata (``DataType``, ``OpenSimVersion``, ``DataRate`` ...
+    kept as read) and comment lines, ``endheader``; then the label line starting with the time label and one
     tab-separated row per time. Values use Python's shortest round-trip repr (17
     significant digits at most) so the doubles read back identically.
 
-    Non-finite data are refused unless ``allow_nan=True`` (then written ``NaN``/``Inf``/``-Inf``):
+    Non-finite data are refused unless ``allow_nan=True`` (then written ``NaN``/``Inf``/``-Inf``,
+    OpenSim's spelling, as in its ``std_walking2_*`` C3D-adapter outputs):
     OpenSim 4.6's ``Storage`` reader cannot parse them and silently drops the rest of the
     file from that cell on (measured: a 3-row file with ``nan`` in row 2 reads as 2 rows).
 

@@ -26,24 +26,23 @@ implemented by OpenSim 4.6's Blankevoort1991Ligament.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from ..errors import SolverError
-from ..geometry.insertion import PlanarInsertion, fit_plane, resample_contour
+from ..errors import ModelFileError, SolverError, UnsupportedFeature
+from ..geometry.insertion import PlanarInsertion, fit_plane
 from ..geometry.quadrature import TriangleRule, map_to_triangles, triangle_rule
+from ..geometry.spatial import rot_z as _rot_z
 from ..geometry.tps import ThinPlateSpline, fit_tps
 from ..geometry.triangulation import Triangulation, triangulate_polygon
-from ..models.motion import coordinates_from_table
+from ..multibody.kinematics import forward_kinematics
+from ..tables import Table
 
 __all__ = [
-    "run_model", "ligament_poses", "Law", "Fibres", "Wrench", "TPSMLigament", "as_poses", "synthetic_acl", "synthetic_flexion",
-    "reference_wrench", "force_error", "convergence_study", "tpsm_from_strands", "strand_fibres",
-    "blankevoort_xml", "run_demo", "rot_z", "Strands", "strands_from_model", "wrench_table",
+    "ligament_poses", "Law", "QUADRATIC", "Fibres", "Wrench", "TPSMLigament", "as_poses",
+    "tpsm_from_strands", "strand_fibres", "rot_z", "Strands", "strands_from_model", "wrench_table",
 ]
 
 
@@ -92,16 +91,9 @@ QUADRATIC = Law("quadratic")
 # poses and results
 # ----------------------------------------------------------------------------------------------
 def rot_z(theta) -> np.ndarray:
-    """Rotations about z by angles theta (T,) → (T, 3, 3)."""
-    th = np.atleast_1d(np.asarray(theta, dtype=float))
-    c, s = np.cos(th), np.sin(th)
-    R = np.zeros(th.shape + (3, 3))
-    R[..., 0, 0] = c
-    R[..., 0, 1] = -s
-    R[..., 1, 0] = s
-    R[..., 1, 1] = c
-    R[..., 2, 2] = 1.0
-    return R
+    """Rotations about z by angles theta (T,) → (T, 3, 3) (a scalar gives (1, 3, 3)); the
+    formula of :func:`arthron.geometry.spatial.rot_z`."""
+    return _rot_z(np.atleast_1d(np.asarray(theta, dtype=float)))
 
 
 def as_poses(R, t=None):
@@ -459,220 +451,6 @@ class TPSMLigament:
 
 
 # ----------------------------------------------------------------------------------------------
-# adaptive reference (the benchmark of Eq. 16)
-# ----------------------------------------------------------------------------------------------
-def reference_wrench(lig: TPSMLigament, R=None, t=None, pole=None, *, rtol: float = 1e-7,
-                     max_level: int = 16, start_triangles: int = 64, return_info: bool = False):
-    """Adaptive integration of Eq. 8 over Σ_tp (the benchmark that replaces Matlab's integral2).
-
-    The contour is triangulated, each triangle integrated by the 7-point degree-5 rule and by the
-    same rule on its 4 midpoint children; triangles whose difference exceeds their share
-    (area-proportional) of ``rtol`` × |F| (moments: × max(|M|, |F| √area)) are split, the others contribute the children's
-    sum. The slack/taut boundary (a kink in the integrand) is resolved by the refinement.
-    Vectorized over poses (the error test takes the worst pose). Cross-checked against
-    ``scipy.integrate.dblquad`` in the tests.
-
-    Returns Wrench (and a dict with the number of evaluations and triangles if ``return_info``).
-    """
-    if R is None:
-        if lig.default_pose is None:
-            raise SolverError(f"{lig.name}: no pose given and no default pose")
-        R, t = lig.default_pose
-    R, t, single = as_poses(R, t)
-    rule = triangle_rule(7)
-    mesh = lig.triangulate(max(start_triangles, lig.tibial.contour.shape[0]))
-    tris = mesh.vertices[mesh.triangles]  # (K, 3, 2)
-    area_total = mesh.area
-
-    def integrate(tr):
-        pts = np.einsum("gj,kjd->kgd", rule.barycentric, tr).reshape(-1, 2)
-        vals = lig.integrand(pts, R, t, pole).reshape(R.shape[0], tr.shape[0], rule.npoints, 6)
-        e1, e2 = tr[:, 1] - tr[:, 0], tr[:, 2] - tr[:, 0]
-        A = 0.5 * np.abs(e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0])
-        return np.einsum("tkgc,g,k->tkc", vals, rule.weights, A), A
-
-    def children(tr):
-        a, b, c = tr[:, 0], tr[:, 1], tr[:, 2]
-        ab, bc, ca = (a + b) / 2, (b + c) / 2, (c + a) / 2
-        return np.concatenate([np.stack(x, axis=1) for x in
-                               ([a, ab, ca], [ab, b, bc], [ca, bc, c], [ab, bc, ca])])
-
-    parent, _ = integrate(tris)
-    est = parent.sum(axis=1)  # (T, 6)
-    scale = np.maximum(np.linalg.norm(est[:, :3], axis=1), 1e-300)[:, None]
-    # moments can cancel (symmetric insertions): measure them against |F| × insertion size too
-    mscale = np.maximum(np.linalg.norm(est[:, 3:], axis=1), scale[:, 0] * np.sqrt(area_total))[:, None]
-    total = np.zeros_like(est)
-    nevals = tris.shape[0] * rule.npoints
-    level = 0
-    while tris.shape[0]:
-        ch = children(tris)
-        K = tris.shape[0]
-        cv, A = integrate(ch)
-        nevals += ch.shape[0] * rule.npoints
-        csum = cv.reshape(cv.shape[0], 4, K, 6).sum(axis=1)
-        err = np.abs(csum - parent)
-        rel = np.maximum(err[..., :3].max(-1) / scale, err[..., 3:].max(-1) / mscale).max(axis=0)  # (K,)
-        Ak = A.reshape(4, K).sum(axis=0)
-        ok = rel <= rtol * Ak / area_total
-        level += 1
-        if level >= max_level:
-            ok[:] = True
-        total += csum[:, ok].sum(axis=1)
-        bad = ~ok
-        if not bad.any():
-            break
-        idx = np.nonzero(bad)[0]
-        tris = ch.reshape(4, K, 3, 2)[:, idx].reshape(-1, 3, 2)
-        parent = cv.reshape(cv.shape[0], 4, K, 6)[:, :, idx].reshape(cv.shape[0], -1, 6)
-    pole_arr = np.zeros(3) if pole is None else np.asarray(pole, float)
-    w = Wrench(total[0, :3], total[0, 3:], pole_arr) if single else Wrench(total[:, :3], total[:, 3:], pole_arr)
-    if return_info:
-        return w, {"evaluations": nevals, "levels": level}
-    return w
-
-
-def force_error(model: Wrench, ref: Wrench) -> tuple:
-    """Seed 000 Eq. 16: (e_F, e_M) = 100 |‖·‖_model - ‖·‖_ref| / ‖·‖_ref, in percent."""
-    eF = 100.0 * np.abs(model.force_magnitude - ref.force_magnitude) / ref.force_magnitude
-    eM = 100.0 * np.abs(model.moment_magnitude - ref.moment_magnitude) / ref.moment_magnitude
-    return eF, eM
-
-
-def convergence_study(lig: TPSMLigament, n_triangles, methods=("MBM", "TPSM-1", "TPSM-3", "TPSM-4"),
-                      R=None, t=None, ref: Wrench | None = None, timing_repeats: int = 0):
-    """Force/moment errors (Eq. 16) vs the adaptive reference for each method and mesh.
-
-    Returns dict with "n_triangles", "reference" and per method arrays "eF", "eM", "n_fibres",
-    and (if timing_repeats > 0) "us" (µs per single-pose wrench, best of repeats).
-    """
-    if R is None:
-        R, t = lig.default_pose
-    ref = ref or reference_wrench(lig, R, t)
-    out = {"n_triangles": list(n_triangles), "reference": ref}
-    meshes = {n: lig.triangulate(n) for n in n_triangles}
-    for m in methods:
-        eF, eM, nf, us = [], [], [], []
-        for n in n_triangles:
-            fib = lig.model(m, n, meshes[n])
-            w = fib.wrench(R, t)
-            a, b = force_error(w, ref)
-            eF.append(float(a))
-            eM.append(float(b))
-            nf.append(fib.n)
-            if timing_repeats:
-                best = np.inf
-                for _ in range(timing_repeats):
-                    t0 = time.perf_counter()
-                    fib.wrench(R, t)
-                    best = min(best, time.perf_counter() - t0)
-                us.append(best * 1e6)
-        out[m] = {"eF": np.array(eF), "eM": np.array(eM), "n_fibres": np.array(nf)}
-        if timing_repeats:
-            out[m]["us"] = np.array(us)
-    return out
-
-
-# ----------------------------------------------------------------------------------------------
-# the embedded default: a synthetic, anatomically plausible ACL
-# ----------------------------------------------------------------------------------------------
-_MM = 1e-3
-# tibia frame (right knee, OpenSim convention): x anterior, y superior, z lateral; origin at the
-# centre of the tibial plateau. Femur frame at full extension: parallel, origin on the flexion
-# axis (transepicondylar, along z) 22 mm above and 4 mm behind the tibial origin.
-SYNTH_FEMUR_ORIGIN = np.array([-4.0, 22.0, 0.0]) * _MM
-
-
-def _frame(normal, e1_hint):
-    n = np.asarray(normal, float)
-    n = n / np.linalg.norm(n)
-    e1 = np.asarray(e1_hint, float)
-    e1 = e1 - np.dot(e1, n) * n
-    e1 /= np.linalg.norm(e1)
-    return np.vstack([e1, np.cross(n, e1), n])
-
-
-def _oval(a, b, n, skew=0.0, taper=0.0, phase=0.0):
-    th = np.linspace(0, 2 * np.pi, n, endpoint=False) + phase
-    x = a * np.cos(th) * (1.0 + skew * np.sin(th))
-    y = b * np.sin(th) * (1.0 - taper * np.cos(th))
-    return np.column_stack([x, y])
-
-
-def _synthetic_side(centre, normal, e1_hint, contour_mm, height_mm, seed):
-    """Point cloud (tibia/femur frame, m) of a curved footprint and its 3-D contour."""
-    ax = _frame(normal, e1_hint)
-    rng = np.random.default_rng(seed)
-    lo, hi = contour_mm.min(0) - 2.5, contour_mm.max(0) + 2.5
-    gx, gy = np.meshgrid(np.arange(lo[0], hi[0] + 1e-9, 2.0), np.arange(lo[1], hi[1] + 1e-9, 2.0))
-    xy = np.column_stack([gx.ravel(), gy.ravel()]) + rng.uniform(-0.4, 0.4, (gx.size, 2))
-    cloud = centre + (xy[:, :1] * ax[0] + xy[:, 1:] * ax[1] + height_mm(xy)[:, None] * ax[2]) * _MM
-    cont = centre + (contour_mm[:, :1] * ax[0] + contour_mm[:, 1:] * ax[1]
-                     + height_mm(contour_mm)[:, None] * ax[2]) * _MM
-    return cloud, cont, ax
-
-
-def synthetic_acl(l0: float = 0.027, c: float = 100e6, law: Law = QUADRATIC, *,
-                  n_contour_landmarks: int = 12, contour_lambda: float = 0.1 * _MM**2) -> TPSMLigament:
-    """A synthetic but anatomically plausible right-knee ACL built from scratch (no input files).
-
-    Subject data: tibial footprint 18 × 11 mm (area ≈ 150 mm²) on a gently curved intercondylar
-    surface, femoral footprint 16 × 9 mm (≈ 110 mm²) on the lateral condyle's notch wall, both
-    as point clouds with digitized 16-point contours; literature-like reference data: elliptic
-    contours with four bundle centroids (two anteromedial, two posterolateral). The model follows
-    seed 000 step by step: best-fit planes and frames, TPS registration φ_t, φ_f of the reference
-    contours (λ = 0), mapped centroids, insertion-to-insertion map φ from the centroids (λ = 0)
-    plus ``n_contour_landmarks`` contour landmarks (λ = ``contour_lambda``: the paper's 0.1 mm²),
-    TPS height fields Γ (λ = 0). At full extension (the default pose) fibres are 17-41 mm long
-    (median 28 mm; anteromedial fibres longer), so l0 = 27 mm leaves the ligament partially
-    slack (54 % of the insertion taut) and l0 = 10 mm fully taut (the paper's two cases). c: stiffness per unit area (Pa, paper: 100 MPa).
-    """
-    # --- subject tibial insertion (tibia frame) ------------------------------------------------
-    ct = np.array([9.0, 1.0, -2.5]) * _MM
-    cont_t = _oval(9.0, 5.6, 16, skew=0.07, taper=0.10)
-    cloud_t, c3_t, _ = _synthetic_side(
-        ct, [0.12, 1.0, 0.05], [1.0, 0.0, 0.0], cont_t,
-        lambda xy: -(xy[:, 0] ** 2) / (2 * 45.0) + (xy[:, 1] ** 2) / (2 * 30.0) + 0.25 * np.sin(xy[:, 0] / 3.0), 0)
-    from ..geometry.insertion import insertion_from_points
-    tib = insertion_from_points(cloud_t, c3_t, name="ACL tibial insertion", normal_hint=[0, 1, 0],
-                                e1_hint=[1, 0, 0], contour_mode="polygon")
-    # --- subject femoral insertion (femur frame) -----------------------------------------------
-    cf = np.array([-3.0, 0.5, 5.5]) * _MM  # ≈ (-7, 22.5, 5.5) mm in the tibia frame at extension
-    cont_f = _oval(8.0, 4.6, 16, skew=-0.06, taper=0.08, phase=0.1)
-    cloud_f, c3_f, _ = _synthetic_side(
-        cf, [0.05, -0.25, -1.0], [-0.35, 1.0, 0.0], cont_f,
-        lambda xy: (xy[:, 0] ** 2) / (2 * 35.0) + (xy[:, 1] ** 2) / (2 * 50.0), 1)
-    fem = insertion_from_points(cloud_f, c3_f, name="ACL femoral insertion", normal_hint=[0, 0, -1],
-                                e1_hint=[-0.35, 1.0, 0.0], contour_mode="polygon")
-    # --- literature-like reference data (S_rt, S_rf, mm) ----------------------------------------
-    ref_t = _oval(9.5, 5.0, 40)
-    ref_f = _oval(8.5, 4.2, 40)
-    cen_t = np.array([[5.0, 1.2], [1.8, 2.2], [-1.8, -1.6], [-5.2, -0.8]])  # AM1, AM2, PL1, PL2
-    cen_f = np.array([[4.6, 0.6], [1.6, 2.0], [-1.6, -1.8], [-4.8, -0.4]])
-    from ..geometry.insertion import register_reference
-    tc_mm = tib.contour / _MM
-    fc_mm = fem.contour / _MM
-    _, Ct = register_reference(ref_t, cen_t, tc_mm, ref_start=[10, 0], subject_start=[20, 0])
-    _, Cf = register_reference(ref_f, cen_f, fc_mm, ref_start=[10, 0], subject_start=[20, 0])
-    Kt = resample_contour(tib.contour, n_contour_landmarks, [1.0, 0.0])
-    Kf = resample_contour(fem.contour, n_contour_landmarks, [1.0, 0.0])
-    lam = np.r_[np.zeros(len(Ct)), np.full(n_contour_landmarks, contour_lambda)]
-    phi = fit_tps(np.vstack([Ct * _MM, Kt]), np.vstack([Cf * _MM, Kf]), lam,
-                  what="ACL insertion-to-insertion map φ")
-    return TPSMLigament(tib, fem, phi, c, l0, law, "ACL (synthetic)",
-                        (np.eye(3), SYNTH_FEMUR_ORIGIN.copy()),
-                        {"tibial_centroids": Ct * _MM, "femoral_centroids": Cf * _MM,
-                         "tibial_contour_landmarks": Kt, "femoral_contour_landmarks": Kf})
-
-
-def synthetic_flexion(angles_deg):
-    """Poses (R (T,3,3), t (T,3)) of the synthetic femur in the tibia frame for knee flexion
-    angles (degrees): rotation about the femur's z axis (flexion axis) through its origin."""
-    th = np.deg2rad(np.atleast_1d(np.asarray(angles_deg, float)))
-    return rot_z(-th), np.broadcast_to(SYNTH_FEMUR_ORIGIN, (th.size, 3)).copy()
-
-
-# ----------------------------------------------------------------------------------------------
 # interop: OpenSim strands (multi-bundle ligaments) ⇄ TPSM
 # ----------------------------------------------------------------------------------------------
 def strand_fibres(tibial_points, femoral_points, slack_lengths, stiffness,
@@ -775,57 +553,10 @@ def tpsm_from_strands(tibial_points, femoral_points, slack_lengths, stiffness, *
                                                "total_stiffness": float(ks.sum()), "dilate": dilate})
 
 
-def blankevoort_xml(fibres: Fibres, *, tibia_frame: str = "/bodyset/tibia_proximal_r",
-                    femur_frame: str = "/bodyset/femur_distal_r", prefix: str = "TPSM",
-                    big_transition_strain: float = 1e3) -> str:
-    """OpenSim 4.6 ``Blankevoort1991Ligament`` components for each fibre (XML text, to be placed
-    in a model's ``<ForceSet><objects>``). Path: P1 on the femur (q_n), P2 on the tibia (p_n),
-    like Lenhart2015's strands.
-
-    Exact force mapping: "blankevoort" law → linear_stiffness = w_n c_n, transition_strain ε_t,
-    slack_length = l0_n; "quadratic" law c ε² → the Blankevoort toe region with
-    transition_strain = ``big_transition_strain`` and linear_stiffness = 2 w c ε_t (exact while
-    ε < ε_t). Other laws cannot be expressed and raise SolverError, as do negative weights
-    (Gauss rules with a negative weight, e.g. the 4-point rule: use 1, 3, 6 or 7 points).
-    """
-    kind = fibres.law.kind
-    if kind == "blankevoort":
-        et = fibres.law.transition_strain
-        k = fibres.weight * fibres.c
-    elif kind == "quadratic":
-        et = big_transition_strain
-        k = 2.0 * fibres.weight * fibres.c * et
-    else:
-        raise SolverError(f"{fibres.label}: a {kind!r} fibre law has no Blankevoort1991Ligament equivalent")
-    if np.any(k <= 0):
-        raise SolverError(f"{fibres.label}: {int(np.sum(k <= 0))} fibres have non-positive stiffness "
-                          "(negative quadrature weights?); OpenSim ligaments need positive stiffness")
-    out = []
-    for i in range(fibres.n):
-        q = " ".join(repr(float(v)) for v in fibres.q[i])
-        p = " ".join(repr(float(v)) for v in fibres.p[i])
-        nm = f"{prefix}{i + 1}"
-        out.append(
-            f'<Blankevoort1991Ligament name="{nm}">\n'
-            f'  <appliesForce>true</appliesForce>\n'
-            f'  <GeometryPath name="geometrypath"><PathPointSet><objects>\n'
-            f'    <PathPoint name="{nm}-P1"><socket_parent_frame>{femur_frame}</socket_parent_frame>'
-            f'<location>{q}</location></PathPoint>\n'
-            f'    <PathPoint name="{nm}-P2"><socket_parent_frame>{tibia_frame}</socket_parent_frame>'
-            f'<location>{p}</location></PathPoint>\n'
-            f'  </objects></PathPointSet></GeometryPath>\n'
-            f'  <linear_stiffness>{float(k[i])!r}</linear_stiffness>\n'
-            f'  <transition_strain>{float(et)!r}</transition_strain>\n'
-            f'  <damping_coefficient>0</damping_coefficient>\n'
-            f'  <slack_length>{float(fibres.l0[i])!r}</slack_length>\n'
-            f'</Blankevoort1991Ligament>')
-    return "\n".join(out)
-
-
 def wrench_table(wrench: Wrench, time, name: str = "LigamentWrench", prefix: str = "ACL_on_tibia_in_tibia",
                  extra: dict | None = None):
-    """An ``arthron.io.sto.Table`` with the wrench over a motion (labels ``<prefix>_fx.._mz``)."""
-    from ..tables import Table
+    """A :class:`arthron.tables.Table` with the wrench over a motion (labels ``<prefix>_fx.._mz``;
+    N, N·m), plus ``extra`` columns (name → (T,) values)."""
     labels, data = wrench.to_table(prefix)
     F = np.atleast_2d(data)
     cols, labs = [F], list(labels)
@@ -833,55 +564,6 @@ def wrench_table(wrench: Wrench, time, name: str = "LigamentWrench", prefix: str
         labs.append(k)
         cols.append(np.asarray(v, float).reshape(-1, 1))
     return Table(name, np.asarray(time, float), labs, np.hstack(cols), in_degrees=False)
-
-
-DEMO_TRIANGLES = (15, 20, 30, 45, 60, 90, 120, 180, 240, 360, 500, 720)
-
-
-def run_demo(out_dir, n_triangles=DEMO_TRIANGLES, verbose: bool = True) -> dict:
-    """``arthron ligament --demo``: the seed 000 study on the embedded synthetic ACL.
-
-    Writes into ``out_dir``: ``tpsm_errors.csv`` (force/moment errors, Eq. 16, of MBM, MBM-centroid,
-    TPSM-1/3/4 vs the adaptive reference for l0 = 27 mm and 10 mm) and ``acl_wrench_flexion.sto``
-    (TPSM-3, 360 triangles, l0 = 27 mm, 0-120° flexion). Returns a summary dict and prints it.
-    """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    methods = ("MBM", "MBM-centroid", "TPSM-1", "TPSM-3", "TPSM-4")
-    rows, summary = [], {}
-    for l0 in (0.027, 0.010):
-        lig = synthetic_acl(l0=l0)
-        st = convergence_study(lig, list(n_triangles), methods)
-        key = f"l0={l0 * 1e3:.0f}mm"
-        summary[key] = {"reference_force_N": float(st["reference"].force_magnitude)}
-        for m in methods:
-            e = st[m]["eF"]
-            above = [n for n, v in zip(n_triangles, e) if v >= 10.0]
-            cross = None if above and above[-1] == n_triangles[-1] else \
-                (n_triangles[n_triangles.index(above[-1]) + 1] if above else n_triangles[0])
-            summary[key][m] = {"below_10pct_from": cross,
-                               "eF_at": {int(n): float(v) for n, v in zip(n_triangles, e)}}
-            for n, a, b, nf in zip(n_triangles, st[m]["eF"], st[m]["eM"], st[m]["n_fibres"]):
-                rows.append(f"{l0 * 1e3:.0f},{m},{n},{nf},{a:.6g},{b:.6g}")
-    (out / "tpsm_errors.csv").write_text("l0_mm,method,n_triangles,n_fibres,force_error_pct,moment_error_pct\n"
-                                         + "\n".join(rows) + "\n")
-    lig = synthetic_acl(l0=0.027)
-    ang = np.linspace(0.0, 120.0, 121)
-    R, t = synthetic_flexion(ang)
-    w = lig.fibres(360, 3).wrench(R, t)
-    from ..io.sto import write_sto
-    write_sto(out / "acl_wrench_flexion.sto",
-              wrench_table(w, ang / 100.0, extra={"knee_flexion_deg": ang}))
-    summary["files"] = [str(out / "tpsm_errors.csv"), str(out / "acl_wrench_flexion.sto")]
-    if verbose:
-        for key in ("l0=27mm", "l0=10mm"):
-            print(f"synthetic ACL, {key}: reference |F| = {summary[key]['reference_force_N']:.1f} N")
-            for m in methods:
-                e = summary[key][m]["eF_at"]
-                print(f"  {m:13s} force error {e.get(30, float('nan')):7.2f}% @30  {e.get(45, float('nan')):7.2f}% @45"
-                      f"  {e.get(360, float('nan')):7.3f}% @360   <10% from {summary[key][m]['below_10pct_from']} triangles")
-        print("wrote", ", ".join(summary["files"]))
-    return summary
 
 
 @dataclass(frozen=True)
@@ -920,7 +602,6 @@ def strands_from_model(model, ligament: str, *, tibia_frame: str | None = None,
     tibial frame is ``tibia_frame`` or the one whose path contains "tib". Raises ModelFileError
     naming the offending element (no such strands, moving/conditional points, other frames).
     """
-    from ..errors import ModelFileError
     src = getattr(model, "source", None) or getattr(model, "path", None)
     forces = model.forces.values() if isinstance(model.forces, dict) else model.forces
     sel = [f for f in forces if f.name.startswith(ligament) and f.type in ("Blankevoort1991Ligament",)]
@@ -960,7 +641,7 @@ def strands_from_model(model, ligament: str, *, tibia_frame: str | None = None,
 
 
 # ----------------------------------------------------------------------------------------------
-# real models: `arthron ligament MODEL.osim --ligament ACL --mesh TIBIA.stl --motion M.mot -o OUT.sto`
+# real models: poses of the two bones from arthron's kinematics
 # ----------------------------------------------------------------------------------------------
 def _body_name(frame: str) -> str:
     return frame[len("/bodyset/"):] if frame.startswith("/bodyset/") else frame.strip("/")
@@ -969,8 +650,6 @@ def _body_name(frame: str) -> str:
 def ligament_poses(model, tree, q, tibia_frame: str, femur_frame: str):
     """Poses (R (T,3,3), t (T,3)) of ``femur_frame`` in ``tibia_frame`` for coordinates q (T, nq)
     (model order, SI), from arthron's forward kinematics. Frames must be bodies."""
-    from ..errors import UnsupportedFeature
-    from ..multibody.kinematics import forward_kinematics
     for fr in (tibia_frame, femur_frame):
         if not fr.startswith("/bodyset/") and "/" in fr.strip("/"):
             raise UnsupportedFeature(f"ligament attached to {fr}: only body frames are supported")
@@ -979,102 +658,3 @@ def ligament_poses(model, tree, q, tibia_frame: str, femur_frame: str):
     R, o = kin.body_R(tree), kin.body_origin(tree)
     Rt, Rf = R[:, bt], R[:, bf]
     return Rt.transpose(0, 2, 1) @ Rf, np.einsum("tji,tj->ti", Rt, o[:, bf] - o[:, bt])
-
-
-def run_model(model_path, ligament: str, *, mesh=None, motion=None, out=None, n_triangles: int = 360,
-              rule: int = 3, tibia_frame: str | None = None, include_mbm: bool = True):
-    """The TPSM of a model's multi-strand ligament over a motion (``arthron ligament MODEL.osim``).
-
-    Parameters
-    ----------
-    model_path : .osim file (read with ``arthron.io.read_osim``)
-    ligament : strand name prefix, e.g. "ACL" (Blankevoort1991Ligament strands, see
-        ``strands_from_model``)
-    mesh : tibia bone mesh file (STL/VTP/OBJ, in the tibial body frame) or None (Γ_t through the
-        strand points)
-    motion : .mot/.sto with coordinate columns (missing coordinates keep defaults, with a
-        warning; with ``inDegrees=yes`` only rotational coordinates are converted, as OpenSim
-        does — "coupled" ones such as Lenhart2015's knee_flex_r stay as written); None → the
-        default pose only
-    out : .sto to write (optional)
-    n_triangles, rule : TPSM discretization (default TPSM-3 on 360 triangles)
-
-    Returns
-    -------
-    (table, info): an ``arthron.io.sto.Table`` with the wrench on the tibial body in its frame
-    (``<lig>_tpsm_on_<body>_in_<body>_fx .. _mz``, and the same for the model's strands, ``_mbm_``,
-    if ``include_mbm``), and a dict with the ligament, fibres and strands objects.
-    """
-    from ..io.mesh import load_mesh
-    from ..io.osim import read_osim
-    from ..tables import Table
-    from ..io.sto import read_sto, write_sto
-    from ..multibody.kinematics import compile_model
-    model = read_osim(model_path)
-    strands = strands_from_model(model, ligament, tibia_frame=tibia_frame)
-    tree = compile_model(model)
-    if motion is None:
-        table_in = None
-        q = np.asarray(tree.default_q, float)[None]
-        time_ = np.zeros(1)
-    else:
-        table_in = read_sto(motion)
-        q = coordinates_from_table(model, table_in, locked_at_default=True, missing="default")
-        time_ = np.asarray(table_in.time, float)
-    R, t = ligament_poses(model, tree, q, strands.tibia_frame, strands.femur_frame)
-    m = load_mesh(mesh) if mesh is not None else None
-    try:
-        lig = strands.tpsm(mesh=m, name=ligament)
-    except SolverError as exc:  # name the files: the strands come from the model, Γ_t from the mesh
-        raise SolverError(exc.message, path=mesh if mesh is not None else model_path,
-                          where=f"{ligament} strands of {model_path}" if mesh is not None else None) from None
-    fib = lig.fibres(n_triangles, rule)
-    body = _body_name(strands.tibia_frame)
-    w = fib.wrench(R, t)
-    labels, data = w.to_table(f"{ligament}_tpsm_on_{body}_in_{body}")
-    labels, cols = list(labels), [np.atleast_2d(data)]
-    mbm = strands.fibres()
-    if include_mbm:
-        lm, dm = mbm.wrench(R, t).to_table(f"{ligament}_mbm_on_{body}_in_{body}")
-        labels += lm
-        cols.append(np.atleast_2d(dm))
-    table = Table(f"{ligament}_wrench", time_, labels, np.hstack(cols), in_degrees=False,
-                  comments=[f"TPSM-{rule} on {n_triangles} triangles ({fib.n} fibres) built from "
-                            f"{len(strands.names)} strands; moments about the {body} origin"])
-    if out is not None:
-        write_sto(out, table)
-    return table, {"ligament": lig, "fibres": fib, "strands": strands, "mbm": mbm, "poses": (R, t)}
-
-
-def export_model(model, strands: "Strands", fibres: Fibres, out, *, prefix: str | None = None):
-    """Write ``model`` with the ligament's strands replaced by the TPSM's quadrature fibres.
-
-    Each fibre becomes a ``Blankevoort1991Ligament`` (:func:`blankevoort_xml`) between the
-    strands' femoral and tibial frames, so OpenSim 4.6 applies the TPSM wrench. The input model
-    is not changed; the file is written whole or not at all (:func:`arthron.io.osim.write_osim`).
-
-    Parameters
-    ----------
-    model : arthron.models.model.Model holding ``strands`` (e.g. from :func:`strands_from_model`)
-    strands : Strands; fibres : Fibres (positive weights: Gauss rules 1, 3, 6 or 7)
-    out : output .osim path
-    prefix : name prefix of the new components (default ``<first strand prefix>_tpsm``)
-
-    Returns
-    -------
-    the new Model.
-    """
-    from lxml import etree
-
-    from ..io.osim import write_osim
-    from ..models.model import Force
-    new = model.copy()
-    for n in strands.names:
-        new.forces.pop(n, None)
-    prefix = prefix or (strands.names[0].rstrip("0123456789") + "_tpsm")
-    xml = blankevoort_xml(fibres, tibia_frame=strands.tibia_frame, femur_frame=strands.femur_frame,
-                          prefix=prefix)
-    for el in etree.fromstring(f"<objects>{xml}</objects>"):
-        new.forces[el.get("name")] = Force(el.get("name"), el.tag, modelled=False, raw=el)
-    write_osim(out, new)
-    return new

@@ -1,148 +1,124 @@
-"""OpenSim's MuscleAnalysis, as arthron writes it: path lengths and moment arms over a motion
-as ``.sto`` files, and plots of moment arm against coordinate (``arthron paths``).
+"""OpenSim's MuscleAnalysis as a computation: path lengths and moment arms over a motion.
 
-The path geometry itself is :mod:`arthron.multibody.paths`.
+Returns arrays and :class:`arthron.tables.Table` objects; writing them under OpenSim's file
+names is :func:`arthron.tools.analyze_tool.write_path_analysis`, plotting them is
+:func:`arthron.plots.plot_moment_arms`. The path geometry itself is
+:mod:`arthron.multibody.paths`.
 """
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ModelFileError, UnsupportedFeature
-from ..tables import Table
-from ..io.sto import write_sto
-from ..multibody.kinematics import Tree, compile_model
+from ..errors import ModelFileError
 from ..models.model import Model
 from ..models.motion import coordinates_from_table
+from ..multibody.kinematics import Tree, compile_model
 from ..multibody.paths import compile_paths, moment_arms
+from ..tables import Table
 
-__all__ = ["write_path_analysis", "plot_moment_arms"]
+__all__ = ["PathAnalysis", "path_analysis", "default_muscles", "coordinates_of_motion"]
+
+#: a moment arm below this (m) counts as "the path does not cross the coordinate"
+CROSSING_TOLERANCE = 1e-12
 
 
-def write_path_analysis(model: Model, motion_table, out_dir, muscles=None, prefix=None,
-                        tree: Tree | None = None):
-    """Write lengths and moment arms as OpenSim's MuscleAnalysis does.
+def default_muscles(model: Model) -> list:
+    """The paths MuscleAnalysis reports by default: every muscle, or, in a model without
+    muscles, every force with a path (ligaments, path springs)."""
+    return list(model.muscles) or [n for n, f in model.forces.items() if f.path is not None]
 
-    Parameters
-    ----------
-    model : Model
-    motion_table : arthron.io.sto.Table
-        Coordinates over time (columns named by coordinate or by its state path
-        ``/jointset/<joint>/<coord>/value``; degrees if the header says ``inDegrees=yes``).
-        Coordinates missing from the table keep their default values.
-    out_dir : directory (created)
-    muscles : names to include (default: all muscles; if the model has none, all path forces)
-    prefix : file prefix (default: the model name)
 
-    Writes ``<prefix>_MuscleAnalysis_Length.sto`` (one column per muscle, metres) and one
-    ``<prefix>_MuscleAnalysis_MomentArm_<coord>.sto`` per coordinate that any selected path
-    crosses (metres), and returns the list of written paths.
+def coordinates_of_motion(model: Model, motion) -> np.ndarray:
+    """Coordinates (T, nq) in model order (rad, m) of a motion table (columns named by coordinate
+    or by state path ``/jointset/<joint>/<coord>/value``; degrees when the header says
+    ``inDegrees=yes``); coordinates missing from the table keep their default values."""
+    return coordinates_from_table(model, motion, missing="default")
+
+
+@dataclass
+class PathAnalysis:
+    """Path lengths and moment arms of some paths over a motion.
+
+    time : (T,) s; names : the paths (m of them); coordinates : the model's coordinate names
+    (nq, the columns of ``moment_arms``' last axis); lengths : (T, m) m; moment_arms :
+    (T, m, nq) m (N·m per N of tension; rotational and translational coordinates alike);
+    q : (T, nq) the coordinates used (rad, m).
     """
-    tree = compile_model(model) if tree is None else tree
-    if muscles is None:
-        muscles = list(model.muscles) or [n for n, f in model.forces.items() if f.path is not None]
-    ps = compile_paths(model, tree, forces=list(muscles))
-    q = coordinates_from_table(model, motion_table, missing="default")
-    ma, L = moment_arms(ps, tree, q, return_lengths=True)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    prefix = prefix or model.name
-    time = np.asarray(motion_table.time, float)
-    written = []
-    f = out / f"{prefix}_MuscleAnalysis_Length.sto"
-    write_sto(f, Table(name="Length", time=time, labels=list(ps.names), data=L,
-                       in_degrees=False))
-    written.append(f)
-    for j, c in enumerate(tree.coordinate_names):
-        if not np.any(np.abs(ma[:, :, j]) > 1e-12):
-            continue
-        f = out / f"{prefix}_MuscleAnalysis_MomentArm_{c}.sto"
-        write_sto(f, Table(name=f"MomentArm_{c}", time=time, labels=list(ps.names),
-                           data=ma[:, :, j], in_degrees=False))
-        written.append(f)
-    return written
+
+    time: np.ndarray
+    names: list
+    coordinates: list
+    lengths: np.ndarray
+    moment_arms: np.ndarray
+    q: np.ndarray = field(repr=False, default=None)
+
+    def crossed(self) -> list:
+        """Names of the coordinates any of the paths has a non-zero moment arm about, in model
+        order."""
+        nz = np.any(np.abs(self.moment_arms) > CROSSING_TOLERANCE, axis=(0, 1))
+        return [c for c, k in zip(self.coordinates, nz) if k]
+
+    def length_table(self) -> Table:
+        """OpenSim's ``MuscleAnalysis_Length`` table (one column per path, m)."""
+        return Table(name="Length", time=np.array(self.time, float), labels=list(self.names),
+                     data=np.array(self.lengths, float), in_degrees=False)
+
+    def moment_arm_table(self, coordinate: str) -> Table:
+        """OpenSim's ``MuscleAnalysis_MomentArm_<coordinate>`` table (one column per path, m).
+
+        Raises ModelFileError for a coordinate the model does not have."""
+        if coordinate not in self.coordinates:
+            raise ModelFileError(f"no coordinate named '{coordinate}'")
+        j = self.coordinates.index(coordinate)
+        return Table(name=f"MomentArm_{coordinate}", time=np.array(self.time, float),
+                     labels=list(self.names), data=np.array(self.moment_arms[:, :, j], float),
+                     in_degrees=False)
+
+    def rows(self, index) -> "PathAnalysis":
+        """The analysis at some frames only (``index``: integer array or slice)."""
+        return PathAnalysis(np.asarray(self.time)[index], list(self.names), list(self.coordinates),
+                            np.asarray(self.lengths)[index], np.asarray(self.moment_arms)[index],
+                            None if self.q is None else np.asarray(self.q)[index])
 
 
-def plot_moment_arms(model: Model, q, out_dir, muscles=None, coordinates=None,
-                     tree: Tree | None = None, prefix=None, ma=None, dpi: int = 120):
-    """Plot moment arm against coordinate value, one PNG per coordinate (matplotlib, Agg).
+def path_analysis(model: Model, q, time=None, muscles=None, tree: Tree | None = None) -> PathAnalysis:
+    """Lengths and moment arms of ``muscles`` (default :func:`default_muscles`) over coordinates.
 
     Parameters
     ----------
     model : Model
-    q : (T, nq) coordinates in model order (rad, m), or a motion table
-        (:class:`arthron.io.sto.Table`, read as :func:`write_path_analysis` reads it)
-    out_dir : directory (created)
-    muscles : names to plot (default: all muscles; if the model has none, all path forces)
-    coordinates : names of the coordinates (default: every unlocked coordinate that a
-                  selected path has a non-zero moment arm about)
-    tree : compiled tree (default: compiled from ``model``)
-    prefix : file prefix (default: the model name)
-    ma : (T, n_muscles, nq) precomputed moment arms (as :func:`moment_arms` returns them for
-         ``muscles``), to avoid computing them again
-    dpi : resolution
+    q : (T, nq) coordinates in model order (rad, m), or a motion table (read by
+        :func:`coordinates_of_motion`; its time is used)
+    time : (T,) s (default: the table's, or 0 .. T-1)
+    muscles : names of path forces
+    tree : compiled tree (default compiled from ``model``)
 
-    Writes ``<prefix>_MomentArm_<coord>.png``: the x axis is the coordinate's value (degrees for
-    rotational coordinates, metres otherwise), one line per muscle crossing it (metres), the
-    frames joined in the order of ``q`` (the curve follows the motion). Returns the list of
-    written paths.
+    Returns
+    -------
+    PathAnalysis
 
     Raises
     ------
-    arthron.errors.UnsupportedFeature when matplotlib is not installed (extra ``plot``);
-    ModelFileError for an unknown muscle or coordinate name.
+    ModelFileError for an unknown force name or one without a path
+    (:func:`arthron.multibody.paths.compile_paths`).
+
+    Source
+    ------
+    OpenSim's ``MuscleAnalysis`` (``Length``, ``MomentArm_<coordinate>`` storages); moment
+    arms as :func:`arthron.multibody.paths.moment_arms` computes them (−∂L/∂q, OpenSim's
+    ``computeMomentArm``).
     """
-    try:
-        import matplotlib
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-    except ImportError:   # pragma: no cover - depends on the environment
-        raise UnsupportedFeature("plotting moment arms needs matplotlib (extra 'plot')") from None
     tree = compile_model(model) if tree is None else tree
-    if muscles is None:
-        muscles = list(model.muscles) or [n for n, f in model.forces.items() if f.path is not None]
-    muscles = list(muscles)
+    muscles = default_muscles(model) if muscles is None else list(muscles)
     if hasattr(q, "labels"):
-        q = coordinates_from_table(model, q, missing="default")
+        if time is None:
+            time = q.time
+        q = coordinates_of_motion(model, q)
     q = np.atleast_2d(np.asarray(q, float))
-    if ma is None:
-        ps = compile_paths(model, tree, forces=muscles)
-        ma = moment_arms(ps, tree, q)
-    else:
-        ma = np.asarray(ma, float)
-    names = list(tree.coordinate_names)
-    if coordinates is None:
-        locked = {c for c in names if model.coordinates[c].locked}
-        cols = [j for j, c in enumerate(names)
-                if c not in locked and np.any(np.abs(ma[:, :, j]) > 1e-12)]
-    else:
-        cols = []
-        for c in coordinates:
-            if c not in names:
-                raise ModelFileError(f"no coordinate named '{c}'", model.source)
-            cols.append(names.index(c))
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    prefix = prefix or model.name
-    written = []
-    for j in cols:
-        c = names[j]
-        rot = model.coordinates[c].motion_type == "rotational"
-        x = np.rad2deg(q[:, j]) if rot else q[:, j]
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for i, m in enumerate(muscles):
-            if np.any(np.abs(ma[:, i, j]) > 1e-12):
-                ax.plot(x, ma[:, i, j], label=m, lw=1.2)
-        ax.axhline(0.0, color="0.6", lw=0.6)
-        ax.set_xlabel(f"{c} ({'deg' if rot else 'm'})")
-        ax.set_ylabel("moment arm (m)")
-        ax.set_title(f"{prefix}: moment arms about {c}")
-        if ax.lines[1:]:
-            ax.legend(fontsize=7, ncol=2 if len(ax.lines) > 12 else 1, loc="best")
-        fig.tight_layout()
-        f = out / f"{prefix}_MomentArm_{c}.png"
-        fig.savefig(f, dpi=dpi)
-        plt.close(fig)
-        written.append(f)
-    return written
+    time = np.arange(q.shape[0], dtype=float) if time is None else np.asarray(time, float)
+    ps = compile_paths(model, tree, forces=muscles)
+    ma, L = moment_arms(ps, tree, q, return_lengths=True)
+    return PathAnalysis(time=time, names=list(ps.names), coordinates=list(tree.coordinate_names),
+                        lengths=L, moment_arms=ma, q=q)

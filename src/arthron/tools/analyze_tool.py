@@ -1,21 +1,116 @@
-"""OpenSim's AnalyzeTool: setups with JointReaction (and MuscleAnalysis) analyses run on
-arthron's solvers."""
+"""OpenSim's AnalyzeTool on arthron's solvers: setups whose AnalysisSet holds JointReaction
+and MuscleAnalysis analyses, and the same analyses on files given directly (``arthron jr``,
+``arthron paths``, ``arthron analyze``).
+
+Results are written with OpenSim's names into the setup's ``results_directory`` (created when
+missing): ``<tool name>_JointReaction_ReactionLoads.sto``,
+``<tool name>_MuscleAnalysis_Length.sto`` and ``<tool name>_MuscleAnalysis_MomentArm_<coordinate>.sto``.
+"""
 from __future__ import annotations
 
+import math
 import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
-from ..errors import ArthronWarning, DataFileError, SolverError, UnsupportedFeature
-from ..multibody.kinematics import compile_model
-from ..solvers.actuators import _xml_bool, _xml_text
+from ..errors import ArthronWarning, DataFileError, OptionError, SolverError, UnsupportedFeature
+from ..io.osim import read_osim
+from ..io.setup import ToolSetup, parse_xml, read_external_loads, read_tool_setup
+from ..io.sto import read_sto, write_sto
+from ..models.model import Force, Model
+from ..multibody.constraints import assemble
+from ..multibody.kinematics import Tree, compile_model
+from ..solvers.filtering import prepare_coordinates
+from ..solvers.muscle_analysis import PathAnalysis, coordinates_of_motion, path_analysis
 from ..solvers.reactions import JointReactionResult, joint_reactions
+from ..models.motion import coordinates_from_table
+from .options import check_lowpass, check_time_range
+from .setup_files import find_setup_file, is_unassigned, require_setup_file, results_directory
+
+__all__ = ["read_force_set_file", "AnalyzeSetup", "read_analyze_setup", "joint_reactions_from_setup",
+           "muscle_analysis_from_setup", "run_analyze", "run_joint_reaction", "write_path_analysis",
+           "write_joint_reactions", "SUPPORTED_ANALYSES"]
+
+#: the AnalysisSet members arthron runs
+SUPPORTED_ANALYSES = ("JointReaction", "MuscleAnalysis")
+
+
+# --------------------------------------------------------------------------------------
+# small XML readers (lxml elements of the setup)
+# --------------------------------------------------------------------------------------
+def _text(el, tag, default=None):
+    c = el.find(tag) if el is not None else None
+    if c is None or c.text is None or not c.text.strip():
+        return default
+    return c.text.strip()
+
+
+def _bool(el, tag, default: bool) -> bool:
+    t = _text(el, tag)
+    if t is None:
+        return default
+    return t.lower() in ("true", "1", "yes")
 
 
 def _split_list(text):
     return (text or "").split()
 
 
+def _float(text, default, path, what):
+    if text is None or not str(text).strip():
+        return default
+    t = str(text).strip().lower()
+    if t in ("inf", "infinity", "+inf", "+infinity"):
+        return math.inf
+    if t in ("-inf", "-infinity"):
+        return -math.inf
+    try:
+        return float(t)
+    except ValueError:
+        raise DataFileError(f"{what}: {text!r} is not a number", path) from None
+
+
+def _step_interval(el, path) -> int:
+    t = _text(el, "step_interval", "1")
+    try:
+        n = int(float(t))
+    except ValueError:
+        raise DataFileError(f"<{el.tag}> step_interval {t!r} is not an integer", path) from None
+    if n < 1:
+        raise DataFileError(f"<{el.tag}> step_interval must be a positive integer, got {t}", path)
+    return n
+
+
+def step_rows(motion_time, t_out, step_interval: int, filtered: bool) -> np.ndarray:
+    """Rows of ``t_out`` an analysis records with ``step_interval`` N, as OpenSim's AnalyzeTool.
+
+    AnalyzeTool steps through the rows of its states storage from the first at or before
+    ``initial_time`` to ``final_time``: the first row is recorded (``begin``), then every row
+    whose index *in the storage* is a multiple of N (``Analysis::step``), then the last
+    (``end``). The storage is the coordinates file, padded in front by half its length when
+    the coordinates are low-pass filtered (``Storage::pad``), so the same N keeps other frames
+    with and without filtering. (Measured with OpenSim 4.6 on arm26, N = 5 and 7, with and
+    without a 6 Hz filter. A non-uniformly sampled file is resampled by OpenSim before
+    filtering; the index is then taken on the mean step.)
+    """
+    n = max(1, int(step_interval))
+    T = len(t_out)
+    if n == 1 or T <= 2:
+        return np.arange(T)
+    mt = np.asarray(motion_time, float)
+    dt = (mt[-1] - mt[0]) / (len(mt) - 1)
+    start = mt[0] - (len(mt) // 2) * dt if filtered else mt[0]
+    k = np.rint((np.asarray(t_out, float) - start) / dt).astype(int)
+    keep = k % n == 0
+    keep[0] = keep[-1] = True
+    return np.flatnonzero(keep)
+
+
+# --------------------------------------------------------------------------------------
+# force set files
+# --------------------------------------------------------------------------------------
 def read_force_set_file(path) -> list:
     """The actuators of an OpenSim ``ForceSet`` file (``force_set_files`` of a tool setup).
 
@@ -27,8 +122,6 @@ def read_force_set_file(path) -> list:
     ------
     DataFileError for a missing or malformed file or one that is not a ForceSet.
     """
-    from ..io.setup import parse_xml
-    from ..models.model import Force
     root = parse_xml(path)
     fs = root if root.tag == "ForceSet" else root.find("ForceSet")
     if fs is None:
@@ -38,76 +131,123 @@ def read_force_set_file(path) -> list:
     for el in ([] if objs is None else list(objs)):
         if not isinstance(el.tag, str):
             continue
-        on = _xml_bool(el, "appliesForce", True) and not _xml_bool(el, "isDisabled", False)
+        on = _bool(el, "appliesForce", True) and not _bool(el, "isDisabled", False)
         props = {"appliesForce": on}
         if el.find("coordinate") is not None:
-            props["coordinate"] = _xml_text(el, "coordinate")
+            props["coordinate"] = _text(el, "coordinate")
         if el.find("optimal_force") is not None:
-            props["optimal_force"] = float(_xml_text(el, "optimal_force", "1"))
+            props["optimal_force"] = float(_text(el, "optimal_force", "1"))
         out.append(Force(name=el.get("name", ""), type=el.tag, properties=props, raw=el))
     return out
 
 
-def joint_reactions_from_setup(setup_path, placeholders=None, accelerations="forward") -> JointReactionResult:
-    """Run an OpenSim AnalyzeTool setup whose AnalysisSet holds a JointReaction analysis.
+# --------------------------------------------------------------------------------------
+# the setup
+# --------------------------------------------------------------------------------------
+@dataclass
+class AnalyzeSetup:
+    """An ``AnalyzeTool`` setup, its files resolved (:mod:`arthron.tools.setup_files`).
 
-    Reads ``model_file``, ``coordinates_file`` (``states_file`` is not supported),
-    ``lowpass_cutoff_frequency_for_coordinates``, ``initial_time``/``final_time``,
-    ``external_loads_file`` and the JointReaction's ``forces_file``, ``joint_names``,
-    ``apply_on_bodies``, ``express_in_frame``, and the actuators of ``force_set_files``
-    (appended, or replacing the model's forces when ``replace_force_set``); relative names are
-    resolved against the setup's folder (as AnalyzeTool does). ``accelerations="forward"``
-    reproduces OpenSim (see :func:`joint_reactions`). ``placeholders``: literal text
+    Attributes
+    ----------
+    name : the tool's name (prefix of the result files)
+    model_file, coordinates_file, external_loads_file : Path or None
+    force_set_files : list of Path; replace_force_set : bool
+    lowpass_hz : ``lowpass_cutoff_frequency_for_coordinates`` (≤ 0: none)
+    time_range : (initial_time, final_time) s (±inf when absent)
+    analyses : the enabled analyses, (class name, lxml element) in file order
+    setup : the generic ToolSetup
+    """
+
+    name: str
+    model_file: Path
+    coordinates_file: Path
+    external_loads_file: Path | None
+    force_set_files: list
+    replace_force_set: bool
+    lowpass_hz: float
+    time_range: tuple
+    analyses: list = field(default_factory=list)
+    setup: ToolSetup = field(default=None, repr=False)
+
+    @property
+    def path(self) -> Path:
+        return self.setup.path
+
+    def analysis(self, kind: str):
+        """The first enabled analysis of class ``kind`` (lxml element), or None."""
+        return next((el for k, el in self.analyses if k == kind), None)
+
+
+def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetup:
+    """Read an ``AnalyzeTool`` setup (formats 20302–4xxxx).
+
+    Relative file names are resolved against the setup's folder (as AnalyzeTool does), names
+    that do not exist by their file name in ``search_dirs``. ``placeholders``: literal text
     substitutions before parsing (:func:`arthron.io.setup.parse_xml`).
-
-    Returns
-    -------
-    JointReactionResult, columns in the order and with the labels OpenSim writes.
 
     Raises
     ------
-    DataFileError (not an AnalyzeTool, no JointReaction, missing files), SolverError,
-    UnsupportedFeature (states_file).
+    DataFileError (not an AnalyzeTool, missing model or coordinates file, bad numbers),
+    UnsupportedFeature (``states_file`` instead of ``coordinates_file``).
     """
-    from ..io.osim import read_osim
-    from ..io.setup import read_external_loads, read_tool_setup
-    from ..io.sto import read_sto
-    s = read_tool_setup(setup_path, placeholders)
+    s = read_tool_setup(path, placeholders)
     if s.tool != "AnalyzeTool":
         raise DataFileError(f"expected an <AnalyzeTool> setup, found <{s.tool}>", s.path)
-    jr = None
-    for el in s.element.iter("JointReaction"):
-        if _xml_text(el, "on", "true").lower() in ("true", "1"):
-            jr = el
-            break
-    if jr is None:
-        raise DataFileError("the AnalyzeTool setup has no enabled JointReaction analysis", s.path)
-    if s.resolve(s.get("states_file")):
+    if not is_unassigned(s.get("states_file")):
         raise UnsupportedFeature("AnalyzeTool states_file (use coordinates_file)", s.path)
-    mpath = s.resolve(s.get("model_file"))
-    cpath = s.resolve(s.get("coordinates_file"))
-    if mpath is None or cpath is None:
+    if not s.get("model_file") or not s.get("coordinates_file"):
         raise DataFileError("the setup needs model_file and coordinates_file", s.path)
-    model = read_osim(mpath)
-    files = _split_list(s.get("force_set_files"))
-    if files:
-        if _xml_text(s.element, "replace_force_set", "false").lower() in ("true", "1"):
+    analyses = []
+    aset = s.element.find("AnalysisSet")
+    objs = aset.find("objects") if aset is not None else None
+    for el in ([] if objs is None else list(objs)):
+        if isinstance(el.tag, str) and _bool(el, "on", True):
+            analyses.append((el.tag, el))
+    return AnalyzeSetup(
+        name=s.name,
+        model_file=require_setup_file(s, "model_file", search_dirs),
+        coordinates_file=require_setup_file(s, "coordinates_file", search_dirs),
+        external_loads_file=find_setup_file(s, s.get("external_loads_file"), search_dirs),
+        force_set_files=[find_setup_file(s, n, search_dirs) for n in _split_list(s.get("force_set_files"))],
+        replace_force_set=_bool(s.element, "replace_force_set", False),
+        lowpass_hz=_float(s.get("lowpass_cutoff_frequency_for_coordinates"), -1.0, s.path,
+                          "lowpass_cutoff_frequency_for_coordinates"),
+        time_range=(_float(s.get("initial_time"), -math.inf, s.path, "initial_time"),
+                    _float(s.get("final_time"), math.inf, s.path, "final_time")),
+        analyses=analyses, setup=s)
+
+
+def _model(st: AnalyzeSetup) -> Model:
+    model = read_osim(st.model_file)
+    if st.force_set_files:
+        if st.replace_force_set:
             model.forces = {}
-        for name in files:
-            for f in read_force_set_file(s.resolve(name)):
+        for p in st.force_set_files:
+            for f in read_force_set_file(p):
                 model.forces[f.name] = f
-    motion = read_sto(cpath)
-    fpath = s.resolve(_xml_text(jr, "forces_file"))
+    return model
+
+
+def _external_loads(path):
+    """(ExternalLoads, its data table) of an ExternalLoads file, or (None, None)."""
+    if path is None:
+        return None, None
+    ext = read_external_loads(path)
+    return ext, ext.load_table()
+
+
+# --------------------------------------------------------------------------------------
+# JointReaction
+# --------------------------------------------------------------------------------------
+def _joint_reaction(st: AnalyzeSetup, jr, model: Model, motion, accelerations, search_dirs, tree=None):
+    fpath = find_setup_file(st.setup, _text(jr, "forces_file"), search_dirs)
     forces = read_sto(fpath) if fpath is not None else None
-    epath = s.resolve(s.get("external_loads_file"))
-    ext = read_external_loads(epath) if epath is not None else None
-    lp = float(s.get("lowpass_cutoff_frequency_for_coordinates") or -1)
-    t0 = float(s.get("initial_time") or -np.inf)
-    t1 = float(s.get("final_time") or np.inf)
-    names = _split_list(_xml_text(jr, "joint_names")) or ["ALL"]
-    on = _split_list(_xml_text(jr, "apply_on_bodies")) or ["child"]
-    frames = _split_list(_xml_text(jr, "express_in_frame")) or ["ground"]
-    tree = compile_model(model)
+    ext, loads_table = _external_loads(st.external_loads_file)
+    names = _split_list(_text(jr, "joint_names")) or ["ALL"]
+    on = _split_list(_text(jr, "apply_on_bodies")) or ["child"]
+    frames = _split_list(_text(jr, "express_in_frame")) or ["ground"]
+    tree = compile_model(model) if tree is None else tree
     if names[0].upper() == "ALL":
         names = list(model.joints)
     else:
@@ -119,11 +259,249 @@ def joint_reactions_from_setup(setup_path, placeholders=None, accelerations="for
     # OpenSim: lists of the wrong length fall back to child / ground (with a warning)
     if len(on) not in (1, n):
         warnings.warn("apply_on_bodies length differs from joint_names: all on child (as OpenSim)",
-                      ArthronWarning, stacklevel=2)
+                      ArthronWarning, stacklevel=3)
         on = ["child"]
     if len(frames) not in (1, n):
         warnings.warn("express_in_frame length differs from joint_names: all in ground (as OpenSim)",
-                      ArthronWarning, stacklevel=2)
+                      ArthronWarning, stacklevel=3)
         frames = ["ground"]
-    return joint_reactions(model, motion, forces, ext, names, on, frames, lp, (t0, t1),
-                           accelerations=accelerations, tree=tree)
+    return joint_reactions(model, motion, forces, ext, names, on, frames, st.lowpass_hz, st.time_range,
+                           accelerations=accelerations, loads_table=loads_table, tree=tree)
+
+
+def joint_reactions_from_setup(setup_path, placeholders=None, accelerations="forward", *,
+                               search_dirs=None) -> JointReactionResult:
+    """Run the JointReaction analysis of an OpenSim AnalyzeTool setup.
+
+    Reads ``model_file``, ``coordinates_file`` (``states_file`` is not supported),
+    ``lowpass_cutoff_frequency_for_coordinates``, ``initial_time``/``final_time``,
+    ``external_loads_file`` and the JointReaction's ``forces_file``, ``joint_names``,
+    ``apply_on_bodies``, ``express_in_frame``, and the actuators of ``force_set_files``
+    (appended, or replacing the model's forces when ``replace_force_set``); relative names are
+    resolved against the setup's folder (as AnalyzeTool does). ``accelerations="forward"``
+    reproduces OpenSim (see :func:`arthron.solvers.reactions.joint_reactions`).
+    ``placeholders``: literal text substitutions before parsing
+    (:func:`arthron.io.setup.parse_xml`). Every frame is returned (``step_interval`` is
+    applied when writing, by :func:`run_analyze`).
+
+    Returns
+    -------
+    JointReactionResult, columns in the order and with the labels OpenSim writes.
+
+    Raises
+    ------
+    DataFileError (not an AnalyzeTool, no JointReaction, missing files), SolverError,
+    UnsupportedFeature (states_file).
+    """
+    st = read_analyze_setup(setup_path, placeholders, search_dirs)
+    jr = st.analysis("JointReaction")
+    if jr is None:
+        raise DataFileError("the AnalyzeTool setup has no enabled JointReaction analysis", st.path)
+    return _joint_reaction(st, jr, _model(st), read_sto(st.coordinates_file), accelerations, search_dirs)
+
+
+def run_joint_reaction(model, motion, *, forces=None, external_loads=None, joints=None, on="child",
+                       in_frame="ground", lowpass_hz=None, time_range=None, accelerations="motion",
+                       constraint_forces="auto") -> JointReactionResult:
+    """Joint reactions of files or objects (``arthron jr MODEL MOTION``).
+
+    model : Model or ``.osim`` path; motion : Table or ``.mot/.sto`` path; forces : Table or
+    path of actuator forces (e.g. static optimization ``_force.sto``); external_loads :
+    ExternalLoads or path of its XML; the rest as
+    :func:`arthron.solvers.reactions.joint_reactions` (default time range: the whole motion).
+
+    Raises
+    ------
+    OptionError for a time range that is not two increasing numbers or a cut-off that is not a
+    finite number (:mod:`arthron.tools.options`); the errors of the readers and of the solver.
+    """
+    time_range = check_time_range(time_range)
+    lowpass_hz = check_lowpass(lowpass_hz)
+    model = model if isinstance(model, Model) else read_osim(model)
+    motion = motion if hasattr(motion, "labels") else read_sto(motion)
+    if forces is not None and not hasattr(forces, "labels"):
+        forces = read_sto(forces)
+    ext, loads_table = (external_loads, None) if external_loads is None or hasattr(external_loads, "forces") \
+        else _external_loads(external_loads)
+    if ext is not None and loads_table is None:
+        loads_table = ext.load_table()
+    if time_range is None:
+        time_range = (float(motion.time[0]), float(motion.time[-1]))
+    return joint_reactions(model, motion, forces_table=forces, external_loads=ext, joints=joints, on=on,
+                           in_frame=in_frame, lowpass_hz=lowpass_hz, time_range=time_range,
+                           accelerations=accelerations, constraint_forces=constraint_forces,
+                           loads_table=loads_table)
+
+
+def write_joint_reactions(result: JointReactionResult, path, rows=None) -> Path:
+    """Write a JointReaction result as OpenSim's ``_ReactionLoads.sto`` (whole or not at all);
+    ``rows``: the frames to keep (default all). Returns the path."""
+    table = result.to_table()
+    if rows is not None:
+        table.time, table.data = table.time[rows], table.data[rows]
+    write_sto(path, table)
+    return Path(path)
+
+
+# --------------------------------------------------------------------------------------
+# MuscleAnalysis
+# --------------------------------------------------------------------------------------
+def _setup_coordinates(st: AnalyzeSetup, model: Model, tree: Tree, motion):
+    """(time, q) where AnalyzeTool evaluates its analyses: the coordinates file, missing
+    coordinates at their defaults, filtered and splined as the tools do
+    (:func:`arthron.solvers.filtering.prepare_coordinates`) over the setup's time range, and
+    assembled when the model has constraints."""
+    vals = coordinates_from_table(model, motion, missing="default")
+    lp = st.lowpass_hz if st.lowpass_hz > 0 else None
+    t, q, _, _ = prepare_coordinates(np.asarray(motion.time, float), vals, lp, st.time_range)
+    if any(c.enabled for c in model.constraints):
+        q = assemble(model, tree, q)
+    return t, q
+
+
+def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None) -> tuple:
+    """(PathAnalysis, the coordinates to write moment arms for)."""
+    tree = compile_model(model) if tree is None else tree
+    mlist = _split_list(_text(ma, "muscle_list"))
+    muscles = None if not mlist or mlist[0].lower() == "all" else mlist
+    if muscles is not None:
+        bad = [m for m in muscles if m not in model.forces]
+        if bad:
+            raise DataFileError(f"MuscleAnalysis muscle_list: model '{model.name}' has no force(s) "
+                                f"{', '.join(bad)}", st.path)
+    t, q = _setup_coordinates(st, model, tree, motion)
+    res = path_analysis(model, q, time=t, muscles=muscles, tree=tree)
+    clist = _split_list(_text(ma, "moment_arm_coordinate_list"))
+    if not clist or clist[0].lower() == "all":
+        coords = res.crossed()
+    else:
+        bad = [c for c in clist if c not in model.coordinates]
+        if bad:
+            raise DataFileError(f"MuscleAnalysis moment_arm_coordinate_list: model '{model.name}' has "
+                                f"no coordinate(s) {', '.join(bad)}", st.path)
+        coords = clist
+    return res, coords
+
+
+def muscle_analysis_from_setup(setup_path, placeholders=None, *, search_dirs=None) -> PathAnalysis:
+    """Run the MuscleAnalysis of an OpenSim AnalyzeTool setup: path lengths and moment arms of
+    ``muscle_list`` (``all``: every muscle) over the setup's coordinates (filtered with
+    ``lowpass_cutoff_frequency_for_coordinates``, between ``initial_time`` and ``final_time``).
+
+    Returns every frame (:class:`arthron.solvers.muscle_analysis.PathAnalysis`).
+
+    Raises
+    ------
+    DataFileError (not an AnalyzeTool, no MuscleAnalysis, unknown muscles or coordinates,
+    missing files), UnsupportedFeature (states_file).
+    """
+    st = read_analyze_setup(setup_path, placeholders, search_dirs)
+    ma = st.analysis("MuscleAnalysis")
+    if ma is None:
+        raise DataFileError("the AnalyzeTool setup has no enabled MuscleAnalysis analysis", st.path)
+    return _muscle_analysis(st, ma, _model(st), read_sto(st.coordinates_file))[0]
+
+
+def _write_path_tables(res: PathAnalysis, coords, out: Path, prefix: str) -> list:
+    written = []
+    f = out / f"{prefix}_MuscleAnalysis_Length.sto"
+    write_sto(f, res.length_table())
+    written.append(f)
+    for c in coords:
+        f = out / f"{prefix}_MuscleAnalysis_MomentArm_{c}.sto"
+        write_sto(f, res.moment_arm_table(c))
+        written.append(f)
+    return written
+
+
+def write_path_analysis(model: Model, motion_table, out_dir, muscles=None, prefix=None,
+                        tree: Tree | None = None):
+    """Write lengths and moment arms as OpenSim's MuscleAnalysis does (``arthron paths``).
+
+    Parameters
+    ----------
+    model : Model
+    motion_table : arthron.tables.Table
+        Coordinates over time (columns named by coordinate or by its state path
+        ``/jointset/<joint>/<coord>/value``; degrees if the header says ``inDegrees=yes``).
+        Coordinates missing from the table keep their default values; no filtering.
+    out_dir : directory (created)
+    muscles : names to include (default: all muscles; if the model has none, all path forces)
+    prefix : file prefix (default: the model name)
+
+    Writes ``<prefix>_MuscleAnalysis_Length.sto`` (one column per muscle, metres) and one
+    ``<prefix>_MuscleAnalysis_MomentArm_<coord>.sto`` per coordinate that any selected path
+    crosses (metres), and returns the list of written paths.
+    """
+    q = coordinates_of_motion(model, motion_table)
+    res = path_analysis(model, q, time=motion_table.time, muscles=muscles, tree=tree)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return _write_path_tables(res, res.crossed(), out, prefix or model.name)
+
+
+# --------------------------------------------------------------------------------------
+# the whole AnalyzeTool
+# --------------------------------------------------------------------------------------
+def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=None,
+                accelerations="forward", only=None, joint_reaction_file=None) -> list:
+    """Run an OpenSim AnalyzeTool setup: each enabled JointReaction and MuscleAnalysis.
+
+    Writes into ``results_dir`` (default the setup's ``results_directory``, relative to the
+    setup's folder; created when missing), with OpenSim's names:
+    ``<tool name>_JointReaction_ReactionLoads.sto``, ``<tool name>_MuscleAnalysis_Length.sto``
+    and ``<tool name>_MuscleAnalysis_MomentArm_<coordinate>.sto`` (every coordinate of
+    ``moment_arm_coordinate_list``; with ``all``, those the paths cross; OpenSim writes them
+    only with ``compute_moments``, arthron always). Each analysis' ``step_interval`` keeps the
+    frames OpenSim records (:func:`step_rows`). Other analyses are skipped with a warning.
+    ``only``: the analysis classes to run (default :data:`SUPPORTED_ANALYSES`);
+    ``joint_reaction_file``: write the JointReaction result there instead.
+
+    Returns
+    -------
+    list of the written paths.
+
+    Raises
+    ------
+    DataFileError (not an AnalyzeTool, no analysis arthron runs, missing files),
+    UnsupportedFeature (states_file), SolverError.
+    """
+    st = read_analyze_setup(setup_path, placeholders, search_dirs)
+    kinds = tuple(SUPPORTED_ANALYSES if only is None else only)
+    bad = [k for k in kinds if k not in SUPPORTED_ANALYSES]
+    if bad:
+        raise OptionError(f"analyses arthron runs are {', '.join(SUPPORTED_ANALYSES)}; not {', '.join(bad)}")
+    todo = [(k, el) for k, el in st.analyses if k in kinds]
+    skipped = [k for k, _ in st.analyses if k not in SUPPORTED_ANALYSES]
+    if skipped and only is None:
+        warnings.warn(f"{st.path}: analyses arthron does not run are skipped: {', '.join(skipped)}",
+                      ArthronWarning, stacklevel=2)
+    if not todo:
+        raise DataFileError(f"the AnalyzeTool setup has no enabled {' or '.join(kinds)} analysis",
+                            st.path)
+    model = _model(st)
+    motion = read_sto(st.coordinates_file)
+    tree = compile_model(model)
+    # compute everything before writing anything
+    results = []
+    for kind, el in todo:
+        n = _step_interval(el, st.path)
+        if kind == "JointReaction":
+            results.append((kind, el, n, _joint_reaction(st, el, model, motion, accelerations,
+                                                         search_dirs, tree)))
+        else:
+            results.append((kind, el, n, _muscle_analysis(st, el, model, motion, tree)))
+    needs_dir = any(k == "MuscleAnalysis" for k, _, _, _ in results) or joint_reaction_file is None
+    out = results_directory(st.setup, results_dir, create=needs_dir)
+    written = []
+    for kind, el, n, res in results:
+        if kind == "JointReaction":
+            rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0)
+            f = (Path(joint_reaction_file) if joint_reaction_file is not None
+                 else out / f"{st.name}_JointReaction_ReactionLoads.sto")
+            written.append(write_joint_reactions(res, f, rows if n > 1 else None))
+        else:
+            pa, coords = res
+            pa = pa.rows(step_rows(motion.time, pa.time, n, st.lowpass_hz > 0)) if n > 1 else pa
+            written += _write_path_tables(pa, coords, out, st.name)
+    return written

@@ -1,0 +1,129 @@
+"""OpenSim's InverseDynamicsTool on arthron's inverse dynamics
+(:func:`arthron.solvers.inverse_dynamics.run_inverse_dynamics`): from a setup file
+(``arthron id --setup``) or from files given directly (``arthron id MODEL MOTION``).
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ArthronWarning, DataFileError
+from ..io.osim import read_osim
+from ..io.setup import InverseDynamicsSetup, read_external_loads, read_id_setup
+from ..io.sto import read_sto, write_sto
+from ..models.model import Model
+from ..solvers.inverse_dynamics import InverseDynamicsResult, run_inverse_dynamics
+from .options import check_lowpass, check_time_range
+from .setup_files import find_setup_file, require_setup_file, results_directory
+
+__all__ = ["run_id", "run_id_from_setup", "InverseDynamicsRun", "write_inverse_dynamics",
+           "DEFAULT_OUTPUT"]
+
+#: OpenSim's default ``output_gen_force_file``
+DEFAULT_OUTPUT = "inverse_dynamics.sto"
+
+
+def write_inverse_dynamics(result: InverseDynamicsResult, path) -> Path:
+    """Write generalized forces as OpenSim's ``.sto`` (whole or not at all); returns the path."""
+    write_sto(path, result.to_table())
+    return Path(path)
+
+
+@dataclass
+class InverseDynamicsRun:
+    """An inverse-dynamics run and where its result goes.
+
+    result : InverseDynamicsResult; output : Path of the ``.sto`` (the setup's
+    ``results_directory / output_gen_force_file``, or the one given); setup : the
+    InverseDynamicsSetup when run from a setup file.
+    """
+
+    result: InverseDynamicsResult
+    output: Path | None = None
+    setup: InverseDynamicsSetup | None = field(default=None, repr=False)
+
+    def write(self, path=None) -> Path:
+        """Write the result to ``path`` (default :attr:`output`; its folder is created when it
+        is the setup's results directory, as OpenSim does). Returns the path."""
+        if path is None:
+            if self.output is None:
+                raise DataFileError("no output file: give a path")
+            path = self.output
+            if self.setup is not None:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return write_inverse_dynamics(self.result, path)
+
+
+def run_id(model, motion, *, external_loads=None, lowpass_hz=None, time_range=None,
+           forces_to_exclude=("Muscles",), in_degrees=None, output=None) -> InverseDynamicsRun:
+    """Inverse dynamics of files or objects (``arthron id MODEL MOTION``).
+
+    Parameters
+    ----------
+    model : Model or path of an ``.osim``
+    motion : Table or path of a ``.mot/.sto`` of coordinates (degrees honoured)
+    external_loads : ExternalLoads or path of an ExternalLoads XML (its ``datafile`` is read)
+    lowpass_hz : cut-off for the coordinates (None or ≤ 0: no filter)
+    time_range : (t0, t1) s or None (the whole motion)
+    forces_to_exclude : names, classes, ``Muscles``, ``Actuators`` or ``All`` (OpenSim's property)
+    output : the ``.sto`` path the run remembers for :meth:`InverseDynamicsRun.write`
+
+    Raises
+    ------
+    OptionError (time range not two increasing numbers, cut-off not finite), the readers'
+    DataFileError/ModelFileError, the solver's errors.
+    """
+    time_range = check_time_range(time_range)
+    lowpass_hz = check_lowpass(lowpass_hz)
+    model = model if isinstance(model, Model) else read_osim(model)
+    motion = motion if hasattr(motion, "labels") else read_sto(motion)
+    ext = loads_table = None
+    if external_loads is not None:
+        ext = external_loads if hasattr(external_loads, "forces") else read_external_loads(external_loads)
+        loads_table = ext.load_table()
+    res = run_inverse_dynamics(model, motion, external_loads=ext, loads_table=loads_table,
+                               lowpass_hz=lowpass_hz, time_range=time_range, in_degrees=in_degrees,
+                               forces_to_exclude=tuple(forces_to_exclude))
+    return InverseDynamicsRun(res, None if output is None else Path(output))
+
+
+def run_id_from_setup(path, *, placeholders=None, search_dirs=None, output=None) -> InverseDynamicsRun:
+    """Run an OpenSim ``InverseDynamicsTool`` setup file.
+
+    Reads ``model_file``, ``coordinates_file``, ``external_loads_file`` (resolved against the
+    setup's folder, then by file name in ``search_dirs``: :mod:`arthron.tools.setup_files`),
+    ``lowpass_cutoff_frequency_for_coordinates``, ``time_range``, ``forces_to_exclude`` and the
+    pre-4.0 ``coordinates_in_degrees``. The result goes to
+    ``results_directory / output_gen_force_file`` (default ``inverse_dynamics.sto``) unless
+    ``output`` is given. ``joints_to_report_body_forces`` is not supported (a warning).
+
+    Returns
+    -------
+    InverseDynamicsRun (call ``.write()``).
+
+    Raises
+    ------
+    DataFileError (not an InverseDynamicsTool, missing model or coordinates file, bad
+    numbers), the solver's errors.
+    """
+    st = read_id_setup(path, placeholders)
+    ts = st.setup
+    model_file = require_setup_file(ts, "model_file", search_dirs, value=str(st.model_file or ""))
+    motion_file = require_setup_file(ts, "coordinates_file", search_dirs,
+                                     value=str(st.coordinates_file or ""))
+    ext_file = find_setup_file(ts, None if st.external_loads_file is None else str(st.external_loads_file),
+                               search_dirs)
+    if st.joints_to_report_body_forces:
+        warnings.warn(f"{st.path}: joints_to_report_body_forces is not supported; only the "
+                      "generalized forces are written", ArthronWarning, stacklevel=2)
+    run = run_id(model_file, motion_file, external_loads=ext_file,
+                 lowpass_hz=st.lowpass_cutoff_frequency_for_coordinates, time_range=st.time_range,
+                 forces_to_exclude=st.forces_to_exclude, in_degrees=st.coordinates_in_degrees)
+    if output is not None:
+        run.output = Path(output)
+    else:
+        run.output = st.output_gen_force_file or (results_directory(ts, st.results_directory, create=False)
+                                                  / DEFAULT_OUTPUT)
+    run.setup = st
+    return run

@@ -1,0 +1,61 @@
+"""Checks of the options the tools share (time range, low-pass cut-off, counts), in one place.
+
+Bad values raise :class:`arthron.errors.OptionError` (also a ``ValueError``) before any file is
+read or anything computed; the command line prints it as one line with exit status 2.
+"""
+from __future__ import annotations
+
+import math
+
+from ..errors import OptionError
+
+__all__ = ["check_time_range", "check_lowpass", "check_positive_int", "check_positive"]
+
+
+def check_time_range(time_range):
+    """None, or (t0, t1) as floats with t0 < t1 (s). OptionError otherwise."""
+    if time_range is None:
+        return None
+    try:
+        t0, t1 = (float(v) for v in time_range)
+    except (TypeError, ValueError):
+        raise OptionError(f"time range must be two numbers T0 T1, got {time_range!r}") from None
+    if math.isnan(t0) or math.isnan(t1) or not t0 < t1:
+        raise OptionError(f"time range must be increasing (T0 < T1), got {t0:g} {t1:g}")
+    return (t0, t1)
+
+
+def check_lowpass(lowpass_hz):
+    """None, or the cut-off frequency (Hz) as a float: finite; ≤ 0 means no filtering
+    (OpenSim's -1). OptionError for NaN or infinity."""
+    if lowpass_hz is None:
+        return None
+    try:
+        f = float(lowpass_hz)
+    except (TypeError, ValueError):
+        raise OptionError(f"low-pass cut-off must be a number (Hz), got {lowpass_hz!r}") from None
+    if not math.isfinite(f):
+        raise OptionError(f"low-pass cut-off must be a finite frequency in Hz (or -1: none), got {lowpass_hz}")
+    return f
+
+
+def check_positive_int(value, what: str) -> int:
+    """``value`` as an int ≥ 1; OptionError naming ``what`` otherwise."""
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise OptionError(f"{what} must be a positive integer, got {value!r}") from None
+    if n != value or n < 1:
+        raise OptionError(f"{what} must be a positive integer, got {value!r}")
+    return n
+
+
+def check_positive(value, what: str) -> float:
+    """``value`` as a finite float > 0; OptionError naming ``what`` otherwise."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise OptionError(f"{what} must be a positive number, got {value!r}") from None
+    if not math.isfinite(x) or x <= 0:
+        raise OptionError(f"{what} must be a positive number, got {value!r}")
+    return x

@@ -1,0 +1,100 @@
+"""The one resolver of the files an OpenSim tool setup names, used by every tool.
+
+OpenSim's ScaleTool and AnalyzeTool resolve a relative file name against the folder of the
+setup file; arthron does so for every tool (OpenSim 4.6's InverseDynamicsTool uses the current
+working directory instead and fails when run from elsewhere). Setups copied from another
+machine often hold absolute paths that do not exist here: such a name is then looked up by its
+file name in the setup's folder and in ``search_dirs`` (searched recursively), in that order.
+
+Outputs go into the setup's ``results_directory`` (the setup's folder when empty), created
+when missing, as OpenSim's tools do (``IO::makeDir``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import DataFileError
+
+__all__ = ["is_unassigned", "find_setup_file", "require_setup_file", "results_directory",
+           "output_file"]
+
+
+def is_unassigned(name) -> bool:
+    """True for a property OpenSim treats as not given: None, empty, or ``Unassigned``."""
+    return name is None or not str(name).strip() or str(name).strip() == "Unassigned"
+
+
+def find_setup_file(setup, name, search_dirs=None, key: str | None = None) -> Path | None:
+    """Absolute path of an input file named in a setup.
+
+    Parameters
+    ----------
+    setup : arthron.io.setup.ToolSetup (``path``, ``folder``, ``resolve``)
+    name : the text of the property (absolute, or relative to the setup's folder; Windows
+        separators accepted)
+    search_dirs : folders searched for the file name when ``name`` does not exist as given
+        (first directly, then recursively, in order)
+    key : the property's name, for the error message
+
+    Returns
+    -------
+    Path, or None when the property is empty or ``Unassigned``.
+
+    Raises
+    ------
+    DataFileError naming the setup when the file is found nowhere.
+    """
+    if is_unassigned(name):
+        return None
+    p = setup.resolve(name)
+    if p is not None and p.exists():
+        return p
+    base = Path(str(name).strip().replace("\\", "/")).name
+    dirs = [Path(d) for d in (search_dirs or [])]
+    for d in [Path(setup.folder), *dirs]:
+        cand = d / base
+        if cand.exists():
+            return cand
+    for d in dirs:
+        hits = sorted(d.rglob(base))
+        if hits:
+            return hits[0]
+    what = f"<{key}> " if key else ""
+    raise DataFileError(f"file {what}'{str(name).strip()}' named in the setup does not exist", setup.path)
+
+
+def require_setup_file(setup, key: str, search_dirs=None, value=None) -> Path:
+    """:func:`find_setup_file` for a property that must be given (``key`` names it in the error).
+
+    ``value`` is the property's text (default ``setup.get(key)``)."""
+    p = find_setup_file(setup, setup.get(key) if value is None else value, search_dirs, key)
+    if p is None:
+        raise DataFileError(f"the {setup.tool} setup needs <{key}>", setup.path)
+    return p
+
+
+def results_directory(setup, override=None, *, create: bool = True) -> Path:
+    """The folder a tool writes into: ``override`` if given, else the setup's
+    ``results_directory`` (relative to the setup's folder; the setup's folder when empty).
+    Created with its parents when missing (``create``), as OpenSim does."""
+    if override is not None:
+        d = Path(override).absolute()
+    else:
+        d = setup.resolve(setup.get("results_directory")) or Path(setup.folder)
+    if create:
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise DataFileError(f"cannot create the results directory: {e.strerror or e}", d) from None
+    return d
+
+
+def output_file(setup, name, folder: Path | None = None) -> Path | None:
+    """Absolute path of an output file named in a setup: under ``folder`` (default the setup's
+    results directory) when relative; None when empty or ``Unassigned``."""
+    if is_unassigned(name):
+        return None
+    p = Path(str(name).strip().replace("\\", "/")).expanduser()
+    if p.is_absolute():
+        return p
+    return (folder if folder is not None else results_directory(setup)) / p
