@@ -19,8 +19,7 @@ matplotlib, not even lazily inside a function; no import cycles between modules;
 Imports are collected at any depth (inside functions and ``if`` blocks too). The package's
 ``__init__`` (the curated public API) is exempt from the layer rule.
 
-Known violations are marked ``xfail(strict=False)`` with the modules and the rule: other parts
-of the redesign (issue 9) fix them in parallel; remove the marks once merged.
+Every module is a test case of its own, so a failure names the module and the rule.
 """
 from __future__ import annotations
 
@@ -203,45 +202,8 @@ def _sccs(graph: dict) -> list:
     return sorted(out)
 
 
-# ------------------------------------------------------------------ violations known today
-# (measured on branch redesign-tools; other helpers of issue 9 fix these modules in parallel)
-KNOWN_FORBIDDEN = {
-    "arthron.models.demo": "imports lxml (fabricates XML elements for forces)",
-    "arthron.models.functions": "imports lxml (the function XML readers/writers belong in io/)",
-    "arthron.solvers.inverse_dynamics": "InverseDynamicsResult.write imports arthron.io.sto",
-    "arthron.solvers.inverse_kinematics": "IKResult.write imports arthron.io.sto",
-    "arthron.solvers.reactions": "JointReactionResult.write imports arthron.io.sto",
-}
-KNOWN_UPWARD = {
-    "arthron.solvers.inverse_dynamics": "imports arthron.io.sto (InverseDynamicsResult.write)",
-    "arthron.solvers.inverse_kinematics": "imports arthron.io.sto (IKResult.write)",
-    "arthron.solvers.reactions": "imports arthron.io.sto (JointReactionResult.write)",
-}
-KNOWN_RAW = {
-    "arthron.models.muscles": "getattr(force, 'raw') for Millard curve parameters and ligament "
-                              "scalars (lines 348, 403)",
-    "arthron.multibody.forces": "_raw_float/_raw_text read f.raw (SpringGeneralizedForce, "
-                                "CoordinateLimitForce)",
-    "arthron.multibody.paths": "getattr(w, 'raw') for WrapDoubleCylinderObst",
-    "arthron.solvers.actuators": "f.raw for PointActuator/TorqueActuator properties",
-    "arthron.solvers.scaling": "_set_raw_vec(g.raw, ...) writes scaled values into the kept XML",
-}
-KNOWN_LONG = {
-    "arthron.multibody.paths": "998 lines",
-    "arthron.solvers.inverse_kinematics": "1261 lines (second compiled tree _Chain to remove)",
-    "arthron.solvers.reactions": "1314 lines (mass matrix, forward dynamics, constraint "
-                                 "multipliers to move into multibody/)",
-    "arthron.solvers.scaling": "1000 lines",
-}
-
-
-def _params(mods, known, rule):
-    out = []
-    for m in mods:
-        marks = [pytest.mark.xfail(strict=False, reason=f"{m}: {known[m]} ({rule}; issue 9, fixed "
-                                   "by another part)")] if m in known else []
-        out.append(pytest.param(m, marks=marks, id=m))
-    return out
+def _params(mods):
+    return [pytest.param(m, id=m) for m in mods]
 
 
 # ------------------------------------------------------------------------------------- tests
@@ -250,24 +212,22 @@ def test_every_module_has_a_layer():
         layer(m)
 
 
-@pytest.mark.parametrize("mod", _params(CORE, KNOWN_FORBIDDEN, "core imports io/tools/cli/plots/lxml/matplotlib"))
+@pytest.mark.parametrize("mod", _params(CORE))
 def test_core_does_not_import_io_tools_lxml_or_matplotlib(mod):
     assert _forbidden(mod) == [], f"{mod} imports {_forbidden(mod)}"
 
 
-@pytest.mark.parametrize("mod", _params([m for m in MODULES if m != "arthron"], KNOWN_UPWARD,
-                                        "imports a higher layer"))
+@pytest.mark.parametrize("mod", _params([m for m in MODULES if m != "arthron"]))
 def test_no_import_from_a_higher_layer(mod):
     assert _upward(mod) == [], f"{mod} (layer {layer(mod)}) imports {_upward(mod)}"
 
 
-@pytest.mark.parametrize("mod", _params(CORE, KNOWN_RAW, "reads or writes .raw XML"))
+@pytest.mark.parametrize("mod", _params(CORE))
 def test_core_does_not_touch_raw_xml(mod):
     assert _raw_uses(mod) == [], f"{mod} uses .raw at {', '.join(_raw_uses(mod))}"
 
 
-@pytest.mark.parametrize("mod", _params([m for m in MODULES if _under(m, "multibody", "solvers")],
-                                        KNOWN_LONG, "file over 800 lines"))
+@pytest.mark.parametrize("mod", _params([m for m in MODULES if _under(m, "multibody", "solvers")]))
 def test_multibody_and_solver_files_are_short(mod):
     assert _lines(mod) <= 800, f"{MODULES[mod]} has {_lines(mod)} lines"
 
@@ -295,11 +255,6 @@ def test_the_cycle_finder_finds_cycles():
     assert _sccs({"a": {"b"}, "b": set()}) == []
 
 
-def test_the_new_layers_hold():
-    """The modules of this part of issue 9 satisfy every rule (no xfail)."""
-    for m in ("arthron.solvers.ligament", "arthron.solvers.tpsm_study", "arthron.solvers.muscle_analysis"):
-        assert _forbidden(m) == [] and _upward(m) == [] and _raw_uses(m) == [] and _lines(m) <= 800, m
-    for m in [m for m in MODULES if _under(m, "io", "tools", "plots", "cli", "tables")]:
-        assert _upward(m) == [], f"{m} imports {_upward(m)}"
+def test_only_plots_imports_matplotlib():
     users = [m for m in MODULES if any(n.split(".")[0] == "matplotlib" for n in IMPORTS[m])]
     assert users in ([], ["arthron.plots"]), users

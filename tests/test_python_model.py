@@ -3,7 +3,6 @@ loads with equal masses, poses and path lengths, and reads back equal; no model,
 solver module touches the ``raw`` XML of a component."""
 from __future__ import annotations
 
-import ast
 import dataclasses
 from pathlib import Path
 
@@ -219,29 +218,3 @@ def test_python_model_loads_in_opensim(tmp_path):
     assert sgf.getStiffness() == 4.0 and sgf.getRestLength() == 0.3
     ca = osim.CoordinateActuator.safeDownCast(om.getForceSet().get("shoulder_act"))
     assert ca.getOptimalForce() == 50.0 and ca.get_coordinate() == "q1"
-
-
-# Modules of other parts that still import lxml (their owners move the XML to arthron.io).
-LXML_PENDING = {"solvers/ligament.py"}
-
-
-def test_no_raw_xml_outside_io():
-    """No module under models/, multibody/ or solvers/ reads or writes a component's ``raw``
-    XML (an attribute named ``raw``, or ``getattr(x, "raw")``), nor imports lxml."""
-    offenders = []
-    for pkg in ("models", "multibody", "solvers"):
-        for f in sorted((SRC / pkg).glob("*.py")):
-            tree = ast.parse(f.read_text(), str(f))
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Attribute) and node.attr == "raw":
-                    offenders.append(f"{f.name}:{node.lineno} .raw")
-                elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                      and node.func.id in ("getattr", "setattr", "hasattr") and len(node.args) > 1
-                      and isinstance(node.args[1], ast.Constant) and node.args[1].value == "raw"):
-                    offenders.append(f"{f.name}:{node.lineno} {node.func.id}(..., 'raw')")
-                elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                    names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
-                    if (any(n == "lxml" or n.startswith("lxml.") for n in names)
-                            and f"{pkg}/{f.name}" not in LXML_PENDING):
-                        offenders.append(f"{f.name}:{node.lineno} imports lxml")
-    assert not offenders, offenders

@@ -18,7 +18,7 @@ from arthron.solvers.inverse_dynamics import (ExternalLoad, coordinates_from_tab
 from arthron.solvers.reactions import (forward_accelerations, joint_loads, joint_reactions,
                                        open_constraint_map, reaction_columns)
 from arthron.solvers.reactions_classic import classic_joint_loads
-from arthron.tools.analyze_tool import joint_reactions_from_setup
+from arthron.tools.analyze_tool import joint_reactions_from_setup, write_joint_reactions
 from test_conformance_joints import newton_euler  # the independent recursion, shared
 from conftest import (ARM26, GAIT_PIPE, GAIT_REF_MODEL, REF, TSM, TSM_ID, needs_data,
                       needs_opensim)
@@ -427,7 +427,7 @@ def test_bad_input_errors(tmp_path):
     # keywords are case-insensitive as in OpenSim, and body names are frames
     r = joint_reactions(model, mot, joints="ALL", on="CHILD", in_frame="rod")
     assert r.labels[0] == "pin_on_rod_in_rod_fx"
-    out = r.write(tmp_path / "jr.sto")
+    out = write_joint_reactions(r, tmp_path / "jr.sto")
     back = read_sto(out)
     assert back.labels == r.labels and np.allclose(back.data, r.data)
 

@@ -49,10 +49,11 @@ class SolverError(ArthronError):
     """A solver could not produce a result (singular system, infeasible problem, bad arguments)."""
 
 
-class OptionError(ArthronError, ValueError):
+class OptionError(SolverError, ValueError):
     """A solver or tool option has a bad value (unknown keyword, out-of-range number, wrong shape).
 
-    Also a :class:`ValueError`, so callers that validate arguments the usual Python way catch it.
+    Also a :class:`ValueError`, so callers that validate arguments the usual Python way catch it,
+    and a :class:`SolverError` (what the solvers raised for bad arguments before this class).
     Each solver validates its options in one place, before any computation.
     """
 

@@ -1,9 +1,9 @@
 """Ligament insertion surfaces: best-fit planes, local frames, TPS height fields, area factor,
-and insertion patches cut from bone meshes (seed 000, Secs. 2.2, 2.4 and Eq. 8).
+and insertion patches cut from bone meshes (the TPSM paper, Secs. 2.2, 2.4 and Eq. 8).
 
 An insertion Σ is described in its bone's frame by a local frame S_s (origin o, in-plane axes
 e1, e2, normal n = e1 × e2), a planar contour Σ_p in (x, y) and a height field Γ(x, y) along n
-fitted by a thin-plate spline with λ = 0 through the insertion's point cloud (seed 000 Sec. 3):
+fitted by a thin-plate spline with λ = 0 through the insertion's point cloud (the TPSM paper Sec. 3):
 
     r(x, y) = o + x e1 + y e2 + Γ(x, y) n,     ‖r_x × r_y‖ = sqrt(1 + Γ_x² + Γ_y²)      (Eq. 8)
 
@@ -62,7 +62,7 @@ def fit_plane(points, *, what: str = "insertion", normal_hint=None):
 
 @dataclass(frozen=True)
 class PlanarInsertion:
-    """An insertion surface: local frame, planar contour Σ_p and height field Γ (seed 000 Sec. 2.4).
+    """An insertion surface: local frame, planar contour Σ_p and height field Γ (the TPSM paper Sec. 2.4).
 
     Attributes
     ----------
@@ -164,7 +164,7 @@ def orient_axes(axes, e1_hint=None, normal_hint=None) -> np.ndarray:
 def insertion_from_points(cloud, contour_points=None, *, dilate: float = 0.0, name="insertion",
                           normal_hint=None, e1_hint=None, height_lambda: float = 0.0, axes=None,
                           origin=None, contour_mode: str = "hull") -> PlanarInsertion:
-    """Build an insertion from a point cloud of its surface (seed 000 Secs. 2.2, 2.4, 3).
+    """Build an insertion from a point cloud of its surface (the TPSM paper Secs. 2.2, 2.4, 3).
 
     The best-fit plane π of ``cloud`` (or the given ``axes``/``origin``) defines S_s (normal
     towards ``normal_hint``, e1 towards ``e1_hint``); the cloud is projected on π and Γ is the TPS
@@ -267,7 +267,7 @@ def insertion_from_mesh(vertices, faces, footprint, *, tol: float, dilate: float
 def register_reference(ref_contour, ref_points, subject_contour, *, n_landmarks: int = 16,
                        ref_start=None, subject_start=None, lam: float = 0.0,
                        what: str = "reference registration"):
-    """Register literature reference data on a subject's planar insertion (seed 000 Sec. 2.2).
+    """Register literature reference data on a subject's planar insertion (the TPSM paper Sec. 2.2).
 
     Landmarks are ``n_landmarks`` points equally spaced by arc length on the reference contour,
     homologs the same on the subject contour (starting at the points nearest to ``ref_start`` and

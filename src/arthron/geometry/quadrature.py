@@ -1,4 +1,4 @@
-"""Gauss quadrature rules on triangles (seed 000, Sec. 2.6, Eqs. 11-15, Table 1).
+"""Gauss quadrature rules on triangles (the TPSM paper, Sec. 2.6, Eqs. 11-15, Table 1).
 
 Rules live on the reference right triangle {r ≥ 0, s ≥ 0, r + s ≤ 1} with vertex order
 (0,0), (1,0), (0,1) as in Eq. 11. Weights sum to 1, so for a triangle σ_k of area A_k

@@ -1,4 +1,4 @@
-"""Thin-plate splines with per-landmark relaxation (seed 000, Eqs. 1-5).
+"""Thin-plate splines with per-landmark relaxation (the TPSM paper, Eqs. 1-5).
 
 A thin-plate spline (TPS) is the function
 
@@ -125,7 +125,7 @@ class ThinPlateSpline:
 
 
 def fit_tps(landmarks, values, lam=0.0, *, what: str = "TPS") -> ThinPlateSpline:
-    """Fit a thin-plate spline through landmarks (seed 000, Eqs. 1-5).
+    """Fit a thin-plate spline through landmarks (the TPSM paper, Eqs. 1-5).
 
     Parameters
     ----------

@@ -1,5 +1,5 @@
 """Conforming Delaunay triangulation of a planar polygon with a target number of triangles
-(seed 000, Eq. 9: Σ_tp = ∪ σ_k).
+(the TPSM paper, Eq. 9: Σ_tp = ∪ σ_k).
 
 The polygon's edges are kept as mesh edges (a *conforming* Delaunay triangulation: every
 boundary segment is a Delaunay edge of the point set, so the triangles tile the polygon exactly).
@@ -59,7 +59,7 @@ class Triangulation:
         return self.vertices[self.triangles].mean(axis=1)
 
     def edge_lengths(self) -> np.ndarray:
-        """Unique edge lengths (for the mesh statistics of seed 000 Fig. 5)."""
+        """Unique edge lengths (for the mesh statistics of the TPSM paper Fig. 5)."""
         t = self.triangles
         e = np.sort(np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]]), axis=1)
         e = np.unique(e, axis=0)
@@ -204,7 +204,7 @@ def triangulate_polygon(contour, n_triangles: int, *, what: str = "planar insert
     Parameters
     ----------
     contour : (m, 2) array_like
-        The planar contour (e.g. Σ_tp of seed 000), open or closed, any orientation.
+        The planar contour (e.g. Σ_tp of the TPSM paper), open or closed, any orientation.
     n_triangles : int ≥ 1
         Target number of triangles n_tr (Eq. 9). Exact when the contour is convex or the
         interior points do not have to be nudged; otherwise within a few triangles.

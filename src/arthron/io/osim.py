@@ -38,7 +38,6 @@ from ..errors import ArthronWarning, DataFileError, ModelFileError, UnsupportedF
 from ..models import functions as fn
 from .osim_functions import function_to_xml, read_function_property
 from .setup import parse_xml
-from ..models import forces as _forces
 from ..models.forces import FORCE_TYPES, UnmodelledForce
 from ..models.wrap_objects import WRAP_TYPES, UnmodelledWrapObject
 from ..models.model import (
@@ -844,6 +843,16 @@ def _force_elem(f, model: Model):
     return e
 
 
+def force_to_xml(force, model: Model | None = None) -> str:
+    """One force element as OpenSim 4.x XML text (what :func:`write_osim` puts in the ForceSet).
+
+    ``model`` resolves coordinate names of conditional and moving path points to their
+    component paths; without it they are written as given.
+    """
+    e = _force_elem(force, model if model is not None else Model())
+    return etree.tostring(e, encoding="unicode", pretty_print=True).rstrip()
+
+
 def _constraint_elem(c: Constraint, model: Model):
     e = _element(c.type, c.name, c.unmodelled_xml)
     _sub(e, "isEnforced", str(bool(c.enabled)).lower())
@@ -1146,19 +1155,17 @@ for _t, _cls in WRAP_TYPES.items():
     WRAPS_WRITERS[_t] = WRITERS[_t]
 
 
-def _force_from_element(elem):
+def _force_from_element(elem, ctx):
     """A typed force from a ForceSet element (no path: paths need the model's frames)."""
     reader = READERS.get(elem.tag)
     applies = _bool(elem, "appliesForce", True) and not _bool(elem, "isDisabled", False)
     if reader is None:
         return UnmodelledForce(name=elem.get("name", ""), type=elem.tag, applies_force=applies,
                                raw=elem)
-    f = reader(elem, _Ctx(None))
+    f = reader(elem, ctx)
     f.applies_force = applies
     return f
 
-
-_forces.register_element_reader(_force_from_element)
 
 
 def read_force_set(path) -> list:
@@ -1168,22 +1175,12 @@ def read_force_set(path) -> list:
 
     Raises
     ------
-    DataFileError for a missing or malformed file, ModelFileError for one that is not a
-    ForceSet or holds a malformed property.
+    DataFileError for a missing or malformed file or one that is not a ForceSet,
+    ModelFileError for a malformed property.
     """
     root = parse_xml(path)
     fs = root if root.tag == "ForceSet" else root.find("ForceSet")
     if fs is None:
-        raise ModelFileError("not a <ForceSet> file", path)
+        raise DataFileError("not a <ForceSet> file", path)
     ctx = _Ctx(path)
-    out = []
-    for el in _objects(fs):
-        reader = READERS.get(el.tag)
-        applies = _bool(el, "appliesForce", True) and not _bool(el, "isDisabled", False)
-        if reader is None:
-            f = UnmodelledForce(name=el.get("name", ""), type=el.tag, applies_force=applies, raw=el)
-        else:
-            f = reader(el, ctx)
-            f.applies_force = applies
-        out.append(f)
-    return out
+    return [_force_from_element(el, ctx) for el in _objects(fs)]

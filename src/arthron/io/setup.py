@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
-from arthron.errors import ArthronWarning, DataFileError
+from ..errors import ArthronWarning, DataFileError
 
 __all__ = [
     "ToolSetup", "InverseDynamicsSetup", "ExternalForce", "ExternalLoads", "ResolvedExternalForce",

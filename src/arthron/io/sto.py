@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from arthron.tables import Table
-from arthron.errors import DataFileError, UnsupportedFeature
+from ..tables import Table
+from ..errors import DataFileError, UnsupportedFeature
 
 __all__ = ["Table", "read_sto", "read_mot", "write_sto", "write_mot"]
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from arthron.tables import MarkerTrial
-from arthron.errors import DataFileError
-from arthron.io.sto import _atomic_write_text, _check_not_input, _fmt, _read_lines
+from ..tables import MarkerTrial
+from ..errors import DataFileError
+from .sto import _atomic_write_text, _check_not_input, _fmt, _read_lines
 
 __all__ = ["MarkerTrial", "read_trc", "write_trc", "UNIT_DIVISORS"]
 

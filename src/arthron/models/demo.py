@@ -1,9 +1,9 @@
 """A small arm model built in code, and a synthesized elbow-flexion trial, for ``arthron demo``.
 
-The model is the embedded default until the generic shoulder–elbow model of seed 001 lands:
+The model is the embedded default until the generic shoulder–elbow model of the shoulder–elbow model paper lands:
 ground → (weld) thorax → shoulder (PinJoint, elevation about z) → humerus → elbow (PinJoint,
 flexion about z) → forearm-and-hand. Segment masses and inertias follow de Leva (1996) for a
-1.86 m, 85.5 kg man (seed 001's generic subject): upper arm 2.71 % of body mass (2.32 kg), length
+1.86 m, 85.5 kg man (the shoulder–elbow model paper's generic subject): upper arm 2.71 % of body mass (2.32 kg), length
 0.282 m, COM at 57.7 % from the shoulder, radii of gyration 28.5/26.9/15.8 %; forearm + hand 2.23 %
 (1.91 kg), length 0.45 m, COM at 0.2 m from the elbow. Two path actuators (biceps, triceps) with
 straight paths and four markers come with it.

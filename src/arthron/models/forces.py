@@ -140,16 +140,6 @@ class _FieldView(MutableMapping):
         return sum(1 for _ in self)
 
 
-_ELEMENT_READER = None
-
-
-def register_element_reader(fn):
-    """Set the reader that turns a file element into a typed force (installed by
-    :mod:`arthron.io.osim`; used only by the legacy ``Force(..., raw=element)`` form)."""
-    global _ELEMENT_READER
-    _ELEMENT_READER = fn
-
-
 def make_force(name, type="", properties=None, path=None, modelled=True, raw=None):
     """A force element of OpenSim class ``type``: the registered dataclass with
     ``properties`` (OpenSim property names) set as its fields, or an :class:`UnmodelledForce`.
@@ -159,12 +149,7 @@ def make_force(name, type="", properties=None, path=None, modelled=True, raw=Non
     cls = FORCE_TYPES.get(type)
     props = dict(properties or {})
     if cls is not None and modelled:
-        if raw is not None and _ELEMENT_READER is not None:
-            f = _ELEMENT_READER(raw)
-            if path is not None:
-                f.path = path
-        else:
-            f = cls(name=name, path=path)
+        f = cls(name=name, path=path)
         for k, v in props.items():
             f.properties[k] = v
         return f

@@ -40,7 +40,7 @@ import math
 
 import numpy as np
 
-from arthron.errors import UnsupportedFeature
+from ..errors import UnsupportedFeature
 
 __all__ = [
     "Function",

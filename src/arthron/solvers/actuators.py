@@ -11,17 +11,6 @@ from .inverse_dynamics import ExternalLoad
 
 
 # ----------------------------------------------------------------------------- actuator forces
-def _xml_text(el, tag, default=""):
-    # Kept for tools.analyze_tool (setup elements); no force reads XML here.
-    x = None if el is None else el.find(tag)
-    return default if x is None or x.text is None else x.text.strip()
-
-
-def _xml_bool(el, tag, default):
-    t = _xml_text(el, tag, "")
-    return default if not t else t.lower() in ("true", "1")
-
-
 ACTUATOR_TYPES = ("CoordinateActuator", "PointActuator", "TorqueActuator", "PathActuator")
 
 

@@ -39,8 +39,8 @@ import warnings
 
 import numpy as np
 
-from arthron.errors import DataFileError, SolverError
-from arthron.models.functions import _NaturalSpline
+from ..errors import DataFileError, OptionError, SolverError
+from ..models.functions import _NaturalSpline
 
 __all__ = [
     "pad",
@@ -107,7 +107,7 @@ def pad(times, values, n_pad):
     if n_pad == 0:
         return t.copy(), (v[:, 0] if squeeze else v).copy()
     if n_pad < 0 or n_pad > n - 1:
-        raise SolverError(f"pad size {n_pad} must be between 0 and T-1 = {n - 1}")
+        raise OptionError(f"pad size {n_pad} must be between 0 and T-1 = {n - 1}")
     pre = np.arange(n_pad, 0, -1)
     post = np.arange(n - 2, n - 2 - n_pad, -1)
 
@@ -188,7 +188,7 @@ def resample(times, values, dt, degree: int = 5):
     t = _check_times(times)
     dt = float(dt)
     if not dt > 0:
-        raise SolverError(f"resampling step must be positive, got {dt!r}")
+        raise OptionError(f"resampling step must be positive, got {dt!r}")
     span = t[-1] - t[0]
     if span / dt > _MAX_RESAMPLE_SIZE:
         new_dt = span / _MAX_RESAMPLE_SIZE
@@ -268,7 +268,7 @@ def lowpass_iir(times, values, cutoff_hz):
     if t.size < 4:
         raise SolverError(f"too few data points to filter ({t.size}; OpenSim needs 4)")
     if not cutoff_hz > 0:
-        raise SolverError(f"low-pass cut-off must be positive, got {cutoff_hz!r}")
+        raise OptionError(f"low-pass cut-off must be positive, got {cutoff_hz!r}")
     dt = float(np.min(np.diff(t)))
     if dt < _DBL_EPSILON:
         raise DataFileError("times are not increasing; the data cannot be filtered")
@@ -302,7 +302,7 @@ def storage_lowpass_iir(times, values, cutoff_hz):
     if t.size < 4:
         raise SolverError(f"too few data points to filter ({t.size}; OpenSim needs 4)")
     if not cutoff_hz > 0:
-        raise SolverError(f"low-pass cut-off must be positive, got {cutoff_hz!r}")
+        raise OptionError(f"low-pass cut-off must be positive, got {cutoff_hz!r}")
     num, den = _butter3_coefficients(dtmin, cutoff_hz)
     out = _iir_pass(num, den, v)
     out = _iir_pass(num, den, out[::-1])[::-1].copy()
@@ -351,20 +351,20 @@ def prepare_coordinates(times, values, lowpass_hz=None, time_range=None):
     v, squeeze = _as_2d(values, t.size)
     if lowpass_hz is not None and lowpass_hz >= 0:
         if lowpass_hz == 0:
-            raise SolverError("lowpass_hz = 0 is not a usable cut-off (use None or a negative "
+            raise OptionError("lowpass_hz = 0 is not a usable cut-off (use None or a negative "
                               "value for no filtering)")
         t, v = pad(t, v, t.size // 2)
         t, v = storage_lowpass_iir(t, v, lowpass_hz)
     splines = GCVSplineSet(t, v, 5)
     t0, t1 = (-np.inf, np.inf) if time_range is None else map(float, time_range)
     if t1 < t0:
-        raise SolverError(f"time_range ({t0}, {t1}) is reversed")
+        raise OptionError(f"time_range ({t0}, {t1}) is reversed")
     start = t[0] if t[0] > t0 else t0
     final = t[-1] if t[-1] < t1 else t1
     i0 = find_index(t, start)
     i1 = find_index(t, final)
     if i1 < i0:
-        raise SolverError(f"time_range ({t0}, {t1}) selects no frame of data spanning "
+        raise OptionError(f"time_range ({t0}, {t1}) selects no frame of data spanning "
                           f"{t[0]}..{t[-1]} s")
     t_out = t[i0:i1 + 1].copy()
     q = splines.value(t_out)

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..tables import Table
+
 from ..errors import ArthronWarning, ModelFileError
 from ..multibody.forces import applied_generalized_forces
 from ..models.functions import Constant, GCVSpline, PiecewiseLinearFunction
@@ -65,15 +67,8 @@ class InverseDynamicsResult:
     qdd: np.ndarray | None = field(default=None, repr=False)
 
     def to_table(self):
-        from ..tables import Table
         return Table(name="Inverse Dynamics Generalized Forces", time=self.time.copy(),
                      labels=list(self.labels), data=self.generalized_forces.copy(), in_degrees=False)
-
-    def write(self, path):
-        """Write the result as an OpenSim ``.sto`` (whole or not at all)."""
-        from ..io.sto import write_sto
-        write_sto(path, self.to_table())
-        return path
 
     def column(self, label):
         return self.generalized_forces[:, self.labels.index(label)]

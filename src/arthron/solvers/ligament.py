@@ -1,4 +1,4 @@
-"""The thin-plate spline ligament model (TPSM, seed 000) and the multi-bundle baseline (MBM).
+"""The thin-plate spline ligament model (TPSM) and the multi-bundle baseline (MBM).
 
 A ligament is a continuous set of infinitesimal fibres joining each point P of the tibial
 insertion Σ_t (body A, "tibia") to its homolog Q on the femoral insertion Σ_f (body B, "femur"):
@@ -18,10 +18,10 @@ Conventions (SI): metres, newtons, Pa for c (force per unit insertion area per u
 A pose is the femur frame in the tibia frame: x_tibia = R x_femur + t, R (T, 3, 3), t (T, 3).
 The wrench returned is the one the ligament applies **to the tibia**, expressed in the tibia frame,
 moment about ``pole`` (tibia-frame point, default its origin); the femur receives the opposite.
-Paper sign note: seed 000 writes ŝ = (p - q)/l; here the force on the tibia points from its
+Paper sign note: the TPSM paper writes ŝ = (p - q)/l; here the force on the tibia points from its
 insertion towards the femur, f ∝ (q - p), i.e. tension.
 
-Sources: seed 000 (Eqs. 1-16, Figs. 6-10); Blankevoort & Huiskes (1991) for the toe-linear law as
+Sources: the TPSM paper (Eqs. 1-16, Figs. 6-10); Blankevoort & Huiskes (1991) for the toe-linear law as
 implemented by OpenSim 4.6's Blankevoort1991Ligament.
 """
 from __future__ import annotations
@@ -51,7 +51,7 @@ __all__ = [
 # ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Law:
-    """Fibre force-strain law: force per unit area = c · law(ε) (seed 000 Eq. 6).
+    """Fibre force-strain law: force per unit area = c · law(ε) (the TPSM paper Eq. 6).
 
     kind : "quadratic" (c ε², the paper's law), "linear" (c ε), "blankevoort" (toe region
         c ε²/(2 ε_t) for 0 ≤ ε < ε_t, then c (ε - ε_t/2); OpenSim's Blankevoort1991Ligament
@@ -251,7 +251,7 @@ class Fibres:
         return g
 
     def wrench(self, R, t=None, pole=None, chunk: int | None = None) -> Wrench:
-        """Ligament wrench on the tibia at poses (seed 000 Eqs. 6, 8, 10, 14).
+        """Ligament wrench on the tibia at poses (the TPSM paper Eqs. 6, 8, 10, 14).
 
         Parameters
         ----------
@@ -351,7 +351,7 @@ def _field(v, xy):
 
 @dataclass(frozen=True)
 class TPSMLigament:
-    """A TPSM ligament (seed 000 Sec. 2): insertions, the insertion-to-insertion map φ and fields.
+    """A TPSM ligament (the TPSM paper Sec. 2): insertions, the insertion-to-insertion map φ and fields.
 
     Attributes
     ----------

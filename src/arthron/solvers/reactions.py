@@ -97,7 +97,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ArthronWarning, SolverError
+from ..tables import Table
+
+from ..errors import ArthronWarning, OptionError, SolverError
 from ..geometry.spatial import cross
 from ..models.model import GROUND, Model, Transform
 from ..multibody.constrained_dynamics import constraint_loads as _constraint_loads
@@ -159,7 +161,7 @@ def _select(model: Model, tree: Tree, joints) -> list:
     out = []
     for n in names:
         if n not in tree.joint_names:
-            raise SolverError(f"model '{model.name}' has no joint '{n}' (joints: "
+            raise OptionError(f"model '{model.name}' has no joint '{n}' (joints: "
                               f"{', '.join(model.joints)})")
         out.append(tree.joint_names.index(n))
     return out
@@ -397,7 +399,7 @@ def _frame_keyword(model: Model, info: _JointInfo, frame: str):
     (``/jointset/pin/rod_offset``; its bare name is refused by OpenSim and here); the keywords
     ``child`` / ``parent`` in any case (the joint's child / parent body). ``Ground`` is refused."""
     if not isinstance(frame, str) or not frame.strip():
-        raise SolverError(f"express_in_frame must be 'ground', 'child', 'parent' or a frame name, "
+        raise OptionError(f"express_in_frame must be 'ground', 'child', 'parent' or a frame name, "
                           f"got {frame!r}")
     f = frame.strip()
     if f in ("ground", GROUND):
@@ -414,7 +416,7 @@ def _frame_keyword(model: Model, info: _JointInfo, frame: str):
         return info.child_body, None, info.child_name
     if low == "parent":
         return info.parent_body, None, info.parent_name
-    raise SolverError(f"express_in_frame '{frame}' is not 'ground', 'child', 'parent', a body of model "
+    raise OptionError(f"express_in_frame '{frame}' is not 'ground', 'child', 'parent', a body of model "
                       f"'{model.name}' ({', '.join(model.bodies)}) or the path of one of its frames "
                       "(OpenSim: \"must either be a Frame name or the keyword 'child' or 'parent'\")")
 
@@ -422,7 +424,7 @@ def _frame_keyword(model: Model, info: _JointInfo, frame: str):
 def _on_keyword(on: str) -> bool:
     low = str(on).strip().lower()
     if low not in ("child", "parent"):
-        raise SolverError(f"apply_on_bodies must be 'child' or 'parent', got {on!r}")
+        raise OptionError(f"apply_on_bodies must be 'child' or 'parent', got {on!r}")
     return low == "child"
 
 
@@ -433,7 +435,7 @@ def _per_joint(value, n, what):
     if len(v) == 1:
         return v * n
     if len(v) != n:
-        raise SolverError(f"{what} has {len(v)} entries for {n} joints (give one, or one per joint)")
+        raise OptionError(f"{what} has {len(v)} entries for {n} joints (give one, or one per joint)")
     return v
 
 
@@ -513,15 +515,8 @@ class JointReactionResult:
     residual: np.ndarray | None = field(repr=False, default=None)
 
     def to_table(self):
-        from ..tables import Table
         return Table(name="Joint Reaction Loads", time=np.array(self.time, float), labels=list(self.labels),
                      data=np.array(self.data, float), in_degrees=False, comments=list(_DESCRIPTION))
-
-    def write(self, path):
-        """Write the ``.sto`` (whole or not at all); returns ``path``."""
-        from ..io.sto import write_sto
-        write_sto(path, self.to_table())
-        return path
 
     def column(self, label: str) -> np.ndarray:
         return self.data[:, self.labels.index(label)]
@@ -573,19 +568,19 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
 
     Returns
     -------
-    JointReactionResult (``.write(path)`` gives the ``.sto``).
+    JointReactionResult (``.to_table()`` gives OpenSim's ``_ReactionLoads`` table).
 
     Raises
     ------
-    SolverError (unknown joint, bad ``on``/``in_frame``, bad ``accelerations``),
+    OptionError, a SolverError (unknown joint, bad ``on``/``in_frame``, bad ``accelerations``),
     DataFileError (motion or forces file not matching the model), UnsupportedFeature (muscle
     forces without path geometry).
     """
     from .filtering import prepare_coordinates
     if accelerations not in ("motion", "forward"):
-        raise SolverError(f"accelerations must be 'motion' or 'forward', got {accelerations!r}")
+        raise OptionError(f"accelerations must be 'motion' or 'forward', got {accelerations!r}")
     if constraint_forces not in ("auto", "least_squares", "none"):
-        raise SolverError(f"constraint_forces must be 'auto', 'least_squares' or 'none', got {constraint_forces!r}")
+        raise OptionError(f"constraint_forces must be 'auto', 'least_squares' or 'none', got {constraint_forces!r}")
     if constraint_forces == "auto":
         constraint_forces = "none" if forces_table is None else "least_squares"
     tree = tree or compile_model(model)

@@ -30,13 +30,13 @@ __all__ = ["ScaleEntry", "Measurement", "frame_scale_entries",
 #: Default body -> segments map for common OpenSim body names (Gait23xx, Rajagopal, arm26,
 #: Thoracoscapular). A body listing several segments carries their summed mass; bodies of the
 #: same side mapped to the same segments share it in proportion to their generic masses.
-# ------------------------------------------------------------------ anthropometric (seed 001)
+# ------------------------------------------------------------------ anthropometric (the shoulder–elbow model paper)
 #: Segment masses in % of body mass, by gender, attributed to Dumas R, Chèze L, Verriest J-P
 #: (2007) "Adjustments to McConville et al. and Young et al. body segment inertial parameters",
-#: J Biomech 40:543–553 (seed 001's ref. 38, its "3D predictive equations"; the table number and
+#: J Biomech 40:543–553 (the shoulder–elbow model paper's ref. 38, its "3D predictive equations"; the table number and
 #: page in Dumas et al. are NOT verified). ``torso`` is the thorax with the abdomen.
 #:
-#: Verification status (seed 001 does not reproduce its Table 1, only its caption):
+#: Verification status (the shoulder–elbow model paper does not reproduce its Table 1, only its caption):
 #:
 #: * verified against the seed's figures (Discussion: generic subject 85.5 kg, "arm weight from
 #:   almost 3.51 kg to 2.99 kg"; "each extra kilogram ... scaled up the arm weight by almost
@@ -68,7 +68,7 @@ DEFAULT_SEGMENT_MAP = {
 
 
 def body_muscle_fraction(mass: float, height: float, gender: str) -> float:
-    """Body muscle fraction r_m from the BMI (seed 001, Eq. 17; BMI = mass / height², kg/m²).
+    """Body muscle fraction r_m from the BMI (the shoulder–elbow model paper, Eq. 17; BMI = mass / height², kg/m²).
 
     male: 1.09 − 0.0149 BMI + 0.00009 BMI²; female: 1.08 − 0.0203 BMI + 0.000156 BMI².
     """
@@ -161,9 +161,9 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
                          delta_glenoid_inclination: float = 0.0, delta_glenoid_version: float = 0.0,
                          scapula_landmarks: dict | None = None,
                          glenohumeral_joint: str = "GlenoHumeral") -> tuple[Model, dict]:
-    """Scale a model from the subject's gender, mass and height (seed 001, "Model scaling").
+    """Scale a model from the subject's gender, mass and height (the shoulder–elbow model paper, "Model scaling").
 
-    * Geometry: every body is scaled by the anisotropic matrix ``S`` of seed Eq. 13,
+    * Geometry: every body is scaled by the anisotropic matrix ``S`` of the paper's Eq. 13,
       ``S = diag(l_W/l_Wg, l_W/l_Wg, l_H/l_Hg)`` with the height axis along
       ``vertical_axis`` (OpenSim models: ``"y"``); without shoulder widths the width ratio is
       the height ratio. ``segment_factors`` (body -> (3,) factors, e.g. from landmark
@@ -175,19 +175,19 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
       geometrically by S (OpenSim's rule, cylinder fit for anisotropic S) and by the mass
       ratio of the body.
     * Muscle strength: ``max_isometric_force`` (∝ PCSA) × ``r_m / r_m,generic``, the body
-      muscle fractions of seed Eq. 17 (:func:`body_muscle_fraction`); forces named in
+      muscle fractions of the paper's Eq. 17 (:func:`body_muscle_fraction`); forces named in
       ``keep_max_isometric_force`` get the given values instead (user PCSAs).
-    * Ribcage (``ribcage="dilate"``, seed Eq. 14): every ScapulothoracicJoint ellipsoid is the
+    * Ribcage (``ribcage="dilate"``, the paper's Eq. 14): every ScapulothoracicJoint ellipsoid is the
       generic one dilated isotropically to pass through the scaled gliding point
       (:func:`dilate_ribcage_ellipsoid`; ``ribcage_landmarks`` joint -> measured point in the
       scaled thorax); ``ribcage="opensim"`` scales the radii by S as OpenSim's ScaleTool does.
-    * Glenoid (seed Eq. 16): with a non-zero ``delta_glenoid_inclination`` /
+    * Glenoid (the paper's Eq. 16): with a non-zero ``delta_glenoid_inclination`` /
       ``delta_glenoid_version`` (radians) the glenohumeral joint frame is rotated about SN
       (:func:`adapt_glenoid`; ``scapula_landmarks`` SN/AI/TS in the scaled scapula frame, the
       model's scapula markers filling in the rest).
 
     Not implemented: segment lengths from tabulated length fractions and inertias from radii
-    of gyration. Seed 001 says its Table 1 gives masses and lengths as fractions of body mass
+    of gyration. the shoulder–elbow model paper says its Table 1 gives masses and lengths as fractions of body mass
     and height by gender, but the table's values are not in the seed text available to this
     project and no value was verified, so none is used: lengths follow S and inertias the
     generic ones (OpenSim's geometric rule × mass ratio).
@@ -312,9 +312,9 @@ def landmark_factors(model: Model, static_trial, time_range=None, *, bodies=None
     return out
 
 
-# ------------------------------------------- ribcage ellipsoid and glenoid (seed 001, Eqs. 14–16)
+# ------------------------------------------- ribcage ellipsoid and glenoid (the shoulder–elbow model paper, Eqs. 14–16)
 def ellipsoid_dilation(radii, offset) -> float:
-    """Isotropic dilation δ of seed 001 Eq. 14: the root of
+    """Isotropic dilation δ of the shoulder–elbow model paper Eq. 14: the root of
     ``Σ_i d_i² / (r_i + δ)² = 1`` with ``r_i + δ > 0``, i.e. the ellipsoid with axes
     ``r + δ`` (same centre) passes through the point at ``offset`` ``d`` from the centre
     (expressed along the ellipsoid axes).
@@ -389,7 +389,7 @@ def _frame_origin_in_body(model: Model, tree, q, frame_path: str, body_path: str
 
 def dilate_ribcage_ellipsoid(generic: Model, scaled: Model, S, *, joint: str = "scapulothoracic",
                              landmark=None) -> dict:
-    """Seed 001 Eq. 14 on OpenSim's ScapulothoracicJoint: replace the radii of the scaled
+    """the shoulder–elbow model paper Eq. 14 on OpenSim's ScapulothoracicJoint: replace the radii of the scaled
     model's thoracic ellipsoid by the generic radii dilated isotropically by δ so that the
     ellipsoid (centred at the scaled centre ``S e0``) passes through the scaled landmark.
 
@@ -432,7 +432,7 @@ def dilate_ribcage_ellipsoid(generic: Model, scaled: Model, S, *, joint: str = "
 
 
 def _rodrigues(axis, angle) -> np.ndarray:
-    """Seed 001 Eq. 16: ``u uᵀ + cos α (I − u uᵀ) + sin α [u]×``."""
+    """the shoulder–elbow model paper Eq. 16: ``u uᵀ + cos α (I − u uᵀ) + sin α [u]×``."""
     u = np.asarray(axis, float)
     u = u / np.linalg.norm(u)
     K = np.array([[0, -u[2], u[1]], [u[2], 0, -u[0]], [-u[1], u[0], 0]])
@@ -440,7 +440,7 @@ def _rodrigues(axis, angle) -> np.ndarray:
 
 
 def scapula_frame(landmarks: dict) -> tuple:
-    """Scapula frame of seed 001 Eq. 15 from SN, AI, TS (any common frame):
+    """Scapula frame of the shoulder–elbow model paper Eq. 15 from SN, AI, TS (any common frame):
     ``ŷ = (SN − AI) × (SN − TS)``, ``ẑ = (SN − TS) × ŷ``, ``x̂ = ŷ × ẑ`` (normalised), origin SN.
 
     Returns (origin (3,), R (3, 3) with columns x̂, ŷ, ẑ).
@@ -466,12 +466,12 @@ def _landmarks(landmarks: dict, need) -> dict:
     missing = [n for n in need if n not in up]
     if missing:
         raise DataFileError(f"scapula landmarks missing: {', '.join(missing)} (needed: "
-                            f"{', '.join(need)}; seed 001 Eq. 15 and Fig. 4)")
+                            f"{', '.join(need)}; the shoulder–elbow model paper Eq. 15 and Fig. 4)")
     return up
 
 
 def glenoid_angles(landmarks: dict) -> tuple:
-    """Glenoid inclination α_GI and version α_GV (radians) as seed 001 defines them (Eq. 15,
+    """Glenoid inclination α_GI and version α_GV (radians) as the shoulder–elbow model paper defines them (Eq. 15,
     Fig. 4): α_GI is the angle from ẑ_s to IG→SG projected on the x̂_s ẑ_s plane, α_GV the
     angle from ŷ_s to PG→AG projected on the x̂_s ŷ_s plane. Signs (the seed gives none): the
     right-hand rotation about ŷ_s, resp. ẑ_s, that takes ẑ_s, resp. ŷ_s, onto the projected
@@ -492,7 +492,7 @@ def glenoid_angles(landmarks: dict) -> tuple:
 def adapt_glenoid(model: Model, delta_inclination: float = 0.0, delta_version: float = 0.0, *,
                   landmarks: dict | None = None, joint: str = "GlenoHumeral",
                   rotate_frame: bool = True) -> Model:
-    """Adapt the glenoid inclination and version (seed 001 Eq. 16): rotate the glenoid centre
+    """Adapt the glenoid inclination and version (the shoulder–elbow model paper Eq. 16): rotate the glenoid centre
     GC — the origin of the glenohumeral joint's parent frame on the scapula — about SN by
     ``R_GV(Δα_GV) R_GI(Δα_GI)`` (axes ŷ_s and ẑ_s of Eq. 15). With ``rotate_frame`` the joint
     frame's orientation is rotated with it (the glenoid face, whose normal the seed's stability

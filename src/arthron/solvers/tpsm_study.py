@@ -95,7 +95,7 @@ def reference_wrench(lig: TPSMLigament, R=None, t=None, pole=None, *, rtol: floa
 
 
 def force_error(model: Wrench, ref: Wrench) -> tuple:
-    """Seed 000 Eq. 16: (e_F, e_M) = 100 |‖·‖_model - ‖·‖_ref| / ‖·‖_ref, in percent."""
+    """the TPSM paper Eq. 16: (e_F, e_M) = 100 |‖·‖_model - ‖·‖_ref| / ‖·‖_ref, in percent."""
     eF = 100.0 * np.abs(model.force_magnitude - ref.force_magnitude) / ref.force_magnitude
     eM = 100.0 * np.abs(model.moment_magnitude - ref.moment_magnitude) / ref.moment_magnitude
     return eF, eM
@@ -182,7 +182,7 @@ def synthetic_acl(l0: float = 0.027, c: float = 100e6, law: Law = QUADRATIC, *,
     surface, femoral footprint 16 × 9 mm (≈ 110 mm²) on the lateral condyle's notch wall, both
     as point clouds with digitized 16-point contours; literature-like reference data: elliptic
     contours with four bundle centroids (two anteromedial, two posterolateral). The model follows
-    seed 000 step by step: best-fit planes and frames, TPS registration φ_t, φ_f of the reference
+    the TPSM paper step by step: best-fit planes and frames, TPS registration φ_t, φ_f of the reference
     contours (λ = 0), mapped centroids, insertion-to-insertion map φ from the centroids (λ = 0)
     plus ``n_contour_landmarks`` contour landmarks (λ = ``contour_lambda``: the paper's 0.1 mm²),
     TPS height fields Γ (λ = 0). At full extension (the default pose) fibres are 17-41 mm long

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ArthronWarning, DataFileError, OptionError, SolverError, UnsupportedFeature
-from ..io.osim import read_osim
-from ..io.setup import ToolSetup, parse_xml, read_external_loads, read_tool_setup
+from ..io.osim import read_force_set, read_osim
+from ..io.setup import ToolSetup, read_external_loads, read_tool_setup
 from ..io.sto import read_sto, write_sto
-from ..models.model import Force, Model
+from ..models.model import Model
 from ..multibody.constraints import assemble
 from ..multibody.kinematics import Tree, compile_model
 from ..solvers.filtering import prepare_coordinates
@@ -112,33 +112,14 @@ def step_rows(motion_time, t_out, step_interval: int, filtered: bool) -> np.ndar
 # force set files
 # --------------------------------------------------------------------------------------
 def read_force_set_file(path) -> list:
-    """The actuators of an OpenSim ``ForceSet`` file (``force_set_files`` of a tool setup).
-
-    Returns a list of :class:`arthron.models.model.Force` (type = element tag, ``properties``
-    ``coordinate``, ``optimal_force``, ``appliesForce``; the element kept in ``raw`` for
-    Point/TorqueActuator properties). ``<defaults>`` are ignored.
+    """The actuators of an OpenSim ``ForceSet`` file (``force_set_files`` of a tool setup), as
+    typed force elements (:func:`arthron.io.osim.read_force_set`). ``<defaults>`` are ignored.
 
     Raises
     ------
     DataFileError for a missing or malformed file or one that is not a ForceSet.
     """
-    root = parse_xml(path)
-    fs = root if root.tag == "ForceSet" else root.find("ForceSet")
-    if fs is None:
-        raise DataFileError("not a <ForceSet> file", path)
-    objs = fs.find("objects")
-    out = []
-    for el in ([] if objs is None else list(objs)):
-        if not isinstance(el.tag, str):
-            continue
-        on = _bool(el, "appliesForce", True) and not _bool(el, "isDisabled", False)
-        props = {"appliesForce": on}
-        if el.find("coordinate") is not None:
-            props["coordinate"] = _text(el, "coordinate")
-        if el.find("optimal_force") is not None:
-            props["optimal_force"] = float(_text(el, "optimal_force", "1"))
-        out.append(Force(name=el.get("name", ""), type=el.tag, properties=props, raw=el))
-    return out
+    return read_force_set(path)
 
 
 # --------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from ..io.trc import read_trc
 from ..models.model import Model
 from ..solvers.inverse_kinematics import (CoordinateTask, IKResult, IKTasks, check_ik_options,
                                           coordinate_reference, solve_ik)
+from .setup_files import find_setup_file, results_directory
 
 __all__ = ["IKToolResult", "read_ik_tasks", "run_ik", "run_ik_from_setup", "write_ik_result"]
 
@@ -134,27 +135,6 @@ def read_ik_tasks(task_set_elem, model: Model, coordinate_table=None, path=None)
     return IKTasks(mw, ct)
 
 
-def _find_file(setup, name, search_dirs):
-    """Resolve a file named in a setup: as given (absolute or relative to the setup folder),
-    else by file name in ``search_dirs`` (searched recursively)."""
-    p = setup.resolve(name)
-    if p is None:
-        return None
-    if p.exists():
-        return p
-    base = Path(str(name).strip().replace("\\", "/")).name
-    for d in [setup.folder, *(search_dirs or [])]:
-        d = Path(d)
-        cand = d / base
-        if cand.exists():
-            return cand
-    for d in (search_dirs or []):
-        hits = sorted(Path(d).rglob(base))
-        if hits:
-            return hits[0]
-    raise DataFileError(f"file '{name}' named in the setup does not exist", setup.path)
-
-
 def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range=None,
            constraint_weight=math.inf, output=None, progress=None, block: int = 16,
            report_marker_locations: bool = False, penalty: bool = False) -> IKToolResult:
@@ -224,7 +204,7 @@ def _ik_config(st, model, search_dirs):
     coord_table = None
     cf = st.get("coordinate_file")
     if cf and cf.strip() and cf.strip() != "Unassigned":
-        tab = read_sto(_find_file(st, cf, search_dirs))
+        tab = read_sto(find_setup_file(st, cf, search_dirs))
         rot = [c.name for c in model.coordinates.values()
                if c.motion_type == "rotational" and c.name in tab.labels]
         coord_table = tab.to_radians(rot)
@@ -271,11 +251,11 @@ def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=Non
     st = read_tool_setup(path, placeholders)
     if st.tool != "InverseKinematicsTool":
         raise DataFileError(f"not an InverseKinematicsTool setup (root <{st.tool}>)", st.path)
-    mf = _find_file(st, st.get("model_file"), search_dirs)
+    mf = find_setup_file(st, st.get("model_file"), search_dirs)
     if mf is None:
         raise DataFileError("model_file is not set", st.path)
     model = read_osim(mf)
-    trc = _find_file(st, st.get("marker_file"), search_dirs)
+    trc = find_setup_file(st, st.get("marker_file"), search_dirs)
     if trc is None:
         raise DataFileError("marker_file is not set", st.path)
     trial = read_trc(trc)
@@ -284,7 +264,7 @@ def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=Non
                                    constraint_weight=cfg["constraint_weight"], progress=progress,
                                    block=block, penalty=penalty))
     out = st.resolve(st.get("output_motion_file"))
-    rd = st.resolve(st.get("results_directory")) or st.folder
+    rd = results_directory(st, create=False)
     res.output_motion_file = out if out is not None else rd / f"{st.name}_ik.mot"
     if cfg["report_errors"]:
         res.errors_file = rd / f"{st.name}_ik_marker_errors.sto"

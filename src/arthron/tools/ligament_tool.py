@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from lxml import etree
 
 from ..errors import SolverError
 from ..io.mesh import load_mesh
-from ..io.osim import read_osim, write_osim
+from ..io.osim import force_to_xml, read_osim, write_osim
 from ..io.sto import read_sto, write_sto
-from ..models.model import Force, Model
+from ..models.forces import Blankevoort1991Ligament
+from ..models.model import GeometryPath, Model, PathPoint
 from ..models.motion import coordinates_from_table
 from ..multibody.kinematics import compile_model
 from ..solvers.ligament import Fibres, Strands, _body_name, ligament_poses, strands_from_model, wrench_table
@@ -25,21 +25,25 @@ from ..solvers.tpsm_study import convergence_study, synthetic_acl, synthetic_fle
 from ..tables import Table
 from .options import check_positive_int
 
-__all__ = ["blankevoort_xml", "run_demo", "run_model", "export_model", "DEMO_TRIANGLES"]
+__all__ = ["blankevoort_ligaments", "blankevoort_xml", "run_demo", "run_model", "export_model", "DEMO_TRIANGLES"]
 
 
-def blankevoort_xml(fibres: Fibres, *, tibia_frame: str = "/bodyset/tibia_proximal_r",
-                    femur_frame: str = "/bodyset/femur_distal_r", prefix: str = "TPSM",
-                    big_transition_strain: float = 1e3) -> str:
-    """OpenSim 4.6 ``Blankevoort1991Ligament`` components for each fibre (XML text, to be placed
-    in a model's ``<ForceSet><objects>``). Path: P1 on the femur (q_n), P2 on the tibia (p_n),
-    like Lenhart2015's strands.
+def blankevoort_ligaments(fibres: Fibres, *, tibia_frame: str = "/bodyset/tibia_proximal_r",
+                          femur_frame: str = "/bodyset/femur_distal_r", prefix: str = "TPSM",
+                          big_transition_strain: float = 1e3) -> list:
+    """One typed OpenSim 4.6 ``Blankevoort1991Ligament`` per fibre (n components), named
+    ``<prefix>1..n``. Path: P1 on the femur (q_n), P2 on the tibia (p_n), like Lenhart2015's
+    strands; metres, in the given frames.
 
     Exact force mapping: "blankevoort" law → linear_stiffness = w_n c_n, transition_strain ε_t,
     slack_length = l0_n; "quadratic" law c ε² → the Blankevoort toe region with
     transition_strain = ``big_transition_strain`` and linear_stiffness = 2 w c ε_t (exact while
-    ε < ε_t). Other laws cannot be expressed and raise SolverError, as do negative weights
-    (Gauss rules with a negative weight, e.g. the 4-point rule: use 1, 3, 6 or 7 points).
+    ε < ε_t). Damping is zero (the TPSM is elastic).
+
+    Raises
+    ------
+    SolverError for laws that cannot be expressed, and for non-positive stiffness (Gauss rules
+    with a negative weight, e.g. the 4-point rule: use 1, 3, 6 or 7 points).
     """
     kind = fibres.law.kind
     if kind == "blankevoort":
@@ -55,24 +59,24 @@ def blankevoort_xml(fibres: Fibres, *, tibia_frame: str = "/bodyset/tibia_proxim
                           "(negative quadrature weights?); OpenSim ligaments need positive stiffness")
     out = []
     for i in range(fibres.n):
-        q = " ".join(repr(float(v)) for v in fibres.q[i])
-        p = " ".join(repr(float(v)) for v in fibres.p[i])
         nm = f"{prefix}{i + 1}"
-        out.append(
-            f'<Blankevoort1991Ligament name="{nm}">\n'
-            f'  <appliesForce>true</appliesForce>\n'
-            f'  <GeometryPath name="geometrypath"><PathPointSet><objects>\n'
-            f'    <PathPoint name="{nm}-P1"><socket_parent_frame>{femur_frame}</socket_parent_frame>'
-            f'<location>{q}</location></PathPoint>\n'
-            f'    <PathPoint name="{nm}-P2"><socket_parent_frame>{tibia_frame}</socket_parent_frame>'
-            f'<location>{p}</location></PathPoint>\n'
-            f'  </objects></PathPointSet></GeometryPath>\n'
-            f'  <linear_stiffness>{float(k[i])!r}</linear_stiffness>\n'
-            f'  <transition_strain>{float(et)!r}</transition_strain>\n'
-            f'  <damping_coefficient>0</damping_coefficient>\n'
-            f'  <slack_length>{float(fibres.l0[i])!r}</slack_length>\n'
-            f'</Blankevoort1991Ligament>')
-    return "\n".join(out)
+        path = GeometryPath([
+            PathPoint(f"{nm}-P1", "PathPoint", femur_frame, np.array(fibres.q[i], float)),
+            PathPoint(f"{nm}-P2", "PathPoint", tibia_frame, np.array(fibres.p[i], float))])
+        out.append(Blankevoort1991Ligament(
+            name=nm, path=path, applies_force=True, linear_stiffness=float(k[i]),
+            transition_strain=float(et), damping_coefficient=0.0, slack_length=float(fibres.l0[i])))
+    return out
+
+
+def blankevoort_xml(fibres: Fibres, *, tibia_frame: str = "/bodyset/tibia_proximal_r",
+                    femur_frame: str = "/bodyset/femur_distal_r", prefix: str = "TPSM",
+                    big_transition_strain: float = 1e3) -> str:
+    """The components of :func:`blankevoort_ligaments` as OpenSim XML text (to be placed in a
+    model's ``<ForceSet><objects>``), written by :func:`arthron.io.osim.force_to_xml`."""
+    ligs = blankevoort_ligaments(fibres, tibia_frame=tibia_frame, femur_frame=femur_frame,
+                                 prefix=prefix, big_transition_strain=big_transition_strain)
+    return "\n".join(force_to_xml(f) for f in ligs)
 
 
 
@@ -197,7 +201,7 @@ def run_model(model_path, ligament: str, *, mesh=None, motion=None, out=None, n_
 def export_model(model, strands: "Strands", fibres: Fibres, out, *, prefix: str | None = None):
     """Write ``model`` with the ligament's strands replaced by the TPSM's quadrature fibres.
 
-    Each fibre becomes a ``Blankevoort1991Ligament`` (:func:`blankevoort_xml`) between the
+    Each fibre becomes a typed ``Blankevoort1991Ligament`` (:func:`blankevoort_ligaments`) between the
     strands' femoral and tibial frames, so OpenSim 4.6 applies the TPSM wrench. The input model
     is not changed; the file is written whole or not at all (:func:`arthron.io.osim.write_osim`).
 
@@ -216,9 +220,8 @@ def export_model(model, strands: "Strands", fibres: Fibres, out, *, prefix: str 
     for n in strands.names:
         new.forces.pop(n, None)
     prefix = prefix or (strands.names[0].rstrip("0123456789") + "_tpsm")
-    xml = blankevoort_xml(fibres, tibia_frame=strands.tibia_frame, femur_frame=strands.femur_frame,
-                          prefix=prefix)
-    for el in etree.fromstring(f"<objects>{xml}</objects>"):
-        new.forces[el.get("name")] = Force(el.get("name"), el.tag, modelled=False, raw=el)
+    for f in blankevoort_ligaments(fibres, tibia_frame=strands.tibia_frame,
+                                   femur_frame=strands.femur_frame, prefix=prefix):
+        new.forces[f.name] = f
     write_osim(out, new)
     return new

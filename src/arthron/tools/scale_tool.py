@@ -27,7 +27,8 @@ from ..solvers.marker_placer import place_markers
 from ..solvers.scaling import (Measurement, ScaleEntry, compute_scale_set, frame_scale_entries,
                               scale_model)
 from ..tables import Table
-from .ik_tool import _find_file, read_ik_tasks
+from .ik_tool import read_ik_tasks
+from .setup_files import find_setup_file
 
 __all__ = ["ScaleSetup", "ScaleResult", "place_markers", "read_scale_setup", "scale_from_setup",
            "write_scale_set", "read_marker_set", "write_marker_set"]
@@ -187,7 +188,7 @@ def read_scale_setup(path, *, placeholders=None, search_dirs=None) -> ScaleSetup
     def f(name):
         if name is None or not name.strip() or name.strip() == "Unassigned":
             return None
-        return _find_file(st, name, search_dirs)
+        return find_setup_file(st, name, search_dirs)
 
     def out_file(name):
         if name is None or not name.strip() or name.strip() == "Unassigned":
