@@ -58,6 +58,17 @@ class LevenbergMarquardtIK:
     batched variants take a leading frame axis B.
     """
 
+    def _present_markers(self, obs_all):
+        """Rows of the markers present in a frame (finite observations), their observations and
+        the square roots of their normalized weights. Simbody's Markers goal is
+        Σ w|e|² / (2 Σw) over the markers present in the frame; coordinate tasks add
+        w (q − v)² / 2 each: both halves are scaled by 2 here."""
+        rows = np.flatnonzero(np.all(np.isfinite(obs_all), axis=1))
+        w = self.marker_weights[rows]
+        wtot = float(np.sum(w[w > 0]))
+        sw = np.sqrt(w / wtot) if wtot > 0 else np.zeros_like(w)
+        return rows, obs_all[rows], sw
+
     def _expand(self, x, base):
         q = base.copy()
         q[self.free] = x
@@ -137,14 +148,7 @@ class LevenbergMarquardtIK:
         """
         if self.exact:
             return self._solve_frame_exact(obs_all, x0, base, qref, tol, max_iter)
-        ok = np.all(np.isfinite(obs_all), axis=1)
-        rows = np.flatnonzero(ok)
-        obs = obs_all[rows]
-        w = self.marker_weights[rows]
-        wtot = float(np.sum(w[w > 0]))
-        # Simbody's Markers goal is Σ w|e|² / (2 Σw) over the markers present in the frame;
-        # coordinate tasks add w (q − v)² / 2 each: both halves scaled by 2 here.
-        sw = np.sqrt(w / wtot) if wtot > 0 else np.zeros_like(w)
+        rows, obs, sw = self._present_markers(obs_all)
         lo, hi = self.lo, self.hi
         x = np.clip(np.asarray(x0, float), lo, hi)
         r, J, q = self._residual(x, base, obs, rows, sw, qref)
@@ -254,12 +258,7 @@ class LevenbergMarquardtIK:
         linearised problem (KKT system with the constraint Jacobian), each followed by a
         projection back onto the constraint manifold; a step is kept when the (feasible) cost
         decreases."""
-        ok = np.all(np.isfinite(obs_all), axis=1)
-        rows = np.flatnonzero(ok)
-        obs = obs_all[rows]
-        w = self.marker_weights[rows]
-        wtot = float(np.sum(w[w > 0]))
-        sw = np.sqrt(w / wtot) if wtot > 0 else np.zeros_like(w)
+        rows, obs, sw = self._present_markers(obs_all)
         lo, hi = self.lo, self.hi
         x, cerr = self._project(np.clip(np.asarray(x0, float), lo, hi), base)
         if cerr > 1e-9:
