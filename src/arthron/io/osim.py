@@ -37,6 +37,7 @@ from lxml import etree
 from ..errors import ArthronWarning, DataFileError, ModelFileError, UnsupportedFeature
 from ..models import functions as fn
 from .osim_functions import function_to_xml, read_function_property
+from .osim_upgrade import upgrade_model_element
 from .setup import parse_xml
 from ..models.forces import FORCE_TYPES, UnmodelledForce
 from ..models.wrap_objects import WRAP_TYPES, UnmodelledWrapObject
@@ -191,7 +192,7 @@ def read_osim(path) -> Model:
     if version >= 40000:
         model = _read_v4(melem, ctx)
     else:
-        model = _read_v3(melem, ctx)
+        model = _read_v3(melem, ctx, version)
     model.version = version
     model.source = str(path)
     _check_tree(model, ctx)
@@ -601,7 +602,10 @@ def _check_tree(model: Model, ctx: _Ctx):
 
 
 # ----------------------------------------------------------------------------- 3.x reading
-def _read_v3(melem, ctx: _Ctx) -> Model:
+def _read_v3(melem, ctx: _Ctx, version: int = 0) -> Model:
+    # OpenSim's in-memory upgrade of each class (names, muscles, sockets of constraints and
+    # verbatim forces, contact geometry), then the 3.x structure (bodies own joints).
+    upgrade_model_element(melem, version, ctx.path)
     model = Model()
     _read_common(melem, model, ctx)
     frames: dict[str, OffsetFrame] = {}
@@ -663,11 +667,7 @@ def _read_v3(melem, ctx: _Ctx) -> Model:
             name=jname, type=je.tag, parent_frame=pf.path, child_frame=cf.path, coordinates=coords,
             spatial_transform=_read_spatial_transform(je, ctx) if je.tag == "CustomJoint" else None,
             parameters=_joint_params(je, ctx))
-    model.frames = frames
-    all_frames |= set(frames)
-    _classify_coordinates(model)
-    for ce in _objects(_child(melem, "ConstraintSet")):
-        model.constraints.append(_read_constraint(ce, all_frames, ctx, v4=False))
+    _read_v3_constraints(melem, model, frames, all_frames, ctx)
     for me in _objects(_child(melem, "MarkerSet")):
         bn = _text(me, "body", "ground")
         model.markers[me.get("name", "")] = Marker(
@@ -678,11 +678,32 @@ def _read_v3(melem, ctx: _Ctx) -> Model:
         model.forces[f.name] = f
     for tag in ("ControllerSet", "ContactGeometrySet", "ProbeSet", "ComponentSet"):
         c = _child(melem, tag)
-        if c is not None and len(_objects(c)):
+        if tag == "ContactGeometrySet" and c is not None:
+            if len(_objects(c)):
+                model.verbatim.append(("model", c))    # upgraded (osim_upgrade)
+        elif c is not None and len(_objects(c)):
             warnings.warn(f"{ctx.path}: 3.x <{tag}> is kept verbatim; OpenSim may not read it back "
                           "under Version 40000", ArthronWarning)
             model.verbatim.append(("model", c))
     return model
+
+
+def _read_v3_constraints(melem, model, frames, all_frames, ctx):
+    """Constraints of an upgraded 3.x model: in their 4.x form (sockets, offset frames of
+    WeldConstraint), read like 4.x constraints."""
+    for ce in _objects(_child(melem, "ConstraintSet")):
+        fr = _child(ce, "frames")
+        for fe in fr if fr is not None else []:
+            if fe.tag == "PhysicalOffsetFrame":
+                f = _read_offset_frame(fe, f"/constraintset/{ce.get('name', '')}",
+                                       f"constraint:{ce.get('name')}", ctx)
+                f.parent = _resolve(f.parent, f.path, all_frames, ctx, fe)
+                frames[f.path] = f
+    model.frames = frames
+    all_frames |= set(frames)
+    _classify_coordinates(model)
+    for ce in _objects(_child(melem, "ConstraintSet")):
+        model.constraints.append(_read_constraint(ce, all_frames, ctx, v4=True))
 
 
 # ----------------------------------------------------------------------------- writing
