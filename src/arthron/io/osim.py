@@ -37,7 +37,7 @@ from lxml import etree
 from ..errors import ArthronWarning, DataFileError, ModelFileError, UnsupportedFeature
 from ..models import functions as fn
 from .osim_functions import function_to_xml, read_function_property
-from .osim_upgrade import upgrade_model_element
+from .osim_upgrade import reversed_joint, upgrade_model_element
 from .setup import parse_xml
 from ..models.forces import FORCE_TYPES, UnmodelledForce
 from ..models.wrap_objects import WRAP_TYPES, UnmodelledWrapObject
@@ -638,9 +638,6 @@ def _read_v3(melem, ctx: _Ctx, version: int = 0) -> Model:
     for child_name, je in joints_raw:
         if je.tag not in JOINT_TYPES:
             raise ctx.err(f"unknown joint type <{je.tag}>", je)
-        if _bool(je, "reverse", False):
-            raise UnsupportedFeature(f"reversed joint '{je.get('name')}' (3.x <reverse>true)", ctx.path,
-                                     f"line {je.sourceline}")
         jname = je.get("name", "")
         parent = _text(je, "parent_body", "ground")
         ppath = body_path(parent)
@@ -663,10 +660,15 @@ def _read_v3(melem, ctx: _Ctx, version: int = 0) -> Model:
         coords = [_read_coordinate(c, jname, ctx) for c in _objects(cset) if c.tag == "Coordinate"]
         for c in coords:
             c.unmodelled_xml = ""
+        jtype = je.tag
+        st = _read_spatial_transform(je, ctx) if je.tag == "CustomJoint" else None
+        if _bool(je, "reverse", False):
+            jtype, st = reversed_joint(je.tag, st, coords, jname, ctx.path)
+            warnings.warn(f"{ctx.path}: reversed 3.x joint '{jname}' ({je.tag}) is written as a "
+                          f"forward {jtype} with the inverse transform", ArthronWarning)
         model.joints[jname] = Joint(
-            name=jname, type=je.tag, parent_frame=pf.path, child_frame=cf.path, coordinates=coords,
-            spatial_transform=_read_spatial_transform(je, ctx) if je.tag == "CustomJoint" else None,
-            parameters=_joint_params(je, ctx))
+            name=jname, type=jtype, parent_frame=pf.path, child_frame=cf.path, coordinates=coords,
+            spatial_transform=st, parameters=_joint_params(je, ctx))
     _read_v3_constraints(melem, model, frames, all_frames, ctx)
     for me in _objects(_child(melem, "MarkerSet")):
         bn = _text(me, "body", "ground")

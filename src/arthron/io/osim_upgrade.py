@@ -37,9 +37,9 @@ What is done, per class (OpenSim's version step in brackets):
 * ``ContactGeometry`` (``ContactHalfSpace``, ``ContactSphere``, ``ContactMesh`` ...):
   ``body_name`` → ``socket_frame``; ``display_preference`` 0 → ``Appearance/visible`` false
   (other display preferences are dropped, as OpenSim's own printout of the upgraded model does).
-* joints with ``<reverse>true`` (3.x): the joint is re-expressed with parent and child swapped
-  when that is an exact re-expression (see :func:`reverse_joint_possible`); see
-  :mod:`arthron.io.osim` for where this is applied.
+* joints with ``<reverse>true`` (3.x): OpenSim swaps the joint's parent and child frames;
+  arthron re-expresses the joint as a forward joint with the inverse transform where that is
+  exact (:func:`reversed_joint`, applied by the 3.x reader).
 
 Classes not listed keep their element unchanged; ``CoordinateLimitForce``,
 ``SpringGeneralizedForce``, ``CoordinateActuator``, ``PointActuator``, ``ExternalForce``,
@@ -51,11 +51,14 @@ from __future__ import annotations
 import re
 import warnings
 
+import numpy as np
 from lxml import etree
 
-from ..errors import ArthronWarning
+from ..errors import ArthronWarning, UnsupportedFeature
+from ..models import functions as fn
+from ..models.model import TransformAxis
 
-__all__ = ["upgrade_model_element", "valid_name", "INVALID_NAME_CHARS"]
+__all__ = ["upgrade_model_element", "reversed_joint", "valid_name", "INVALID_NAME_CHARS"]
 
 #: Characters OpenSim 4.x refuses in component names (``Component::finalizeFromProperties``).
 INVALID_NAME_CHARS = "\\/*+"
@@ -225,8 +228,8 @@ def _upgrade_two_frame_linker(e):
         return
     for k in ("1", "2"):
         body = _text(e, f"body_{k}")
-        loc = _text(e, f"location_body_{k}") or "0 0 0"
-        ori = _text(e, f"orientation_body_{k}") or "0 0 0"
+        loc = _g6(_text(e, f"location_body_{k}") or "0 0 0")
+        ori = _g6(_text(e, f"orientation_body_{k}") or "0 0 0")
         for tag in (f"location_body_{k}", f"orientation_body_{k}"):
             c = e.find(tag)
             if c is not None:
@@ -292,6 +295,33 @@ def _upgrade_contact_geometry(e):
             etree.SubElement(a, "visible").text = "false"
 
 
+def _g6(text: str) -> str:
+    """Numbers as OpenSim's upgrade re-prints them (C++ stream default: 6 significant digits)."""
+    try:
+        return " ".join("%g" % float(x) for x in text.split())
+    except ValueError:
+        return text
+
+
+def _reprint(elem, tags):
+    for tag in tags:
+        c = elem.find(tag)
+        if c is not None and c.text is not None and len(c) == 0:
+            c.text = _g6(c.text)
+
+
+def _upgrade_body(be):
+    """Body (3.x → 4.0): OpenSim builds ``inertia`` from ``inertia_xx`` ... and the joint's
+    ``PhysicalOffsetFrame`` translations/orientations from ``location_in_parent`` ... by
+    printing the numbers, so they keep 6 significant digits in memory; the same is done here
+    so that arthron's reading equals OpenSim's."""
+    _reprint(be, ("inertia_xx", "inertia_yy", "inertia_zz", "inertia_xy", "inertia_xz", "inertia_yz"))
+    jel = be.find("Joint")
+    for je in jel if jel is not None else []:
+        if isinstance(je.tag, str):
+            _reprint(je, ("location_in_parent", "orientation_in_parent", "location", "orientation"))
+
+
 def upgrade_model_element(melem, version: int, path=None) -> list:
     """Rewrite the ``<Model>`` element of a pre-4.0 document (``version`` < 40000) in place
     into the meaning OpenSim 4.6 gives it in memory (see the module docstring).
@@ -299,6 +329,8 @@ def upgrade_model_element(melem, version: int, path=None) -> list:
     Returns the (old, new) component renames. Emits one ArthronWarning listing them.
     """
     renames = _rename_components(melem, path)
+    for be in _objects(melem.find("BodySet")):
+        _upgrade_body(be)
     for e in _objects(melem.find("ForceSet")):
         _upgrade_force(e, version)
     for e in _objects(melem.find("ConstraintSet")):
@@ -306,3 +338,71 @@ def upgrade_model_element(melem, version: int, path=None) -> list:
     for e in _objects(melem.find("ContactGeometrySet")):
         _upgrade_contact_geometry(e)
     return renames
+
+
+# ----------------------------------------------------------------------------- reversed joints
+def _is_zero_axis(a) -> bool:
+    f = a.function
+    if a.coordinates:
+        return False
+    return f is None or (isinstance(f, fn.Constant) and f.constant == 0.0)
+
+
+def _negated(f):
+    if isinstance(f, fn.LinearFunction):
+        return fn.LinearFunction(-f.slope, -f.intercept)
+    if isinstance(f, fn.Constant):
+        return fn.Constant(-f.constant)
+    return fn.scale_function(f, -1.0)
+
+
+def _axis(name, coords, axis, f):
+    return TransformAxis(name, list(coords), np.array(axis, float), f)
+
+
+def reversed_joint(jtype: str, axes, coordinates, jname: str, path=None):
+    """The forward joint equal to a 3.x joint with ``<reverse>true`` (whose transform gives the
+    parent joint frame in the child joint frame), as (joint type, six TransformAxis or None).
+
+    OpenSim 4 upgrades such a joint by swapping its parent and child frames and lets Simbody
+    build a reversed mobilizer; arthron re-expresses it as a forward joint with the inverse
+    transform, exact when the inverse is again a CustomJoint transform: a ``WeldJoint``; a
+    ``PinJoint`` or ``SliderJoint`` (the coordinate's function negated); a ``CustomJoint``
+    without translations (rotation axes in reverse order, functions negated) or without
+    rotations (translation functions negated).
+
+    Raises UnsupportedFeature for the other reversed joints.
+    """
+    if jtype == "WeldJoint":
+        return jtype, None
+    if jtype in ("PinJoint", "SliderJoint") and len(coordinates) == 1:
+        c = coordinates[0].name
+        neg = fn.LinearFunction(-1.0, 0.0)
+        zero = fn.Constant(0.0)
+        if jtype == "PinJoint":
+            rot = [_axis("rotation1", [c], (0, 0, 1), neg), _axis("rotation2", [], (1, 0, 0), zero),
+                   _axis("rotation3", [], (0, 1, 0), zero)]
+            tr = [_axis(f"translation{k + 1}", [], e, fn.Constant(0.0))
+                  for k, e in enumerate(((1, 0, 0), (0, 1, 0), (0, 0, 1)))]
+        else:
+            rot = [_axis(f"rotation{k + 1}", [], e, fn.Constant(0.0))
+                   for k, e in enumerate(((1, 0, 0), (0, 1, 0), (0, 0, 1)))]
+            tr = [_axis("translation1", [c], (1, 0, 0), neg), _axis("translation2", [], (0, 1, 0), zero),
+                  _axis("translation3", [], (0, 0, 1), zero)]
+        return "CustomJoint", rot + tr
+    if jtype == "CustomJoint" and axes is not None:
+        rot, tr = axes[:3], axes[3:]
+        if all(_is_zero_axis(a) for a in tr):
+            new_rot = [_axis(f"rotation{k + 1}", a.coordinates, a.axis,
+                             _negated(a.function if a.function is not None else fn.Constant(0.0)))
+                       for k, a in enumerate(reversed(rot))]
+            return "CustomJoint", new_rot + list(tr)
+        if all(_is_zero_axis(a) for a in rot):
+            new_tr = [_axis(a.name, a.coordinates, a.axis,
+                            _negated(a.function if a.function is not None else fn.Constant(0.0)))
+                      for a in tr]
+            return "CustomJoint", list(rot) + new_tr
+    raise UnsupportedFeature(
+        f"reversed joint '{jname}' ({jtype}, 3.x <reverse>true): its inverse transform is not a "
+        "joint transform arthron can write (supported: WeldJoint, PinJoint, SliderJoint, "
+        "CustomJoint with rotations only or translations only)", path, f"joint '{jname}'")

@@ -228,7 +228,7 @@ class Thelen2003Muscle(Muscle):
     FmaxTendonStrain: float | None = _num()
     FmaxMuscleStrain: float = _num(0.6)
     KshapeActive: float = _num(0.45)
-    KshapePassive: float = _num(4.0)
+    KshapePassive: float = _num(5.0)     # OpenSim 4.6 Thelen2003Muscle::constructProperties
     Af: float = _num(0.25)
     Flen: float = _num(1.4)
 
@@ -238,6 +238,7 @@ class Thelen2003Muscle(Muscle):
 class Thelen2003Muscle_Deprecated(Thelen2003Muscle):
     type: str = "Thelen2003Muscle_Deprecated"
     opensim_type: ClassVar[str] = "Thelen2003Muscle_Deprecated"
+    KshapePassive: float = _num(4.0)
 
 
 @register_force

@@ -41,7 +41,7 @@ __all__ = ["MuscleParameters", "muscle_parameters", "thelen_active_force_length"
            "force_length_velocity", "blankevoort_force", "ligament_force", "ligament_forces"]
 
 # Thelen2003Muscle defaults (OpenSim 4.6)
-THELEN_DEFAULTS = {"KshapeActive": 0.45, "KshapePassive": 4.0, "FmaxMuscleStrain": 0.6,
+THELEN_DEFAULTS = {"KshapeActive": 0.45, "KshapePassive": 5.0, "FmaxMuscleStrain": 0.6,
                    "Af": 0.25, "Flen": 1.4}
 
 

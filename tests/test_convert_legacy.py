@@ -1,0 +1,408 @@
+"""Converting OpenSim 2.x/3.x models to 4.x (issue 14): the converted file loads in OpenSim 4.6
+and means what OpenSim's in-memory upgrade of the original means.
+
+Every comparison reads both files through the OpenSim API: the original (upgraded by OpenSim
+in memory) and arthron's converted file. Tolerance 1e-9 (values are written with repr, so most
+agree exactly).
+"""
+from __future__ import annotations
+
+import shutil
+import warnings
+
+import numpy as np
+import pytest
+
+from conftest import ARM26, DATA, needs_data, needs_opensim
+from arthron.errors import ArthronWarning, UnsupportedFeature
+from arthron.io.osim import read_osim, write_osim
+from arthron.io.osim_upgrade import valid_name
+
+LEGACY = DATA / "opensim-models-legacy"
+TOL = 1e-9
+
+
+def _convert(src, dst):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        write_osim(dst, read_osim(src))
+    return [str(x.message) for x in w if issubclass(x.category, ArthronWarning)]
+
+
+def _load(path):
+    import oracle
+    return oracle.load(path)
+
+
+def _vec(v, n=3):
+    return np.array([v.get(i) for i in range(n)])
+
+
+def _simple_props(c):
+    """Non-object properties of a component as OpenSim prints them (``name -> text``)."""
+    out = {}
+    for i in range(c.getNumProperties()):
+        p = c.getPropertyByIndex(i)
+        if p.isObjectProperty():
+            continue
+        out[p.getName()] = p.toString()
+    return out
+
+
+def _socket_frames(osim, c, s):
+    """Ground transform (4,4) of the frame each socket connects to (other connectees: path)."""
+    out = {}
+    for n in c.getSocketNames():
+        obj = c.getSocket(n).getConnecteeAsObject()
+        f = osim.Frame.safeDownCast(obj)
+        if f is not None:
+            X = f.getTransformInGround(s)
+            R = np.array([[X.R().get(i, j) for j in range(3)] for i in range(3)])
+            out[n] = np.vstack([np.c_[R, _vec(X.p())], [0, 0, 0, 1]])
+        else:
+            out[n] = osim.Component.safeDownCast(obj).getAbsolutePathString()
+    return out
+
+
+def _poses(m, s):
+    import oracle
+    return oracle.body_poses(m, s), oracle.marker_positions(m, s)
+
+
+def _compare(orig, conv, n_random=3, seed=0):
+    """Compare OpenSim's reading of the original with its reading of the converted file."""
+    import opensim as osim
+    import oracle
+    m1, s1 = _load(orig)
+    m2, s2 = _load(conv)
+    # counts
+    for get in ("getBodySet", "getJointSet", "getCoordinateSet", "getMarkerSet", "getForceSet",
+                "getConstraintSet", "getContactGeometrySet"):
+        assert getattr(m1, get)().getSize() == getattr(m2, get)().getSize(), get
+    assert m1.getName() == m2.getName()
+    # masses, mass centers, inertias
+    t1, t2 = oracle.body_table(m1), oracle.body_table(m2)
+    assert t1.keys() == t2.keys()
+    for b in t1:
+        assert abs(t1[b][0] - t2[b][0]) <= TOL
+        np.testing.assert_allclose(t1[b][1], t2[b][1], atol=TOL, rtol=0)
+        np.testing.assert_allclose(t1[b][2], t2[b][2], atol=TOL, rtol=0)
+    # coordinate properties
+    cs1, cs2 = m1.getCoordinateSet(), m2.getCoordinateSet()
+    for i in range(cs1.getSize()):
+        c1 = cs1.get(i)
+        c2 = cs2.get(c1.getName())
+        for attr in ("getDefaultValue", "getDefaultSpeedValue", "getRangeMin", "getRangeMax",
+                     "getDefaultClamped", "getDefaultLocked", "getMotionType"):
+            assert getattr(c1, attr)() == pytest.approx(getattr(c2, attr)(), abs=TOL), (c1.getName(), attr)
+    # default pose and random poses: bodies and markers
+    rng = np.random.default_rng(seed)
+    names = [cs1.get(i).getName() for i in range(cs1.getSize())]
+    for k in range(n_random + 1):
+        if k:
+            vals = {n: rng.uniform(max(cs1.get(n).getRangeMin(), -1.5), min(cs1.get(n).getRangeMax(), 1.5))
+                    for n in names}
+            oracle.set_coordinates(m1, s1, vals)
+            oracle.set_coordinates(m2, s2, vals)
+        (b1, mk1), (b2, mk2) = _poses(m1, s1), _poses(m2, s2)
+        for b in b1:
+            np.testing.assert_allclose(b1[b][0], b2[b][0], atol=TOL, rtol=0, err_msg=b)
+            np.testing.assert_allclose(b1[b][1], b2[b][1], atol=TOL, rtol=0, err_msg=b)
+        for mk in mk1:
+            np.testing.assert_allclose(mk1[mk], mk2[mk], atol=TOL, rtol=0, err_msg=mk)
+    # forces: the upgraded property values and socket connectees, muscle path lengths
+    fs1, fs2 = m1.getForceSet(), m2.getForceSet()
+    for i in range(fs1.getSize()):
+        f1 = fs1.get(i)
+        f2 = fs2.get(f1.getName())
+        assert f1.getConcreteClassName() == f2.getConcreteClassName()
+        assert _simple_props(f1) == _simple_props(f2), f1.getName()
+        sf1, sf2 = _socket_frames(osim, f1, s1), _socket_frames(osim, f2, s2)
+        assert sf1.keys() == sf2.keys()
+        for n in sf1:
+            if isinstance(sf1[n], str):
+                assert sf1[n] == sf2[n]
+            else:
+                np.testing.assert_allclose(sf1[n], sf2[n], atol=TOL, rtol=0)
+        mu1, mu2 = osim.Muscle.safeDownCast(f1), osim.Muscle.safeDownCast(f2)
+        if mu1 is not None:
+            assert mu1.getLength(s1) == pytest.approx(mu2.getLength(s2), abs=TOL)
+    # constraints
+    k1, k2 = m1.getConstraintSet(), m2.getConstraintSet()
+    for i in range(k1.getSize()):
+        c1 = k1.get(i)
+        c2 = k2.get(c1.getName())
+        assert c1.getConcreteClassName() == c2.getConcreteClassName()
+        p1, p2 = _simple_props(c1), _simple_props(c2)
+        # 3.x WeldConstraint offsets live in <frames> in 4.x (compared through the sockets)
+        assert p1 == p2, c1.getName()
+        sf1, sf2 = _socket_frames(osim, c1, s1), _socket_frames(osim, c2, s2)
+        for n in sf1:
+            np.testing.assert_allclose(sf1[n], sf2[n], atol=TOL, rtol=0)
+    return m1, m2
+
+
+# ----------------------------------------------------------------------------- shared legacy files
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("name", ["arm26_v20303", "bouncing_block_v20303",
+                                  "gait10dof18musc_v30000"])
+def test_legacy_files_convert_to_what_opensim_reads(name, tmp_path):
+    src = LEGACY / f"{name}.osim"
+    out = tmp_path / f"{name}.osim"
+    _convert(src, out)
+    assert b'Version="40000"' in out.read_bytes()[:200]
+    m1, m2 = _compare(src, out)
+    # the property OpenSim refused before the upgrade: min_control of these muscles
+    import opensim as osim
+    fs2 = m2.getForceSet()
+    for i in range(fs2.getSize()):
+        mu = osim.Muscle.safeDownCast(fs2.get(i))
+        if mu is not None and mu.getConcreteClassName() in ("Thelen2003Muscle",
+                                                             "Millard2012EquilibriumMuscle"):
+            assert mu.getMinControl() == pytest.approx(0.01)
+
+
+@needs_data
+def test_legacy_conversion_is_stable_on_the_next_round_trip(tmp_path):
+    for name in ("bouncing_block_v20303", "arm26_v20303"):
+        a, b, c = (tmp_path / f"{name}_{k}.osim" for k in "abc")
+        _convert(LEGACY / f"{name}.osim", a)
+        _convert(a, b)
+        _convert(b, c)
+        assert b.read_bytes() == c.read_bytes()
+
+
+@needs_data
+def test_4x_model_round_trip_is_byte_stable(tmp_path):
+    a, b = tmp_path / "a.osim", tmp_path / "b.osim"
+    src = tmp_path / "arm26.osim"
+    shutil.copy(ARM26, src)
+    _convert(src, a)
+    _convert(a, b)
+    assert a.read_bytes() == b.read_bytes()
+
+
+# ----------------------------------------------------------------------------- synthetic 3.x files
+_COORD = """<Coordinate name="{n}"><motion_type>{mt}</motion_type><default_value>{d}</default_value>
+<default_speed_value>0</default_speed_value><range>-2 2</range><clamped>false</clamped>
+<locked>false</locked><prescribed_function/><prescribed>false</prescribed></Coordinate>"""
+
+
+def _axis(name, coords, axis, func):
+    return (f'<TransformAxis name="{name}"><coordinates>{coords}</coordinates><axis>{axis}</axis>'
+            f'<function>{func}</function></TransformAxis>')
+
+
+_LIN = "<LinearFunction><coefficients> 1 0</coefficients></LinearFunction>"
+_ZERO = "<Constant><value>0</value></Constant>"
+
+
+def _custom_3rot(q):
+    axes = [_axis("rotation1", q[0], "0.2 0.1 0.97", _LIN), _axis("rotation2", q[1], "1 0 0", _LIN),
+            _axis("rotation3", q[2], "0 1 0", _LIN),
+            _axis("translation1", "", "1 0 0", _ZERO), _axis("translation2", "", "0 1 0", _ZERO),
+            _axis("translation3", "", "0 0 1", _ZERO)]
+    return "<SpatialTransform>" + "".join(axes) + "</SpatialTransform>"
+
+
+def _body(name, parent, jtype, jname, coords, st="", reverse=False, mass=2.0):
+    cs = "".join(_COORD.format(n=c, mt="rotational", d=0.3) for c in coords)
+    return f"""<Body name="{name}"><mass>{mass}</mass><mass_center>0.01 -0.2 0.03</mass_center>
+<inertia_xx>0.11</inertia_xx><inertia_yy>0.02</inertia_yy><inertia_zz>0.1</inertia_zz>
+<inertia_xy>0.001</inertia_xy><inertia_xz>-0.002</inertia_xz><inertia_yz>0.003</inertia_yz>
+<Joint><{jtype} name="{jname}"><parent_body>{parent}</parent_body>
+<location_in_parent>0.05 -0.4 0.02</location_in_parent><orientation_in_parent>0.1 -0.2 0.3</orientation_in_parent>
+<location>0.01 0.1 -0.03</location><orientation>-0.3 0.2 0.1</orientation>
+<CoordinateSet><objects>{cs}</objects><groups/></CoordinateSet>{st}
+<reverse>{'true' if reverse else 'false'}</reverse></{jtype}></Joint>
+<WrapObjectSet><objects/><groups/></WrapObjectSet></Body>"""
+
+
+def _v3(bodies, name="toy", constraints="", forces="", markers="", extra="", version=30000):
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<OpenSimDocument Version="{version}"><Model name="{name}">
+<gravity>0 -9.80665 0</gravity><BodySet><objects>
+<Body name="ground"><mass>0</mass><mass_center>0 0 0</mass_center><inertia_xx>1</inertia_xx>
+<inertia_yy>1</inertia_yy><inertia_zz>1</inertia_zz><inertia_xy>0</inertia_xy><inertia_xz>0</inertia_xz>
+<inertia_yz>0</inertia_yz><Joint/></Body>
+{bodies}</objects><groups/></BodySet>
+<ConstraintSet><objects>{constraints}</objects><groups/></ConstraintSet>
+<ForceSet><objects>{forces}</objects><groups/></ForceSet>
+<MarkerSet><objects>{markers}</objects><groups/></MarkerSet>{extra}
+</Model></OpenSimDocument>"""
+
+
+def _marker(name, body, loc="0.02 -0.1 0.05"):
+    return f"<Marker name=\"{name}\"><body>{body}</body><location>{loc}</location><fixed>false</fixed></Marker>"
+
+
+def _two_bodies(rev1=False, rev2=False, b1="thigh", b2="shank", q1=("q1", "q2", "q3"), q2="knee"):
+    return (_body(b1, "ground", "CustomJoint", "hip", list(q1), _custom_3rot(q1), reverse=rev1)
+            + _body(b2, b1, "PinJoint", "knee_joint", [q2], reverse=rev2, mass=1.5))
+
+
+def _write(tmp_path, text, name="model.osim"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+@needs_opensim
+@pytest.mark.parametrize("rev1,rev2", [(True, False), (False, True), (True, True)])
+def test_reversed_joints(tmp_path, rev1, rev2):
+    markers = _marker("mt", "thigh") + _marker("ms", "shank")
+    src = _write(tmp_path, _v3(_two_bodies(rev1, rev2), markers=markers))
+    out = tmp_path / "out.osim"
+    msgs = _convert(src, out)
+    assert sum("reversed 3.x joint" in m for m in msgs) == rev1 + rev2
+    _compare(src, out, n_random=4)
+
+
+def test_reversed_joint_with_rotation_and_translation_is_unsupported(tmp_path):
+    axes = [_axis("rotation1", "q1", "0 0 1", _LIN), _axis("rotation2", "", "1 0 0", _ZERO),
+            _axis("rotation3", "", "0 1 0", _ZERO), _axis("translation1", "q2", "1 0 0", _LIN),
+            _axis("translation2", "", "0 1 0", _ZERO), _axis("translation3", "", "0 0 1", _ZERO)]
+    st = "<SpatialTransform>" + "".join(axes) + "</SpatialTransform>"
+    src = _write(tmp_path, _v3(_body("b", "ground", "CustomJoint", "j", ["q1", "q2"], st, reverse=True)))
+    with pytest.raises(UnsupportedFeature, match="reversed joint 'j'"):
+        read_osim(src)
+
+
+_NAMED_FORCES = """<CoordinateLimitForce name="knee limit"><isDisabled>false</isDisabled>
+<coordinate>{q}</coordinate><upper_stiffness>20</upper_stiffness><upper_limit>10</upper_limit>
+<lower_stiffness>20</lower_stiffness><lower_limit>-90</lower_limit><damping>0.1</damping>
+<transition>5</transition></CoordinateLimitForce>
+<CoordinateActuator name="knee act"><isDisabled>false</isDisabled><min_control>-1</min_control>
+<max_control>1</max_control><coordinate>{q}</coordinate><optimal_force>50</optimal_force>
+</CoordinateActuator>
+<PointToPointSpring name="spring"><isDisabled>false</isDisabled><body1>{b1}</body1>
+<body2>shank</body2><point1>0 0 0</point1><point2>0 0.1 0</point2><stiffness>100</stiffness>
+<rest_length>0.3</rest_length></PointToPointSpring>"""
+
+
+@needs_opensim
+def test_names_with_whitespace_are_made_valid_like_opensim(tmp_path):
+    # OpenSim removes whitespace from names but does not update references to them: the
+    # renamed coordinate is referenced by nothing here, so that OpenSim can read the original
+    text = _v3(_two_bodies(q2="knee angle"), name="3D Gait Model with Simple Arms",
+               forces=_NAMED_FORCES.format(b1="thigh", q="q1"),
+               markers=_marker("R knee", "thigh") + _marker("ms", "shank"))
+    src = _write(tmp_path, text)
+    out = tmp_path / "out.osim"
+    msgs = _convert(src, out)
+    ren = [m for m in msgs if "were changed" in m]
+    assert len(ren) == 1
+    for old in ("3D Gait Model with Simple Arms", "knee angle", "knee limit", "knee act", "R knee"):
+        assert f"'{old}' -> '{valid_name(old)}'" in ren[0]
+    m = read_osim(out)
+    assert m.name == "3DGaitModelwithSimpleArms"
+    assert "kneeangle" in m.coordinates and m.forces["kneelimit"].coordinate == "q1"
+    # OpenSim removes the whitespace from the original's names the same way
+    _compare(src, out)
+
+
+@needs_opensim
+def test_body_names_opensim_cannot_upgrade_are_made_valid(tmp_path):
+    """A body name with whitespace or '/' makes OpenSim 4.6 refuse the 3.x original (it names
+    the joint's offset frame after the body before removing whitespace), and so does a force
+    naming a coordinate OpenSim renamed; arthron's file loads, with every reference renamed."""
+    import opensim as osim
+    import oracle
+    text = _v3(_two_bodies(b1="upper leg/L", q2="knee angle"),
+               forces=_NAMED_FORCES.format(b1="upper leg/L", q="knee angle"),
+               markers=_marker("mk", "upper leg/L"))
+    src = _write(tmp_path, text)
+    out = tmp_path / "out.osim"
+    msgs = _convert(src, out)
+    assert any("'upper leg/L' -> 'upperleg_L'" in m for m in msgs)
+    m1 = read_osim(src)
+    m2, s2 = _load(out)
+    assert m2.getMarkerSet().get("mk").getParentFrame().getName() == "upperleg_L"
+    assert m2.getForceSet().get("kneelimit").getPropertyByName("coordinate").toString() == "kneeangle"
+    spring = m2.getForceSet().get("spring")
+    assert osim.Component.safeDownCast(spring.getSocket("body1").getConnecteeAsObject()) \
+        .getAbsolutePathString() == "/bodyset/upperleg_L"
+    poses = oracle.body_poses(m2, s2)
+    from arthron.multibody.kinematics import forward_kinematics
+    from arthron.multibody.tree import compile_model
+    t = compile_model(m1)
+    kin = forward_kinematics(t, np.array([[c.default_value for c in m1.coordinates.values()]]))
+    for i, b in enumerate(t.body_names):
+        np.testing.assert_allclose(kin.o[0, t.body_node[i]], poses[b][1], atol=TOL)
+
+
+def test_valid_name():
+    assert valid_name("3D Gait Model\twith Arms") == "3DGaitModelwithArms"
+    assert valid_name("a/b*c+d\\e") == "a_b_c_d_e"
+    assert valid_name("plain_name.1") == "plain_name.1"
+
+
+_CONSTRAINTS = """
+<PointConstraint name="pc"><isDisabled>false</isDisabled><body_1>thigh</body_1><body_2>shank</body_2>
+<location_body_1>0 -0.4 0</location_body_1><location_body_2>0 0.02 0</location_body_2></PointConstraint>
+<WeldConstraint name="wc"><isDisabled>true</isDisabled><body_1>ground</body_1>
+<location_body_1>0.1 0.2 0.3</location_body_1><orientation_body_1>0.1 0.2 0.3</orientation_body_1>
+<body_2>shank</body_2><location_body_2>0 0 0</location_body_2><orientation_body_2>0 0 0</orientation_body_2>
+</WeldConstraint>
+<PointOnLineConstraint name="pol"><isDisabled>true</isDisabled><line_body>ground</line_body>
+<line_direction_vec>0 1 0</line_direction_vec><point_on_line>0 0 0</point_on_line>
+<follower_body>thigh</follower_body><point_on_follower>0 0.1 0</point_on_follower></PointOnLineConstraint>
+<ConstantDistanceConstraint name="cdc"><isDisabled>true</isDisabled><body_1>thigh</body_1>
+<body_2>shank</body_2><location_body_1>0 0 0</location_body_1><location_body_2>0 0.1 0</location_body_2>
+<constant_distance>0.5</constant_distance></ConstantDistanceConstraint>
+<CoordinateCouplerConstraint name="ccc"><isDisabled>true</isDisabled>
+<coupled_coordinates_function><LinearFunction><coefficients>0.5 0.1</coefficients></LinearFunction>
+</coupled_coordinates_function><independent_coordinate_names>q1</independent_coordinate_names>
+<dependent_coordinate_name>knee</dependent_coordinate_name><scale_factor>1</scale_factor>
+</CoordinateCouplerConstraint>"""
+
+
+@needs_opensim
+def test_constraints_referencing_bodies_become_sockets(tmp_path):
+    src = _write(tmp_path, _v3(_two_bodies(), constraints=_CONSTRAINTS))
+    out = tmp_path / "out.osim"
+    _convert(src, out)
+    text = out.read_text()
+    assert "<socket_follower_body>/bodyset/thigh</socket_follower_body>" in text
+    assert "<socket_body_1>/bodyset/thigh</socket_body_1>" in text
+    m = read_osim(out)
+    weld = next(c for c in m.constraints if c.name == "wc")
+    assert weld.properties["body_1"] == "/constraintset/wc/ground_offset"
+    assert weld.properties["body_2"] == "/bodyset/shank"
+    assert not weld.enabled
+    _compare(src, out, n_random=2)
+
+
+_THELEN = """<Thelen2003Muscle name="{name}"><isDisabled>false</isDisabled>
+<min_control>{lo}</min_control><max_control>{hi}</max_control>
+<GeometryPath><PathPointSet><objects>
+<PathPoint name="p1"><location>0 -0.1 0.02</location><body>thigh</body></PathPoint>
+<PathPoint name="p2"><location>0 -0.05 0.02</location><body>shank</body></PathPoint>
+</objects><groups/></PathPointSet></GeometryPath>
+<max_isometric_force>800</max_isometric_force><optimal_fiber_length>0.1</optimal_fiber_length>
+<tendon_slack_length>0.2</tendon_slack_length><pennation_angle_at_optimal>0.1</pennation_angle_at_optimal>
+</Thelen2003Muscle>"""
+
+
+@needs_opensim
+@pytest.mark.parametrize("version", [20303, 30000])
+def test_actuators_with_old_control_bounds(tmp_path, version):
+    forces = (_THELEN.format(name="m_default", lo=0, hi=1) + _THELEN.format(name="m_set", lo=0.02, hi=0.9)
+              + """<CoordinateActuator name="act"><isDisabled>false</isDisabled><min_control>0</min_control>
+<max_control>1</max_control><coordinate>knee</coordinate><optimal_force>10</optimal_force></CoordinateActuator>
+<BushingForce name="bush"><isDisabled>false</isDisabled><body_1>thigh</body_1><body_2>shank</body_2>
+<location_body_1>0 -0.4 0</location_body_1><orientation_body_1>0 0 0.1</orientation_body_1>
+<location_body_2>0 0 0</location_body_2><orientation_body_2>0 0 0</orientation_body_2>
+<rotational_stiffness>1 2 3</rotational_stiffness><translational_stiffness>4 5 6</translational_stiffness>
+<rotational_damping>0.1 0.1 0.1</rotational_damping><translational_damping>0 0 0</translational_damping>
+</BushingForce>""")
+    src = _write(tmp_path, _v3(_two_bodies(), forces=forces, version=version))
+    out = tmp_path / "out.osim"
+    _convert(src, out)
+    m1, m2 = _compare(src, out, n_random=1)
+    import opensim as osim
+    mu = osim.Muscle.safeDownCast(m2.getForceSet().get("m_default"))
+    assert mu.getMinControl() == pytest.approx(0.01)    # Thelen2003Muscle's default
+    mu = osim.Muscle.safeDownCast(m2.getForceSet().get("m_set"))
+    assert (mu.getMinControl(), mu.getMaxControl()) == (pytest.approx(0.02), pytest.approx(0.9))
