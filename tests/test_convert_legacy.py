@@ -406,3 +406,42 @@ def test_actuators_with_old_control_bounds(tmp_path, version):
     assert mu.getMinControl() == pytest.approx(0.01)    # Thelen2003Muscle's default
     mu = osim.Muscle.safeDownCast(m2.getForceSet().get("m_set"))
     assert (mu.getMinControl(), mu.getMaxControl()) == (pytest.approx(0.02), pytest.approx(0.9))
+
+
+# ----------------------------------------------------------------------------- convert --check
+@needs_data
+def test_cli_convert_check_reports_largest_differences(tmp_path, capsys):
+    from arthron.cli import main
+    out = tmp_path / "gait.osim"
+    assert main(["convert", str(LEGACY / "gait10dof18musc_v30000.osim"), str(out), "--check"]) == 0
+    text = capsys.readouterr().out
+    for q in ("mass (kg)", "inertia (kg m^2)", "offset frames", "body origins, 6 poses",
+              "body rotations", "path lengths, 6 poses"):
+        assert q in text
+    assert "check passed" in text
+    try:
+        import opensim  # noqa: F401
+        assert "OpenSim 4: loaded" in text
+    except ImportError:
+        pass
+
+
+@needs_data
+def test_check_finds_a_changed_model(tmp_path):
+    """The check is not vacuous: a converted file that differs from the original (a body's
+    mass and a joint offset changed after conversion) is reported with the differences."""
+    from arthron.tools.convert_tool import check_conversion
+    out = tmp_path / "arm.osim"
+    m = read_osim(LEGACY / "arm26_v20303.osim")
+    m.bodies["r_humerus"].mass += 0.5
+    f = next(f for f in m.frames.values() if f.path.endswith("r_humerus_offset"))
+    f.translation = f.translation + np.array([0.0, 0.01, 0.0])
+    write_osim(out, m)
+    res = check_conversion(LEGACY / "arm26_v20303.osim", out, use_opensim=False)
+    assert not res.ok
+    rows = {q.split(",")[0]: (d, w) for q, d, w in res.rows}
+    assert rows["mass (kg)"] == (pytest.approx(0.5), "r_humerus")
+    assert rows["offset frames in their body"][0] == pytest.approx(0.01)
+    assert rows["body origins"][0] > 0.009
+    assert rows["path lengths"][0] > 1e-4
+    assert "FAILED" in res.report()

@@ -43,10 +43,13 @@ def cmd_info(a):
 
 
 def cmd_convert(a):
-    from .io.osim import read_osim, write_osim
-    m = read_osim(a.input)
-    write_osim(a.output, m, exclude_types=tuple(a.exclude or ()))
+    from .tools.convert_tool import check_conversion, convert_model
+    m = convert_model(a.input, a.output, exclude_types=tuple(a.exclude or ()))
     print(f"wrote {a.output}")
+    if a.check:
+        res = check_conversion(m, a.output)
+        print(res.report())
+        return 0 if res.ok else 1
     return 0
 
 
@@ -230,6 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("output")
     s.add_argument("--exclude", action="append", metavar="CLASS",
                    help="leave out components of this OpenSim class (e.g. plugin forces)")
+    s.add_argument("--check", action="store_true",
+                   help="read the written file back and compare it with the original (masses, "
+                        "frames, poses at random coordinates, path lengths; with OpenSim "
+                        "installed, also load it there); exit status 1 if they differ")
     s.set_defaults(func=cmd_convert)
     s = sub.add_parser("id", help="inverse dynamics (generalized forces)")
     s.add_argument("model", nargs="?")
