@@ -95,7 +95,7 @@ def _compare(orig, conv, n_random=3, seed=0):
         for attr in ("getDefaultValue", "getDefaultSpeedValue", "getRangeMin", "getRangeMax",
                      "getDefaultClamped", "getDefaultLocked", "getMotionType"):
             assert getattr(c1, attr)() == pytest.approx(getattr(c2, attr)(), abs=TOL), (c1.getName(), attr)
-    # default pose and random poses: bodies and markers
+    # default pose and random poses: bodies, markers, path lengths
     rng = np.random.default_rng(seed)
     names = [cs1.get(i).getName() for i in range(cs1.getSize())]
     for k in range(n_random + 1):
@@ -110,7 +110,15 @@ def _compare(orig, conv, n_random=3, seed=0):
             np.testing.assert_allclose(b1[b][1], b2[b][1], atol=TOL, rtol=0, err_msg=b)
         for mk in mk1:
             np.testing.assert_allclose(mk1[mk], mk2[mk], atol=TOL, rtol=0, err_msg=mk)
-    # forces: the upgraded property values and socket connectees, muscle path lengths
+        fs1, fs2 = m1.getForceSet(), m2.getForceSet()
+        for i in range(fs1.getSize()):
+            for cast in (osim.PathActuator, osim.Ligament):      # muscles are PathActuators
+                p1 = cast.safeDownCast(fs1.get(i))
+                if p1 is not None:
+                    p2 = cast.safeDownCast(fs2.get(p1.getName()))
+                    assert p1.getLength(s1) > 0
+                    assert p1.getLength(s1) == pytest.approx(p2.getLength(s2), abs=TOL), p1.getName()
+    # forces: the upgraded property values and socket connectees
     fs1, fs2 = m1.getForceSet(), m2.getForceSet()
     for i in range(fs1.getSize()):
         f1 = fs1.get(i)
@@ -124,9 +132,6 @@ def _compare(orig, conv, n_random=3, seed=0):
                 assert sf1[n] == sf2[n]
             else:
                 np.testing.assert_allclose(sf1[n], sf2[n], atol=TOL, rtol=0)
-        mu1, mu2 = osim.Muscle.safeDownCast(f1), osim.Muscle.safeDownCast(f2)
-        if mu1 is not None:
-            assert mu1.getLength(s1) == pytest.approx(mu2.getLength(s2), abs=TOL)
     # constraints
     k1, k2 = m1.getConstraintSet(), m2.getConstraintSet()
     for i in range(k1.getSize()):
@@ -445,3 +450,60 @@ def test_check_finds_a_changed_model(tmp_path):
     assert rows["body origins"][0] > 0.009
     assert rows["path lengths"][0] > 1e-4
     assert "FAILED" in res.report()
+
+
+# ----------------------------------------------------------------------------- force classes
+_PATH_POINTS = """<GeometryPath><PathPointSet><objects>
+<PathPoint name="p1"><location>0 -0.1 0.02</location><body>thigh</body></PathPoint>
+<ConditionalPathPoint name="p2"><location>0 -0.3 0.04</location><body>thigh</body><range>-1 1</range>
+<coordinate>knee</coordinate></ConditionalPathPoint>
+<MovingPathPoint name="p3"><location>0 0 0</location><body>shank</body>
+<x_location><SimmSpline><x>-2 0 2</x><y>0.01 0.02 0.015</y></SimmSpline></x_location><x_coordinate>knee</x_coordinate>
+<y_location><Constant><value>0.05</value></Constant></y_location><y_coordinate>knee</y_coordinate>
+<z_location><LinearFunction><coefficients>0.01 0.02</coefficients></LinearFunction></z_location>
+<z_coordinate>knee</z_coordinate></MovingPathPoint>
+</objects><groups/></PathPointSet></GeometryPath>"""
+
+_FORCES = {
+    "TorqueActuator": """<TorqueActuator name="tq"><isDisabled>false</isDisabled><min_control>-1</min_control>
+<max_control>1</max_control><bodyA>thigh</bodyA><bodyB>shank</bodyB><torque_is_global>false</torque_is_global>
+<axis>0 0 1</axis><optimal_force>30</optimal_force></TorqueActuator>""",
+    "PointActuator": """<PointActuator name="pa"><isDisabled>false</isDisabled><body>shank</body>
+<point>0 0.1 0</point><point_is_global>false</point_is_global><direction>1 0 0</direction>
+<force_is_global>false</force_is_global><optimal_force>20</optimal_force></PointActuator>""",
+    "SpringGeneralizedForce": """<SpringGeneralizedForce name="sgf"><isDisabled>false</isDisabled>
+<coordinate>knee</coordinate><stiffness>10</stiffness><rest_length>0.1</rest_length><viscosity>0.5</viscosity>
+</SpringGeneralizedForce>""",
+    "PathActuator": f"""<PathActuator name="pact"><isDisabled>false</isDisabled>{_PATH_POINTS}
+<optimal_force>100</optimal_force></PathActuator>""",
+    "Ligament": f"""<Ligament name="lig"><isDisabled>false</isDisabled>{_PATH_POINTS}
+<resting_length>0.2</resting_length><pcsa_force>500</pcsa_force>
+<force_length_curve><SimmSpline><x>0 1 2</x><y>0 0 1</y></SimmSpline></force_length_curve></Ligament>""",
+    "PrescribedForce": """<PrescribedForce name="pf"><isDisabled>false</isDisabled><body>shank</body>
+<pointIsGlobal>false</pointIsGlobal><forceIsGlobal>true</forceIsGlobal><FunctionSet name="forceFunctions">
+<objects><Constant><value>1</value></Constant><Constant><value>2</value></Constant>
+<Constant><value>3</value></Constant></objects></FunctionSet></PrescribedForce>""",
+    "CoordinateLimitForce": """<CoordinateLimitForce name="clf"><isDisabled>true</isDisabled>
+<coordinate>knee</coordinate><upper_stiffness>20</upper_stiffness><upper_limit>10</upper_limit>
+<lower_stiffness>20</lower_stiffness><lower_limit>-90</lower_limit><damping>0.1</damping>
+<transition>5</transition></CoordinateLimitForce>""",
+    "RigidTendonMuscle": _THELEN.format(name="rt", lo=0, hi=1).replace("Thelen2003Muscle", "RigidTendonMuscle"),
+    "Millard2012EquilibriumMuscle": _THELEN.format(name="mil", lo=0, hi=1).replace(
+        "Thelen2003Muscle", "Millard2012EquilibriumMuscle"),
+    "Schutte1993Muscle_Deprecated": _THELEN.format(name="sch", lo=0, hi=1).replace(
+        "Thelen2003Muscle", "Schutte1993Muscle_Deprecated"),
+    "ExpressionBasedPointToPointForce": """<ExpressionBasedPointToPointForce name="ebf">
+<isDisabled>false</isDisabled><body1>thigh</body1><body2>shank</body2><point1>0 0 0</point1>
+<point2>0 0.1 0</point2><expression>0.1*d</expression></ExpressionBasedPointToPointForce>""",
+}
+
+
+@needs_opensim
+@pytest.mark.parametrize("cls", sorted(_FORCES))
+def test_force_classes_of_3x_files(tmp_path, cls):
+    """Each force class (modelled or kept verbatim) as OpenSim's upgrade reads it: properties,
+    socket connectees, path lengths (conditional and moving path points included)."""
+    src = _write(tmp_path, _v3(_two_bodies(), forces=_FORCES[cls], markers=_marker("mk", "shank")))
+    out = tmp_path / "out.osim"
+    _convert(src, out)
+    _compare(src, out, n_random=2)

@@ -21,9 +21,8 @@ What is done, per class (OpenSim's version step in brackets):
   muscle's default applies (for ``Thelen2003Muscle`` and ``Millard2012EquilibriumMuscle`` the
   default ``min_control`` is their default ``minimum_activation``, 0.01; a file that keeps 0
   fails to load in OpenSim 4 with "Minimum control cannot be less than minimum activation").
-* ``PointToPointSpring``, ``ExpressionBasedPointToPointForce`` (``body1``/``body2`` →
-  sockets ``socket_body1``/``socket_body2``), ``PrescribedForce`` (``body`` →
-  ``socket_frame``): body names become absolute frame paths.
+* ``PointToPointSpring`` (``body1``/``body2`` → sockets ``socket_body1``/``socket_body2``),
+  ``PrescribedForce`` (``body`` → ``socket_frame``): body names become absolute frame paths.
 * ``BushingForce``, ``FunctionBasedBushingForce``, ``ExpressionBasedBushingForce`` and the
   constraints ``WeldConstraint`` (``TwoFrameLinker::updateFromXMLNode``): ``body_1``/``body_2``
   with ``location_body_k``/``orientation_body_k`` become ``socket_frame1``/``socket_frame2``:
@@ -42,9 +41,10 @@ What is done, per class (OpenSim's version step in brackets):
   exact (:func:`reversed_joint`, applied by the 3.x reader).
 
 Classes not listed keep their element unchanged; ``CoordinateLimitForce``,
-``SpringGeneralizedForce``, ``CoordinateActuator``, ``PointActuator``, ``ExternalForce``,
-``HuntCrossleyForce`` and ``ElasticFoundationForce`` name their coordinates, bodies and contact
-geometry the same way in 4.x.
+``SpringGeneralizedForce``, ``CoordinateActuator``, ``PointActuator``, ``TorqueActuator``,
+``ExpressionBasedPointToPointForce``, ``ExternalForce``, ``HuntCrossleyForce`` and
+``ElasticFoundationForce`` name their coordinates, bodies and contact geometry the same way in
+4.6 (checked against OpenSim 4.6's reading of 3.x files in ``tests/test_convert_legacy.py``).
 """
 from __future__ import annotations
 
@@ -79,7 +79,6 @@ _TWO_FRAME_LINKERS = ("BushingForce", "FunctionBasedBushingForce", "ExpressionBa
                       "WeldConstraint")
 _TWO_BODY_SOCKETS = {
     "PointToPointSpring": (("body1", "socket_body1"), ("body2", "socket_body2")),
-    "ExpressionBasedPointToPointForce": (("body1", "socket_body1"), ("body2", "socket_body2")),
     "PrescribedForce": (("body", "socket_frame"),),
     "PointConstraint": (("body_1", "socket_body_1"), ("body_2", "socket_body_2")),
     "ConstantDistanceConstraint": (("body_1", "socket_body_1"), ("body_2", "socket_body_2")),
