@@ -64,6 +64,22 @@ def _socket_frames(osim, c, s):
     return out
 
 
+def _meshes(osim, m, s):
+    """Mesh name -> (file, scale factors, appearance, ground transform of its frame)."""
+    out = {}
+    for c in m.getComponentsList():
+        g = osim.Mesh.safeDownCast(c)
+        if g is None:
+            continue
+        X = g.getFrame().getTransformInGround(s)
+        R = np.array([[X.R().get(i, j) for j in range(3)] for i in range(3)])
+        a = g.get_Appearance()
+        out[g.getName()] = (g.getGeometryFilename(), str(g.get_scale_factors()),
+                            (a.get_visible(), str(a.get_color()), a.get_opacity()),
+                            np.c_[R, _vec(X.p())])
+    return out
+
+
 def _poses(m, s):
     import oracle
     return oracle.body_poses(m, s), oracle.marker_positions(m, s)
@@ -118,6 +134,12 @@ def _compare(orig, conv, n_random=3, seed=0):
                     p2 = cast.safeDownCast(fs2.get(p1.getName()))
                     assert p1.getLength(s1) > 0
                     assert p1.getLength(s1) == pytest.approx(p2.getLength(s2), abs=TOL), p1.getName()
+    # display geometry (3.x DisplayGeometry -> Mesh, on an offset frame when transformed)
+    g1, g2 = _meshes(osim, m1, s1), _meshes(osim, m2, s2)
+    assert g1.keys() == g2.keys()
+    for n in g1:
+        assert g1[n][:3] == g2[n][:3], n
+        np.testing.assert_allclose(g1[n][3], g2[n][3], atol=TOL, rtol=0, err_msg=n)
     # forces: the upgraded property values and socket connectees
     fs1, fs2 = m1.getForceSet(), m2.getForceSet()
     for i in range(fs1.getSize()):
@@ -158,8 +180,10 @@ def test_legacy_files_convert_to_what_opensim_reads(name, tmp_path):
     _convert(src, out)
     assert b'Version="40000"' in out.read_bytes()[:200]
     m1, m2 = _compare(src, out)
-    # the property OpenSim refused before the upgrade: min_control of these muscles
     import opensim as osim
+    n_mesh = sum(osim.Mesh.safeDownCast(c) is not None for c in m2.getComponentsList())
+    assert n_mesh == src.read_text().count("<DisplayGeometry>") > 0
+    # the property OpenSim refused before the upgrade: min_control of these muscles
     fs2 = m2.getForceSet()
     for i in range(fs2.getSize()):
         mu = osim.Muscle.safeDownCast(fs2.get(i))

@@ -614,14 +614,9 @@ def _read_v3(melem, ctx: _Ctx, version: int = 0) -> Model:
     for be in bodies:
         name = be.get("name", "")
         m, com, I = _read_inertia_v4(be, ctx)
-        geoms = []
-        vo = _child(be, "VisibleObject")
-        if vo is not None:
-            files = (_text(vo, "geometry_files", "") or "").split()
-            sf = _text(vo, "scale_factors")
-            sfa = np.array([float(x) for x in sf.split()]) if sf else np.ones(3)
-            for k, fnm in enumerate(files):
-                geoms.append(Geometry(name=f"{name}_geom_{k + 1}", kind="Mesh", mesh_file=fnm, scale_factors=sfa))
+        geoms, gframes = _read_v3_geometry(name, _child(be, "VisibleObject"), ctx)
+        for f in gframes:
+            frames[f.path] = f
         if name == "ground":
             model.ground_geometry = geoms
             model.ground_wrap_objects = _read_wraps("ground", be, ctx)
@@ -688,6 +683,46 @@ def _read_v3(melem, ctx: _Ctx, version: int = 0) -> Model:
                           "under Version 40000", ArthronWarning)
             model.verbatim.append(("model", c))
     return model
+
+
+def _read_v3_geometry(body, vo, ctx):
+    """Geometry of a 3.x body's ``VisibleObject``: the 2.x ``geometry_files`` list, or the
+    ``GeometrySet`` of ``DisplayGeometry`` that OpenSim 4 upgrades to ``Mesh`` components named
+    ``<body>_geom_<k>`` (color/opacity → ``Appearance``, display preference 0 → not visible),
+    attached to the body or, when the DisplayGeometry has a ``transform``, to a
+    PhysicalOffsetFrame ``<body>_geom_frame_<k>`` of the body. Returns (geometry, frames)."""
+    geoms, frames = [], []
+    if vo is None:
+        return geoms, frames
+    sf = _text(vo, "scale_factors")
+    sfa = ctx.floats(_child(vo, "scale_factors"), 3) if sf else np.ones(3)
+    for k, fnm in enumerate((_text(vo, "geometry_files", "") or "").split()):
+        geoms.append(Geometry(name=f"{body}_geom_{k + 1}", kind="Mesh", mesh_file=fnm, scale_factors=sfa))
+    owner, bpath = ("ground", GROUND) if body == "ground" else (f"body:{body}", body_path(body))
+    for k, dg in enumerate(_objects(_child(vo, "GeometrySet")), start=1):
+        fnm = _text(dg, "geometry_file")
+        if dg.tag != "DisplayGeometry" or not fnm:
+            continue
+        dsf = ctx.floats(_child(dg, "scale_factors"), 3) if _text(dg, "scale_factors") else np.ones(3)
+        app = etree.Element("Appearance")
+        if _text(dg, "display_preference") == "0":
+            _sub(app, "visible", "false")
+        for tag in ("opacity", "color"):
+            if _text(dg, tag):
+                _sub(app, tag, " ".join(_text(dg, tag).split()))
+        g = Geometry(name=f"{body}_geom_{k}", kind="Mesh", mesh_file=fnm, scale_factors=dsf * sfa,
+                     unmodelled_xml=_unmodelled_to_text([app]))
+        tr = ctx.floats(_child(dg, "transform"), 6) if _text(dg, "transform") else np.zeros(6)
+        if not np.any(tr):
+            geoms.append(g)
+            continue
+        g.unmodelled_xml = _unmodelled_to_text([etree.fromstring("<socket_frame>..</socket_frame>"), app])
+        ag = etree.Element("attached_geometry")
+        ag.extend(_geometry_elems([g]))
+        fname = f"{body}_geom_frame_{k}"
+        frames.append(OffsetFrame(fname, f"{bpath}/{fname}", bpath, tr[3:], tr[:3], owner=owner,
+                                  unmodelled_xml=_unmodelled_to_text([ag])))
+    return geoms, frames
 
 
 def _read_v3_constraints(melem, model, frames, all_frames, ctx):

@@ -321,12 +321,33 @@ def _upgrade_body(be):
             _reprint(je, ("location_in_parent", "orientation_in_parent", "location", "orientation"))
 
 
+def _strip_layout(melem):
+    """Drop comments (3.x property descriptions, wrong for the 4.x properties) and
+    whitespace-only text, so that the components kept verbatim are written pretty-printed."""
+    for c in list(melem.iter(etree.Comment)):
+        parent = c.getparent()
+        if parent is not None:
+            if c.tail and c.tail.strip():
+                prev = c.getprevious()
+                if prev is not None:
+                    prev.tail = (prev.tail or "") + c.tail
+                else:
+                    parent.text = (parent.text or "") + c.tail
+            parent.remove(c)
+    for e in melem.iter():
+        if len(e) and e.text is not None and not e.text.strip():
+            e.text = None
+        if e.tail is not None and not e.tail.strip():
+            e.tail = None
+
+
 def upgrade_model_element(melem, version: int, path=None) -> list:
     """Rewrite the ``<Model>`` element of a pre-4.0 document (``version`` < 40000) in place
     into the meaning OpenSim 4.6 gives it in memory (see the module docstring).
 
     Returns the (old, new) component renames. Emits one ArthronWarning listing them.
     """
+    _strip_layout(melem)
     renames = _rename_components(melem, path)
     for be in _objects(melem.find("BodySet")):
         _upgrade_body(be)
