@@ -531,3 +531,25 @@ def test_force_classes_of_3x_files(tmp_path, cls):
     out = tmp_path / "out.osim"
     _convert(src, out)
     _compare(src, out, n_random=2)
+
+
+@needs_opensim
+def test_controllers_of_3x_files(tmp_path):
+    import opensim as osim
+    forces = _FORCES["PointActuator"] + """<CoordinateActuator name="act"><isDisabled>false</isDisabled>
+<coordinate>knee</coordinate><optimal_force>10</optimal_force></CoordinateActuator>"""
+    extra = """<ControllerSet name="Controllers"><objects><PrescribedController name="pc">
+<isDisabled>false</isDisabled><actuator_list>pa act</actuator_list><FunctionSet name="ControlFunctions">
+<objects><Constant name="f1"><value>0.5</value></Constant><Constant name="f2"><value>0.2</value></Constant>
+</objects><groups/></FunctionSet><interpolation_method>1</interpolation_method></PrescribedController>
+</objects><groups/></ControllerSet>"""
+    src = _write(tmp_path, _v3(_two_bodies(), forces=forces, extra=extra))
+    out = tmp_path / "out.osim"
+    msgs = _convert(src, out)
+    assert not any("ControllerSet" in m for m in msgs)
+    assert "<socket_actuators>/forceset/pa /forceset/act</socket_actuators>" in out.read_text()
+    m1, m2 = _compare(src, out, n_random=1)
+    c1 = osim.PrescribedController.safeDownCast(m1.getControllerSet().get("pc"))
+    c2 = osim.PrescribedController.safeDownCast(m2.getControllerSet().get("pc"))
+    assert c1.getNumActuators() == c2.getNumActuators() == 2
+    assert _simple_props(c1) == _simple_props(c2)

@@ -675,7 +675,7 @@ def _read_v3(melem, ctx: _Ctx, version: int = 0) -> Model:
         model.forces[f.name] = f
     for tag in ("ControllerSet", "ContactGeometrySet", "ProbeSet", "ComponentSet"):
         c = _child(melem, tag)
-        if tag == "ContactGeometrySet" and c is not None:
+        if tag in ("ContactGeometrySet", "ControllerSet") and c is not None:
             if len(_objects(c)):
                 model.verbatim.append(("model", c))    # upgraded (osim_upgrade)
         elif c is not None and len(_objects(c)):

@@ -33,6 +33,8 @@ What is done, per class (OpenSim's version step in brackets):
   ``follower_body`` → ``socket_line_body``/``socket_follower_body``).
 * every force and constraint: ``isDisabled`` becomes ``appliesForce`` / ``isEnforced``
   (negated).
+* ``Controller`` (``PrescribedController`` ...): ``isDisabled`` → ``enabled`` (negated),
+  ``actuator_list`` → ``socket_actuators`` (ForceSet paths).
 * ``ContactGeometry`` (``ContactHalfSpace``, ``ContactSphere``, ``ContactMesh`` ...):
   ``body_name`` → ``socket_frame``; ``display_preference`` 0 → ``Appearance/visible`` false
   (other display preferences are dropped, as OpenSim's own printout of the upgraded model does).
@@ -281,6 +283,19 @@ def _upgrade_constraint(e):
         _upgrade_body_sockets(e, _TWO_BODY_SOCKETS[e.tag])
 
 
+def _upgrade_controller(e):
+    """Controller (3.x → 4.x): ``isDisabled`` → ``enabled``; ``actuator_list`` (names) →
+    list socket ``socket_actuators`` (ForceSet paths)."""
+    c = e.find("isDisabled")
+    if c is not None:
+        disabled = (c.text or "").strip().lower() in ("true", "1")
+        _replace(e, "isDisabled", _new("enabled", "false" if disabled else "true"))
+    names = _text(e, "actuator_list")
+    if names is not None and e.find("socket_actuators") is None:
+        paths = " ".join(f"/forceset/{n}" for n in names.split())
+        _replace(e, "actuator_list", _new("socket_actuators", paths))
+
+
 def _upgrade_contact_geometry(e):
     b = _text(e, "body_name")
     if b is not None:
@@ -357,6 +372,8 @@ def upgrade_model_element(melem, version: int, path=None) -> list:
         _upgrade_constraint(e)
     for e in _objects(melem.find("ContactGeometrySet")):
         _upgrade_contact_geometry(e)
+    for e in _objects(melem.find("ControllerSet")):
+        _upgrade_controller(e)
     return renames
 
 
