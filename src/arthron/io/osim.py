@@ -3,7 +3,8 @@
 Reading accepts the 4.x format (``Version="40000"``: sockets, PhysicalOffsetFrames owned by
 joints) and the 3.x/2.x formats still found in real models (``<Joint>`` inside ``<Body>``,
 ``location_in_parent``/``orientation_in_parent``, ``<body>`` references, ``inertia_xx`` ...),
-the way OpenSim 4.6 upgrades them in memory. Element names containing ``::`` (HuntCrossleyForce
+the way OpenSim 4.6 upgrades them in memory (the per-class version steps are in
+:mod:`arthron.io.osim_upgrade`, applied to the document before it is read). Element names containing ``::`` (HuntCrossleyForce
 contact parameters in several OpenSim example models) do not break parsing: libxml2 rejects them as QNames, so the file is re-read in recovery mode and
 accepted only when every error is of that kind (``arthron.io.setup.parse_xml``).
 
@@ -176,8 +177,14 @@ def read_osim(path) -> Model:
         resolve, an unknown joint type, a joint whose child already has a parent (closed loop
         through joints).
     UnsupportedFeature
-        Model features arthron cannot represent faithfully (reversed 3.x joints, TransformAxis
-        functions of several coordinates).
+        Model features arthron cannot represent faithfully (reversed 3.x joints whose inverse
+        transform is not a joint transform, see :func:`arthron.io.osim_upgrade.reversed_joint`;
+        TransformAxis functions of several coordinates).
+
+    Pre-4.0 files are first upgraded class by class as OpenSim 4.6 upgrades them in memory
+    (:mod:`arthron.io.osim_upgrade`): names made valid (one ArthronWarning lists the renames),
+    muscle control bounds, socket paths of constraints and of the forces kept verbatim,
+    display and contact geometry, controllers.
     """
     ctx = _Ctx(path)
     try:
