@@ -109,7 +109,8 @@ def _compare(orig, conv, n_random=3, seed=0):
         c1 = cs1.get(i)
         c2 = cs2.get(c1.getName())
         for attr in ("getDefaultValue", "getDefaultSpeedValue", "getRangeMin", "getRangeMax",
-                     "getDefaultClamped", "getDefaultLocked", "getMotionType"):
+                     "getDefaultClamped", "getDefaultLocked", "getMotionType",
+                     "getDefaultIsPrescribed"):
             assert getattr(c1, attr)() == pytest.approx(getattr(c2, attr)(), abs=TOL), (c1.getName(), attr)
     # default pose and random poses: bodies, markers, path lengths
     rng = np.random.default_rng(seed)
@@ -553,3 +554,22 @@ def test_controllers_of_3x_files(tmp_path):
     c2 = osim.PrescribedController.safeDownCast(m2.getControllerSet().get("pc"))
     assert c1.getNumActuators() == c2.getNumActuators() == 2
     assert _simple_props(c1) == _simple_props(c2)
+
+
+@needs_opensim
+def test_prescribed_coordinate_of_3x_file(tmp_path):
+    import opensim as osim
+    text = _v3(_two_bodies()).replace(
+        '<Coordinate name="knee"><motion_type>rotational</motion_type><default_value>0.3</default_value>',
+        '<Coordinate name="knee"><motion_type>rotational</motion_type><default_value>0.3</default_value>'
+        '<prescribed_function><LinearFunction><coefficients> 2 0.1</coefficients></LinearFunction>'
+        '</prescribed_function><prescribed>true</prescribed>', 1)
+    assert "<prescribed>true</prescribed>" in text
+    src = _write(tmp_path, text)
+    out = tmp_path / "out.osim"
+    _convert(src, out)
+    m1, m2 = _compare(src, out, n_random=0)
+    f1 = m1.getCoordinateSet().get("knee").getPrescribedFunction()
+    f2 = m2.getCoordinateSet().get("knee").getPrescribedFunction()
+    for t in (0.0, 0.7):
+        assert f1.calcValue(osim.Vector(1, t)) == f2.calcValue(osim.Vector(1, t)) == pytest.approx(2 * t + 0.1)

@@ -660,8 +660,9 @@ def _read_v3(melem, ctx: _Ctx, version: int = 0) -> Model:
         frames[cf.path] = cf
         cset = _child(je, "CoordinateSet")
         coords = [_read_coordinate(c, jname, ctx) for c in _objects(cset) if c.tag == "Coordinate"]
-        for c in coords:
-            c.unmodelled_xml = ""
+        for c in coords:    # 3.x: an empty <prescribed_function/> is dropped, a function kept
+            c.unmodelled_xml = _unmodelled_to_text(
+                [e for e in _unmodelled_from_text(c.unmodelled_xml) if len(e)])
         jtype = je.tag
         st = _read_spatial_transform(je, ctx) if je.tag == "CustomJoint" else None
         if _bool(je, "reverse", False):
