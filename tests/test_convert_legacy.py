@@ -289,6 +289,19 @@ def test_reversed_joints(tmp_path, rev1, rev2):
     _compare(src, out, n_random=4)
 
 
+@needs_opensim
+@pytest.mark.parametrize("jtype,n", [("GimbalJoint", 3), ("UniversalJoint", 2), ("SliderJoint", 1),
+                                     ("WeldJoint", 0)])
+def test_reversed_joint_types(tmp_path, jtype, n):
+    coords = [f"c{k}" for k in range(n)]
+    bodies = (_body("thigh", "ground", "CustomJoint", "hip", ["q1", "q2", "q3"], _custom_3rot(["q1", "q2", "q3"]))
+              + _body("shank", "thigh", jtype, "j", coords, reverse=True, mass=1.5))
+    src = _write(tmp_path, _v3(bodies, markers=_marker("ms", "shank")))
+    out = tmp_path / "out.osim"
+    _convert(src, out)
+    _compare(src, out, n_random=3)
+
+
 def test_reversed_joint_with_rotation_and_translation_is_unsupported(tmp_path):
     axes = [_axis("rotation1", "q1", "0 0 1", _LIN), _axis("rotation2", "", "1 0 0", _ZERO),
             _axis("rotation3", "", "0 1 0", _ZERO), _axis("translation1", "q2", "1 0 0", _LIN),

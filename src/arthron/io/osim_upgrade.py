@@ -404,9 +404,11 @@ def reversed_joint(jtype: str, axes, coordinates, jname: str, path=None):
     OpenSim 4 upgrades such a joint by swapping its parent and child frames and lets Simbody
     build a reversed mobilizer; arthron re-expresses it as a forward joint with the inverse
     transform, exact when the inverse is again a CustomJoint transform: a ``WeldJoint``; a
-    ``PinJoint`` or ``SliderJoint`` (the coordinate's function negated); a ``CustomJoint``
-    without translations (rotation axes in reverse order, functions negated) or without
-    rotations (translation functions negated).
+    ``PinJoint`` or ``SliderJoint`` (the coordinate's function negated); a ``GimbalJoint``,
+    ``UniversalJoint`` or ``CustomJoint`` without translations (rotation axes in reverse order,
+    functions negated); a ``CustomJoint`` without rotations (translation functions negated).
+    ``BallJoint`` and ``FreeJoint`` (angular-velocity speeds, or rotation with translation) are
+    not re-expressed.
 
     Raises UnsupportedFeature for the other reversed joints.
     """
@@ -427,6 +429,15 @@ def reversed_joint(jtype: str, axes, coordinates, jname: str, path=None):
             tr = [_axis("translation1", [c], (1, 0, 0), neg), _axis("translation2", [], (0, 1, 0), zero),
                   _axis("translation3", [], (0, 0, 1), zero)]
         return "CustomJoint", rot + tr
+    if jtype in ("GimbalJoint", "UniversalJoint") and len(coordinates) == (3 if jtype == "GimbalJoint" else 2):
+        # body-fixed X-Y(-Z) rotations of the joint frames (Simbody's Gimbal / Universal)
+        cn = [c.name for c in coordinates] + [None]
+        axes = [_axis(f"rotation{k + 1}", [cn[k]] if cn[k] else [], e,
+                      fn.LinearFunction(1.0, 0.0) if cn[k] else fn.Constant(0.0))
+                for k, e in enumerate(((1, 0, 0), (0, 1, 0), (0, 0, 1)))]
+        axes += [_axis(f"translation{k + 1}", [], e, fn.Constant(0.0))
+                 for k, e in enumerate(((1, 0, 0), (0, 1, 0), (0, 0, 1)))]
+        jtype = "CustomJoint"
     if jtype == "CustomJoint" and axes is not None:
         rot, tr = axes[:3], axes[3:]
         if all(_is_zero_axis(a) for a in tr):
@@ -442,4 +453,4 @@ def reversed_joint(jtype: str, axes, coordinates, jname: str, path=None):
     raise UnsupportedFeature(
         f"reversed joint '{jname}' ({jtype}, 3.x <reverse>true): its inverse transform is not a "
         "joint transform arthron can write (supported: WeldJoint, PinJoint, SliderJoint, "
-        "CustomJoint with rotations only or translations only)", path, f"joint '{jname}'")
+        "GimbalJoint, UniversalJoint, CustomJoint with rotations only or translations only)", path, f"joint '{jname}'")
