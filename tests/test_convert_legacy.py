@@ -586,3 +586,19 @@ def test_prescribed_coordinate_of_3x_file(tmp_path):
     f2 = m2.getCoordinateSet().get("knee").getPrescribedFunction()
     for t in (0.0, 0.7):
         assert f1.calcValue(osim.Vector(1, t)) == f2.calcValue(osim.Vector(1, t)) == pytest.approx(2 * t + 0.1)
+
+
+@needs_opensim
+def test_force_groups_of_3x_files(tmp_path):
+    forces = _THELEN.format(name="m 1", lo=0, hi=1) + _THELEN.format(name="m2", lo=0, hi=1)
+    text = _v3(_two_bodies(), forces=forces).replace(
+        "</objects><groups/></ForceSet>",
+        '</objects><groups><ObjectGroup name="flexors"><members>m2</members></ObjectGroup>'
+        "</groups></ForceSet>")
+    src = _write(tmp_path, text)
+    out = tmp_path / "out.osim"
+    _convert(src, out)
+    m1, m2 = _compare(src, out, n_random=0)
+    g1, g2 = m1.getForceSet().getGroup("flexors"), m2.getForceSet().getGroup("flexors")
+    assert [g1.getMembers().get(i).getName() for i in range(g1.getMembers().getSize())] == \
+        [g2.getMembers().get(i).getName() for i in range(g2.getMembers().getSize())] == ["m2"]

@@ -681,6 +681,9 @@ def _read_v3(melem, ctx: _Ctx, version: int = 0) -> Model:
     for fe in _objects(_child(melem, "ForceSet")):
         f = _read_force(fe, all_frames, model, ctx, v4=False)
         model.forces[f.name] = f
+    groups = melem.find("ForceSet/groups")
+    if groups is not None and len(groups):
+        model.unmodelled_xml["ForceSet/groups"] = _unmodelled_to_text([groups])
     for tag in ("ControllerSet", "ContactGeometrySet", "ProbeSet", "ComponentSet"):
         c = _child(melem, tag)
         if tag in ("ContactGeometrySet", "ControllerSet") and c is not None:
