@@ -1030,6 +1030,16 @@ def model_to_xml(model: Model) -> etree._ElementTree:
     return etree.ElementTree(doc)
 
 
+def _drop_layout_whitespace(root):
+    """Whitespace-only text between elements (indentation kept in verbatim components) is
+    dropped so that the whole document is pretty-printed the same way, whatever was read."""
+    for e in root.iter():
+        if len(e) and e.text is not None and not e.text.strip():
+            e.text = None
+        if e.tail is not None and not e.tail.strip():
+            e.tail = None
+
+
 def write_osim(path, model: Model, *, exclude_types=()) -> Path:
     """Write a model as an OpenSim 4.x ``.osim`` file.
 
@@ -1058,6 +1068,7 @@ def write_osim(path, model: Model, *, exclude_types=()) -> Path:
         for e in list(tree.getroot().iter()):
             if isinstance(e.tag, str) and e.tag in ex and e.getparent() is not None:
                 e.getparent().remove(e)
+    _drop_layout_whitespace(tree.getroot())
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".arthron-", suffix=".osim", dir=str(path.parent))
     try:
