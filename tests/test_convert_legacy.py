@@ -602,3 +602,19 @@ def test_force_groups_of_3x_files(tmp_path):
     g1, g2 = m1.getForceSet().getGroup("flexors"), m2.getForceSet().getGroup("flexors")
     assert [g1.getMembers().get(i).getName() for i in range(g1.getMembers().getSize())] == \
         [g2.getMembers().get(i).getName() for i in range(g2.getMembers().getSize())] == ["m2"]
+
+
+@needs_opensim
+def test_muscle_of_a_20301_file(tmp_path):
+    """Before 20302 a muscle held its MusclePointSet directly and named the pennation angle
+    ``pennation_angle`` (Muscle::updateFromXMLNode)."""
+    import opensim as osim
+    f = (_THELEN.format(name="m", lo=0, hi=1).replace("<GeometryPath>", "").replace("</GeometryPath>", "")
+         .replace("PathPointSet", "MusclePointSet").replace("pennation_angle_at_optimal", "pennation_angle"))
+    src = _write(tmp_path, _v3(_two_bodies(), forces=f, version=20301))
+    out = tmp_path / "out.osim"
+    _convert(src, out)
+    m1, m2 = _compare(src, out, n_random=2)
+    mu = osim.Muscle.safeDownCast(m2.getForceSet().get("m"))
+    assert mu.getPennationAngleAtOptimalFiberLength() == 0.1
+    assert read_osim(src).forces["m"].path is not None
