@@ -618,3 +618,25 @@ def test_muscle_of_a_20301_file(tmp_path):
     mu = osim.Muscle.safeDownCast(m2.getForceSet().get("m"))
     assert mu.getPennationAngleAtOptimalFiberLength() == 0.1
     assert read_osim(src).forces["m"].path is not None
+
+
+@needs_data
+@needs_opensim
+def test_numbers_opensim_reprints_when_upgrading(tmp_path):
+    """OpenSim's upgrade builds inertias, joint offset frames, two-frame-linker frames and
+    display meshes by printing the 3.x numbers (6 significant digits): the converted file holds
+    the same values as OpenSim's reading of the original, not the file's digits."""
+    text = (LEGACY / "bouncing_block_v20303.osim").read_text()
+    text = text.replace("<transform> 0 0 0 0 0.25 0</transform>",
+                        "<transform> 0.123456789 0 0 0.0123456789 0.25 0</transform>", 1)
+    text = text.replace("<scale_factors> 0.6 5 0.6</scale_factors>",
+                        "<scale_factors> 0.612345678 5 0.6</scale_factors>", 1)
+    text = text.replace("<location_body_2>0 0.5 0</location_body_2>",
+                        "<location_body_2>0 0.512345678 0</location_body_2>", 1)
+    text = text.replace("<location>0 0.5 0</location>", "<location>0 0.512345678 0</location>", 1)
+    text = text.replace("<inertia_xx>0.53333333</inertia_xx>", "<inertia_xx>0.5333333333</inertia_xx>", 1)
+    src = _write(tmp_path, text)
+    out = tmp_path / "out.osim"
+    _convert(src, out)
+    m1, m2 = _compare(src, out, n_random=1)
+    assert "0.512346" in out.read_text() and "0.512345678" not in out.read_text()

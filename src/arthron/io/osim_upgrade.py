@@ -325,15 +325,18 @@ def _reprint(elem, tags):
 
 
 def _upgrade_body(be):
-    """Body (3.x → 4.0): OpenSim builds ``inertia`` from ``inertia_xx`` ... and the joint's
-    ``PhysicalOffsetFrame`` translations/orientations from ``location_in_parent`` ... by
-    printing the numbers, so they keep 6 significant digits in memory; the same is done here
-    so that arthron's reading equals OpenSim's."""
+    """Body (3.x → 4.0): OpenSim builds ``inertia`` from ``inertia_xx`` ..., the joint's
+    ``PhysicalOffsetFrame`` translations/orientations from ``location_in_parent`` ... and the
+    display meshes from ``DisplayGeometry`` by printing the numbers, so they keep 6 significant
+    digits in memory; the same is done here so that arthron's reading equals OpenSim's."""
     _reprint(be, ("inertia_xx", "inertia_yy", "inertia_zz", "inertia_xy", "inertia_xz", "inertia_yz"))
     jel = be.find("Joint")
     for je in jel if jel is not None else []:
         if isinstance(je.tag, str):
             _reprint(je, ("location_in_parent", "orientation_in_parent", "location", "orientation"))
+    # DisplayGeometry → Mesh (and its offset frame): scale factors and transform re-printed too
+    for dg in be.iterfind("VisibleObject/GeometrySet/objects/DisplayGeometry"):
+        _reprint(dg, ("scale_factors", "transform"))
 
 
 def _strip_layout(melem):
