@@ -530,6 +530,8 @@ _FORCES = {
         "Thelen2003Muscle", "Millard2012EquilibriumMuscle"),
     "Schutte1993Muscle_Deprecated": _THELEN.format(name="sch", lo=0, hi=1).replace(
         "Thelen2003Muscle", "Schutte1993Muscle_Deprecated"),
+    "Thelen2003Muscle_Deprecated": _THELEN.format(name="thd", lo=0, hi=1).replace(
+        "Thelen2003Muscle", "Thelen2003Muscle_Deprecated"),
     "ExpressionBasedPointToPointForce": """<ExpressionBasedPointToPointForce name="ebf">
 <isDisabled>false</isDisabled><body1>thigh</body1><body2>shank</body2><point1>0 0 0</point1>
 <point2>0 0.1 0</point2><expression>0.1*d</expression></ExpressionBasedPointToPointForce>""",

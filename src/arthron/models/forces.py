@@ -238,7 +238,12 @@ class Thelen2003Muscle(Muscle):
 class Thelen2003Muscle_Deprecated(Thelen2003Muscle):
     type: str = "Thelen2003Muscle_Deprecated"
     opensim_type: ClassVar[str] = "Thelen2003Muscle_Deprecated"
+    # OpenSim 4.6's defaults of the deprecated class (read back from OpenSim in
+    # tests/test_convert_legacy.py)
+    KshapeActive: float = _num(0.5)
     KshapePassive: float = _num(4.0)
+    Af: float = _num(0.3)
+    Flen: float = _num(1.8)
 
 
 @register_force
