@@ -532,6 +532,12 @@ _FORCES = {
         "Thelen2003Muscle", "Schutte1993Muscle_Deprecated"),
     "Thelen2003Muscle_Deprecated": _THELEN.format(name="thd", lo=0, hi=1).replace(
         "Thelen2003Muscle", "Thelen2003Muscle_Deprecated"),
+    "Millard2012AccelerationMuscle": _THELEN.format(name="mac", lo=0, hi=1).replace(
+        "Thelen2003Muscle", "Millard2012AccelerationMuscle"),
+    "Delp1990Muscle_Deprecated": _THELEN.format(name="delp", lo=0, hi=1).replace(
+        "Thelen2003Muscle", "Delp1990Muscle_Deprecated"),
+    "CoordinateActuator": """<CoordinateActuator name="ca"><isDisabled>false</isDisabled>
+<coordinate>knee</coordinate></CoordinateActuator>""",
     "ExpressionBasedPointToPointForce": """<ExpressionBasedPointToPointForce name="ebf">
 <isDisabled>false</isDisabled><body1>thigh</body1><body2>shank</body2><point1>0 0 0</point1>
 <point2>0 0.1 0</point2><expression>0.1*d</expression></ExpressionBasedPointToPointForce>""",
