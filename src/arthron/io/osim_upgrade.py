@@ -41,6 +41,19 @@ What is done, per class (OpenSim's version step in brackets):
 * joints with ``<reverse>true`` (3.x): OpenSim swaps the joint's parent and child frames;
   arthron re-expresses the joint as a forward joint with the inverse transform where that is
   exact (:func:`reversed_joint`, applied by the 3.x reader).
+* ``Body``: OpenSim builds ``inertia`` from ``inertia_xx`` ..., the joints' offset frames from
+  ``location_in_parent``/``orientation_in_parent``/``location``/``orientation``, the
+  two-frame linkers' frames and the meshes of ``DisplayGeometry`` (``scale_factors``,
+  ``transform``) by printing the numbers with 6 significant digits; they are re-printed the
+  same way here, so that arthron's reading of a 3.x file equals OpenSim's (tested to 1e-9).
+* the remaining 3.x structure is read by :mod:`arthron.io.osim` (``_read_v3``): joints owned by
+  bodies (offset frames ``<body>_offset`` owned by the joint), ``DisplayGeometry`` → ``Mesh``
+  (on a ``<body>_geom_frame_<k>`` offset frame when transformed), markers' and path points'
+  ``body`` → frame sockets, conditional/moving path point coordinates, coordinates'
+  ``prescribed_function``, ForceSet groups, functions in their 3.x property wrappers.
+* wrap objects, markers, ``ProbeSet`` and ``ComponentSet`` elements are kept as they are
+  (the last two with a warning when not empty).
+* the 3.x property comments (descriptions of the old properties) and indentation are dropped.
 
 Classes not listed keep their element unchanged; ``CoordinateLimitForce``,
 ``SpringGeneralizedForce``, ``CoordinateActuator``, ``PointActuator``, ``TorqueActuator``,
