@@ -135,6 +135,16 @@ def _compare(orig, conv, n_random=3, seed=0):
                     p2 = cast.safeDownCast(fs2.get(p1.getName()))
                     assert p1.getLength(s1) > 0
                     assert p1.getLength(s1) == pytest.approx(p2.getLength(s2), abs=TOL), p1.getName()
+    # wrap objects
+    for i in range(m1.getBodySet().getSize()):
+        w1 = m1.getBodySet().get(i).getWrapObjectSet()
+        w2 = m2.getBodySet().get(m1.getBodySet().get(i).getName()).getWrapObjectSet()
+        assert w1.getSize() == w2.getSize()
+        for k in range(w1.getSize()):
+            p1 = _simple_props(w1.get(k))
+            p1.pop("Appearance", None)
+            p2 = {n: v for n, v in _simple_props(w2.get(w1.get(k).getName())).items() if n in p1}
+            assert p1 == p2, w1.get(k).getName()
     # display geometry (3.x DisplayGeometry -> Mesh, on an offset frame when transformed)
     g1, g2 = _meshes(osim, m1, s1), _meshes(osim, m2, s2)
     assert g1.keys() == g2.keys()

@@ -51,7 +51,7 @@ What is done, per class (OpenSim's version step in brackets):
   (on a ``<body>_geom_frame_<k>`` offset frame when transformed), markers' and path points'
   ``body`` → frame sockets, conditional/moving path point coordinates, coordinates'
   ``prescribed_function``, ForceSet groups, functions in their 3.x property wrappers.
-* wrap objects, markers, ``ProbeSet`` and ``ComponentSet`` elements are kept as they are
+* wrap objects, ``ProbeSet`` and ``ComponentSet`` elements are kept as they are
   (the last two with a warning when not empty).
 * the 3.x property comments (descriptions of the old properties) and indentation are dropped.
 
