@@ -468,7 +468,7 @@ def test_cli_convert_check_reports_largest_differences(tmp_path, capsys):
     out = tmp_path / "gait.osim"
     assert main(["convert", str(LEGACY / "gait10dof18musc_v30000.osim"), str(out), "--check"]) == 0
     text = capsys.readouterr().out
-    for q in ("mass (kg)", "inertia (kg m^2)", "offset frames", "body origins, 6 poses",
+    for q in ("mass (kg)", "inertia (kg m^2)", "force properties", "offset frames", "body origins, 6 poses",
               "body rotations", "path lengths, 6 poses"):
         assert q in text
     assert "check passed" in text
@@ -487,6 +487,7 @@ def test_check_finds_a_changed_model(tmp_path):
     out = tmp_path / "arm.osim"
     m = read_osim(LEGACY / "arm26_v20303.osim")
     m.bodies["r_humerus"].mass += 0.5
+    m.forces["BIClong"].optimal_fiber_length += 0.002
     f = next(f for f in m.frames.values() if f.path.endswith("r_humerus_offset"))
     f.translation = f.translation + np.array([0.0, 0.01, 0.0])
     write_osim(out, m)
@@ -494,6 +495,7 @@ def test_check_finds_a_changed_model(tmp_path):
     assert not res.ok
     rows = {q.split(",")[0]: (d, w) for q, d, w in res.rows}
     assert rows["mass (kg)"] == (pytest.approx(0.5), "r_humerus")
+    assert rows["force properties"] == (pytest.approx(0.002), "BIClong.optimal_fiber_length")
     assert rows["offset frames in their body"][0] == pytest.approx(0.01)
     assert rows["body origins"][0] > 0.009
     assert rows["path lengths"][0] > 1e-4

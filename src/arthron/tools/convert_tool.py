@@ -3,9 +3,10 @@
 :func:`convert_model` reads any ``.osim`` (4.x, or 2.x/3.x upgraded the way OpenSim 4.6 upgrades
 them in memory, :mod:`arthron.io.osim_upgrade`) and writes a ``Version="40000"`` file.
 :func:`check_conversion` reads the written file back with arthron and compares it with the
-reading of the original: counts, masses, mass centers and inertias, offset frames, body poses
-and marker positions at the default pose and at random coordinate values, and the lengths of
-every geometry path. With the official OpenSim installed it also loads the written file there
+reading of the original: counts, masses, mass centers and inertias, the numeric properties of
+the force elements arthron models (muscle parameters ...), offset frames, body poses and marker
+positions at the default pose and at random coordinate values, and the lengths of every
+geometry path. With the official OpenSim installed it also loads the written file there
 (``Model(path).initSystem()``) and compares OpenSim's default-pose body positions with
 arthron's.
 """
@@ -46,9 +47,9 @@ class ConversionCheck:
                 and self.opensim in (None, "loaded"))
 
     def report(self) -> str:
-        lines = [f"{'quantity':<34} {'largest |diff|':>15}  where"]
+        lines = [f"{'quantity':<38} {'largest |diff|':>15}  where"]
         for q, d, where in self.rows:
-            lines.append(f"{q:<34} {d:15.3e}  {where}")
+            lines.append(f"{q:<38} {d:15.3e}  {where}")
         for m in self.count_mismatches:
             lines.append(f"MISMATCH {m}")
         if self.opensim is not None:
@@ -120,6 +121,21 @@ def check_conversion(original, converted, *, n_poses=5, seed=0, tolerance=1e-9,
                                                  - np.asarray(get(m2.bodies[n]), float))))
                        for n in common})
         out.rows.append((label, d, w))
+    fp = {}
+    for n, f1 in m1.forces.items():
+        f2 = m2.forces.get(n)
+        if f2 is None or not f1.modelled or not f2.modelled or f1.type != f2.type:
+            continue
+        for attr, kind in f1.property_fields():
+            a, b = getattr(f1, attr), getattr(f2, attr)
+            if kind in ("float", "vec") and a is not None and b is not None:
+                d = float(np.max(np.abs(np.asarray(a, float) - np.asarray(b, float))))
+                if d >= fp.get(n, (-1.0,))[0]:
+                    fp[n] = (d, f"{n}.{attr}")
+            elif kind in ("str", "bool") and a != b:
+                fp[n] = (np.inf, f"{n}.{attr}")
+    d, w = _worst({v[1]: v[0] for v in fp.values()})
+    out.rows.append(("force properties",) + (d, w))
     fr = {}
     for p, f in m1.frames.items():
         if p in m2.frames:
