@@ -660,3 +660,15 @@ def test_numbers_opensim_reprints_when_upgrading(tmp_path):
     _convert(src, out)
     m1, m2 = _compare(src, out, n_random=1)
     assert "0.512346" in out.read_text() and "0.512345678" not in out.read_text()
+
+
+@needs_opensim
+def test_check_reports_a_file_opensim_refuses(tmp_path, capsys):
+    """A 30515 file (after the min_control step) whose Thelen muscle keeps min_control 0 is
+    refused by OpenSim as the original is; ``--check`` says so and exits with 1."""
+    from arthron.cli import main
+    src = _write(tmp_path, _v3(_two_bodies(), forces=_THELEN.format(name="m", lo=0, hi=1), version=30515))
+    out = tmp_path / "out.osim"
+    assert main(["convert", str(src), str(out), "--check"]) == 1
+    text = capsys.readouterr().out
+    assert "OpenSim 4: refused the file" in text and "check FAILED" in text
