@@ -672,3 +672,12 @@ def test_check_reports_a_file_opensim_refuses(tmp_path, capsys):
     assert main(["convert", str(src), str(out), "--check"]) == 1
     text = capsys.readouterr().out
     assert "OpenSim 4: refused the file" in text and "check FAILED" in text
+
+
+def test_malformed_3x_linker_offset_is_a_typed_error(tmp_path):
+    from arthron.errors import ModelFileError
+    bad = _CONSTRAINTS.replace("<location_body_1>0.1 0.2 0.3</location_body_1>",
+                               "<location_body_1>0.1 oops 0.3</location_body_1>")
+    src = _write(tmp_path, _v3(_two_bodies(), constraints=bad))
+    with pytest.raises(ModelFileError, match="non-numeric"):
+        read_osim(src)

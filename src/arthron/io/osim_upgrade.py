@@ -250,7 +250,10 @@ def _upgrade_two_frame_linker(e):
                 e.remove(c)
         if body is None:
             continue
-        zero = all(float(x) == 0.0 for x in (loc + " " + ori).split())
+        try:
+            zero = all(float(x) == 0.0 for x in (loc + " " + ori).split())
+        except ValueError:      # malformed: kept in a frame, whose reading names the element
+            zero = False
         if zero:
             ref = _body_path(body)
         else:
