@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
+from .files import note_input
 from ..errors import ArthronWarning, DataFileError
 
 __all__ = [
@@ -49,6 +50,7 @@ def parse_xml(path, placeholders: dict | None = None):
         raise DataFileError("file does not exist", path) from None
     except OSError as e:
         raise DataFileError(f"cannot read file: {e.strerror or e}", path) from None
+    note_input(path)
     if placeholders:
         for k, v in placeholders.items():
             raw = raw.replace(str(k).encode("utf-8"), str(v).encode("utf-8"))

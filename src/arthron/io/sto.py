@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import numpy as np
 
 from ..tables import Table
 from ..errors import DataFileError, UnsupportedFeature
+from .files import atomic_write, check_output, note_input
 
 __all__ = ["Table", "read_sto", "read_mot", "write_sto", "write_mot"]
 
@@ -45,6 +45,7 @@ def _read_lines(path: Path) -> list[str]:
         raise DataFileError("file does not exist", path) from None
     except OSError as e:
         raise DataFileError(f"cannot read file: {e.strerror or e}", path) from None
+    note_input(path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -69,39 +70,19 @@ def _split_cells(line: str) -> list[str]:
 
 
 def _check_not_input(path: Path, sources) -> None:
-    target = Path(path).resolve()
-    for src in sources:
-        if src is None:
-            continue
-        try:
-            same = target == Path(src).resolve() or (target.exists() and os.path.samefile(target, src))
-        except OSError:
-            same = False
-        if same:
-            raise DataFileError("refusing to overwrite the input file the data was read from", path)
+    """Refuse ``path`` when it is one of ``sources`` or an input of the running command
+    (:func:`arthron.io.files.check_output`)."""
+    check_output(path, [s for s in sources if s is not None])
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all (temp file in the same folder + os.replace)."""
+def _atomic_write_text(path: Path, text: str, sources=()) -> None:
+    """Write ``text`` to ``path`` whole or not at all (:func:`arthron.io.files.atomic_write`);
+    the folder must exist (tools create it: :func:`arthron.io.files.make_output_folder`)."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
+    if not folder.is_dir() and not Path(os.path.abspath(folder)).is_dir():
         raise DataFileError("output folder does not exist", path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise DataFileError(f"cannot write file: {e.strerror or e}", path) from None
-        raise
+    atomic_write(path, text, sources=[s for s in sources if s is not None])
 
 
 def _fmt(x: float) -> str:
@@ -372,7 +353,7 @@ def write_sto(path, table: Table, *, allow_nan: bool = False) -> None:
     path = Path(path)
     _check_not_input(path, [table.source])
     text = format_sto(table, path, allow_nan=allow_nan)
-    _atomic_write_text(path, text)
+    _atomic_write_text(path, text, [table.source])
 
 
 write_mot = write_sto
