@@ -386,3 +386,100 @@ def test_ik_outputs_are_all_new_or_stale_ones_are_named(arm, capsys, monkeypatch
     monkeypatch.setattr(files_mod.os, "replace", real_replace)
     assert "written: ik.mot" in err and "stale (old or missing): ik_marker_errors.sto" in err
     assert (arm / "ik.mot").read_text() != "old motion\n" and _no_temps(arm)
+
+
+# ----------------------------------------------------------------------------- finding 10
+XI = '<xi:include xmlns:xi="http://www.w3.org/2001/XInclude" href="{href}" parse="text"/>'
+
+
+def _attack(folder: Path, name: str, doctype: str = "", inject: str = "", where='<Body name="r_humerus">'):
+    """A copy of arm26.osim with a DOCTYPE after the declaration and ``inject`` after ``where``."""
+    text = ARM26.read_text()
+    decl, rest = text.split("\n", 1)
+    assert where in rest
+    p = folder / name
+    p.write_text(decl + "\n" + doctype + "\n" + rest.replace(where, where + inject, 1))
+    return p
+
+
+@needs_data
+def test_xml_attacks_are_inert(tmp_path, capsys):
+    """Entities (internal and external), an external DTD, XInclude at every level, an entity
+    bomb and a quadratic blow-up: nothing outside the file is read, no entity is expanded, the
+    bombs are refused in well under a second, and ``convert`` does not copy xi:include."""
+    from arthron.errors import ArthronWarning, ModelFileError
+    from arthron.io.osim import read_osim
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-CONTENT")
+    (tmp_path / "ext.dtd").write_text('<!ENTITY fromdtd "DTD-CONTENT">')
+    # internal entity used in a value, external (file) entity: refused with the line
+    for name, doctype, inject in [
+            ("internal.osim", '<!DOCTYPE OpenSimDocument [<!ENTITY e "1.5">]>', "<mass>&e;</mass>"),
+            ("external.osim", f'<!DOCTYPE OpenSimDocument [<!ENTITY x SYSTEM "file://{secret}">]>',
+             "<mass>&x;</mass>"),
+            ("dtd.osim", f'<!DOCTYPE OpenSimDocument SYSTEM "file://{tmp_path / "ext.dtd"}">',
+             "<mass>&fromdtd;</mass>")]:
+        p = _attack(tmp_path, name, doctype, inject)
+        with pytest.raises(ModelFileError, match=r"entity reference &\w+; is not allowed") as e:
+            read_osim(p)
+        assert "line" in str(e.value)
+        assert main(["convert", str(p), str(tmp_path / f"out_{name}")]) == 2
+        assert capsys.readouterr().err.count("\n") == 1
+    # a declared but unused external entity and an external DTD are never loaded
+    p = _attack(tmp_path, "unused.osim", f'<!DOCTYPE OpenSimDocument SYSTEM "file://{tmp_path / "ext.dtd"}" '
+                f'[<!ENTITY x SYSTEM "file://{secret}">]>')
+    assert main(["convert", str(p), str(tmp_path / "unused_out.osim")]) == 0
+    out = (tmp_path / "unused_out.osim").read_text()
+    assert "SECRET" not in out and "DTD-CONTENT" not in out
+    # XInclude: never processed, left out with a warning, never copied into a converted model
+    wheres = ['<Model name="arm26">', '<Body name="r_humerus">', '<Thelen2003Muscle name="TRIlong">',
+              '<ForceSet name="forceset">\n\t\t\t<objects>', '<JointSet name="jointset">\n\t\t\t<objects>']
+    for i, where in enumerate(wheres):
+        p = _attack(tmp_path, f"xi{i}.osim", inject=XI.format(href=f"file://{secret}"), where=where)
+        with pytest.warns(ArthronWarning, match="xi:include"):
+            m = read_osim(p)
+        assert main(["convert", str(p), str(tmp_path / f"xi{i}_out.osim")]) == 0
+        out = (tmp_path / f"xi{i}_out.osim").read_text()
+        assert "include" not in out and "SECRET" not in out and "XInclude" not in out
+        assert list(m.bodies) == list(read_osim(ARM26).bodies)
+    # billion laughs and a quadratic blow-up: refused fast, one typed line
+    laughs = '<!DOCTYPE OpenSimDocument [<!ENTITY a0 "lol">' + "".join(
+        f'<!ENTITY a{i} "{("&a" + str(i - 1) + ";") * 10}">' for i in range(1, 10)) + "]>"
+    quad = f'<!DOCTYPE OpenSimDocument [<!ENTITY q "{"x" * 100_000}">]>'
+    for name, doctype, inject in [("laughs.osim", laughs, "<mass>&a9;</mass>"),
+                                  ("quad.osim", quad, "<mass>" + "&q;" * 20_000 + "</mass>")]:
+        p = _attack(tmp_path, name, doctype, inject)
+        t0 = time.perf_counter()
+        assert main(["info", str(p)]) == 2
+        assert time.perf_counter() - t0 < 1.0
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and name in err
+
+
+@needs_data
+def test_setup_attacks_and_over_long_names(arm, capsys):
+    """The same guards on setup files (an external entity in <model_file>); a setup or mesh
+    file name longer than the file system allows is one typed line, not OSError."""
+    secret = arm / "secret.txt"
+    secret.write_text("arm26.osim")
+    s = _id_setup(arm, "out.sto")
+    s.write_text(s.read_text().replace('<?xml version="1.0" encoding="UTF-8"?>',
+                                       f'<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE OpenSimDocument '
+                                       f'[<!ENTITY x SYSTEM "file://{secret}">]>')
+                 .replace("<model_file>arm26.osim", "<model_file>&x;"))
+    assert main(["id", "--setup", str(s)]) == 2
+    assert "entity reference &x;" in capsys.readouterr().err
+    s = _id_setup(arm, "out.sto")
+    s.write_text(s.read_text().replace("<model_file>arm26.osim", "<model_file>" + "m" * 300 + ".osim"))
+    assert main(["id", "--setup", str(s)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "too long" in err
+    assert main(["id", "--setup", str(arm / ("s" * 300 + ".xml"))]) == 2
+    assert "too long" in capsys.readouterr().err
+    text = ARM26.read_text()
+    i = text.index("<mesh_file>")
+    j = text.index("</mesh_file>", i)
+    (arm / "longmesh.osim").write_text(text[:i] + "<mesh_file>" + "y" * 300 + ".vtp" + text[j:])
+    assert main(["info", str(arm / "longmesh.osim")]) == 2
+    err = capsys.readouterr().err
+    assert "longmesh.osim" in err and "too long" in err and err.count("\n") == 1
