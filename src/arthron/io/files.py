@@ -248,7 +248,18 @@ def _mkdirs(folder: Path, shown) -> None:
         raise DataFileError(f"cannot create the folder {folder}: {e.strerror or e}", shown) from None
 
 
-def _stage(target: Path, data: bytes, shown) -> Path:
+def _pieces(data):
+    """bytes, str (UTF-8) or an iterable of them → an iterator of bytes."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        yield bytes(data)
+    elif isinstance(data, str):
+        yield data.encode("utf-8")
+    else:
+        for d in data:
+            yield d.encode("utf-8") if isinstance(d, str) else bytes(d)
+
+
+def _stage(target: Path, data, shown) -> Path:
     folder = target.parent
     _mkdirs(folder, shown)
     _clean_stale_temps(folder)
@@ -260,7 +271,8 @@ def _stage(target: Path, data: bytes, shown) -> Path:
         raise DataFileError(f"cannot write file: {e.strerror or e}", shown) from None
     try:
         try:
-            _write_all(fd, data)
+            for piece in _pieces(data):
+                _write_all(fd, piece)
             os.fsync(fd)
             os.fchmod(fd, 0o666 & ~_umask()) if hasattr(os, "fchmod") else None
         finally:
@@ -276,20 +288,19 @@ def _stage(target: Path, data: bytes, shown) -> Path:
 
 
 def atomic_write(path, data, *, sources=()) -> Path:
-    """Write ``data`` (str: UTF-8 with ``\\n`` line ends; or bytes) to ``path`` whole or not at
-    all (see the module text); ``sources``: more files it must not replace. Inside an
+    """Write ``data`` (str: UTF-8 with ``\\n`` line ends; bytes; or an iterable of either,
+    streamed) to ``path`` whole or not at all (see the module text); ``sources``: more files it
+    must not replace. Inside an
     :func:`output_group` the file is staged and renamed when the group ends.
 
     Returns the path as given. Raises DataFileError naming the file."""
     target = check_output(path, sources)
-    if isinstance(data, str):
-        data = data.encode("utf-8")
     grp = _GROUP.get()
     if grp is not None:
         for t, _, shown in grp:
             if t == target:
                 raise DataFileError("two outputs of this command have the same name", shown)
-    tmp = _stage(target, bytes(data), path)
+    tmp = _stage(target, data, path)
     if grp is not None:
         grp.append((target, tmp, path))
         return Path(path)

@@ -19,6 +19,7 @@ Like ``Storage``, the first column is the time column whatever its label.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from dataclasses import dataclass, field, replace
@@ -274,6 +275,27 @@ def _header_version(metadata: dict, path) -> int:
 def format_sto(table: Table, path=None, allow_nan: bool = False) -> str:
     """Return the text :func:`write_sto` writes (tab-delimited, repr floats; the header's
     ``version`` is the table's own, default 1)."""
+    return "".join(iter_sto(table, path, allow_nan))
+
+
+_ROWS_PER_PIECE = 2000
+
+
+def iter_sto(table: Table, path=None, allow_nan: bool = False):
+    """The text of :func:`format_sto` in pieces (the header, then blocks of rows), checked
+    before the first piece: what :func:`write_sto` streams to disk, so that a long table is
+    never held as one string."""
+    head = _sto_header(table, path, allow_nan)
+    yield head
+    time = np.asarray(table.time, float)
+    data = np.asarray(table.data, float)
+    for a in range(0, time.size, _ROWS_PER_PIECE):
+        b = min(time.size, a + _ROWS_PER_PIECE)
+        full = np.column_stack([time[a:b], data[a:b]]) if data.size else time[a:b, None]
+        yield "".join("\t".join(_fmt(v) for v in row) + "\n" for row in full.tolist())
+
+
+def _sto_header(table: Table, path=None, allow_nan: bool = False) -> str:
     time = np.asarray(table.time, dtype=float)
     data = np.asarray(table.data, dtype=float)
     if time.ndim != 1:
@@ -317,9 +339,6 @@ def format_sto(table: Table, path=None, allow_nan: bool = False) -> str:
             out.append(c)
     out.append("endheader")
     out.append("\t".join([table.time_label or "time", *table.labels]))
-    full = np.column_stack([time, data]) if data.size or time.size else np.zeros((0, 1))
-    for row in full.tolist():
-        out.append("\t".join(_fmt(v) for v in row))
     return "\n".join(out) + "\n"
 
 
@@ -352,8 +371,9 @@ def write_sto(path, table: Table, *, allow_nan: bool = False) -> None:
     """
     path = Path(path)
     _check_not_input(path, [table.source])
-    text = format_sto(table, path, allow_nan=allow_nan)
-    _atomic_write_text(path, text, [table.source])
+    pieces = iter_sto(table, path, allow_nan=allow_nan)
+    first = next(pieces)                  # the checks run before anything is created
+    _atomic_write_text(path, itertools.chain([first], pieces), [table.source])
 
 
 write_mot = write_sto
