@@ -483,3 +483,44 @@ def test_setup_attacks_and_over_long_names(arm, capsys):
     assert main(["info", str(arm / "longmesh.osim")]) == 2
     err = capsys.readouterr().err
     assert "longmesh.osim" in err and "too long" in err and err.count("\n") == 1
+
+
+@needs_data
+@pytest.mark.skipif(__import__("importlib").util.find_spec("opensim") is None, reason="needs OpenSim")
+def test_setup_commands_write_the_files_opensim_writes(tmp_path, capsys):
+    """The same ID, IK and AnalyzeTool (JointReaction, step_interval 3) setups run by OpenSim
+    4.6 (cwd = the setup's folder) and by ``arthron --setup`` in two copies of one folder leave
+    the same new files at the same relative paths (results directories created), with the same
+    number of rows; arthron prints every path it writes."""
+    import opensim as osim
+    from oracle import _cwd
+    osim.Logger.setLevelString("error")
+    folders = {}
+    for who in ("opensim", "arthron"):
+        d = tmp_path / who
+        d.mkdir()
+        for src in (ARM26, ARM_TRC, ARM_IK):
+            shutil.copy(src, d / src.name)
+        # one level of new folder: OpenSim 4.6's IO::makeDir creates no parents (with
+        # res/id it writes nothing; arthron creates the parents too)
+        setups = (_id_setup(d, "arm_id.sto", "resid"), _ik_setup(d, "arm.mot", "resik"),
+                  _jr_setup(d, results="resjr"))
+        folders[who] = (d, set(_digest(d)))
+        if who == "opensim":
+            with _cwd(d):
+                osim.InverseDynamicsTool(str(setups[0])).run()
+                osim.InverseKinematicsTool(str(setups[1])).run()
+                osim.AnalyzeTool(str(setups[2])).run()
+        else:
+            out = ""
+            for cmd, s in zip(("id", "ik", "jr"), setups):
+                assert main([cmd, "--setup", str(s)]) == 0
+                out += capsys.readouterr().out
+    new = {w: set(_digest(d)) - before - {"opensim.log"} for w, (d, before) in folders.items()}
+    assert len(new["opensim"]) == 4
+    assert new["arthron"] == new["opensim"], new
+    for rel in new["arthron"]:
+        assert str(folders["arthron"][0] / rel) in out
+        if rel.endswith((".sto", ".mot")):
+            a, o = (read_sto(folders[w][0] / rel) for w in ("arthron", "opensim"))
+            assert len(a.time) == len(o.time), rel
