@@ -214,7 +214,11 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _clean_stale_temps(folder: Path) -> None:
-    """Remove temporary files of arthron runs that no longer run, in ``folder``."""
+    """Remove temporary files of arthron runs that no longer run, in ``folder`` (POSIX: a
+    process id that ``kill(pid, 0)`` finds gone; elsewhere nothing is removed, since Windows'
+    ``os.kill`` would terminate the process)."""
+    if os.name != "posix":
+        return
     try:
         names = os.listdir(folder)
     except OSError:
