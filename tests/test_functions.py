@@ -292,3 +292,25 @@ def test_bad_input_names_file_and_line():
                            "</ExpressionBasedFunction>"), "m.osim")
     with pytest.raises(ModelFileError, match="no inner function"):
         read_function(_x("<MultiplierFunction><scale>2</scale></MultiplierFunction>"))
+
+
+@pytest.mark.parametrize("m, n", [(2, 4), (2, 137), (2, 3000), (3, 6), (3, 137), (3, 3000)])
+def test_numpy_natural_splines_equal_scipys(m, n, monkeypatch):
+    """The numpy natural cubic (Thomas) and quintic (dense Hermite) splines that spare a
+    command the scipy.interpolate import (issue 11 finding 15) against scipy's
+    ``make_interp_spline`` with the same end conditions: values and derivatives inside and
+    beyond the knots, uniform and non-uniform knots."""
+    import arthron.models.functions as fn
+    rng = np.random.default_rng(n)
+    for x in (0.4 + 0.01 * np.arange(n), np.cumsum(rng.uniform(0.5, 1.5, n)) * 0.01):
+        y = np.cumsum(rng.standard_normal((n, 3)), axis=0)
+        ours = fn._NaturalSpline(x, y, m)
+        assert ours.spline is None                     # the numpy route was taken
+        monkeypatch.setattr(fn, "_QUINTIC_DENSE_MAX", 0)
+        monkeypatch.setattr(fn, "_CUBIC_THOMAS_MAX", 0)
+        ref = fn._NaturalSpline(x, y, m)
+        monkeypatch.undo()
+        q = np.concatenate([x, np.sort(rng.uniform(x[0] - 0.02, x[-1] + 0.02, 300))])
+        for order in range(m):
+            a, b = ours(q, order), ref(q, order)
+            assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max(), (order, np.abs(a - b).max())

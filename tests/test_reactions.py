@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arthron.errors import ArthronError, DataFileError, SolverError
+from arthron.errors import ArthronError, ArthronWarning, DataFileError, SolverError
 from arthron.io.osim import read_osim
 from arthron.io.setup import read_external_loads
 from arthron.io.sto import Table, read_sto
@@ -396,7 +396,8 @@ def test_bad_input_errors(tmp_path):
     model = read_osim(PEND / "pendulum_off0.osim")
     mot = read_sto(PEND / "q_held30_ID_off0.mot")
     bad = Table(name="forces", time=np.array([0.0, 1.0]), labels=["tau", "hip_flexor"], data=np.ones((2, 2)))
-    with pytest.raises(DataFileError, match="lacks: hip_flexor"):
+    # issue 11 finding 1: a column naming no actuator is ignored with a warning, as OpenSim does
+    with pytest.warns(ArthronWarning, match="hip_flexor"):
         joint_reactions(model, mot, bad)
     none = Table(name="forces", time=np.array([0.0, 1.0]), labels=["other"], data=np.ones((2, 1)))
     with pytest.raises(DataFileError, match="no column for actuator"):
@@ -578,6 +579,74 @@ def test_gait2354_residual_and_reserve_actuators_equal_opensim(tmp_path):
     err = np.abs(r.data - ref.data).max()
     print(f"Gait2354 with residual/reserve actuators: max |arthron − OpenSim| = {err:.1e} "
           f"(|F| up to {np.abs(ref.data).max():.0f})")
+    assert err < 1e-5
+
+
+SO_SETUP = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40600">
+  <AnalyzeTool name="gait">
+    <model_file>{model}</model_file>
+    <replace_force_set>false</replace_force_set>
+    <force_set_files>{actuators}</force_set_files>
+    <results_directory>{out}</results_directory>
+    <initial_time>0.6</initial_time>
+    <final_time>0.7</final_time>
+    <AnalysisSet name="Analyses"><objects>
+      <StaticOptimization name="StaticOptimization">
+        <on>true</on><start_time>0.6</start_time><end_time>0.7</end_time><step_interval>1</step_interval>
+        <use_model_force_set>true</use_model_force_set><activation_exponent>2</activation_exponent>
+        <use_muscle_physiology>true</use_muscle_physiology>
+        <optimizer_convergence_criterion>0.0001</optimizer_convergence_criterion>
+        <optimizer_max_iterations>100</optimizer_max_iterations>
+      </StaticOptimization>
+    </objects><groups /></AnalysisSet>
+    <external_loads_file>{grf}</external_loads_file>
+    <coordinates_file>{coords}</coordinates_file>
+    <lowpass_cutoff_frequency_for_coordinates>6</lowpass_cutoff_frequency_for_coordinates>
+  </AnalyzeTool>
+</OpenSimDocument>
+"""
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("with_actuators", [True, False])
+def test_static_optimization_force_file_as_opensim_wrote_it(tmp_path, with_actuators):
+    """Issue 11 finding 1: the ``_StaticOptimization_force.sto`` OpenSim 4.6 writes for a
+    Gait2354 walk with GRF and the CMC residual/reserve actuators carries the external-force
+    columns (``calcn_r_right_Fx`` ... ``_Tz``) and the actuators of ``force_set_files``. A
+    JointReaction setup using it as ``forces_file`` runs as in OpenSim: with the same
+    ``force_set_files`` only the external-force columns are ignored; without them the
+    residual/reserve columns are ignored too, each group named in one warning."""
+    import opensim as osim
+    from oracle import _cwd
+    osim.Logger.setLevelString("error")
+    acts = GAIT_PIPE / "gait2354_CMC_Actuators.xml"
+    so = tmp_path / "so.xml"
+    so.write_text(SO_SETUP.format(model=GAIT_REF_MODEL, actuators=acts, out=tmp_path / "so",
+                                  grf=GAIT_GRF, coords=GAIT_IK))
+    with _cwd(tmp_path):
+        osim.AnalyzeTool(str(so)).run()
+    forces = tmp_path / "so" / "gait_StaticOptimization_force.sto"
+    labels = read_sto(forces).labels
+    assert "calcn_r_right_Fx" in labels and "calcn_l_left_Tz" in labels and "FX" in labels
+    setup = tmp_path / "jr.xml"
+    text = GAIT_SETUP.format(model=GAIT_REF_MODEL, actuators=acts, out=tmp_path / "out", forces=forces,
+                             grf=GAIT_GRF, coords=GAIT_IK).replace("<final_time>1.0", "<final_time>0.7")
+    text = text.replace("<end_time>1.0", "<end_time>0.7")
+    if not with_actuators:
+        text = text.replace(f"<force_set_files>{acts}</force_set_files>", "<force_set_files />")
+    setup.write_text(text)
+    with pytest.warns(ArthronWarning) as rec:
+        ref, r = _opensim_and_arthron_jr(setup, tmp_path, "gait")
+    msg = " ".join(str(w.message) for w in rec if "ignored" in str(w.message))
+    assert "calcn_r_right_*" in msg and "calcn_l_left_*" in msg
+    assert ("hip_flexion_r_reserve" in msg) == (not with_actuators)
+    assert ("FX" in msg) == (not with_actuators)
+    np.testing.assert_allclose(r.time, ref.time, atol=1e-9)
+    err = np.abs(r.data - ref.data).max()
+    print(f"JR from OpenSim's SO force file (actuators {with_actuators}): max |arthron − OpenSim| = "
+          f"{err:.1e} (|F| up to {np.abs(ref.data).max():.0f})")
     assert err < 1e-5
 
 

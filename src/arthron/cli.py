@@ -119,9 +119,12 @@ def cmd_ik(a):
         if not (a.model and a.trial and a.output):
             raise SystemExit("arthron ik: give MODEL TRIAL.trc -o OUT.mot, or --setup SETUP.xml")
         res = run_ik(a.model, a.trial, time_range=check_time_range(a.time_range),
-                     progress=_progress("inverse kinematics"))
-        path = res.write(a.output, Path(a.output).with_name(Path(a.output).stem + "_marker_errors.sto"))
+                     progress=_progress("inverse kinematics"), output=a.output)
+        path = res.write()
     print(f"wrote {path} ({len(res.time)} frames; marker RMS max {1e3 * float(res.rms.max()):.3f} mm)")
+    for p in (res.errors_file, res.locations_file):
+        if p is not None:
+            print(f"wrote {p}")
     return 0
 
 
@@ -319,12 +322,23 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+_INPUT_ARGS = ("model", "motion", "trial", "input", "setup", "forces", "external_loads", "static",
+               "mesh")
+_FILE_OUTPUT = ("id", "ik", "jr", "convert", "scale")     # commands whose -o/OUTPUT is one file
+
+
 def main(argv=None) -> int:
     warnings.formatwarning = _warn_format
     warnings.simplefilter("default", ArthronWarning)
     args = build_parser().parse_args(argv)
+    from .io.files import check_output, input_guard
     try:
-        return args.func(args) or 0
+        # no command writes onto a file it reads (the files named here, and every file a reader
+        # opens while the command runs): arthron.io.files
+        with input_guard([getattr(args, k) for k in _INPUT_ARGS if getattr(args, k, None)]):
+            if args.command in _FILE_OUTPUT and getattr(args, "output", None):
+                check_output(args.output)
+            return args.func(args) or 0
     except ArthronError as e:
         print(f"arthron: error: {e}", file=sys.stderr)
         return 2

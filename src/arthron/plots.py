@@ -3,11 +3,13 @@ matplotlib (extra ``plot``); it sits beside the solvers and tools and never insi
 """
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 
 from .errors import ModelFileError, UnsupportedFeature
+from .io.files import atomic_write
 from .models.model import Model
 from .multibody.kinematics import Tree, compile_model
 from .solvers.muscle_analysis import CROSSING_TOLERANCE, coordinates_of_motion, default_muscles, path_analysis
@@ -97,7 +99,9 @@ def plot_moment_arms(model: Model, q, out_dir, muscles=None, coordinates=None,
             ax.legend(fontsize=7, ncol=2 if len(ax.lines) > 12 else 1, loc="best")
         fig.tight_layout()
         f = out / f"{prefix}_MomentArm_{c}.png"
-        fig.savefig(f, dpi=dpi)
+        buf = io.BytesIO()
+        fig.savefig(buf, dpi=dpi, format="png")
         plt.close(fig)
+        atomic_write(f, buf.getvalue())     # whole or not at all, never onto an input
         written.append(f)
     return written

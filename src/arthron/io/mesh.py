@@ -8,6 +8,7 @@ file: OpenSim meshes are in metres) and ``resolve_mesh_file(mesh_file, model_dir
 """
 from __future__ import annotations
 
+import errno
 import struct
 import warnings
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ArthronWarning, DataFileError
+from ..errors import ArthronWarning, DataFileError, ModelFileError
 
 __all__ = ["Mesh", "load_mesh", "resolve_mesh_file", "read_stl"]
 
@@ -150,9 +151,13 @@ def resolve_mesh_file(mesh_file: str, model_dir, *, extra_dirs=()) -> Path | Non
         try:
             base_r = base.resolve()
             cand_r = cand.resolve()
-        except OSError:
+            found = cand_r.is_file()
+        except OSError as e:
+            if e.errno == errno.ENAMETOOLONG:
+                raise ModelFileError(f"mesh_file name is too long for the file system "
+                                     f"({len(name)} characters): {name[:60]}...", model_dir) from None
             continue
-        if cand_r.is_file() and (base_r == cand_r.parent or base_r in cand_r.parents):
+        if found and (base_r == cand_r.parent or base_r in cand_r.parents):
             return cand_r
     warnings.warn(f"{model_dir}: mesh_file {mesh_file!r} not found in {', '.join(str(b) for b in bases)}",
                   ArthronWarning, stacklevel=2)
@@ -177,5 +182,9 @@ def resolve_model_meshes(model, *, extra_dirs=()) -> dict:
     for body, geoms in groups:
         for g in geoms:
             if g.mesh_file:
-                out[(body, g.name)] = resolve_mesh_file(g.mesh_file, model_dir, extra_dirs=extra_dirs)
+                try:
+                    out[(body, g.name)] = resolve_mesh_file(g.mesh_file, model_dir, extra_dirs=extra_dirs)
+                except ModelFileError as e:
+                    raise ModelFileError(e.message, model.source or model_dir,
+                                         f"body '{body}' geometry '{g.name}'") from None
     return out

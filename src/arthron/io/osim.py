@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import os
 import posixpath
-import tempfile
 import warnings
 from pathlib import Path
 
@@ -38,6 +36,7 @@ from lxml import etree
 from ..errors import ArthronWarning, DataFileError, ModelFileError, UnsupportedFeature
 from ..models import functions as fn
 from .osim_functions import function_to_xml, read_function_property
+from .files import atomic_write, check_output
 from .osim_upgrade import reversed_joint, upgrade_model_element
 from .setup import parse_xml
 from ..models.forces import FORCE_TYPES, UnmodelledForce
@@ -1060,8 +1059,10 @@ def write_osim(path, model: Model, *, exclude_types=()) -> Path:
     ModelFileError if ``path`` is the model's own source file.
     """
     path = Path(path)
-    if model.source is not None and path.exists() and os.path.samefile(path, model.source):
-        raise ModelFileError("refusing to overwrite the input model", path)
+    try:
+        check_output(path, [model.source] if model.source is not None else [])
+    except DataFileError as e:
+        raise ModelFileError(e.message, path) from None
     tree = model_to_xml(model)
     if exclude_types:
         ex = set(exclude_types)
@@ -1069,16 +1070,8 @@ def write_osim(path, model: Model, *, exclude_types=()) -> Path:
             if isinstance(e.tag, str) and e.tag in ex and e.getparent() is not None:
                 e.getparent().remove(e)
     _drop_layout_whitespace(tree.getroot())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".arthron-", suffix=".osim", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            tree.write(fh, pretty_print=True, xml_declaration=True, encoding="UTF-8")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, etree.tostring(tree, pretty_print=True, xml_declaration=True, encoding="UTF-8"),
+                 sources=[model.source])
     return path
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
+from .files import note_input
 from ..errors import ArthronWarning, DataFileError
 
 __all__ = [
@@ -33,6 +34,31 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 # XML helpers
 # --------------------------------------------------------------------------------------
+_XINCLUDE = "{http://www.w3.org/2001/XInclude}"
+
+
+def _inert(root, path):
+    """Keep a parsed document free of anything that reaches outside it: an entity reference
+    (internal or external entities of a DTD; lxml leaves them unexpanded) is a DataFileError
+    naming its line; ``xi:include`` elements are left out with a warning (they are never
+    processed, as in OpenSim, and are not copied into files arthron writes). External DTDs are
+    never loaded and the network is never used (parser options)."""
+    for e in root.iter(etree.Entity):
+        raise DataFileError(f"entity reference {e.text} is not allowed (entities are not expanded, "
+                            "as in OpenSim)", path, f"line {e.sourceline}")
+    xi = [e for e in root.iter() if isinstance(e.tag, str) and e.tag.startswith(_XINCLUDE)]
+    if xi:
+        for e in xi:
+            if e.getparent() is not None:
+                e.getparent().remove(e)
+        lines = ", ".join(str(e.sourceline) for e in xi[:10])
+        warnings.warn(f"{path}: xi:include element(s) at line(s) {lines} ignored (not processed, as in "
+                      "OpenSim, and not copied)", ArthronWarning, stacklevel=3)
+        if root.tag.startswith(_XINCLUDE):
+            raise DataFileError("the document is an xi:include element", path)
+    return root
+
+
 def parse_xml(path, placeholders: dict | None = None):
     """Parse an XML file with lxml and return its root element.
 
@@ -49,12 +75,14 @@ def parse_xml(path, placeholders: dict | None = None):
         raise DataFileError("file does not exist", path) from None
     except OSError as e:
         raise DataFileError(f"cannot read file: {e.strerror or e}", path) from None
+    note_input(path)
     if placeholders:
         for k, v in placeholders.items():
             raw = raw.replace(str(k).encode("utf-8"), str(v).encode("utf-8"))
-    opts = dict(remove_blank_text=False, resolve_entities=False, no_network=True, huge_tree=True)
+    opts = dict(remove_blank_text=False, resolve_entities=False, no_network=True, huge_tree=True,
+                load_dtd=False, dtd_validation=False, attribute_defaults=False)
     try:
-        return etree.fromstring(raw, parser=etree.XMLParser(**opts), base_url=str(path))
+        return _inert(etree.fromstring(raw, parser=etree.XMLParser(**opts), base_url=str(path)), path)
     except etree.XMLSyntaxError as e:
         first = e
     # Element names such as "HuntCrossleyForce::ContactParametersSet" are well-formed XML 1.0
@@ -70,7 +98,7 @@ def parse_xml(path, placeholders: dict | None = None):
     errors = list(parser.error_log)
     real = [x for x in errors if x.domain_name != "NAMESPACE"]
     if root is not None and errors and not real:
-        return root
+        return _inert(root, path)
     if real:
         x = real[0]
         raise DataFileError(f"malformed XML: {x.message.strip()}", path, f"line {x.line}") from None

@@ -19,9 +19,9 @@ Like ``Storage``, the first column is the time column whatever its label.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -29,6 +29,7 @@ import numpy as np
 
 from ..tables import Table
 from ..errors import DataFileError, UnsupportedFeature
+from .files import atomic_write, check_output, note_input
 
 __all__ = ["Table", "read_sto", "read_mot", "write_sto", "write_mot"]
 
@@ -45,6 +46,7 @@ def _read_lines(path: Path) -> list[str]:
         raise DataFileError("file does not exist", path) from None
     except OSError as e:
         raise DataFileError(f"cannot read file: {e.strerror or e}", path) from None
+    note_input(path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -69,39 +71,19 @@ def _split_cells(line: str) -> list[str]:
 
 
 def _check_not_input(path: Path, sources) -> None:
-    target = Path(path).resolve()
-    for src in sources:
-        if src is None:
-            continue
-        try:
-            same = target == Path(src).resolve() or (target.exists() and os.path.samefile(target, src))
-        except OSError:
-            same = False
-        if same:
-            raise DataFileError("refusing to overwrite the input file the data was read from", path)
+    """Refuse ``path`` when it is one of ``sources`` or an input of the running command
+    (:func:`arthron.io.files.check_output`)."""
+    check_output(path, [s for s in sources if s is not None])
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all (temp file in the same folder + os.replace)."""
+def _atomic_write_text(path: Path, text: str, sources=()) -> None:
+    """Write ``text`` to ``path`` whole or not at all (:func:`arthron.io.files.atomic_write`);
+    the folder must exist (tools create it: :func:`arthron.io.files.make_output_folder`)."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
+    if not folder.is_dir() and not Path(os.path.abspath(folder)).is_dir():
         raise DataFileError("output folder does not exist", path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise DataFileError(f"cannot write file: {e.strerror or e}", path) from None
-        raise
+    atomic_write(path, text, sources=[s for s in sources if s is not None])
 
 
 def _fmt(x: float) -> str:
@@ -293,6 +275,27 @@ def _header_version(metadata: dict, path) -> int:
 def format_sto(table: Table, path=None, allow_nan: bool = False) -> str:
     """Return the text :func:`write_sto` writes (tab-delimited, repr floats; the header's
     ``version`` is the table's own, default 1)."""
+    return "".join(iter_sto(table, path, allow_nan))
+
+
+_ROWS_PER_PIECE = 2000
+
+
+def iter_sto(table: Table, path=None, allow_nan: bool = False):
+    """The text of :func:`format_sto` in pieces (the header, then blocks of rows), checked
+    before the first piece: what :func:`write_sto` streams to disk, so that a long table is
+    never held as one string."""
+    head = _sto_header(table, path, allow_nan)
+    yield head
+    time = np.asarray(table.time, float)
+    data = np.asarray(table.data, float)
+    for a in range(0, time.size, _ROWS_PER_PIECE):
+        b = min(time.size, a + _ROWS_PER_PIECE)
+        full = np.column_stack([time[a:b], data[a:b]]) if data.size else time[a:b, None]
+        yield "".join("\t".join(_fmt(v) for v in row) + "\n" for row in full.tolist())
+
+
+def _sto_header(table: Table, path=None, allow_nan: bool = False) -> str:
     time = np.asarray(table.time, dtype=float)
     data = np.asarray(table.data, dtype=float)
     if time.ndim != 1:
@@ -336,9 +339,6 @@ def format_sto(table: Table, path=None, allow_nan: bool = False) -> str:
             out.append(c)
     out.append("endheader")
     out.append("\t".join([table.time_label or "time", *table.labels]))
-    full = np.column_stack([time, data]) if data.size or time.size else np.zeros((0, 1))
-    for row in full.tolist():
-        out.append("\t".join(_fmt(v) for v in row))
     return "\n".join(out) + "\n"
 
 
@@ -371,8 +371,9 @@ def write_sto(path, table: Table, *, allow_nan: bool = False) -> None:
     """
     path = Path(path)
     _check_not_input(path, [table.source])
-    text = format_sto(table, path, allow_nan=allow_nan)
-    _atomic_write_text(path, text)
+    pieces = iter_sto(table, path, allow_nan=allow_nan)
+    first = next(pieces)                  # the checks run before anything is created
+    _atomic_write_text(path, itertools.chain([first], pieces), [table.source])
 
 
 write_mot = write_sto

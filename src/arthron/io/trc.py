@@ -301,4 +301,4 @@ def write_trc(path, trial: MarkerTrial, units: str | None = None) -> None:
     path = Path(path)
     _check_not_input(path, [trial.source])
     text = format_trc(trial, path, units)
-    _atomic_write_text(path, text)
+    _atomic_write_text(path, text, [trial.source])

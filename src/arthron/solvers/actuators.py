@@ -2,9 +2,12 @@
 as mobility forces and body loads for inverse dynamics and joint reactions."""
 from __future__ import annotations
 
+import re
+import warnings
+
 import numpy as np
 
-from ..errors import DataFileError, SolverError, UnsupportedFeature
+from ..errors import ArthronWarning, DataFileError, SolverError, UnsupportedFeature
 from ..models.model import Model
 from ..multibody.kinematics import Tree
 from .inverse_dynamics import ExternalLoad
@@ -35,10 +38,16 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
 
     ``q`` (T, nq) is needed when the file holds path forces (geometry of the paths at each frame).
 
+    Columns that name no actuator of the model are ignored with one warning naming them, as
+    OpenSim's JointReaction does (``JointReaction::loadForcesFromFile`` looks up each actuator's
+    column by name): StaticOptimization's ``_force.sto`` also holds the external forces
+    (``<body>_<force>_Fx``, ``_px``, ``_Tx`` ...) and the residual/reserve actuators of the
+    setup's ``force_set_files``, which a JointReaction setup without those actuators ignores.
+
     Raises
     ------
-    DataFileError when a column names no actuator of the model, or an actuator of the model has
-    no column (OpenSim would then silently ignore the whole file).
+    DataFileError when an actuator of the model has no column (OpenSim would then silently
+    ignore the whole file).
     UnsupportedFeature for muscle/path forces when path geometry is not available.
     """
     from .inverse_dynamics import ExternalLoad
@@ -50,12 +59,7 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
     labels = list(forces_table.labels)
     unknown = [l for l in labels if l not in acts]
     if unknown:
-        other = [l for l in unknown if l in model.forces]
-        msg = (f"forces file names actuator(s) model '{model.name}' lacks: {', '.join(unknown[:10])}"
-               + (" ..." if len(unknown) > 10 else ""))
-        if other:
-            msg += f" ({', '.join(other)} are force elements but not actuators)"
-        raise DataFileError(msg, src, "column labels")
+        warnings.warn(_ignored_columns_message(unknown, model, src), ArthronWarning, stacklevel=3)
     missing = [n for n in acts if n not in labels]
     if missing:
         raise DataFileError(f"forces file has no column for actuator(s) {', '.join(missing[:10])} of model "
@@ -67,8 +71,9 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
     gen_u = np.zeros((T, tree.nq))      # CoordinateActuators: forces on Simbody's mobilities
     loads = []
     path_forces = []
-    for lab in labels:
-        k = labels.index(lab)
+    for k, lab in enumerate(labels):
+        if lab not in acts:
+            continue
         val = np.interp(times, t_src, data[:, k]) if t_src.size > 1 else np.full(T, data[0, k])
         f = acts[lab]
         if not f.applies_force:
@@ -127,6 +132,29 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
             A = _euler_xyz_rate_matrix(qq[:, g[0]], qq[:, g[1]])
             gen_u[:, g] = np.einsum("tji,tj->ti", A, gen_u[:, g])
     return gen + gen_u, loads
+
+
+_EXTERNAL_FORCE_COLUMN = re.compile(r"_(F|p|T)[xyz]$")
+
+
+def _ignored_columns_message(unknown, model, src) -> str:
+    """One warning line naming the ignored columns, external-force columns grouped by force."""
+    ext = sorted({l[:-3] for l in unknown if _EXTERNAL_FORCE_COLUMN.search(l)})
+    other = [l for l in unknown if not _EXTERNAL_FORCE_COLUMN.search(l)]
+    parts = []
+    if ext:
+        parts.append("external force(s) " + ", ".join(f"{e}_*" for e in ext))
+    if other:
+        forces = [l for l in other if l in model.forces]
+        rest = [l for l in other if l not in model.forces]
+        if rest:
+            parts.append(", ".join(rest[:20]) + (" ..." if len(rest) > 20 else "")
+                         + " (no such actuator)")
+        if forces:
+            parts.append(", ".join(forces) + " (force elements, not actuators)")
+    where = f"{src}: " if src is not None else ""
+    return (f"{where}forces file columns that name no actuator of model '{model.name}' are "
+            f"ignored, as OpenSim does: {'; '.join(parts)}")
 
 
 def path_loads(pathset, tree: Tree, q, tensions, kin=None):

@@ -30,7 +30,7 @@ ExternalForce does, and evaluated at the solve times.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -117,6 +117,24 @@ def external_loads_from_setup(model: Model, ext, table, times) -> list:
     return loads
 
 
+#: frames solved at once by the tools' solvers (inverse dynamics, joint reactions): bounds the
+#: peak memory of long trials (issue 11 finding 14) without changing any number
+FRAME_CHUNK = 5000
+
+
+def frame_chunks(T: int, size: int | None = None) -> list:
+    """Slices covering ``range(T)`` in chunks of ``size`` frames (default :data:`FRAME_CHUNK`)."""
+    n = int(size or FRAME_CHUNK)
+    return [slice(a, min(T, a + n)) for a in range(0, T, n)] or [slice(0, 0)]
+
+
+def slice_loads(loads, s: slice) -> list:
+    """The :class:`ExternalLoad` list restricted to the frames ``s`` (arrays sliced, not copied)."""
+    def cut(a):
+        return a if a is None or np.ndim(a) < 2 else a[s]
+    return [replace(L, force=cut(L.force), point=cut(L.point), torque=cut(L.torque)) for L in loads]
+
+
 def _labels(model: Model, names):
     coords = model.coordinates
     return [f"{n}_moment" if coords[n].motion_type == "rotational" else f"{n}_force" for n in names]
@@ -155,19 +173,24 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
         # OpenSim sets each coordinate's speed u to the spline derivative; for Ellipsoid-type
         # mobilizers u is an angular velocity, not the Euler-angle rate.
         qd, qdd = qdot_from_speeds(tree, q, qd, qdd)
-    applied, not_applied = applied_generalized_forces(model, tree, q, qd, forces_to_exclude)
+    loads = []
+    if external_loads is not None:
+        if loads_table is None:
+            loads_table = external_loads.load_table()
+        loads = external_loads_from_setup(model, external_loads, loads_table, t_out)
+    # frames in chunks: peak memory bounded whatever the trial's length, same numbers
+    tau = np.empty_like(q)
+    not_applied = []
+    for s in frame_chunks(len(t_out)):
+        applied, not_applied = applied_generalized_forces(model, tree, q[s], qd[s], forces_to_exclude)
+        tau[s] = mobility_forces(tree, q[s], inverse_dynamics(tree, q[s], qd[s], qdd[s],
+                                                              slice_loads(loads, s), applied=applied))
     if not_applied:
         warnings.warn(
             f"model '{model.name}': force elements OpenSim would apply but arthron's inverse "
             "dynamics cannot evaluate without states are left out: "
             + ", ".join(f"{t} {n}" for t, n in not_applied[:8]) + (" ..." if len(not_applied) > 8 else ""),
             ArthronWarning)
-    loads = []
-    if external_loads is not None:
-        if loads_table is None:
-            loads_table = external_loads.load_table()
-        loads = external_loads_from_setup(model, external_loads, loads_table, t_out)
-    tau = mobility_forces(tree, q, inverse_dynamics(tree, q, qd, qdd, loads, applied=applied))
     order = tree.multibody_order
     names = [tree.coordinate_names[i] for i in order]
     return InverseDynamicsResult(time=t_out, coordinates=names, labels=_labels(model, names),

@@ -110,7 +110,7 @@ from ..multibody.inverse_dynamics import inertial_wrenches, inverse_dynamics
 from ..multibody.kinematics import Tree, compile_model, forward_kinematics
 from ..multibody.mass_matrix import mass_matrix
 from .actuators import actuator_forces, path_loads
-from .inverse_dynamics import coordinates_from_table, external_loads_from_setup
+from .inverse_dynamics import coordinates_from_table, external_loads_from_setup, frame_chunks, slice_loads
 
 __all__ = ["JointLoads", "JointReactionResult", "joint_loads", "open_constraint_map", "joint_reactions",
            "reaction_columns",
@@ -499,7 +499,9 @@ class JointReactionResult:
     """Joint reactions in OpenSim's JointReaction layout.
 
     time : (T,) s; labels : 9 per requested joint; data : (T, 9 n); loads : the
-    :class:`JointLoads` (Λ, decomposition into generalized forces and λ); q, qd, qdd : the
+    :class:`JointLoads` (Λ, decomposition into generalized forces and λ; None for trials longer
+    than one chunk of frames, :data:`arthron.solvers.inverse_dynamics.FRAME_CHUNK`, whose
+    decomposition is not kept so that memory stays bounded); q, qd, qdd : the
     states used (rad, m); residual : (T, nq) or None, generalized forces the motion needs beyond
     the applied mobility forces (inverse dynamics minus CoordinateActuators, body forces
     accounted), N·m or N.
@@ -607,6 +609,35 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
         if loads_table is None:
             loads_table = external_loads.load_table()
         loads += external_loads_from_setup(model, external_loads, loads_table, t)
+    cs = None
+    if any(c.enabled for c in model.constraints):
+        from ..multibody.constraints import compile_constraints
+        cs = compile_constraints(model, tree)
+    locked = np.array([c.locked for c in model.coordinates.values()])
+    # frames in chunks: peak memory bounded whatever the trial's length, same numbers
+    chunks = frame_chunks(len(t))
+    data = residual = jl = labels = None
+    qdd_out = np.empty_like(qdd)
+    for s_ in chunks:
+        labels, d, jl_s, res_s, qdd_out[s_] = _reaction_chunk(
+            model, tree, t[s_], q[s_], qd[s_], qdd[s_], slice_loads(loads, s_), forces_table,
+            accelerations, constraint_forces, cs, locked, joints, on, in_frame)
+        if data is None:
+            data = np.empty((len(t), d.shape[1]))
+            residual = None if res_s is None else np.empty((len(t), res_s.shape[1]))
+        data[s_] = d
+        if residual is not None:
+            residual[s_] = res_s
+        jl = jl_s if len(chunks) == 1 else None      # the per-frame decomposition of short trials
+    qdd = qdd_out
+    return JointReactionResult(time=t, labels=labels, data=data, loads=jl, q=q, qd=qd, qdd=qdd,
+                               residual=residual)
+
+
+def _reaction_chunk(model, tree, t, q, qd, qdd, loads, forces_table, accelerations,
+                    constraint_forces, cs, locked, joints, on, in_frame):
+    """Joint reactions of one chunk of frames: (labels, data, JointLoads, residual, q̈)."""
+    loads = list(loads)
     gen = None
     if forces_table is not None:
         gen, act_loads = actuator_forces(model, tree, forces_table, t, q=q)
@@ -616,7 +647,7 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     pf = passive_forces(model, tree, q, qd, exclude=("Actuators",))
     if pf.not_applied:
         warnings.warn(f"model '{model.name}' has force elements arthron does not apply in joint reactions: "
-                      + ", ".join(f"{t_} {n}" for t_, n in pf.not_applied[:6]), ArthronWarning, stacklevel=2)
+                      + ", ".join(f"{t_} {n}" for t_, n in pf.not_applied[:6]), ArthronWarning, stacklevel=3)
     if pf.mobility.any():
         gen = pf.mobility if gen is None else gen + pf.mobility
     if pf.path_names:
@@ -625,11 +656,6 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
         loads += p_loads
         if p_gen.any():
             gen = p_gen if gen is None else gen + p_gen
-    cs = None
-    if any(c.enabled for c in model.constraints):
-        from ..multibody.constraints import compile_constraints
-        cs = compile_constraints(model, tree)
-    locked = np.array([c.locked for c in model.coordinates.values()])
     mu = None
     if accelerations == "forward":
         qdd, mu = forward_accelerations(tree, q, qd, gen, loads, locked=locked, constraints=cs,
@@ -644,8 +670,7 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     labels, data = reaction_columns(model, tree, jl, on, in_frame)
     residual = None
     if forces_table is not None:
-        residual = inverse_dynamics(tree, q, qd, qdd, loads) - gen
-    return JointReactionResult(time=t, labels=labels, data=data, loads=jl, q=q, qd=qd, qdd=qdd,
-                               residual=residual)
+        residual = inverse_dynamics(tree, q, qd, qdd, loads) - (0 if gen is None else gen)
+    return labels, data, jl, residual, qdd
 
 

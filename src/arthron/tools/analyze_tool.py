@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ArthronWarning, DataFileError, OptionError, SolverError, UnsupportedFeature
+from ..io.files import check_output, input_guard, make_output_folder, output_group
 from ..io.osim import read_force_set, read_osim
 from ..io.setup import ToolSetup, read_external_loads, read_tool_setup
 from ..io.sto import read_sto, write_sto
@@ -320,6 +321,7 @@ def write_joint_reactions(result: JointReactionResult, path, rows=None) -> Path:
     table = result.to_table()
     if rows is not None:
         table.time, table.data = table.time[rows], table.data[rows]
+    make_output_folder(path)
     write_sto(path, table)
     return Path(path)
 
@@ -383,16 +385,20 @@ def muscle_analysis_from_setup(setup_path, placeholders=None, *, search_dirs=Non
     return _muscle_analysis(st, ma, _model(st), read_sto(st.coordinates_file))[0]
 
 
+def _path_table_files(coords, out: Path, prefix: str) -> list:
+    return [out / f"{prefix}_MuscleAnalysis_Length.sto"] + [
+        out / f"{prefix}_MuscleAnalysis_MomentArm_{c}.sto" for c in coords]
+
+
 def _write_path_tables(res: PathAnalysis, coords, out: Path, prefix: str) -> list:
-    written = []
-    f = out / f"{prefix}_MuscleAnalysis_Length.sto"
-    write_sto(f, res.length_table())
-    written.append(f)
-    for c in coords:
-        f = out / f"{prefix}_MuscleAnalysis_MomentArm_{c}.sto"
-        write_sto(f, res.moment_arm_table(c))
-        written.append(f)
-    return written
+    files = _path_table_files(coords, out, prefix)
+    for f in files:
+        make_output_folder(f)
+    with output_group():
+        write_sto(files[0], res.length_table())
+        for c, f in zip(coords, files[1:]):
+            write_sto(f, res.moment_arm_table(c))
+    return files
 
 
 def write_path_analysis(model: Model, motion_table, out_dir, muscles=None, prefix=None,
@@ -417,7 +423,9 @@ def write_path_analysis(model: Model, motion_table, out_dir, muscles=None, prefi
     q = coordinates_of_motion(model, motion_table)
     res = path_analysis(model, q, time=motion_table.time, muscles=muscles, tree=tree)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    files = _path_table_files(res.crossed(), out, prefix or model.name)
+    for f in files:
+        check_output(f)
     return _write_path_tables(res, res.crossed(), out, prefix or model.name)
 
 
@@ -444,9 +452,16 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
 
     Raises
     ------
-    DataFileError (not an AnalyzeTool, no analysis arthron runs, missing files),
-    UnsupportedFeature (states_file), SolverError.
+    DataFileError (not an AnalyzeTool, no analysis arthron runs, missing files, an output that
+    would replace an input), UnsupportedFeature (states_file), SolverError.
     """
+    with input_guard():
+        return _run_analyze(setup_path, placeholders, search_dirs, results_dir, accelerations,
+                            only, joint_reaction_file)
+
+
+def _run_analyze(setup_path, placeholders, search_dirs, results_dir, accelerations, only,
+                 joint_reaction_file) -> list:
     st = read_analyze_setup(setup_path, placeholders, search_dirs)
     kinds = tuple(SUPPORTED_ANALYSES if only is None else only)
     bad = [k for k in kinds if k not in SUPPORTED_ANALYSES]
@@ -472,17 +487,24 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
                                                          search_dirs, tree)))
         else:
             results.append((kind, el, n, _muscle_analysis(st, el, model, motion, tree)))
-    needs_dir = any(k == "MuscleAnalysis" for k, _, _, _ in results) or joint_reaction_file is None
-    out = results_directory(st.setup, results_dir, create=needs_dir)
-    written = []
+    out = results_directory(st.setup, results_dir, create=False)
+    plan = []
     for kind, el, n, res in results:
         if kind == "JointReaction":
-            rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0)
-            f = (Path(joint_reaction_file) if joint_reaction_file is not None
-                 else out / f"{st.name}_JointReaction_ReactionLoads.sto")
-            written.append(write_joint_reactions(res, f, rows if n > 1 else None))
+            plan.append([Path(joint_reaction_file) if joint_reaction_file is not None
+                         else out / f"{st.name}_JointReaction_ReactionLoads.sto"])
         else:
-            pa, coords = res
-            pa = pa.rows(step_rows(motion.time, pa.time, n, st.lowpass_hz > 0)) if n > 1 else pa
-            written += _write_path_tables(pa, coords, out, st.name)
+            plan.append(_path_table_files(res[1], out, st.name))
+    for f in (f for fs in plan for f in fs):     # every output checked before anything is created
+        check_output(f)
+    written = []
+    with output_group():
+        for (kind, el, n, res), files in zip(results, plan):
+            if kind == "JointReaction":
+                rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0)
+                written.append(write_joint_reactions(res, files[0], rows if n > 1 else None))
+            else:
+                pa, coords = res
+                pa = pa.rows(step_rows(motion.time, pa.time, n, st.lowpass_hz > 0)) if n > 1 else pa
+                written += _write_path_tables(pa, coords, out, st.name)
     return written

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ArthronWarning, DataFileError
+from ..io.files import check_output, input_guard, make_output_folder, note_input
 from ..io.osim import read_osim
 from ..io.setup import InverseDynamicsSetup, read_external_loads, read_id_setup
 from ..io.sto import read_sto, write_sto
@@ -25,7 +26,12 @@ DEFAULT_OUTPUT = "inverse_dynamics.sto"
 
 
 def write_inverse_dynamics(result: InverseDynamicsResult, path) -> Path:
-    """Write generalized forces as OpenSim's ``.sto`` (whole or not at all); returns the path."""
+    """Write generalized forces as OpenSim's ``.sto`` (whole or not at all; missing folders of
+    ``path`` created, as OpenSim's ``IO::makeDir``); returns the path.
+
+    Raises DataFileError when ``path`` is an input of the running command
+    (:func:`arthron.io.files.input_guard`), a folder or a device."""
+    make_output_folder(path)
     write_sto(path, result.to_table())
     return Path(path)
 
@@ -42,17 +48,18 @@ class InverseDynamicsRun:
     result: InverseDynamicsResult
     output: Path | None = None
     setup: InverseDynamicsSetup | None = field(default=None, repr=False)
+    inputs: list = field(default_factory=list, repr=False)
 
     def write(self, path=None) -> Path:
-        """Write the result to ``path`` (default :attr:`output`; its folder is created when it
-        is the setup's results directory, as OpenSim does). Returns the path."""
+        """Write the result to ``path`` (default :attr:`output`; missing folders created, as
+        OpenSim does for its results directory), never onto a file the run read
+        (:attr:`inputs`). Returns the path."""
         if path is None:
             if self.output is None:
                 raise DataFileError("no output file: give a path")
             path = self.output
-            if self.setup is not None:
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return write_inverse_dynamics(self.result, path)
+        with input_guard(self.inputs):
+            return write_inverse_dynamics(self.result, path)
 
 
 def run_id(model, motion, *, external_loads=None, lowpass_hz=None, time_range=None,
@@ -74,6 +81,15 @@ def run_id(model, motion, *, external_loads=None, lowpass_hz=None, time_range=No
     OptionError (time range not two increasing numbers, cut-off not finite), the readers'
     DataFileError/ModelFileError, the solver's errors.
     """
+    with input_guard() as inputs:
+        run = _run_id(model, motion, external_loads, lowpass_hz, time_range, forces_to_exclude,
+                      in_degrees, output)
+    run.inputs = [p for p, _ in inputs]
+    return run
+
+
+def _run_id(model, motion, external_loads, lowpass_hz, time_range, forces_to_exclude, in_degrees,
+            output) -> InverseDynamicsRun:
     time_range = check_time_range(time_range)
     lowpass_hz = check_lowpass(lowpass_hz)
     model = model if isinstance(model, Model) else read_osim(model)
@@ -82,6 +98,10 @@ def run_id(model, motion, *, external_loads=None, lowpass_hz=None, time_range=No
     if external_loads is not None:
         ext = external_loads if hasattr(external_loads, "forces") else read_external_loads(external_loads)
         loads_table = ext.load_table()
+    for x in (model, motion, ext, loads_table):
+        note_input(getattr(x, "source", None) or getattr(x, "path", None))
+    if output is not None:
+        check_output(output)            # before computing: an output that is an input is refused
     res = run_inverse_dynamics(model, motion, external_loads=ext, loads_table=loads_table,
                                lowpass_hz=lowpass_hz, time_range=time_range, in_degrees=in_degrees,
                                forces_to_exclude=tuple(forces_to_exclude))
@@ -107,6 +127,13 @@ def run_id_from_setup(path, *, placeholders=None, search_dirs=None, output=None)
     DataFileError (not an InverseDynamicsTool, missing model or coordinates file, bad
     numbers), the solver's errors.
     """
+    with input_guard() as inputs:
+        run = _run_id_from_setup(path, placeholders, search_dirs, output)
+    run.inputs = [p for p, _ in inputs]
+    return run
+
+
+def _run_id_from_setup(path, placeholders, search_dirs, output) -> InverseDynamicsRun:
     st = read_id_setup(path, placeholders)
     ts = st.setup
     model_file = require_setup_file(ts, "model_file", search_dirs, value=str(st.model_file or ""))

@@ -9,12 +9,13 @@ the ``output_motion_file``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import DataFileError, OptionError
+from ..io.files import check_output, input_guard, make_output_folder, note_input, output_group
 from ..io.osim import read_osim
 from ..io.setup import read_tool_setup
 from ..io.sto import read_sto, write_sto
@@ -30,16 +31,21 @@ __all__ = ["IKToolResult", "read_ik_tasks", "run_ik", "run_ik_from_setup", "writ
 def write_ik_result(result: IKResult, motion_path, errors_path=None, locations_path=None) -> Path:
     """Write an :class:`IKResult` as OpenSim's IK tool does: the ``.mot`` (degrees, OpenSim
     layout) and, when given, the marker errors ``.sto`` and the model marker locations ``.sto``.
-    Missing folders are created. Returns the motion path."""
+    Missing folders are created. The files are written as one
+    (:func:`arthron.io.files.output_group`): all new, or none (a failed rename names the stale
+    ones); every path is checked before anything is created. Returns the motion path."""
     motion_path = Path(motion_path)
-    motion_path.parent.mkdir(parents=True, exist_ok=True)
-    write_sto(motion_path, result.motion_table())
-    if errors_path is not None:
-        Path(errors_path).parent.mkdir(parents=True, exist_ok=True)
-        write_sto(errors_path, result.errors_table())
-    if locations_path is not None:
-        Path(locations_path).parent.mkdir(parents=True, exist_ok=True)
-        write_sto(locations_path, result.locations_table())
+    paths = [p for p in (motion_path, errors_path, locations_path) if p is not None]
+    for p in paths:
+        check_output(p)
+    for p in paths:
+        make_output_folder(p)
+    with output_group():
+        write_sto(motion_path, result.motion_table())
+        if errors_path is not None:
+            write_sto(errors_path, result.errors_table())
+        if locations_path is not None:
+            write_sto(locations_path, result.locations_table())
     return motion_path
 
 
@@ -58,6 +64,7 @@ class IKToolResult(IKResult):
     output_motion_file: Path | None = None
     errors_file: Path | None = None
     locations_file: Path | None = None
+    inputs: list = field(default_factory=list, repr=False)
 
     @classmethod
     def of(cls, result: IKResult, **paths) -> "IKToolResult":
@@ -75,10 +82,11 @@ class IKToolResult(IKResult):
         motion_path = Path(motion_path) if motion_path is not None else self.output_motion_file
         if motion_path is None:
             raise OptionError("IK result: no output motion path given")
-        return write_ik_result(self, motion_path,
-                               errors_path if errors_path is not None else self.errors_file,
-                               locations_path if locations_path is not None
-                               else self.locations_file)
+        with input_guard(self.inputs):
+            return write_ik_result(self, motion_path,
+                                   errors_path if errors_path is not None else self.errors_file,
+                                   locations_path if locations_path is not None
+                                   else self.locations_file)
 
 
 def read_ik_tasks(task_set_elem, model: Model, coordinate_table=None, path=None) -> IKTasks:
@@ -154,6 +162,15 @@ def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range
     -------
     IKToolResult (call ``.write()``)
     """
+    with input_guard() as inputs:
+        res = _run_ik(model, trial, setup, tasks, time_range, constraint_weight, output, progress,
+                      block, report_marker_locations, penalty)
+    res.inputs = [p for p, _ in inputs]
+    return res
+
+
+def _run_ik(model, trial, setup, tasks, time_range, constraint_weight, output, progress, block,
+            report_marker_locations, penalty) -> IKToolResult:
     if not isinstance(model, Model):
         model = read_osim(model)
     if setup is not None:
@@ -166,6 +183,10 @@ def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range
         report_marker_locations = report_marker_locations or cfg["report_marker_locations"]
     if not hasattr(trial, "positions"):
         trial = read_trc(trial)
+    note_input(model.source)
+    note_input(getattr(trial, "source", None))
+    if output is not None:
+        check_output(output)            # before solving: an output that is an input is refused
     res = IKToolResult.of(solve_ik(model, trial, tasks, time_range=time_range,
                                    constraint_weight=constraint_weight, progress=progress,
                                    block=block, penalty=penalty))
@@ -248,6 +269,13 @@ def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=Non
     ``report_marker_locations``, ``<tool name>_ik_model_marker_locations.sto`` (OpenSim's names;
     the results directory is created, as OpenSim's tool does).
     """
+    with input_guard() as inputs:
+        res = _run_ik_from_setup(path, search_dirs, placeholders, progress, block, penalty)
+    res.inputs = [p for p, _ in inputs]
+    return res
+
+
+def _run_ik_from_setup(path, search_dirs, placeholders, progress, block, penalty) -> IKToolResult:
     st = read_tool_setup(path, placeholders)
     if st.tool != "InverseKinematicsTool":
         raise DataFileError(f"not an InverseKinematicsTool setup (root <{st.tool}>)", st.path)
@@ -260,14 +288,15 @@ def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=Non
         raise DataFileError("marker_file is not set", st.path)
     trial = read_trc(trc)
     cfg = _ik_config(st, model, search_dirs)
-    res = IKToolResult.of(solve_ik(model, trial, cfg["tasks"], time_range=cfg["time_range"],
-                                   constraint_weight=cfg["constraint_weight"], progress=progress,
-                                   block=block, penalty=penalty))
     out = st.resolve(st.get("output_motion_file"))
     rd = results_directory(st, create=False)
-    res.output_motion_file = out if out is not None else rd / f"{st.name}_ik.mot"
-    if cfg["report_errors"]:
-        res.errors_file = rd / f"{st.name}_ik_marker_errors.sto"
-    if cfg["report_marker_locations"]:
-        res.locations_file = rd / f"{st.name}_ik_model_marker_locations.sto"
-    return res
+    paths = dict(output_motion_file=out if out is not None else rd / f"{st.name}_ik.mot",
+                 errors_file=rd / f"{st.name}_ik_marker_errors.sto" if cfg["report_errors"] else None,
+                 locations_file=(rd / f"{st.name}_ik_model_marker_locations.sto"
+                                 if cfg["report_marker_locations"] else None))
+    for p in paths.values():            # before solving: an output that is an input is refused
+        if p is not None:
+            check_output(p)
+    return IKToolResult.of(solve_ik(model, trial, cfg["tasks"], time_range=cfg["time_range"],
+                                    constraint_weight=cfg["constraint_weight"], progress=progress,
+                                    block=block, penalty=penalty), **paths)

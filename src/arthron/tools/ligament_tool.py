@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SolverError
+from ..io.files import atomic_write
 from ..io.mesh import load_mesh
 from ..io.osim import force_to_xml, read_osim, write_osim
 from ..io.sto import read_sto, write_sto
@@ -109,8 +110,8 @@ def run_demo(out_dir, n_triangles=DEMO_TRIANGLES, verbose: bool = True) -> dict:
                                "eF_at": {int(n): float(v) for n, v in zip(n_triangles, e)}}
             for n, a, b, nf in zip(n_triangles, st[m]["eF"], st[m]["eM"], st[m]["n_fibres"]):
                 rows.append(f"{l0 * 1e3:.0f},{m},{n},{nf},{a:.6g},{b:.6g}")
-    (out / "tpsm_errors.csv").write_text("l0_mm,method,n_triangles,n_fibres,force_error_pct,moment_error_pct\n"
-                                         + "\n".join(rows) + "\n")
+    atomic_write(out / "tpsm_errors.csv", "l0_mm,method,n_triangles,n_fibres,force_error_pct,"
+                 "moment_error_pct\n" + "\n".join(rows) + "\n")
     lig = synthetic_acl(l0=0.027)
     ang = np.linspace(0.0, 120.0, 121)
     R, t = synthetic_flexion(ang)

@@ -18,6 +18,7 @@ import numpy as np
 from lxml import etree
 
 from ..errors import DataFileError, ModelFileError
+from ..io.files import atomic_write, check_output, input_guard, make_output_folder, output_group
 from ..io.osim import read_osim, write_osim
 from ..io.setup import parse_xml, read_tool_setup
 from ..io.sto import read_sto, write_sto
@@ -52,8 +53,8 @@ def write_scale_set(path, entries: list[ScaleEntry]) -> Path:
                   "\t\t\t</Scale>"]
     lines += ["\t\t</objects>", "\t\t<groups />", "\t</ScaleSet>", "</OpenSimDocument>"]
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    make_output_folder(path)
+    atomic_write(path, "\n".join(lines) + "\n")
     return path
 
 
@@ -114,9 +115,9 @@ def write_marker_set(path, model: Model, name: str = "markerset") -> Path:
         etree.SubElement(me, "fixed").text = str(bool(mk.fixed)).lower()
     etree.SubElement(ms, "groups")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    etree.ElementTree(doc).write(str(path), pretty_print=True, xml_declaration=True,
-                                 encoding="UTF-8")
+    make_output_folder(path)
+    atomic_write(path, etree.tostring(doc, pretty_print=True, xml_declaration=True,
+                                      encoding="UTF-8"))
     return path
 
 
@@ -277,11 +278,16 @@ class ScaleResult:
     model: Model
     static_q: np.ndarray | None = None
     static_errors: dict = field(default_factory=dict)
+    inputs: list = field(default_factory=list, repr=False)
 
     def write(self, folder=None) -> list:
         """Write the outputs the setup names (scaled model, scale set, placed model, placed
         marker set, static pose motion), into ``folder`` if given (file names kept), else where the setup says.
         Returns the paths written."""
+        with input_guard(self.inputs), output_group():
+            return self._write(folder)
+
+    def _write(self, folder):
         s = self.setup
         out = []
 
@@ -289,6 +295,13 @@ class ScaleResult:
             if p is None:
                 return None
             return Path(folder) / Path(p).name if folder is not None else Path(p)
+        targets = [p for p in (where(x) for x in (s.scaled_model_file, s.scale_file, s.placer_model_file,
+                                                  s.placer_marker_set_file, s.placer_motion_file))
+                   if p is not None]
+        for p in targets:                       # every output checked before anything is created
+            check_output(p)
+        for p in targets:
+            make_output_folder(p)
         if (p := where(s.scaled_model_file)) is not None:
             out.append(write_osim(p, self.scaled_model))
         if (p := where(s.scale_file)) is not None:
@@ -319,6 +332,13 @@ def scale_from_setup(path, *, placeholders=None, search_dirs=None) -> ScaleResul
     DataFileError / ModelFileError on bad input (missing files, a measurement marker missing
     from the static trial or the model, a manual scale naming an unknown segment, ...).
     """
+    with input_guard() as inputs:
+        res = _scale_from_setup(path, placeholders, search_dirs)
+    res.inputs = [p for p, _ in inputs]
+    return res
+
+
+def _scale_from_setup(path, placeholders, search_dirs) -> ScaleResult:
     s = read_scale_setup(path, placeholders=placeholders, search_dirs=search_dirs)
     if s.model_file is None:
         raise DataFileError("GenericModelMaker names no model_file", s.path)

@@ -46,20 +46,27 @@ def find_setup_file(setup, name, search_dirs=None, key: str | None = None) -> Pa
     """
     if is_unassigned(name):
         return None
+    what = f"<{key}> " if key else ""
+
+    def exists(p: Path) -> bool:
+        try:
+            return p.exists()
+        except OSError as e:       # ENAMETOOLONG and the like: a typed error, not OSError
+            raise DataFileError(f"file {what}name cannot be used: {e.strerror or e} "
+                                f"({len(str(name).strip())} characters)", setup.path) from None
     p = setup.resolve(name)
-    if p is not None and p.exists():
+    if p is not None and exists(p):
         return p
     base = Path(str(name).strip().replace("\\", "/")).name
     dirs = [Path(d) for d in (search_dirs or [])]
     for d in [Path(setup.folder), *dirs]:
         cand = d / base
-        if cand.exists():
+        if exists(cand):
             return cand
     for d in dirs:
         hits = sorted(d.rglob(base))
         if hits:
             return hits[0]
-    what = f"<{key}> " if key else ""
     raise DataFileError(f"file {what}'{str(name).strip()}' named in the setup does not exist", setup.path)
 
 

@@ -1,0 +1,119 @@
+"""Whole-command times: ``arthron`` commands against OpenSim 4.6 doing the same job.
+
+Run:  python benchmarks/bench_commands.py [--repeat N]
+
+Every command runs as a fresh process (interpreter start, imports, reading, solving, writing),
+``cwd`` a temporary copy of the Gait2354 pipeline (subject01 walk, 73 frames of ID in 0.4–1.6 s;
+IK on 0.4–1.6 s of the TRC; the ScaleTool setup as shipped; a JointReaction of all joints with
+the GRF). OpenSim's side is ``python -c "import opensim; <Tool>(setup).run()"`` (this install has
+no ``opensim-cmd``); ``info`` is OpenSim loading the model and building its system
+(``Model(file).initSystem()``), ``convert`` is ``Model(file).print(out)``. Prints the median
+of N runs (default 3) and the ratio arthron / OpenSim (< 1: arthron faster).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import DATA, GAIT, ROOT  # noqa: E402
+
+GENERIC = DATA / "opensim-models/Models/Gait2354_Simbody/gait2354_simbody.osim"
+
+JR_SETUP = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40600">
+  <AnalyzeTool name="subject01_walk1">
+    <model_file>subject01_simbody.osim</model_file>
+    <replace_force_set>false</replace_force_set>
+    <results_directory>ResultsJR</results_directory>
+    <initial_time>0.4</initial_time>
+    <final_time>1.6</final_time>
+    <AnalysisSet name="Analyses"><objects>
+      <JointReaction name="JointReaction">
+        <on>true</on><start_time>0.4</start_time><end_time>1.6</end_time><step_interval>1</step_interval>
+        <joint_names>ALL</joint_names><apply_on_bodies>child</apply_on_bodies>
+        <express_in_frame>ground</express_in_frame>
+      </JointReaction>
+    </objects><groups /></AnalysisSet>
+    <external_loads_file>subject01_walk1_grf.xml</external_loads_file>
+    <coordinates_file>subject01_walk1_ik.mot</coordinates_file>
+    <lowpass_cutoff_frequency_for_coordinates>6</lowpass_cutoff_frequency_for_coordinates>
+  </AnalyzeTool>
+</OpenSimDocument>
+"""
+
+
+def workspace() -> Path:
+    d = Path(tempfile.mkdtemp(prefix="arthron-bench-"))
+    for p in GAIT.iterdir():
+        if p.is_file():
+            shutil.copy(p, d / p.name)
+    for n in ("subject01_simbody.osim", "subject01_walk1_ik.mot"):
+        shutil.copy(GAIT / "OutputReference" / n, d / n)
+    shutil.copy(GENERIC, d / GENERIC.name)
+    (d / "subject01_Setup_JR.xml").write_text(JR_SETUP)
+    return d
+
+
+def opensim(code: str) -> list:
+    return [sys.executable, "-c", "import opensim\nopensim.Logger.setLevelString('error')\n" + code]
+
+
+def arthron(*args) -> list:
+    return [sys.executable, "-m", "arthron.cli", *args]
+
+
+COMMANDS = [
+    ("info", arthron("info", "subject01_simbody.osim"),
+     opensim("m = opensim.Model('subject01_simbody.osim'); m.initSystem(); "
+             "print(m.getNumBodies(), m.getNumCoordinates())")),
+    ("convert", arthron("convert", "gait2354_simbody.osim", "out_a.osim"),
+     opensim("opensim.Model('gait2354_simbody.osim').printToXML('out_o.osim')")),
+    ("id --setup", arthron("id", "--setup", "subject01_Setup_InverseDynamics.xml"),
+     opensim("opensim.InverseDynamicsTool('subject01_Setup_InverseDynamics.xml').run()")),
+    ("ik --setup", arthron("ik", "--setup", "subject01_Setup_IK.xml"),
+     opensim("opensim.InverseKinematicsTool('subject01_Setup_IK.xml').run()")),
+    ("scale --setup", arthron("scale", "--setup", "subject01_Setup_Scale.xml"),
+     opensim("opensim.ScaleTool('subject01_Setup_Scale.xml').run()")),
+    ("jr --setup", arthron("jr", "--setup", "subject01_Setup_JR.xml"),
+     opensim("opensim.AnalyzeTool('subject01_Setup_JR.xml').run()")),
+]
+
+
+def run(cmd, cwd, env) -> float:
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:4])} failed:\n{r.stderr[-2000:]}")
+    return dt
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    ws = workspace()
+    try:
+        run([sys.executable, "-c", "import opensim, arthron.cli"], ws, env)     # warm the caches
+        print(f"{'command':15s} {'arthron (s)':>12s} {'OpenSim (s)':>12s} {'ratio':>7s}")
+        for name, a, o in COMMANDS:
+            ta = statistics.median(run(a, ws, env) for _ in range(args.repeat))
+            to = statistics.median(run(o, ws, env) for _ in range(args.repeat))
+            print(f"{name:15s} {ta:12.2f} {to:12.2f} {ta / to:7.2f}", flush=True)
+        t = statistics.median(run([sys.executable, "-c", "pass"], ws, env) for _ in range(args.repeat))
+        print(f"(python start alone: {t:.2f} s)")
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,352 @@
+"""The one way arthron writes files, and the guard that keeps a command off its own inputs.
+
+Every writer (``.sto``/``.mot``, ``.trc``, ``.osim``, scale-set and marker-set XML) ends in
+:func:`atomic_write`:
+
+* the target is resolved first (symlinks and ``..`` followed, so ``nonexistent/../M.osim`` is
+  ``M.osim``) and checked before anything is created: not one of the files the running command
+  has read (:func:`input_guard`; same resolved path or same file identity, ``st_dev`` +
+  ``st_ino``, which also catches hard links), not an existing folder, device or other
+  non-regular file, a file name the file system accepts;
+* missing folders of the resolved target are created (only those);
+* the bytes go to a temporary file in the target's folder (``.<name>.arthron-<pid>-<random>.tmp``),
+  flushed and fsynced, then renamed over the target (``os.replace``, atomic on POSIX and
+  Windows): the final path holds the old file or the whole new one, never a part; on any
+  failure (disk full, a signal) the temporary file is removed;
+* the new file gets the usual permissions (``0o666`` minus the process umask), not the
+  ``0o600`` of a bare temporary file;
+* temporary files left in that folder by a run that was killed (its process id no longer runs)
+  are removed.
+
+Several files written inside one :func:`output_group` are all staged first and renamed only
+when every one of them is written whole: the group leaves all new files, or none when a file
+fails to stage; if a rename itself fails, the error names the files already replaced and the
+ones that are stale (old or missing).
+
+All errors are :class:`arthron.errors.DataFileError` naming the file (one line at the CLI).
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import errno
+import os
+import re
+import secrets
+import stat
+from pathlib import Path
+
+from ..errors import DataFileError
+
+__all__ = ["atomic_write", "output_group", "input_guard", "note_input", "guarded_inputs",
+           "check_output", "resolve_output", "make_output_folder"]
+
+_TMP_RE = re.compile(r"^\..+\.arthron-(\d+)-[0-9a-f]+\.tmp$")
+
+
+def _umask() -> int:
+    try:   # Linux: read without changing it
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    m = os.umask(0o022)
+    os.umask(m)
+    return m
+
+
+# --------------------------------------------------------------------------------------
+# the inputs of the running command
+# --------------------------------------------------------------------------------------
+_INPUTS: contextvars.ContextVar = contextvars.ContextVar("arthron_inputs", default=None)
+
+
+def _identity(p: Path):
+    try:
+        st = os.stat(p)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+@contextlib.contextmanager
+def input_guard(inputs=()):
+    """Within this context every file an arthron reader reads (and each of ``inputs``) is
+    remembered, and :func:`atomic_write` refuses to write onto any of them. Nested guards share
+    the outer one's list. Yields the list of (resolved path, identity) pairs."""
+    outer = _INPUTS.get()
+    if outer is not None:
+        for p in inputs:
+            note_input(p)
+        yield outer
+        return
+    lst: list = []
+    token = _INPUTS.set(lst)
+    try:
+        for p in inputs:
+            note_input(p)
+        yield lst
+    finally:
+        _INPUTS.reset(token)
+
+
+def note_input(path) -> None:
+    """Record ``path`` as an input of the running command (no-op outside :func:`input_guard`)."""
+    lst = _INPUTS.get()
+    if lst is None or path is None:
+        return
+    try:
+        p = Path(path).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return
+    lst.append((p, _identity(p)))
+
+
+def guarded_inputs() -> list:
+    """The resolved paths of the inputs recorded so far (empty outside :func:`input_guard`)."""
+    return [p for p, _ in (_INPUTS.get() or [])]
+
+
+def resolve_output(path) -> Path:
+    """The absolute, resolved target of an output name (``..`` and symlinks followed).
+
+    Raises DataFileError for a name the file system cannot hold (too long) or an empty one."""
+    if path is None or not str(path).strip():
+        raise DataFileError("no output file name given")
+    p = Path(os.path.expanduser(str(path)))
+    try:
+        r = p.resolve()
+    except OSError as e:
+        raise DataFileError(f"bad output file name: {e.strerror or e}", path) from None
+    except RuntimeError:
+        raise DataFileError("bad output file name: symbolic link loop", path) from None
+    try:
+        nmax = os.pathconf(_existing_ancestor(r), "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        nmax = 255
+    for part in r.parts:
+        if len(os.fsencode(part)) > nmax:
+            raise DataFileError(f"file name too long for the file system ({len(os.fsencode(part))} "
+                                f"bytes; at most {nmax})", _short(path))
+    return r
+
+
+def _short(path) -> str:
+    s = str(path)
+    return s if len(s) <= 120 else s[:60] + " ... " + s[-40:]
+
+
+def _existing_ancestor(p: Path) -> Path:
+    for a in [p, *p.parents]:
+        if a.exists():
+            return a if a.is_dir() else a.parent
+    return Path("/")
+
+
+def check_output(path, sources=()) -> Path:
+    """Resolve an output name and check it before anything is written or created: not one of
+    the command's inputs (:func:`input_guard`) nor of ``sources``, not a folder, a device or
+    any other non-regular file, and no existing file where a folder is needed.
+
+    Returns the resolved path. Raises DataFileError naming the file."""
+    r = resolve_output(path)
+    ident = _identity(r)
+    entries = list(_INPUTS.get() or [])
+    for s in sources:
+        if s is not None:
+            try:
+                sp = Path(s).resolve()
+            except (OSError, RuntimeError):
+                continue
+            entries.append((sp, _identity(sp)))
+    for p, pid in entries:
+        if r == p or (ident is not None and pid is not None and ident == pid):
+            raise DataFileError(f"refusing to overwrite an input of this command ({p})", path)
+    try:
+        st = os.stat(r)
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        a = next((a for a in reversed(r.parents) if a.exists() and not a.is_dir()), r.parent)
+        raise DataFileError(f"'{a}' is a file, but the output path needs it to be a folder",
+                            path) from None
+    except OSError as e:
+        raise DataFileError(f"cannot write here: {e.strerror or e}", path) from None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise DataFileError("the output is a folder; give a file name", path)
+        if not stat.S_ISREG(st.st_mode):
+            raise DataFileError("the output is not a regular file (a device, pipe or socket); "
+                                "give a file name", path)
+    for a in r.parents:
+        if a.exists():
+            if not a.is_dir():
+                raise DataFileError(f"'{a}' is a file, but the output path needs it to be a folder",
+                                    path)
+            break
+    return r
+
+
+def make_output_folder(path) -> Path:
+    """Check an output (:func:`check_output`) and create the missing folders of its resolved
+    path, and only those (``new/../x.sto`` creates nothing: it is ``x.sto``). What the tools do
+    for ``-o`` and for a setup's ``results_directory``, as OpenSim's ``IO::makeDir``.
+
+    Returns the resolved path. Raises DataFileError naming the file."""
+    r = check_output(path)
+    _mkdirs(r.parent, path)
+    return r
+
+
+# --------------------------------------------------------------------------------------
+# atomic writes
+# --------------------------------------------------------------------------------------
+_GROUP: contextvars.ContextVar = contextvars.ContextVar("arthron_output_group", default=None)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _clean_stale_temps(folder: Path) -> None:
+    """Remove temporary files of arthron runs that no longer run, in ``folder`` (POSIX: a
+    process id that ``kill(pid, 0)`` finds gone; elsewhere nothing is removed, since Windows'
+    ``os.kill`` would terminate the process)."""
+    if os.name != "posix":
+        return
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for n in names:
+        m = _TMP_RE.match(n)
+        if not m:
+            continue
+        pid = int(m.group(1))
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+            continue                    # still running
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OSError):
+            continue                    # someone else's live process
+        try:
+            os.unlink(folder / n)
+        except OSError:
+            pass
+
+
+def _mkdirs(folder: Path, shown) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise DataFileError(f"'{folder}' exists and is not a folder", shown) from None
+    except OSError as e:
+        raise DataFileError(f"cannot create the folder {folder}: {e.strerror or e}", shown) from None
+
+
+def _pieces(data):
+    """bytes, str (UTF-8) or an iterable of them → an iterator of bytes."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        yield bytes(data)
+    elif isinstance(data, str):
+        yield data.encode("utf-8")
+    else:
+        for d in data:
+            yield d.encode("utf-8") if isinstance(d, str) else bytes(d)
+
+
+def _stage(target: Path, data, shown) -> Path:
+    folder = target.parent
+    _mkdirs(folder, shown)
+    _clean_stale_temps(folder)
+    name = target.name if len(target.name) < 120 else target.name[:120]
+    tmp = folder / f".{name}.arthron-{os.getpid()}-{secrets.token_hex(4)}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as e:
+        raise DataFileError(f"cannot write file: {e.strerror or e}", shown) from None
+    try:
+        try:
+            for piece in _pieces(data):
+                _write_all(fd, piece)
+            os.fsync(fd)
+            os.fchmod(fd, 0o666 & ~_umask()) if hasattr(os, "fchmod") else None
+        finally:
+            os.close(fd)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(e, OSError):
+            what = "the disk is full" if e.errno == errno.ENOSPC else (e.strerror or str(e))
+            raise DataFileError(f"cannot write file ({what}); nothing was written", shown) from None
+        raise
+    return tmp
+
+
+def atomic_write(path, data, *, sources=()) -> Path:
+    """Write ``data`` (str: UTF-8 with ``\\n`` line ends; bytes; or an iterable of either,
+    streamed) to ``path`` whole or not at all (see the module text); ``sources``: more files it
+    must not replace. Inside an
+    :func:`output_group` the file is staged and renamed when the group ends.
+
+    Returns the path as given. Raises DataFileError naming the file."""
+    target = check_output(path, sources)
+    grp = _GROUP.get()
+    if grp is not None:
+        for t, _, shown in grp:
+            if t == target:
+                raise DataFileError("two outputs of this command have the same name", shown)
+    tmp = _stage(target, data, path)
+    if grp is not None:
+        grp.append((target, tmp, path))
+        return Path(path)
+    try:
+        os.replace(tmp, target)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise DataFileError(f"cannot write file: {e.strerror or e}", path) from None
+    return Path(path)
+
+
+@contextlib.contextmanager
+def output_group():
+    """Write several files as one: inside this context :func:`atomic_write` stages each file;
+    on a clean exit all are renamed into place, on an exception none is (the staged files are
+    removed). A rename that fails raises DataFileError naming the files written and the stale
+    ones. Nested groups join the outer one."""
+    if _GROUP.get() is not None:
+        yield
+        return
+    staged: list = []
+    token = _GROUP.set(staged)
+    try:
+        yield
+    except BaseException:
+        for _, tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+    finally:
+        _GROUP.reset(token)
+    done = []
+    for i, (target, tmp, shown) in enumerate(staged):
+        try:
+            os.replace(tmp, target)
+        except OSError as e:
+            for _, t, _ in staged[i:]:
+                with contextlib.suppress(OSError):
+                    os.unlink(t)
+            stale = [str(s) for _, _, s in staged[i:]]
+            raise DataFileError(
+                f"cannot write file ({e.strerror or e}); written: {', '.join(done) or 'none'}; "
+                f"stale (old or missing): {', '.join(stale)}", shown) from None
+        done.append(str(shown))
