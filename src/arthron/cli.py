@@ -192,6 +192,26 @@ def cmd_analyze(a):
     return 0
 
 
+def cmd_so(a):
+    from .tools.static_optimization_tool import (run_static_optimization, run_static_optimization_from_setup,
+                                                 write_static_optimization)
+    if a.setup:
+        res, written = run_static_optimization_from_setup(a.setup, results_dir=a.output)
+    else:
+        if not (a.model and a.motion and a.output):
+            raise SystemExit("arthron so: give MODEL MOTION -o DIR, or --setup SETUP.xml")
+        from .tools.load_sharing_tool import run_load_sharing
+        res = run_load_sharing(a.model, a.motion, external_loads=a.external_loads, lowpass_hz=a.lowpass,
+                               time_range=a.time_range, activation_exponent=a.activation_exponent,
+                               use_muscle_physiology=not a.no_physiology, objective=a.objective,
+                               specific_tension=a.specific_tension, cone=a.cone, emg=a.emg,
+                               reserves=a.reserves)
+        written = write_static_optimization(res, a.output, a.name or Path(a.model).stem, report=True)
+    for p in written:
+        print(f"wrote {p}")
+    return 0
+
+
 def cmd_ligament(a):
     from .tools.ligament_tool import export_model, run_demo, run_model
     from .tools.options import check_positive_int
@@ -294,6 +314,28 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--setup", required=True, help="OpenSim AnalyzeTool setup file")
     s.add_argument("--output-dir", help="folder for the outputs (default: the setup's results_directory)")
     s.set_defaults(func=cmd_analyze)
+    s = sub.add_parser("so", help="load sharing: OpenSim's StaticOptimization, or the stress objective with a "
+                                  "glenohumeral stability cone (Sarshari et al.)")
+    s.add_argument("model", nargs="?")
+    s.add_argument("motion", nargs="?")
+    s.add_argument("--setup", help="OpenSim AnalyzeTool setup with a StaticOptimization analysis")
+    s.add_argument("--external-loads", help="ExternalLoads XML (with its GRF .mot)")
+    s.add_argument("--lowpass", type=float, default=None, help="low-pass cut-off for coordinates (Hz)")
+    s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
+    s.add_argument("--activation-exponent", type=float, default=2.0)
+    s.add_argument("--no-physiology", action="store_true",
+                   help="muscle force per activation = max isometric force (OpenSim use_muscle_physiology=false)")
+    s.add_argument("--objective", default="opensim", choices=("opensim", "stress"),
+                   help="opensim: sum of activations^p; stress: sum of (force/PCSA)^2")
+    s.add_argument("--specific-tension", type=float, default=None,
+                   help="N/m^2 for PCSA = max isometric force / specific tension (stress objective)")
+    s.add_argument("--cone", help="stability cone JOINT:BODY:AXIS:AP_DEG:SI_DEG (axis x,y,z in BODY)")
+    s.add_argument("--emg", help="normalized EMG envelopes .sto/.mot (columns named by muscle)")
+    s.add_argument("--reserves", type=float, default=None,
+                   help="add a CoordinateActuator of this optimal force on every coordinate")
+    s.add_argument("--name", help="prefix of the output files (default: the model file's name)")
+    s.add_argument("-o", "--output", help="output folder (with --setup: default the setup's results_directory)")
+    s.set_defaults(func=cmd_so)
     s = sub.add_parser("ligament", help="thin-plate spline ligament model (TPSM) wrench: --demo, or a model's strands")
     s.add_argument("model", nargs="?", help=".osim with the ligament as strands")
     s.add_argument("--demo", action="store_true", help="study on the embedded synthetic ACL")

@@ -1,0 +1,189 @@
+"""OpenSim's StaticOptimization (an AnalyzeTool analysis) on arthron's load-sharing solver.
+
+``run_static_optimization_from_setup`` runs an AnalyzeTool setup as it is: ``model_file``,
+``force_set_files`` (appended, or replacing the model's forces with ``replace_force_set``),
+``coordinates_file``, ``initial_time``/``final_time``,
+``lowpass_cutoff_frequency_for_coordinates``, ``external_loads_file``, and the
+StaticOptimization's ``step_interval``, ``activation_exponent``, ``use_muscle_physiology``,
+``use_model_force_set`` (false: the model's muscles and actuators are replaced by a
+CoordinateActuator of optimal force 1 on every unconstrained coordinate, as OpenSim does).
+It writes ``<name>_StaticOptimization_activation.sto`` and ``<name>_StaticOptimization_force.sto``
+into ``results_directory`` (created when missing), whole or not at all.
+``run_static_optimization`` does the same on files given directly (``arthron so``).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataFileError, OptionError
+from ..io.osim import read_osim
+from ..io.setup import read_external_loads
+from ..io.sto import read_sto, write_sto
+from ..models.forces import CoordinateActuator
+from ..models.model import Model
+from ..solvers.load_sharing import LoadSharingResult, static_optimization
+from .analyze_tool import _bool, _float, _model, _step_interval, _text, read_analyze_setup, step_rows
+from .options import check_lowpass, check_time_range
+from .setup_files import results_directory
+
+__all__ = ["control_bounds", "run_static_optimization", "run_static_optimization_from_setup",
+           "write_static_optimization", "coordinate_actuator_model"]
+
+_CTRL = re.compile(r"<(min_control|max_control)>\s*([^<\s]+)\s*</\1>")
+
+
+def _num(text):
+    t = text.strip().lower()
+    if t in ("inf", "infinity", "+inf", "+infinity"):
+        return np.inf
+    if t in ("-inf", "-infinity"):
+        return -np.inf
+    return float(t)
+
+
+def control_bounds(model: Model) -> dict:
+    """{force name: (min_control, max_control)} as written in the model's file (None where
+    absent), read from the properties arthron keeps as text."""
+    out = {}
+    for n, f in model.forces.items():
+        vals = {}
+        extra = getattr(f, "extra", None) or {}
+        for k in ("min_control", "max_control"):
+            if k in extra:
+                vals[k] = float(extra[k])
+        for k, v in _CTRL.findall(getattr(f, "unmodelled_xml", "") or ""):
+            try:
+                vals[k] = _num(v)
+            except ValueError:
+                raise DataFileError(f"force '{n}': {k} {v!r} is not a number", model.source) from None
+        if vals:
+            out[n] = (vals.get("min_control"), vals.get("max_control"))
+    return out
+
+
+def coordinate_actuator_model(model: Model) -> Model:
+    """The model with its muscles and actuators replaced by one CoordinateActuator (optimal
+    force 1, unbounded) per unconstrained, unlocked coordinate (OpenSim's
+    ``use_model_force_set = false``); passive elements are kept."""
+    import copy
+    m = copy.copy(model)
+    m.forces = {n: f for n, f in model.forces.items()
+                if not (f.is_muscle or f.type in ("CoordinateActuator", "PointActuator", "TorqueActuator",
+                                                  "PathActuator"))}
+    dependent = {c.properties.get("dependent_coordinate") for c in model.constraints
+                 if c.enabled and c.type == "CoordinateCouplerConstraint"}
+    for name, c in model.coordinates.items():
+        if getattr(c, "locked", False) or name in dependent:
+            continue
+        f = CoordinateActuator(name=f"{name}_reserve" if f"{name}_reserve" not in m.forces else f"{name}_so")
+        f.coordinate = name
+        f.optimal_force = 1.0
+        m.forces[f.name] = f
+    return m
+
+
+def write_static_optimization(result: LoadSharingResult, out_dir, name: str, rows=None,
+                              report: bool = False) -> list:
+    """Write ``<name>_StaticOptimization_activation.sto`` and ``_force.sto`` into ``out_dir``
+    (created); ``rows`` the frames to keep; with ``report`` also
+    ``<name>_StaticOptimization_report.sto`` (objective, residual, feasibility, cone per frame).
+    All tables are computed before the first file is written. Returns the paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    tables = [("activation", result.activation_table()), ("force", result.force_table())]
+    if report:
+        tables.append(("report", result.report_table()))
+    for kind, table in tables:
+        if rows is not None:
+            table.time, table.data = table.time[rows], table.data[rows]
+        f = out / f"{name}_StaticOptimization_{kind}.sto"
+        write_sto(f, table)
+        written.append(f)
+    return written
+
+
+def run_static_optimization(model, motion, *, external_loads=None, lowpass_hz=None, time_range=None,
+                            activation_exponent: float = 2.0, use_muscle_physiology: bool = True,
+                            use_model_force_set: bool = True, weights=None,
+                            on_infeasible: str = "raise", **kw) -> LoadSharingResult:
+    """Static optimization of files or objects.
+
+    model : Model or ``.osim`` path; motion : Table or ``.mot/.sto`` path; external_loads :
+    ExternalLoads or the path of its XML; the rest as
+    :func:`arthron.solvers.load_sharing.static_optimization` (bounds ``min_control`` /
+    ``max_control`` from the model file, OpenSim 4.6's rules otherwise).
+
+    Raises
+    ------
+    OptionError for a bad time range, cut-off or exponent; the readers' and solver's errors
+    (InfeasibleFrames naming the frames and the reserves that would fix them).
+    """
+    time_range = check_time_range(time_range)
+    lowpass_hz = check_lowpass(lowpass_hz)
+    try:
+        p = float(activation_exponent)
+    except (TypeError, ValueError):
+        raise OptionError(f"activation exponent must be a number, got {activation_exponent!r}") from None
+    model = model if isinstance(model, Model) else read_osim(model)
+    motion = motion if hasattr(motion, "labels") else read_sto(motion)
+    ext = external_loads
+    if ext is not None and not hasattr(ext, "forces"):
+        ext = read_external_loads(ext)
+    if not use_model_force_set:
+        model = coordinate_actuator_model(model)
+    return static_optimization(model, motion, external_loads=ext, lowpass_hz=lowpass_hz,
+                               time_range=time_range, activation_exponent=p,
+                               use_muscle_physiology=use_muscle_physiology, weights=weights,
+                               controls=control_bounds(model), on_infeasible=on_infeasible, **kw)
+
+
+def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_dirs=None,
+                                       results_dir=None, write: bool = True,
+                                       on_infeasible: str = "raise"):
+    """Run the StaticOptimization of an OpenSim AnalyzeTool setup (see the module docstring).
+
+    Returns
+    -------
+    (LoadSharingResult over every frame, list of written paths) — the files keep the frames
+    OpenSim records with ``step_interval``.
+
+    Raises
+    ------
+    DataFileError (not an AnalyzeTool, no enabled StaticOptimization, missing files, bad
+    numbers), UnsupportedFeature (states_file), SolverError / InfeasibleFrames.
+    """
+    st = read_analyze_setup(setup_path, placeholders, search_dirs)
+    so = st.analysis("StaticOptimization")
+    if so is None:
+        raise DataFileError("the AnalyzeTool setup has no enabled StaticOptimization analysis", st.path)
+    n = _step_interval(so, st.path)
+    p = _float(_text(so, "activation_exponent"), 2.0, st.path, "activation_exponent")
+    if not p >= 1:
+        raise DataFileError(f"<StaticOptimization> activation_exponent must be ≥ 1, got {p:g}", st.path)
+    phys = _bool(so, "use_muscle_physiology", True)
+    use_mfs = _bool(so, "use_model_force_set", True)
+    model = _model(st)
+    motion = read_sto(st.coordinates_file)
+    ext = read_external_loads(st.external_loads_file) if st.external_loads_file is not None else None
+    t0, t1 = st.time_range
+    t0 = max(t0, float(motion.time[0]))
+    t1 = min(t1, float(motion.time[-1]))
+    # the analysis' own start/end times narrow the tool's
+    a0 = _float(_text(so, "start_time"), -np.inf, st.path, "start_time")
+    a1 = _float(_text(so, "end_time"), np.inf, st.path, "end_time")
+    t0, t1 = max(t0, a0), min(t1, a1)
+    res = run_static_optimization(model, motion, external_loads=ext,
+                                  lowpass_hz=st.lowpass_hz if st.lowpass_hz > 0 else None,
+                                  time_range=(t0, t1), activation_exponent=p,
+                                  use_muscle_physiology=phys, use_model_force_set=use_mfs,
+                                  on_infeasible=on_infeasible)
+    written = []
+    if write:
+        out = results_directory(st.setup, results_dir)
+        rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0) if n > 1 else None
+        written = write_static_optimization(res, out, st.name, rows)
+    return res, written

@@ -1,0 +1,221 @@
+"""Load sharing (static optimization): the batched QP, arm26 against OpenSim's stored SO, the
+Gait2354 walk against OpenSim 4.6 run here, setups, CLI and bad input."""
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ARM26_TUT, GAIT_PIPE, GAIT_REF_MODEL, REF, ROOT, needs_data, needs_opensim
+
+from arthron.errors import OptionError
+from arthron.solvers.box_qp import solve_box_qp
+
+SO_REF = REF / "task1_arm26"
+ARM_MODEL = ARM26_TUT / "InverseKinematics" / "arm26.osim"
+ARM_IK = SO_REF / "IK" / "arm26_InverseKinematics.mot"
+
+
+# ------------------------------------------------------------------------------ the QP
+def test_box_qp_matches_scipy_and_flags_infeasible_frames():
+    from scipy.optimize import minimize
+    rng = np.random.default_rng(3)
+    T, m, n = 40, 5, 25
+    A = rng.normal(size=(T, m, n))
+    b = np.einsum("tmn,tn->tm", A, rng.uniform(0.01, 0.6, (T, n)))
+    w = rng.uniform(0.5, 2.0, n)
+    r = solve_box_qp(A, b, w, 0.01, 1.0)
+    assert r.ok.all() and np.abs(r.residual).max() < 1e-9
+    for k in range(4):
+        s = minimize(lambda x: 0.5 * (w * x * x).sum(), np.full(n, 0.1), jac=lambda x: w * x,
+                     bounds=[(0.01, 1.0)] * n, method="SLSQP", options={"ftol": 1e-15, "maxiter": 500},
+                     constraints=[{"type": "eq", "fun": lambda x: A[k] @ x - b[k], "jac": lambda x: A[k]}])
+        # the exact optimum is never worse than SLSQP's
+        assert 0.5 * (w * r.x[k] ** 2).sum() <= 0.5 * (w * s.x ** 2).sum() + 1e-10
+        assert np.abs(r.x[k] - s.x).max() < 1e-6
+    b[3] *= 1e3                      # no solution inside the bounds
+    r = solve_box_qp(A, b, w, 0.01, 1.0)
+    assert not r.ok[3] and r.ok[np.arange(T) != 3].all()
+
+
+# ------------------------------------------------------------------------------ arm26
+def _arm(phys):
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import read_sto
+    from arthron.solvers.load_sharing import static_optimization
+    return static_optimization(read_osim(ARM_MODEL), read_sto(ARM_IK), lowpass_hz=6, time_range=(0, 1),
+                               use_muscle_physiology=phys)
+
+
+@needs_data
+@pytest.mark.parametrize("phys,folder", [(False, "SO_nonphys"), (True, "SO_phys")])
+def test_arm26_matches_opensim_static_optimization(phys, folder):
+    """4.6's SO (IPOPT, tolerance 1e-4) against the exact optimum of the same problem: every
+    activation within 5e-3 and never a higher objective; the equations of motion are met."""
+    from arthron.io.sto import read_sto
+    res = _arm(phys)
+    ref = read_sto(SO_REF / folder / "arm26_StaticOptimization_activation.sto")
+    assert list(ref.labels) == res.names and len(ref.time) == len(res.time) == 121
+    assert np.abs(ref.time - res.time).max() < 1e-9
+    a_ref = ref.data
+    assert np.abs(res.activations - a_ref).max() < 5e-3
+    assert np.all(res.objective <= (a_ref ** 2).sum(axis=1) + 1e-12)
+    assert np.abs(res.residual).max() < 1e-6
+    assert res.activations.min() >= 0.01 - 1e-12          # Thelen2003Muscle: minimum_activation
+    fref = read_sto(SO_REF / folder / "arm26_StaticOptimization_force.sto")
+    f = fref.data[:, [fref.labels.index(n) for n in res.names]]
+    # forces = activation × force per activation: errors scale with the activation errors
+    assert np.abs(res.forces - f).max() < 5e-3 * 1.2 * 1000
+
+
+@needs_data
+def test_arm26_setup_writes_opensim_files(tmp_path):
+    from arthron.io.sto import read_sto
+    from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
+    raw = (SO_REF / "setups" / "so_setup_physiological.xml").read_text()
+    raw = (raw.replace("<workdir>/arm26/results/SO_phys", str(tmp_path / "res"))
+              .replace("<workdir>/arm26/results/IK", str(SO_REF / "IK"))
+              .replace("<workdir>/arm26", str(ARM26_TUT / "InverseKinematics"))
+              .replace("<step_interval>1</step_interval>", "<step_interval>5</step_interval>"))
+    setup = tmp_path / "so.xml"
+    setup.write_text(raw)
+    res, written = run_static_optimization_from_setup(setup)
+    assert [p.name for p in written] == ["arm26_StaticOptimization_activation.sto",
+                                         "arm26_StaticOptimization_force.sto"]
+    a = read_sto(written[0])
+    ref = read_sto(SO_REF / "SO_phys" / "arm26_StaticOptimization_activation.sto")
+    assert a.labels == ref.labels
+    # step_interval 5 with a 6 Hz filter keeps the frames OpenSim records (first, every 5th
+    # row of the padded storage, last)
+    from arthron.tools.analyze_tool import step_rows
+    rows = step_rows(read_sto(ARM_IK).time, res.time, 5, True)
+    assert 2 < len(a.time) < 121 and np.allclose(a.time, res.time[rows])
+    assert np.abs(a.data - ref.data[rows]).max() < 5e-3
+
+
+@needs_data
+def test_infeasible_frame_named_with_the_reserve_that_fixes_it():
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import read_sto
+    from arthron.solvers.load_sharing import InfeasibleFrames, static_optimization
+    model = read_osim(ARM_MODEL)
+    model.forces = {n: copy.copy(f) for n, f in model.forces.items()}
+    for n in ("BIClong", "BICshort", "BRA"):
+        model.forces[n].max_isometric_force *= 0.02          # flexors far too weak
+    with pytest.raises(InfeasibleFrames) as e:
+        static_optimization(model, read_sto(ARM_IK), lowpass_hz=6, time_range=(0, 1),
+                            use_muscle_physiology=False)
+    assert "r_elbow_flex" in str(e.value) and "t = " in str(e.value)
+    from arthron.solvers.load_sharing import build_problem, solve_problem
+    prob = build_problem(model, read_sto(ARM_IK), lowpass_hz=6, time_range=(0, 1),
+                         use_muscle_physiology=False)
+    bad = ~solve_problem(prob, on_infeasible="ignore").feasible
+    assert len(e.value.report) == min(20, bad.sum()) and bad.sum() > 0
+    # each frame is named by its time, and the reserve reported makes it feasible
+    for t, need in e.value.report:
+        k = int(np.argmin(np.abs(prob.time - t)))
+        assert bad[k] and need and set(need) <= {"r_shoulder_elev", "r_elbow_flex"}
+        for c, v in need.items():
+            prob.tau[k, prob.coordinates.index(c)] -= v
+    assert solve_problem(prob, on_infeasible="ignore").feasible[
+        [int(np.argmin(np.abs(prob.time - t))) for t, _ in e.value.report]].all()
+
+
+@needs_data
+def test_bad_options():
+    from arthron.tools.load_sharing_tool import run_load_sharing
+    from arthron.tools.static_optimization_tool import run_static_optimization
+    with pytest.raises(OptionError):
+        run_static_optimization(ARM_MODEL, ARM_IK, activation_exponent=0.5)
+    with pytest.raises(OptionError):
+        run_load_sharing(ARM_MODEL, ARM_IK, objective="stress", use_muscle_physiology=False,
+                         pcsa={"BRA": -1e-4})
+    with pytest.raises(OptionError):
+        run_load_sharing(ARM_MODEL, ARM_IK, objective="stress", pcsa={"nope": 1e-4},
+                         use_muscle_physiology=False)
+
+
+@needs_data
+def test_stress_objective_with_derived_pcsa_is_opensims_without_physiology():
+    """With PCSA = F_max/σ for every muscle, Σ(f/PCSA)² = σ² Σ a²: the same optimum as
+    OpenSim's objective without physiology (bounds 0..1)."""
+    from arthron.tools.load_sharing_tool import run_load_sharing
+    a = run_load_sharing(ARM_MODEL, ARM_IK, objective="stress", lowpass_hz=6, time_range=(0, 1))
+    b = run_load_sharing(ARM_MODEL, ARM_IK, objective="stress", lowpass_hz=6, time_range=(0, 1),
+                         pcsa={"BICshort": 3 * 435.56 / 0.6e6})
+    assert np.abs(a.residual).max() < 1e-6 and np.abs(b.residual).max() < 1e-6
+    i = a.names.index("BICshort")
+    assert np.all(b.forces[:, i] >= a.forces[:, i] - 1e-9)      # a larger PCSA takes more load
+    assert b.forces[:, i].max() > 1.2 * a.forces[:, i].max()
+
+
+@needs_data
+def test_cli_so(tmp_path):
+    env = {"PYTHONPATH": str(ROOT / "src")}
+    import os
+    env = {**os.environ, **env}
+    r = subprocess.run([sys.executable, "-m", "arthron.cli", "so", str(ARM_MODEL), str(ARM_IK),
+                        "--lowpass", "6", "-o", str(tmp_path)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["arm26_StaticOptimization_activation.sto", "arm26_StaticOptimization_force.sto",
+                     "arm26_StaticOptimization_report.sto"]
+    r = subprocess.run([sys.executable, "-m", "arthron.cli", "so", str(ARM_MODEL), str(ARM_IK),
+                        "--activation-exponent", "nan", "-o", str(tmp_path / "x")],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "exponent" in r.stderr
+    assert not (tmp_path / "x").exists()
+
+
+# ------------------------------------------------------------------------------ Gait2354
+def _gait_setup(tmp_path, phys, t0=0.5, t1=0.7):
+    xml = f"""<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40000"><AnalyzeTool name="gait">
+<model_file>{GAIT_REF_MODEL}</model_file><replace_force_set>false</replace_force_set>
+<force_set_files>{GAIT_PIPE / 'gait2354_CMC_Actuators.xml'}</force_set_files>
+<results_directory>{tmp_path / 'osim'}</results_directory>
+<initial_time>{t0}</initial_time><final_time>{t1}</final_time>
+<AnalysisSet name="Analyses"><objects><StaticOptimization name="StaticOptimization">
+<on>true</on><start_time>{t0}</start_time><end_time>{t1}</end_time><step_interval>1</step_interval>
+<use_model_force_set>true</use_model_force_set><activation_exponent>2</activation_exponent>
+<use_muscle_physiology>{'true' if phys else 'false'}</use_muscle_physiology>
+<optimizer_convergence_criterion>0.0001</optimizer_convergence_criterion>
+<optimizer_max_iterations>100</optimizer_max_iterations>
+</StaticOptimization></objects></AnalysisSet>
+<external_loads_file>{GAIT_PIPE / 'subject01_walk1_grf.xml'}</external_loads_file>
+<coordinates_file>{GAIT_PIPE / 'OutputReference' / 'subject01_walk1_ik.mot'}</coordinates_file>
+<lowpass_cutoff_frequency_for_coordinates>6</lowpass_cutoff_frequency_for_coordinates>
+</AnalyzeTool></OpenSimDocument>"""
+    p = tmp_path / f"so_{int(phys)}.xml"
+    p.write_text(xml)
+    return p
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("phys", [False, True])
+def test_gait2354_walk_matches_opensim(tmp_path, phys):
+    """54 muscles, 6 residuals and 17 reserves (the CMC actuator file), GRF, 6 Hz; 13 frames
+    (0.5-0.7 s) to keep the test short. OpenSim 4.6's AnalyzeTool is run here on the same setup."""
+    import opensim as osim
+    from arthron.io.sto import read_sto
+    from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
+    setup = _gait_setup(tmp_path, phys)
+    osim.Logger.setLevelString("error")
+    osim.AnalyzeTool(str(setup)).run()
+    ref = read_sto(tmp_path / "osim" / "gait_StaticOptimization_activation.sto")
+    res, written = run_static_optimization_from_setup(setup, results_dir=tmp_path / "ours")
+    prob = res.extra["problem"]
+    assert sum(k == "muscle" for k in prob.kinds) == 54 and len(res.names) == 77
+    assert len(ref.time) == len(res.time) == 13 and np.abs(ref.time - res.time).max() < 1e-9
+    a = ref.data[:, [ref.labels.index(n) for n in res.names]]
+    assert np.abs(res.activations - a).max() < 1e-2
+    assert np.abs(res.residual).max() < 1e-6
+    # the two optima differ by OpenSim's tolerance and the small differences of the two
+    # inverse dynamics (a few 1e-3 of the residual actuators' controls)
+    assert np.all(res.objective <= (a ** 2).sum(axis=1) * (1 + 5e-4))
+    ours = read_sto(written[0])
+    assert ours.labels == ref.labels
