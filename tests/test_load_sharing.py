@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ARM26_TUT, GAIT_PIPE, GAIT_REF_MODEL, REF, ROOT, needs_data, needs_opensim
+from conftest import ARM26_TUT, DATA, GAIT_PIPE, GAIT_REF_MODEL, REF, ROOT, needs_data, needs_opensim
 
 from arthron.errors import OptionError
 from arthron.solvers.box_qp import solve_box_qp
@@ -17,6 +17,7 @@ from arthron.solvers.box_qp import solve_box_qp
 SO_REF = REF / "task1_arm26"
 ARM_MODEL = ARM26_TUT / "InverseKinematics" / "arm26.osim"
 ARM_IK = SO_REF / "IK" / "arm26_InverseKinematics.mot"
+DATA_DAS4 = DATA / "arm-model" / "das4_v4.osim"
 
 
 # ------------------------------------------------------------------------------ the QP
@@ -219,3 +220,83 @@ def test_gait2354_walk_matches_opensim(tmp_path, phys):
     assert np.all(res.objective <= (a ** 2).sum(axis=1) * (1 + 5e-4))
     ours = read_sto(written[0])
     assert ours.labels == ref.labels
+
+
+# ------------------------------------------------------------------------------ closed chains
+def _elevation_motion(model, n=21, duration=2.0):
+    """Arm elevation in the scapular plane (plane of elevation 0.5 rad ≈ 30°): humeral
+    elevation 0.35 → 1.55 rad with the scapula rotating upward and the clavicle rising; the
+    AC PointConstraint is met by assembly."""
+    from arthron.tables import Table
+    t = np.linspace(0, duration, n)
+    s = 0.5 - 0.5 * np.cos(np.pi * t / duration)
+    names = list(model.coordinates)
+    vals = np.array([[model.coordinates[c].default_value for c in names]] * n)
+    vals[:, names.index("shoulder_elv")] = 0.35 + 1.2 * s
+    vals[:, names.index("plane_elv")] = 0.5
+    vals[:, names.index("scapula_upward_rot")] += 0.4 * s
+    vals[:, names.index("clav_elev")] += 0.15 * s
+    return Table(name="elevation", time=t, labels=names, data=vals, in_degrees=False)
+
+
+@needs_data
+def test_thoracoscapular_ac_constraint_multipliers():
+    """Thoracoscapular shoulder model (33 muscles, AC PointConstraint), reserves on every
+    coordinate: the equations of motion hold with the multipliers to 1e-6, and the multipliers
+    are those forward dynamics finds with the solved forces applied."""
+    from conftest import TSM
+    from arthron.io.osim import read_osim
+    from arthron.multibody.constraints import compile_constraints
+    from arthron.multibody.forward_dynamics import forward_accelerations
+    from arthron.multibody.kinematics import compile_model
+    from arthron.multibody.paths import compile_paths
+    from arthron.solvers.actuators import path_loads
+    from arthron.solvers.load_sharing import build_problem, solve_problem
+    from arthron.tools.load_sharing_tool import add_reserves
+    model = add_reserves(read_osim(TSM), 10.0)
+    prob = build_problem(model, _elevation_motion(model), use_muscle_physiology=False)
+    res = solve_problem(prob)
+    assert res.feasible.all() and res.multipliers.shape == (21, 3)
+    assert np.abs(res.residual).max() < 1e-6
+    mus = [i for i, k in enumerate(prob.kinds) if k == "muscle"]
+    assert len(mus) == 33 and res.activations[:, mus].max() > 0.05
+    tree = compile_model(model)
+    ps = compile_paths(model, tree, forces=[prob.names[i] for i in mus])
+    loads, gen = path_loads(ps, tree, prob.q, res.forces[:, mus])
+    for i, k in enumerate(prob.kinds):
+        if k == "CoordinateActuator":
+            gen[:, tree.coordinate_index(model.forces[prob.names[i]].coordinate)] += res.forces[:, i]
+    locked = np.array([model.coordinates[c].locked for c in tree.coordinate_names])
+    _, mu = forward_accelerations(tree, prob.q, prob.qd, gen, loads, locked=locked,
+                                  constraints=compile_constraints(model, tree), return_multipliers=True)
+    # the splined, assembled motion meets the constraint's accelerations only approximately:
+    # the multipliers agree to 1e-4 of their size
+    assert np.abs(mu - res.multipliers).max() < 1e-4 * np.abs(res.multipliers).max()
+
+
+@needs_data
+def test_coupler_dependent_coordinate_missing_from_motion_is_filled():
+    """DAS4 (164 muscles, two CoordinateCouplerConstraints at the wrist): the motion lacks both
+    dependent coordinates; they are filled from the couplers, the multipliers solved, no hang."""
+    from arthron.io.osim import read_osim
+    from arthron.solvers.load_sharing import build_problem, solve_problem
+    from arthron.tables import Table
+    from arthron.tools.load_sharing_tool import add_reserves
+    model = read_osim(DATA_DAS4)
+    t = np.linspace(0, 1, 7)
+    s = np.sin(np.pi * t)
+    names = [c for c in model.coordinates if not c.startswith("proximal_distal")]
+    vals = np.array([[model.coordinates[c].default_value for c in names]] * len(t))
+    vals[:, names.index("flexion")] = 0.6 * s
+    vals[:, names.index("deviation")] = 0.2 * s
+    mot = Table(name="wrist", time=t, labels=names, data=vals, in_degrees=False)
+    with pytest.warns(Warning):            # dependent coordinates missing: defaults, then assembled
+        prob = build_problem(add_reserves(model, 10.0), mot, use_muscle_physiology=False)
+    res = solve_problem(prob)
+    assert res.feasible.all() and res.multipliers.shape == (7, 2)
+    assert np.abs(res.residual).max() < 1e-6
+    for con in model.constraints:
+        dep = prob.coordinates.index(con.properties["dependent_coordinate"])
+        ind = prob.coordinates.index(con.properties["independent_coordinates"][0])
+        assert np.abs(prob.q[:, dep] - con.properties["function"].value(prob.q[:, ind])).max() < 1e-9
+    assert np.abs(prob.q[:, prob.coordinates.index("proximal_distal_r3")]).max() > 0.1

@@ -1,0 +1,104 @@
+"""Load-sharing problems beyond the plain QP, through cvxpy with the Clarabel conic solver.
+
+* :func:`solve_power_objective`: ``Σ w_i |x_i|^p`` for any p ≥ 1 (OpenSim's
+  ``activation_exponent``), equality and bounds as in :mod:`arthron.solvers.load_sharing`.
+* :func:`solve_with_cone`: ``Σ w_i x_i²`` with, per frame, a reaction ``F(x) = C_t x + d_t``
+  (N, in the cone's frame: axis z) kept inside an elliptic cone
+  ``(F_x / tan α_x)² + (F_y / tan α_y)² ≤ F_z²``, ``F_z ≥ 0`` (second-order cone), or inside
+  its polyhedral approximation with ``n_planes`` tangent planes (inscribed).
+
+One parametrized problem is built (cvxpy Parameters for the frame's data) and re-solved for
+every frame (never rebuilt). cvxpy is imported here only, so that paths that do not need it do
+not pay its import time (2–3 s).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import SolverError
+
+__all__ = ["solve_power_objective", "solve_with_cone", "cone_angle"]
+
+
+def _cp():
+    try:
+        import cvxpy as cp
+    except ImportError as e:            # pragma: no cover - a declared dependency
+        raise SolverError(f"this load-sharing problem needs cvxpy and clarabel: {e}") from None
+    return cp
+
+
+def _finite(v):
+    return np.where(np.isfinite(v), v, np.sign(v) * 1e12)
+
+
+def solve_power_objective(A, b, w, lb, ub, p: float):
+    """Frames of ``min Σ w|x|^p s.t. A x = b, lb ≤ x ≤ ub``. Returns (x (T, n), ok (T,))."""
+    cp = _cp()
+    T, m, n = A.shape
+    x = cp.Variable(n)
+    Ap, bp = cp.Parameter((m, n)), cp.Parameter(m)
+    lo, hi = cp.Parameter(n), cp.Parameter(n)
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(w, cp.power(cp.abs(x), p)))),
+                      [Ap @ x == bp, x >= lo, x <= hi])
+    out, ok = np.zeros((T, n)), np.zeros(T, bool)
+    for t in range(T):
+        Ap.value, bp.value = A[t], b[t]
+        lo.value, hi.value = _finite(np.broadcast_to(lb, (T, n))[t]), _finite(np.broadcast_to(ub, (T, n))[t])
+        try:
+            prob.solve(solver=cp.CLARABEL)
+        except cp.error.SolverError:
+            continue
+        if prob.status in ("optimal", "optimal_inaccurate") and x.value is not None:
+            out[t], ok[t] = x.value, np.abs(A[t] @ x.value - b[t]).max() < 1e-6 * (1 + np.abs(b[t]).max())
+    return out, ok
+
+
+def cone_angle(F, tan_x, tan_y):
+    """Angle (deg) of reactions F (T, 3) (cone frame) from the axis z, and the elliptic-cone
+    ratio ``sqrt((F_x/tan α_x)² + (F_y/tan α_y)²) / F_z`` (≤ 1 inside; inf for F_z ≤ 0)."""
+    F = np.asarray(F, float)
+    ang = np.degrees(np.arctan2(np.hypot(F[:, 0], F[:, 1]), F[:, 2]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.hypot(F[:, 0] / tan_x, F[:, 1] / tan_y) / F[:, 2]
+    r = np.where(F[:, 2] > 0, r, np.inf)
+    return ang, r
+
+
+def solve_with_cone(A, b, w, lb, ub, C, d, tan_x, tan_y, *, n_planes=None, frames=None):
+    """Frames of ``min Σ w x² s.t. A x = b, lb ≤ x ≤ ub, C x + d in the cone``.
+
+    A (T, m, n), b (T, m), C (T, 3, n), d (T, 3); tan_x, tan_y: tangents of the half-angles
+    about the cone frame's x and y axes; n_planes: None for the second-order cone, else the
+    number of inscribed tangent planes; frames: the frames to solve (default all).
+    Returns (x (T, n), ok (T,)) — ok False where no solution meets the cone.
+    """
+    cp = _cp()
+    T, m, n = A.shape
+    x = cp.Variable(n)
+    Ap, bp, Cp, dp = cp.Parameter((m, n)), cp.Parameter(m), cp.Parameter((3, n)), cp.Parameter(3)
+    lo, hi = cp.Parameter(n), cp.Parameter(n)
+    F = Cp @ x + dp
+    cons = [Ap @ x == bp, x >= lo, x <= hi]
+    if n_planes is None:
+        cons.append(cp.SOC(F[2], cp.hstack([F[0] / tan_x, F[1] / tan_y])))
+    else:
+        k = int(n_planes)
+        th = 2 * np.pi * (np.arange(k) + 0.5) / k
+        # inscribed: the planes touch the ellipse at its points; each keeps F on the axis' side
+        for c, s in zip(np.cos(th), np.sin(th)):
+            cons.append(c * F[0] / tan_x + s * F[1] / tan_y <= np.cos(np.pi / k) * F[2])
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(w, cp.square(x)))), cons)
+    out, ok = np.zeros((T, n)), np.zeros(T, bool)
+    lbb, ubb = np.broadcast_to(lb, (T, n)), np.broadcast_to(ub, (T, n))
+    for t in (range(T) if frames is None else frames):
+        Ap.value, bp.value, Cp.value, dp.value = A[t], b[t], C[t], d[t]
+        lo.value, hi.value = _finite(lbb[t]), _finite(ubb[t])
+        try:
+            prob.solve(solver=cp.CLARABEL)
+        except cp.error.SolverError:
+            continue
+        if prob.status in ("optimal", "optimal_inaccurate") and x.value is not None:
+            out[t] = x.value
+            ok[t] = np.abs(A[t] @ x.value - b[t]).max() < 1e-6 * (1 + np.abs(b[t]).max())
+    return out, ok
