@@ -57,7 +57,7 @@ def solve_box_qp(A, b, w, lb, ub, *, tol: float = 1e-10, max_iter: int = 100,
     A : (T, m, n); b : (T, m); w : (n,) or (T, n), positive weights;
     lb, ub : (n,) or (T, n) bounds (±inf allowed; lb ≤ ub);
     tol : stop when ``max |A x − b| ≤ tol · (1 + max |b|)`` in every frame;
-    lam0 : (T, m) starting multipliers (warm start), default 0.
+    lam0 : (T, m) starting multipliers (warm start), default those of the problem without bounds.
 
     Returns
     -------
@@ -71,7 +71,13 @@ def solve_box_qp(A, b, w, lb, ub, *, tol: float = 1e-10, max_iter: int = 100,
     wt = np.broadcast_to(w, (T, n))
     lb = np.broadcast_to(np.asarray(lb, float), (T, n))
     ub = np.broadcast_to(np.asarray(ub, float), (T, n))
-    lam = np.zeros((T, m)) if lam0 is None else np.array(lam0, float)
+    if lam0 is None:
+        # start from the bound-free least-norm solution: λ = (A W⁻¹ Aᵀ)⁻¹ b
+        H0 = np.einsum("tmn,tn,tkn->tmk", A, 1.0 / wt, A)
+        H0 = H0 + (1e-12 * (1.0 + np.abs(H0).max(axis=(1, 2))))[:, None, None] * np.eye(m)
+        lam = np.linalg.solve(H0, b[..., None])[..., 0]
+    else:
+        lam = np.array(lam0, float)
     scale = 1.0 + np.abs(b).max(axis=1)
     x = _primal(A, lam, wt, lb, ub)
     g = b - np.einsum("tmn,tn->tm", A, x)

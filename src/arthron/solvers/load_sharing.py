@@ -42,7 +42,7 @@ from ..multibody.constraints import assemble, compile_constraints
 from ..multibody.forces import applied_generalized_forces
 from ..multibody.inverse_dynamics import ExternalLoad, inverse_dynamics
 from ..multibody.kinematics import Tree, compile_model, forward_kinematics, qdot_from_speeds
-from ..multibody.paths import compile_paths, lengthening_speeds, moment_arms
+from ..multibody.paths import compile_paths, moment_arms
 from ..tables import Table
 from .box_qp import solve_box_qp
 from .filtering import prepare_coordinates
@@ -186,21 +186,35 @@ def actuator_bounds(model: Model, names, controls=None):
 
 
 def _unit_actuator_columns(model: Model, tree: Tree, acts, q, kin):
-    """Generalized forces (T, nq, k) of a unit force of each non-muscle actuator."""
+    """Generalized forces (T, nq, k) of a unit force of each non-muscle actuator.
+
+    Point and torque actuators: one inverse-dynamics pass over k stacked copies of the frames
+    (the k-th copy carries the k-th actuator's unit load) minus one without loads:
+    ``τ_ID(load) − τ_ID(none) = −Jᵀ load``."""
     T = q.shape[0]
     out = np.zeros((T, tree.nq, len(acts)))
-    zero = np.zeros_like(q)
+    body_acts = [(k, f) for k, f in enumerate(acts) if f.type != "CoordinateActuator"]
     for k, f in enumerate(acts):
         if f.type == "CoordinateActuator":
             out[:, tree.coordinate_index(f.coordinate), k] = 1.0
-            continue
-        loads = []
+    if not body_acts:
+        return out
+    K = len(body_acts)
+    qs = np.concatenate([q] * K)
+    zero = np.zeros_like(qs)
+    loads = []
+
+    def block(j, v):
+        a = np.zeros((K * T, 3))
+        a[j * T:(j + 1) * T] = v
+        return a
+    for j, (k, f) in enumerate(body_acts):
         if f.type == "PointActuator":
             body = (f.body or "").rsplit("/", 1)[-1]
             d = np.asarray(f.direction, float)
             d = d / np.linalg.norm(d)
-            loads.append(ExternalLoad(body=body, force=np.broadcast_to(d, (T, 3)).copy(),
-                                      point=np.broadcast_to(np.asarray(f.point, float), (T, 3)).copy(),
+            loads.append(ExternalLoad(body=body, force=block(j, d),
+                                      point=np.broadcast_to(np.asarray(f.point, float), (K * T, 3)).copy(),
                                       force_frame="ground" if f.force_is_global else body,
                                       point_frame="ground" if f.point_is_global else body))
         elif f.type == "TorqueActuator":
@@ -210,11 +224,11 @@ def _unit_actuator_columns(model: Model, tree: Tree, acts, q, kin):
             frame = "ground" if f.torque_is_global else ba
             for body, sgn in ((ba, 1.0), (bb, -1.0)):
                 if body and body != "ground":
-                    loads.append(ExternalLoad(body=body, torque=np.broadcast_to(sgn * a, (T, 3)).copy(),
-                                              force_frame=frame))
-        # τ_ID(loads) − τ_ID(none) = −Jᵀ(load): the generalized force of the load is its negative
-        base = inverse_dynamics(tree, q, zero, zero, [])
-        out[:, :, k] = base - inverse_dynamics(tree, q, zero, zero, loads)
+                    loads.append(ExternalLoad(body=body, torque=block(j, sgn * a), force_frame=frame))
+    base = inverse_dynamics(tree, q, np.zeros_like(q), np.zeros_like(q), [])
+    with_loads = inverse_dynamics(tree, qs, zero, zero, loads).reshape(K, T, tree.nq)
+    for j, (k, _) in enumerate(body_acts):
+        out[:, :, k] = base - with_loads[j]
     return out
 
 
@@ -287,7 +301,7 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
         R, L = moment_arms(ps, tree, q, kin, return_lengths=True, coupled=False)
         par = muscle_parameters(model, mus)
         if use_muscle_physiology or passive_fiber_force:
-            v = lengthening_speeds(ps, tree, q, qd, kin)
+            v = -np.einsum("tmq,tq->tm", R, qd)      # GeometryPath::getLengtheningSpeed
             fl, fp, fv, cosa = force_length_velocity(par, L, v)
         fmax = np.broadcast_to(par.max_isometric_force, (T, len(mus)))
         fm = fmax * fl * fv * cosa if use_muscle_physiology else fmax
