@@ -300,3 +300,154 @@ def test_coupler_dependent_coordinate_missing_from_motion_is_filled():
         ind = prob.coordinates.index(con.properties["independent_coordinates"][0])
         assert np.abs(prob.q[:, dep] - con.properties["function"].value(prob.q[:, ind])).max() < 1e-9
     assert np.abs(prob.q[:, prob.coordinates.index("proximal_distal_r3")]).max() > 0.1
+
+
+# ------------------------------------------------------------------------------ seed mode
+@pytest.fixture(scope="module")
+def tsm_elevation():
+    from conftest import TSM
+    from arthron.io.osim import read_osim
+    from arthron.solvers.load_sharing import build_problem
+    from arthron.tools.load_sharing_tool import add_reserves
+    if not TSM.exists():
+        pytest.skip("Thoracoscapular model absent")
+    model = add_reserves(read_osim(TSM), 10.0)
+    return model, build_problem(model, _elevation_motion(model), use_muscle_physiology=False)
+
+
+@needs_data
+def test_reaction_map_is_the_e_matrix_reaction(tsm_elevation):
+    """The affine map C x + d reproduces the E-matrix reaction with the muscle forces applied."""
+    from arthron.multibody.kinematics import compile_model
+    from arthron.multibody.paths import compile_paths
+    from arthron.solvers.actuators import path_loads
+    from arthron.solvers.load_sharing import solve_problem
+    from arthron.solvers.load_sharing_cone import reaction_map
+    from arthron.solvers.reactions import joint_loads
+    model, prob = tsm_elevation
+    res = solve_problem(prob)
+    tree = compile_model(model)
+    C, d = reaction_map(model, prob, "GlenoHumeral", tree)
+    mus = [i for i, k in enumerate(prob.kinds) if k == "muscle"]
+    ps = compile_paths(model, tree, forces=[prob.names[i] for i in mus])
+    loads, _ = path_loads(ps, tree, prob.q, res.forces[:, mus])
+    f, _ = joint_loads(model, tree, prob.q, prob.qd, prob.qdd, loads, joints=["GlenoHumeral"]).on_child_in_ground(0)
+    assert np.abs(np.einsum("tin,tn->ti", C, res.activations) + d - f).max() < 1e-8 * np.abs(f).max()
+
+
+@needs_data
+@pytest.mark.parametrize("n_planes", [None, 8])
+def test_glenohumeral_stability_cone(tsm_elevation, n_planes):
+    """Arm elevation in the scapular plane, stress objective weights (here all 1), reaction of
+    the glenoid on the humerus in a cone (8° × 12°) about its mean direction in the scapula
+    frame: cone off, it leaves the cone on some frames; cone on, it is inside on every frame,
+    the problem stays feasible and no frame is cheaper than without the cone."""
+    from arthron.multibody.kinematics import compile_model, forward_kinematics
+    from arthron.solvers.load_sharing import solve_problem
+    from arthron.solvers.load_sharing_cone import StabilityCone, reaction_map, solve_with_stability_cone
+    model, prob = tsm_elevation
+    tree = compile_model(model)
+    free = solve_problem(prob)
+    C, d = reaction_map(model, prob, "GlenoHumeral", tree)
+    F = np.einsum("tin,tn->ti", C, free.activations) + d
+    Rb = forward_kinematics(tree, prob.q).R[:, tree.body_node[tree.body_names.index("scapula")]]
+    Fs = np.einsum("tji,tj->ti", Rb, F)
+    axis = Fs.mean(axis=0) / np.linalg.norm(Fs.mean(axis=0))
+    cone = StabilityCone("GlenoHumeral", "scapula", tuple(axis), (8.0, 12.0), n_planes=n_planes)
+    res = solve_with_stability_cone(model, prob, cone)
+    e = res.extra
+    assert 0 < e["cone_off_outside"].sum() < len(res.time)
+    assert res.feasible.all() and np.abs(res.residual).max() < 1e-6
+    assert e["cone_ratio"].max() <= 1 + 1e-6                       # inside on every frame
+    assert np.all(res.objective >= e["objective_without_cone"] - 1e-9)
+    assert np.array_equal(e["cone_active"], e["cone_off_outside"])
+    inside = ~e["cone_off_outside"]
+    assert np.allclose(res.activations[inside], free.activations[inside])
+    # the reported angle is the angle of the reaction from the axis
+    Fon = np.einsum("tin,tn->ti", C, res.activations) + d
+    Fs_on = np.einsum("tji,tj->ti", Rb, Fon)
+    ang = np.degrees(np.arccos(Fs_on @ axis / np.linalg.norm(Fs_on, axis=1)))
+    assert np.allclose(ang, e["cone_angle_deg"], atol=1e-6) and ang.max() <= 12.0 + 1e-4
+
+
+@needs_data
+def test_stability_cone_bad_input(tsm_elevation):
+    from arthron.solvers.load_sharing_cone import StabilityCone, solve_with_stability_cone
+    model, prob = tsm_elevation
+    for cone, what in ((StabilityCone("nojoint", "scapula", (1, 0, 0)), "no joint 'nojoint'"),
+                       (StabilityCone("GlenoHumeral", "nobody", (1, 0, 0)), "no body 'nobody'"),
+                       (StabilityCone("GlenoHumeral", "scapula", (1, 0, 0), (0.0, 20.0)), "(0°, 90°)"),
+                       (StabilityCone("GlenoHumeral", "scapula", (1, 0, 0), (20.0, 95.0)), "(0°, 90°)"),
+                       (StabilityCone("GlenoHumeral", "scapula", (0, 0, 0)), "non-zero")):
+        with pytest.raises(OptionError, match=re_escape(what)):
+            solve_with_stability_cone(model, prob, cone)
+
+
+def re_escape(s):
+    import re
+    return re.escape(s)
+
+
+@needs_data
+def test_emg_assisted_bounds():
+    """A synthetic EMG envelope drives BIClong and TRIlat inside λ_l f_EMG ≤ f ≤ λ_u f_EMG on
+    every frame; the other muscles keep their bounds; unknown columns are an error."""
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import read_sto
+    from arthron.solvers.load_sharing import build_problem, solve_problem
+    from arthron.solvers.load_sharing_cone import apply_emg_bounds, emg_activation
+    from arthron.tools.load_sharing_tool import add_reserves
+    model = add_reserves(read_osim(ARM_MODEL), 100.0)
+    prob = build_problem(model, read_sto(ARM_IK), lowpass_hz=6, time_range=(0, 1), use_muscle_physiology=False)
+    lo0, hi0 = prob.lower.copy(), prob.upper.copy()
+    te = np.linspace(-0.1, 1.1, 601)
+    emg = np.column_stack([0.2 + 0.3 * np.sin(np.pi * np.clip(te, 0, 1)), 0.05 + 0 * te])
+    a = apply_emg_bounds(prob, te, emg, ["BIClong", "TRIlat"])
+    res = solve_problem(prob)
+    assert res.feasible.all() and np.abs(res.residual).max() < 1e-6
+    fmax = np.array([model.forces[n].max_isometric_force for n in ("BIClong", "TRIlat")])
+    f = res.forces[:, [res.names.index("BIClong"), res.names.index("TRIlat")]]
+    f_emg = a * fmax
+    assert np.all(f >= 0.3 * f_emg - 1e-9) and np.all(f <= 0.7 * f_emg + 1e-9)
+    others = [i for i, n in enumerate(res.names) if n not in ("BIClong", "TRIlat")]
+    assert np.array_equal(prob.lower[:, others], lo0[:, others]) and np.array_equal(prob.upper[:, others], hi0[:, others])
+    # activation dynamics: a step of EMG rises with ~30 ms and falls with ~40 ms time constants
+    t = np.linspace(0, 0.5, 501)
+    step = ((t >= 0.1) & (t < 0.3)).astype(float)
+    act = emg_activation(t, step[:, None])[:, 0]
+    rise, fall = act[np.searchsorted(t, 0.15)], act[np.searchsorted(t, 0.4)]
+    assert act[np.searchsorted(t, 0.099)] == 0 and 0.5 < rise < 0.99 and act[np.searchsorted(t, 0.3)] > 0.9
+    assert 0.02 < fall < 0.3 and act[-1] < 0.05 and np.all(np.diff(act[t >= 0.3]) <= 0)
+    with pytest.raises(OptionError, match="names no muscle"):
+        apply_emg_bounds(prob, te, emg, ["BIClong", "nomuscle"])
+    with pytest.raises(OptionError, match="normalized"):
+        emg_activation(te, 3 * emg)
+
+
+@needs_data
+def test_cli_so_cone_and_emg(tmp_path):
+    """``arthron so --cone`` writes the per-frame report (cone active, angle); a cone on a joint
+    the model lacks and EMG columns naming no muscle are one-line errors (exit 2)."""
+    import os
+    from conftest import TSM
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import read_sto, write_sto
+    from arthron.tables import Table
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    mot = tmp_path / "elev.mot"
+    write_sto(mot, _elevation_motion(read_osim(TSM), n=9))
+    base = [sys.executable, "-m", "arthron.cli", "so", str(TSM), str(mot), "--reserves", "10", "--objective", "stress"]
+    r = subprocess.run(base + ["--cone", "GlenoHumeral:scapula:0.73,0.05,0.68:8:12", "-o", str(tmp_path / "c")],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    rep = read_sto(tmp_path / "c" / "ThoracoscapularShoulderModel_StaticOptimization_report.sto")
+    assert rep.labels == ["objective", "max_residual", "feasible", "cone_active", "cone_angle_deg"]
+    assert rep.data[:, 2].all() and rep.data[:, 1].max() < 1e-6 and rep.data[:, 4].max() < 12 + 1e-4
+    r = subprocess.run(base + ["--cone", "GH:scapula:1,0,0:8:12", "-o", str(tmp_path / "d")],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "no joint 'GH'" in r.stderr and not (tmp_path / "d").exists()
+    emg = tmp_path / "emg.sto"
+    write_sto(emg, Table(name="emg", time=np.linspace(0, 2, 5), labels=["DELT1", "biceps"],
+                         data=np.full((5, 2), 0.2), in_degrees=False))
+    r = subprocess.run(base + ["--emg", str(emg), "-o", str(tmp_path / "e")], capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "emg.sto" in r.stderr and "biceps" in r.stderr

@@ -205,7 +205,7 @@ def cmd_so(a):
                                time_range=a.time_range, activation_exponent=a.activation_exponent,
                                use_muscle_physiology=not a.no_physiology, objective=a.objective,
                                specific_tension=a.specific_tension, cone=a.cone, emg=a.emg,
-                               reserves=a.reserves)
+                               emg_mapping=a.emg_map, reserves=a.reserves)
         written = write_static_optimization(res, a.output, a.name or Path(a.model).stem, report=True)
     for p in written:
         print(f"wrote {p}")
@@ -329,8 +329,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="opensim: sum of activations^p; stress: sum of (force/PCSA)^2")
     s.add_argument("--specific-tension", type=float, default=None,
                    help="N/m^2 for PCSA = max isometric force / specific tension (stress objective)")
-    s.add_argument("--cone", help="stability cone JOINT:BODY:AXIS:AP_DEG:SI_DEG (axis x,y,z in BODY)")
-    s.add_argument("--emg", help="normalized EMG envelopes .sto/.mot (columns named by muscle)")
+    s.add_argument("--cone", help="stability cone JOINT:BODY:AX,AY,AZ:AP_DEG:SI_DEG[:N_PLANES] (axis in BODY's "
+                                  "frame, from the socket into the joint; e.g. 18.8 and 31.4 degrees)")
+    s.add_argument("--emg", help="normalized EMG envelopes .sto/.mot (columns named by muscle): "
+                                 "0.3 f_EMG <= f <= 0.7 f_EMG (Sarshari et al. 2021)")
+    s.add_argument("--emg-map", help="text file of 'column muscle' lines mapping EMG columns to muscles")
     s.add_argument("--reserves", type=float, default=None,
                    help="add a CoordinateActuator of this optimal force on every coordinate")
     s.add_argument("--name", help="prefix of the output files (default: the model file's name)")

@@ -49,7 +49,7 @@ from .filtering import prepare_coordinates
 from .inverse_dynamics import external_loads_from_setup
 
 __all__ = ["LoadSharingProblem", "LoadSharingResult", "static_optimization", "build_problem",
-           "solve_problem", "actuator_bounds", "SO_ACTUATOR_TYPES", "InfeasibleFrames"]
+           "solve_problem", "actuator_bounds", "stress_weights", "DEFAULT_SPECIFIC_TENSION", "SO_ACTUATOR_TYPES", "InfeasibleFrames"]
 
 #: the actuator classes StaticOptimization solves for (besides muscles)
 SO_ACTUATOR_TYPES = ("CoordinateActuator", "PointActuator", "TorqueActuator")
@@ -332,6 +332,43 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
                               lower=np.broadcast_to(lo, (T, n)).copy(),
                               upper=np.broadcast_to(hi, (T, n)).copy(), force_per_control=fhat,
                               G=G, free_rows=free_rows, q=q, qd=qd, qdd=qdd, passive=passive)
+
+
+#: N/m² — PCSA = F_max / σ when no PCSA is given (a common value in upper-limb models;
+#: the stress objective's optimum does not depend on it when every PCSA is derived this way)
+DEFAULT_SPECIFIC_TENSION = 0.6e6
+
+
+def stress_weights(prob, pcsa=None, specific_tension=None):
+    """Objective weights (n,) of Σ (f_i / (PCSA_i σ))² in the problem's controls: muscles
+    ``(F̂_i / (PCSA_i σ))²`` (F̂ the force per unit control, frame-independent without muscle
+    physiology), other actuators 1 (their controls², as OpenSim). ``pcsa``: {muscle: m²};
+    the others get ``F_max / σ``.
+
+    Raises OptionError for a non-positive PCSA or specific tension, or a PCSA of an unknown muscle.
+    """
+    sigma = DEFAULT_SPECIFIC_TENSION if specific_tension is None else float(specific_tension)
+    if not (np.isfinite(sigma) and sigma > 0):
+        raise OptionError(f"specific tension must be a positive number (N/m²), got {specific_tension!r}")
+    pcsa = dict(pcsa or {})
+    unknown = [k for k in pcsa if k not in prob.names]
+    if unknown:
+        raise OptionError(f"PCSA given for {', '.join(unknown)}, which are not muscles of the problem")
+    fh = np.asarray(prob.force_per_control, float)
+    if np.ptp(fh, axis=0).max() > 1e-9 * (1 + np.abs(fh).max()):
+        raise OptionError("the stress objective needs a force per activation that does not change "
+                          "over frames: use it without muscle physiology")
+    w = np.ones(len(prob.names))
+    for i, (n, k) in enumerate(zip(prob.names, prob.kinds)):
+        if k != "muscle":
+            continue
+        a = pcsa.get(n)
+        if a is None:
+            a = fh[0, i] / sigma
+        elif not a > 0:
+            raise OptionError(f"PCSA of '{n}' must be positive, got {a!r}")
+        w[i] = (fh[0, i] / (a * sigma)) ** 2
+    return w
 
 
 # ------------------------------------------------------------------------------ solving

@@ -28,8 +28,22 @@ def _cp():
     return cp
 
 
-def _finite(v):
-    return np.where(np.isfinite(v), v, np.sign(v) * 1e12)
+def _bounds(cp, x, lb, ub, T, n):
+    """Bound constraints on the components whose bounds are finite in some frame (an infinite
+    bound costs Clarabel its conditioning: it is left out, or 1e6 where finite elsewhere).
+    Returns (constraints, setter(t))."""
+    lbb, ubb = np.broadcast_to(lb, (T, n)), np.broadcast_to(ub, (T, n))
+    il = np.flatnonzero(np.isfinite(lbb).any(axis=0))
+    iu = np.flatnonzero(np.isfinite(ubb).any(axis=0))
+    lo, hi = cp.Parameter(il.size), cp.Parameter(iu.size)
+    cons = ([x[il] >= lo] if il.size else []) + ([x[iu] <= hi] if iu.size else [])
+
+    def setter(t):
+        if il.size:
+            lo.value = np.where(np.isfinite(lbb[t, il]), lbb[t, il], -1e6)
+        if iu.size:
+            hi.value = np.where(np.isfinite(ubb[t, iu]), ubb[t, iu], 1e6)
+    return cons, setter
 
 
 def solve_power_objective(A, b, w, lb, ub, p: float):
@@ -38,13 +52,13 @@ def solve_power_objective(A, b, w, lb, ub, p: float):
     T, m, n = A.shape
     x = cp.Variable(n)
     Ap, bp = cp.Parameter((m, n)), cp.Parameter(m)
-    lo, hi = cp.Parameter(n), cp.Parameter(n)
+    bcons, set_bounds = _bounds(cp, x, lb, ub, T, n)
     prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(w, cp.power(cp.abs(x), p)))),
-                      [Ap @ x == bp, x >= lo, x <= hi])
+                      [Ap @ x == bp] + bcons)
     out, ok = np.zeros((T, n)), np.zeros(T, bool)
     for t in range(T):
         Ap.value, bp.value = A[t], b[t]
-        lo.value, hi.value = _finite(np.broadcast_to(lb, (T, n))[t]), _finite(np.broadcast_to(ub, (T, n))[t])
+        set_bounds(t)
         try:
             prob.solve(solver=cp.CLARABEL)
         except cp.error.SolverError:
@@ -77,9 +91,9 @@ def solve_with_cone(A, b, w, lb, ub, C, d, tan_x, tan_y, *, n_planes=None, frame
     T, m, n = A.shape
     x = cp.Variable(n)
     Ap, bp, Cp, dp = cp.Parameter((m, n)), cp.Parameter(m), cp.Parameter((3, n)), cp.Parameter(3)
-    lo, hi = cp.Parameter(n), cp.Parameter(n)
+    bcons, set_bounds = _bounds(cp, x, lb, ub, T, n)
     F = Cp @ x + dp
-    cons = [Ap @ x == bp, x >= lo, x <= hi]
+    cons = [Ap @ x == bp] + bcons
     if n_planes is None:
         cons.append(cp.SOC(F[2], cp.hstack([F[0] / tan_x, F[1] / tan_y])))
     else:
@@ -90,10 +104,9 @@ def solve_with_cone(A, b, w, lb, ub, C, d, tan_x, tan_y, *, n_planes=None, frame
             cons.append(c * F[0] / tan_x + s * F[1] / tan_y <= np.cos(np.pi / k) * F[2])
     prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(w, cp.square(x)))), cons)
     out, ok = np.zeros((T, n)), np.zeros(T, bool)
-    lbb, ubb = np.broadcast_to(lb, (T, n)), np.broadcast_to(ub, (T, n))
     for t in (range(T) if frames is None else frames):
         Ap.value, bp.value, Cp.value, dp.value = A[t], b[t], C[t], d[t]
-        lo.value, hi.value = _finite(lbb[t]), _finite(ubb[t])
+        set_bounds(t)
         try:
             prob.solve(solver=cp.CLARABEL)
         except cp.error.SolverError:
