@@ -96,5 +96,33 @@ def main():
                   f"{t_os / t_ar:>7.1f} {t_build:>8.3f} {t_qp:>7.3f} {da:>8.4f}")
 
 
+def cone_case():
+    """Thoracoscapular model (33 muscles, reserves 10 N·m), 21 frames of scapular-plane
+    elevation: the whole problem without and with a glenohumeral cone (8° × 12°, SOC), and
+    with 8 planes."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from test_load_sharing import _elevation_motion
+    from arthron.io.osim import read_osim
+    from arthron.solvers.load_sharing import build_problem, solve_problem
+    from arthron.solvers.load_sharing_cone import StabilityCone, solve_with_stability_cone
+    from arthron.tools.load_sharing_tool import add_reserves
+    tsm = DATA / "opensim-core/OpenSim/Tests/shared/ThoracoscapularShoulderModel.osim"
+    m = add_reserves(read_osim(tsm), 10.0)
+    mot = _elevation_motion(m)
+    t_free = median_time(lambda: solve_problem(build_problem(m, mot, use_muscle_physiology=False)))
+    holder = {}
+    for planes in (None, 8):
+        cone = StabilityCone("GlenoHumeral", "scapula", (0.727, 0.055, 0.685), (8.0, 12.0), n_planes=planes)
+
+        def run():
+            holder["r"] = solve_with_stability_cone(m, build_problem(m, mot, use_muscle_physiology=False), cone)
+        t_cone = median_time(run)
+        r = holder["r"]
+        print(f"cone ({'SOC' if planes is None else f'{planes} planes'}): {int(r.extra['cone_active'].sum())} of "
+              f"{len(r.time)} frames constrained; without cone {t_free:.3f} s, with {t_cone:.3f} s, "
+              f"ratio {t_cone / t_free:.2f}")
+
+
 if __name__ == "__main__":
     main()
+    cone_case()

@@ -38,9 +38,9 @@ import numpy as np
 
 from ..errors import OptionError, SolverError, UnsupportedFeature
 from ..models.model import Model
+from ..multibody.inverse_dynamics import ExternalLoad
 from ..multibody.kinematics import Tree, compile_model, forward_kinematics
-from ..multibody.paths import compile_paths
-from .actuators import path_loads
+from ..multibody.paths import compile_paths, path_body_forces
 from .box_qp import solve_box_qp
 from .load_sharing import LoadSharingProblem, LoadSharingResult, solve_problem
 from .reactions import joint_loads
@@ -132,14 +132,27 @@ def reaction_map(model: Model, prob: LoadSharingProblem, joint: str, tree: Tree 
     mus = [i for i, k in enumerate(prob.kinds) if k == "muscle"]
     if not mus:
         return C, d
-    ps = compile_paths(model, tree, forces=[prob.names[i] for i in mus])
+    # each path's geometry once at the T frames (its body loads for F̂ of tension), then all
+    # muscles' loads as K stacked copies of the frames through one E-matrix pass
     K = len(mus)
+    per_body = {}
+    ps = compile_paths(model, tree, forces=[prob.names[i] for i in mus])
+    kin0 = forward_kinematics(tree, q)
+    pl = path_body_forces(ps, tree, q, prob.force_per_control[:, mus], kin=kin0)
+    for k, (body, P, f) in enumerate(pl.points):
+        for b in np.unique(body):
+            if b >= tree.nb:
+                continue                      # ground / padding
+            mask = (body == b)[..., None]
+            o = kin0.o[:, tree.body_node[b]][:, None, :]
+            bname = tree.body_names[b]
+            fb, tb = per_body.setdefault(bname, (np.zeros((K * T, 3)), np.zeros((K * T, 3))))
+            fb[k * T:(k + 1) * T] = (mask * f).sum(axis=1)
+            tb[k * T:(k + 1) * T] = (mask * np.cross(P - o, f)).sum(axis=1)
     qs, qds, qdds = (np.concatenate([a] * K) for a in (q, qd, qdd))
-    ten = np.zeros((K * T, K))
-    for k, i in enumerate(mus):
-        ten[k * T:(k + 1) * T, k] = prob.force_per_control[:, i]
+    loads = [ExternalLoad(body=bname, force=f, point=np.zeros((K * T, 3)), torque=tq, force_frame="ground",
+                          point_frame=bname, name=f"paths_on_{bname}") for bname, (f, tq) in per_body.items()]
     kin = forward_kinematics(tree, qs, qds, qdds)
-    loads, _ = path_loads(ps, tree, qs, ten, kin=kin)
     L = joint_loads(model, tree, qs, qds, qdds, loads, joints=[joint], kin=kin)
     F = -np.einsum("tij,tj->ti", L.R_M[:, 0], L.Lambda[:, 0, :3]).reshape(K, T, 3)
     for k, i in enumerate(mus):

@@ -2,13 +2,13 @@
 
 * :func:`solve_power_objective`: ``Σ w_i |x_i|^p`` for any p ≥ 1 (OpenSim's
   ``activation_exponent``), equality and bounds as in :mod:`arthron.solvers.load_sharing`.
-* :func:`solve_with_cone`: ``Σ w_i x_i²`` with, per frame, a reaction ``F(x) = C_t x + d_t``
+* :func:`solve_with_cone` (Clarabel directly): ``Σ w_i x_i²`` with, per frame, a reaction ``F(x) = C_t x + d_t``
   (N, in the cone's frame: axis z) kept inside an elliptic cone
   ``(F_x / tan α_x)² + (F_y / tan α_y)² ≤ F_z²``, ``F_z ≥ 0`` (second-order cone), or inside
   its polyhedral approximation with ``n_planes`` tangent planes (inscribed).
 
-One parametrized problem is built (cvxpy Parameters for the frame's data) and re-solved for
-every frame (never rebuilt). cvxpy is imported here only, so that paths that do not need it do
+For the power objective one parametrized cvxpy problem is built (Parameters for the frame's
+data) and re-solved for every frame (never rebuilt). cvxpy is imported here only, so that paths that do not need it do
 not pay its import time (2–3 s).
 """
 from __future__ import annotations
@@ -85,33 +85,44 @@ def solve_with_cone(A, b, w, lb, ub, C, d, tan_x, tan_y, *, n_planes=None, frame
     A (T, m, n), b (T, m), C (T, 3, n), d (T, 3); tan_x, tan_y: tangents of the half-angles
     about the cone frame's x and y axes; n_planes: None for the second-order cone, else the
     number of inscribed tangent planes; frames: the frames to solve (default all).
+    Clarabel is called directly (its conic form ``A x + s = b, s ∈ K``: zero cone for the
+    equations of motion, non-negative cone for the finite bounds and the planes, a
+    second-order cone of dimension 3), without cvxpy's canonicalization per frame.
     Returns (x (T, n), ok (T,)) — ok False where no solution meets the cone.
     """
-    cp = _cp()
+    import clarabel
+    from scipy import sparse
     T, m, n = A.shape
-    x = cp.Variable(n)
-    Ap, bp, Cp, dp = cp.Parameter((m, n)), cp.Parameter(m), cp.Parameter((3, n)), cp.Parameter(3)
-    bcons, set_bounds = _bounds(cp, x, lb, ub, T, n)
-    F = Cp @ x + dp
-    cons = [Ap @ x == bp] + bcons
-    if n_planes is None:
-        cons.append(cp.SOC(F[2], cp.hstack([F[0] / tan_x, F[1] / tan_y])))
-    else:
-        k = int(n_planes)
-        th = 2 * np.pi * (np.arange(k) + 0.5) / k
-        # inscribed: the planes touch the ellipse at its points; each keeps F on the axis' side
-        for c, s in zip(np.cos(th), np.sin(th)):
-            cons.append(c * F[0] / tan_x + s * F[1] / tan_y <= np.cos(np.pi / k) * F[2])
-    prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(w, cp.square(x)))), cons)
+    w = np.broadcast_to(np.asarray(w, float), (n,))
+    lbb, ubb = np.broadcast_to(lb, (T, n)), np.broadcast_to(ub, (T, n))
+    P = sparse.diags(2.0 * w).tocsc()
+    q = np.zeros(n)
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    eye = np.eye(n)
     out, ok = np.zeros((T, n)), np.zeros(T, bool)
     for t in (range(T) if frames is None else frames):
-        Ap.value, bp.value, Cp.value, dp.value = A[t], b[t], C[t], d[t]
-        set_bounds(t)
-        try:
-            prob.solve(solver=cp.CLARABEL)
-        except cp.error.SolverError:
-            continue
-        if prob.status in ("optimal", "optimal_inaccurate") and x.value is not None:
-            out[t] = x.value
-            ok[t] = np.abs(A[t] @ x.value - b[t]).max() < 1e-6 * (1 + np.abs(b[t]).max())
+        il, iu = np.flatnonzero(np.isfinite(lbb[t])), np.flatnonzero(np.isfinite(ubb[t]))
+        rows = [A[t], -eye[il], eye[iu]]
+        rhs = [b[t], -lbb[t, il], ubb[t, iu]]
+        cones = [clarabel.ZeroConeT(m), clarabel.NonnegativeConeT(il.size + iu.size)]
+        Ct, dt = C[t], d[t]
+        if n_planes is None:
+            rows.append(-np.vstack([Ct[2], Ct[0] / tan_x, Ct[1] / tan_y]))
+            rhs.append(np.array([dt[2], dt[0] / tan_x, dt[1] / tan_y]))
+            cones.append(clarabel.SecondOrderConeT(3))
+        else:
+            k = int(n_planes)
+            th = 2 * np.pi * (np.arange(k) + 0.5) / k
+            c, s_, cpk = np.cos(th)[:, None], np.sin(th)[:, None], np.cos(np.pi / k)
+            rows.append(c * Ct[0] / tan_x + s_ * Ct[1] / tan_y - cpk * Ct[2])
+            rhs.append(-(c[:, 0] * dt[0] / tan_x + s_[:, 0] * dt[1] / tan_y - cpk * dt[2]))
+            cones.append(clarabel.NonnegativeConeT(k))
+        Am = sparse.csc_matrix(np.vstack(rows))
+        solver = clarabel.DefaultSolver(P, q, Am, np.concatenate(rhs), cones, settings)
+        sol = solver.solve()
+        if str(sol.status) in ("Solved", "AlmostSolved"):
+            x = np.asarray(sol.x)
+            out[t] = x
+            ok[t] = np.abs(A[t] @ x - b[t]).max() < 1e-6 * (1 + np.abs(b[t]).max())
     return out, ok
