@@ -123,6 +123,7 @@ class LoadSharingResult:
     time : (T,) s; names : actuators; activations : (T, n) controls (activations of muscles);
     forces : (T, n) N or N·m (``x F̂``; OpenSim's ``_force.sto``); multipliers : (T, mc)
     constraint multipliers (sign of :func:`arthron.multibody.constrained_dynamics.constraint_loads`);
+    (with ``passive_fiber_force`` the muscles' passive fibre force along the tendon is included);
     residual : (T, nq) generalized-force residual of the equations of motion (N·m, N; locked
     coordinates 0); objective : (T,) Σ w|x|^p; feasible : (T,) bool; coordinates : (nq,)
     """
@@ -429,6 +430,8 @@ def solve_problem(prob: LoadSharingProblem, *, activation_exponent: float = 2.0,
         from .load_sharing_convex import solve_power_objective
         x, ok = solve_power_objective(A, b, w, prob.lower, prob.upper, p)
     forces = x * prob.force_per_control
+    if prob.passive is not None:           # passive fibre force applied as a known force
+        forces[:, [i for i, k in enumerate(prob.kinds) if k == "muscle"]] += prob.passive
     gen = np.einsum("tqn,tn->tq", prob.B, x)
     rest = prob.tau - gen
     mc = 0 if prob.G is None else prob.G.shape[1]
