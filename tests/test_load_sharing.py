@@ -220,6 +220,12 @@ def test_gait2354_walk_matches_opensim(tmp_path, phys):
     assert np.all(res.objective <= (a ** 2).sum(axis=1) * (1 + 5e-4))
     ours = read_sto(written[0])
     assert ours.labels == ref.labels
+    # the force file has OpenSim's ForceReporter columns: actuators, then the ExternalForces
+    fo, fr = read_sto(written[1]), read_sto(tmp_path / "osim" / "gait_StaticOptimization_force.sto")
+    assert fo.labels == fr.labels and len(fo.labels) == 77 + 18
+    ext = slice(77, None)
+    scale = np.abs(fr.data[:, ext]).max(axis=0) + 1e-3
+    assert np.all(np.abs(fo.data[:, ext] - fr.data[:, ext]).max(axis=0) <= 1e-3 * scale)
 
 
 # ------------------------------------------------------------------------------ closed chains
@@ -511,3 +517,21 @@ def test_passive_fiber_force_option_and_cone_axis_rotation():
         assert abs(ang - abs(inc or ver)) < 1e-9
         # the rotation is about the frame's x (inclination) or y (version) axis
         assert np.allclose(f[:, 1 - col], base[:, 1 - col])
+
+
+@needs_data
+def test_joint_reactions_from_the_solved_forces_without_a_file(tmp_path):
+    """``arthron so --joint-reactions`` = ``arthron jr`` on the written force file."""
+    import os
+    from arthron.io.sto import read_sto
+    from arthron.tools.analyze_tool import run_joint_reaction
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    r = subprocess.run([sys.executable, "-m", "arthron.cli", "so", str(ARM_MODEL), str(ARM_IK), "--lowpass", "6",
+                        "--joint-reactions", "-o", str(tmp_path)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    jr = read_sto(tmp_path / "arm26_JointReaction_ReactionLoads.sto")
+    forces = read_sto(tmp_path / "arm26_StaticOptimization_force.sto")
+    ref = run_joint_reaction(ARM_MODEL, ARM_IK, forces=forces, lowpass_hz=6, accelerations="forward")
+    assert jr.labels == ref.labels and len(jr.time) == 121
+    # the file round trip rounds the forces to the printed digits
+    assert np.abs(jr.data - ref.to_table().data).max() < 1e-4 * np.abs(jr.data).max()

@@ -206,7 +206,16 @@ def cmd_so(a):
                                use_muscle_physiology=not a.no_physiology, objective=a.objective,
                                specific_tension=a.specific_tension, cone=a.cone, emg=a.emg,
                                emg_mapping=a.emg_map, reserves=a.reserves)
-        written = write_static_optimization(res, a.output, a.name or Path(a.model).stem, report=True)
+        name = a.name or Path(a.model).stem
+        jr = None
+        if a.joint_reactions:
+            from .tools.static_optimization_tool import joint_reactions_of
+            jr = joint_reactions_of(res, res.extra["model"], a.motion, external_loads=a.external_loads,
+                                    lowpass_hz=a.lowpass, time_range=a.time_range)
+        written = write_static_optimization(res, a.output, name, report=True)
+        if jr is not None:
+            from .tools.analyze_tool import write_joint_reactions
+            written.append(write_joint_reactions(jr, Path(a.output) / f"{name}_JointReaction_ReactionLoads.sto"))
     for p in written:
         print(f"wrote {p}")
     return 0
@@ -336,6 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--emg-map", help="text file of 'column muscle' lines mapping EMG columns to muscles")
     s.add_argument("--reserves", type=float, default=None,
                    help="add a CoordinateActuator of this optimal force on every coordinate")
+    s.add_argument("--joint-reactions", action="store_true",
+                   help="also write <name>_JointReaction_ReactionLoads.sto (all joints, on child in ground) "
+                        "with the solved forces applied")
     s.add_argument("--name", help="prefix of the output files (default: the model file's name)")
     s.add_argument("-o", "--output", help="output folder (with --setup: default the setup's results_directory)")
     s.set_defaults(func=cmd_so)

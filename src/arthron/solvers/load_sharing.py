@@ -94,6 +94,8 @@ class LoadSharingProblem:
     qd: np.ndarray = field(repr=False, default=None)
     qdd: np.ndarray = field(repr=False, default=None)
     passive: np.ndarray | None = field(repr=False, default=None)
+    #: ForceReporter columns of the external loads: (labels, (T, k) values in ground)
+    external_columns: tuple = field(repr=False, default=((), None))
 
     def reduced(self):
         """(A (T, r, n), b (T, r), N (T, nq, r)): the rows with the constraint multipliers
@@ -157,12 +159,47 @@ class LoadSharingResult:
                      data=np.column_stack(list(cols.values())), in_degrees=False)
 
     def force_table(self) -> Table:
-        """OpenSim's ``<name>_StaticOptimization_force.sto`` table (actuator forces)."""
-        return Table(name="Static Optimization", time=np.array(self.time, float), labels=list(self.names),
-                     data=np.array(self.forces, float), in_degrees=False)
+        """OpenSim's ``<name>_StaticOptimization_force.sto`` table (its ForceReporter's
+        ``ModelForces``): actuator forces, then each ExternalForce as
+        ``<body>_<name>_{Fx,Fy,Fz,px,py,pz,Tx,Ty,Tz}`` in ground."""
+        labels, data = list(self.names), np.array(self.forces, float)
+        ext_labels, ext = self.extra.get("external_columns", ((), None))
+        if ext is not None and len(ext_labels):
+            labels, data = labels + list(ext_labels), np.hstack([data, ext])
+        return Table(name="ModelForces", time=np.array(self.time, float), labels=labels,
+                     data=data, in_degrees=False)
 
 
 # ------------------------------------------------------------------------------ building
+def _external_columns(tree: Tree, kin, loads):
+    """ForceReporter's record of each ExternalForce: force and torque in ground, point in the
+    body it is applied to (as OpenSim 4.6 writes them; measured on the Gait2354 walk)."""
+    labels, cols = [], []
+    T = kin.o.shape[0]
+
+    def in_ground(v, frame):
+        if v is None:
+            return np.zeros((T, 3))
+        if frame in (None, "", "ground"):
+            return np.asarray(v, float)
+        R = kin.R[:, tree.body_node[tree.body_names.index(frame)]]
+        return np.einsum("tij,tj->ti", R, v)
+    for ld in loads:
+        b = tree.body_node[tree.body_names.index(ld.body)]
+        if ld.point is None:
+            p = kin.o[:, b]
+        elif ld.point_frame in (None, "", "ground"):
+            p = np.asarray(ld.point, float)
+        else:
+            n = tree.body_node[tree.body_names.index(ld.point_frame)]
+            p = kin.o[:, n] + np.einsum("tij,tj->ti", kin.R[:, n], ld.point)
+        p_body = np.einsum("tji,tj->ti", kin.R[:, b], p - kin.o[:, b])
+        cols += [in_ground(ld.force, ld.force_frame), p_body, in_ground(ld.torque, ld.force_frame)]
+        labels += [f"{ld.body}_{ld.name}_{c}" for c in ("Fx", "Fy", "Fz", "px", "py", "pz", "Tx", "Ty", "Tz")]
+    return tuple(labels), (np.hstack(cols) if cols else None)
+
+
+
 def actuator_bounds(model: Model, names, controls=None):
     """(lower, upper) control bounds (n,) as OpenSim 4.6 sets them: ``min_control`` /
     ``max_control`` from ``controls`` ({name: (min, max)}, e.g. read from the file), defaults
@@ -286,6 +323,7 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
         loads = external_loads_from_setup(model, external_loads, loads_table, t)
     tau = inverse_dynamics(tree, q, qd, qdd, loads, applied=applied)
     kin = forward_kinematics(tree, q)
+    external_columns = _external_columns(tree, kin, loads)
     mus = [n for n in actuators if model.forces[n].is_muscle]
     other = [model.forces[n] for n in actuators if not model.forces[n].is_muscle]
     bad = [f.name for f in other if f.type not in SO_ACTUATOR_TYPES]
@@ -332,7 +370,8 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
                               coordinates=list(tree.coordinate_names), B=B, tau=tau,
                               lower=np.broadcast_to(lo, (T, n)).copy(),
                               upper=np.broadcast_to(hi, (T, n)).copy(), force_per_control=fhat,
-                              G=G, free_rows=free_rows, q=q, qd=qd, qdd=qdd, passive=passive)
+                              G=G, free_rows=free_rows, q=q, qd=qd, qdd=qdd, passive=passive,
+                              external_columns=external_columns)
 
 
 #: N/m² — PCSA = F_max / σ when no PCSA is given (a common value in upper-limb models;
@@ -446,6 +485,7 @@ def solve_problem(prob: LoadSharingProblem, *, activation_exponent: float = 2.0,
     res = LoadSharingResult(time=prob.time, names=list(prob.names), activations=x, forces=forces,
                             multipliers=mu, residual=rest, objective=obj, feasible=np.asarray(ok),
                             coordinates=list(prob.coordinates))
+    res.extra["external_columns"] = prob.external_columns
     bad = np.flatnonzero(~res.feasible)
     if bad.size and on_infeasible != "ignore":
         report = _diagnose(prob, A, b, N, bad[:20])

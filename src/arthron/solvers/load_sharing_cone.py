@@ -238,10 +238,14 @@ def _result(prob, x, ok, weights):
         mu = np.stack([np.linalg.lstsq(Gt[k], rest[k, keep], rcond=None)[0] for k in range(x.shape[0])])
         rest = rest - np.einsum("tmq,tm->tq", prob.G, mu)
     rest[:, ~prob.free_rows] = 0.0
+    forces = x * prob.force_per_control
+    if prob.passive is not None:
+        forces[:, [i for i, k in enumerate(prob.kinds) if k == "muscle"]] += prob.passive
     return LoadSharingResult(time=prob.time, names=list(prob.names), activations=x,
-                             forces=x * prob.force_per_control, multipliers=mu, residual=rest,
+                             forces=forces, multipliers=mu, residual=rest,
                              objective=(w * x * x).sum(axis=1), feasible=np.asarray(ok),
-                             coordinates=list(prob.coordinates))
+                             coordinates=list(prob.coordinates),
+                             extra={"external_columns": prob.external_columns})
 
 
 # ------------------------------------------------------------------------------ EMG

@@ -66,12 +66,14 @@ def run_load_sharing(model, motion, *, external_loads=None, lowpass_hz=None, tim
         model = add_reserves(model, reserves)
     if cone is not None or emg is not None:
         from .load_sharing_extras import run_with_cone_or_emg
-        return run_with_cone_or_emg(model, motion, external_loads=external_loads, lowpass_hz=lowpass_hz,
+        res = run_with_cone_or_emg(model, motion, external_loads=external_loads, lowpass_hz=lowpass_hz,
                                     time_range=time_range, objective=objective, pcsa=pcsa,
                                     specific_tension=specific_tension, cone=cone, emg=emg,
                                     emg_mapping=emg_mapping,
                                     use_muscle_physiology=use_muscle_physiology,
                                     on_infeasible=on_infeasible)
+        res.extra["model"] = model
+        return res
     phys = use_muscle_physiology and objective == "opensim"
     prob = build_problem(model, motion, external_loads=external_loads, lowpass_hz=lowpass_hz,
                          time_range=time_range, use_muscle_physiology=phys,
@@ -84,4 +86,5 @@ def run_load_sharing(model, motion, *, external_loads=None, lowpass_hz=None, tim
         prob.lower[:, [i for i, k in enumerate(prob.kinds) if k == "muscle"]] = 0.0
     res = solve_problem(prob, activation_exponent=p, weights=weights, on_infeasible=on_infeasible)
     res.extra["problem"] = prob
+    res.extra["model"] = model        # the model solved (with its reserves)
     return res

@@ -30,7 +30,7 @@ from .options import check_lowpass, check_time_range
 from .setup_files import results_directory
 
 __all__ = ["control_bounds", "run_static_optimization", "run_static_optimization_from_setup",
-           "write_static_optimization", "coordinate_actuator_model"]
+           "write_static_optimization", "coordinate_actuator_model", "joint_reactions_of"]
 
 _CTRL = re.compile(r"<(min_control|max_control)>\s*([^<\s]+)\s*</\1>")
 
@@ -187,3 +187,28 @@ def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_
         rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0) if n > 1 else None
         written = write_static_optimization(res, out, st.name, rows)
     return res, written
+
+
+def joint_reactions_of(result: LoadSharingResult, model, motion, *, external_loads=None, joints=None,
+                       on="child", in_frame="ground", lowpass_hz=None, time_range=None,
+                       accelerations="forward"):
+    """Joint reactions (issue 4's E-matrix, OpenSim JointReaction's layout) with the actuator
+    forces of a load-sharing result applied directly (no ``_force.sto`` round trip).
+
+    ``model`` must be the model the result was solved on (with its reserves); ``motion``,
+    ``external_loads``, ``lowpass_hz`` and ``time_range`` those of the solve. Returns a
+    :class:`arthron.solvers.reactions.JointReactionResult`."""
+    from ..solvers.reactions import joint_reactions
+    from ..tables import Table
+    model = model if isinstance(model, Model) else read_osim(model)
+    motion = motion if hasattr(motion, "labels") else read_sto(motion)
+    ext = external_loads
+    if ext is not None and not hasattr(ext, "forces"):
+        ext = read_external_loads(ext)
+    forces = Table(name="forces", time=np.array(result.time, float), labels=list(result.names),
+                   data=np.array(result.forces, float), in_degrees=False)
+    if time_range is None:
+        time_range = (float(result.time[0]), float(result.time[-1]))
+    return joint_reactions(model, motion, forces_table=forces, external_loads=ext, joints=joints, on=on,
+                           in_frame=in_frame, lowpass_hz=lowpass_hz, time_range=time_range,
+                           accelerations=accelerations)
