@@ -95,6 +95,13 @@ def test_arm26_setup_writes_opensim_files(tmp_path):
     rows = step_rows(read_sto(ARM_IK).time, res.time, 5, True)
     assert 2 < len(a.time) < 121 and np.allclose(a.time, res.time[rows])
     assert np.abs(a.data - ref.data[rows]).max() < 5e-3
+    # the command line runs the same setup
+    import os
+    r = subprocess.run([sys.executable, "-m", "arthron.cli", "so", "--setup", str(setup), "-o", str(tmp_path / "cli")],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert r.returncode == 0, r.stderr
+    b = read_sto(tmp_path / "cli" / "arm26_StaticOptimization_activation.sto")
+    assert np.array_equal(b.data, a.data) and "wrote" in r.stdout
 
 
 @needs_data
@@ -535,3 +542,21 @@ def test_joint_reactions_from_the_solved_forces_without_a_file(tmp_path):
     assert jr.labels == ref.labels and len(jr.time) == 121
     # the file round trip rounds the forces to the printed digits
     assert np.abs(jr.data - ref.to_table().data).max() < 1e-4 * np.abs(jr.data).max()
+
+
+@needs_data
+def test_use_model_force_set_false_gives_inverse_dynamics():
+    """use_model_force_set=false: one CoordinateActuator (optimal force 1) per unconstrained
+    coordinate replaces the muscles, so the controls are the inverse-dynamics generalized
+    forces. (OpenSim 4.6 crashes, segmentation fault, on this arm26 setup, so arthron's own
+    inverse dynamics is the reference.)"""
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import read_sto
+    from arthron.solvers.inverse_dynamics import run_inverse_dynamics
+    from arthron.tools.static_optimization_tool import run_static_optimization
+    model = read_osim(ARM_MODEL)
+    res = run_static_optimization(model, ARM_IK, lowpass_hz=6, time_range=(0, 1), use_model_force_set=False)
+    assert res.names == ["r_shoulder_elev_reserve", "r_elbow_flex_reserve"]
+    idr = run_inverse_dynamics(model, read_sto(ARM_IK), lowpass_hz=6, time_range=(0, 1))
+    tau = np.column_stack([idr.column(f"{c}_moment") for c in ("r_shoulder_elev", "r_elbow_flex")])
+    assert np.abs(res.activations - tau).max() < 1e-8 * (1 + np.abs(tau).max())
