@@ -560,3 +560,27 @@ def test_use_model_force_set_false_gives_inverse_dynamics():
     idr = run_inverse_dynamics(model, read_sto(ARM_IK), lowpass_hz=6, time_range=(0, 1))
     tau = np.column_stack([idr.column(f"{c}_moment") for c in ("r_shoulder_elev", "r_elbow_flex")])
     assert np.abs(res.activations - tau).max() < 1e-8 * (1 + np.abs(tau).max())
+
+
+@needs_data
+def test_emg_file_with_a_mapping_file(tmp_path):
+    """EMG columns mapped to muscles by a ``column muscle`` file drive those muscles' bounds
+    through ``run_load_sharing``; a malformed mapping line is an error naming file and line."""
+    from arthron.errors import DataFileError
+    from arthron.io.sto import write_sto
+    from arthron.tables import Table
+    from arthron.tools.load_sharing_tool import run_load_sharing
+    te = np.linspace(-0.1, 1.1, 121)
+    write_sto(tmp_path / "emg.sto", Table(name="emg", time=te, labels=["ch1", "ch2"],
+                                          data=np.column_stack([0.3 + 0 * te, 0.02 + 0 * te]), in_degrees=False))
+    (tmp_path / "map.txt").write_text("# channel muscle\nch1 BIClong\nch2 TRIlong\n")
+    res = run_load_sharing(ARM_MODEL, ARM_IK, lowpass_hz=6, time_range=(0, 1), reserves=100.0,
+                           use_muscle_physiology=False, emg=tmp_path / "emg.sto", emg_mapping=tmp_path / "map.txt")
+    i = res.names.index("BIClong")
+    from arthron.io.osim import read_osim
+    f = res.forces[:, i] / read_osim(ARM_MODEL).forces["BIClong"].max_isometric_force
+    assert np.all(f >= 0.3 * 0.3 - 1e-6) and np.all(f <= 0.7 * 0.3 + 1e-6)
+    assert np.abs(res.residual).max() < 1e-6
+    (tmp_path / "bad.txt").write_text("ch1 BIClong extra\n")
+    with pytest.raises(DataFileError, match="line 1"):
+        run_load_sharing(ARM_MODEL, ARM_IK, emg=tmp_path / "emg.sto", emg_mapping=tmp_path / "bad.txt")
