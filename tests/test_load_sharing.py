@@ -584,3 +584,26 @@ def test_emg_file_with_a_mapping_file(tmp_path):
     (tmp_path / "bad.txt").write_text("ch1 BIClong extra\n")
     with pytest.raises(DataFileError, match="line 1"):
         run_load_sharing(ARM_MODEL, ARM_IK, emg=tmp_path / "emg.sto", emg_mapping=tmp_path / "bad.txt")
+
+
+@needs_data
+def test_weighted_and_bounded_constraint_multipliers(tsm_elevation):
+    """Multipliers as unknowns (Eq. 12 of Sarshari et al.): with a tiny weight the solution is
+    OpenSim's (free multipliers); with a bound on one component it holds, the equations of
+    motion still close with the muscles taking the difference, and the cost rises."""
+    from arthron.solvers.load_sharing import solve_problem
+    model, prob = tsm_elevation
+    free = solve_problem(prob)
+    tiny = solve_problem(prob, multiplier_weights=np.full(3, 1e-8))
+    assert np.abs(tiny.activations - free.activations).max() < 1e-3     # w_μ μ² ≈ 1e-4 of the cost
+    assert np.abs(tiny.multipliers - free.multipliers).max() < 1e-2 * np.abs(free.multipliers).max()
+    k = int(np.argmax(np.abs(free.multipliers).max(axis=0)))
+    cap = 0.8 * np.abs(free.multipliers[:, k]).max()
+    lo, hi = np.full(3, -np.inf), np.full(3, np.inf)
+    lo[k], hi[k] = -cap, cap
+    bounded = solve_problem(prob, multiplier_weights=np.full(3, 1e-8), multiplier_bounds=(lo, hi))
+    assert bounded.feasible.all() and np.abs(bounded.residual).max() < 1e-6
+    assert np.abs(bounded.multipliers[:, k]).max() <= cap + 1e-6
+    assert np.all(bounded.objective >= tiny.objective - 1e-9) and np.any(bounded.objective > tiny.objective + 1e-6)
+    with pytest.raises(OptionError):
+        solve_problem(prob, multiplier_weights=np.full(2, 1.0))

@@ -440,11 +440,16 @@ def _diagnose(prob: LoadSharingProblem, A, b, N, frames):
 
 
 def solve_problem(prob: LoadSharingProblem, *, activation_exponent: float = 2.0, weights=None,
-                  on_infeasible: str = "raise", tol: float = 1e-10) -> LoadSharingResult:
+                  on_infeasible: str = "raise", tol: float = 1e-10, multiplier_weights=None,
+                  multiplier_bounds=None) -> LoadSharingResult:
     """Solve a :class:`LoadSharingProblem` for all frames.
 
     weights : (n,) positive objective weights (default 1: OpenSim); activation_exponent : p ≥ 1
     (2: the batched dual Newton QP; otherwise cvxpy + Clarabel, imported only then);
+    multiplier_weights : (mc,) positive weights of the constraint multipliers in the objective
+    (Σ w x² + Σ w_μ μ², the multipliers as unknowns of Eq. 12 of Sarshari et al.; p = 2 only),
+    with ``multiplier_bounds`` ((mc,), (mc,)) (default unbounded). Without them the multipliers
+    are free and eliminated (OpenSim: the constraints take what they must);
     on_infeasible : ``"raise"`` (InfeasibleFrames naming each infeasible frame by its time
     with the smallest reserve set that would make it feasible), ``"warn"`` or ``"ignore"``
     (the frames are flagged in ``feasible``).
@@ -454,6 +459,9 @@ def solve_problem(prob: LoadSharingProblem, *, activation_exponent: float = 2.0,
     p = float(activation_exponent)
     if not np.isfinite(p) or p < 1:
         raise OptionError(f"activation exponent must be a number ≥ 1, got {activation_exponent!r}")
+    if multiplier_weights is not None:
+        return _solve_with_multipliers(prob, weights, multiplier_weights, multiplier_bounds,
+                                       p, on_infeasible, tol)
     A, b, N = prob.reduced()
     T, _, n = A.shape
     w = np.ones(n) if weights is None else np.asarray(weights, float)
@@ -496,6 +504,51 @@ def solve_problem(prob: LoadSharingProblem, *, activation_exponent: float = 2.0,
                + "\n".join(lines) + ("\n..." if bad.size > 20 else ""))
         if on_infeasible == "raise":
             raise InfeasibleFrames(msg, report)
+        warnings.warn(msg, ArthronWarning)
+    return res
+
+
+def _solve_with_multipliers(prob, weights, mweights, mbounds, p, on_infeasible, tol):
+    """Multipliers as weighted, bounded unknowns: rows of the free coordinates,
+    ``[B, Gᵀ] [x; μ] = τ``."""
+    if p != 2.0:
+        raise OptionError("weighted constraint multipliers need activation exponent 2")
+    if prob.G is None or prob.G.shape[1] == 0:
+        raise OptionError("multiplier weights given, but the model has no enabled constraints")
+    T, nq, n = prob.B.shape
+    mc = prob.G.shape[1]
+    wm = np.asarray(mweights, float)
+    if wm.shape != (mc,) or np.any(~(wm > 0)):
+        raise OptionError(f"multiplier weights must be {mc} positive numbers")
+    lo_m, hi_m = (np.full(mc, -np.inf), np.full(mc, np.inf)) if mbounds is None else \
+        (np.broadcast_to(np.asarray(mbounds[0], float), (mc,)), np.broadcast_to(np.asarray(mbounds[1], float), (mc,)))
+    if np.any(lo_m > hi_m):
+        raise OptionError("multiplier bounds must have lower ≤ upper")
+    w = np.ones(n) if weights is None else np.asarray(weights, float)
+    if w.shape != (n,) or np.any(~(w > 0)):
+        raise OptionError("objective weights must be positive, one per actuator")
+    keep = prob.free_rows
+    A = np.concatenate([prob.B[:, keep], np.swapaxes(prob.G[:, :, keep], 1, 2)], axis=2)
+    b = prob.tau[:, keep]
+    lo = np.hstack([prob.lower, np.broadcast_to(lo_m, (T, mc))])
+    hi = np.hstack([prob.upper, np.broadcast_to(hi_m, (T, mc))])
+    r = solve_box_qp(A, b, 2.0 * np.concatenate([w, wm]), lo, hi, tol=tol)
+    x, mu = r.x[:, :n], r.x[:, n:]
+    forces = x * prob.force_per_control
+    if prob.passive is not None:
+        forces[:, [i for i, k in enumerate(prob.kinds) if k == "muscle"]] += prob.passive
+    rest = prob.tau - np.einsum("tqn,tn->tq", prob.B, x) - np.einsum("tmq,tm->tq", prob.G, mu)
+    rest[:, ~keep] = 0.0
+    res = LoadSharingResult(time=prob.time, names=list(prob.names), activations=x, forces=forces,
+                            multipliers=mu, residual=rest, objective=(w * x * x).sum(1) + (wm * mu * mu).sum(1),
+                            feasible=np.asarray(r.ok), coordinates=list(prob.coordinates))
+    res.extra["external_columns"] = prob.external_columns
+    bad = np.flatnonzero(~r.ok)
+    if bad.size and on_infeasible != "ignore":
+        msg = (f"load sharing with bounded multipliers infeasible at {bad.size} of {T} frame(s): t = "
+               + ", ".join(f"{prob.time[k]:.6g} s" for k in bad[:20]))
+        if on_infeasible == "raise":
+            raise InfeasibleFrames(msg, [(float(prob.time[k]), {}) for k in bad])
         warnings.warn(msg, ArthronWarning)
     return res
 
