@@ -607,3 +607,16 @@ def test_weighted_and_bounded_constraint_multipliers(tsm_elevation):
     assert np.all(bounded.objective >= tiny.objective - 1e-9) and np.any(bounded.objective > tiny.objective + 1e-6)
     with pytest.raises(OptionError):
         solve_problem(prob, multiplier_weights=np.full(2, 1.0))
+
+
+@needs_data
+def test_opensim_mode_does_not_import_cvxpy():
+    """cvxpy costs 2-3 s to import: the p = 2 path (and the cone, which calls Clarabel
+    directly) never imports it."""
+    code = ("import sys; from arthron.tools.static_optimization_tool import run_static_optimization as r; "
+            f"r({str(ARM_MODEL)!r}, {str(ARM_IK)!r}, lowpass_hz=6); print('cvxpy' in sys.modules)")
+    import os
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "False"
