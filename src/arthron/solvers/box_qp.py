@@ -39,13 +39,22 @@ class BoxQPResult:
     iterations: int
 
 
+def _At(A, lam):
+    """Aᵀλ per frame: (T, n)."""
+    return (lam[:, None, :] @ A)[:, 0]
+
+
+def _Ax(A, x):
+    """A x per frame: (T, m)."""
+    return (A @ x[..., None])[..., 0]
+
+
 def _primal(A, lam, w, lb, ub):
-    return np.clip(np.einsum("tmn,tm->tn", A, lam) / w, lb, ub)
+    return np.clip(_At(A, lam) / w, lb, ub)
 
 
 def _dual(A, b, lam, x, w):
-    return np.einsum("tm,tm->t", lam, b - np.einsum("tmn,tn->tm", A, x)) + 0.5 * np.einsum("n,tn->t", w, x * x) \
-        if w.ndim == 1 else np.einsum("tm,tm->t", lam, b - np.einsum("tmn,tn->tm", A, x)) + 0.5 * (w * x * x).sum(1)
+    return (lam * (b - _Ax(A, x))).sum(1) + 0.5 * (w * x * x).sum(1)
 
 
 def solve_box_qp(A, b, w, lb, ub, *, tol: float = 1e-10, max_iter: int = 100,
@@ -73,14 +82,14 @@ def solve_box_qp(A, b, w, lb, ub, *, tol: float = 1e-10, max_iter: int = 100,
     ub = np.broadcast_to(np.asarray(ub, float), (T, n))
     if lam0 is None:
         # start from the bound-free least-norm solution: λ = (A W⁻¹ Aᵀ)⁻¹ b
-        H0 = np.einsum("tmn,tn,tkn->tmk", A, 1.0 / wt, A)
+        H0 = (A / wt[:, None, :]) @ np.swapaxes(A, 1, 2)
         H0 = H0 + (1e-12 * (1.0 + np.abs(H0).max(axis=(1, 2))))[:, None, None] * np.eye(m)
         lam = np.linalg.solve(H0, b[..., None])[..., 0]
     else:
         lam = np.array(lam0, float)
     scale = 1.0 + np.abs(b).max(axis=1)
     x = _primal(A, lam, wt, lb, ub)
-    g = b - np.einsum("tmn,tn->tm", A, x)
+    g = b - _Ax(A, x)
     val = _dual(A, b, lam, x, wt)
     active = np.abs(g).max(axis=1) > tol * scale
     it = 0
@@ -92,10 +101,10 @@ def solve_box_qp(A, b, w, lb, ub, *, tol: float = 1e-10, max_iter: int = 100,
         Ai, wi = A[idx], wt[idx]
         free = (x[idx] > lb[idx]) & (x[idx] < ub[idx])
         # components at a bound whose unclipped value points inside count as free too
-        z = np.einsum("tmn,tm->tn", Ai, lam[idx]) / wi
+        z = _At(Ai, lam[idx]) / wi
         free |= (z > lb[idx]) & (z < ub[idx])
         dd = np.where(free, 1.0, delta[idx, None]) / wi
-        H = np.einsum("tmn,tn,tkn->tmk", Ai, dd, Ai)
+        H = (Ai * dd[:, None, :]) @ np.swapaxes(Ai, 1, 2)
         reg = 1e-12 * (1.0 + np.abs(H).max(axis=(1, 2)))
         H = H + reg[:, None, None] * eye
         try:
@@ -120,10 +129,10 @@ def solve_box_qp(A, b, w, lb, ub, *, tol: float = 1e-10, max_iter: int = 100,
         full = done & (step == 1.0)
         delta[idx] = np.where(full, delta[idx] * 1e-3, np.minimum(delta[idx] * 10.0, 1.0))
         delta[idx] = np.where(delta[idx] < 1e-14, 0.0, delta[idx])
-        g[idx] = b[idx] - np.einsum("tmn,tn->tm", Ai, x[idx])
+        g[idx] = b[idx] - _Ax(Ai, x[idx])
         conv = np.abs(g[idx]).max(axis=1) <= tol * scale[idx]
         stalled = ~done & (delta[idx] >= 1.0)
         active[idx[conv | stalled]] = False
-    res = np.einsum("tmn,tn->tm", A, x) - b
+    res = _Ax(A, x) - b
     ok = np.abs(res).max(axis=1) <= max(tol, 1e-9) * scale
     return BoxQPResult(x=x, lam=lam, residual=res, ok=ok, iterations=it)
