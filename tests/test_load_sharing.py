@@ -556,7 +556,7 @@ def test_use_model_force_set_false_gives_inverse_dynamics():
     from arthron.tools.static_optimization_tool import run_static_optimization
     model = read_osim(ARM_MODEL)
     res = run_static_optimization(model, ARM_IK, lowpass_hz=6, time_range=(0, 1), use_model_force_set=False)
-    assert res.names == ["r_shoulder_elev_reserve", "r_elbow_flex_reserve"]
+    assert res.names == ["r_shoulder_elev_actuator", "r_elbow_flex_actuator"]     # OpenSim's names
     idr = run_inverse_dynamics(model, read_sto(ARM_IK), lowpass_hz=6, time_range=(0, 1))
     tau = np.column_stack([idr.column(f"{c}_moment") for c in ("r_shoulder_elev", "r_elbow_flex")])
     assert np.abs(res.activations - tau).max() < 1e-8 * (1 + np.abs(tau).max())

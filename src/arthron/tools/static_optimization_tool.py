@@ -65,23 +65,29 @@ def control_bounds(model: Model) -> dict:
 
 
 def coordinate_actuator_model(model: Model) -> Model:
-    """The model with its muscles and actuators replaced by one CoordinateActuator (optimal
-    force 1, unbounded) per unconstrained, unlocked coordinate (OpenSim's
-    ``use_model_force_set = false``); passive elements are kept."""
+    """OpenSim's ``use_model_force_set = false``: a CoordinateActuator ``<coordinate>_actuator``
+    (optimal force 1, unbounded) on every coordinate that is not locked or the dependent one
+    of a coupler, in multibody-tree order, followed by every force of the model that is not a
+    muscle (its own actuators included, as ``StaticOptimization::begin`` copies them back)."""
     import copy
+    from ..multibody.kinematics import compile_model
     m = copy.copy(model)
-    m.forces = {n: f for n, f in model.forces.items()
-                if not (f.is_muscle or f.type in ("CoordinateActuator", "PointActuator", "TorqueActuator",
-                                                  "PathActuator"))}
     dependent = {c.properties.get("dependent_coordinate") for c in model.constraints
                  if c.enabled and c.type == "CoordinateCouplerConstraint"}
-    for name, c in model.coordinates.items():
-        if getattr(c, "locked", False) or name in dependent:
+    tree = compile_model(model)
+    forces = {}
+    for i in tree.multibody_order:
+        name = tree.coordinate_names[i]
+        if getattr(model.coordinates[name], "locked", False) or name in dependent:
             continue
-        f = CoordinateActuator(name=f"{name}_reserve" if f"{name}_reserve" not in m.forces else f"{name}_so")
+        f = CoordinateActuator(name=f"{name}_actuator")
         f.coordinate = name
         f.optimal_force = 1.0
-        m.forces[f.name] = f
+        forces[f.name] = f
+    for n, f in model.forces.items():
+        if not f.is_muscle and n not in forces:
+            forces[n] = f
+    m.forces = forces
     return m
 
 
