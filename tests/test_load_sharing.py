@@ -147,7 +147,7 @@ def test_bad_options():
 
 
 @needs_data
-def test_stress_objective_with_derived_pcsa_is_opensims_without_physiology():
+def test_stress_objective_with_derived_pcsa_is_opensims_without_physiology(tmp_path):
     """With PCSA = F_max/σ for every muscle, Σ(f/PCSA)² = σ² Σ a²: the same optimum as
     OpenSim's objective without physiology (bounds 0..1)."""
     from arthron.tools.load_sharing_tool import run_load_sharing
@@ -158,6 +158,10 @@ def test_stress_objective_with_derived_pcsa_is_opensims_without_physiology():
     i = a.names.index("BICshort")
     assert np.all(b.forces[:, i] >= a.forces[:, i] - 1e-9)      # a larger PCSA takes more load
     assert b.forces[:, i].max() > 1.2 * a.forces[:, i].max()
+    (tmp_path / "pcsa.txt").write_text(f"BICshort {3 * 435.56 / 0.6e6 * 1e4!r}  # cm2\n")
+    c = run_load_sharing(ARM_MODEL, ARM_IK, objective="stress", lowpass_hz=6, time_range=(0, 1),
+                         pcsa=tmp_path / "pcsa.txt")
+    assert np.allclose(c.forces, b.forces, rtol=1e-9, atol=1e-9)
 
 
 @needs_data
@@ -456,6 +460,10 @@ def test_cli_so_cone_and_emg(tmp_path):
     rep = read_sto(tmp_path / "c" / "ThoracoscapularShoulderModel_StaticOptimization_report.sto")
     assert rep.labels == ["objective", "max_residual", "feasible", "cone_active", "cone_angle_deg"]
     assert rep.data[:, 2].all() and rep.data[:, 1].max() < 1e-6 and rep.data[:, 4].max() < 12 + 1e-4
+    (tmp_path / "pcsa.txt").write_text("# muscle cm2\nDELT1 10.5\nSUPSP -3\n")
+    r = subprocess.run(base + ["--pcsa", str(tmp_path / "pcsa.txt"), "-o", str(tmp_path / "p")],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "pcsa.txt" in r.stderr and "line 3" in r.stderr and "positive" in r.stderr
     r = subprocess.run(base + ["--cone", "GH:scapula:1,0,0:8:12", "-o", str(tmp_path / "d")],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 2 and "no joint 'GH'" in r.stderr and not (tmp_path / "d").exists()

@@ -204,7 +204,7 @@ def cmd_so(a):
         res = run_load_sharing(a.model, a.motion, external_loads=a.external_loads, lowpass_hz=a.lowpass,
                                time_range=a.time_range, activation_exponent=a.activation_exponent,
                                use_muscle_physiology=not a.no_physiology, objective=a.objective,
-                               specific_tension=a.specific_tension, cone=a.cone, emg=a.emg,
+                               specific_tension=a.specific_tension, pcsa=a.pcsa, cone=a.cone, emg=a.emg,
                                emg_mapping=a.emg_map, reserves=a.reserves)
         name = a.name or Path(a.model).stem
         jr = None
@@ -338,6 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="opensim: sum of activations^p; stress: sum of (force/PCSA)^2")
     s.add_argument("--specific-tension", type=float, default=None,
                    help="N/m^2 for PCSA = max isometric force / specific tension (stress objective)")
+    s.add_argument("--pcsa", help="stress objective: text file of 'muscle PCSA_cm2' lines")
     s.add_argument("--cone", help="stability cone JOINT:BODY:AX,AY,AZ:AP_DEG:SI_DEG[:N_PLANES] (axis in BODY's "
                                   "frame, from the socket into the joint; e.g. 18.8 and 31.4 degrees)")
     s.add_argument("--emg", help="normalized EMG envelopes .sto/.mot (columns named by muscle): "

@@ -19,7 +19,30 @@ from ..solvers.load_sharing import (DEFAULT_SPECIFIC_TENSION, LoadSharingResult,
 from .options import check_lowpass, check_positive, check_time_range
 from .static_optimization_tool import control_bounds
 
-__all__ = ["run_load_sharing", "add_reserves", "stress_weights", "DEFAULT_SPECIFIC_TENSION"]
+__all__ = ["run_load_sharing", "add_reserves", "stress_weights", "DEFAULT_SPECIFIC_TENSION", "read_pcsa"]
+
+
+def read_pcsa(path) -> dict:
+    """{muscle: PCSA (m²)} from a text file of ``muscle PCSA_cm2`` lines (cm², as Sarshari et
+    al. report them; ``#`` comments). Raises DataFileError naming the file and line for a
+    malformed line or a PCSA that is not positive."""
+    from pathlib import Path
+    from ..errors import DataFileError
+    out = {}
+    for k, line in enumerate(Path(path).read_text().splitlines(), 1):
+        t = line.split("#", 1)[0].split()
+        if not t:
+            continue
+        if len(t) != 2:
+            raise DataFileError("expected 'muscle PCSA_cm2'", path, f"line {k}")
+        try:
+            v = float(t[1])
+        except ValueError:
+            raise DataFileError(f"PCSA of '{t[0]}' is not a number: {t[1]!r}", path, f"line {k}") from None
+        if not (np.isfinite(v) and v > 0):
+            raise DataFileError(f"PCSA of '{t[0]}' must be positive, got {t[1]}", path, f"line {k}")
+        out[t[0]] = v * 1e-4
+    return out
 
 def add_reserves(model: Model, optimal_force: float) -> Model:
     """A copy of the model with a CoordinateActuator ``<coordinate>_reserve`` (``optimal_force``,
@@ -46,7 +69,8 @@ def run_load_sharing(model, motion, *, external_loads=None, lowpass_hz=None, tim
     """Load sharing of files or objects.
 
     objective : ``"opensim"`` (Σ a^p, :func:`arthron.solvers.load_sharing.solve_problem`) or
-    ``"stress"`` (Σ (f/PCSA)², muscle physiology off, forces 0 ≤ f ≤ F_max);
+    ``"stress"`` (Σ (f/PCSA)², muscle physiology off, forces 0 ≤ f ≤ F_max); pcsa : {muscle:
+    m²} or a file for :func:`read_pcsa` (others: F_max / specific tension);
     reserves : optimal force of CoordinateActuators added on every coordinate (None: none);
     cone : StabilityCone or ``JOINT:BODY:AX,AY,AZ:AP_DEG:SI_DEG[:N_PLANES]``; emg : normalized
     EMG file (``emg_mapping``: dict or file of ``column muscle`` lines) — see
@@ -64,6 +88,8 @@ def run_load_sharing(model, motion, *, external_loads=None, lowpass_hz=None, tim
         external_loads = read_external_loads(external_loads)
     if reserves is not None:
         model = add_reserves(model, reserves)
+    if pcsa is not None and not isinstance(pcsa, dict):
+        pcsa = read_pcsa(pcsa)
     if cone is not None or emg is not None:
         from .load_sharing_extras import run_with_cone_or_emg
         res = run_with_cone_or_emg(model, motion, external_loads=external_loads, lowpass_hz=lowpass_hz,
