@@ -79,7 +79,8 @@ def main():
             from arthron.io.osim import read_osim
             from arthron.io.setup import read_external_loads
             from arthron.solvers.load_sharing import build_problem, solve_problem
-            from arthron.tools.analyze_tool import _model, read_analyze_setup
+            from arthron.tools.static_optimization_tool import _model
+            from arthron.tools.analyze_tool import read_analyze_setup
             from arthron.tools.static_optimization_tool import control_bounds
             st = read_analyze_setup(setup)
             m = _model(st)

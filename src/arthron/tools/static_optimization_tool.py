@@ -25,7 +25,7 @@ from ..io.sto import read_sto, write_sto
 from ..models.forces import CoordinateActuator
 from ..models.model import Model
 from ..solvers.load_sharing import LoadSharingResult, static_optimization
-from .analyze_tool import _bool, _float, _model, _step_interval, _text, read_analyze_setup, step_rows
+from .analyze_tool import read_analyze_setup, read_force_set_file, step_rows
 from .options import check_lowpass, check_time_range
 from .setup_files import results_directory
 
@@ -33,6 +33,52 @@ __all__ = ["control_bounds", "run_static_optimization", "run_static_optimization
            "write_static_optimization", "coordinate_actuator_model", "joint_reactions_of"]
 
 _CTRL = re.compile(r"<(min_control|max_control)>\s*([^<\s]+)\s*</\1>")
+
+
+# small readers of the analysis element (kept here so that this tool does not depend on the
+# private helpers of analyze_tool)
+def _text(el, tag, default=None):
+    c = el.find(tag) if el is not None else None
+    if c is None or c.text is None or not c.text.strip():
+        return default
+    return c.text.strip()
+
+
+def _bool(el, tag, default: bool) -> bool:
+    t = _text(el, tag)
+    return default if t is None else t.lower() in ("true", "1", "yes")
+
+
+def _float(text, default, path, what):
+    if text is None or not str(text).strip():
+        return default
+    try:
+        return _num(str(text))
+    except ValueError:
+        raise DataFileError(f"{what}: {text!r} is not a number", path) from None
+
+
+def _step_interval(el, path) -> int:
+    t = _text(el, "step_interval", "1")
+    try:
+        n = int(float(t))
+    except ValueError:
+        raise DataFileError(f"<{el.tag}> step_interval {t!r} is not an integer", path) from None
+    if n < 1:
+        raise DataFileError(f"<{el.tag}> step_interval must be a positive integer, got {t}", path)
+    return n
+
+
+def _model(st) -> Model:
+    """The setup's model with its force_set_files appended (or replacing its forces)."""
+    model = read_osim(st.model_file)
+    if st.force_set_files:
+        if st.replace_force_set:
+            model.forces = {}
+        for p in st.force_set_files:
+            for f in read_force_set_file(p):
+                model.forces[f.name] = f
+    return model
 
 
 def _num(text):
