@@ -628,3 +628,20 @@ def test_opensim_mode_does_not_import_cvxpy():
                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+@needs_data
+def test_cli_infeasible_is_one_line_naming_time_and_reserve(tmp_path):
+    import os
+    from arthron.io.osim import read_osim, write_osim
+    model = read_osim(ARM_MODEL)
+    for n in ("BIClong", "BICshort", "BRA"):
+        model.forces[n].max_isometric_force *= 0.02
+    weak = tmp_path / "weak.osim"
+    write_osim(weak, model)
+    r = subprocess.run([sys.executable, "-m", "arthron.cli", "so", str(weak), str(ARM_IK), "--lowpass", "6",
+                        "--no-physiology", "-o", str(tmp_path / "out")], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "infeasible" in r.stderr and "t = " in r.stderr and "r_elbow_flex" in r.stderr
+    assert not (tmp_path / "out").exists()

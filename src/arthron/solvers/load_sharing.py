@@ -500,8 +500,8 @@ def solve_problem(prob: LoadSharingProblem, *, activation_exponent: float = 2.0,
         res.extra["infeasible"] = report
         lines = [f"t = {t:.6g} s: reserve needed on " + (", ".join(f"{c} {v:.4g}" for c, v in need.items())
                                                         or "(no reserve set found)") for t, need in report]
-        msg = (f"static optimization infeasible at {bad.size} of {T} frame(s) (actuators at their bounds):\n"
-               + "\n".join(lines) + ("\n..." if bad.size > 20 else ""))
+        msg = (f"static optimization infeasible at {bad.size} of {T} frame(s) (actuators at their bounds): "
+               + "; ".join(lines) + ("; ..." if bad.size > 20 else ""))
         if on_infeasible == "raise":
             raise InfeasibleFrames(msg, report)
         warnings.warn(msg, ArthronWarning)
