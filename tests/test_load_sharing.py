@@ -266,8 +266,6 @@ def test_thoracoscapular_ac_constraint_multipliers():
     from arthron.multibody.constraints import compile_constraints
     from arthron.multibody.forward_dynamics import forward_accelerations
     from arthron.multibody.kinematics import compile_model
-    from arthron.multibody.paths import compile_paths
-    from arthron.solvers.actuators import path_loads
     from arthron.solvers.load_sharing import build_problem, solve_problem
     from arthron.tools.load_sharing_tool import add_reserves
     model = add_reserves(read_osim(TSM), 10.0)
@@ -278,11 +276,10 @@ def test_thoracoscapular_ac_constraint_multipliers():
     mus = [i for i, k in enumerate(prob.kinds) if k == "muscle"]
     assert len(mus) == 33 and res.activations[:, mus].max() > 0.05
     tree = compile_model(model)
-    ps = compile_paths(model, tree, forces=[prob.names[i] for i in mus])
-    loads, gen = path_loads(ps, tree, prob.q, res.forces[:, mus])
-    for i, k in enumerate(prob.kinds):
-        if k == "CoordinateActuator":
-            gen[:, tree.coordinate_index(model.forces[prob.names[i]].coordinate)] += res.forces[:, i]
+    # the solved forces applied as OpenSim applies them (reserves on the scapulothoracic
+    # rotations act on Simbody's mobilities ω_FM; arthron.solvers.actuators converts)
+    from arthron.solvers.actuators import actuator_forces
+    gen, loads = actuator_forces(model, tree, res.force_table(), prob.time, q=prob.q)
     locked = np.array([model.coordinates[c].locked for c in tree.coordinate_names])
     _, mu = forward_accelerations(tree, prob.q, prob.qd, gen, loads, locked=locked,
                                   constraints=compile_constraints(model, tree), return_multipliers=True)

@@ -232,9 +232,19 @@ def _unit_actuator_columns(model: Model, tree: Tree, acts, q, kin):
     T = q.shape[0]
     out = np.zeros((T, tree.nq, len(acts)))
     body_acts = [(k, f) for k, f in enumerate(acts) if f.type != "CoordinateActuator"]
+    groups = {c: (g, j) for g in tree.angular_velocity_groups for j, c in enumerate(g)}
     for k, f in enumerate(acts):
         if f.type == "CoordinateActuator":
-            out[:, tree.coordinate_index(f.coordinate), k] = 1.0
+            c = tree.coordinate_index(f.coordinate)
+            if c in groups:
+                # Ellipsoid/Ball/Free rotations: the actuator acts on Simbody's mobility
+                # u = ω_FM, τ_q = Aᵀ τ_u (as arthron.solvers.actuators.actuator_forces)
+                from ..multibody.kinematics import _euler_xyz_rate_matrix
+                g, j = groups[c]
+                A = _euler_xyz_rate_matrix(q[:, g[0]], q[:, g[1]])
+                out[:, list(g), k] = A[:, j, :]
+            else:
+                out[:, c, k] = 1.0
     if not body_acts:
         return out
     K = len(body_acts)
