@@ -642,3 +642,17 @@ def test_cli_infeasible_is_one_line_naming_time_and_reserve(tmp_path):
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "infeasible" in r.stderr and "t = " in r.stderr and "r_elbow_flex" in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+@needs_data
+def test_stability_cone_that_cannot_be_met_is_named(tsm_elevation):
+    """A cone pointing against the reaction (the glenoid would have to pull the humerus): the
+    muscles cannot turn the reaction around, and the frames are named by time."""
+    from arthron.solvers.load_sharing import InfeasibleFrames
+    from arthron.solvers.load_sharing_cone import StabilityCone, solve_with_stability_cone
+    model, prob = tsm_elevation
+    cone = StabilityCone("GlenoHumeral", "scapula", (-0.727, -0.055, -0.685), (5.0, 5.0))
+    with pytest.raises(InfeasibleFrames, match="cannot be met at t = "):
+        solve_with_stability_cone(model, prob, cone)
+    res = solve_with_stability_cone(model, prob, cone, on_infeasible="ignore")
+    assert (~res.feasible).sum() > 0
