@@ -656,3 +656,33 @@ def test_stability_cone_that_cannot_be_met_is_named(tsm_elevation):
         solve_with_stability_cone(model, prob, cone)
     res = solve_with_stability_cone(model, prob, cone, on_infeasible="ignore")
     assert (~res.feasible).sum() > 0
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("case", ["arm26", "gait2354"])
+def test_force_per_activation_is_opensims(case):
+    """use_muscle_physiology: F̂ = F_max f_L f_V cos α at a rigid tendon equals OpenSim 4.6's
+    ``Muscle::calcInextensibleTendonActiveFiberForce(s, 1)`` at the same q, q̇ (a few frames)."""
+    import opensim as osim
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import read_sto
+    from arthron.solvers.load_sharing import build_problem
+    osim.Logger.setLevelString("error")
+    if case == "arm26":
+        path, mot, tr = ARM_MODEL, read_sto(ARM_IK), (0, 1)
+    else:
+        path, mot, tr = GAIT_REF_MODEL, read_sto(GAIT_PIPE / "OutputReference" / "subject01_walk1_ik.mot"), (0.5, 1.2)
+    prob = build_problem(read_osim(path), mot, lowpass_hz=6, time_range=tr)
+    om = osim.Model(str(path))
+    s = om.initSystem()
+    cs, ms = om.getCoordinateSet(), om.getMuscles()
+    names = [ms.get(j).getName() for j in range(ms.getSize())]
+    cols = [prob.names.index(n) for n in names]
+    for k in (0, len(prob.time) // 2, len(prob.time) - 1):
+        for i, c in enumerate(prob.coordinates):
+            cs.get(c).setValue(s, prob.q[k, i], False)
+            cs.get(c).setSpeedValue(s, prob.qd[k, i])
+        om.realizeVelocity(s)
+        f = np.array([ms.get(j).calcInextensibleTendonActiveFiberForce(s, 1.0) for j in range(ms.getSize())])
+        assert np.abs(prob.force_per_control[k, cols] - f).max() < 1e-6 * f.max()
