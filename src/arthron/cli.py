@@ -198,6 +198,35 @@ def cmd_analyze(a):
     return 0
 
 
+def cmd_so(a):
+    from .tools.static_optimization_tool import (run_static_optimization, run_static_optimization_from_setup,
+                                                 write_static_optimization)
+    if a.setup:
+        res, written = run_static_optimization_from_setup(a.setup, results_dir=a.output)
+    else:
+        if not (a.model and a.motion and a.output):
+            raise SystemExit("arthron so: give MODEL MOTION -o DIR, or --setup SETUP.xml")
+        from .tools.load_sharing_tool import run_load_sharing
+        res = run_load_sharing(a.model, a.motion, external_loads=a.external_loads, lowpass_hz=a.lowpass,
+                               time_range=a.time_range, activation_exponent=a.activation_exponent,
+                               use_muscle_physiology=not a.no_physiology, objective=a.objective,
+                               specific_tension=a.specific_tension, pcsa=a.pcsa, cone=a.cone, emg=a.emg,
+                               emg_mapping=a.emg_map, reserves=a.reserves)
+        name = a.name or Path(a.model).stem
+        jr = None
+        if a.joint_reactions:
+            from .tools.static_optimization_tool import joint_reactions_of
+            jr = joint_reactions_of(res, res.extra["model"], a.motion, external_loads=a.external_loads,
+                                    lowpass_hz=a.lowpass, time_range=a.time_range)
+        written = write_static_optimization(res, a.output, name, report=True)
+        if jr is not None:
+            from .tools.analyze_tool import write_joint_reactions
+            written.append(write_joint_reactions(jr, Path(a.output) / f"{name}_JointReaction_ReactionLoads.sto"))
+    for p in written:
+        print(f"wrote {p}")
+    return 0
+
+
 def cmd_ligament(a):
     from .tools.ligament_tool import export_model, run_demo, run_model
     from .tools.options import check_positive_int
@@ -304,6 +333,35 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--setup", required=True, help="OpenSim AnalyzeTool setup file")
     s.add_argument("--output-dir", help="folder for the outputs (default: the setup's results_directory)")
     s.set_defaults(func=cmd_analyze)
+    s = sub.add_parser("so", help="load sharing: OpenSim's StaticOptimization, or the stress objective with a "
+                                  "glenohumeral stability cone (Sarshari et al.)")
+    s.add_argument("model", nargs="?")
+    s.add_argument("motion", nargs="?")
+    s.add_argument("--setup", help="OpenSim AnalyzeTool setup with a StaticOptimization analysis")
+    s.add_argument("--external-loads", help="ExternalLoads XML (with its GRF .mot)")
+    s.add_argument("--lowpass", type=float, default=None, help="low-pass cut-off for coordinates (Hz)")
+    s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
+    s.add_argument("--activation-exponent", type=float, default=2.0)
+    s.add_argument("--no-physiology", action="store_true",
+                   help="muscle force per activation = max isometric force (OpenSim use_muscle_physiology=false)")
+    s.add_argument("--objective", default="opensim", choices=("opensim", "stress"),
+                   help="opensim: sum of activations^p; stress: sum of (force/PCSA)^2")
+    s.add_argument("--specific-tension", type=float, default=None,
+                   help="N/m^2 for PCSA = max isometric force / specific tension (stress objective)")
+    s.add_argument("--pcsa", help="stress objective: text file of 'muscle PCSA_cm2' lines")
+    s.add_argument("--cone", help="stability cone JOINT:BODY:AX,AY,AZ:AP_DEG:SI_DEG[:N_PLANES] (axis in BODY's "
+                                  "frame, from the socket into the joint; e.g. 18.8 and 31.4 degrees)")
+    s.add_argument("--emg", help="normalized EMG envelopes .sto/.mot (columns named by muscle): "
+                                 "0.3 f_EMG <= f <= 0.7 f_EMG (Sarshari et al. 2021)")
+    s.add_argument("--emg-map", help="text file of 'column muscle' lines mapping EMG columns to muscles")
+    s.add_argument("--reserves", type=float, default=None,
+                   help="add a CoordinateActuator of this optimal force on every coordinate")
+    s.add_argument("--joint-reactions", action="store_true",
+                   help="also write <name>_JointReaction_ReactionLoads.sto (all joints, on child in ground) "
+                        "with the solved forces applied")
+    s.add_argument("--name", help="prefix of the output files (default: the model file's name)")
+    s.add_argument("-o", "--output", help="output folder (with --setup: default the setup's results_directory)")
+    s.set_defaults(func=cmd_so)
     s = sub.add_parser("ligament", help="thin-plate spline ligament model (TPSM) wrench: --demo, or a model's strands")
     s.add_argument("model", nargs="?", help=".osim with the ligament as strands")
     s.add_argument("--demo", action="store_true", help="study on the embedded synthetic ACL")

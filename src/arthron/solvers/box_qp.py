@@ -1,0 +1,138 @@
+"""Many small box-constrained quadratic programs with equality constraints, solved at once.
+
+For every frame t::
+
+    minimize   ½ Σ_i w_i x_i²
+    subject to A_t x = b_t,     l_t ≤ x ≤ u_t
+
+(strictly convex: every ``w_i > 0``). The dual is smooth and concave with the closed-form
+minimizer ``x(λ) = clip(A_tᵀ λ / w, l_t, u_t)``; its gradient is ``b_t − A_t x(λ)`` and its
+generalized Hessian ``−A_t diag(free/w) A_tᵀ`` (free: the components strictly inside their
+bounds). A semismooth Newton method on λ with a backtracking line search on the dual value
+identifies the active set in a few iterations and then solves the frame exactly (to rounding);
+all frames iterate together, each with its own step, as batched dense linear algebra.
+
+Source: the dual (Lagrangian) formulation of bound-constrained least-norm problems, e.g.
+Nocedal & Wright (2006) *Numerical Optimization* §16; semismooth Newton: Qi & Sun (1993) Math
+Program 58:353-367. A frame whose equality cannot be met inside the bounds makes the dual
+unbounded: it is reported as infeasible (``ok`` False), never looped on.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["BoxQPResult", "solve_box_qp"]
+
+
+@dataclass
+class BoxQPResult:
+    """x : (T, n) solution; lam : (T, m) equality multipliers (``w x = Aᵀ λ`` on free
+    components); residual : (T, m) ``A x − b``; ok : (T,) bool, converged and feasible;
+    iterations : the Newton iterations used."""
+
+    x: np.ndarray
+    lam: np.ndarray
+    residual: np.ndarray
+    ok: np.ndarray
+    iterations: int
+
+
+def _At(A, lam):
+    """Aᵀλ per frame: (T, n)."""
+    return (lam[:, None, :] @ A)[:, 0]
+
+
+def _Ax(A, x):
+    """A x per frame: (T, m)."""
+    return (A @ x[..., None])[..., 0]
+
+
+def _primal(A, lam, w, lb, ub):
+    return np.clip(_At(A, lam) / w, lb, ub)
+
+
+def _dual(A, b, lam, x, w):
+    return (lam * (b - _Ax(A, x))).sum(1) + 0.5 * (w * x * x).sum(1)
+
+
+def solve_box_qp(A, b, w, lb, ub, *, tol: float = 1e-10, max_iter: int = 100,
+                 lam0=None) -> BoxQPResult:
+    """Solve the T problems of the module docstring together.
+
+    Parameters
+    ----------
+    A : (T, m, n); b : (T, m); w : (n,) or (T, n), positive weights;
+    lb, ub : (n,) or (T, n) bounds (±inf allowed; lb ≤ ub);
+    tol : stop when ``max |A x − b| ≤ tol · (1 + max |b|)`` in every frame;
+    lam0 : (T, m) starting multipliers (warm start), default those of the problem without bounds.
+
+    Returns
+    -------
+    BoxQPResult; frames that did not converge within ``max_iter`` (infeasible equality inside
+    the bounds, or a singular system) have ``ok`` False and their last iterate.
+    """
+    A = np.asarray(A, float)
+    b = np.asarray(b, float)
+    T, m, n = A.shape
+    w = np.asarray(w, float)
+    wt = np.broadcast_to(w, (T, n))
+    lb = np.broadcast_to(np.asarray(lb, float), (T, n))
+    ub = np.broadcast_to(np.asarray(ub, float), (T, n))
+    if lam0 is None:
+        # start from the bound-free least-norm solution: λ = (A W⁻¹ Aᵀ)⁻¹ b
+        H0 = (A / wt[:, None, :]) @ np.swapaxes(A, 1, 2)
+        H0 = H0 + (1e-12 * (1.0 + np.abs(H0).max(axis=(1, 2))))[:, None, None] * np.eye(m)
+        lam = np.linalg.solve(H0, b[..., None])[..., 0]
+    else:
+        lam = np.array(lam0, float)
+    scale = 1.0 + np.abs(b).max(axis=1)
+    x = _primal(A, lam, wt, lb, ub)
+    g = b - _Ax(A, x)
+    val = _dual(A, b, lam, x, wt)
+    active = np.abs(g).max(axis=1) > tol * scale
+    it = 0
+    eye = np.eye(m)
+    delta = np.full(T, 1e-2)     # curvature lent to bound components (0 near the solution)
+    while active.any() and it < max_iter:
+        it += 1
+        idx = np.flatnonzero(active)
+        Ai, wi = A[idx], wt[idx]
+        free = (x[idx] > lb[idx]) & (x[idx] < ub[idx])
+        # components at a bound whose unclipped value points inside count as free too
+        z = _At(Ai, lam[idx]) / wi
+        free |= (z > lb[idx]) & (z < ub[idx])
+        dd = np.where(free, 1.0, delta[idx, None]) / wi
+        H = (Ai * dd[:, None, :]) @ np.swapaxes(Ai, 1, 2)
+        reg = 1e-12 * (1.0 + np.abs(H).max(axis=(1, 2)))
+        H = H + reg[:, None, None] * eye
+        try:
+            d = np.linalg.solve(H, g[idx][..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            d = np.linalg.lstsq(H[0], g[idx][0], rcond=None)[0][None] if len(idx) == 1 else \
+                np.stack([np.linalg.lstsq(h, gg, rcond=None)[0] for h, gg in zip(H, g[idx])])
+        step = np.ones(len(idx))
+        lam_i, val_i = lam[idx], val[idx]
+        done = np.zeros(len(idx), bool)
+        for _ in range(40):                     # backtracking: the dual must not decrease
+            trial = lam_i + step[:, None] * d
+            xt = _primal(Ai, trial, wi, lb[idx], ub[idx])
+            vt = _dual(Ai, b[idx], trial, xt, wi)
+            good = (vt >= val_i - 1e-14 * (1 + np.abs(val_i))) & ~done
+            sel = idx[good]
+            lam[sel], x[sel], val[sel] = trial[good], xt[good], vt[good]
+            done |= good
+            if done.all():
+                break
+            step = np.where(done, step, 0.5 * step)
+        full = done & (step == 1.0)
+        delta[idx] = np.where(full, delta[idx] * 1e-3, np.minimum(delta[idx] * 10.0, 1.0))
+        delta[idx] = np.where(delta[idx] < 1e-14, 0.0, delta[idx])
+        g[idx] = b[idx] - _Ax(Ai, x[idx])
+        conv = np.abs(g[idx]).max(axis=1) <= tol * scale[idx]
+        stalled = ~done & (delta[idx] >= 1.0)
+        active[idx[conv | stalled]] = False
+    res = _Ax(A, x) - b
+    ok = np.abs(res).max(axis=1) <= max(tol, 1e-9) * scale
+    return BoxQPResult(x=x, lam=lam, residual=res, ok=ok, iterations=it)

@@ -1,0 +1,291 @@
+"""Joint stability cone and EMG-assisted bounds for load sharing (Sarshari et al., the
+shoulder–elbow model: Eq. 12's stability constraint ψ and the EMG-assisted scheme of their
+ref. 69, Sarshari et al. 2021).
+
+Stability cone
+--------------
+The force a joint applies to its child body (the glenoid on the humerus) is affine in the
+controls: ``F(x) = F₀ + Σ_i x_i F_i`` with ``F_i`` the reaction change of a unit control
+(its path's body loads in the child subtree; E-matrix of Blajer & Czaplicki 2005,
+:func:`arthron.solvers.reactions.joint_loads`) and ``F₀`` the reaction with no actuator force
+(gravity, inertia, external loads). Expressed in a cone frame fixed in a body (z = the cone's
+axis, pointing from the glenoid into the joint; y = the body's y axis made perpendicular to it,
+superior–inferior; x = y × z, anterior–posterior) it must satisfy
+``(F_x / tan α_AP)² + (F_y / tan α_SI)² ≤ F_z²`` with ``F_z ≥ 0``. Glenoid inclination and
+version (their Eqs. 15–16) rotate the axis about x and y of that frame.
+
+Default half-angles: 18.8° (AP) × 31.4° (SI), the elliptic cone of published OpenSim/Moco
+shoulder work, after Lippitt et al. (1993), whose superior–inferior limit is about 31°.
+
+Solving: all frames first as the plain QP (:func:`arthron.solvers.box_qp.solve_box_qp`); only
+the frames whose reaction leaves the cone are solved again with the cone (second-order cone or
+N inscribed planes, cvxpy + Clarabel, :func:`arthron.solvers.load_sharing_convex.solve_with_cone`).
+A QP optimum inside the cone is also the cone problem's optimum, so the answer is exact.
+
+EMG-assisted bounds
+-------------------
+Normalized EMG envelopes e(t) ∈ [0, 1] drive first-order activation dynamics
+(``ȧ = (e − a)/τ``, τ = τ_act (0.5 + 1.5a) when e > a, τ_deact / (0.5 + 1.5a) otherwise;
+30 / 40 ms, Thelen 2003's form), and ``f_EMG = a F̂`` (F̂ the muscle's force per activation at
+the frame: F_max, or F_max f_L f_V cos α with muscle physiology). Those muscles get
+``λ_l f_EMG ≤ f ≤ λ_u f_EMG`` (0.3 and 0.7); the others keep their bounds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import OptionError, SolverError, UnsupportedFeature
+from ..models.model import Model
+from ..multibody.inverse_dynamics import ExternalLoad
+from ..multibody.kinematics import Tree, compile_model, forward_kinematics
+from ..multibody.paths import compile_paths, path_body_forces
+from .box_qp import solve_box_qp
+from .load_sharing import LoadSharingProblem, LoadSharingResult, solve_problem
+from .reactions import joint_loads
+
+__all__ = ["StabilityCone", "reaction_map", "solve_with_stability_cone", "emg_activation",
+           "apply_emg_bounds", "DEFAULT_HALF_ANGLES"]
+
+#: (AP, SI) half-angles in degrees of the default elliptic cone (see the module docstring)
+DEFAULT_HALF_ANGLES = (18.8, 31.4)
+
+
+@dataclass
+class StabilityCone:
+    """joint : joint name; body : body whose frame holds the axis; axis : (3,) in that body's
+    frame, pointing from the socket into the joint; half_angles_deg : (AP, SI) in (0°, 90°);
+    inclination_deg, version_deg : rotations of the axis about the cone frame's x (AP) and
+    y (SI) axes; n_planes : None (second-order cone) or the number of inscribed planes."""
+
+    joint: str
+    body: str
+    axis: tuple
+    half_angles_deg: tuple = DEFAULT_HALF_ANGLES
+    inclination_deg: float = 0.0
+    version_deg: float = 0.0
+    n_planes: int | None = None
+
+    def check(self, model: Model):
+        """OptionError for an unknown joint or body, a zero axis, half-angles outside (0°, 90°)
+        or fewer than 3 planes."""
+        if self.joint not in model.joints:
+            raise OptionError(f"stability cone: model '{model.name}' has no joint '{self.joint}' "
+                              f"(joints: {', '.join(model.joints)})")
+        if self.body not in model.bodies:
+            raise OptionError(f"stability cone: model '{model.name}' has no body '{self.body}' "
+                              f"(bodies: {', '.join(model.bodies)})")
+        a = np.asarray(self.axis, float)
+        if a.shape != (3,) or not np.all(np.isfinite(a)) or np.linalg.norm(a) < 1e-12:
+            raise OptionError(f"stability cone axis must be a non-zero 3-vector, got {self.axis!r}")
+        for h in self.half_angles_deg:
+            if not 0.0 < float(h) < 90.0:
+                raise OptionError(f"stability cone half-angles must lie in (0°, 90°), got {h!r}")
+        if self.n_planes is not None and int(self.n_planes) < 3:
+            raise OptionError(f"a polyhedral cone needs at least 3 planes, got {self.n_planes!r}")
+
+    def frame(self) -> np.ndarray:
+        """(3, 3) columns x (AP), y (SI), z (axis) of the cone frame in the body's frame."""
+        z = np.asarray(self.axis, float)
+        z = z / np.linalg.norm(z)
+        ref = np.array([0.0, 1.0, 0.0]) if abs(z[1]) < 0.9 else np.array([1.0, 0.0, 0.0])
+        y = ref - z * (ref @ z)
+        y /= np.linalg.norm(y)
+        x = np.cross(y, z)
+        R = np.column_stack([x, y, z])
+
+        def rot(axis, ang):
+            c, s = np.cos(ang), np.sin(ang)
+            K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+            return np.eye(3) + s * K + (1 - c) * K @ K
+        Rinc = rot(R[:, 0], np.radians(self.inclination_deg))
+        Rver = rot(R[:, 1], np.radians(self.version_deg))
+        return Rver @ Rinc @ R
+
+
+def reaction_map(model: Model, prob: LoadSharingProblem, joint: str, tree: Tree | None = None):
+    """(C (T, 3, n), d (T, 3)): the force joint ``joint`` applies to its child body, in
+    ground, as ``C x + d`` over the problem's controls.
+
+    Raises UnsupportedFeature for Point/TorqueActuators or model constraints acting inside the
+    joint's child subtree (their loads would enter the reaction; not handled yet).
+    """
+    tree = tree or compile_model(model)
+    T, n = prob.force_per_control.shape
+    q, qd, qdd = prob.q, prob.qd, prob.qdd
+    base = joint_loads(model, tree, q, qd, qdd, (), joints=[joint])
+    R = base.R_M[:, 0]
+    d = -np.einsum("tij,tj->ti", R, base.Lambda[:, 0, :3])
+    C = np.zeros((T, 3, n))
+    j = tree.joint_names.index(joint)
+    sub = _subtree(tree, int(tree.joint_child_body[j]))
+    bad = [nm for nm, k in zip(prob.names, prob.kinds) if k in ("PointActuator", "TorqueActuator")]
+    if bad:
+        raise UnsupportedFeature(f"stability cone with Point/TorqueActuators ({', '.join(bad)})")
+    for c in model.constraints:
+        if c.enabled and c.type != "CoordinateCouplerConstraint":
+            bodies = {str(c.properties.get(k, "")).rsplit("/", 1)[-1] for k in ("body_1", "body_2")}
+            if any(tree.body_names.index(b) in sub for b in bodies if b in tree.body_names):
+                raise UnsupportedFeature(f"stability cone on '{joint}': constraint '{c.name}' acts "
+                                         "inside the joint's child subtree")
+    mus = [i for i, k in enumerate(prob.kinds) if k == "muscle"]
+    if not mus:
+        return C, d
+    # each path's geometry once at the T frames (its body loads for F̂ of tension), then all
+    # muscles' loads as K stacked copies of the frames through one E-matrix pass
+    K = len(mus)
+    per_body = {}
+    ps = compile_paths(model, tree, forces=[prob.names[i] for i in mus])
+    kin0 = forward_kinematics(tree, q)
+    pl = path_body_forces(ps, tree, q, prob.force_per_control[:, mus], kin=kin0)
+    for k, (body, P, f) in enumerate(pl.points):
+        for b in np.unique(body):
+            if b >= tree.nb:
+                continue                      # ground / padding
+            mask = (body == b)[..., None]
+            o = kin0.o[:, tree.body_node[b]][:, None, :]
+            bname = tree.body_names[b]
+            fb, tb = per_body.setdefault(bname, (np.zeros((K * T, 3)), np.zeros((K * T, 3))))
+            fb[k * T:(k + 1) * T] = (mask * f).sum(axis=1)
+            tb[k * T:(k + 1) * T] = (mask * np.cross(P - o, f)).sum(axis=1)
+    qs, qds, qdds = (np.concatenate([a] * K) for a in (q, qd, qdd))
+    loads = [ExternalLoad(body=bname, force=f, point=np.zeros((K * T, 3)), torque=tq, force_frame="ground",
+                          point_frame=bname, name=f"paths_on_{bname}") for bname, (f, tq) in per_body.items()]
+    kin = forward_kinematics(tree, qs, qds, qdds)
+    L = joint_loads(model, tree, qs, qds, qdds, loads, joints=[joint], kin=kin)
+    F = -np.einsum("tij,tj->ti", L.R_M[:, 0], L.Lambda[:, 0, :3]).reshape(K, T, 3)
+    for k, i in enumerate(mus):
+        C[:, :, i] = F[k] - d
+    return C, d
+
+
+def _subtree(tree: Tree, b0: int) -> set:
+    seen, stack = set(), [b0]
+    while stack:
+        b = stack.pop()
+        if b not in seen:
+            seen.add(b)
+            stack.extend(tree.body_children[b])
+    return seen
+
+
+def solve_with_stability_cone(model: Model, prob: LoadSharingProblem, cone: StabilityCone, *,
+                              weights=None, on_infeasible: str = "raise",
+                              tree: Tree | None = None) -> LoadSharingResult:
+    """Σ w x² (p = 2) with the reaction of ``cone.joint`` on its child kept inside the cone.
+
+    Returns a LoadSharingResult whose ``extra`` holds ``cone_active`` (T,) bool (the cone
+    changed the solution), ``cone_angle_deg`` (T,) angle of the reaction from the axis,
+    ``cone_ratio`` (T,) (≤ 1 inside), ``cone_off_outside`` (T,) bool (the unconstrained optimum
+    leaves the cone), ``reaction`` (T, 3) N in the cone frame and ``objective_without_cone``.
+    Frames where the cone cannot be met are infeasible (named by time: InfeasibleFrames with
+    ``on_infeasible="raise"``).
+    """
+    from .load_sharing import InfeasibleFrames
+    from .load_sharing_convex import cone_angle, solve_with_cone
+    tree = tree or compile_model(model)
+    cone.check(model)
+    free = solve_problem(prob, weights=weights, on_infeasible=on_infeasible)
+    C, d = reaction_map(model, prob, cone.joint, tree)
+    kin = forward_kinematics(tree, prob.q)
+    Rb = kin.R[:, tree.body_node[tree.body_names.index(cone.body)]]     # body → ground
+    Rc = np.einsum("ji,tkj->tik", cone.frame(), Rb)                     # ground → cone: (Rb Rf)ᵀ
+    Cc = np.einsum("tij,tjn->tin", Rc, C)
+    dc = np.einsum("tij,tj->ti", Rc, d)
+    tx, ty = (np.tan(np.radians(a)) for a in cone.half_angles_deg)
+    F0 = np.einsum("tin,tn->ti", Cc, free.activations) + dc
+    _, ratio0 = cone_angle(F0, tx, ty)
+    outside = ~(ratio0 <= 1.0 + 1e-9)
+    x = free.activations.copy()
+    ok = free.feasible.copy()
+    frames = np.flatnonzero(outside & free.feasible)
+    if frames.size:
+        A, b, N = prob.reduced()
+        w = np.ones(A.shape[2]) if weights is None else np.asarray(weights, float)
+        tx0, ty0 = (np.tan(np.radians(a)) for a in cone.half_angles_deg)
+        xs, oks = solve_with_cone(A, b, w, prob.lower, prob.upper, Cc, dc, tx0, ty0,
+                                  n_planes=cone.n_planes, frames=frames)
+        x[frames], ok[frames] = xs[frames], oks[frames]
+    F = np.einsum("tin,tn->ti", Cc, x) + dc
+    ang, ratio = cone_angle(F, tx, ty)
+    ok &= ratio <= 1.0 + 1e-5
+    res = _result(prob, x, ok, weights)
+    res.extra.update(cone_active=outside & ok, cone_angle_deg=ang, cone_ratio=ratio,
+                     cone_off_outside=outside, reaction=F, objective_without_cone=free.objective,
+                     problem=prob)
+    bad = np.flatnonzero(~ok)
+    if bad.size and on_infeasible != "ignore":
+        msg = ("stability cone on '" + cone.joint + "' cannot be met at t = "
+               + ", ".join(f"{prob.time[k]:.6g} s" for k in bad[:20]) + (" ..." if bad.size > 20 else ""))
+        if on_infeasible == "raise":
+            raise InfeasibleFrames(msg, [(float(prob.time[k]), {}) for k in bad])
+        import warnings
+        from ..errors import ArthronWarning
+        warnings.warn(msg, ArthronWarning)
+    return res
+
+
+def _result(prob, x, ok, weights):
+    w = np.ones(x.shape[1]) if weights is None else np.asarray(weights, float)
+    gen = np.einsum("tqn,tn->tq", prob.B, x)
+    rest = prob.tau - gen
+    mc = 0 if prob.G is None else prob.G.shape[1]
+    mu = np.zeros((x.shape[0], mc))
+    if mc:
+        keep = prob.free_rows
+        Gt = np.swapaxes(prob.G[:, :, keep], 1, 2)
+        mu = np.stack([np.linalg.lstsq(Gt[k], rest[k, keep], rcond=None)[0] for k in range(x.shape[0])])
+        rest = rest - np.einsum("tmq,tm->tq", prob.G, mu)
+    rest[:, ~prob.free_rows] = 0.0
+    forces = x * prob.force_per_control
+    if prob.passive is not None:
+        forces[:, [i for i, k in enumerate(prob.kinds) if k == "muscle"]] += prob.passive
+    return LoadSharingResult(time=prob.time, names=list(prob.names), activations=x,
+                             forces=forces, multipliers=mu, residual=rest,
+                             objective=(w * x * x).sum(axis=1), feasible=np.asarray(ok),
+                             coordinates=list(prob.coordinates),
+                             extra={"external_columns": prob.external_columns})
+
+
+# ------------------------------------------------------------------------------ EMG
+def emg_activation(time, emg, tau_act: float = 0.030, tau_deact: float = 0.040):
+    """Activations (T, k) from normalized EMG envelopes (T, k) sampled at ``time`` (s):
+    first-order dynamics of the module docstring, integrated exactly over each sample interval
+    with the rate frozen at its start (a(0) = e(0)). Raises OptionError for EMG outside [0, 1]."""
+    e = np.atleast_2d(np.asarray(emg, float))
+    if e.shape[0] != len(time):
+        e = e.T
+    if np.any(~np.isfinite(e)) or e.min() < -1e-9 or e.max() > 1 + 1e-9:
+        raise OptionError("EMG envelopes must be normalized to [0, 1]")
+    t = np.asarray(time, float)
+    a = np.empty_like(e)
+    a[0] = e[0]
+    for k in range(1, len(t)):
+        dt = t[k] - t[k - 1]
+        prev = a[k - 1]
+        tau = np.where(e[k] > prev, tau_act * (0.5 + 1.5 * prev), tau_deact / (0.5 + 1.5 * prev))
+        a[k] = e[k] + (prev - e[k]) * np.exp(-dt / tau)
+    return a
+
+
+def apply_emg_bounds(prob: LoadSharingProblem, emg_time, emg, muscles, lam_l: float = 0.3,
+                     lam_u: float = 0.7):
+    """Set, in place, the bounds of ``muscles`` (names, one per EMG column) to
+    ``λ_l f_EMG ≤ f ≤ λ_u f_EMG`` (controls ``λ a_EMG``; activations interpolated at the
+    problem's frames). Returns the EMG activations at the frames (T, k).
+
+    Raises OptionError for names that are not muscles of the problem or 0 ≤ λ_l ≤ λ_u violated.
+    """
+    if not 0.0 <= lam_l <= lam_u:
+        raise OptionError(f"EMG bounds need 0 ≤ λ_l ≤ λ_u, got {lam_l}, {lam_u}")
+    idx = []
+    for m in muscles:
+        if m not in prob.names or prob.kinds[prob.names.index(m)] != "muscle":
+            raise OptionError(f"EMG column '{m}' names no muscle of the model")
+        idx.append(prob.names.index(m))
+    a = emg_activation(emg_time, emg)
+    aT = np.column_stack([np.interp(prob.time, emg_time, a[:, k]) for k in range(a.shape[1])])
+    prob.lower[:, idx] = lam_l * aT
+    prob.upper[:, idx] = lam_u * aT
+    return aT

@@ -1,0 +1,266 @@
+"""OpenSim's StaticOptimization (an AnalyzeTool analysis) on arthron's load-sharing solver.
+
+``run_static_optimization_from_setup`` runs an AnalyzeTool setup as it is: ``model_file``,
+``force_set_files`` (appended, or replacing the model's forces with ``replace_force_set``),
+``coordinates_file``, ``initial_time``/``final_time``,
+``lowpass_cutoff_frequency_for_coordinates``, ``external_loads_file``, and the
+StaticOptimization's ``step_interval``, ``activation_exponent``, ``use_muscle_physiology``,
+``use_model_force_set`` (false: the model's muscles and actuators are replaced by a
+CoordinateActuator of optimal force 1 on every unconstrained coordinate, as OpenSim does).
+It writes ``<name>_StaticOptimization_activation.sto`` and ``<name>_StaticOptimization_force.sto``
+into ``results_directory`` (created when missing), whole or not at all.
+``run_static_optimization`` does the same on files given directly (``arthron so``).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataFileError, OptionError
+from ..io.osim import read_osim
+from ..io.setup import read_external_loads
+from ..io.sto import read_sto, write_sto
+from ..models.forces import CoordinateActuator
+from ..models.model import Model
+from ..solvers.load_sharing import LoadSharingResult, static_optimization
+from .analyze_tool import read_analyze_setup, read_force_set_file, step_rows
+from .options import check_lowpass, check_time_range
+from .setup_files import results_directory
+
+__all__ = ["control_bounds", "run_static_optimization", "run_static_optimization_from_setup",
+           "write_static_optimization", "coordinate_actuator_model", "joint_reactions_of"]
+
+_CTRL = re.compile(r"<(min_control|max_control)>\s*([^<\s]+)\s*</\1>")
+
+
+# small readers of the analysis element (kept here so that this tool does not depend on the
+# private helpers of analyze_tool)
+def _text(el, tag, default=None):
+    c = el.find(tag) if el is not None else None
+    if c is None or c.text is None or not c.text.strip():
+        return default
+    return c.text.strip()
+
+
+def _bool(el, tag, default: bool) -> bool:
+    t = _text(el, tag)
+    return default if t is None else t.lower() in ("true", "1", "yes")
+
+
+def _float(text, default, path, what):
+    if text is None or not str(text).strip():
+        return default
+    try:
+        return _num(str(text))
+    except ValueError:
+        raise DataFileError(f"{what}: {text!r} is not a number", path) from None
+
+
+def _step_interval(el, path) -> int:
+    t = _text(el, "step_interval", "1")
+    try:
+        n = int(float(t))
+    except ValueError:
+        raise DataFileError(f"<{el.tag}> step_interval {t!r} is not an integer", path) from None
+    if n < 1:
+        raise DataFileError(f"<{el.tag}> step_interval must be a positive integer, got {t}", path)
+    return n
+
+
+def _model(st) -> Model:
+    """The setup's model with its force_set_files appended (or replacing its forces)."""
+    model = read_osim(st.model_file)
+    if st.force_set_files:
+        if st.replace_force_set:
+            model.forces = {}
+        for p in st.force_set_files:
+            for f in read_force_set_file(p):
+                model.forces[f.name] = f
+    return model
+
+
+def _num(text):
+    t = text.strip().lower()
+    if t in ("inf", "infinity", "+inf", "+infinity"):
+        return np.inf
+    if t in ("-inf", "-infinity"):
+        return -np.inf
+    return float(t)
+
+
+def control_bounds(model: Model) -> dict:
+    """{force name: (min_control, max_control)} as written in the model's file (None where
+    absent), read from the properties arthron keeps as text."""
+    out = {}
+    for n, f in model.forces.items():
+        vals = {}
+        extra = getattr(f, "extra", None) or {}
+        for k in ("min_control", "max_control"):
+            if k in extra:
+                vals[k] = float(extra[k])
+        for k, v in _CTRL.findall(getattr(f, "unmodelled_xml", "") or ""):
+            try:
+                vals[k] = _num(v)
+            except ValueError:
+                raise DataFileError(f"force '{n}': {k} {v!r} is not a number", model.source) from None
+        if vals:
+            out[n] = (vals.get("min_control"), vals.get("max_control"))
+    return out
+
+
+def coordinate_actuator_model(model: Model) -> Model:
+    """OpenSim's ``use_model_force_set = false``: a CoordinateActuator ``<coordinate>_actuator``
+    (optimal force 1, unbounded) on every coordinate that is not locked or the dependent one
+    of a coupler, in multibody-tree order, followed by every force of the model that is not a
+    muscle (its own actuators included, as ``StaticOptimization::begin`` copies them back)."""
+    import copy
+    from ..multibody.kinematics import compile_model
+    m = copy.copy(model)
+    dependent = {c.properties.get("dependent_coordinate") for c in model.constraints
+                 if c.enabled and c.type == "CoordinateCouplerConstraint"}
+    tree = compile_model(model)
+    forces = {}
+    for i in tree.multibody_order:
+        name = tree.coordinate_names[i]
+        if getattr(model.coordinates[name], "locked", False) or name in dependent:
+            continue
+        f = CoordinateActuator(name=f"{name}_actuator")
+        f.coordinate = name
+        f.optimal_force = 1.0
+        forces[f.name] = f
+    for n, f in model.forces.items():
+        if not f.is_muscle and n not in forces:
+            forces[n] = f
+    m.forces = forces
+    return m
+
+
+def write_static_optimization(result: LoadSharingResult, out_dir, name: str, rows=None,
+                              report: bool = False) -> list:
+    """Write ``<name>_StaticOptimization_activation.sto`` and ``_force.sto`` into ``out_dir``
+    (created); ``rows`` the frames to keep; with ``report`` also
+    ``<name>_StaticOptimization_report.sto`` (objective, residual, feasibility, cone per frame).
+    All tables are computed before the first file is written. Returns the paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    tables = [("activation", result.activation_table()), ("force", result.force_table())]
+    if report:
+        tables.append(("report", result.report_table()))
+    for kind, table in tables:
+        if rows is not None:
+            table.time, table.data = table.time[rows], table.data[rows]
+        f = out / f"{name}_StaticOptimization_{kind}.sto"
+        write_sto(f, table)
+        written.append(f)
+    return written
+
+
+def run_static_optimization(model, motion, *, external_loads=None, lowpass_hz=None, time_range=None,
+                            activation_exponent: float = 2.0, use_muscle_physiology: bool = True,
+                            use_model_force_set: bool = True, weights=None,
+                            on_infeasible: str = "raise", **kw) -> LoadSharingResult:
+    """Static optimization of files or objects.
+
+    model : Model or ``.osim`` path; motion : Table or ``.mot/.sto`` path; external_loads :
+    ExternalLoads or the path of its XML; the rest as
+    :func:`arthron.solvers.load_sharing.static_optimization` (bounds ``min_control`` /
+    ``max_control`` from the model file, OpenSim 4.6's rules otherwise).
+
+    Raises
+    ------
+    OptionError for a bad time range, cut-off or exponent; the readers' and solver's errors
+    (InfeasibleFrames naming the frames and the reserves that would fix them).
+    """
+    time_range = check_time_range(time_range)
+    lowpass_hz = check_lowpass(lowpass_hz)
+    try:
+        p = float(activation_exponent)
+    except (TypeError, ValueError):
+        raise OptionError(f"activation exponent must be a number, got {activation_exponent!r}") from None
+    model = model if isinstance(model, Model) else read_osim(model)
+    motion = motion if hasattr(motion, "labels") else read_sto(motion)
+    ext = external_loads
+    if ext is not None and not hasattr(ext, "forces"):
+        ext = read_external_loads(ext)
+    if not use_model_force_set:
+        model = coordinate_actuator_model(model)
+    return static_optimization(model, motion, external_loads=ext, lowpass_hz=lowpass_hz,
+                               time_range=time_range, activation_exponent=p,
+                               use_muscle_physiology=use_muscle_physiology, weights=weights,
+                               controls=control_bounds(model), on_infeasible=on_infeasible, **kw)
+
+
+def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_dirs=None,
+                                       results_dir=None, write: bool = True,
+                                       on_infeasible: str = "raise"):
+    """Run the StaticOptimization of an OpenSim AnalyzeTool setup (see the module docstring).
+
+    Returns
+    -------
+    (LoadSharingResult over every frame, list of written paths) — the files keep the frames
+    OpenSim records with ``step_interval``.
+
+    Raises
+    ------
+    DataFileError (not an AnalyzeTool, no enabled StaticOptimization, missing files, bad
+    numbers), UnsupportedFeature (states_file), SolverError / InfeasibleFrames.
+    """
+    st = read_analyze_setup(setup_path, placeholders, search_dirs)
+    so = st.analysis("StaticOptimization")
+    if so is None:
+        raise DataFileError("the AnalyzeTool setup has no enabled StaticOptimization analysis", st.path)
+    n = _step_interval(so, st.path)
+    p = _float(_text(so, "activation_exponent"), 2.0, st.path, "activation_exponent")
+    if not p >= 1:
+        raise DataFileError(f"<StaticOptimization> activation_exponent must be ≥ 1, got {p:g}", st.path)
+    phys = _bool(so, "use_muscle_physiology", True)
+    use_mfs = _bool(so, "use_model_force_set", True)
+    model = _model(st)
+    motion = read_sto(st.coordinates_file)
+    ext = read_external_loads(st.external_loads_file) if st.external_loads_file is not None else None
+    t0, t1 = st.time_range
+    t0 = max(t0, float(motion.time[0]))
+    t1 = min(t1, float(motion.time[-1]))
+    # the analysis' own start/end times narrow the tool's
+    a0 = _float(_text(so, "start_time"), -np.inf, st.path, "start_time")
+    a1 = _float(_text(so, "end_time"), np.inf, st.path, "end_time")
+    t0, t1 = max(t0, a0), min(t1, a1)
+    res = run_static_optimization(model, motion, external_loads=ext,
+                                  lowpass_hz=st.lowpass_hz if st.lowpass_hz > 0 else None,
+                                  time_range=(t0, t1), activation_exponent=p,
+                                  use_muscle_physiology=phys, use_model_force_set=use_mfs,
+                                  on_infeasible=on_infeasible)
+    written = []
+    if write:
+        out = results_directory(st.setup, results_dir)
+        rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0) if n > 1 else None
+        written = write_static_optimization(res, out, st.name, rows)
+    return res, written
+
+
+def joint_reactions_of(result: LoadSharingResult, model, motion, *, external_loads=None, joints=None,
+                       on="child", in_frame="ground", lowpass_hz=None, time_range=None,
+                       accelerations="forward"):
+    """Joint reactions (issue 4's E-matrix, OpenSim JointReaction's layout) with the actuator
+    forces of a load-sharing result applied directly (no ``_force.sto`` round trip).
+
+    ``model`` must be the model the result was solved on (with its reserves); ``motion``,
+    ``external_loads``, ``lowpass_hz`` and ``time_range`` those of the solve. Returns a
+    :class:`arthron.solvers.reactions.JointReactionResult`."""
+    from ..solvers.reactions import joint_reactions
+    from ..tables import Table
+    model = model if isinstance(model, Model) else read_osim(model)
+    motion = motion if hasattr(motion, "labels") else read_sto(motion)
+    ext = external_loads
+    if ext is not None and not hasattr(ext, "forces"):
+        ext = read_external_loads(ext)
+    forces = Table(name="forces", time=np.array(result.time, float), labels=list(result.names),
+                   data=np.array(result.forces, float), in_degrees=False)
+    if time_range is None:
+        time_range = (float(result.time[0]), float(result.time[-1]))
+    return joint_reactions(model, motion, forces_table=forces, external_loads=ext, joints=joints, on=on,
+                           in_frame=in_frame, lowpass_hz=lowpass_hz, time_range=time_range,
+                           accelerations=accelerations)
