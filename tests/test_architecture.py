@@ -2,7 +2,7 @@
 
 Layers (README, "Layout"); a module may import its own layer or lower ones only:
 
-    L0  arthron.errors, arthron.geometry.*, arthron.tables
+    L0  arthron.errors, arthron.geometry.*, arthron.tables, arthron.runtime
     L1  arthron.models.*          the model as typed data
     L2  arthron.multibody.*       compiled tree, kinematics, dynamics, constraints, paths, forces
     L3  arthron.solvers.*         algorithms on objects and arrays
@@ -98,7 +98,7 @@ def _under(mod: str, *pkgs: str) -> bool:
 def layer(mod: str) -> int | None:
     if mod == "arthron":
         return None                      # the curated API re-exports every layer
-    if _under(mod, "errors", "geometry", "tables"):
+    if _under(mod, "errors", "geometry", "tables", "runtime"):
         return 0
     if _under(mod, "models"):
         return 1

@@ -230,12 +230,14 @@ def test_analyze_tool_frames_are_the_same(result):
 
 @pytest.mark.parametrize("T, fc, dt", [(4, 6.0, 0.01), (136, 6.0, 0.01), (2000, 0.5, 0.001),
                                        (30000, 6.0, 0.01), (30000, 0.5, 0.001)])
-def test_iir_pass_without_scipy_signal_equals_the_recursion(T, fc, dt):
+def test_iir_pass_without_scipy_signal_equals_the_recursion(T, fc, dt, monkeypatch):
     """The numpy IIR pass (issue 11 finding 15: no scipy.signal import) against scipy's
     ``lfilter`` with the equivalent initial state and the sample-by-sample recursion in
     extended precision: sample by sample up to 20,000 samples, blocks beyond."""
     from scipy.signal import lfilter
+    from arthron import runtime
     from arthron.solvers import filtering as F
+    monkeypatch.setattr(runtime, "light_imports", True)
     rng = np.random.default_rng(T)
     x = np.cumsum(rng.standard_normal((T, 3)), axis=0)
     num, den = F._butter3_coefficients(dt, fc)

@@ -301,9 +301,11 @@ def test_numpy_natural_splines_equal_scipys(m, n, monkeypatch):
     ``make_interp_spline`` with the same end conditions: values and derivatives inside and
     beyond the knots, uniform and non-uniform knots."""
     import arthron.models.functions as fn
+    from arthron import runtime
     rng = np.random.default_rng(n)
     for x in (0.4 + 0.01 * np.arange(n), np.cumsum(rng.uniform(0.5, 1.5, n)) * 0.01):
         y = np.cumsum(rng.standard_normal((n, 3)), axis=0)
+        monkeypatch.setattr(runtime, "light_imports", True)
         ours = fn._NaturalSpline(x, y, m)
         assert ours.spline is None                     # the numpy route was taken
         monkeypatch.setattr(fn, "_QUINTIC_DENSE_MAX", 0)

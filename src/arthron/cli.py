@@ -199,8 +199,7 @@ def cmd_analyze(a):
 
 
 def cmd_so(a):
-    from .tools.static_optimization_tool import (run_static_optimization, run_static_optimization_from_setup,
-                                                 write_static_optimization)
+    from .tools.static_optimization_tool import run_static_optimization_from_setup, write_static_optimization
     if a.setup:
         res, written = run_static_optimization_from_setup(a.setup, results_dir=a.output)
     else:
@@ -386,6 +385,8 @@ _FILE_OUTPUT = ("id", "ik", "jr", "convert", "scale")     # commands whose -o/OU
 
 
 def main(argv=None) -> int:
+    from . import runtime
+    runtime.light_imports = True     # a command's start-up: no scipy.interpolate/signal import on short trials
     warnings.formatwarning = _warn_format
     warnings.simplefilter("default", ArthronWarning)
     args = build_parser().parse_args(argv)

@@ -40,6 +40,7 @@ import math
 
 import numpy as np
 
+from .. import runtime
 from ..errors import UnsupportedFeature
 
 __all__ = [
@@ -572,21 +573,40 @@ _QUINTIC_DENSE_MAX = 5000
 
 def _block_tridiagonal_solve(Lo, Di, Up, R):
     """Solve ``Lo_i X_{i−1} + Di_i X_i + Up_i X_{i+1} = R_i`` (2×2 blocks (n, 2, 2), right-hand
-    sides (n, 2, k)) by block elimination (the block Thomas algorithm), plain floats per knot."""
+    sides (n, 2, k)) by block elimination (the block Thomas algorithm). The 2×2 algebra of the
+    elimination (which does not depend on the right-hand sides) runs on plain floats; the
+    right-hand sides are updated for all k columns at once."""
     n = Di.shape[0]
-    Dp = [None] * n
-    Rp = [None] * n
-    Dp[0], Rp[0] = Di[0], R[0]
-    inv = [np.linalg.inv(Di[0]) if n else None] + [None] * (n - 1)
+    lo, di, up = Lo.tolist(), Di.tolist(), Up.tolist()
+    # forward elimination: W_i = (D'_i)^-1 and G_i = Lo_i W_{i-1}, D'_i = Di_i - G_i Up_{i-1}
+    W = [None] * n
+    G = [None] * n
+    (a, b), (c, d) = di[0]
+    det = a * d - b * c
+    W[0] = ((d / det, -b / det), (-c / det, a / det))
     for i in range(1, n):
-        G = Lo[i] @ inv[i - 1]
-        Dp[i] = Di[i] - G @ Up[i - 1]
-        Rp[i] = R[i] - G @ Rp[i - 1]
-        inv[i] = np.linalg.inv(Dp[i])
-    X = np.empty_like(R)
-    X[-1] = inv[-1] @ Rp[-1]
+        (l00, l01), (l10, l11) = lo[i]
+        (w00, w01), (w10, w11) = W[i - 1]
+        g00, g01 = l00 * w00 + l01 * w10, l00 * w01 + l01 * w11
+        g10, g11 = l10 * w00 + l11 * w10, l10 * w01 + l11 * w11
+        G[i] = ((g00, g01), (g10, g11))
+        (u00, u01), (u10, u11) = up[i - 1]
+        (a, b), (c, d) = di[i]
+        a -= g00 * u00 + g01 * u10
+        b -= g00 * u01 + g01 * u11
+        c -= g10 * u00 + g11 * u10
+        d -= g10 * u01 + g11 * u11
+        det = a * d - b * c
+        W[i] = ((d / det, -b / det), (-c / det, a / det))
+    Gs = np.array([((0.0, 0.0), (0.0, 0.0))] + G[1:]) if n > 1 else np.zeros((1, 2, 2))
+    Ws = np.array(W)
+    Rp = np.array(R, float)
+    for i in range(1, n):
+        Rp[i] -= Gs[i] @ Rp[i - 1]
+    X = np.empty_like(Rp)
+    X[-1] = Ws[-1] @ Rp[-1]
     for i in range(n - 2, -1, -1):
-        X[i] = inv[i] @ (Rp[i] - Up[i] @ X[i + 1])
+        X[i] = Ws[i] @ (Rp[i] - Up[i] @ X[i + 1])
     return X
 
 
@@ -726,8 +746,9 @@ class _NaturalSpline:
         self.xn = float(x[-1])
         self.trailing = np.asarray(y).shape[1:]
         self.spline = None
-        own = ((m == 3 and 6 <= len(x) <= _QUINTIC_DENSE_MAX and _NaturalQuintic)
-               or (m == 2 and 4 <= len(x) <= _CUBIC_THOMAS_MAX and _NaturalCubic))
+        own = runtime.light_imports and (
+            (m == 3 and 6 <= len(x) <= _QUINTIC_DENSE_MAX and _NaturalQuintic)
+            or (m == 2 and 4 <= len(x) <= _CUBIC_THOMAS_MAX and _NaturalCubic))
         if own:
             self._quintic = own(np.asarray(x, float), np.asarray(y, float))
             self.left = self._quintic.end_derivatives(0)

@@ -39,6 +39,7 @@ import warnings
 
 import numpy as np
 
+from .. import runtime
 from ..errors import DataFileError, OptionError, SolverError
 from ..models.functions import _NaturalSpline
 
@@ -275,11 +276,24 @@ def _all_pole(a, f, y_hist):
 def _iir_pass(num, den, sig):
     """One pass of OpenSim's recursion (``Signal::LowpassIIR``): the first three outputs copy
     the input, then ``y[n] = Σ b_k x[n−k] − Σ a_k y[n−k]`` runs from sample 3 on (all columns
-    at once; numpy only, no scipy.signal import)."""
+    at once): scipy's ``lfilter`` from the state equivalent to that history, or, where
+    :data:`arthron.runtime.light_imports` is set (the command line), the numpy recursion
+    :func:`_all_pole` without importing scipy.signal."""
     sig = np.asarray(sig, float)
     out = np.empty_like(sig)
     out[:3] = sig[:3]
-    if sig.shape[0] > 3:
+    if sig.shape[0] > 3 and not runtime.light_imports:
+        from scipy.signal import lfilter
+
+        x0, x1, x2 = sig[0], sig[1], sig[2]
+        # state of the transposed direct form II equivalent to the history y[0..2] = x[0..2]
+        zi = np.stack([
+            num[1] * x2 + num[2] * x1 + num[3] * x0 - den[1] * x2 - den[2] * x1 - den[3] * x0,
+            num[2] * x2 + num[3] * x1 - den[2] * x2 - den[3] * x1,
+            num[3] * x2 - den[3] * x2,
+        ])
+        out[3:], _ = lfilter(num, den, sig[3:], axis=0, zi=zi)
+    elif sig.shape[0] > 3:
         f = (num[0] * sig[3:] + num[1] * sig[2:-1] + num[2] * sig[1:-2] + num[3] * sig[:-3])
         out[3:] = _all_pole(den[1:], f, (sig[2], sig[1], sig[0]))
     return out
