@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .spatial import cross as _cross
 from ..errors import UnsupportedFeature
 
 NO_WRAP, INSIDE, WRAPPED, MANDATORY = 0, 1, 2, 3
@@ -65,7 +66,7 @@ def _sgn(x):
 def _rotate(v, axis, ang):
     """Rotate vectors v (T,3) about unit axes (T,3) by angles (T,) (right hand)."""
     c, s = np.cos(ang)[:, None], np.sin(ang)[:, None]
-    return v * c + np.cross(axis, v) * s + axis * _dot(axis, v)[:, None] * (1 - c)
+    return v * c + _cross(axis, v) * s + axis * _dot(axis, v)[:, None] * (1 - c)
 
 
 # ------------------------------------------------------------------------------------ sphere
@@ -105,7 +106,7 @@ def wrap_sphere(p1, p2, radius: float, axis: int = -1, sign: int = 0):
     hit = (disc >= 0) & (l1 > 0) & (l1 < 1) & (l2 > 0) & (l2 < 1) & (l1 >= l2)
     # plane through centre, p1, p2
     u12, _ = _unit(p1 - p2)
-    n, _ = _unit(np.cross(u12, _unit(p2)[0]))
+    n, _ = _unit(_cross(u12, _unit(p2)[0]))
     cands = []
     for p, d in ((p1, d1), (p2, d2)):
         y = _unit(-p)[0]
@@ -167,11 +168,11 @@ def _intersect_lines(p1, p2, p3, p4):
     point on 2, t along 2)."""
     v1, m1 = _unit(p2 - p1)
     v2, m2 = _unit(p4 - p3)
-    cr = np.cross(v1, v2)
+    cr = _cross(v1, v2)
     den = _dot(cr, cr)
     w = p3 - p1
-    t = _dot(w, np.cross(v1, cr)) / den      # det[w; v1; cr]
-    s = _dot(w, np.cross(v2, cr)) / den
+    t = _dot(w, _cross(v1, cr)) / den      # det[w; v1; cr]
+    s = _dot(w, _cross(v2, cr)) / den
     return p1 + s[:, None] * v1, s / m1, p3 + t[:, None] * v2, t / m2
 
 
@@ -216,7 +217,7 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
         sin_t = R / np.maximum(rho, 1e-300)
         pp = p0 + (R * sin_t)[:, None] * vv
         h = np.sqrt(np.maximum(r2sq - (R * sin_t) ** 2, 0.0))[:, None]
-        uu = np.cross(dn, vv)
+        uu = _cross(dn, vv)
         return pp + h * uu, pp - h * uu
 
     r1a, r1b = tangents(p1, p11, rho1)
@@ -273,9 +274,9 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
     axispt = _closest_on_axis(mpt)
     l1 = _unit(p1 - axispt)[0]
     l2 = _unit(p2 - axispt)[0]
-    pn = _unit(np.cross(l1, l2))[0]
-    vert1 = _unit(np.cross(dn, pn))[0]
-    vert2 = _unit(np.cross(pn, dn))[0]
+    pn = _unit(_cross(l1, l2))[0]
+    vert1 = _unit(_cross(dn, pn))[0]
+    vert2 = _unit(_cross(pn, dn))[0]
     apex1 = axispt + R * vert1
     apex2 = axispt + R * vert2
     dd1 = _dot(mpt - apex1, mpt - apex1)
@@ -284,7 +285,7 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
     apex = np.where(first[:, None], apex1, apex2)
     uu = _unit(p1 - apex)[0]
     vv = _unit(p2 - apex)[0]
-    pn2 = _unit(np.cross(uu, vv))[0]
+    pn2 = _unit(_cross(uu, vv))[0]
     dpl = -_dot(p1, pn2)
 
     def slide(r, p_own, p_other_axis, p_own_axis):
@@ -601,7 +602,7 @@ def wrap_torus(p1, p2, inner_radius: float, outer_radius: float, axis: int = -1,
     c[:, 1] = a[:, 1] * r / rho
     X = _unit(-c)[0]
     Y = np.broadcast_to([0.0, 0.0, -1.0], (T, 3))
-    Z = np.cross(X, Y)
+    Z = _cross(X, Y)
     Rm = np.stack([X, Y, Z], 1)                         # rows: cylinder axes in torus frame
     q1 = np.einsum("tij,tj->ti", Rm, p1 - c)
     q2 = np.einsum("tij,tj->ti", Rm, p2 - c)
@@ -854,8 +855,8 @@ def _surface_path(r1, r2, a, vs, vs4, far, factor):
     ar2 = _unit(r2 - a0)[0]
     phi0 = np.arccos(np.clip(_dot(ar1, ar2), -1, 1))
     dphi = np.where(far, -(2 * np.pi - phi0), phi0) / nseg
-    vsz = _unit(np.cross(ar1, ar2))[0]
-    vsy = np.cross(vsz, ar1)
+    vsz = _unit(_cross(ar1, ar2))[0]
+    vsy = _cross(vsz, ar1)
     L = np.zeros(N)
     first, last, prev = r1.copy(), r2.copy(), r1.copy()
     K = int(nseg.max())
@@ -1012,7 +1013,7 @@ def wrap_ellipsoid(p1, p2, radii, axis: int = -1, sign: int = 0, method: str = "
             proj = _closest_ellipsoid(a, dims, moved)
             c1f = np.where((fw > 0)[:, None], proj, c1f)
             c1 = np.where(flip[:, None], c1f, c1)
-    vs = _unit(np.cross(p1p2, P1 - c1))[0]
+    vs = _unit(_cross(p1p2, P1 - c1))[0]
     vs4 = -_dot(vs, c1)
     # both tangent searches in one batch (each row is searched on its own)
     rr = _tangent_lm(np.concatenate([p1e[idx], p2e[idx]]), np.concatenate([start1, start2]),
@@ -1109,10 +1110,10 @@ def wrap_sphere_obstacle(p, s, radius: float):
     s = np.asarray(s, float)
     R = float(radius)
     X, dp = _unit(p)
-    Zr = np.cross(p, s)
+    Zr = _cross(p, s)
     collinear = np.linalg.norm(Zr, axis=-1) <= 1e-7
     Z = _unit(Zr)[0]
-    Y = _unit(np.cross(Z, X))[0]
+    Y = _unit(_cross(Z, X))[0]
     P2 = np.column_stack([dp, np.zeros(len(p))])
     S2 = np.column_stack([_dot(s, X), _dot(s, Y)])
     inside, contact, Q, Tt, ang = _obstacle_arc(P2, S2, R)
