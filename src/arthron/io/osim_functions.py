@@ -104,10 +104,14 @@ def _numbers(elem, tag, path, required=True, default=None):
             raise ModelFileError(f"<{elem.tag}> has no <{tag}> values", path, _where(elem))
         return default
     try:
-        return np.array([float(t) for t in c.text.split()], dtype=float)
+        v = np.array([float(t) for t in c.text.split()], dtype=float)
     except ValueError:
         raise ModelFileError(f"<{tag}> is not a list of numbers: {c.text.strip()[:60]!r}",
                              path, _where(c)) from None
+    if not np.all(np.isfinite(v)):
+        raise ModelFileError(f"<{tag}> holds a non-finite value: {c.text.strip()[:60]!r}",
+                             path, _where(c))
+    return v
 
 
 def _number(elem, tag, path, default=None):

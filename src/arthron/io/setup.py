@@ -510,6 +510,7 @@ class ExternalLoads:
                         f"it; found {len(idx)} ({found})", src, where)
                 cols[kind] = [labels[j] for j in idx]
                 arrays[kind] = np.asarray(table.data)[:, idx].astype(float, copy=True)
+            _check_finite_loads(arrays, cols, np.asarray(table.time, float), src, where)
             out[f.name] = ResolvedExternalForce(
                 name=f.name, applied_to_body=f.applied_to_body,
                 force_expressed_in_body=f.force_expressed_in_body,
@@ -517,6 +518,44 @@ class ExternalLoads:
                 time=np.array(table.time, dtype=float, copy=True),
                 force=arrays["force"], point=arrays["point"], torque=arrays["torque"], columns=cols)
         return out
+
+
+def _check_finite_loads(arrays, cols, time, src, where):
+    """Non-finite values in an ExternalForce's columns. Real force-plate exports leave the centre
+    of pressure (and sometimes the force) NaN while the foot is off the plate: rows whose force
+    is zero or NaN and whose point or torque is NaN are read as no load (zeros), with one
+    warning naming the columns and the time span. Anything else non-finite (an infinity, a NaN
+    point under a non-zero force) is a DataFileError naming the column and the time."""
+    F = arrays["force"]
+    off = None
+    if F is not None:
+        off = np.all(np.isnan(F) | (F == 0.0), axis=1)
+    fixed = []
+    for kind in ("force", "point", "torque"):
+        a = arrays[kind]
+        if a is None:
+            continue
+        bad = ~np.isfinite(a)
+        if not bad.any():
+            continue
+        if off is not None:
+            soft = bad & np.isnan(a) & off[:, None]
+            if soft.any():
+                a[soft] = 0.0
+                fixed.append(([cols[kind][j] for j in np.flatnonzero(soft.any(axis=0))],
+                              time[soft.any(axis=1)]))
+                bad = bad & ~soft
+        if bad.any():
+            r, c = (int(x[0]) for x in np.nonzero(bad))
+            why = "" if off is None or off[r] else " under a non-zero force"
+            raise DataFileError(f"non-finite value {a[r, c]} in column '{cols[kind][c]}'{why} at time "
+                                f"{float(time[r])}", src, where)
+    if fixed:
+        names = sorted({c for cs, _ in fixed for c in cs})
+        t = np.concatenate([ts for _, ts in fixed])
+        warnings.warn(f"{src}: {where}: NaN in {', '.join(names)} while the force is zero or NaN "
+                      f"({t.size} values between t = {float(t.min())} and {float(t.max())}) read as "
+                      "no load", ArthronWarning, stacklevel=3)
 
 
 def _function_names(pf, set_name: str) -> list[str]:

@@ -51,7 +51,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..errors import ArthronWarning, DataFileError, OptionError, SolverError, UnsupportedFeature
+from ..errors import (ArthronWarning, DataFileError, OptionError, SolverError, UnsupportedFeature,
+                      attach_source)
 from ..models.functions import GCVSpline
 from ..models.model import Model
 from ..multibody.constraints import compile_constraints
@@ -583,4 +584,6 @@ def solve_ik(model: Model, trial, tasks: IKTasks | None = None, *, time_range=No
         bad = [ik.marker_names[i] for i in np.flatnonzero(allnan)]
         warnings.warn(f"markers with no data in the time range are ignored: {', '.join(bad)}",
                       ArthronWarning, stacklevel=2)
-    return ik.solve(np.asarray(trial.time, float)[idx], obs, q0=q0, progress=progress, block=block)
+    with attach_source(getattr(trial, "source", None)):
+        return ik.solve(np.asarray(trial.time, float)[idx], obs, q0=q0, progress=progress,
+                        block=block)

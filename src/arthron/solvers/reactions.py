@@ -162,7 +162,7 @@ def _select(model: Model, tree: Tree, joints) -> list:
     for n in names:
         if n not in tree.joint_names:
             raise OptionError(f"model '{model.name}' has no joint '{n}' (joints: "
-                              f"{', '.join(model.joints)})")
+                              f"{', '.join(model.joints)})", model.source)
         out.append(tree.joint_names.index(n))
     return out
 
@@ -418,7 +418,8 @@ def _frame_keyword(model: Model, info: _JointInfo, frame: str):
         return info.parent_body, None, info.parent_name
     raise OptionError(f"express_in_frame '{frame}' is not 'ground', 'child', 'parent', a body of model "
                       f"'{model.name}' ({', '.join(model.bodies)}) or the path of one of its frames "
-                      "(OpenSim: \"must either be a Frame name or the keyword 'child' or 'parent'\")")
+                      "(OpenSim: \"must either be a Frame name or the keyword 'child' or 'parent'\")",
+                      model.source)
 
 
 def _on_keyword(on: str) -> bool:
