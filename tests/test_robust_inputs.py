@@ -318,3 +318,26 @@ def test_reaction_options_name_the_model():
     from arthron.solvers.reactions import joint_reactions
     e = _typed(OptionError, lambda: joint_reactions(read_osim(ARM26), read_sto(ARM_IK), joints=["nope"]))
     assert str(ARM26) in str(e)
+
+
+# ----------------------------------------------------------------------------- finding 4
+@pytest.mark.skipif(not __import__("conftest").HAVE_OPENSIM, reason="needs OpenSim")
+def test_massless_body_has_no_inertia_as_in_opensim(tmp_path):
+    """A body of mass 0 with inertia 1 1 1 (as MoBL-ARMS' thorax): OpenSim 4.6's ID ignores the
+    inertia; so does arthron's (keeping it would change the lumbar moments by newton-metres)."""
+    import oracle
+    from arthron.solvers.inverse_dynamics import run_inverse_dynamics
+    p = _mutated(tmp_path, GAIT_REF_MODEL,
+                 r"(<Body name=\"torso\">.*?<mass>)[^<]*(</mass>.*?<inertia>)[^<]*(</inertia>)",
+                 r"\g<1>0\g<2>1 1 1 0 0 0\g<3>", regex=True)
+    model = read_osim(p)
+    assert model.bodies["torso"].mass == 0 and model.bodies["torso"].inertia[0, 0] == 1
+    labels, t, ref = oracle.run_id_tool(p, IK_MOT, tmp_path, (0.6, 0.9))
+    res = run_inverse_dynamics(model, read_sto(IK_MOT), time_range=(0.6, 0.9))
+    np.testing.assert_allclose(res.time, t, atol=1e-12)
+    for j, lab in enumerate(labels):
+        np.testing.assert_allclose(res.column(lab), ref[:, j], atol=1e-6, rtol=1e-8, err_msg=lab)
+    # the inertia would matter if it were kept
+    model.bodies["torso"].mass = 1e-300
+    kept = run_inverse_dynamics(model, read_sto(IK_MOT), time_range=(0.6, 0.9))
+    assert np.abs(kept.column("lumbar_extension_moment") - res.column("lumbar_extension_moment")).max() > 0.1

@@ -101,7 +101,11 @@ from .wrap_objects import WRAP_TYPES, UnmodelledWrapObject, WrapObject  # noqa: 
 @dataclass
 class Body:
     """A rigid body: mass (kg), mass center (3,) m in the body frame, inertia (3, 3) kg·m² about
-    the mass center in the body frame."""
+    the mass center in the body frame.
+
+    A body of mass 0 has no inertia in the dynamics, whatever ``inertia`` holds (kept as read,
+    and written back): OpenSim's Simbody stores inertia per unit mass, which is zero for a
+    massless body (e.g. MoBL-ARMS' ``thorax``, mass 0, inertia 1 1 1)."""
 
     name: str
     mass: float
