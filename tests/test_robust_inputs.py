@@ -341,3 +341,76 @@ def test_massless_body_has_no_inertia_as_in_opensim(tmp_path):
     model.bodies["torso"].mass = 1e-300
     kept = run_inverse_dynamics(model, read_sto(IK_MOT), time_range=(0.6, 0.9))
     assert np.abs(kept.column("lumbar_extension_moment") - res.column("lumbar_extension_moment")).max() > 0.1
+
+
+# ----------------------------------------------------------------------------- finding 5
+def _inline(text, prop):
+    """``<prop><Func name=..>..</Func></prop>`` -> ``<Func name="prop">..</Func>`` (OpenSim's
+    inline form of a function-valued property)."""
+    pat = rf"<{prop}>\s*<(\w+)(?: name=\"[^\"]*\")?>(.*?)</\1>\s*</{prop}>"
+    out, n = re.subn(pat, rf'<\1 name="{prop}">\2</\1>', text, flags=re.S)
+    assert n >= 1, prop
+    return out
+
+
+def _pendulum_with_ligament(tmp_path):
+    from arthron.io.osim import write_osim
+    from arthron.models import forces as F
+    from arthron.models.functions import SimmSpline
+    from arthron.models.model import GeometryPath, PathPoint
+    m = read_osim(PENDULUM)
+    x = np.linspace(1.0, 1.6, 7)
+    m.forces["lig"] = F.Ligament(
+        "lig", path=GeometryPath([PathPoint("a", "PathPoint", "/ground", np.array([0.3, 1.2, 0.0])),
+                                  PathPoint("b", "PathPoint", "/bodyset/rod", np.array([0.0, -0.4, 0.0]))]),
+        resting_length=0.5, pcsa_force=200.0, force_length_curve=SimmSpline(x, (x - 1.0) ** 2 * 3.0))
+    return write_osim(tmp_path / "wrapped.osim", m)
+
+
+def test_inline_function_property_reads_as_the_wrapped_form(tmp_path):
+    """``<SimmSpline name="force_length_curve">`` directly in a Ligament, and a MovingPathPoint's
+    ``<SimmSpline name="x_location">``, read exactly as the wrapped forms (one mechanism:
+    io.osim_functions.wrap_inline_function_properties)."""
+    from arthron.multibody.paths import compile_paths, path_lengths
+    wrapped = _pendulum_with_ligament(tmp_path)
+    inline = tmp_path / "inline.osim"
+    inline.write_text(_inline(wrapped.read_text(), "force_length_curve"))
+    assert '<SimmSpline name="force_length_curve">' in inline.read_text()
+    a, b = read_osim(wrapped).forces["lig"], read_osim(inline).forces["lig"]
+    np.testing.assert_array_equal(a.force_length_curve.x, b.force_length_curve.x)
+    np.testing.assert_array_equal(a.force_length_curve.y, b.force_length_curve.y)
+    # MovingPathPoint functions of the Gait2354 knee extensors
+    src = DATA / "opensim-models" / "Models" / "Gait2354_Simbody" / "gait2354_simbody.osim"
+    p = tmp_path / "gait_inline.osim"
+    text = src.read_text()
+    for ax in "xyz":
+        text = _inline(text, f"{ax}_location")
+    p.write_text(text)
+    m0, m1 = read_osim(src), read_osim(p)
+    t0, t1 = compile_model(m0), compile_model(m1)
+    q = np.tile(t0.default_q, (5, 1))
+    q[:, list(m0.coordinates).index("knee_angle_r")] = np.linspace(-1.5, 0.1, 5)
+    np.testing.assert_array_equal(path_lengths(compile_paths(m0, t0), t0, q),
+                                  path_lengths(compile_paths(m1, t1), t1, q))
+
+
+@pytest.mark.skipif(not __import__("conftest").HAVE_OPENSIM, reason="needs OpenSim")
+def test_inline_ligament_curve_in_id_like_opensim(tmp_path):
+    """OpenSim 4.6 reads the inline Ligament curve and applies the ligament in ID; arthron's ID of
+    the same file agrees."""
+    import oracle
+    from arthron.solvers.inverse_dynamics import run_inverse_dynamics
+    from arthron.io.sto import write_sto
+    from arthron.tables import Table
+    wrapped = _pendulum_with_ligament(tmp_path)
+    inline = tmp_path / "inline.osim"
+    inline.write_text(_inline(wrapped.read_text(), "force_length_curve"))
+    t = np.linspace(0, 1, 41)
+    mot = tmp_path / "q.mot"
+    write_sto(mot, Table(name="q", time=t, labels=["q"], data=np.deg2rad(60 * np.sin(3 * t))[:, None],
+                         in_degrees=False))
+    labels, to, ref = oracle.run_id_tool(inline, mot, tmp_path, (0.1, 0.9))
+    res = run_inverse_dynamics(read_osim(inline), read_sto(mot), time_range=(0.1, 0.9))
+    bare = run_inverse_dynamics(read_osim(PENDULUM), read_sto(mot), time_range=(0.1, 0.9))
+    np.testing.assert_allclose(res.column(labels[0]), ref[:, 0], atol=1e-6, rtol=1e-8)
+    assert np.abs(bare.column(labels[0]) - ref[:, 0]).max() > 1.0  # the ligament matters

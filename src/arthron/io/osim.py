@@ -36,7 +36,8 @@ from lxml import etree
 
 from ..errors import ArthronWarning, DataFileError, ModelFileError, UnsupportedFeature
 from ..models import functions as fn
-from .osim_functions import function_to_xml, read_function_property
+from .osim_functions import (function_property_names, function_to_xml, read_function_property,
+                             wrap_inline_function_properties)
 from .setup import parse_xml
 from ..models.forces import FORCE_TYPES, UnmodelledForce
 from ..models.wrap_objects import WRAP_TYPES, UnmodelledWrapObject
@@ -198,6 +199,7 @@ def read_osim(path) -> Model:
         root = parse_xml(path)
     except DataFileError as e:
         raise ModelFileError(e.message, path, e.where) from None
+    wrap_inline_function_properties(root, _FUNCTION_PROPS)
     version = _version(root, path)
     melem = root if root.tag == "Model" else root.find("Model")
     if melem is None:
@@ -1195,6 +1197,10 @@ for _t, _cls in WRAP_TYPES.items():
     WRAPS_WRITERS[_t] = WRITERS[_t]
 
 
+# Every function-valued property name arthron knows (read in both of OpenSim's forms).
+_FUNCTION_PROPS = function_property_names(FORCE_TYPES, WRAP_TYPES)
+
+
 def _force_from_element(elem, ctx):
     """A typed force from a ForceSet element (no path: paths need the model's frames)."""
     reader = READERS.get(elem.tag)
@@ -1219,6 +1225,7 @@ def read_force_set(path) -> list:
     ModelFileError for a malformed property.
     """
     root = parse_xml(path)
+    wrap_inline_function_properties(root, _FUNCTION_PROPS)
     fs = root if root.tag == "ForceSet" else root.find("ForceSet")
     if fs is None:
         raise DataFileError("not a <ForceSet> file", path)
