@@ -414,3 +414,111 @@ def test_inline_ligament_curve_in_id_like_opensim(tmp_path):
     bare = run_inverse_dynamics(read_osim(PENDULUM), read_sto(mot), time_range=(0.1, 0.9))
     np.testing.assert_allclose(res.column(labels[0]), ref[:, 0], atol=1e-6, rtol=1e-8)
     assert np.abs(bare.column(labels[0]) - ref[:, 0]).max() > 1.0  # the ligament matters
+
+
+# ----------------------------------------------------------------------------- finding 13
+def _motion_with(tmp_path, fn, src=IK_MOT, name="m.mot"):
+    lines = src.read_text().splitlines()
+    h = next(i for i, l in enumerate(lines) if l.strip() == "endheader") + 1
+    while not lines[h].strip():
+        h += 1
+    labels = lines[h].split("\t") if "\t" in lines[h] else lines[h].split()
+    rows = [l.split() for l in lines[h + 1:] if l.strip()]
+    head = lines[:h]
+    fn(head, labels, rows)
+    p = tmp_path / name
+    p.write_text("\n".join(head + ["\t".join(labels)] + ["\t".join(r) for r in rows]) + "\n")
+    return p
+
+
+def _id_warnings(model, p):
+    from arthron.solvers.inverse_dynamics import run_inverse_dynamics
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        run_inverse_dynamics(model, read_sto(p))
+    return [str(x.message) for x in w]
+
+
+@pytest.mark.parametrize("case", ["degrees_as_radians", "knee_x100", "spike"])
+def test_absurd_coordinates_are_warned_naming_column_and_time(tmp_path, case):
+    model = read_osim(GAIT_REF_MODEL)
+
+    def mutate(head, labels, rows):
+        k = labels.index("knee_angle_r")
+        if case == "degrees_as_radians":
+            head[:] = [l.replace("inDegrees=yes", "inDegrees=no") for l in head]
+        elif case == "knee_x100":
+            for r in rows:
+                r[k] = repr(float(r[k]) * 100)
+        else:
+            rows[40][k] = "1e6"
+    p = _motion_with(tmp_path, mutate)
+    msgs = [m for m in _id_warnings(model, p) if "far outside their ranges" in m]
+    assert len(msgs) == 1 and "m.mot" in msgs[0] and "knee_angle_r" in msgs[0] and "at t =" in msgs[0]
+    if case == "degrees_as_radians":
+        assert "look like degrees" in msgs[0]
+    assert not [m for m in _id_warnings(model, IK_MOT) if "far outside" in m]
+
+
+def test_time_step_of_nanoseconds_is_warned(tmp_path):
+    def mutate(head, labels, rows):
+        t0 = float(rows[0][0])
+        for k, r in enumerate(rows):
+            r[0] = repr(t0 + 1e-9 * k)
+    p = _motion_with(tmp_path, mutate)
+    assert any("time step of 1e-09 s" in m for m in _id_warnings(read_osim(GAIT_REF_MODEL), p))
+
+
+def test_mass_1e300_is_refused(tmp_path):
+    p = _mutated(tmp_path, PENDULUM, r"<mass>[^<]*</mass>", "<mass>1e300</mass>", regex=True)
+    _typed(ModelFileError, read_osim, p, where="<mass>")
+    p = _mutated(tmp_path, PENDULUM, r"<mass>[^<]*</mass>", "<mass>20000</mass>", regex=True)
+    with pytest.warns(Warning, match="mass of 20000 kg"):
+        read_osim(p)
+
+
+def test_centre_of_pressure_in_millimetres_is_warned(tmp_path):
+    def mm(lines, h, labels):
+        for c in ("ground_force_px", "ground_force_py", "ground_force_pz"):
+            k = labels.index(c)
+            for r in range(h + 1, len(lines)):
+                cells = lines[r].split()
+                cells[k] = repr(float(cells[k]) * 1000)
+                lines[r] = "\t".join(cells)
+    ext = _grf_with(tmp_path, mm)
+    with pytest.warns(Warning, match=r"ExternalForce 'right': point .* millimetres read as metres"):
+        ext.resolve()
+
+
+def test_time_range_outside_the_data_is_refused(tmp_path, capsys):
+    assert main(["id", str(ARM26), str(ARM_IK), "--time-range", "50", "60",
+                 "-o", str(tmp_path / "id.sto")]) == 2
+    err = capsys.readouterr().err
+    assert "lies outside the data" in err and "arm26_InverseKinematics.mot" in err
+    assert not (tmp_path / "id.sto").exists()
+
+
+def test_lowpass_nan_is_refused(tmp_path, capsys):
+    assert main(["id", str(ARM26), str(ARM_IK), "--lowpass", "nan", "-o", str(tmp_path / "id.sto")]) == 2
+    assert "low-pass" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["0.4 1.0 1.6", "nan 1.6"])
+def test_setup_time_range_three_values_or_nan(tmp_path, value):
+    p = _absolute_setup(tmp_path, GAIT_PIPE / "subject01_Setup_InverseDynamics.xml",
+                        [(r"<time_range>[^<]*<", f"<time_range>{value}<")])
+    _typed(DataFileError, read_id_setup, p, where="time_range")
+
+
+def test_trc_in_millimetres_declared_metres_is_warned(tmp_path):
+    from arthron.solvers.inverse_kinematics import solve_ik
+    trc = GAIT_PIPE / "subject01_walk1.trc"
+    lines = trc.read_text().splitlines()
+    lines[2] = re.sub(r"\tmm\t", "\tm\t", lines[2])
+    p = tmp_path / trc.name
+    p.write_text("\n".join(lines) + "\n")
+    trial = read_trc(p)
+    assert trial.units == "m"
+    t0 = float(trial.time[10])
+    with pytest.warns(Warning, match=r"subject01_walk1.trc: IK marker errors of metres.*Units \(read as m\)"):
+        solve_ik(read_osim(GAIT_REF_MODEL), trial, None, time_range=(t0, t0))

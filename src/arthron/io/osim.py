@@ -238,8 +238,11 @@ def _read_common(melem, model: Model, ctx: _Ctx):
 
 def _read_inertia_v4(belem, ctx):
     m = ctx.num(belem, "mass", 0)
-    if m < 0:
-        raise ctx.err(f"negative mass {m}", _child(belem, "mass"))
+    if m < 0 or m > _MAX_MASS:
+        raise ctx.err(f"impossible mass {m} kg", _child(belem, "mass"))
+    if m > _WARN_MASS:
+        warnings.warn(f"{ctx.path}: line {_child(belem, 'mass').sourceline}: body "
+                      f"'{belem.get('name')}' has a mass of {m:g} kg", ArthronWarning)
     com = ctx.floats(_child(belem, "mass_center"), 3) if _child(belem, "mass_center") is not None else np.zeros(3)
     ie = _child(belem, "inertia")
     if ie is not None:
@@ -247,7 +250,15 @@ def _read_inertia_v4(belem, ctx):
     else:
         v = np.array([ctx.num(belem, t, 0) for t in
                       ("inertia_xx", "inertia_yy", "inertia_zz", "inertia_xy", "inertia_xz", "inertia_yz")])
+    if np.any(np.abs(v) > _MAX_MASS):
+        raise ctx.err(f"impossible inertia {' '.join(f'{x:g}' for x in v)} kg m^2",
+                      ie if ie is not None else belem)
     return m, com, _inertia_matrix(v)
+
+
+# Above these a body mass (kg) or moment of inertia (kg m^2) is not a body but a unit or typing
+# error: refused (their products overflow), warned.
+_MAX_MASS, _WARN_MASS = 1e9, 1e4
 
 
 def _inertia_matrix(v):

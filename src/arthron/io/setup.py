@@ -126,9 +126,12 @@ def _float(text: str, path, el) -> float:
     if low in ("-inf", "-infinity"):
         return -math.inf
     try:
-        return float(t)
+        x = float(t)
     except ValueError:
         raise DataFileError(f"{t!r} is not a number", path, _where(el)) from None
+    if x != x:
+        raise DataFileError(f"{t!r} is not a usable number", path, _where(el))
+    return x
 
 
 def _bool(text: str, path, el) -> bool:
@@ -520,6 +523,10 @@ class ExternalLoads:
         return out
 
 
+#: A point of application farther than this (m) from the origin is a unit error (mm as m).
+_FAR_POINT = 20.0
+
+
 def _check_finite_loads(arrays, cols, time, src, where):
     """Non-finite values in an ExternalForce's columns. Real force-plate exports leave the centre
     of pressure (and sometimes the force) NaN while the foot is off the plate: rows whose force
@@ -550,6 +557,16 @@ def _check_finite_loads(arrays, cols, time, src, where):
             why = "" if off is None or off[r] else " under a non-zero force"
             raise DataFileError(f"non-finite value {a[r, c]} in column '{cols[kind][c]}'{why} at time "
                                 f"{float(time[r])}", src, where)
+    P = arrays["point"]
+    if P is not None and F is not None:
+        loaded = np.linalg.norm(F, axis=1) > 0
+        far = loaded & (np.linalg.norm(P, axis=1) > _FAR_POINT)
+        if far.any():
+            r = int(np.flatnonzero(far)[0])
+            warnings.warn(f"{src}: {where}: point ({', '.join(cols['point'])}) is "
+                          f"{float(np.linalg.norm(P[r])):.4g} m from the origin at t = "
+                          f"{float(time[r])} under load ({int(far.sum())} rows): millimetres read "
+                          "as metres?", ArthronWarning, stacklevel=3)
     if fixed:
         names = sorted({c for cs, _ in fixed for c in cs})
         t = np.concatenate([ts for _, ts in fixed])

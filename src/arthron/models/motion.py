@@ -85,7 +85,17 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, l
                             f"{float(table.time[r])} (row {r + 1})", src,
                             f"column '{coords[i].name}'")
     _warn_absurd(coords, out, np.asarray(table.time, float), deg, src)
+    dt = np.diff(np.asarray(table.time, float))
+    if dt.size and dt.min() < _MIN_DT:
+        k = int(np.argmin(dt))
+        warnings.warn(f"{src or 'motion'}: time step of {float(dt[k]):.3g} s at t = "
+                      f"{float(table.time[k]):.6g} s (below {_MIN_DT:g} s; derivatives of the "
+                      "coordinates will be meaningless)", ArthronWarning, stacklevel=2)
     return out
+
+
+#: A time step below this (s) is not a sampling interval of measured motion.
+_MIN_DT = 1e-6
 
 
 # Beyond its range by more than this, a coordinate value is not a pose but a unit or data error.

@@ -67,9 +67,12 @@ def _float(text, default, path, what):
     if t in ("-inf", "-infinity"):
         return -math.inf
     try:
-        return float(t)
+        x = float(t)
     except ValueError:
         raise DataFileError(f"{what}: {text!r} is not a number", path) from None
+    if x != x:
+        raise DataFileError(f"{what}: {text!r} is not a usable number", path)
+    return x
 
 
 def _step_interval(el, path) -> int:
