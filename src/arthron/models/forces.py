@@ -40,7 +40,7 @@ __all__ = [
     "Millard2012EquilibriumMuscle", "Millard2012AccelerationMuscle", "RigidTendonMuscle",
     "DeGrooteFregly2016Muscle", "Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated",
     "Thelen2003Muscle_Deprecated", "Ligament", "Blankevoort1991Ligament", "PathActuator",
-    "PathSpring", "ClutchedPathSpring", "McKibbenActuator", "SpringGeneralizedForce",
+    "PathSpring", "ClutchedPathSpring", "McKibbenActuator", "SpringGeneralizedForce", "PointToPointSpring",
     "CoordinateLimitForce", "CoordinateActuator", "PointActuator", "TorqueActuator",
 ]
 
@@ -361,6 +361,25 @@ class ClutchedPathSpring(Force):
     dissipation: float | None = _num()
     relaxation_time_constant: float | None = _num()
     initial_stretch: float | None = _num()
+
+
+@register_force
+@dataclass(eq=False)
+class PointToPointSpring(Force):
+    """OpenSim ``PointToPointSpring`` (Simbody ``Force::TwoPointLinearSpring``): a force
+    ``stiffness (d − rest_length)`` (N/m, m) along the line between ``point1`` fixed on ``body1``
+    and ``point2`` on ``body2`` (points in their body frames, m; d their distance), pulling the
+    points together when stretched and apart when compressed. ``body1``/``body2`` are the
+    4.x sockets (``/bodyset/<name>`` or ``/ground``)."""
+
+    type: str = "PointToPointSpring"
+    opensim_type: ClassVar[str] = "PointToPointSpring"
+    body1: str | None = field(default=None, metadata={"kind": "str", "xml": "socket_body1"})
+    body2: str | None = field(default=None, metadata={"kind": "str", "xml": "socket_body2"})
+    point1: np.ndarray = _vec([0.0, 0.0, 0.0])
+    point2: np.ndarray = _vec([0.0, 0.0, 0.0])
+    stiffness: float = _num(1.0)
+    rest_length: float = _num(0.0)
 
 
 # ----------------------------------------------------------------------------- coordinate forces

@@ -10,14 +10,22 @@ evaluates, vectorized over frames:
   ``lower_limit`` (N·m/deg and degrees for rotational coordinates), switched on by SimTK's
   quintic step over ``transition``, plus damping scaled by the same steps
   (OpenSim ``CoordinateLimitForce::calcLimitForce``);
-* ``Blankevoort1991Ligament`` and ``Ligament``: path tensions from their force laws
-  (:mod:`arthron.models.muscles`) applied along their paths (:mod:`arthron.multibody.paths`);
+* ``Blankevoort1991Ligament``, ``Ligament`` and ``PathSpring``: path tensions from their force
+  laws (:mod:`arthron.models.muscles`; PathSpring: ``stiffness · max(l − resting_length, 0) ·
+  (1 + dissipation · l̇)``, OpenSim ``PathSpring::getTension``) applied along their paths
+  (:mod:`arthron.multibody.paths`);
+* ``PointToPointSpring``: ``stiffness (d − rest_length)`` along the line between its two body
+  points (Simbody ``TwoPointLinearSpring``), applied as point forces on the two bodies;
 * actuators (CoordinateActuator, PathActuator, muscles when not excluded, ...) produce force
   only from controls or activations, which inverse dynamics does not have: CoordinateActuator
   and PathActuator give zero (control 0), muscles are reported as not applied.
 
-Anything else that applies force (contact, bushings, expression-based forces, plugin classes)
-is listed as not applied, so callers can warn.
+OpenSim's own force classes that need what arthron does not evaluate (``BushingForce``, contact
+forces between contact geometry, expression-based forces: :data:`REFUSED_FORCES`) make
+:func:`passive_forces` raise :class:`~arthron.errors.UnsupportedFeature` naming them, unless they
+are excluded (``forces_to_exclude``), since leaving them out would change the result silently.
+Other classes (plugins such as ``Smith2018ArticularContactForce``, which OpenSim itself only
+applies with its plugin library) are listed as not applied, so callers can warn.
 """
 from __future__ import annotations
 
@@ -34,6 +42,13 @@ __all__ = ["PASSIVE_COORDINATE_FORCES", "LIGAMENT_TYPES", "active_forces", "Pass
 
 PASSIVE_COORDINATE_FORCES = ("SpringGeneralizedForce", "CoordinateLimitForce")
 LIGAMENT_TYPES = ("Blankevoort1991Ligament", "Ligament")
+PATH_TENSION_TYPES = LIGAMENT_TYPES + ("PathSpring",)
+POINT_FORCE_TYPES = ("PointToPointSpring",)
+#: OpenSim force classes arthron does not evaluate: refused by name unless excluded.
+REFUSED_FORCES = ("BushingForce", "ExpressionBasedBushingForce", "ExpressionBasedCoordinateForce",
+                  "ExpressionBasedPointToPointForce", "HuntCrossleyForce", "ElasticFoundationForce",
+                  "SmoothSphereHalfSpaceForce", "ClutchedPathSpring", "FunctionBasedBushingForce",
+                  "CoupledBushingForce", "PrescribedForce")
 ZERO_WITHOUT_CONTROLS = ("CoordinateActuator", "PathActuator", "PointActuator", "TorqueActuator",
                          "ActivationCoordinateActuator", "McKibbenActuator")
 
@@ -69,15 +84,18 @@ class PassiveForces:
     """What the passive elements apply at T frames.
 
     mobility : (T, nq) generalized forces of coordinate-space elements (springs, limit forces)
-    path_names : names of the ligaments, in ``tensions`` column order
+    path_names : names of the path elements (ligaments, path springs), in ``tensions`` order
     tensions : (T, n) N, their path tensions (to apply along the paths as body forces)
     not_applied : (type, name) of active elements arthron cannot evaluate without states
+    loads : list of :class:`~arthron.multibody.inverse_dynamics.ExternalLoad`, the point forces
+        of body-to-body elements (PointToPointSpring) in ground, at the T frames
     """
 
     mobility: np.ndarray
     path_names: list
     tensions: np.ndarray
     not_applied: list
+    loads: list = None
 
 
 def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> PassiveForces:
@@ -92,7 +110,7 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
     qd = np.atleast_2d(np.asarray(qd, float))
     T = q.shape[0]
     tau = np.zeros((T, tree.nq))
-    not_applied = []
+    not_applied, refused, points = [], [], []
     ligaments = []
     for f in active_forces(model, exclude):
         if f.type == "SpringGeneralizedForce":
@@ -111,12 +129,21 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
             kl = StepFunction(q_lo - dq, q_lo, K_lo, 0.0).value(q[:, c])
             tau[:, c] += (-ku * (q[:, c] - q_up) + kl * (q_lo - q[:, c])
                           - damp * (ku / K_up + kl / K_lo) * qd[:, c])
-        elif f.type in LIGAMENT_TYPES:
+        elif f.type in PATH_TENSION_TYPES:
             ligaments.append(f.name)
+        elif f.type in POINT_FORCE_TYPES:
+            points.append(f)
         elif f.type in ZERO_WITHOUT_CONTROLS:
             continue
+        elif f.type in REFUSED_FORCES:
+            refused.append(f"{f.type} '{f.name}'")
         else:
             not_applied.append((f.type, f.name))
+    if refused:
+        from ..errors import UnsupportedFeature
+        raise UnsupportedFeature(
+            f"arthron does not apply {', '.join(refused)}, which OpenSim would apply; exclude "
+            "them (forces_to_exclude / --exclude) to compute without them", model.source)
     tension = np.zeros((T, 0))
     if ligaments:
         from ..models.muscles import ligament_forces
@@ -125,7 +152,51 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
         ligaments = list(ps.names)
         tension = ligament_forces(model, ligaments, path_lengths(ps, tree, q),
                                   lengthening_speeds(ps, tree, q, qd))
-    return PassiveForces(tau, ligaments, tension, not_applied)
+    loads = _point_spring_loads(model, tree, q, points) if points else []
+    return PassiveForces(tau, ligaments, tension, not_applied, loads)
+
+
+def _body_of(model, f, ref):
+    """Body name of a socket path (``/bodyset/b``, ``b``, ``/ground``); None for ground."""
+    from ..errors import ModelFileError
+    if not ref:
+        raise ModelFileError(f"{f.type} '{f.name}' names no body", model.source)
+    name = ref.rstrip("/").split("/")[-1]
+    if name == "ground":
+        return None
+    if name not in model.bodies:
+        raise ModelFileError(f"{f.type} '{f.name}' names body '{ref}', which the model does not "
+                             "have", model.source)
+    return name
+
+
+def _point_spring_loads(model, tree, q, springs):
+    """Point forces (ground frame) of PointToPointSprings on their two bodies."""
+    from .inverse_dynamics import ExternalLoad
+    from .kinematics import forward_kinematics
+    kin = forward_kinematics(tree, q)
+    R, o = kin.body_R(tree), kin.body_origin(tree)
+    T = q.shape[0]
+
+    def station(body, p):
+        p = np.asarray(p, float)
+        if body is None:
+            return np.broadcast_to(p, (T, 3)).copy()
+        b = tree.body_names.index(body)
+        return o[:, b] + R[:, b] @ p
+
+    loads = []
+    for f in springs:
+        b1, b2 = _body_of(model, f, f.body1), _body_of(model, f, f.body2)
+        P1, P2 = station(b1, f.point1), station(b2, f.point2)
+        r = P2 - P1
+        d = np.linalg.norm(r, axis=1, keepdims=True)
+        F1 = float(f.stiffness) * (d - float(f.rest_length)) * np.divide(
+            r, d, out=np.zeros_like(r), where=d > 0)       # on body1, towards body2 if stretched
+        for body, P, F in ((b1, P1, F1), (b2, P2, -F1)):
+            if body is not None:
+                loads.append(ExternalLoad(body=body, force=F, point=P, name=f.name))
+    return loads
 
 
 def applied_generalized_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)):
@@ -144,6 +215,12 @@ def applied_generalized_forces(model: Model, tree: Tree, q, qd, exclude=("Muscle
     """
     pf = passive_forces(model, tree, q, qd, exclude)
     tau = pf.mobility
+    if pf.loads:
+        from .inverse_dynamics import body_wrenches_from_loads
+        from .kinematics import apply_velocity_map_transpose, forward_kinematics
+        kin = forward_kinematics(tree, np.atleast_2d(q))
+        F, M = body_wrenches_from_loads(tree, kin, pf.loads)
+        tau = tau + apply_velocity_map_transpose(tree, kin, F, M)
     if pf.path_names:
         from .paths import compile_paths, path_generalized_forces
         ps = compile_paths(model, tree, forces=pf.path_names)

@@ -620,6 +620,7 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
                       + ", ".join(f"{t_} {n}" for t_, n in pf.not_applied[:6]), ArthronWarning, stacklevel=2)
     if pf.mobility.any():
         gen = pf.mobility if gen is None else gen + pf.mobility
+    loads += pf.loads or []
     if pf.path_names:
         from ..multibody.paths import compile_paths
         p_loads, p_gen = path_loads(compile_paths(model, tree, forces=pf.path_names), tree, q, pf.tensions)

@@ -1,0 +1,124 @@
+"""Force elements OpenSim applies in ID and joint reactions (issue 11, finding 6): PathSpring and
+PointToPointSpring are applied as OpenSim 4.6 applies them (the residual of OpenSim's
+InverseDynamicsTool on random states equals arthron's); BushingForce, contact forces and the
+expression-based forces are refused by name unless excluded."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from conftest import DATA, needs_data, needs_opensim
+from arthron.errors import UnsupportedFeature
+from arthron.io.osim import read_osim
+from arthron.io.sto import read_sto, write_sto
+from arthron.solvers.inverse_dynamics import run_inverse_dynamics
+from arthron.tables import Table
+
+PENDULUM = DATA / "opensim-reference" / "task6_pendulum" / "pendulum_off0.osim"
+
+SPRINGS = """
+<PathSpring name="pspring">
+  <GeometryPath name="path"><PathPointSet><objects>
+    <PathPoint name="a"><socket_parent_frame>/ground</socket_parent_frame><location>0.25 1.3 0.05</location></PathPoint>
+    <PathPoint name="b"><socket_parent_frame>/bodyset/rod</socket_parent_frame><location>0.02 -0.45 0</location></PathPoint>
+  </objects></PathPointSet></GeometryPath>
+  <resting_length>0.2</resting_length><stiffness>150</stiffness><dissipation>0.7</dissipation>
+</PathSpring>
+<PointToPointSpring name="p2p">
+  <socket_body1>/ground</socket_body1><socket_body2>/bodyset/rod</socket_body2>
+  <point1>-0.3 0.8 0.1</point1><point2>0 -0.7 0.03</point2>
+  <stiffness>90</stiffness><rest_length>0.25</rest_length>
+</PointToPointSpring>
+"""
+
+
+def _model_with(tmp_path, xml):
+    text = PENDULUM.read_text()
+    if "<ForceSet" in text:
+        text = re.sub(r"(<ForceSet[^>]*>\s*<objects>)", r"\1" + xml, text, count=1)
+        if xml not in text:
+            text = re.sub(r"<ForceSet[^>]*/>", f'<ForceSet name="forceset"><objects>{xml}</objects></ForceSet>', text)
+    else:
+        text = text.replace("</Model>", f'<ForceSet name="forceset"><objects>{xml}</objects></ForceSet></Model>')
+    p = tmp_path / "pendulum_springs.osim"
+    p.write_text(text)
+    return p
+
+
+def _random_motion(tmp_path, seed=3):
+    """A motion through random states: a sum of random sines (angles up to ~100 degrees,
+    speeds to several rad/s)."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, 101)
+    q = sum(rng.uniform(0.2, 0.6) * np.sin(rng.uniform(2, 9) * t + rng.uniform(0, 6)) for _ in range(4))
+    p = tmp_path / "q.mot"
+    write_sto(p, Table(name="q", time=t, labels=["q"], data=q[:, None], in_degrees=False))
+    return p
+
+
+@needs_data
+@needs_opensim
+def test_path_spring_and_point_to_point_spring_in_id_like_opensim(tmp_path):
+    import oracle
+    model_path = _model_with(tmp_path, SPRINGS)
+    mot = _random_motion(tmp_path)
+    labels, t, ref = oracle.run_id_tool(model_path, mot, tmp_path, (0.05, 0.95))
+    model = read_osim(model_path)
+    assert model.forces["p2p"].type == "PointToPointSpring" and model.forces["p2p"].body2 == "/bodyset/rod"
+    res = run_inverse_dynamics(model, read_sto(mot), time_range=(0.05, 0.95))
+    np.testing.assert_allclose(res.time, t, atol=1e-12)
+    np.testing.assert_allclose(res.column(labels[0]), ref[:, 0], atol=1e-6, rtol=1e-8)
+    # each spring matters (newton-metres), so the agreement checks both force laws
+    for name in ("pspring", "p2p"):
+        without = run_inverse_dynamics(model, read_sto(mot), time_range=(0.05, 0.95),
+                                       forces_to_exclude=("Muscles", name))
+        assert np.abs(without.column(labels[0]) - ref[:, 0]).max() > 0.5, name
+
+
+@needs_data
+def test_unsupported_opensim_forces_are_refused_by_name(tmp_path):
+    xml = """<BushingForce name="bush"><socket_frame1>/ground</socket_frame1>
+      <socket_frame2>/bodyset/rod</socket_frame2><rotational_stiffness>1 1 1</rotational_stiffness>
+      </BushingForce>"""
+    model = read_osim(_model_with(tmp_path, xml))
+    mot = read_sto(_random_motion(tmp_path))
+    with pytest.raises(UnsupportedFeature, match="BushingForce 'bush'.*exclude"):
+        run_inverse_dynamics(model, mot)
+    run_inverse_dynamics(model, mot, forces_to_exclude=("Muscles", "bush"))   # excluded: runs
+
+
+@needs_data
+@needs_opensim
+def test_point_to_point_spring_in_joint_reactions_like_opensim(tmp_path):
+    """The spring's point forces change the pin's reaction: OpenSim 4.6's JointReaction equals
+    arthron's (forward accelerations from the motion, as the AnalyzeTool)."""
+    import opensim as osim
+    import oracle
+    from arthron.solvers.reactions import joint_reactions
+    model_path = _model_with(tmp_path, SPRINGS)
+    mot = _random_motion(tmp_path)
+    oracle._quiet(osim)
+    setup = tmp_path / "analyze.xml"
+    setup.write_text(f"""<?xml version="1.0" encoding="UTF-8"?>
+<OpenSimDocument Version="40600"><AnalyzeTool name="jr">
+  <model_file>{model_path}</model_file><results_directory>{tmp_path}</results_directory>
+  <initial_time>0.1</initial_time><final_time>0.9</final_time>
+  <AnalysisSet name="Analyses"><objects>
+    <JointReaction name="JointReaction"><joint_names>ALL</joint_names>
+      <apply_on_bodies>child</apply_on_bodies><express_in_frame>ground</express_in_frame></JointReaction>
+  </objects></AnalysisSet>
+  <coordinates_file>{mot}</coordinates_file>
+</AnalyzeTool></OpenSimDocument>""")
+    osim.AnalyzeTool(str(setup)).run()
+    ref = read_sto(tmp_path / "jr_JointReaction_ReactionLoads.sto")
+    res = joint_reactions(read_osim(model_path), read_sto(mot), time_range=(0.1, 0.9),
+                          accelerations="forward")
+    bare = joint_reactions(read_osim(PENDULUM), read_sto(mot), time_range=(0.1, 0.9),
+                           accelerations="forward")
+    for j, lab in enumerate(ref.labels):
+        k = res.labels.index(lab)
+        np.testing.assert_allclose(res.time, ref.time, atol=1e-12)
+        np.testing.assert_allclose(res.data[:, k], ref.data[:, j], atol=1e-5, rtol=1e-6, err_msg=lab)
+    assert np.abs(res.data - bare.data).max() > 1.0   # the springs change the reaction
