@@ -122,3 +122,28 @@ def test_point_to_point_spring_in_joint_reactions_like_opensim(tmp_path):
         np.testing.assert_allclose(res.time, ref.time, atol=1e-12)
         np.testing.assert_allclose(res.data[:, k], ref.data[:, j], atol=1e-5, rtol=1e-6, err_msg=lab)
     assert np.abs(res.data - bare.data).max() > 1.0   # the springs change the reaction
+
+
+@needs_data
+@needs_opensim
+def test_expression_based_coordinate_force_in_id_like_opensim(tmp_path):
+    import oracle
+    xml = """<ExpressionBasedCoordinateForce name="expr"><coordinate>q</coordinate>
+      <expression>-12*q - 0.8*qdot + 3*sin(2*q)^2 - 0.1*qdot^3 + exp(-square(q))</expression>
+      </ExpressionBasedCoordinateForce>"""
+    model_path = _model_with(tmp_path, xml)
+    mot = _random_motion(tmp_path, seed=5)
+    labels, t, ref = oracle.run_id_tool(model_path, mot, tmp_path, (0.05, 0.95))
+    res = run_inverse_dynamics(read_osim(model_path), read_sto(mot), time_range=(0.05, 0.95))
+    np.testing.assert_allclose(res.column(labels[0]), ref[:, 0], atol=1e-6, rtol=1e-8)
+    bare = run_inverse_dynamics(read_osim(PENDULUM), read_sto(mot), time_range=(0.05, 0.95))
+    assert np.abs(bare.column(labels[0]) - ref[:, 0]).max() > 1.0
+
+
+def test_expression_outside_the_grammar_is_refused_by_name():
+    from arthron.models.functions import lepton_expression
+    f = lepton_expression("2*q^2 - max(q, qdot)", ("q", "qdot"))
+    np.testing.assert_allclose(f(np.array([1.0, 2.0]), np.array([3.0, 0.0])), [-1.0, 6.0])
+    for bad in ("__import__('os')", "q.real", "z*q", "q if qdot else 1"):
+        with pytest.raises(ValueError, match="not"):
+            lepton_expression(bad, ("q", "qdot"))

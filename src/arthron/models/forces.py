@@ -41,6 +41,7 @@ __all__ = [
     "DeGrooteFregly2016Muscle", "Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated",
     "Thelen2003Muscle_Deprecated", "Ligament", "Blankevoort1991Ligament", "PathActuator",
     "PathSpring", "ClutchedPathSpring", "McKibbenActuator", "SpringGeneralizedForce", "PointToPointSpring",
+    "ExpressionBasedCoordinateForce",
     "CoordinateLimitForce", "CoordinateActuator", "PointActuator", "TorqueActuator",
 ]
 
@@ -395,6 +396,19 @@ class SpringGeneralizedForce(Force):
     stiffness: float = _num(0.0)
     rest_length: float = _num(0.0)
     viscosity: float = _num(0.0)
+
+
+@register_force
+@dataclass(eq=False)
+class ExpressionBasedCoordinateForce(Force):
+    """OpenSim ``ExpressionBasedCoordinateForce``: generalized force ``expression(q, qdot)`` on
+    ``coordinate`` (N·m or N), the expression in OpenSim's (Lepton's) grammar:
+    :func:`arthron.models.functions.lepton_expression` evaluates it."""
+
+    type: str = "ExpressionBasedCoordinateForce"
+    opensim_type: ClassVar[str] = "ExpressionBasedCoordinateForce"
+    coordinate: str | None = _txt()
+    expression: str = _txt("0.0")
 
 
 @register_force

@@ -16,6 +16,8 @@ evaluates, vectorized over frames:
   (:mod:`arthron.multibody.paths`);
 * ``PointToPointSpring``: ``stiffness (d − rest_length)`` along the line between its two body
   points (Simbody ``TwoPointLinearSpring``), applied as point forces on the two bodies;
+* ``ExpressionBasedCoordinateForce``: ``expression(q, qdot)`` on its coordinate (OpenSim's
+  Lepton grammar, :func:`arthron.models.functions.lepton_expression`);
 * actuators (CoordinateActuator, PathActuator, muscles when not excluded, ...) produce force
   only from controls or activations, which inverse dynamics does not have: CoordinateActuator
   and PathActuator give zero (control 0), muscles are reported as not applied.
@@ -45,7 +47,7 @@ LIGAMENT_TYPES = ("Blankevoort1991Ligament", "Ligament")
 PATH_TENSION_TYPES = LIGAMENT_TYPES + ("PathSpring",)
 POINT_FORCE_TYPES = ("PointToPointSpring",)
 #: OpenSim force classes arthron does not evaluate: refused by name unless excluded.
-REFUSED_FORCES = ("BushingForce", "ExpressionBasedBushingForce", "ExpressionBasedCoordinateForce",
+REFUSED_FORCES = ("BushingForce", "ExpressionBasedBushingForce",
                   "ExpressionBasedPointToPointForce", "HuntCrossleyForce", "ElasticFoundationForce",
                   "SmoothSphereHalfSpaceForce", "ClutchedPathSpring", "FunctionBasedBushingForce",
                   "CoupledBushingForce", "PrescribedForce")
@@ -129,6 +131,9 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
             kl = StepFunction(q_lo - dq, q_lo, K_lo, 0.0).value(q[:, c])
             tau[:, c] += (-ku * (q[:, c] - q_up) + kl * (q_lo - q[:, c])
                           - damp * (ku / K_up + kl / K_lo) * qd[:, c])
+        elif f.type == "ExpressionBasedCoordinateForce":
+            c = _coordinate_index(model, tree, f)
+            tau[:, c] += _expression(model, f, ("q", "qdot"))(q[:, c], qd[:, c])
         elif f.type in PATH_TENSION_TYPES:
             ligaments.append(f.name)
         elif f.type in POINT_FORCE_TYPES:
@@ -154,6 +159,17 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
                                   lengthening_speeds(ps, tree, q, qd))
     loads = _point_spring_loads(model, tree, q, points) if points else []
     return PassiveForces(tau, ligaments, tension, not_applied, loads)
+
+
+def _expression(model, f, variables):
+    """The callable of a force's Lepton expression; UnsupportedFeature naming the force when it
+    is outside the grammar arthron evaluates."""
+    from ..errors import UnsupportedFeature
+    from ..models.functions import lepton_expression
+    try:
+        return lepton_expression(f.expression, variables)
+    except ValueError as e:
+        raise UnsupportedFeature(f"{f.type} '{f.name}': {e}", model.source) from None
 
 
 def _body_of(model, f, ref):
