@@ -147,3 +147,19 @@ def test_expression_outside_the_grammar_is_refused_by_name():
     for bad in ("__import__('os')", "q.real", "z*q", "q if qdot else 1"):
         with pytest.raises(ValueError, match="not"):
             lepton_expression(bad, ("q", "qdot"))
+
+
+@needs_data
+@needs_opensim
+def test_expression_based_point_to_point_force_in_id_like_opensim(tmp_path):
+    import oracle
+    xml = """<ExpressionBasedPointToPointForce name="ep2p"><body1>ground</body1><body2>rod</body2>
+      <point1>0.2 0.9 -0.1</point1><point2>0.01 -0.6 0.02</point2>
+      <expression>40*(d - 0.3) + 2.5*ddot + 7*d^2</expression></ExpressionBasedPointToPointForce>"""
+    model_path = _model_with(tmp_path, xml)
+    mot = _random_motion(tmp_path, seed=7)
+    labels, t, ref = oracle.run_id_tool(model_path, mot, tmp_path, (0.05, 0.95))
+    res = run_inverse_dynamics(read_osim(model_path), read_sto(mot), time_range=(0.05, 0.95))
+    np.testing.assert_allclose(res.column(labels[0]), ref[:, 0], atol=1e-6, rtol=1e-8)
+    bare = run_inverse_dynamics(read_osim(PENDULUM), read_sto(mot), time_range=(0.05, 0.95))
+    assert np.abs(bare.column(labels[0]) - ref[:, 0]).max() > 1.0

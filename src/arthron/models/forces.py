@@ -41,7 +41,7 @@ __all__ = [
     "DeGrooteFregly2016Muscle", "Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated",
     "Thelen2003Muscle_Deprecated", "Ligament", "Blankevoort1991Ligament", "PathActuator",
     "PathSpring", "ClutchedPathSpring", "McKibbenActuator", "SpringGeneralizedForce", "PointToPointSpring",
-    "ExpressionBasedCoordinateForce",
+    "ExpressionBasedCoordinateForce", "ExpressionBasedPointToPointForce",
     "CoordinateLimitForce", "CoordinateActuator", "PointActuator", "TorqueActuator",
 ]
 
@@ -396,6 +396,23 @@ class SpringGeneralizedForce(Force):
     stiffness: float = _num(0.0)
     rest_length: float = _num(0.0)
     viscosity: float = _num(0.0)
+
+
+@register_force
+@dataclass(eq=False)
+class ExpressionBasedPointToPointForce(Force):
+    """OpenSim ``ExpressionBasedPointToPointForce``: a force of magnitude ``expression(d, ddot)``
+    (N; d the distance between ``point1`` on ``body1`` and ``point2`` on ``body2``, m, ddot its
+    rate) along the line between the points, a positive value pulling them together (as
+    OpenSim 4.6 applies it); body names as OpenSim's ``body1``/``body2`` properties."""
+
+    type: str = "ExpressionBasedPointToPointForce"
+    opensim_type: ClassVar[str] = "ExpressionBasedPointToPointForce"
+    body1: str | None = _txt()
+    body2: str | None = _txt()
+    point1: np.ndarray = _vec([0.0, 0.0, 0.0])
+    point2: np.ndarray = _vec([0.0, 0.0, 0.0])
+    expression: str = _txt("0.0")
 
 
 @register_force

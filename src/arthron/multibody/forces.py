@@ -16,8 +16,9 @@ evaluates, vectorized over frames:
   (:mod:`arthron.multibody.paths`);
 * ``PointToPointSpring``: ``stiffness (d − rest_length)`` along the line between its two body
   points (Simbody ``TwoPointLinearSpring``), applied as point forces on the two bodies;
-* ``ExpressionBasedCoordinateForce``: ``expression(q, qdot)`` on its coordinate (OpenSim's
-  Lepton grammar, :func:`arthron.models.functions.lepton_expression`);
+* ``ExpressionBasedCoordinateForce``: ``expression(q, qdot)`` on its coordinate, and
+  ``ExpressionBasedPointToPointForce``: ``expression(d, ddot)`` along the line between its two
+  points (OpenSim's Lepton grammar, :func:`arthron.models.functions.lepton_expression`);
 * actuators (CoordinateActuator, PathActuator, muscles when not excluded, ...) produce force
   only from controls or activations, which inverse dynamics does not have: CoordinateActuator
   and PathActuator give zero (control 0), muscles are reported as not applied.
@@ -45,10 +46,10 @@ __all__ = ["PASSIVE_COORDINATE_FORCES", "LIGAMENT_TYPES", "active_forces", "Pass
 PASSIVE_COORDINATE_FORCES = ("SpringGeneralizedForce", "CoordinateLimitForce")
 LIGAMENT_TYPES = ("Blankevoort1991Ligament", "Ligament")
 PATH_TENSION_TYPES = LIGAMENT_TYPES + ("PathSpring",)
-POINT_FORCE_TYPES = ("PointToPointSpring",)
+POINT_FORCE_TYPES = ("PointToPointSpring", "ExpressionBasedPointToPointForce")
 #: OpenSim force classes arthron does not evaluate: refused by name unless excluded.
 REFUSED_FORCES = ("BushingForce", "ExpressionBasedBushingForce",
-                  "ExpressionBasedPointToPointForce", "HuntCrossleyForce", "ElasticFoundationForce",
+                  "HuntCrossleyForce", "ElasticFoundationForce",
                   "SmoothSphereHalfSpaceForce", "ClutchedPathSpring", "FunctionBasedBushingForce",
                   "CoupledBushingForce", "PrescribedForce")
 ZERO_WITHOUT_CONTROLS = ("CoordinateActuator", "PathActuator", "PointActuator", "TorqueActuator",
@@ -157,7 +158,7 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
         ligaments = list(ps.names)
         tension = ligament_forces(model, ligaments, path_lengths(ps, tree, q),
                                   lengthening_speeds(ps, tree, q, qd))
-    loads = _point_spring_loads(model, tree, q, points) if points else []
+    loads = _point_force_loads(model, tree, q, qd, points) if points else []
     return PassiveForces(tau, ligaments, tension, not_applied, loads)
 
 
@@ -186,29 +187,40 @@ def _body_of(model, f, ref):
     return name
 
 
-def _point_spring_loads(model, tree, q, springs):
-    """Point forces (ground frame) of PointToPointSprings on their two bodies."""
+def _point_force_loads(model, tree, q, qd, forces):
+    """Point forces (ground frame) of the two-point elements on their two bodies:
+    PointToPointSpring ``stiffness (d − rest_length)`` and ExpressionBasedPointToPointForce
+    ``expression(d, ddot)``, along the line between the points (positive pulls them together)."""
     from .inverse_dynamics import ExternalLoad
     from .kinematics import forward_kinematics
-    kin = forward_kinematics(tree, q)
+    kin = forward_kinematics(tree, q, qd)
     R, o = kin.body_R(tree), kin.body_origin(tree)
+    nodes = tree.body_node
     T = q.shape[0]
 
     def station(body, p):
         p = np.asarray(p, float)
         if body is None:
-            return np.broadcast_to(p, (T, 3)).copy()
+            P = np.broadcast_to(p, (T, 3)).copy()
+            return P, np.zeros_like(P)
         b = tree.body_names.index(body)
-        return o[:, b] + R[:, b] @ p
+        P = o[:, b] + R[:, b] @ p
+        w, v = kin.node("w", nodes[b]), kin.node("v", nodes[b])
+        return P, v + np.cross(w, P - o[:, b])
 
     loads = []
-    for f in springs:
+    for f in forces:
         b1, b2 = _body_of(model, f, f.body1), _body_of(model, f, f.body2)
-        P1, P2 = station(b1, f.point1), station(b2, f.point2)
+        (P1, V1), (P2, V2) = station(b1, f.point1), station(b2, f.point2)
         r = P2 - P1
-        d = np.linalg.norm(r, axis=1, keepdims=True)
-        F1 = float(f.stiffness) * (d - float(f.rest_length)) * np.divide(
-            r, d, out=np.zeros_like(r), where=d > 0)       # on body1, towards body2 if stretched
+        d = np.linalg.norm(r, axis=1)
+        u = np.divide(r, d[:, None], out=np.zeros_like(r), where=d[:, None] > 0)
+        if f.type == "PointToPointSpring":
+            mag = float(f.stiffness) * (d - float(f.rest_length))
+        else:
+            ddot = np.einsum("ti,ti->t", V2 - V1, u)
+            mag = _expression(model, f, ("d", "ddot"))(d, ddot)
+        F1 = mag[:, None] * u                     # on body1, towards body2 when positive
         for body, P, F in ((b1, P1, F1), (b2, P2, -F1)):
             if body is not None:
                 loads.append(ExternalLoad(body=body, force=F, point=P, name=f.name))
