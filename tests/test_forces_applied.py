@@ -163,3 +163,39 @@ def test_expression_based_point_to_point_force_in_id_like_opensim(tmp_path):
     np.testing.assert_allclose(res.column(labels[0]), ref[:, 0], atol=1e-6, rtol=1e-8)
     bare = run_inverse_dynamics(read_osim(PENDULUM), read_sto(mot), time_range=(0.05, 0.95))
     assert np.abs(bare.column(labels[0]) - ref[:, 0]).max() > 1.0
+
+
+CONTACT = """
+<SmoothSphereHalfSpaceForce name="tip_floor">
+  <socket_sphere>/contactgeometryset/tip</socket_sphere>
+  <socket_half_space>/contactgeometryset/floor</socket_half_space>
+  <stiffness>1000000</stiffness><dissipation>2</dissipation>
+  <static_friction>0.8</static_friction><dynamic_friction>0.6</dynamic_friction>
+  <viscous_friction>0.2</viscous_friction><transition_velocity>0.2</transition_velocity>
+</SmoothSphereHalfSpaceForce>
+"""
+GEOMETRY = """<ContactGeometrySet name="contactgeometryset"><objects>
+  <ContactSphere name="tip"><socket_frame>/bodyset/rod</socket_frame>
+    <location>0.01 -1 0.02</location><orientation>0 0 0</orientation><radius>0.1</radius></ContactSphere>
+  <ContactHalfSpace name="floor"><socket_frame>/ground</socket_frame>
+    <location>0 0.06 0</location><orientation>0.1 0 -1.5707963267948966</orientation></ContactHalfSpace>
+</objects></ContactGeometrySet>"""
+
+
+@needs_data
+@needs_opensim
+def test_smooth_sphere_half_space_force_in_id_like_opensim(tmp_path):
+    """A sphere on the pendulum's tip sweeping through a tilted floor (indentation up to a few
+    centimetres, sliding with Stribeck friction): OpenSim 4.6's ID equals arthron's."""
+    import oracle
+    p = _model_with(tmp_path, CONTACT)
+    text = p.read_text().replace("</Model>", GEOMETRY + "</Model>", 1)
+    p.write_text(text)
+    model = read_osim(p)
+    assert set(model.contact_geometry) == {"tip", "floor"}
+    mot = _random_motion(tmp_path, seed=11)
+    labels, t, ref = oracle.run_id_tool(p, mot, tmp_path, (0.05, 0.95))
+    res = run_inverse_dynamics(model, read_sto(mot), time_range=(0.05, 0.95))
+    np.testing.assert_allclose(res.column(labels[0]), ref[:, 0], atol=1e-6, rtol=1e-8)
+    bare = run_inverse_dynamics(read_osim(PENDULUM), read_sto(mot), time_range=(0.05, 0.95))
+    assert np.abs(bare.column(labels[0]) - ref[:, 0]).max() > 1.0    # contact happens

@@ -42,7 +42,7 @@ from .setup import parse_xml
 from ..models.forces import FORCE_TYPES, UnmodelledForce
 from ..models.wrap_objects import WRAP_TYPES, UnmodelledWrapObject
 from ..models.model import (
-    GROUND, JOINT_TYPES, Body, Constraint, Coordinate, Geometry,
+    GROUND, JOINT_TYPES, Body, Constraint, ContactGeometry, Coordinate, Geometry,
     GeometryPath, Joint, Marker, Model, OffsetFrame, PathPoint, PathWrap, TransformAxis,
     body_path,
 )
@@ -487,6 +487,7 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
     for fe in _objects(_child(melem, "ForceSet")):
         f = _read_force(fe, all_frames, model, ctx, v4=True)
         model.forces[f.name] = f
+    model.contact_geometry = _read_contact_geometry(melem, all_frames, ctx)
     # Everything else at the model level is kept verbatim.
     known = {"credits", "publications", "length_units", "force_units", "gravity", "Ground",
              "BodySet", "JointSet", "ConstraintSet", "MarkerSet", "ForceSet", "components"}
@@ -494,6 +495,26 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
         if isinstance(c.tag, str) and c.tag not in known:
             model.verbatim.append(("model", c))
     return model
+
+
+def _read_contact_geometry(melem, all_frames, ctx) -> dict:
+    """The ContactSpheres and ContactHalfSpaces of a 4.x ContactGeometrySet (the set is also
+    kept verbatim and written back as it was)."""
+    out = {}
+    for ge in _objects(_child(melem, "ContactGeometrySet")):
+        if ge.tag not in ("ContactSphere", "ContactHalfSpace"):
+            continue
+        name = ge.get("name", "")
+        out[name] = ContactGeometry(
+            name=name, kind=ge.tag,
+            frame=_resolve(_text(ge, "socket_frame"), f"/contactgeometryset/{name}", all_frames,
+                           ctx, ge),
+            location=ctx.floats(_child(ge, "location"), 3) if _child(ge, "location") is not None
+            else np.zeros(3),
+            orientation=ctx.floats(_child(ge, "orientation"), 3)
+            if _child(ge, "orientation") is not None else np.zeros(3),
+            radius=ctx.num(ge, "radius", 0.0))
+    return out
 
 
 def _read_constraint(ce, all_frames, ctx, v4=True):

@@ -42,6 +42,7 @@ __all__ = [
     "Thelen2003Muscle_Deprecated", "Ligament", "Blankevoort1991Ligament", "PathActuator",
     "PathSpring", "ClutchedPathSpring", "McKibbenActuator", "SpringGeneralizedForce", "PointToPointSpring",
     "ExpressionBasedCoordinateForce", "ExpressionBasedPointToPointForce",
+    "SmoothSphereHalfSpaceForce",
     "CoordinateLimitForce", "CoordinateActuator", "PointActuator", "TorqueActuator",
 ]
 
@@ -396,6 +397,29 @@ class SpringGeneralizedForce(Force):
     stiffness: float = _num(0.0)
     rest_length: float = _num(0.0)
     viscosity: float = _num(0.0)
+
+
+@register_force
+@dataclass(eq=False)
+class SmoothSphereHalfSpaceForce(Force):
+    """OpenSim ``SmoothSphereHalfSpaceForce`` (Serrancolí et al. 2019; Simbody's smooth
+    Hertz / Hunt–Crossley contact with Stribeck friction) between a ``ContactSphere`` and a
+    ``ContactHalfSpace`` of the model's ContactGeometrySet (socket paths ``sphere`` and
+    ``half_space``); OpenSim's defaults."""
+
+    type: str = "SmoothSphereHalfSpaceForce"
+    opensim_type: ClassVar[str] = "SmoothSphereHalfSpaceForce"
+    sphere: str | None = field(default=None, metadata={"kind": "str", "xml": "socket_sphere"})
+    half_space: str | None = field(default=None, metadata={"kind": "str", "xml": "socket_half_space"})
+    stiffness: float = _num(1.0)
+    dissipation: float = _num(0.0)
+    static_friction: float = _num(0.0)
+    dynamic_friction: float = _num(0.0)
+    viscous_friction: float = _num(0.0)
+    transition_velocity: float = _num(0.01)
+    constant_contact_force: float = _num(1e-5)
+    hertz_smoothing: float = _num(300.0)
+    hunt_crossley_smoothing: float = _num(50.0)
 
 
 @register_force

@@ -121,6 +121,21 @@ class Body:
 
 
 @dataclass
+class ContactGeometry:
+    """An OpenSim ``ContactSphere`` or ``ContactHalfSpace``: on ``frame`` (a frame path), placed
+    by ``location`` (3,) m and body-fixed X-Y-Z ``orientation`` (3,) rad; ``radius`` m for a
+    sphere. A half-space is the solid region on the +x side of its placed frame's x axis (as
+    Simbody's contact half-space)."""
+
+    name: str
+    kind: str
+    frame: str
+    location: np.ndarray
+    orientation: np.ndarray
+    radius: float = 0.0
+
+
+@dataclass
 class Coordinate:
     """A generalized coordinate (radians or metres).
 
@@ -271,6 +286,9 @@ class Model:
     constraints : list[Constraint]
     markers : dict name -> Marker
     forces : dict name -> Force, in ForceSet order
+    contact_geometry : dict name -> ContactGeometry, the ContactSpheres and ContactHalfSpaces of
+        the ContactGeometrySet (read for the contact forces; the set itself is written back
+        verbatim)
     verbatim : list of (set_name, lxml element): components arthron does not model, written back
     source : str or None, the file read
     version : int, the ``OpenSimDocument Version`` read
@@ -291,6 +309,7 @@ class Model:
     publications: str | None = None
     length_units: str = "meters"
     force_units: str = "N"
+    contact_geometry: dict = field(default_factory=dict)
     verbatim: list = field(default_factory=list)
     source: str | None = None
     version: int = 40000

@@ -16,6 +16,10 @@ evaluates, vectorized over frames:
   (:mod:`arthron.multibody.paths`);
 * ``PointToPointSpring``: ``stiffness (d − rest_length)`` along the line between its two body
   points (Simbody ``TwoPointLinearSpring``), applied as point forces on the two bodies;
+* ``SmoothSphereHalfSpaceForce`` (Serrancolí et al. 2019): Simbody's smooth Hertz force,
+  Hunt–Crossley dissipation and Stribeck friction between a ContactSphere and a
+  ContactHalfSpace, applied at the contact point midway through the indentation
+  (Simbody ``SmoothSphereHalfSpaceForceImpl::calcForce``);
 * ``ExpressionBasedCoordinateForce``: ``expression(q, qdot)`` on its coordinate, and
   ``ExpressionBasedPointToPointForce``: ``expression(d, ddot)`` along the line between its two
   points (OpenSim's Lepton grammar, :func:`arthron.models.functions.lepton_expression`);
@@ -47,10 +51,11 @@ PASSIVE_COORDINATE_FORCES = ("SpringGeneralizedForce", "CoordinateLimitForce")
 LIGAMENT_TYPES = ("Blankevoort1991Ligament", "Ligament")
 PATH_TENSION_TYPES = LIGAMENT_TYPES + ("PathSpring",)
 POINT_FORCE_TYPES = ("PointToPointSpring", "ExpressionBasedPointToPointForce")
+CONTACT_FORCE_TYPES = ("SmoothSphereHalfSpaceForce",)
 #: OpenSim force classes arthron does not evaluate: refused by name unless excluded.
 REFUSED_FORCES = ("BushingForce", "ExpressionBasedBushingForce",
                   "HuntCrossleyForce", "ElasticFoundationForce",
-                  "SmoothSphereHalfSpaceForce", "ClutchedPathSpring", "FunctionBasedBushingForce",
+                  "ClutchedPathSpring", "FunctionBasedBushingForce",
                   "CoupledBushingForce", "PrescribedForce")
 ZERO_WITHOUT_CONTROLS = ("CoordinateActuator", "PathActuator", "PointActuator", "TorqueActuator",
                          "ActivationCoordinateActuator", "McKibbenActuator")
@@ -113,7 +118,7 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
     qd = np.atleast_2d(np.asarray(qd, float))
     T = q.shape[0]
     tau = np.zeros((T, tree.nq))
-    not_applied, refused, points = [], [], []
+    not_applied, refused, points, contacts = [], [], [], []
     ligaments = []
     for f in active_forces(model, exclude):
         if f.type == "SpringGeneralizedForce":
@@ -139,6 +144,8 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
             ligaments.append(f.name)
         elif f.type in POINT_FORCE_TYPES:
             points.append(f)
+        elif f.type in CONTACT_FORCE_TYPES:
+            contacts.append(f)
         elif f.type in ZERO_WITHOUT_CONTROLS:
             continue
         elif f.type in REFUSED_FORCES:
@@ -159,7 +166,69 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
         tension = ligament_forces(model, ligaments, path_lengths(ps, tree, q),
                                   lengthening_speeds(ps, tree, q, qd))
     loads = _point_force_loads(model, tree, q, qd, points) if points else []
+    if contacts:
+        loads += _contact_loads(model, tree, q, qd, contacts)
     return PassiveForces(tau, ligaments, tension, not_applied, loads)
+
+
+def _contact_loads(model, tree, q, qd, forces):
+    """Point forces (ground frame) of SmoothSphereHalfSpaceForces on the sphere's and the
+    half-space's bodies, vectorized over frames (Simbody's smooth contact law)."""
+    from ..errors import ModelFileError
+    from ..geometry.spatial import rotation_xyz
+    from ..models.model import GROUND
+    from .inverse_dynamics import ExternalLoad
+    from .kinematics import forward_kinematics
+    kin = forward_kinematics(tree, q, qd)
+    Rb, ob = kin.body_R(tree), kin.body_origin(tree)
+    T = q.shape[0]
+
+    def geometry(f, ref, kind):
+        g = model.contact_geometry.get((ref or "").rstrip("/").split("/")[-1])
+        if g is None or g.kind != kind:
+            raise ModelFileError(f"{f.type} '{f.name}' names {kind} '{ref}', which the model's "
+                                 "ContactGeometrySet does not have", model.source)
+        base, X = model.frame_in_base(g.frame)
+        R_BG = X.R @ rotation_xyz(g.orientation)
+        p_BG = X.R @ np.asarray(g.location, float) + X.p
+        if base == GROUND:
+            I = np.broadcast_to(np.eye(3), (T, 3, 3))
+            z = np.zeros((T, 3))
+            return g, None, I, z, z, z, R_BG, p_BG
+        b = tree.body_names.index(base.rstrip("/").split("/")[-1])
+        n = tree.body_node[b]
+        return g, base.split("/")[-1], Rb[:, b], ob[:, b], kin.node("w", n), kin.node("v", n), R_BG, p_BG
+
+    loads = []
+    for f in forces:
+        gs, bs, Rs, os_, ws, vs, _, ps = geometry(f, f.sphere, "ContactSphere")
+        _, bh, Rh, oh, wh, vh, RGh, ph = geometry(f, f.half_space, "ContactHalfSpace")
+        r = float(gs.radius)
+        C = os_ + Rs @ ps                                   # sphere centre in ground
+        nrm = Rh @ RGh[:, 0]                                # half-space x axis: into the solid
+        Oh = oh + Rh @ ph
+        depth = r + np.einsum("ti,ti->t", C - Oh, nrm)      # indentation
+        P = C + (r - 0.5 * depth)[:, None] * nrm            # contact point, mid-indentation
+        v = (vs + np.cross(ws, P - os_)) - (vh + np.cross(wh, P - oh))
+        vn = np.einsum("ti,ti->t", v, nrm)
+        vt = v - vn[:, None] * nrm
+        k = 0.5 * float(f.stiffness) ** (2.0 / 3.0)
+        cf, bd, bv = float(f.constant_contact_force), float(f.hertz_smoothing), float(f.hunt_crossley_smoothing)
+        fh = (4.0 / 3.0) * k * np.sqrt(r * k) * np.sqrt(depth ** 2 + cf) ** 1.5
+        fh = fh * (0.5 + 0.5 * np.tanh(bd * depth))
+        c = float(f.dissipation)
+        fhc = fh * (1.0 + 1.5 * c * vn)
+        if c != 0.0:
+            fhc = fhc * (0.5 + 0.5 * np.tanh(bv * (vn + 2.0 / (3.0 * c))))
+        vslip = np.sqrt(np.einsum("ti,ti->t", vt, vt) + cf)
+        vrel = vslip / float(f.transition_velocity)
+        us, ud, uv = float(f.static_friction), float(f.dynamic_friction), float(f.viscous_friction)
+        ff = fhc * (np.minimum(vrel, 1.0) * (ud + 2.0 * (us - ud) / (1.0 + vrel ** 2)) + uv * vslip)
+        force = fhc[:, None] * nrm + (ff / vslip)[:, None] * vt
+        for body, F in ((bs, -force), (bh, force)):
+            if body is not None:
+                loads.append(ExternalLoad(body=body, force=F, point=P.copy(), name=f.name))
+    return loads
 
 
 def _expression(model, f, variables):
