@@ -199,3 +199,40 @@ def test_smooth_sphere_half_space_force_in_id_like_opensim(tmp_path):
     np.testing.assert_allclose(res.column(labels[0]), ref[:, 0], atol=1e-6, rtol=1e-8)
     bare = run_inverse_dynamics(read_osim(PENDULUM), read_sto(mot), time_range=(0.05, 0.95))
     assert np.abs(bare.column(labels[0]) - ref[:, 0]).max() > 1.0    # contact happens
+
+
+HUNT_CROSSLEY = """
+<HuntCrossleyForce name="hc">
+  <HuntCrossleyForce::ContactParametersSet name="contact_parameters"><objects>
+    <HuntCrossleyForce::ContactParameters>
+      <geometry>floor tip</geometry><stiffness>20000</stiffness><dissipation>1.5</dissipation>
+      <static_friction>0.8</static_friction><dynamic_friction>0.5</dynamic_friction>
+      <viscous_friction>0.3</viscous_friction>
+    </HuntCrossleyForce::ContactParameters>
+  </objects><groups/></HuntCrossleyForce::ContactParametersSet>
+  <transition_velocity>0.15</transition_velocity>
+</HuntCrossleyForce>
+"""
+
+
+@needs_data
+@needs_opensim
+def test_hunt_crossley_sphere_half_space_in_id_like_opensim(tmp_path):
+    """HuntCrossleyForce between the pendulum's tip sphere and a tilted floor: OpenSim 4.6's ID
+    equals arthron's, and the force (kept verbatim) written back reads the same."""
+    import oracle
+    from arthron.io.osim import write_osim
+    p = _model_with(tmp_path, HUNT_CROSSLEY)
+    p.write_text(p.read_text().replace("</Model>", GEOMETRY + "</Model>", 1))
+    model = read_osim(p)
+    assert model.forces["hc"].extra["contact_parameters"][0]["geometry"] == ["floor", "tip"]
+    mot = _random_motion(tmp_path, seed=11)
+    labels, t, ref = oracle.run_id_tool(p, mot, tmp_path, (0.05, 0.95))
+    res = run_inverse_dynamics(model, read_sto(mot), time_range=(0.05, 0.95))
+    np.testing.assert_allclose(res.column(labels[0]), ref[:, 0], atol=1e-6, rtol=1e-8)
+    bare = run_inverse_dynamics(read_osim(PENDULUM), read_sto(mot), time_range=(0.05, 0.95))
+    assert np.abs(bare.column(labels[0]) - ref[:, 0]).max() > 1.0    # contact happens
+    back = read_osim(write_osim(tmp_path / "back.osim", model))
+    assert back.forces["hc"].extra["contact_parameters"] == model.forces["hc"].extra["contact_parameters"]
+    labels2, t2, ref2 = oracle.run_id_tool(tmp_path / "back.osim", mot, tmp_path, (0.05, 0.95))
+    np.testing.assert_allclose(ref2, ref, atol=1e-9)

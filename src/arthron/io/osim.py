@@ -507,8 +507,8 @@ def _read_contact_geometry(melem, all_frames, ctx) -> dict:
         name = ge.get("name", "")
         out[name] = ContactGeometry(
             name=name, kind=ge.tag,
-            frame=_resolve(_text(ge, "socket_frame"), f"/contactgeometryset/{name}", all_frames,
-                           ctx, ge),
+            frame=_resolve(_text(ge, "socket_frame") or body_path(_text(ge, "body_name", "ground")),
+                           f"/contactgeometryset/{name}", all_frames, ctx, ge),
             location=ctx.floats(_child(ge, "location"), 3) if _child(ge, "location") is not None
             else np.zeros(3),
             orientation=ctx.floats(_child(ge, "orientation"), 3)
@@ -611,6 +611,10 @@ def _read_force(fe, all_frames, model, ctx, v4=True):
                     extra[t] = float(v)
                 except ValueError:
                     pass
+        if fe.tag == "HuntCrossleyForce":   # its parameters, for the dynamics (kept verbatim)
+            ps = [c for c in fe if isinstance(c.tag, str) and c.tag.endswith("ContactParametersSet")]
+            extra["contact_parameters"] = _read_contact_parameters(ps[0], ctx) if ps else []
+            extra["transition_velocity"] = ctx.num(fe, "transition_velocity", 0.01)
         return UnmodelledForce(name=name, type=fe.tag, path=path, applies_force=applies, raw=fe,
                                extra=extra)
     f = reader(fe, ctx)
@@ -744,6 +748,7 @@ def _read_v3(melem, ctx: _Ctx) -> Model:
     for fe in _objects(_child(melem, "ForceSet")):
         f = _read_force(fe, all_frames, model, ctx, v4=False)
         model.forces[f.name] = f
+    model.contact_geometry = _read_contact_geometry(melem, all_frames, ctx)
     for tag in ("ControllerSet", "ContactGeometrySet", "ProbeSet", "ComponentSet"):
         c = _child(melem, tag)
         if c is not None and len(_objects(c)):
@@ -1134,6 +1139,24 @@ def _read_prop(elem, kind, ctx):
     raise ValueError(kind)
 
 
+_CONTACT_NUMBERS = ("stiffness", "dissipation", "static_friction", "dynamic_friction",
+                    "viscous_friction")
+
+
+def _read_contact_parameters(elem, ctx) -> list:
+    """HuntCrossleyForce's ``contact_parameters`` (a ``HuntCrossleyForce::ContactParametersSet``)
+    as a list of dicts."""
+    out = []
+    for pe in _objects(elem):
+        if not pe.tag.endswith("ContactParameters"):
+            continue
+        d = {"geometry": (_text(pe, "geometry", "") or "").split()}
+        for t in _CONTACT_NUMBERS:
+            d[t] = ctx.num(pe, t, 1.0 if t == "stiffness" else 0.0)
+        out.append(d)
+    return out
+
+
 def _write_prop(parent, tag, kind, v):
     if kind == "float":
         _sub(parent, tag, repr(float(v)))
@@ -1168,6 +1191,9 @@ def _typed_reader(cls, handled=()):
     like them (OpenSim property names), the other children (except ``handled``, which the
     caller reads) kept as ``unmodelled_xml``."""
     by_tag = {tag: (attr, kind) for attr, tag, kind in _xml_fields(cls)}
+    # 3.x property names holding a body name where 4.x has a socket path
+    v3_body = {f.metadata["xml_3x_body"]: f.name for f in dataclasses.fields(cls)
+               if "xml_3x_body" in f.metadata}
 
     def read(elem, ctx):
         obj = cls(name=elem.get("name", ""))
@@ -1176,6 +1202,9 @@ def _typed_reader(cls, handled=()):
             if not isinstance(c.tag, str):
                 continue
             hit = by_tag.get(c.tag)
+            if hit is None and c.tag in v3_body and (c.text or "").strip():
+                setattr(obj, v3_body[c.tag], body_path(c.text.strip()))
+                continue
             if hit is not None:
                 if hit[1] == "curve" or c.text is not None and c.text.strip() or len(c):
                     setattr(obj, hit[0], _read_prop(c, hit[1], ctx))

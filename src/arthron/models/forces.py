@@ -199,7 +199,10 @@ class Force(metaclass=_ForceMeta):
 @dataclass(eq=False)
 class UnmodelledForce(Force):
     """A force class arthron does not model (contact, bushings, plugins ...): ``raw`` is its file
-    element (written back verbatim by ``arthron.io``), ``extra`` scalar properties known."""
+    element (written back verbatim by ``arthron.io``), ``extra`` scalar properties known (for a
+    ``HuntCrossleyForce`` also ``contact_parameters``: a list of dicts ``geometry`` (names),
+    ``stiffness``, ``dissipation``, ``static_friction``, ``dynamic_friction``,
+    ``viscous_friction``, and ``transition_velocity``, which inverse dynamics applies)."""
 
     raw: Any = field(default=None, repr=False)
     extra: dict = field(default_factory=dict)
@@ -372,12 +375,15 @@ class PointToPointSpring(Force):
     ``stiffness (d − rest_length)`` (N/m, m) along the line between ``point1`` fixed on ``body1``
     and ``point2`` on ``body2`` (points in their body frames, m; d their distance), pulling the
     points together when stretched and apart when compressed. ``body1``/``body2`` are the
-    4.x sockets (``/bodyset/<name>`` or ``/ground``)."""
+    4.x sockets (``/bodyset/<name>`` or ``/ground``; the 3.x ``<body1>`` body names are read
+    as those paths)."""
 
     type: str = "PointToPointSpring"
     opensim_type: ClassVar[str] = "PointToPointSpring"
-    body1: str | None = field(default=None, metadata={"kind": "str", "xml": "socket_body1"})
-    body2: str | None = field(default=None, metadata={"kind": "str", "xml": "socket_body2"})
+    body1: str | None = field(default=None, metadata={"kind": "str", "xml": "socket_body1",
+                                                      "xml_3x_body": "body1"})
+    body2: str | None = field(default=None, metadata={"kind": "str", "xml": "socket_body2",
+                                                      "xml_3x_body": "body2"})
     point1: np.ndarray = _vec([0.0, 0.0, 0.0])
     point2: np.ndarray = _vec([0.0, 0.0, 0.0])
     stiffness: float = _num(1.0)

@@ -20,6 +20,10 @@ evaluates, vectorized over frames:
   Hunt–Crossley dissipation and Stribeck friction between a ContactSphere and a
   ContactHalfSpace, applied at the contact point midway through the indentation
   (Simbody ``SmoothSphereHalfSpaceForceImpl::calcForce``);
+* ``HuntCrossleyForce`` between a ContactHalfSpace and a ContactSphere (Simbody
+  ``HuntCrossleyForceImpl::calcForce`` with its half-space/sphere contact: Hertz force
+  ``4/3 k δ sqrt(R k δ)``, dissipation ``(1 + 3/2 c v_n)``, Stribeck friction); other geometry
+  pairs are refused by name;
 * ``ExpressionBasedCoordinateForce``: ``expression(q, qdot)`` on its coordinate, and
   ``ExpressionBasedPointToPointForce``: ``expression(d, ddot)`` along the line between its two
   points (OpenSim's Lepton grammar, :func:`arthron.models.functions.lepton_expression`);
@@ -51,10 +55,10 @@ PASSIVE_COORDINATE_FORCES = ("SpringGeneralizedForce", "CoordinateLimitForce")
 LIGAMENT_TYPES = ("Blankevoort1991Ligament", "Ligament")
 PATH_TENSION_TYPES = LIGAMENT_TYPES + ("PathSpring",)
 POINT_FORCE_TYPES = ("PointToPointSpring", "ExpressionBasedPointToPointForce")
-CONTACT_FORCE_TYPES = ("SmoothSphereHalfSpaceForce",)
+CONTACT_FORCE_TYPES = ("SmoothSphereHalfSpaceForce", "HuntCrossleyForce")
 #: OpenSim force classes arthron does not evaluate: refused by name unless excluded.
 REFUSED_FORCES = ("BushingForce", "ExpressionBasedBushingForce",
-                  "HuntCrossleyForce", "ElasticFoundationForce",
+                  "ElasticFoundationForce",
                   "ClutchedPathSpring", "FunctionBasedBushingForce",
                   "CoupledBushingForce", "PrescribedForce")
 ZERO_WITHOUT_CONTROLS = ("CoordinateActuator", "PathActuator", "PointActuator", "TorqueActuator",
@@ -201,6 +205,9 @@ def _contact_loads(model, tree, q, qd, forces):
 
     loads = []
     for f in forces:
+        if f.type == "HuntCrossleyForce":
+            loads += _hunt_crossley_loads(model, f, geometry)
+            continue
         gs, bs, Rs, os_, ws, vs, _, ps = geometry(f, f.sphere, "ContactSphere")
         _, bh, Rh, oh, wh, vh, RGh, ph = geometry(f, f.half_space, "ContactHalfSpace")
         r = float(gs.radius)
@@ -228,6 +235,76 @@ def _contact_loads(model, tree, q, qd, forces):
         for body, F in ((bs, -force), (bh, force)):
             if body is not None:
                 loads.append(ExternalLoad(body=body, force=F, point=P.copy(), name=f.name))
+    return loads
+
+
+def _hunt_crossley_loads(model, f, geometry):
+    """Point forces of one HuntCrossleyForce: every half-space/sphere pair on different bodies
+    among its geometries (Simbody: Hertz force with the combined parameters of the two
+    surfaces, applied at the middle of the indentation; no force when separated)."""
+    from ..errors import UnsupportedFeature
+    from .inverse_dynamics import ExternalLoad
+    params = {}
+    for p in f.extra.get("contact_parameters", []):
+        for g in p["geometry"]:
+            params[g] = p
+    names = list(params)
+    kinds = {}
+    for n in names:
+        g = model.contact_geometry.get(n)
+        kinds[n] = g.kind if g is not None else None
+    loads = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            pair = {kinds[a], kinds[b]}
+            if pair != {"ContactHalfSpace", "ContactSphere"}:
+                if pair == {"ContactHalfSpace"}:
+                    continue                      # Simbody has no half-space pair
+                raise UnsupportedFeature(f"HuntCrossleyForce '{f.name}': contact between "
+                                         f"{kinds[a] or a} '{a}' and {kinds[b] or b} '{b}' is not "
+                                         "evaluated by arthron (half-space/sphere only)",
+                                         model.source)
+            h, s_ = (a, b) if kinds[a] == "ContactHalfSpace" else (b, a)
+            gh, bh, Rh, oh, wh, vh, RGh, ph = geometry(f, h, "ContactHalfSpace")
+            gs, bs, Rs, os_, ws, vs, _, ps = geometry(f, s_, "ContactSphere")
+            if bh == bs:
+                continue
+            p1, p2 = params[h], params[s_]
+            # Simbody stores each surface's stiffness to the power 2/3
+            k1, k2 = float(p1["stiffness"]) ** (2.0 / 3.0), float(p2["stiffness"]) ** (2.0 / 3.0)
+            s1 = k2 / (k1 + k2)
+            r = float(gs.radius)
+            C = os_ + Rs @ ps
+            xh = Rh @ RGh[:, 0]                       # into the half-space's solid
+            normal = -xh                              # from the half-space towards the sphere
+            Oh = oh + Rh @ ph
+            depth = r + np.einsum("ti,ti->t", C - Oh, xh)
+            # contact point: midway in the overlap, shifted by the relative stiffness
+            P = C - (r - 0.5 * depth)[:, None] * normal + (depth * (0.5 - s1))[:, None] * normal
+            k = k1 * s1
+            c = float(p1["dissipation"]) * s1 + float(p2["dissipation"]) * (1 - s1)
+            d = np.maximum(depth, 0.0)
+            fH = (4.0 / 3.0) * k * d * np.sqrt(r * k * d)
+            v = (vh + np.cross(wh, P - oh)) - (vs + np.cross(ws, P - os_))   # body1 - body2
+            vn = np.einsum("ti,ti->t", v, normal)
+            vt = v - vn[:, None] * normal
+            # no pull: a separating contact applies no force (nor friction), as in OpenSim 4.6
+            fn = np.maximum(fH * (1.0 + 1.5 * c * vn), 0.0)
+            force = fn[:, None] * normal
+
+            def comb(key):
+                x, y = float(p1[key]), float(p2[key])
+                return 2 * x * y / (x + y) if (x != 0 or y != 0) else 0.0
+            us, ud, uv = comb("static_friction"), comb("dynamic_friction"), comb("viscous_friction")
+            vslip = np.linalg.norm(vt, axis=1)
+            vrel = vslip / float(f.extra.get("transition_velocity", 0.01))
+            ff = fn * (np.minimum(vrel, 1.0) * (ud + 2 * (us - ud) / (1 + vrel ** 2)) + uv * vslip)
+            force = force + np.divide(ff, vslip, out=np.zeros_like(ff), where=vslip != 0)[:, None] * vt
+            on = depth > 0
+            force = np.where(on[:, None], force, 0.0)
+            for body, F in ((bh, -force), (bs, force)):
+                if body is not None:
+                    loads.append(ExternalLoad(body=body, force=F, point=P.copy(), name=f.name))
     return loads
 
 
