@@ -112,9 +112,12 @@ def _model_target(p):
     from arthron.multibody.constraints import compile_constraints
     from arthron.multibody.path_compile import compile_paths
     from arthron.multibody.tree import compile_model
+    from arthron.multibody.forces import applied_generalized_forces
     m = read_osim(p)
     tree = compile_model(m)
     compile_paths(m, tree)
+    q = tree.default_q[None]
+    applied_generalized_forces(m, tree, q, 0.1 + 0 * q, exclude=("Muscles", "BushingForce"))
     compile_constraints(m, tree)
 
 
@@ -180,6 +183,8 @@ TARGETS = {t.name: t for t in (
     Target("osim4", M / "Models" / "Arm26" / "arm26.osim", _model_target, True),
     Target("osim3", DATA / "opensim-models-legacy" / "gait10dof18musc_v30000.osim", _model_target, True),
     Target("osim2", DATA / "opensim-models-legacy" / "arm26_v20303.osim", _model_target, True),
+    Target("osim_contact", DATA / "opensim-models-legacy" / "bouncing_block_v20303.osim",
+           _model_target, True),
     Target("sto", PIPE / "subject01_walk1_ik.mot", _sto_target, False),
     Target("grf", PIPE / "subject01_walk1_grf.mot", _sto_target, False),
     Target("trc", PIPE / "subject01_walk1.trc", _trc_target, False),
