@@ -79,14 +79,43 @@ def test_path_spring_and_point_to_point_spring_in_id_like_opensim(tmp_path):
 
 @needs_data
 def test_unsupported_opensim_forces_are_refused_by_name(tmp_path):
-    xml = """<BushingForce name="bush"><socket_frame1>/ground</socket_frame1>
-      <socket_frame2>/bodyset/rod</socket_frame2><rotational_stiffness>1 1 1</rotational_stiffness>
-      </BushingForce>"""
+    xml = """<ExpressionBasedBushingForce name="bush"><socket_frame1>/ground</socket_frame1>
+      <socket_frame2>/bodyset/rod</socket_frame2></ExpressionBasedBushingForce>"""
     model = read_osim(_model_with(tmp_path, xml))
     mot = read_sto(_random_motion(tmp_path))
-    with pytest.raises(UnsupportedFeature, match="BushingForce 'bush'.*exclude"):
+    with pytest.raises(UnsupportedFeature, match="ExpressionBasedBushingForce 'bush'.*exclude"):
         run_inverse_dynamics(model, mot)
     run_inverse_dynamics(model, mot, forces_to_exclude=("Muscles", "bush"))   # excluded: runs
+
+
+TILT = """<components><PhysicalOffsetFrame name="tilt"><socket_parent>/bodyset/rod</socket_parent>
+  <translation>0.1 -0.3 0.05</translation><orientation>0.4 -0.3 0.7</orientation>
+  </PhysicalOffsetFrame></components>"""
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("frame2", ["/bodyset/rod", "/tilt"])
+def test_bushing_force_in_id_like_opensim(tmp_path, frame2):
+    """A BushingForce between ground and the rod, or a tilted, shifted frame on it (all three
+    deflection angles non-zero), all six stiffnesses and dampings different: OpenSim 4.6's ID
+    on random states equals arthron's."""
+    import oracle
+    xml = f"""<BushingForce name="bush"><socket_frame1>/ground</socket_frame1>
+      <socket_frame2>{frame2}</socket_frame2>
+      <rotational_stiffness>3 5 7</rotational_stiffness>
+      <translational_stiffness>40 60 80</translational_stiffness>
+      <rotational_damping>0.3 0.2 0.4</rotational_damping>
+      <translational_damping>2 3 4</translational_damping></BushingForce>"""
+    p = _model_with(tmp_path, xml)
+    if frame2 == "/tilt":
+        p.write_text(p.read_text().replace("</Model>", TILT + "</Model>", 1))
+    mot = _random_motion(tmp_path, seed=13)
+    labels, t, ref = oracle.run_id_tool(p, mot, tmp_path, (0.05, 0.95))
+    res = run_inverse_dynamics(read_osim(p), read_sto(mot), time_range=(0.05, 0.95))
+    np.testing.assert_allclose(res.column(labels[0]), ref[:, 0], atol=1e-6, rtol=1e-8)
+    bare = run_inverse_dynamics(read_osim(PENDULUM), read_sto(mot), time_range=(0.05, 0.95))
+    assert np.abs(bare.column(labels[0]) - ref[:, 0]).max() > 1.0
 
 
 @needs_data

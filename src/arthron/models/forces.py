@@ -42,7 +42,7 @@ __all__ = [
     "Thelen2003Muscle_Deprecated", "Ligament", "Blankevoort1991Ligament", "PathActuator",
     "PathSpring", "ClutchedPathSpring", "McKibbenActuator", "SpringGeneralizedForce", "PointToPointSpring",
     "ExpressionBasedCoordinateForce", "ExpressionBasedPointToPointForce",
-    "SmoothSphereHalfSpaceForce",
+    "SmoothSphereHalfSpaceForce", "BushingForce",
     "CoordinateLimitForce", "CoordinateActuator", "PointActuator", "TorqueActuator",
 ]
 
@@ -403,6 +403,25 @@ class SpringGeneralizedForce(Force):
     stiffness: float = _num(0.0)
     rest_length: float = _num(0.0)
     viscosity: float = _num(0.0)
+
+
+@register_force
+@dataclass(eq=False)
+class BushingForce(Force):
+    """OpenSim ``BushingForce``: linear rotational and translational springs and dampers on the
+    deflection of ``frame2`` relative to ``frame1`` (socket paths): body-fixed X-Y-Z angles
+    (rad) and the translation in frame1 (m); stiffness N·m/rad and N/m, damping N·m·s/rad and
+    N·s/m (OpenSim ``BushingForce::computeForce`` with ``TwoFrameLinker``'s mapping to forces
+    on the two frames)."""
+
+    type: str = "BushingForce"
+    opensim_type: ClassVar[str] = "BushingForce"
+    frame1: str | None = field(default=None, metadata={"kind": "str", "xml": "socket_frame1"})
+    frame2: str | None = field(default=None, metadata={"kind": "str", "xml": "socket_frame2"})
+    rotational_stiffness: np.ndarray = _vec([0.0, 0.0, 0.0])
+    translational_stiffness: np.ndarray = _vec([0.0, 0.0, 0.0])
+    rotational_damping: np.ndarray = _vec([0.0, 0.0, 0.0])
+    translational_damping: np.ndarray = _vec([0.0, 0.0, 0.0])
 
 
 @register_force

@@ -24,6 +24,10 @@ evaluates, vectorized over frames:
   ``HuntCrossleyForceImpl::calcForce`` with its half-space/sphere contact: Hertz force
   ``4/3 k δ sqrt(R k δ)``, dissipation ``(1 + 3/2 c v_n)``, Stribeck friction); other geometry
   pairs are refused by name;
+* ``BushingForce`` on frames of the model: ``f = −K dq − D dq̇`` on the deflection dq
+  (body-fixed X-Y-Z angles and translation of frame2 in frame1), mapped to a force and moment on
+  each frame as OpenSim's ``TwoFrameLinker`` does (bushings on offset frames they own are
+  refused by name);
 * ``ExpressionBasedCoordinateForce``: ``expression(q, qdot)`` on its coordinate, and
   ``ExpressionBasedPointToPointForce``: ``expression(d, ddot)`` along the line between its two
   points (OpenSim's Lepton grammar, :func:`arthron.models.functions.lepton_expression`);
@@ -55,9 +59,9 @@ PASSIVE_COORDINATE_FORCES = ("SpringGeneralizedForce", "CoordinateLimitForce")
 LIGAMENT_TYPES = ("Blankevoort1991Ligament", "Ligament")
 PATH_TENSION_TYPES = LIGAMENT_TYPES + ("PathSpring",)
 POINT_FORCE_TYPES = ("PointToPointSpring", "ExpressionBasedPointToPointForce")
-CONTACT_FORCE_TYPES = ("SmoothSphereHalfSpaceForce", "HuntCrossleyForce")
+CONTACT_FORCE_TYPES = ("SmoothSphereHalfSpaceForce", "HuntCrossleyForce", "BushingForce")
 #: OpenSim force classes arthron does not evaluate: refused by name unless excluded.
-REFUSED_FORCES = ("BushingForce", "ExpressionBasedBushingForce",
+REFUSED_FORCES = ("ExpressionBasedBushingForce",
                   "ElasticFoundationForce",
                   "ClutchedPathSpring", "FunctionBasedBushingForce",
                   "CoupledBushingForce", "PrescribedForce")
@@ -208,6 +212,9 @@ def _contact_loads(model, tree, q, qd, forces):
         if f.type == "HuntCrossleyForce":
             loads += _hunt_crossley_loads(model, f, geometry)
             continue
+        if f.type == "BushingForce":
+            loads += _bushing_loads(model, tree, kin, f)
+            continue
         gs, bs, Rs, os_, ws, vs, _, ps = geometry(f, f.sphere, "ContactSphere")
         _, bh, Rh, oh, wh, vh, RGh, ph = geometry(f, f.half_space, "ContactHalfSpace")
         r = float(gs.radius)
@@ -235,6 +242,71 @@ def _contact_loads(model, tree, q, qd, forces):
         for body, F in ((bs, -force), (bh, force)):
             if body is not None:
                 loads.append(ExternalLoad(body=body, force=F, point=P.copy(), name=f.name))
+    return loads
+
+
+def _bushing_loads(model, tree, kin, f):
+    """Forces and moments of a BushingForce on its two frames (OpenSim BushingForce /
+    TwoFrameLinker), vectorized over frames."""
+    from ..errors import ModelFileError, UnsupportedFeature
+    from ..models.model import GROUND
+    from .inverse_dynamics import ExternalLoad
+    T = kin.body_R(tree).shape[0]
+
+    def frame(ref):
+        try:
+            base, X = model.frame_in_base(ref if (ref or "").startswith("/") else f"/{ref}")
+        except ModelFileError:
+            raise UnsupportedFeature(f"BushingForce '{f.name}': frame '{ref}' is not a frame of "
+                                     "the model (bushings on offset frames they own are not "
+                                     "applied by arthron)", model.source) from None
+        if base == GROUND:
+            z = np.zeros((T, 3))
+            return None, np.broadcast_to(np.eye(3), (T, 3, 3)), z, z, z, X
+        b = tree.body_names.index(base.split("/")[-1])
+        n = tree.body_node[b]
+        return (base.split("/")[-1], kin.body_R(tree)[:, b], kin.body_origin(tree)[:, b],
+                kin.node("w", n), kin.node("v", n), X)
+
+    b1, RB1, oB1, w1, v1, X1 = frame(f.frame1)
+    b2, RB2, oB2, w2, v2, X2 = frame(f.frame2)
+    R1, R2 = RB1 @ X1.R, RB2 @ X2.R                      # R_GF, R_GM
+    r1, r2 = RB1 @ X1.p, RB2 @ X2.p                      # body origin -> frame origin, ground
+    p1, p2 = oB1 + r1, oB2 + r2
+    R1T = np.swapaxes(R1, -1, -2)
+    R_FM = R1T @ R2
+    p_FM = np.einsum("tij,tj->ti", R1T, p2 - p1)
+    b = np.arcsin(np.clip(R_FM[:, 0, 2], -1.0, 1.0))
+    a = np.arctan2(-R_FM[:, 1, 2], R_FM[:, 2, 2])
+    c = np.arctan2(-R_FM[:, 0, 1], R_FM[:, 0, 0])
+    # relative velocity of M in F, derivative taken in F
+    VF = v1 + np.cross(w1, r1)
+    VM = v2 + np.cross(w2, r2)
+    p_FM_G = p2 - p1
+    w_FM = np.einsum("tij,tj->ti", R1T, w2 - w1)
+    v_FM = np.einsum("tij,tj->ti", R1T, VM - VF - np.cross(w1, p_FM_G))
+    w_FM_M = np.einsum("tji,tj->ti", R_FM, w_FM)
+    # w_M = B(q) q̇ for body-fixed X-Y-Z angles; N = B⁻¹ (Simbody calcNForBodyXYZInBodyFrame)
+    cb, sb, cc, sc = np.cos(b), np.sin(b), np.cos(c), np.sin(c)
+    B = np.zeros((T, 3, 3))
+    B[:, 0, 0], B[:, 0, 1] = cb * cc, sc
+    B[:, 1, 0], B[:, 1, 1] = -cb * sc, cc
+    B[:, 2, 0], B[:, 2, 2] = sb, 1.0
+    N = np.linalg.inv(B)
+    dq_rot = np.stack([a, b, c], 1)
+    dqdot_rot = np.einsum("tij,tj->ti", N, w_FM_M)
+    f_rot = -np.asarray(f.rotational_stiffness, float) * dq_rot \
+        - np.asarray(f.rotational_damping, float) * dqdot_rot
+    f_tr = -np.asarray(f.translational_stiffness, float) * p_FM \
+        - np.asarray(f.translational_damping, float) * v_FM
+    m2 = np.einsum("tij,tj->ti", R2, np.einsum("tji,tj->ti", N, f_rot))   # moment on frame2, G
+    fM = np.einsum("tij,tj->ti", R1, f_tr)                                 # force on frame2, G
+    loads = []
+    if b2 is not None:
+        loads.append(ExternalLoad(body=b2, force=fM, point=p2, torque=m2, name=f.name))
+    if b1 is not None:
+        loads.append(ExternalLoad(body=b1, force=-fM, point=p1,
+                                  torque=-(m2 + np.cross(p_FM_G, fM)), name=f.name))
     return loads
 
 
