@@ -254,6 +254,10 @@ def _bushing_loads(model, tree, kin, f):
     T = kin.body_R(tree).shape[0]
 
     def frame(ref):
+        if not ref:
+            raise UnsupportedFeature(f"BushingForce '{f.name}' names no socket_frame1/2 (the 3.x "
+                                     "body_1/location_body_1 form is not applied by arthron)",
+                                     model.source)
         try:
             base, X = model.frame_in_base(ref if (ref or "").startswith("/") else f"/{ref}")
         except ModelFileError:
