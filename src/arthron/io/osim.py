@@ -611,7 +611,8 @@ def _read_force(fe, all_frames, model, ctx, v4=True):
                     extra[t] = float(v)
                 except ValueError:
                     pass
-        if fe.tag == "HuntCrossleyForce":   # its parameters, for the dynamics (kept verbatim)
+        if fe.tag in ("HuntCrossleyForce", "ElasticFoundationForce"):
+            # their parameters, for the dynamics (the element is kept verbatim)
             ps = [c for c in fe if isinstance(c.tag, str) and c.tag.endswith("ContactParametersSet")]
             extra["contact_parameters"] = _read_contact_parameters(ps[0], ctx) if ps else []
             extra["transition_velocity"] = ctx.num(fe, "transition_velocity", 0.01)

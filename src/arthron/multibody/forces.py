@@ -24,6 +24,9 @@ evaluates, vectorized over frames:
   ``HuntCrossleyForceImpl::calcForce`` with its half-space/sphere contact: Hertz force
   ``4/3 k δ sqrt(R k δ)``, dissipation ``(1 + 3/2 c v_n)``, Stribeck friction); other geometry
   pairs are refused by name;
+* ``ElasticFoundationForce`` between ContactSpheres and ContactHalfSpaces: no force, as in
+  OpenSim 4.6 (Simbody's elastic foundation acts on triangle meshes only); on meshes it is
+  refused by name;
 * ``BushingForce`` on frames of the model: ``f = −K dq − D dq̇`` on the deflection dq
   (body-fixed X-Y-Z angles and translation of frame2 in frame1), mapped to a force and moment on
   each frame as OpenSim's ``TwoFrameLinker`` does (bushings on offset frames they own are
@@ -35,8 +38,9 @@ evaluates, vectorized over frames:
   only from controls or activations, which inverse dynamics does not have: CoordinateActuator
   and PathActuator give zero (control 0), muscles are reported as not applied.
 
-OpenSim's own force classes that need what arthron does not evaluate (``BushingForce``, contact
-forces between contact geometry, expression-based forces: :data:`REFUSED_FORCES`) make
+OpenSim's own force classes that need what arthron does not evaluate (expression-based and
+coupled bushings, clutched springs, prescribed forces: :data:`REFUSED_FORCES`; bushings on
+frames they own; contact on meshes or between spheres) make
 :func:`passive_forces` raise :class:`~arthron.errors.UnsupportedFeature` naming them, unless they
 are excluded (``forces_to_exclude``), since leaving them out would change the result silently.
 Other classes (plugins such as ``Smith2018ArticularContactForce``, which OpenSim itself only
@@ -61,9 +65,7 @@ PATH_TENSION_TYPES = LIGAMENT_TYPES + ("PathSpring",)
 POINT_FORCE_TYPES = ("PointToPointSpring", "ExpressionBasedPointToPointForce")
 CONTACT_FORCE_TYPES = ("SmoothSphereHalfSpaceForce", "HuntCrossleyForce", "BushingForce")
 #: OpenSim force classes arthron does not evaluate: refused by name unless excluded.
-REFUSED_FORCES = ("ExpressionBasedBushingForce",
-                  "ElasticFoundationForce",
-                  "ClutchedPathSpring", "FunctionBasedBushingForce",
+REFUSED_FORCES = ("ExpressionBasedBushingForce", "ClutchedPathSpring", "FunctionBasedBushingForce",
                   "CoupledBushingForce", "PrescribedForce")
 ZERO_WITHOUT_CONTROLS = ("CoordinateActuator", "PathActuator", "PointActuator", "TorqueActuator",
                          "ActivationCoordinateActuator", "McKibbenActuator")
@@ -154,6 +156,13 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
             points.append(f)
         elif f.type in CONTACT_FORCE_TYPES:
             contacts.append(f)
+        elif f.type == "ElasticFoundationForce":
+            # Simbody's elastic foundation acts on triangle meshes only: between spheres and
+            # half-spaces OpenSim 4.6 applies no force (checked in tests/test_forces_applied.py)
+            names = [g for p_ in f.extra.get("contact_parameters", []) for g in p_["geometry"]]
+            other = [g for g in names if g not in model.contact_geometry]
+            if other:
+                refused.append(f"ElasticFoundationForce '{f.name}' (on {', '.join(other)})")
         elif f.type in ZERO_WITHOUT_CONTROLS:
             continue
         elif f.type in REFUSED_FORCES:
