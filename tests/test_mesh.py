@@ -128,3 +128,65 @@ def test_model_meshes_resolve_beside_the_model_and_missing_ones_warn():
     tibia = next(p for p in meshes.values() if p is not None and p.name == "lenhart2015-R-tibia-bone.stl")
     V, F = load_mesh(tibia)
     assert V.shape[1] == 3 and F.shape[1] == 3 and len(F) > 1000
+
+
+# ----------------------------------------------------------------------------- malformed VTP (issue 11, finding 12)
+_TRI_VTP = DATA / "opensim-models" / "Geometry" / "pisiform_lvs.vtp"
+
+
+def _vtp_with(tmp_path, old, new, src=_TRI_VTP, count=1):
+    text = src.read_text()
+    assert old in text, old
+    p = tmp_path / src.name
+    p.write_text(text.replace(old, new, count))
+    return p
+
+
+@needs_data
+@pytest.mark.parametrize("old,new,match", [
+    # each of these killed or froze the process inside VTK before
+    ("0 1 2 \n", "0 1 99999 \n", "connectivity has indices outside"),
+    ('NumberOfLines="0"', 'NumberOfLines="99999999999"', "NumberOfLines"),
+    ('NumberOfComponents="3"', 'NumberOfComponents="99999999999"', "NumberOfComponents"),
+    ("0 1 2 \n", "0 -1 2 \n", "connectivity has indices outside"),
+    ("3 6 9 12", "3 6 4 12", "offsets are not increasing"),
+    ('NumberOfPoints="34"', 'NumberOfPoints="35"', "Points DataArray holds 102 values, expected 105"),
+    ("0.010497 -0.016841  0.020255", "0.010497 nan  0.020255", "non-finite vertex"),
+    ('NumberOfPolys="64"', 'NumberOfPolys="65"', "offsets DataArray holds 64 values"),
+    ("<Points>", "<Pts>", "malformed XML"),
+])
+def test_malformed_vtp_is_a_typed_error_before_vtk(tmp_path, old, new, match):
+    p = _vtp_with(tmp_path, old, new)
+    with pytest.raises(DataFileError, match=match) as ei:
+        load_mesh(p)
+    assert str(p) in str(ei.value) and "line" in str(ei.value)
+
+
+@needs_data
+def test_vtp_read_without_vtk_equals_vtk():
+    """Triangle VTPs are parsed here; the result equals pyvista/VTK's (vertices at the declared
+    Float32 precision, faces in file order)."""
+    import pyvista as pv
+    for f in (_TRI_VTP, VTP):
+        m = load_mesh(f)
+        poly = pv.read(str(f)).triangulate()
+        np.testing.assert_array_equal(m.vertices, np.asarray(poly.points, float))
+        np.testing.assert_array_equal(m.faces, np.asarray(poly.faces).reshape(-1, 4)[:, 1:])
+
+
+def test_load_mesh_refuses_bad_meshes(tmp_path):
+    """Meshes from any reader are checked: (V, 3) finite vertices, (F, 3) faces indexing them."""
+    from arthron.io.mesh import Mesh, _checked
+    V = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0.0]])
+    F = np.array([[0, 1, 2]])
+    _checked(Mesh(V, F), "x")
+    for bad, match in ((Mesh(V[:, :1], F), "shape"), (Mesh(V, np.array([[0, 1, 3]])), "outside"),
+                       (Mesh(V, np.array([[0, -1, 2]])), "outside"),
+                       (Mesh(np.where(V == 1, np.inf, V), F), "non-finite"),
+                       (Mesh(V, F[:, :2]), "shape")):
+        with pytest.raises(DataFileError, match=match):
+            _checked(bad, "x")
+    obj = tmp_path / "bad.obj"
+    obj.write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 7\n")
+    with pytest.raises(DataFileError):
+        load_mesh(obj)

@@ -60,3 +60,22 @@ class OptionError(SolverError, ValueError):
 
 class ArthronWarning(UserWarning):
     """Non-fatal problems in the input (a missing mesh file, a component kept verbatim)."""
+
+
+class attach_source:
+    """Context manager: an :class:`ArthronError` raised inside that names no file gets
+    ``path`` (the input whose values caused it), so that solver errors reach the user naming
+    the file, e.g. ``with attach_source(trial.source): solve(...)``."""
+
+    def __init__(self, path, where: str | None = None):
+        self.path, self.where = path, where
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, exc, tb):
+        if exc is None or not isinstance(exc, ArthronError) or exc.path is not None or self.path is None:
+            return False
+        new = type(exc).__new__(type(exc))
+        ArthronError.__init__(new, exc.message, self.path, exc.where or self.where)
+        raise new.with_traceback(tb) from None

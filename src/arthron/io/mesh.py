@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ArthronWarning, DataFileError, ModelFileError
+from ..errors import ArthronWarning, DataFileError, ModelFileError, UnsupportedFeature
 
 __all__ = ["Mesh", "load_mesh", "resolve_mesh_file", "read_stl"]
 
@@ -87,7 +87,165 @@ def read_stl(path) -> Mesh:
     return _weld(np.array(verts, dtype=float).reshape(-1, 3, 3), path)
 
 
+_VTK_TYPES = {"Float32": "<f4", "Float64": "<f8", "Int8": "<i1", "UInt8": "<u1", "Int16": "<i2",
+              "UInt16": "<u2", "Int32": "<i4", "UInt32": "<u4", "Int64": "<i8", "UInt64": "<u8"}
+_MAX_ITEMS = 50_000_000  # a mesh larger than this is refused before anything is allocated
+
+
+def _vtp_count(elem, key, path, limit=_MAX_ITEMS) -> int:
+    v = (elem.get(key) or "0").strip()
+    if not v.isdigit() or int(v) > limit:
+        raise DataFileError(f"{key}={v!r} is not a count (a non-negative integer up to {limit})",
+                            path, f"line {elem.sourceline}")
+    return int(v)
+
+
+def _vtp_array(da, path, n_items, comps, kind):
+    """The values of a ``<DataArray>`` (ascii, or inline binary: base64 with a UInt32/UInt64
+    header, optionally zlib-compressed), checked against the expected count before use."""
+    import base64
+    import zlib
+    where = f"line {da.sourceline}"
+    typ = da.get("type", "")
+    if typ not in _VTK_TYPES:
+        raise DataFileError(f"DataArray type {typ!r} is not a VTK numeric type", path, where)
+    nc = _vtp_count(da, "NumberOfComponents", path, 16) if da.get("NumberOfComponents") else 1
+    if nc != comps:
+        raise DataFileError(f"{kind} DataArray has NumberOfComponents={nc}, expected {comps}",
+                            path, where)
+    fmt = (da.get("format") or "ascii").strip()
+    text = da.text or ""
+    if fmt == "ascii":
+        try:
+            vals = np.array(text.split(), dtype=float)
+            if typ.startswith("Float"):  # stored at the declared precision, as VTK does
+                with np.errstate(over="ignore"):
+                    vals = vals.astype(_VTK_TYPES[typ]).astype(float)
+        except ValueError:
+            raise DataFileError(f"{kind} DataArray holds non-numeric text", path, where) from None
+    elif fmt == "binary":
+        root = da.getroottree().getroot()
+        head = _VTK_TYPES.get(root.get("header_type", "UInt32"), "<u4")
+        if head not in ("<u4", "<u8"):
+            raise DataFileError(f"header_type {root.get('header_type')!r} is not UInt32/UInt64", path)
+        hs = np.dtype(head).itemsize
+        if root.get("byte_order", "LittleEndian") != "LittleEndian":
+            raise UnsupportedFeature("big-endian binary VTP", path, where)
+        try:
+            raw = base64.b64decode("".join(text.split()), validate=True)
+            if root.get("compressor"):
+                nb = int(np.frombuffer(raw[:hs], head)[0])
+                hdr = np.frombuffer(raw[:hs * (3 + nb)], head).astype(np.int64)
+                if nb > _MAX_ITEMS or hdr.size != 3 + nb:
+                    raise ValueError("bad compression header")
+                # the blocks are base64 of the header then of the data in the same string
+                body = raw[hs * (3 + nb):]
+                out, off = [], 0
+                for csize in hdr[3:]:
+                    out.append(zlib.decompress(body[off:off + int(csize)]))
+                    off += int(csize)
+                data = b"".join(out)
+            else:
+                nbytes = int(np.frombuffer(raw[:hs], head)[0])
+                data = raw[hs:hs + nbytes]
+            vals = np.frombuffer(data, _VTK_TYPES[typ]).astype(float)
+        except (ValueError, zlib.error, TypeError) as e:
+            raise DataFileError(f"{kind} DataArray: malformed binary data ({e})", path, where) from None
+    else:
+        raise UnsupportedFeature(f"VTP DataArray format {fmt!r} (arthron reads ascii and inline "
+                                 "binary)", path, where)
+    if vals.size != n_items * comps:
+        raise DataFileError(f"{kind} DataArray holds {vals.size} values, expected "
+                            f"{n_items * comps}", path, where)
+    return vals
+
+
+def _vtp_cells(sec, path, n_cells, n_points, kind):
+    """(connectivity, offsets) of a cell section (``<Polys>``, ``<Strips>``) as int arrays,
+    with every index checked to be in range."""
+    arrays = {da.get("Name"): da for da in sec.findall("DataArray")}
+    if "connectivity" not in arrays or "offsets" not in arrays:
+        raise DataFileError(f"<{kind}> needs 'connectivity' and 'offsets' DataArrays", path,
+                            f"line {sec.sourceline}")
+    off = _vtp_array(arrays["offsets"], path, n_cells, 1, f"{kind} offsets")
+    if off.size and (np.any(off != np.round(off)) or np.any(np.diff(np.r_[0, off]) < 1)
+                     or off[-1] > _MAX_ITEMS):
+        raise DataFileError(f"<{kind}> offsets are not increasing cell ends", path,
+                            f"line {arrays['offsets'].sourceline}")
+    n_conn = int(off[-1]) if off.size else 0
+    conn = _vtp_array(arrays["connectivity"], path, n_conn, 1, f"{kind} connectivity")
+    if conn.size and (np.any(conn != np.round(conn)) or conn.min() < 0 or conn.max() >= n_points):
+        raise DataFileError(f"<{kind}> connectivity has indices outside 0..{n_points - 1}", path,
+                            f"line {arrays['connectivity'].sourceline}")
+    return conn.astype(np.int64), off.astype(np.int64)
+
+
+def _vtp_validate(path: Path):
+    """Parse and check a VTK XML PolyData file without VTK: structure, counts, offsets, indices,
+    sizes of every DataArray, finite points. Returns (vertices (V, 3), triangles (F, 3) or None
+    when some cell is a polygon of more than 3 points or a strip)."""
+    from .setup import parse_xml
+    root = parse_xml(path)
+    if root.tag != "VTKFile" or root.get("type") != "PolyData":
+        raise DataFileError("not a VTK PolyData file (<VTKFile type=\"PolyData\">)", path,
+                            f"line {root.sourceline}")
+    pieces = root.findall("PolyData/Piece")
+    if not pieces:
+        raise DataFileError("no <PolyData><Piece>", path)
+    V_all, F_all, base, simple = [], [], 0, True
+    for pc in pieces:
+        n_pts = _vtp_count(pc, "NumberOfPoints", path)
+        pts = pc.find("Points/DataArray")
+        if pts is None:
+            raise DataFileError("<Piece> without <Points><DataArray>", path, f"line {pc.sourceline}")
+        V = _vtp_array(pts, path, n_pts, 3, "Points").reshape(n_pts, 3)
+        if not np.all(np.isfinite(V)):
+            raise DataFileError("non-finite vertex coordinates", path, f"line {pts.sourceline}")
+        n_cells = 0
+        for key, kind in (("NumberOfVerts", "Verts"), ("NumberOfLines", "Lines"),
+                          ("NumberOfPolys", "Polys"), ("NumberOfStrips", "Strips")):
+            n = _vtp_count(pc, key, path)
+            n_cells += n
+            sec = pc.find(kind)
+            if not n:
+                continue
+            if sec is None:
+                raise DataFileError(f"{key}={n} but no <{kind}>", path, f"line {pc.sourceline}")
+            conn, off = _vtp_cells(sec, path, n, n_pts, kind)
+            if kind == "Polys":
+                sizes = np.diff(np.r_[0, off])
+                if np.any(sizes > 3):
+                    simple = False
+                tri = np.flatnonzero(sizes == 3)
+                if tri.size:
+                    F_all.append(conn[off[tri, None] - 3 + np.arange(3)] + base)
+            elif kind == "Strips":
+                simple = False
+        for sec_name, n_tuples in (("PointData", n_pts), ("CellData", n_cells)):
+            for da in pc.findall(f"{sec_name}/DataArray"):
+                nc = _vtp_count(da, "NumberOfComponents", path, 16) if da.get("NumberOfComponents") else 1
+                _vtp_array(da, path, n_tuples, nc, f"{sec_name} '{da.get('Name', '')}'")
+        V_all.append(V)
+        base += n_pts
+    for da in root.findall("PolyData/FieldData/DataArray"):
+        nc = _vtp_count(da, "NumberOfComponents", path, 16) if da.get("NumberOfComponents") else 1
+        _vtp_array(da, path, _vtp_count(da, "NumberOfTuples", path), nc, "FieldData")
+    V = np.concatenate(V_all) if V_all else np.zeros((0, 3))
+    F = np.concatenate(F_all) if F_all else np.zeros((0, 3), np.int64)
+    return V, (F if simple else None)
+
+
 def _read_vtp(path: Path) -> Mesh:
+    """A VTK XML PolyData file. It is checked here first (:func:`_vtp_validate`: structure,
+    counts, offsets, indices, finite values), so that a malformed file is a DataFileError and
+    never reaches VTK. Triangle meshes are returned from that parse; files with larger polygons
+    or strips are then triangulated by VTK (pyvista's ``triangulate``, as before), which now
+    only sees a well-formed file."""
+    V, F = _vtp_validate(path)
+    if F is not None:
+        if F.size == 0:
+            raise DataFileError("no triangles in the VTP polydata", path)
+        return _checked(Mesh(V, F, str(path)), path)
     try:
         import pyvista as pv
     except ImportError as exc:  # pragma: no cover
@@ -100,7 +258,22 @@ def _read_vtp(path: Path) -> Mesh:
     faces = np.asarray(poly.faces).reshape(-1, 4)
     if faces.size == 0 or not np.all(faces[:, 0] == 3):
         raise DataFileError("no triangles in the VTP polydata", path)
-    return Mesh(np.asarray(poly.points, dtype=float), faces[:, 1:].astype(np.int64), str(path))
+    return _checked(Mesh(np.asarray(poly.points, dtype=float), faces[:, 1:].astype(np.int64),
+                         str(path)), path)
+
+
+def _checked(mesh: Mesh, path) -> Mesh:
+    """Refuse a mesh that is not (V, 3) finite vertices and (F, 3) faces indexing them."""
+    V, F = mesh.vertices, mesh.faces
+    if V.ndim != 2 or V.shape[1] != 3 or V.shape[0] == 0:
+        raise DataFileError(f"vertices have shape {V.shape}, expected (V, 3)", path)
+    if F.ndim != 2 or F.shape[1] != 3 or F.shape[0] == 0:
+        raise DataFileError(f"faces have shape {F.shape}, expected (F, 3) triangles", path)
+    if not np.all(np.isfinite(V)):
+        raise DataFileError("non-finite vertex coordinates", path)
+    if F.min() < 0 or F.max() >= V.shape[0]:
+        raise DataFileError(f"face indices outside 0..{V.shape[0] - 1}", path)
+    return mesh
 
 
 def _read_trimesh(path: Path) -> Mesh:
@@ -114,7 +287,8 @@ def _read_trimesh(path: Path) -> Mesh:
         raise DataFileError(f"cannot read mesh: {exc}", path) from None
     if len(m.faces) == 0:
         raise DataFileError("the mesh has no faces", path)
-    return Mesh(np.asarray(m.vertices, dtype=float), np.asarray(m.faces, dtype=np.int64), str(path))
+    return _checked(Mesh(np.asarray(m.vertices, dtype=float), np.asarray(m.faces, dtype=np.int64),
+                         str(path)), path)
 
 
 def load_mesh(path) -> Mesh:
@@ -127,7 +301,7 @@ def load_mesh(path) -> Mesh:
         raise DataFileError("mesh file not found", path)
     suf = path.suffix.lower()
     if suf == ".stl":
-        return read_stl(path)
+        return _checked(read_stl(path), path)
     if suf == ".vtp":
         return _read_vtp(path)
     return _read_trimesh(path)

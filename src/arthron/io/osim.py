@@ -35,14 +35,15 @@ from lxml import etree
 
 from ..errors import ArthronWarning, DataFileError, ModelFileError, UnsupportedFeature
 from ..models import functions as fn
-from .osim_functions import function_to_xml, read_function_property
 from .files import atomic_write, check_output
+from .osim_functions import (function_property_names, function_to_xml, read_function_property,
+                             wrap_inline_function_properties)
 from .osim_upgrade import reversed_joint, upgrade_model_element
 from .setup import parse_xml
 from ..models.forces import FORCE_TYPES, UnmodelledForce
 from ..models.wrap_objects import WRAP_TYPES, UnmodelledWrapObject
 from ..models.model import (
-    GROUND, JOINT_TYPES, Body, Constraint, Coordinate, Geometry,
+    GROUND, JOINT_TYPES, Body, Constraint, ContactGeometry, Coordinate, Geometry,
     GeometryPath, Joint, Marker, Model, OffsetFrame, PathPoint, PathWrap, TransformAxis,
     body_path,
 )
@@ -74,15 +75,29 @@ class _Ctx:
             where = f"line {elem.sourceline}: <{elem.tag}{' name=' + repr(name) if name else ''}>"
         return ModelFileError(msg, self.path, where)
 
-    def floats(self, elem, n=None, tag=None):
-        txt = (elem.text or "").split() if elem is not None else []
+    def floats(self, elem, n=None, tag=None, parent=None, finite=True):
+        """The numbers of ``elem``'s text (``n`` of them when given), finite unless told
+        otherwise; a missing element (None) is an error naming ``parent``."""
+        if elem is None:
+            raise self.err(f"missing <{tag}>", parent)
+        txt = (elem.text or "").split()
         try:
             vals = np.array([float(t) for t in txt])
         except ValueError:
             raise self.err(f"<{tag or elem.tag}> holds non-numeric text {elem.text!r}", elem) from None
         if n is not None and vals.size != n:
-            raise self.err(f"<{tag or elem.tag}> needs {n} numbers, has {vals.size}", elem)
+            raise self.err(f"<{tag or elem.tag}> needs {n} number{'s' if n > 1 else ''}, has "
+                           f"{vals.size}", elem)
+        if finite and not np.all(np.isfinite(vals)):
+            raise self.err(f"<{tag or elem.tag}> holds a non-finite value {elem.text.strip()!r}", elem)
         return vals
+
+    def num(self, parent, tag, default, finite=True):
+        """One number from the child ``<tag>`` of ``parent`` (``default`` when absent or empty)."""
+        c = _child(parent, tag)
+        if c is None or c.text is None or not c.text.strip():
+            return float(default)
+        return float(self.floats(c, 1, finite=finite)[0])
 
 
 def _child(elem, tag):
@@ -191,7 +206,8 @@ def read_osim(path) -> Model:
         root = parse_xml(path)
     except DataFileError as e:
         raise ModelFileError(e.message, path, e.where) from None
-    version = int(root.get("Version", "0") or 0) if root.tag == "OpenSimDocument" else 0
+    wrap_inline_function_properties(root, _FUNCTION_PROPS)
+    version = _version(root, path)
     melem = root if root.tag == "Model" else root.find("Model")
     if melem is None:
         raise ModelFileError("no <Model> element", path)
@@ -203,6 +219,17 @@ def read_osim(path) -> Model:
     model.source = str(path)
     _check_tree(model, ctx)
     return model
+
+
+def _version(root, path) -> int:
+    """The ``Version`` attribute of an ``<OpenSimDocument>`` (0 for a bare ``<Model>``)."""
+    if root.tag != "OpenSimDocument":
+        return 0
+    v = (root.get("Version") or "0").strip() or "0"
+    if not v.isdigit():
+        raise ModelFileError(f"OpenSimDocument Version {v!r} is not an integer (OpenSim writes "
+                             "e.g. Version=\"40000\")", path, f"line {root.sourceline}")
+    return int(v)
 
 
 def _read_common(melem, model: Model, ctx: _Ctx):
@@ -217,15 +244,28 @@ def _read_common(melem, model: Model, ctx: _Ctx):
 
 
 def _read_inertia_v4(belem, ctx):
-    m = float(_text(belem, "mass", "0"))
+    m = ctx.num(belem, "mass", 0)
+    if m < 0 or m > _MAX_MASS:
+        raise ctx.err(f"impossible mass {m} kg", _child(belem, "mass"))
+    if m > _WARN_MASS:
+        warnings.warn(f"{ctx.path}: line {_child(belem, 'mass').sourceline}: body "
+                      f"'{belem.get('name')}' has a mass of {m:g} kg", ArthronWarning)
     com = ctx.floats(_child(belem, "mass_center"), 3) if _child(belem, "mass_center") is not None else np.zeros(3)
     ie = _child(belem, "inertia")
     if ie is not None:
         v = ctx.floats(ie, 6)
     else:
-        v = np.array([float(_text(belem, t, "0")) for t in
+        v = np.array([ctx.num(belem, t, 0) for t in
                       ("inertia_xx", "inertia_yy", "inertia_zz", "inertia_xy", "inertia_xz", "inertia_yz")])
+    if np.any(np.abs(v) > _MAX_MASS):
+        raise ctx.err(f"impossible inertia {' '.join(f'{x:g}' for x in v)} kg m^2",
+                      ie if ie is not None else belem)
     return m, com, _inertia_matrix(v)
+
+
+# Above these a body mass (kg) or moment of inertia (kg m^2) is not a body but a unit or typing
+# error: refused (their products overflow), warned.
+_MAX_MASS, _WARN_MASS = 1e9, 1e4
 
 
 def _inertia_matrix(v):
@@ -251,7 +291,7 @@ def _read_wraps(body_name, belem, ctx):
     return out
 
 
-def _read_geometry_v4(felem):
+def _read_geometry_v4(felem, ctx):
     out = []
     ag = _child(felem, "attached_geometry")
     if ag is None:
@@ -261,7 +301,7 @@ def _read_geometry_v4(felem):
             continue
         sf = _text(g, "scale_factors")
         out.append(Geometry(name=g.get("name", ""), kind=g.tag, mesh_file=_text(g, "mesh_file"),
-                            scale_factors=np.array([float(x) for x in sf.split()]) if sf else np.ones(3),
+                            scale_factors=ctx.floats(_child(g, "scale_factors"), 3) if sf else np.ones(3),
                             unmodelled_xml=_rest(g, ("scale_factors", "mesh_file"))))
     return out
 
@@ -307,8 +347,8 @@ def _read_coordinate(ce, joint_name, ctx):
     r = tuple(ctx.floats(rng, 2)) if rng is not None else (-np.pi, np.pi)
     return Coordinate(
         name=ce.get("name", ""), joint=joint_name,
-        default_value=float(_text(ce, "default_value", "0")),
-        default_speed_value=float(_text(ce, "default_speed_value", "0")),
+        default_value=ctx.num(ce, "default_value", 0),
+        default_speed_value=ctx.num(ce, "default_speed_value", 0),
         range=r, clamped=_bool(ce, "clamped", False), locked=_bool(ce, "locked", False),
         prescribed=_bool(ce, "prescribed", False),
         motion_type=(_text(ce, "motion_type", "") or "").lower() or "rotational",
@@ -355,7 +395,7 @@ def _joint_params(je, ctx):
     if _child(je, "scapula_winging_axis_origin") is not None:
         p["scapula_winging_axis_origin"] = ctx.floats(_child(je, "scapula_winging_axis_origin"), 2)
     if _child(je, "scapula_winging_axis_direction") is not None:
-        p["scapula_winging_axis_direction"] = float(_text(je, "scapula_winging_axis_direction"))
+        p["scapula_winging_axis_direction"] = ctx.num(je, "scapula_winging_axis_direction", 0)
     return p
 
 
@@ -368,7 +408,7 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
     frames: dict[str, OffsetFrame] = {}
     ground = _child(melem, "Ground")
     if ground is not None:
-        model.ground_geometry = _read_geometry_v4(ground)
+        model.ground_geometry = _read_geometry_v4(ground, ctx)
         model.ground_wrap_objects = _read_wraps("ground", ground, ctx)
         for comp in _child(ground, "components") if _child(ground, "components") is not None else []:
             if comp.tag == "PhysicalOffsetFrame":
@@ -380,7 +420,7 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
             raise ctx.err(f"unknown body type <{be.tag}>", be)
         m, com, I = _read_inertia_v4(be, ctx)
         b = Body(name=be.get("name", ""), mass=m, mass_center=com, inertia=I,
-                 geometry=_read_geometry_v4(be))
+                 geometry=_read_geometry_v4(be, ctx))
         b.wrap_objects = _read_wraps(b.name, be, ctx)
         if b.name in model.bodies:
             raise ctx.err(f"duplicate body '{b.name}'", be)
@@ -454,6 +494,7 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
     for fe in _objects(_child(melem, "ForceSet")):
         f = _read_force(fe, all_frames, model, ctx, v4=True)
         model.forces[f.name] = f
+    model.contact_geometry = _read_contact_geometry(melem, all_frames, ctx)
     # Everything else at the model level is kept verbatim.
     known = {"credits", "publications", "length_units", "force_units", "gravity", "Ground",
              "BodySet", "JointSet", "ConstraintSet", "MarkerSet", "ForceSet", "components"}
@@ -461,6 +502,26 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
         if isinstance(c.tag, str) and c.tag not in known:
             model.verbatim.append(("model", c))
     return model
+
+
+def _read_contact_geometry(melem, all_frames, ctx) -> dict:
+    """The ContactSpheres and ContactHalfSpaces of a 4.x ContactGeometrySet (the set is also
+    kept verbatim and written back as it was)."""
+    out = {}
+    for ge in _objects(_child(melem, "ContactGeometrySet")):
+        if ge.tag not in ("ContactSphere", "ContactHalfSpace"):
+            continue
+        name = ge.get("name", "")
+        out[name] = ContactGeometry(
+            name=name, kind=ge.tag,
+            frame=_resolve(_text(ge, "socket_frame") or body_path(_text(ge, "body_name", "ground")),
+                           f"/contactgeometryset/{name}", all_frames, ctx, ge),
+            location=ctx.floats(_child(ge, "location"), 3) if _child(ge, "location") is not None
+            else np.zeros(3),
+            orientation=ctx.floats(_child(ge, "orientation"), 3)
+            if _child(ge, "orientation") is not None else np.zeros(3),
+            radius=ctx.num(ge, "radius", 0.0))
+    return out
 
 
 def _read_constraint(ce, all_frames, ctx, v4=True):
@@ -473,7 +534,7 @@ def _read_constraint(ce, all_frames, ctx, v4=True):
         props["dependent_coordinate"] = _text(ce, "dependent_coordinate_name")
         fe = _child(ce, "coupled_coordinates_function")
         props["function"] = read_function_property(fe, ctx.path) if fe is not None else None
-        props["scale_factor"] = float(_text(ce, "scale_factor", "1"))
+        props["scale_factor"] = ctx.num(ce, "scale_factor", 1)
     elif t in ("PointConstraint", "WeldConstraint", "PointOnLineConstraint", "ConstantDistanceConstraint"):
         for k in ("1", "2"):
             ref = _text(ce, f"socket_body_{k}") if v4 else _text(ce, f"body_{k}")
@@ -486,7 +547,7 @@ def _read_constraint(ce, all_frames, ctx, v4=True):
         for tag in ("location_body_1", "location_body_2", "line_direction_vec", "point_on_line",
                     "point_on_follower", "location_body_1", "constant_distance"):
             if _child(ce, tag) is not None:
-                vals = ctx.floats(_child(ce, tag))
+                vals = ctx.floats(_child(ce, tag), 1 if tag == "constant_distance" else 3)
                 props[tag] = vals if vals.size > 1 else float(vals[0])
     return Constraint(name=ce.get("name", ""), type=t, properties=props, enabled=enabled,
                       unmodelled_xml=_rest(ce, _CONSTRAINT_WRITTEN) if v4 else "")
@@ -514,7 +575,7 @@ def _read_path(pe, owner, all_frames, model, ctx, v4=True):
             if cref is None:
                 raise ctx.err(f"ConditionalPathPoint of '{owner}' names no coordinate", pp)
             p.coordinate = cref.rstrip("/").split("/")[-1]
-            p.range = tuple(ctx.floats(_child(pp, "range"), 2))
+            p.range = tuple(ctx.floats(_child(pp, "range"), 2, "range", pp))
         elif pp.tag == "MovingPathPoint":
             funcs, crds = [], []
             for ax in "xyz":
@@ -527,10 +588,16 @@ def _read_path(pe, owner, all_frames, model, ctx, v4=True):
     wset = _child(pe, "PathWrapSet")
     for w in _objects(wset):
         rng = _child(w, "range")
+        rv = (-1, -1)
+        if rng is not None and rng.text and rng.text.strip():
+            rv = ctx.floats(rng, 2)
+            if np.any(rv != np.round(rv)) or np.any(np.abs(rv) > 1e9):
+                raise ctx.err(f"<range> of a PathWrap needs two integer path point indices, has "
+                              f"{rng.text.strip()!r}", rng)
+            rv = tuple(int(x) for x in rv)
         path.wraps.append(PathWrap(
             name=w.get("name", ""), wrap_object=_text(w, "wrap_object", ""),
-            method=_text(w, "method", "hybrid") or "hybrid",
-            range=tuple(int(float(x)) for x in rng.text.split()) if rng is not None and rng.text else (-1, -1),
+            method=_text(w, "method", "hybrid") or "hybrid", range=rv,
             unmodelled_xml=_rest(w, ("wrap_object", "method", "range")) if v4 else ""))
     return path
 
@@ -551,6 +618,11 @@ def _read_force(fe, all_frames, model, ctx, v4=True):
                     extra[t] = float(v)
                 except ValueError:
                     pass
+        if fe.tag in ("HuntCrossleyForce", "ElasticFoundationForce"):
+            # their parameters, for the dynamics (the element is kept verbatim)
+            ps = [c for c in fe if isinstance(c.tag, str) and c.tag.endswith("ContactParametersSet")]
+            extra["contact_parameters"] = _read_contact_parameters(ps[0], ctx) if ps else []
+            extra["transition_velocity"] = ctx.num(fe, "transition_velocity", 0.01)
         return UnmodelledForce(name=name, type=fe.tag, path=path, applies_force=applies, raw=fe,
                                extra=extra)
     f = reader(fe, ctx)
@@ -676,13 +748,15 @@ def _read_v3(melem, ctx: _Ctx, version: int = 0) -> Model:
         bn = _text(me, "body", "ground")
         model.markers[me.get("name", "")] = Marker(
             name=me.get("name", ""), parent_frame=_resolve(body_path(bn), "/", all_frames, ctx, me),
-            location=ctx.floats(_child(me, "location"), 3), fixed=_bool(me, "fixed"))
+            location=ctx.floats(_child(me, "location"), 3) if _child(me, "location") is not None
+            else np.zeros(3), fixed=_bool(me, "fixed"))
     for fe in _objects(_child(melem, "ForceSet")):
         f = _read_force(fe, all_frames, model, ctx, v4=False)
         model.forces[f.name] = f
     groups = melem.find("ForceSet/groups")
     if groups is not None and len(groups):
         model.unmodelled_xml["ForceSet/groups"] = _unmodelled_to_text([groups])
+    model.contact_geometry = _read_contact_geometry(melem, all_frames, ctx)
     for tag in ("ControllerSet", "ContactGeometrySet", "ProbeSet", "ComponentSet"):
         c = _child(melem, tag)
         if tag in ("ContactGeometrySet", "ControllerSet") and c is not None:
@@ -1106,31 +1180,55 @@ def _unmodelled_from_text(text: str):
     return [c for c in root if isinstance(c.tag, str)]
 
 
+_INFINITE_OK = ("min_control", "max_control")
+
+
+def _float_or_inf(elem, ctx):
+    v = float(ctx.floats(elem, 1, finite=False)[0])
+    if np.isnan(v):
+        raise ctx.err(f"<{elem.tag}> is NaN", elem)
+    return v
+
+
 def _read_prop(elem, kind, ctx):
     if kind == "float":
-        try:
-            return float((elem.text or "").strip())
-        except ValueError:
-            raise ctx.err(f"<{elem.tag}> holds non-numeric text {elem.text!r}", elem) from None
+        # OpenSim's control bounds default to +-Inf; every other property must be finite.
+        if elem.tag in _INFINITE_OK:
+            return _float_or_inf(elem, ctx)
+        return float(ctx.floats(elem, 1)[0])
     if kind == "str":
         return (elem.text or "").strip()
     if kind == "bool":
         return (elem.text or "").strip().lower() in ("true", "1", "yes")
     if kind == "vec":
-        return ctx.floats(elem)
+        return ctx.floats(elem, 3)
     if kind == "function":
         return read_function_property(elem, ctx.path)
     if kind == "curve":
         out = {}
         for c in elem:
             if isinstance(c.tag, str):
-                try:
-                    out[c.tag] = float((c.text or "").strip())
-                except ValueError:
-                    raise ctx.err(f"<{c.tag}> of <{elem.tag}> holds non-numeric text "
-                                  f"{c.text!r}", c) from None
+                out[c.tag] = float(ctx.floats(c, 1)[0])
         return out
     raise ValueError(kind)
+
+
+_CONTACT_NUMBERS = ("stiffness", "dissipation", "static_friction", "dynamic_friction",
+                    "viscous_friction")
+
+
+def _read_contact_parameters(elem, ctx) -> list:
+    """HuntCrossleyForce's ``contact_parameters`` (a ``HuntCrossleyForce::ContactParametersSet``)
+    as a list of dicts."""
+    out = []
+    for pe in _objects(elem):
+        if not pe.tag.endswith("ContactParameters"):
+            continue
+        d = {"geometry": (_text(pe, "geometry", "") or "").split()}
+        for t in _CONTACT_NUMBERS:
+            d[t] = ctx.num(pe, t, 1.0 if t == "stiffness" else 0.0)
+        out.append(d)
+    return out
 
 
 def _write_prop(parent, tag, kind, v):
@@ -1167,6 +1265,9 @@ def _typed_reader(cls, handled=()):
     like them (OpenSim property names), the other children (except ``handled``, which the
     caller reads) kept as ``unmodelled_xml``."""
     by_tag = {tag: (attr, kind) for attr, tag, kind in _xml_fields(cls)}
+    # 3.x property names holding a body name where 4.x has a socket path
+    v3_body = {f.metadata["xml_3x_body"]: f.name for f in dataclasses.fields(cls)
+               if "xml_3x_body" in f.metadata}
 
     def read(elem, ctx):
         obj = cls(name=elem.get("name", ""))
@@ -1175,6 +1276,9 @@ def _typed_reader(cls, handled=()):
             if not isinstance(c.tag, str):
                 continue
             hit = by_tag.get(c.tag)
+            if hit is None and c.tag in v3_body and (c.text or "").strip():
+                setattr(obj, v3_body[c.tag], body_path(c.text.strip()))
+                continue
             if hit is not None:
                 if hit[1] == "curve" or c.text is not None and c.text.strip() or len(c):
                     setattr(obj, hit[0], _read_prop(c, hit[1], ctx))
@@ -1228,6 +1332,10 @@ for _t, _cls in WRAP_TYPES.items():
     WRAPS_WRITERS[_t] = WRITERS[_t]
 
 
+# Every function-valued property name arthron knows (read in both of OpenSim's forms).
+_FUNCTION_PROPS = function_property_names(FORCE_TYPES, WRAP_TYPES)
+
+
 def _force_from_element(elem, ctx):
     """A typed force from a ForceSet element (no path: paths need the model's frames)."""
     reader = READERS.get(elem.tag)
@@ -1252,6 +1360,7 @@ def read_force_set(path) -> list:
     ModelFileError for a malformed property.
     """
     root = parse_xml(path)
+    wrap_inline_function_properties(root, _FUNCTION_PROPS)
     fs = root if root.tag == "ForceSet" else root.find("ForceSet")
     if fs is None:
         raise DataFileError("not a <ForceSet> file", path)

@@ -104,10 +104,14 @@ def _numbers(elem, tag, path, required=True, default=None):
             raise ModelFileError(f"<{elem.tag}> has no <{tag}> values", path, _where(elem))
         return default
     try:
-        return np.array([float(t) for t in c.text.split()], dtype=float)
+        v = np.array([float(t) for t in c.text.split()], dtype=float)
     except ValueError:
         raise ModelFileError(f"<{tag}> is not a list of numbers: {c.text.strip()[:60]!r}",
                              path, _where(c)) from None
+    if not np.all(np.isfinite(v)):
+        raise ModelFileError(f"<{tag}> holds a non-finite value: {c.text.strip()[:60]!r}",
+                             path, _where(c))
+    return v
 
 
 def _number(elem, tag, path, default=None):
@@ -255,3 +259,60 @@ def read_function_property(parent_elem, path=None) -> Function | None:
         if c.tag in FUNCTION_TAGS:
             return read_function(c, path)
     return None
+
+
+# ------------------------------------------------------------------------------------------
+# Function-valued properties written inline
+# ------------------------------------------------------------------------------------------
+#: OpenSim properties whose value is a Function (besides the function fields of arthron's
+#: registered components, added by :func:`function_property_names`).
+FUNCTION_PROPERTIES = frozenset({
+    "function", "x_location", "y_location", "z_location", "coupled_coordinates_function",
+    "prescribed_function", "force_length_curve", "active_force_length_curve",
+    "passive_force_length_curve", "tendon_force_length_curve", "force_velocity_curve",
+    "damping_curve", "scale_function", "xFunction", "yFunction", "zFunction",
+    "rotation_x_function", "rotation_y_function", "rotation_z_function",
+    "translation_x_function", "translation_y_function", "translation_z_function",
+    "forceX", "forceY", "forceZ", "pointX", "pointY", "pointZ", "torqueX", "torqueY", "torqueZ",
+})
+
+
+def function_property_names(*registries) -> frozenset:
+    """:data:`FUNCTION_PROPERTIES` and the XML names of the ``kind="function"`` fields of the
+    component dataclasses in ``registries`` (dicts name -> class)."""
+    import dataclasses
+    names = set(FUNCTION_PROPERTIES)
+    for reg in registries:
+        for cls in reg.values():
+            for f in dataclasses.fields(cls):
+                if f.metadata.get("kind") == "function":
+                    names.add(f.metadata.get("xml", f.name))
+    return frozenset(names)
+
+
+def wrap_inline_function_properties(root, names=FUNCTION_PROPERTIES) -> int:
+    """Rewrite, in place, every function-valued property written inline into the wrapped form.
+
+    OpenSim reads an object-valued property in two forms: inside an element named after the
+    property (``<force_length_curve><SimmSpline>..</SimmSpline></force_length_curve>``, what 4.x
+    writes), or inline, as the object element whose ``name`` attribute is the property's name
+    (``<SimmSpline name="force_length_curve">..</SimmSpline>``, common in 3.x files). After this
+    pass every reader sees the first form only. A function element is rewritten when its
+    ``name`` is one of ``names`` and its parent is not already that property's element.
+    Returns the number of elements rewritten.
+    """
+    n = 0
+    for e in list(root.iter(*FUNCTION_TAGS)):
+        prop = (e.get("name") or "").strip()
+        parent = e.getparent()
+        if not prop or prop not in names or parent is None or parent.tag == prop:
+            continue
+        if any(isinstance(c.tag, str) and c.tag == prop for c in parent):
+            continue  # the wrapped form is there too; OpenSim reads that one
+        wrapper = etree.Element(prop)
+        wrapper.tail = e.tail
+        e.tail = None
+        parent.replace(e, wrapper)
+        wrapper.append(e)
+        n += 1
+    return n

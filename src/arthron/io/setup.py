@@ -154,9 +154,12 @@ def _float(text: str, path, el) -> float:
     if low in ("-inf", "-infinity"):
         return -math.inf
     try:
-        return float(t)
+        x = float(t)
     except ValueError:
         raise DataFileError(f"{t!r} is not a number", path, _where(el)) from None
+    if x != x:
+        raise DataFileError(f"{t!r} is not a usable number", path, _where(el))
+    return x
 
 
 def _bool(text: str, path, el) -> bool:
@@ -538,6 +541,7 @@ class ExternalLoads:
                         f"it; found {len(idx)} ({found})", src, where)
                 cols[kind] = [labels[j] for j in idx]
                 arrays[kind] = np.asarray(table.data)[:, idx].astype(float, copy=True)
+            _check_finite_loads(arrays, cols, np.asarray(table.time, float), src, where)
             out[f.name] = ResolvedExternalForce(
                 name=f.name, applied_to_body=f.applied_to_body,
                 force_expressed_in_body=f.force_expressed_in_body,
@@ -545,6 +549,58 @@ class ExternalLoads:
                 time=np.array(table.time, dtype=float, copy=True),
                 force=arrays["force"], point=arrays["point"], torque=arrays["torque"], columns=cols)
         return out
+
+
+#: A point of application farther than this (m) from the origin is a unit error (mm as m).
+_FAR_POINT = 20.0
+
+
+def _check_finite_loads(arrays, cols, time, src, where):
+    """Non-finite values in an ExternalForce's columns. Real force-plate exports leave the centre
+    of pressure (and sometimes the force) NaN while the foot is off the plate: rows whose force
+    is zero or NaN and whose point or torque is NaN are read as no load (zeros), with one
+    warning naming the columns and the time span. Anything else non-finite (an infinity, a NaN
+    point under a non-zero force) is a DataFileError naming the column and the time."""
+    F = arrays["force"]
+    off = None
+    if F is not None:
+        off = np.all(np.isnan(F) | (F == 0.0), axis=1)
+    fixed = []
+    for kind in ("force", "point", "torque"):
+        a = arrays[kind]
+        if a is None:
+            continue
+        bad = ~np.isfinite(a)
+        if not bad.any():
+            continue
+        if off is not None:
+            soft = bad & np.isnan(a) & off[:, None]
+            if soft.any():
+                a[soft] = 0.0
+                fixed.append(([cols[kind][j] for j in np.flatnonzero(soft.any(axis=0))],
+                              time[soft.any(axis=1)]))
+                bad = bad & ~soft
+        if bad.any():
+            r, c = (int(x[0]) for x in np.nonzero(bad))
+            why = "" if off is None or off[r] else " under a non-zero force"
+            raise DataFileError(f"non-finite value {a[r, c]} in column '{cols[kind][c]}'{why} at time "
+                                f"{float(time[r])}", src, where)
+    P = arrays["point"]
+    if P is not None and F is not None:
+        loaded = np.linalg.norm(F, axis=1) > 0
+        far = loaded & (np.linalg.norm(P, axis=1) > _FAR_POINT)
+        if far.any():
+            r = int(np.flatnonzero(far)[0])
+            warnings.warn(f"{src}: {where}: point ({', '.join(cols['point'])}) is "
+                          f"{float(np.linalg.norm(P[r])):.4g} m from the origin at t = "
+                          f"{float(time[r])} under load ({int(far.sum())} rows): millimetres read "
+                          "as metres?", ArthronWarning, stacklevel=3)
+    if fixed:
+        names = sorted({c for cs, _ in fixed for c in cs})
+        t = np.concatenate([ts for _, ts in fixed])
+        warnings.warn(f"{src}: {where}: NaN in {', '.join(names)} while the force is zero or NaN "
+                      f"({t.size} values between t = {float(t.min())} and {float(t.max())}) read as "
+                      "no load", ArthronWarning, stacklevel=3)
 
 
 def _function_names(pf, set_name: str) -> list[str]:

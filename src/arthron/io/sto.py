@@ -177,10 +177,13 @@ def read_sto(path) -> Table:
         for k in keys:
             if k in lower:
                 try:
-                    return int(float(lower[k])), k
+                    x = float(lower[k])
                 except ValueError:
-                    raise DataFileError(f"header value {spelled[k]}={lower[k]!r} is not an integer", path,
-                                        f"line {key_line[k]}") from None
+                    x = math.nan
+                if not (math.isfinite(x) and x == int(x) and 0 <= x < 2 ** 53):
+                    raise DataFileError(f"header value {spelled[k]}={lower[k]!r} is not a count "
+                                        "(a non-negative integer)", path, f"line {key_line[k]}")
+                return int(x), k
         return None, None
 
     n_rows_hdr, rows_key = _int_key("nrows", "datarows")
@@ -240,7 +243,8 @@ def read_sto(path) -> Table:
         bad = np.flatnonzero(np.diff(time) <= 0)
         if bad.size:
             k = int(bad[0]) + 1
-            raise DataFileError(f"time {time[k]!r} is not greater than the previous time {time[k - 1]!r}",
+            raise DataFileError(f"time {float(time[k])!r} is not greater than the previous time "
+                                f"{float(time[k - 1])!r}",
                                 path, f"line {linenos[k]}")
     return Table(name=name, time=time, labels=list(all_labels[1:]), data=arr[:, 1:].copy(),
                  in_degrees=in_degrees, metadata=metadata, comments=comments,

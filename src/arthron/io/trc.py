@@ -156,7 +156,7 @@ def read_trc(path) -> MarkerTrial:
             raise DataFileError("Frame# and Time must be numbers", path, f"line {j + 1}") from None
         if not math.isfinite(t):
             raise DataFileError("time is not a finite number", path, f"line {j + 1}")
-        if not math.isfinite(fr) or fr != int(fr):
+        if not math.isfinite(fr) or fr != int(fr) or abs(fr) >= 2 ** 62:
             raise DataFileError(f"Frame# {cells[0]!r} is not an integer", path, f"line {j + 1}")
         vals = []
         for m in range(n_markers):

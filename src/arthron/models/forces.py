@@ -40,7 +40,9 @@ __all__ = [
     "Millard2012EquilibriumMuscle", "Millard2012AccelerationMuscle", "RigidTendonMuscle",
     "DeGrooteFregly2016Muscle", "Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated",
     "Thelen2003Muscle_Deprecated", "Ligament", "Blankevoort1991Ligament", "PathActuator",
-    "PathSpring", "ClutchedPathSpring", "McKibbenActuator", "SpringGeneralizedForce",
+    "PathSpring", "ClutchedPathSpring", "McKibbenActuator", "SpringGeneralizedForce", "PointToPointSpring",
+    "ExpressionBasedCoordinateForce", "ExpressionBasedPointToPointForce",
+    "SmoothSphereHalfSpaceForce", "BushingForce",
     "CoordinateLimitForce", "CoordinateActuator", "PointActuator", "TorqueActuator",
 ]
 
@@ -197,7 +199,10 @@ class Force(metaclass=_ForceMeta):
 @dataclass(eq=False)
 class UnmodelledForce(Force):
     """A force class arthron does not model (contact, bushings, plugins ...): ``raw`` is its file
-    element (written back verbatim by ``arthron.io``), ``extra`` scalar properties known."""
+    element (written back verbatim by ``arthron.io``), ``extra`` scalar properties known (for a
+    ``HuntCrossleyForce`` also ``contact_parameters``: a list of dicts ``geometry`` (names),
+    ``stiffness``, ``dissipation``, ``static_friction``, ``dynamic_friction``,
+    ``viscous_friction``, and ``transition_velocity``, which inverse dynamics applies)."""
 
     raw: Any = field(default=None, repr=False)
     extra: dict = field(default_factory=dict)
@@ -369,6 +374,28 @@ class ClutchedPathSpring(Force):
     initial_stretch: float | None = _num()
 
 
+@register_force
+@dataclass(eq=False)
+class PointToPointSpring(Force):
+    """OpenSim ``PointToPointSpring`` (Simbody ``Force::TwoPointLinearSpring``): a force
+    ``stiffness (d − rest_length)`` (N/m, m) along the line between ``point1`` fixed on ``body1``
+    and ``point2`` on ``body2`` (points in their body frames, m; d their distance), pulling the
+    points together when stretched and apart when compressed. ``body1``/``body2`` are the
+    4.x sockets (``/bodyset/<name>`` or ``/ground``; the 3.x ``<body1>`` body names are read
+    as those paths)."""
+
+    type: str = "PointToPointSpring"
+    opensim_type: ClassVar[str] = "PointToPointSpring"
+    body1: str | None = field(default=None, metadata={"kind": "str", "xml": "socket_body1",
+                                                      "xml_3x_body": "body1"})
+    body2: str | None = field(default=None, metadata={"kind": "str", "xml": "socket_body2",
+                                                      "xml_3x_body": "body2"})
+    point1: np.ndarray = _vec([0.0, 0.0, 0.0])
+    point2: np.ndarray = _vec([0.0, 0.0, 0.0])
+    stiffness: float = _num(1.0)
+    rest_length: float = _num(0.0)
+
+
 # ----------------------------------------------------------------------------- coordinate forces
 @register_force
 @dataclass(eq=False)
@@ -382,6 +409,78 @@ class SpringGeneralizedForce(Force):
     stiffness: float = _num(0.0)
     rest_length: float = _num(0.0)
     viscosity: float = _num(0.0)
+
+
+@register_force
+@dataclass(eq=False)
+class BushingForce(Force):
+    """OpenSim ``BushingForce``: linear rotational and translational springs and dampers on the
+    deflection of ``frame2`` relative to ``frame1`` (socket paths): body-fixed X-Y-Z angles
+    (rad) and the translation in frame1 (m); stiffness N·m/rad and N/m, damping N·m·s/rad and
+    N·s/m (OpenSim ``BushingForce::computeForce`` with ``TwoFrameLinker``'s mapping to forces
+    on the two frames)."""
+
+    type: str = "BushingForce"
+    opensim_type: ClassVar[str] = "BushingForce"
+    frame1: str | None = field(default=None, metadata={"kind": "str", "xml": "socket_frame1"})
+    frame2: str | None = field(default=None, metadata={"kind": "str", "xml": "socket_frame2"})
+    rotational_stiffness: np.ndarray = _vec([0.0, 0.0, 0.0])
+    translational_stiffness: np.ndarray = _vec([0.0, 0.0, 0.0])
+    rotational_damping: np.ndarray = _vec([0.0, 0.0, 0.0])
+    translational_damping: np.ndarray = _vec([0.0, 0.0, 0.0])
+
+
+@register_force
+@dataclass(eq=False)
+class SmoothSphereHalfSpaceForce(Force):
+    """OpenSim ``SmoothSphereHalfSpaceForce`` (Serrancolí et al. 2019; Simbody's smooth
+    Hertz / Hunt–Crossley contact with Stribeck friction) between a ``ContactSphere`` and a
+    ``ContactHalfSpace`` of the model's ContactGeometrySet (socket paths ``sphere`` and
+    ``half_space``); OpenSim's defaults."""
+
+    type: str = "SmoothSphereHalfSpaceForce"
+    opensim_type: ClassVar[str] = "SmoothSphereHalfSpaceForce"
+    sphere: str | None = field(default=None, metadata={"kind": "str", "xml": "socket_sphere"})
+    half_space: str | None = field(default=None, metadata={"kind": "str", "xml": "socket_half_space"})
+    stiffness: float = _num(1.0)
+    dissipation: float = _num(0.0)
+    static_friction: float = _num(0.0)
+    dynamic_friction: float = _num(0.0)
+    viscous_friction: float = _num(0.0)
+    transition_velocity: float = _num(0.01)
+    constant_contact_force: float = _num(1e-5)
+    hertz_smoothing: float = _num(300.0)
+    hunt_crossley_smoothing: float = _num(50.0)
+
+
+@register_force
+@dataclass(eq=False)
+class ExpressionBasedPointToPointForce(Force):
+    """OpenSim ``ExpressionBasedPointToPointForce``: a force of magnitude ``expression(d, ddot)``
+    (N; d the distance between ``point1`` on ``body1`` and ``point2`` on ``body2``, m, ddot its
+    rate) along the line between the points, a positive value pulling them together (as
+    OpenSim 4.6 applies it); body names as OpenSim's ``body1``/``body2`` properties."""
+
+    type: str = "ExpressionBasedPointToPointForce"
+    opensim_type: ClassVar[str] = "ExpressionBasedPointToPointForce"
+    body1: str | None = _txt()
+    body2: str | None = _txt()
+    point1: np.ndarray = _vec([0.0, 0.0, 0.0])
+    point2: np.ndarray = _vec([0.0, 0.0, 0.0])
+    expression: str = _txt("0.0")
+
+
+@register_force
+@dataclass(eq=False)
+class ExpressionBasedCoordinateForce(Force):
+    """OpenSim ``ExpressionBasedCoordinateForce``: generalized force ``expression(q, qdot)`` on
+    ``coordinate`` (N·m or N), the expression in OpenSim's (Lepton's) grammar:
+    :func:`arthron.models.functions.lepton_expression` evaluates it."""
+
+    type: str = "ExpressionBasedCoordinateForce"
+    opensim_type: ClassVar[str] = "ExpressionBasedCoordinateForce"
+    coordinate: str | None = _txt()
+    expression: str = _txt("0.0")
 
 
 @register_force

@@ -101,7 +101,11 @@ from .wrap_objects import WRAP_TYPES, UnmodelledWrapObject, WrapObject  # noqa: 
 @dataclass
 class Body:
     """A rigid body: mass (kg), mass center (3,) m in the body frame, inertia (3, 3) kg·m² about
-    the mass center in the body frame."""
+    the mass center in the body frame.
+
+    A body of mass 0 has no inertia in the dynamics, whatever ``inertia`` holds (kept as read,
+    and written back): OpenSim's Simbody stores inertia per unit mass, which is zero for a
+    massless body (e.g. MoBL-ARMS' ``thorax``, mass 0, inertia 1 1 1)."""
 
     name: str
     mass: float
@@ -114,6 +118,21 @@ class Body:
     @property
     def path(self) -> str:
         return body_path(self.name)
+
+
+@dataclass
+class ContactGeometry:
+    """An OpenSim ``ContactSphere`` or ``ContactHalfSpace``: on ``frame`` (a frame path), placed
+    by ``location`` (3,) m and body-fixed X-Y-Z ``orientation`` (3,) rad; ``radius`` m for a
+    sphere. A half-space is the solid region on the +x side of its placed frame's x axis (as
+    Simbody's contact half-space)."""
+
+    name: str
+    kind: str
+    frame: str
+    location: np.ndarray
+    orientation: np.ndarray
+    radius: float = 0.0
 
 
 @dataclass
@@ -267,6 +286,9 @@ class Model:
     constraints : list[Constraint]
     markers : dict name -> Marker
     forces : dict name -> Force, in ForceSet order
+    contact_geometry : dict name -> ContactGeometry, the ContactSpheres and ContactHalfSpaces of
+        the ContactGeometrySet (read for the contact forces; the set itself is written back
+        verbatim)
     verbatim : list of (set_name, lxml element): components arthron does not model, written back
     source : str or None, the file read
     version : int, the ``OpenSimDocument Version`` read
@@ -287,6 +309,7 @@ class Model:
     publications: str | None = None
     length_units: str = "meters"
     force_units: str = "N"
+    contact_geometry: dict = field(default_factory=dict)
     verbatim: list = field(default_factory=list)
     source: str | None = None
     version: int = 40000

@@ -77,7 +77,52 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, l
             f"motion does not match model '{model.name}': missing coordinate column(s) "
             f"{', '.join(missing_names)}" + (f"; unknown column(s) {', '.join(unknown[:10])}" if unknown else ""),
             path or getattr(table, "source", None), "column labels")
-    if np.isnan(out).any():
-        r = int(np.where(np.isnan(out).any(axis=1))[0][0])
-        raise DataFileError(f"NaN coordinate value at row {r + 1}", path or getattr(table, "source", None))
+    src = path or getattr(table, "source", None)
+    bad = ~np.isfinite(out)
+    if bad.any():
+        r, i = (int(x[0]) for x in np.nonzero(bad))
+        raise DataFileError(f"non-finite value {out[r, i]} of coordinate '{coords[i].name}' at time "
+                            f"{float(table.time[r])} (row {r + 1})", src,
+                            f"column '{coords[i].name}'")
+    _warn_absurd(coords, out, np.asarray(table.time, float), deg, src)
+    dt = np.diff(np.asarray(table.time, float))
+    if dt.size and dt.min() < _MIN_DT:
+        k = int(np.argmin(dt))
+        warnings.warn(f"{src or 'motion'}: time step of {float(dt[k]):.3g} s at t = "
+                      f"{float(table.time[k]):.6g} s (below {_MIN_DT:g} s; derivatives of the "
+                      "coordinates will be meaningless)", ArthronWarning, stacklevel=2)
     return out
+
+
+#: A time step below this (s) is not a sampling interval of measured motion.
+_MIN_DT = 1e-6
+
+
+# Beyond its range by more than this, a coordinate value is not a pose but a unit or data error.
+_MARGIN = {"rotational": 2 * np.pi, "translational": 10.0}
+
+
+def _warn_absurd(coords, out, time, in_degrees, src):
+    """Warn once (naming columns and times) on coordinate values far outside the coordinate's
+    range: degrees read as radians, millimetres as metres, spikes. Rotational values above 4π in a
+    file that says ``inDegrees=no`` are named as a probable degree/radian mismatch."""
+    far, degree_like = [], []
+    for i, c in enumerate(coords):
+        margin = _MARGIN.get(c.motion_type)
+        if margin is None:
+            continue
+        lo, hi = float(min(c.range)), float(max(c.range))
+        col = out[:, i]
+        off = (col < lo - margin) | (col > hi + margin)
+        if off.any():
+            k = int(np.argmax(np.abs(col) * off))
+            far.append(f"{c.name} = {float(col[k]):.6g} at t = {float(time[k]):.6g}")
+            if c.motion_type == "rotational" and not in_degrees and np.abs(col).max() > 4 * np.pi:
+                degree_like.append(c.name)
+    if far:
+        msg = (f"{src or 'motion'}: {len(far)} coordinate(s) far outside their ranges "
+               f"({'; '.join(far[:5])}{' ...' if len(far) > 5 else ''})")
+        if degree_like:
+            msg += (f"; {', '.join(degree_like[:5])} look like degrees in a file read as radians "
+                    "(inDegrees=no)")
+        warnings.warn(msg, ArthronWarning, stacklevel=3)

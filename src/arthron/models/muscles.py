@@ -424,6 +424,13 @@ def ligament_forces(model, names, lengths, lengthening_speeds=None):
                 raise UnsupportedFeature(f"Ligament '{n}' has no force_length_curve")
             out[:, i] = ligament_force(L[:, i], _value(f, "resting_length", np.nan),
                                        _value(f, "pcsa_force", np.nan), curve)
+        elif f.type == "PathSpring":
+            # OpenSim PathSpring::getTension: stretch (l − resting_length, 0 below it) ×
+            # (1 + dissipation l̇) × stiffness
+            stretch = np.maximum(L[:, i] - _value(f, "resting_length", np.nan), 0.0)
+            sp = 0.0 if lengthening_speeds is None else np.atleast_2d(lengthening_speeds)[:, i]
+            out[:, i] = (stretch * (1.0 + _value(f, "dissipation", np.nan) * sp)
+                         * _value(f, "stiffness", np.nan))
         else:
             raise ModelFileError(f"force '{n}' ({f.type}) is not a ligament", model.source)
     return out

@@ -10,14 +10,41 @@ evaluates, vectorized over frames:
   ``lower_limit`` (N·m/deg and degrees for rotational coordinates), switched on by SimTK's
   quintic step over ``transition``, plus damping scaled by the same steps
   (OpenSim ``CoordinateLimitForce::calcLimitForce``);
-* ``Blankevoort1991Ligament`` and ``Ligament``: path tensions from their force laws
-  (:mod:`arthron.models.muscles`) applied along their paths (:mod:`arthron.multibody.paths`);
+* ``Blankevoort1991Ligament``, ``Ligament`` and ``PathSpring``: path tensions from their force
+  laws (:mod:`arthron.models.muscles`; PathSpring: ``stiffness · max(l − resting_length, 0) ·
+  (1 + dissipation · l̇)``, OpenSim ``PathSpring::getTension``) applied along their paths
+  (:mod:`arthron.multibody.paths`);
+* ``PointToPointSpring``: ``stiffness (d − rest_length)`` along the line between its two body
+  points (Simbody ``TwoPointLinearSpring``), applied as point forces on the two bodies;
+* ``SmoothSphereHalfSpaceForce`` (Serrancolí et al. 2019): Simbody's smooth Hertz force,
+  Hunt–Crossley dissipation and Stribeck friction between a ContactSphere and a
+  ContactHalfSpace, applied at the contact point midway through the indentation
+  (Simbody ``SmoothSphereHalfSpaceForceImpl::calcForce``);
+* ``HuntCrossleyForce`` between a ContactHalfSpace and a ContactSphere (Simbody
+  ``HuntCrossleyForceImpl::calcForce`` with its half-space/sphere contact: Hertz force
+  ``4/3 k δ sqrt(R k δ)``, dissipation ``(1 + 3/2 c v_n)``, Stribeck friction); other geometry
+  pairs are refused by name;
+* ``ElasticFoundationForce`` between ContactSpheres and ContactHalfSpaces: no force, as in
+  OpenSim 4.6 (Simbody's elastic foundation acts on triangle meshes only); on meshes it is
+  refused by name;
+* ``BushingForce`` on frames of the model: ``f = −K dq − D dq̇`` on the deflection dq
+  (body-fixed X-Y-Z angles and translation of frame2 in frame1), mapped to a force and moment on
+  each frame as OpenSim's ``TwoFrameLinker`` does (bushings on offset frames they own are
+  refused by name);
+* ``ExpressionBasedCoordinateForce``: ``expression(q, qdot)`` on its coordinate, and
+  ``ExpressionBasedPointToPointForce``: ``expression(d, ddot)`` along the line between its two
+  points (OpenSim's Lepton grammar, :func:`arthron.models.functions.lepton_expression`);
 * actuators (CoordinateActuator, PathActuator, muscles when not excluded, ...) produce force
   only from controls or activations, which inverse dynamics does not have: CoordinateActuator
   and PathActuator give zero (control 0), muscles are reported as not applied.
 
-Anything else that applies force (contact, bushings, expression-based forces, plugin classes)
-is listed as not applied, so callers can warn.
+OpenSim's own force classes that need what arthron does not evaluate (expression-based and
+coupled bushings, clutched springs, prescribed forces: :data:`REFUSED_FORCES`; bushings on
+frames they own; contact on meshes or between spheres) make
+:func:`passive_forces` raise :class:`~arthron.errors.UnsupportedFeature` naming them, unless they
+are excluded (``forces_to_exclude``), since leaving them out would change the result silently.
+Other classes (plugins such as ``Smith2018ArticularContactForce``, which OpenSim itself only
+applies with its plugin library) are listed as not applied, so callers can warn.
 """
 from __future__ import annotations
 
@@ -34,6 +61,12 @@ __all__ = ["PASSIVE_COORDINATE_FORCES", "LIGAMENT_TYPES", "active_forces", "Pass
 
 PASSIVE_COORDINATE_FORCES = ("SpringGeneralizedForce", "CoordinateLimitForce")
 LIGAMENT_TYPES = ("Blankevoort1991Ligament", "Ligament")
+PATH_TENSION_TYPES = LIGAMENT_TYPES + ("PathSpring",)
+POINT_FORCE_TYPES = ("PointToPointSpring", "ExpressionBasedPointToPointForce")
+CONTACT_FORCE_TYPES = ("SmoothSphereHalfSpaceForce", "HuntCrossleyForce", "BushingForce")
+#: OpenSim force classes arthron does not evaluate: refused by name unless excluded.
+REFUSED_FORCES = ("ExpressionBasedBushingForce", "ClutchedPathSpring", "FunctionBasedBushingForce",
+                  "CoupledBushingForce", "PrescribedForce")
 ZERO_WITHOUT_CONTROLS = ("CoordinateActuator", "PathActuator", "PointActuator", "TorqueActuator",
                          "ActivationCoordinateActuator", "McKibbenActuator")
 
@@ -69,15 +102,18 @@ class PassiveForces:
     """What the passive elements apply at T frames.
 
     mobility : (T, nq) generalized forces of coordinate-space elements (springs, limit forces)
-    path_names : names of the ligaments, in ``tensions`` column order
+    path_names : names of the path elements (ligaments, path springs), in ``tensions`` order
     tensions : (T, n) N, their path tensions (to apply along the paths as body forces)
     not_applied : (type, name) of active elements arthron cannot evaluate without states
+    loads : list of :class:`~arthron.multibody.inverse_dynamics.ExternalLoad`, the point forces
+        of body-to-body elements (PointToPointSpring) in ground, at the T frames
     """
 
     mobility: np.ndarray
     path_names: list
     tensions: np.ndarray
     not_applied: list
+    loads: list = None
 
 
 def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> PassiveForces:
@@ -92,7 +128,7 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
     qd = np.atleast_2d(np.asarray(qd, float))
     T = q.shape[0]
     tau = np.zeros((T, tree.nq))
-    not_applied = []
+    not_applied, refused, points, contacts = [], [], [], []
     ligaments = []
     for f in active_forces(model, exclude):
         if f.type == "SpringGeneralizedForce":
@@ -111,12 +147,33 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
             kl = StepFunction(q_lo - dq, q_lo, K_lo, 0.0).value(q[:, c])
             tau[:, c] += (-ku * (q[:, c] - q_up) + kl * (q_lo - q[:, c])
                           - damp * (ku / K_up + kl / K_lo) * qd[:, c])
-        elif f.type in LIGAMENT_TYPES:
+        elif f.type == "ExpressionBasedCoordinateForce":
+            c = _coordinate_index(model, tree, f)
+            tau[:, c] += _expression(model, f, ("q", "qdot"))(q[:, c], qd[:, c])
+        elif f.type in PATH_TENSION_TYPES:
             ligaments.append(f.name)
+        elif f.type in POINT_FORCE_TYPES:
+            points.append(f)
+        elif f.type in CONTACT_FORCE_TYPES:
+            contacts.append(f)
+        elif f.type == "ElasticFoundationForce":
+            # Simbody's elastic foundation acts on triangle meshes only: between spheres and
+            # half-spaces OpenSim 4.6 applies no force (checked in tests/test_forces_applied.py)
+            names = [g for p_ in f.extra.get("contact_parameters", []) for g in p_["geometry"]]
+            other = [g for g in names if g not in model.contact_geometry]
+            if other:
+                refused.append(f"ElasticFoundationForce '{f.name}' (on {', '.join(other)})")
         elif f.type in ZERO_WITHOUT_CONTROLS:
             continue
+        elif f.type in REFUSED_FORCES:
+            refused.append(f"{f.type} '{f.name}'")
         else:
             not_applied.append((f.type, f.name))
+    if refused:
+        from ..errors import UnsupportedFeature
+        raise UnsupportedFeature(
+            f"arthron does not apply {', '.join(refused)}, which OpenSim would apply; exclude "
+            "them (forces_to_exclude / --exclude) to compute without them", model.source)
     tension = np.zeros((T, 0))
     if ligaments:
         from ..models.muscles import ligament_forces
@@ -125,7 +182,280 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
         ligaments = list(ps.names)
         tension = ligament_forces(model, ligaments, path_lengths(ps, tree, q),
                                   lengthening_speeds(ps, tree, q, qd))
-    return PassiveForces(tau, ligaments, tension, not_applied)
+    loads = _point_force_loads(model, tree, q, qd, points) if points else []
+    if contacts:
+        loads += _contact_loads(model, tree, q, qd, contacts)
+    return PassiveForces(tau, ligaments, tension, not_applied, loads)
+
+
+def _contact_loads(model, tree, q, qd, forces):
+    """Point forces (ground frame) of SmoothSphereHalfSpaceForces on the sphere's and the
+    half-space's bodies, vectorized over frames (Simbody's smooth contact law)."""
+    from ..errors import ModelFileError
+    from ..geometry.spatial import rotation_xyz
+    from ..models.model import GROUND
+    from .inverse_dynamics import ExternalLoad
+    from .kinematics import forward_kinematics
+    kin = forward_kinematics(tree, q, qd)
+    Rb, ob = kin.body_R(tree), kin.body_origin(tree)
+    T = q.shape[0]
+
+    def geometry(f, ref, kind):
+        g = model.contact_geometry.get((ref or "").rstrip("/").split("/")[-1])
+        if g is None or g.kind != kind:
+            raise ModelFileError(f"{f.type} '{f.name}' names {kind} '{ref}', which the model's "
+                                 "ContactGeometrySet does not have", model.source)
+        base, X = model.frame_in_base(g.frame)
+        R_BG = X.R @ rotation_xyz(g.orientation)
+        p_BG = X.R @ np.asarray(g.location, float) + X.p
+        if base == GROUND:
+            I = np.broadcast_to(np.eye(3), (T, 3, 3))
+            z = np.zeros((T, 3))
+            return g, None, I, z, z, z, R_BG, p_BG
+        b = tree.body_names.index(base.rstrip("/").split("/")[-1])
+        n = tree.body_node[b]
+        return g, base.split("/")[-1], Rb[:, b], ob[:, b], kin.node("w", n), kin.node("v", n), R_BG, p_BG
+
+    loads = []
+    for f in forces:
+        if f.type == "HuntCrossleyForce":
+            loads += _hunt_crossley_loads(model, f, geometry)
+            continue
+        if f.type == "BushingForce":
+            loads += _bushing_loads(model, tree, kin, f)
+            continue
+        gs, bs, Rs, os_, ws, vs, _, ps = geometry(f, f.sphere, "ContactSphere")
+        _, bh, Rh, oh, wh, vh, RGh, ph = geometry(f, f.half_space, "ContactHalfSpace")
+        r = float(gs.radius)
+        C = os_ + Rs @ ps                                   # sphere centre in ground
+        nrm = Rh @ RGh[:, 0]                                # half-space x axis: into the solid
+        Oh = oh + Rh @ ph
+        depth = r + np.einsum("ti,ti->t", C - Oh, nrm)      # indentation
+        P = C + (r - 0.5 * depth)[:, None] * nrm            # contact point, mid-indentation
+        v = (vs + np.cross(ws, P - os_)) - (vh + np.cross(wh, P - oh))
+        vn = np.einsum("ti,ti->t", v, nrm)
+        vt = v - vn[:, None] * nrm
+        k = 0.5 * float(f.stiffness) ** (2.0 / 3.0)
+        cf, bd, bv = float(f.constant_contact_force), float(f.hertz_smoothing), float(f.hunt_crossley_smoothing)
+        fh = (4.0 / 3.0) * k * np.sqrt(r * k) * np.sqrt(depth ** 2 + cf) ** 1.5
+        fh = fh * (0.5 + 0.5 * np.tanh(bd * depth))
+        c = float(f.dissipation)
+        fhc = fh * (1.0 + 1.5 * c * vn)
+        if c != 0.0:
+            fhc = fhc * (0.5 + 0.5 * np.tanh(bv * (vn + 2.0 / (3.0 * c))))
+        vslip = np.sqrt(np.einsum("ti,ti->t", vt, vt) + cf)
+        vrel = vslip / float(f.transition_velocity)
+        us, ud, uv = float(f.static_friction), float(f.dynamic_friction), float(f.viscous_friction)
+        ff = fhc * (np.minimum(vrel, 1.0) * (ud + 2.0 * (us - ud) / (1.0 + vrel ** 2)) + uv * vslip)
+        force = fhc[:, None] * nrm + (ff / vslip)[:, None] * vt
+        for body, F in ((bs, -force), (bh, force)):
+            if body is not None:
+                loads.append(ExternalLoad(body=body, force=F, point=P.copy(), name=f.name))
+    return loads
+
+
+def _bushing_loads(model, tree, kin, f):
+    """Forces and moments of a BushingForce on its two frames (OpenSim BushingForce /
+    TwoFrameLinker), vectorized over frames."""
+    from ..errors import ModelFileError, UnsupportedFeature
+    from ..models.model import GROUND
+    from .inverse_dynamics import ExternalLoad
+    T = kin.body_R(tree).shape[0]
+
+    def frame(ref):
+        if not ref:
+            raise UnsupportedFeature(f"BushingForce '{f.name}' names no socket_frame1/2 (the 3.x "
+                                     "body_1/location_body_1 form is not applied by arthron)",
+                                     model.source)
+        try:
+            base, X = model.frame_in_base(ref if (ref or "").startswith("/") else f"/{ref}")
+        except ModelFileError:
+            raise UnsupportedFeature(f"BushingForce '{f.name}': frame '{ref}' is not a frame of "
+                                     "the model (bushings on offset frames they own are not "
+                                     "applied by arthron)", model.source) from None
+        if base == GROUND:
+            z = np.zeros((T, 3))
+            return None, np.broadcast_to(np.eye(3), (T, 3, 3)), z, z, z, X
+        b = tree.body_names.index(base.split("/")[-1])
+        n = tree.body_node[b]
+        return (base.split("/")[-1], kin.body_R(tree)[:, b], kin.body_origin(tree)[:, b],
+                kin.node("w", n), kin.node("v", n), X)
+
+    b1, RB1, oB1, w1, v1, X1 = frame(f.frame1)
+    b2, RB2, oB2, w2, v2, X2 = frame(f.frame2)
+    R1, R2 = RB1 @ X1.R, RB2 @ X2.R                      # R_GF, R_GM
+    r1, r2 = RB1 @ X1.p, RB2 @ X2.p                      # body origin -> frame origin, ground
+    p1, p2 = oB1 + r1, oB2 + r2
+    R1T = np.swapaxes(R1, -1, -2)
+    R_FM = R1T @ R2
+    p_FM = np.einsum("tij,tj->ti", R1T, p2 - p1)
+    b = np.arcsin(np.clip(R_FM[:, 0, 2], -1.0, 1.0))
+    a = np.arctan2(-R_FM[:, 1, 2], R_FM[:, 2, 2])
+    c = np.arctan2(-R_FM[:, 0, 1], R_FM[:, 0, 0])
+    # relative velocity of M in F, derivative taken in F
+    VF = v1 + np.cross(w1, r1)
+    VM = v2 + np.cross(w2, r2)
+    p_FM_G = p2 - p1
+    w_FM = np.einsum("tij,tj->ti", R1T, w2 - w1)
+    v_FM = np.einsum("tij,tj->ti", R1T, VM - VF - np.cross(w1, p_FM_G))
+    w_FM_M = np.einsum("tji,tj->ti", R_FM, w_FM)
+    # w_M = B(q) q̇ for body-fixed X-Y-Z angles; N = B⁻¹ (Simbody calcNForBodyXYZInBodyFrame)
+    cb, sb, cc, sc = np.cos(b), np.sin(b), np.cos(c), np.sin(c)
+    B = np.zeros((T, 3, 3))
+    B[:, 0, 0], B[:, 0, 1] = cb * cc, sc
+    B[:, 1, 0], B[:, 1, 1] = -cb * sc, cc
+    B[:, 2, 0], B[:, 2, 2] = sb, 1.0
+    N = np.linalg.inv(B)
+    dq_rot = np.stack([a, b, c], 1)
+    dqdot_rot = np.einsum("tij,tj->ti", N, w_FM_M)
+    f_rot = -np.asarray(f.rotational_stiffness, float) * dq_rot \
+        - np.asarray(f.rotational_damping, float) * dqdot_rot
+    f_tr = -np.asarray(f.translational_stiffness, float) * p_FM \
+        - np.asarray(f.translational_damping, float) * v_FM
+    m2 = np.einsum("tij,tj->ti", R2, np.einsum("tji,tj->ti", N, f_rot))   # moment on frame2, G
+    fM = np.einsum("tij,tj->ti", R1, f_tr)                                 # force on frame2, G
+    loads = []
+    if b2 is not None:
+        loads.append(ExternalLoad(body=b2, force=fM, point=p2, torque=m2, name=f.name))
+    if b1 is not None:
+        loads.append(ExternalLoad(body=b1, force=-fM, point=p1,
+                                  torque=-(m2 + np.cross(p_FM_G, fM)), name=f.name))
+    return loads
+
+
+def _hunt_crossley_loads(model, f, geometry):
+    """Point forces of one HuntCrossleyForce: every half-space/sphere pair on different bodies
+    among its geometries (Simbody: Hertz force with the combined parameters of the two
+    surfaces, applied at the middle of the indentation; no force when separated)."""
+    from ..errors import UnsupportedFeature
+    from .inverse_dynamics import ExternalLoad
+    params = {}
+    for p in f.extra.get("contact_parameters", []):
+        for g in p["geometry"]:
+            params[g] = p
+    names = list(params)
+    kinds = {}
+    for n in names:
+        g = model.contact_geometry.get(n)
+        kinds[n] = g.kind if g is not None else None
+    loads = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            pair = {kinds[a], kinds[b]}
+            if pair != {"ContactHalfSpace", "ContactSphere"}:
+                if pair == {"ContactHalfSpace"}:
+                    continue                      # Simbody has no half-space pair
+                raise UnsupportedFeature(f"HuntCrossleyForce '{f.name}': contact between "
+                                         f"{kinds[a] or a} '{a}' and {kinds[b] or b} '{b}' is not "
+                                         "evaluated by arthron (half-space/sphere only)",
+                                         model.source)
+            h, s_ = (a, b) if kinds[a] == "ContactHalfSpace" else (b, a)
+            gh, bh, Rh, oh, wh, vh, RGh, ph = geometry(f, h, "ContactHalfSpace")
+            gs, bs, Rs, os_, ws, vs, _, ps = geometry(f, s_, "ContactSphere")
+            if bh == bs:
+                continue
+            p1, p2 = params[h], params[s_]
+            # Simbody stores each surface's stiffness to the power 2/3
+            k1, k2 = float(p1["stiffness"]) ** (2.0 / 3.0), float(p2["stiffness"]) ** (2.0 / 3.0)
+            s1 = k2 / (k1 + k2)
+            r = float(gs.radius)
+            C = os_ + Rs @ ps
+            xh = Rh @ RGh[:, 0]                       # into the half-space's solid
+            normal = -xh                              # from the half-space towards the sphere
+            Oh = oh + Rh @ ph
+            depth = r + np.einsum("ti,ti->t", C - Oh, xh)
+            # contact point: midway in the overlap, shifted by the relative stiffness
+            P = C - (r - 0.5 * depth)[:, None] * normal + (depth * (0.5 - s1))[:, None] * normal
+            k = k1 * s1
+            c = float(p1["dissipation"]) * s1 + float(p2["dissipation"]) * (1 - s1)
+            d = np.maximum(depth, 0.0)
+            fH = (4.0 / 3.0) * k * d * np.sqrt(r * k * d)
+            v = (vh + np.cross(wh, P - oh)) - (vs + np.cross(ws, P - os_))   # body1 - body2
+            vn = np.einsum("ti,ti->t", v, normal)
+            vt = v - vn[:, None] * normal
+            # no pull: a separating contact applies no force (nor friction), as in OpenSim 4.6
+            fn = np.maximum(fH * (1.0 + 1.5 * c * vn), 0.0)
+            force = fn[:, None] * normal
+
+            def comb(key):
+                x, y = float(p1[key]), float(p2[key])
+                return 2 * x * y / (x + y) if (x != 0 or y != 0) else 0.0
+            us, ud, uv = comb("static_friction"), comb("dynamic_friction"), comb("viscous_friction")
+            vslip = np.linalg.norm(vt, axis=1)
+            vrel = vslip / float(f.extra.get("transition_velocity", 0.01))
+            ff = fn * (np.minimum(vrel, 1.0) * (ud + 2 * (us - ud) / (1 + vrel ** 2)) + uv * vslip)
+            force = force + np.divide(ff, vslip, out=np.zeros_like(ff), where=vslip != 0)[:, None] * vt
+            on = depth > 0
+            force = np.where(on[:, None], force, 0.0)
+            for body, F in ((bh, -force), (bs, force)):
+                if body is not None:
+                    loads.append(ExternalLoad(body=body, force=F, point=P.copy(), name=f.name))
+    return loads
+
+
+def _expression(model, f, variables):
+    """The callable of a force's Lepton expression; UnsupportedFeature naming the force when it
+    is outside the grammar arthron evaluates."""
+    from ..errors import UnsupportedFeature
+    from ..models.functions import lepton_expression
+    try:
+        return lepton_expression(f.expression, variables)
+    except ValueError as e:
+        raise UnsupportedFeature(f"{f.type} '{f.name}': {e}", model.source) from None
+
+
+def _body_of(model, f, ref):
+    """Body name of a socket path (``/bodyset/b``, ``b``, ``/ground``); None for ground."""
+    from ..errors import ModelFileError
+    if not ref:
+        raise ModelFileError(f"{f.type} '{f.name}' names no body", model.source)
+    name = ref.rstrip("/").split("/")[-1]
+    if name == "ground":
+        return None
+    if name not in model.bodies:
+        raise ModelFileError(f"{f.type} '{f.name}' names body '{ref}', which the model does not "
+                             "have", model.source)
+    return name
+
+
+def _point_force_loads(model, tree, q, qd, forces):
+    """Point forces (ground frame) of the two-point elements on their two bodies:
+    PointToPointSpring ``stiffness (d − rest_length)`` and ExpressionBasedPointToPointForce
+    ``expression(d, ddot)``, along the line between the points (positive pulls them together)."""
+    from .inverse_dynamics import ExternalLoad
+    from .kinematics import forward_kinematics
+    kin = forward_kinematics(tree, q, qd)
+    R, o = kin.body_R(tree), kin.body_origin(tree)
+    nodes = tree.body_node
+    T = q.shape[0]
+
+    def station(body, p):
+        p = np.asarray(p, float)
+        if body is None:
+            P = np.broadcast_to(p, (T, 3)).copy()
+            return P, np.zeros_like(P)
+        b = tree.body_names.index(body)
+        P = o[:, b] + R[:, b] @ p
+        w, v = kin.node("w", nodes[b]), kin.node("v", nodes[b])
+        return P, v + np.cross(w, P - o[:, b])
+
+    loads = []
+    for f in forces:
+        b1, b2 = _body_of(model, f, f.body1), _body_of(model, f, f.body2)
+        (P1, V1), (P2, V2) = station(b1, f.point1), station(b2, f.point2)
+        r = P2 - P1
+        d = np.linalg.norm(r, axis=1)
+        u = np.divide(r, d[:, None], out=np.zeros_like(r), where=d[:, None] > 0)
+        if f.type == "PointToPointSpring":
+            mag = float(f.stiffness) * (d - float(f.rest_length))
+        else:
+            ddot = np.einsum("ti,ti->t", V2 - V1, u)
+            mag = _expression(model, f, ("d", "ddot"))(d, ddot)
+        F1 = mag[:, None] * u                     # on body1, towards body2 when positive
+        for body, P, F in ((b1, P1, F1), (b2, P2, -F1)):
+            if body is not None:
+                loads.append(ExternalLoad(body=body, force=F, point=P, name=f.name))
+    return loads
 
 
 def applied_generalized_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)):
@@ -144,6 +474,12 @@ def applied_generalized_forces(model: Model, tree: Tree, q, qd, exclude=("Muscle
     """
     pf = passive_forces(model, tree, q, qd, exclude)
     tau = pf.mobility
+    if pf.loads:
+        from .inverse_dynamics import body_wrenches_from_loads
+        from .kinematics import apply_velocity_map_transpose, forward_kinematics
+        kin = forward_kinematics(tree, np.atleast_2d(q))
+        F, M = body_wrenches_from_loads(tree, kin, pf.loads)
+        tau = tau + apply_velocity_map_transpose(tree, kin, F, M)
     if pf.path_names:
         from .paths import compile_paths, path_generalized_forces
         ps = compile_paths(model, tree, forces=pf.path_names)

@@ -133,6 +133,15 @@ def _custom(model, j, C, cidx):
 
     ops = []
     st = j.spatial_transform
+    where = f"<CustomJoint name='{j.name}'>"
+    if st is None or len(st) != 6:
+        raise ModelFileError(f"CustomJoint '{j.name}' has no <SpatialTransform> (six TransformAxis "
+                             "elements)", model.source, where)
+    for a in st:
+        n = float(np.linalg.norm(a.axis)) if a.axis is not None and np.shape(a.axis) == (3,) else 0.0
+        if not np.isfinite(n) or n == 0.0:
+            raise ModelFileError(f"TransformAxis '{a.name}' of CustomJoint '{j.name}' has no "
+                                 f"direction (axis {a.axis})", model.source, where)
     rot, tr = st[:3], st[3:]
     # Axes are used as written: OpenSim 4.x only re-derives "independent" axes
     # (SpatialTransform::constructIndependentAxes) when upgrading pre-1.9 documents.

@@ -232,7 +232,7 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
                         terms.append((ax, None, -1))
                         continue
                     if cn is None or cn not in cidx:
-                        if cn is None and fn.is_constant():
+                        if cn is None and fn.is_constant:
                             terms.append((ax, fn, -1))
                             continue
                         raise ModelFileError(f"MovingPathPoint '{pt.name}' of '{name}' names "

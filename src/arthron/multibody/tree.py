@@ -143,6 +143,8 @@ class Tree:
     body_names : list[str]
     body_node : (nb,) int        node of each body frame
     mass : (nb,), com : (nb, 3) body frame, inertia : (nb, 3, 3) about the COM, body frame
+                                 (zero for a body of mass 0, as OpenSim/Simbody: the
+                                 inertia of a massless body is ignored)
     gravity : (3,)
     joint_names : list[str]; joint_child_body : (nj,) body index of each joint's child
     joint_coords : list[list[int]] coordinate indices of each joint
@@ -356,7 +358,11 @@ def compile_model(model: Model) -> Tree:
         body_node=body_node,
         mass=np.array([b.mass for b in bodies], float),
         com=np.array([b.mass_center for b in bodies], float).reshape(-1, 3),
-        inertia=np.array([b.inertia for b in bodies], float).reshape(-1, 3, 3),
+        # A massless body has no inertia, whatever its file says: Simbody stores a body's
+        # inertia per unit mass (MassProperties' unit inertia is zero when the mass is zero),
+        # so OpenSim ignores the inertia of a body of mass 0.
+        inertia=np.array([b.inertia if b.mass != 0 else np.zeros((3, 3)) for b in bodies],
+                         float).reshape(-1, 3, 3),
         gravity=np.asarray(model.gravity, float),
         joint_names=[j.name for j in order],
         joint_child_body=np.array([bidx[info[j.name][2]] for j in order]),

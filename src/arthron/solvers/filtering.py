@@ -404,6 +404,11 @@ def prepare_coordinates(times, values, lowpass_hz=None, time_range=None):
     """
     t = _check_times(times)
     v, squeeze = _as_2d(values, t.size)
+    if time_range is not None:
+        a, b = map(float, time_range)
+        if b < t[0] or a > t[-1] or a != a or b != b:
+            raise OptionError(f"time range {a:g}..{b:g} s lies outside the data "
+                              f"({float(t[0]):g}..{float(t[-1]):g} s)")
     if lowpass_hz is not None and lowpass_hz >= 0:
         if lowpass_hz == 0:
             raise OptionError("lowpass_hz = 0 is not a usable cut-off (use None or a negative "

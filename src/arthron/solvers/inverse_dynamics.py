@@ -36,7 +36,7 @@ import numpy as np
 
 from ..tables import Table
 
-from ..errors import ArthronWarning, ModelFileError
+from ..errors import ArthronWarning, ModelFileError, attach_source
 from ..multibody.forces import applied_generalized_forces
 from ..models.functions import Constant, GCVSpline, PiecewiseLinearFunction
 from ..multibody.inverse_dynamics import ExternalLoad, body_wrenches_from_loads, inverse_dynamics
@@ -109,7 +109,8 @@ def external_loads_from_setup(model: Model, ext, table, times) -> list:
         def sample(arr):
             if arr is None:
                 return None
-            return np.stack([_time_function(t, arr[:, k]).value(times) for k in range(3)], -1)
+            with attach_source(getattr(table, "source", None) or getattr(ext, "path", None)):
+                return np.stack([_time_function(t, arr[:, k]).value(times) for k in range(3)], -1)
 
         loads.append(ExternalLoad(body=r.applied_to_body, force=sample(r.force), point=sample(r.point),
                                   torque=sample(r.torque), force_frame=r.force_expressed_in_body or "ground",
@@ -168,7 +169,8 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
     lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
     if time_range is None:  # the tool's default: the whole file (not the filter's padding)
         time_range = (float(motion.time[0]), float(motion.time[-1]))
-    t_out, q, qd, qdd = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range)
+    with attach_source(getattr(motion, "source", None)):
+        t_out, q, qd, qdd = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range)
     if tree.angular_velocity_groups:
         # OpenSim sets each coordinate's speed u to the spline derivative; for Ellipsoid-type
         # mobilizers u is an angular velocity, not the Euler-angle rate.

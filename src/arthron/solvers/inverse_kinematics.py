@@ -51,7 +51,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..errors import ArthronWarning, DataFileError, OptionError, SolverError, UnsupportedFeature
+from ..errors import (ArthronWarning, DataFileError, OptionError, SolverError, UnsupportedFeature,
+                      attach_source)
 from ..models.functions import GCVSpline
 from ..models.model import Model
 from ..multibody.constraints import compile_constraints
@@ -575,7 +576,8 @@ def solve_ik(model: Model, trial, tasks: IKTasks | None = None, *, time_range=No
     if not ik.marker_names:
         raise DataFileError(f"no marker of the trial matches a marker of model '{model.name}' "
                             "with a task", getattr(trial, "source", None))
-    idx = _select_frames(trial.time, time_range)
+    with attach_source(getattr(trial, "source", None)):
+        idx = _select_frames(trial.time, time_range)
     cols = [trial.labels.index(n) for n in ik.marker_names]
     obs = np.asarray(trial.positions, float)[idx][:, cols, :]
     allnan = ~np.any(np.all(np.isfinite(obs), axis=2), axis=0)
@@ -583,4 +585,27 @@ def solve_ik(model: Model, trial, tasks: IKTasks | None = None, *, time_range=No
         bad = [ik.marker_names[i] for i in np.flatnonzero(allnan)]
         warnings.warn(f"markers with no data in the time range are ignored: {', '.join(bad)}",
                       ArthronWarning, stacklevel=2)
-    return ik.solve(np.asarray(trial.time, float)[idx], obs, q0=q0, progress=progress, block=block)
+    with attach_source(getattr(trial, "source", None)):
+        res = ik.solve(np.asarray(trial.time, float)[idx], obs, q0=q0, progress=progress,
+                       block=block)
+    _warn_metre_errors(res, trial)
+    return res
+
+
+#: An RMS marker error above this (m) is not a fit but a unit or labelling mismatch.
+RMS_WARNING = 0.5
+
+
+def _warn_metre_errors(res, trial):
+    """Warn once when the RMS marker error reaches decimetres: a trial in millimetres whose
+    header says metres (or the reverse), or markers placed on the wrong bodies."""
+    rms = np.asarray(res.rms, float)
+    if rms.size and np.nanmax(rms) > RMS_WARNING:
+        k = int(np.nanargmax(rms))
+        worst = np.asarray(res.marker_errors, float)[k]
+        j = int(np.nanargmax(worst))
+        warnings.warn(f"{getattr(trial, 'source', None) or 'marker trial'}: IK marker errors of "
+                      f"metres (RMS {float(rms[k]):.4g} m at t = {float(res.time[k]):.6g} s, marker "
+                      f"'{res.marker_names[j]}' {float(worst[j]):.4g} m); check the trial's Units "
+                      f"(read as {getattr(trial, 'units', '?')}) and the model's markers",
+                      ArthronWarning, stacklevel=3)

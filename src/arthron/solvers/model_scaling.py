@@ -185,6 +185,9 @@ def measurement_factor(model: Model, trial, meas: Measurement, time_range, *, tr
                                     "trial", source or getattr(trial, "source", None))
         _, P = marker_positions(tree, q[None], [a, b])
         lm = float(np.linalg.norm(P[0, 0] - P[0, 1]))
+        if not lm > 0.0:
+            raise ModelFileError(f"measurement '{meas.name}': markers '{a}' and '{b}' coincide in "
+                                 "the model (no distance to scale)", model.source)
         pa = np.asarray(trial.positions, float)[i0:i1 + 1, trial.labels.index(a)]
         pb = np.asarray(trial.positions, float)[i0:i1 + 1, trial.labels.index(b)]
         d = np.linalg.norm(pb - pa, axis=1)
@@ -194,6 +197,8 @@ def measurement_factor(model: Model, trial, meas: Measurement, time_range, *, tr
                                 f"frame with data in {time_range[0]:g}–{time_range[1]:g} s",
                                 source or getattr(trial, "source", None))
         total += float(np.mean(d[ok])) / lm
+    if not meas.pairs:
+        raise DataFileError(f"measurement '{meas.name}' has no marker pair", source)
     return total / len(meas.pairs)
 
 

@@ -101,7 +101,7 @@ def path_analysis(model: Model, q, time=None, muscles=None, tree: Tree | None = 
 
     Raises
     ------
-    ModelFileError for an unknown force name or one without a path
+    ModelFileError for an unknown force name or one without a path, or no path to analyse
     (:func:`arthron.multibody.paths.compile_paths`).
 
     Source
@@ -112,6 +112,9 @@ def path_analysis(model: Model, q, time=None, muscles=None, tree: Tree | None = 
     """
     tree = compile_model(model) if tree is None else tree
     muscles = default_muscles(model) if muscles is None else list(muscles)
+    if not muscles:
+        raise ModelFileError(f"model '{model.name}' has no muscle or other force with a path to "
+                             "analyse", model.source)
     if hasattr(q, "labels"):
         if time is None:
             time = q.time

@@ -162,7 +162,7 @@ def _select(model: Model, tree: Tree, joints) -> list:
     for n in names:
         if n not in tree.joint_names:
             raise OptionError(f"model '{model.name}' has no joint '{n}' (joints: "
-                              f"{', '.join(model.joints)})")
+                              f"{', '.join(model.joints)})", model.source)
         out.append(tree.joint_names.index(n))
     return out
 
@@ -418,7 +418,8 @@ def _frame_keyword(model: Model, info: _JointInfo, frame: str):
         return info.parent_body, None, info.parent_name
     raise OptionError(f"express_in_frame '{frame}' is not 'ground', 'child', 'parent', a body of model "
                       f"'{model.name}' ({', '.join(model.bodies)}) or the path of one of its frames "
-                      "(OpenSim: \"must either be a Frame name or the keyword 'child' or 'parent'\")")
+                      "(OpenSim: \"must either be a Frame name or the keyword 'child' or 'parent'\")",
+                      model.source)
 
 
 def _on_keyword(on: str) -> bool:
@@ -650,6 +651,7 @@ def _reaction_chunk(model, tree, t, q, qd, qdd, loads, forces_table, acceleratio
                       + ", ".join(f"{t_} {n}" for t_, n in pf.not_applied[:6]), ArthronWarning, stacklevel=3)
     if pf.mobility.any():
         gen = pf.mobility if gen is None else gen + pf.mobility
+    loads += pf.loads or []
     if pf.path_names:
         from ..multibody.paths import compile_paths
         p_loads, p_gen = path_loads(compile_paths(model, tree, forces=pf.path_names), tree, q, pf.tensions)

@@ -68,9 +68,12 @@ def _float(text, default, path, what):
     if t in ("-inf", "-infinity"):
         return -math.inf
     try:
-        return float(t)
+        x = float(t)
     except ValueError:
         raise DataFileError(f"{what}: {text!r} is not a number", path) from None
+    if x != x:
+        raise DataFileError(f"{what}: {text!r} is not a usable number", path)
+    return x
 
 
 def _step_interval(el, path) -> int:
@@ -191,7 +194,8 @@ def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetu
         model_file=require_setup_file(s, "model_file", search_dirs),
         coordinates_file=require_setup_file(s, "coordinates_file", search_dirs),
         external_loads_file=find_setup_file(s, s.get("external_loads_file"), search_dirs),
-        force_set_files=[find_setup_file(s, n, search_dirs) for n in _split_list(s.get("force_set_files"))],
+        force_set_files=[require_setup_file(s, "force_set_files", search_dirs, value=n)
+                         for n in _split_list(s.get("force_set_files")) if not is_unassigned(n)],
         replace_force_set=_bool(s.element, "replace_force_set", False),
         lowpass_hz=_float(s.get("lowpass_cutoff_frequency_for_coordinates"), -1.0, s.path,
                           "lowpass_cutoff_frequency_for_coordinates"),
@@ -236,7 +240,7 @@ def _joint_reaction(st: AnalyzeSetup, jr, model: Model, motion, accelerations, s
         bad = [n for n in names if n not in model.joints]
         if bad:
             raise SolverError(f"JointReaction joint_names: model '{model.name}' has no joint(s) "
-                              f"{', '.join(bad)}")
+                              f"{', '.join(bad)}", st.setup.path)
     n = len(names)
     # OpenSim: lists of the wrong length fall back to child / ground (with a warning)
     if len(on) not in (1, n):

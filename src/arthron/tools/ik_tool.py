@@ -126,7 +126,11 @@ def read_ik_tasks(task_set_elem, model: Model, coordinate_table=None, path=None)
                 raise DataFileError(f"IKCoordinateTask names coordinate '{name}' that the model "
                                     f"'{model.name}' lacks", path, f"line {e.sourceline}")
             vt = (e.findtext("value_type") or "default_value").strip()
-            val = float((e.findtext("value") or "0").strip() or 0.0)
+            try:
+                val = float((e.findtext("value") or "0").strip() or 0.0)
+            except ValueError:
+                raise DataFileError(f"task '{name}': value is not a number", path,
+                                    f"<{e.tag} name='{name}'> line {e.sourceline}") from None
             task = CoordinateTask(w, vt, val)
             if vt == "from_file":
                 if coordinate_table is None or name not in coordinate_table.labels:

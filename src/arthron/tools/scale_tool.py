@@ -11,6 +11,8 @@ re-implemented from their documented behaviour.
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,8 +170,9 @@ def _floats(v, n, path, what):
         out = tuple(float(x) for x in v.split())
     except (ValueError, AttributeError):
         raise DataFileError(f"{what}: expected {n} numbers, got {v!r}", path) from None
-    if len(out) != n:
-        raise DataFileError(f"{what}: expected {n} numbers, got {v!r}", path)
+    if len(out) != n or not all(math.isfinite(x) for x in out):
+        raise DataFileError(f"{what}: expected {n} finite number{'s' if n > 1 else ''}, got "
+                            f"{v!r}", path)
     return out
 
 
@@ -197,7 +200,7 @@ def read_scale_setup(path, *, placeholders=None, search_dirs=None) -> ScaleSetup
         return st.resolve(name)
 
     mass = st.get("mass")
-    s = ScaleSetup(path=st.path, name=st.name, mass=float(mass) if mass else None,
+    s = ScaleSetup(path=st.path, name=st.name, mass=_floats(mass, 1, st.path, "<mass>")[0] if mass else None,
                    model_file=None, marker_set_file=None)
     gm = el.find("GenericModelMaker")
     s.model_file = f(_txt(gm, "model_file"))
@@ -219,6 +222,10 @@ def read_scale_setup(path, *, placeholders=None, search_dirs=None) -> ScaleSetup
                         raise DataFileError(f"measurement '{me.get('name')}': a MarkerPair needs "
                                             "2 marker names", st.path, f"line {mp.sourceline}")
                     pairs.append(tuple(names))
+                if not pairs and _boolean(_txt(me, "apply"), True):
+                    raise DataFileError(f"measurement '{me.get('name')}' has no MarkerPair (a "
+                                        "measurement's factor is the mean of its marker-pair "
+                                        "distance ratios)", st.path, f"line {me.sourceline}")
                 for bs in me.iter("BodyScale"):
                     axes = "".join((bs.findtext("axes") or "X Y Z").split())
                     bodies.append((bs.get("name", ""), axes))
@@ -252,7 +259,7 @@ def read_scale_setup(path, *, placeholders=None, search_dirs=None) -> ScaleSetup
         s.placer_model_file = out_file(_txt(mp, "output_model_file"))
         s.placer_marker_set_file = out_file(_txt(mp, "output_marker_file"))
         mm = _txt(mp, "max_marker_movement")
-        s.max_marker_movement = float(mm) if mm else -1.0
+        s.max_marker_movement = _floats(mm, 1, st.path, "<max_marker_movement>")[0] if mm else -1.0
     else:
         s.placer_apply = False
     return s
