@@ -1,0 +1,166 @@
+"""arthron.io.c3d against OpenSim's reference outputs for walking2.c3d (the std_walking2_* files
+OpenSim's testC3DFileAdapter compares C3DFileAdapter with, after its downsample_table: every 10th
+marker row, every 100th force row, plus the last row), and bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from arthron.errors import DataFileError, OptionError
+from arthron.io.c3d import downsample_rows, read_c3d, rotation_matrix
+from arthron.io.sto import read_sto
+from arthron.io.trc import read_trc
+
+from conftest import DATA, needs_data
+
+WALK2 = DATA / "opensim-core" / "OpenSim" / "Tests" / "shared" / "walking2.c3d"
+STD = DATA / "opensim-core" / "OpenSim" / "Common" / "Test"
+
+pytestmark = needs_data
+
+
+@pytest.fixture(scope="module")
+def origin():
+    return read_c3d(WALK2)
+
+
+@pytest.fixture(scope="module")
+def cop():
+    return read_c3d(WALK2, force_location="cop")
+
+
+def test_markers_equal_opensim_reference(origin):
+    # std_walking2_markers.trc holds 5 significant digits (Mokka export), so each reference cell
+    # is the C3D value rounded to 5 digits: |ours - ref| <= half a unit of its last digit, plus one
+    # float32 ulp (C3D stores float32; a decimal tie such as 56.6815 is 56.68149567 in float32).
+    ref = read_trc(STD / "std_walking2_markers.trc")
+    m = origin.markers
+    rows = downsample_rows(m.n_frames, 10)
+    assert m.labels == ref.labels
+    assert ref.positions.shape == (len(rows), 44, 3)
+    np.testing.assert_allclose(m.time[rows], ref.time, atol=1e-12)
+    ours = m.positions[rows] * 1000.0  # mm, the file's unit
+    theirs = ref.positions * 1000.0
+    assert m.units == ref.units == "mm"
+    assert np.array_equal(np.isnan(ours), np.isnan(theirs))  # residual -1 -> NaN, same cells
+    ok = ~np.isnan(theirs)
+    assert ok.sum() > 5000
+    mag = np.floor(np.log10(np.maximum(np.abs(theirs[ok]), 1e-300)))
+    half_ulp = 0.5 * 10.0 ** (mag - 4)
+    bound = half_ulp + np.abs(theirs[ok]) * 2.0 ** -23
+    ratio = np.abs(ours[ok] - theirs[ok]) / bound
+    assert ratio.max() <= 1.0, ratio.max()
+    # most cells sit well inside the rounding interval, not at its edge
+    assert np.median(np.abs(ours[ok] - theirs[ok]) / half_ulp) < 0.6
+
+
+def _forces_vs(std_name, trial):
+    ref = read_sto(STD / std_name)
+    f = trial.forces
+    rows = downsample_rows(f.n_rows, 100)
+    assert f.labels == ref.labels
+    np.testing.assert_allclose(f.time[rows], ref.time, atol=1e-12)
+    ours, theirs = f.data[rows], ref.data
+    # the reference is printed with 8 decimals: 1e-7 relative plus its rounding (5e-9)
+    err = np.abs(ours - theirs) - 5e-9
+    assert np.all(err <= 1e-7 * np.abs(theirs)), (err / np.maximum(np.abs(theirs), 1e-300)).max()
+    return ours, theirs
+
+
+def test_forces_at_platform_origin_equal_opensim(origin):
+    ours, _ = _forces_vs("std_walking2_grfs.sto", origin)
+    assert origin.forces.metadata["position_units"] == "mm"
+    assert [p.type for p in origin.platforms] == [2, 2]
+    # the point is the centre of the four corners, constant
+    np.testing.assert_array_equal(ours[:, 3:6], np.broadcast_to(origin.platforms[0].centre, (len(ours), 3)))
+
+
+def test_forces_at_centre_of_pressure_equal_opensim(cop):
+    ours, _ = _forces_vs("std_cop_walking2_grfs.sto", cop)
+    # only the free moment about the vertical remains (ezc3d's Tz vector: x, y at round-off)
+    assert np.abs(ours[:, [6, 7, 15, 16]]).max() <= 1e-12 * np.abs(ours[:, [8, 17]]).max()
+
+
+def test_origin_and_cop_are_the_same_wrench(origin, cop):
+    # M_centre = M_cop + (p_cop - centre) x F at every frame where the platform is loaded
+    for k, p in enumerate(origin.platforms):
+        F, Mo = p.force, p.moment
+        q = cop.platforms[k]
+        loaded = np.abs(F[:, 2]) > 50.0
+        assert loaded.sum() > 100
+        Mc = q.free_moment + np.cross(q.cop - p.centre, F)
+        np.testing.assert_allclose(Mc[loaded], Mo[loaded], rtol=1e-9, atol=1e-6 * np.abs(Mo).max())
+
+
+def test_analog_channels_equal_opensim(origin):
+    ref = read_sto(STD / "std_walking2_analog.sto")
+    a = origin.analogs
+    rows = downsample_rows(a.n_rows, 1000)
+    assert a.labels == ref.labels
+    np.testing.assert_allclose(a.time[rows], ref.time, atol=1e-12)
+    np.testing.assert_allclose(a.data[rows], ref.data, rtol=1e-14, atol=0)
+    assert origin.analog_rate == 2000.0 and origin.point_rate == 250.0
+
+
+def test_rotation_and_si_units_apply_to_everything(origin):
+    t = read_c3d(WALK2, rotation="x-90", units="m")
+    R = rotation_matrix("x-90")
+    np.testing.assert_array_equal(R, [[1, 0, 0], [0, 0, 1], [0, -1, 0]])
+    np.testing.assert_allclose(t.markers.positions[..., 1], origin.markers.positions[..., 2])
+    np.testing.assert_allclose(t.markers.positions[..., 2], -origin.markers.positions[..., 1])
+    f0, f1 = origin.forces, t.forces
+    assert f1.metadata["position_units"] == "m" and f1.metadata["moment_units"] == "Nm"
+    for n in (1, 2):
+        for kind, scale in (("f", 1.0), ("p", 1e-3), ("m", 1e-3)):
+            a = np.stack([f0.column(f"{kind}{n}_{i}") for i in (1, 2, 3)], 1) * scale
+            b = np.stack([f1.column(f"{kind}{n}_{i}") for i in (1, 2, 3)], 1)
+            np.testing.assert_allclose(b, a @ R.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(t.platforms[0].corners, origin.platforms[0].corners * 1e-3 @ R.T)
+    # "a,b" is R_b R_a
+    np.testing.assert_allclose(rotation_matrix("x-90,y90"), rotation_matrix("y90") @ R)
+
+
+def test_bad_options_and_files(tmp_path):
+    with pytest.raises(OptionError, match="force_location"):
+        read_c3d(WALK2, force_location="corner")
+    with pytest.raises(OptionError, match="rotation"):
+        read_c3d(WALK2, rotation="q90")
+    with pytest.raises(OptionError, match="rotation"):
+        rotation_matrix(np.diag([1.0, 1.0, -1.0]))
+    with pytest.raises(DataFileError, match="no such C3D file") as e:
+        read_c3d(tmp_path / "missing.c3d")
+    assert "missing.c3d" in str(e.value)
+    bad = tmp_path / "bad.c3d"
+    bad.write_bytes(b"this is not a c3d file" * 10)
+    with pytest.raises(DataFileError, match="bad.c3d"):
+        read_c3d(bad)
+
+
+_WRITE_NO_PLATFORM = """
+import sys, numpy as np, ezc3d
+c = ezc3d.c3d()
+c["parameters"]["POINT"]["RATE"]["value"] = [100]
+c["parameters"]["POINT"]["LABELS"]["value"] = ("A", "B")
+p = np.ones((4, 2, 5))
+p[3] = 0.0
+p[:3, 1, 2] = np.nan  # ezc3d writes it with residual -1: an invalid point
+c["data"]["points"] = p
+c.write(sys.argv[1])
+"""
+
+
+def test_no_force_platform_is_a_clear_error_when_grf_asked(tmp_path):
+    # written in a child process: ezc3d's writer registers SWIG std::vector types that then
+    # shadow OpenSim's in the same process (later opensim calcDerivative(StdVectorInt) fails)
+    import subprocess
+    import sys
+
+    path = tmp_path / "noplate.c3d"
+    subprocess.run([sys.executable, "-c", _WRITE_NO_PLATFORM, str(path)], check=True)
+    t = read_c3d(path)
+    assert t.forces is None and t.platforms == []
+    assert t.markers.labels == ["A", "B"] and np.isnan(t.markers.positions[2, 1]).all()
+    assert not np.isnan(t.markers.positions[2, 0]).any()
+    with pytest.raises(DataFileError, match="no force platform") as e:
+        t.require_forces()
+    assert "noplate.c3d" in str(e.value)
