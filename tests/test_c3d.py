@@ -11,7 +11,7 @@ from arthron.io.c3d import downsample_rows, read_c3d, rotation_matrix
 from arthron.io.sto import read_sto
 from arthron.io.trc import read_trc
 
-from conftest import DATA, needs_data
+from conftest import DATA, needs_data, needs_opensim
 
 WALK2 = DATA / "opensim-core" / "OpenSim" / "Tests" / "shared" / "walking2.c3d"
 STD = DATA / "opensim-core" / "OpenSim" / "Common" / "Test"
@@ -164,3 +164,87 @@ def test_no_force_platform_is_a_clear_error_when_grf_asked(tmp_path):
     with pytest.raises(DataFileError, match="no force platform") as e:
         t.require_forces()
     assert "noplate.c3d" in str(e.value)
+
+
+# ------------------------------------------------------------------------------------------------
+# arthron c3d TRIAL.c3d -o DIR
+# ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    from arthron.cli import main
+
+    out = tmp_path_factory.mktemp("c3d")
+    assert main(["c3d", str(WALK2), "-o", str(out), "--rotate", "x-90",
+                 "--bodies", "calcn_r,calcn_l"]) == 0
+    return out, read_c3d(WALK2, rotation="x-90", units="m")
+
+
+def test_cli_writes_trc_mot_and_external_loads_read_back_by_arthron(exported):
+    from arthron.io.setup import read_external_loads
+
+    out, trial = exported
+    assert sorted(p.name for p in out.iterdir()) == [
+        "walking2.trc", "walking2_external_loads.xml", "walking2_grf.mot"]
+    tr = read_trc(out / "walking2.trc")
+    assert tr.units == "mm" and tr.labels == trial.markers.labels
+    np.testing.assert_array_equal(tr.positions, trial.markers.positions)  # exact round trip
+    g = read_sto(out / "walking2_grf.mot")
+    np.testing.assert_array_equal(g.data, trial.forces.data)
+    np.testing.assert_array_equal(g.time, trial.forces.time)
+    el = read_external_loads(out / "walking2_external_loads.xml")
+    assert [f.applied_to_body for f in el.forces] == ["calcn_r", "calcn_l"]
+    res = el.resolve()
+    np.testing.assert_array_equal(res["platform2"].torque, trial.platforms[1].moment)
+    np.testing.assert_array_equal(res["platform1"].point[0], trial.platforms[0].centre)
+    # rotated into OpenSim's Y-up ground: body weight pushes up along +Y at mid stance
+    assert trial.forces.column("f1_2").max() > 500.0
+
+
+@needs_opensim
+def test_opensim_reads_the_written_trc_and_mot_with_equal_values(exported):
+    import opensim as osim
+
+    osim.Logger.setLevelString("error")
+    out, trial = exported
+    tab = osim.TimeSeriesTableVec3(str(out / "walking2.trc"))  # TRCFileAdapter
+    flat = tab.flatten()
+    M = flat.getMatrix().to_numpy().copy() / 1000.0
+    assert list(tab.getColumnLabels()) == trial.markers.labels
+    np.testing.assert_array_equal(np.array(tab.getIndependentColumn()), trial.markers.time)
+    ours = trial.markers.positions.reshape(M.shape)
+    assert np.array_equal(np.isnan(M), np.isnan(ours))
+    np.testing.assert_array_max_ulp(M[~np.isnan(M)], ours[~np.isnan(ours)], 1)
+
+    s = osim.Storage(str(out / "walking2_grf.mot"))
+    assert s.getSize() == trial.forces.n_rows
+    labels = [s.getColumnLabels().get(i) for i in range(s.getColumnLabels().getSize())]
+    assert labels == ["time", *trial.forces.labels]
+    t = osim.ArrayDouble()
+    s.getTimeColumn(t)
+    np.testing.assert_array_equal(t.getAsVector().to_numpy(), trial.forces.time)
+    for j, lab in enumerate(trial.forces.labels):
+        a = osim.ArrayDouble()
+        s.getDataColumn(lab, a)
+        np.testing.assert_array_equal(a.getAsVector().to_numpy(), trial.forces.data[:, j])
+    el = osim.ExternalLoads(str(out / "walking2_external_loads.xml"), True)
+    assert el.getSize() == 2 and el.get(0).get_applied_to_body() == "calcn_r"
+    assert el.get(1).get_torque_identifier() == "m2_"
+
+
+def test_cli_no_force_platform_and_bad_options(tmp_path, capsys):
+    import subprocess
+    import sys
+
+    from arthron.cli import main
+
+    path = tmp_path / "noplate.c3d"
+    subprocess.run([sys.executable, "-c", _WRITE_NO_PLATFORM, str(path)], check=True)
+    assert main(["c3d", str(path), "-o", str(tmp_path / "o")]) == 0
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["noplate.trc"]
+    assert "no force platform" in capsys.readouterr().out
+    # one body for two platforms: an error, nothing written
+    assert main(["c3d", str(WALK2), "-o", str(tmp_path / "o2"), "--bodies", "calcn_r"]) == 2
+    assert "2 force platforms" in capsys.readouterr().err
+    assert not (tmp_path / "o2").exists()
+    assert main(["c3d", str(tmp_path / "nope.c3d"), "-o", str(tmp_path / "o3")]) == 2
+    assert "nope.c3d" in capsys.readouterr().err

@@ -53,6 +53,21 @@ def cmd_convert(a):
     return 0
 
 
+def cmd_c3d(a):
+    from .tools.c3d_tool import export_c3d
+    r = export_c3d(a.input, a.output, force_location=a.force_location, rotation=a.rotate,
+                   units=a.units, trc_units=a.trc_units, bodies=_names(a.bodies))
+    t = r.trial
+    print(f"wrote {r.trc} ({t.markers.n_frames} frames, {t.markers.n_markers} markers)")
+    if r.grf is not None:
+        print(f"wrote {r.grf} ({t.forces.n_rows} rows, {len(t.platforms)} force platforms, "
+              f"at the {'platform centre' if a.force_location == 'origin' else 'centre of pressure'})")
+        print(f"wrote {r.external_loads}")
+    else:
+        print("no force platform in this file: no GRF .mot or ExternalLoads written")
+    return 0
+
+
 def _names(values):
     """Comma-separated names given once or more (``--joints a,b --joints c``) → list or None."""
     return None if not values else [x for part in values for x in part.split(",") if x]
@@ -269,6 +284,22 @@ def build_parser() -> argparse.ArgumentParser:
                         "frames, poses at random coordinates, path lengths; with OpenSim "
                         "installed, also load it there); exit status 1 if they differ")
     s.set_defaults(func=cmd_convert)
+    s = sub.add_parser("c3d", help="C3D trial (ezc3d) to .trc, GRF .mot and an ExternalLoads .xml")
+    s.add_argument("input", metavar="TRIAL.c3d")
+    s.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder")
+    s.add_argument("--force-location", choices=("origin", "cop"), default="origin",
+                   help="express each platform's wrench at its centre (origin, default) or at the "
+                        "centre of pressure with the free moment, as OpenSim's C3DFileAdapter")
+    s.add_argument("--rotate", metavar="AXIS+ANGLE", default=None,
+                   help="lab-to-OpenSim rotation applied to markers and forces, e.g. x-90 (Z-up lab "
+                        "to Y-up ground) or x-90,y90 (turns about the lab axes, left to right)")
+    s.add_argument("--units", choices=("m", "file"), default="m",
+                   help="GRF .mot in N, m, N·m (default) or in the C3D's units")
+    s.add_argument("--trc-units", choices=("mm", "cm", "m"), default=None,
+                   help="marker file unit (default: the C3D's POINT:UNITS)")
+    s.add_argument("--bodies", action="append", metavar="BODY,BODY",
+                   help="applied_to_body of each platform's ExternalForce, in platform order")
+    s.set_defaults(func=cmd_c3d)
     s = sub.add_parser("id", help="inverse dynamics (generalized forces)")
     s.add_argument("model", nargs="?")
     s.add_argument("motion", nargs="?")
