@@ -248,3 +248,85 @@ def test_cli_no_force_platform_and_bad_options(tmp_path, capsys):
     assert not (tmp_path / "o2").exists()
     assert main(["c3d", str(tmp_path / "nope.c3d"), "-o", str(tmp_path / "o3")]) == 2
     assert "nope.c3d" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------
+# arthron ik / id with a .c3d trial
+# ------------------------------------------------------------------------------------------------
+_WRITE_FROM_TRC = """
+import sys, numpy as np, ezc3d
+sys.path.insert(0, sys.argv[3])
+from arthron.io.trc import read_trc
+tr = read_trc(sys.argv[1])
+# OpenSim's Y-up ground turned into a Z-up lab (x+90), as motion-capture systems write it
+R = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])
+xyz = tr.positions @ R.T * 1000.0
+c = ezc3d.c3d()
+c["parameters"]["POINT"]["RATE"]["value"] = [tr.data_rate]
+c["parameters"]["POINT"]["LABELS"]["value"] = tuple(tr.labels)
+c["parameters"]["POINT"]["UNITS"]["value"] = ["mm"]
+p = np.ones((4, tr.n_markers, tr.n_frames))
+p[:3] = xyz.transpose(2, 1, 0)
+p[3] = 0.0
+c["data"]["points"] = p
+c.write(sys.argv[2])
+"""
+
+
+def test_ik_from_c3d_equals_ik_from_the_exported_trc(tmp_path):
+    import subprocess
+    import sys
+
+    from arthron.cli import main
+    from arthron.io.sto import read_mot
+    from conftest import GAIT_PIPE, GAIT_REF_MODEL, ROOT
+
+    c3d = tmp_path / "walk.c3d"
+    subprocess.run([sys.executable, "-c", _WRITE_FROM_TRC, str(GAIT_PIPE / "subject01_walk1.trc"),
+                    str(c3d), str(ROOT / "src")], check=True)
+    assert main(["c3d", str(c3d), "-o", str(tmp_path / "x"), "--rotate", "x-90"]) == 0
+    a, b = tmp_path / "from_c3d.mot", tmp_path / "from_trc.mot"
+    rng = ["--time-range", "0.6", "0.7"]
+    assert main(["ik", str(GAIT_REF_MODEL), str(c3d), "--rotate", "x-90", *rng, "-o", str(a)]) == 0
+    assert main(["ik", str(GAIT_REF_MODEL), str(tmp_path / "x" / "walk.trc"), *rng, "-o", str(b)]) == 0
+    ta, tb = read_mot(a), read_mot(b)
+    assert ta.n_rows == 7 and ta.labels == tb.labels
+    np.testing.assert_array_equal(ta.data, tb.data)
+    # the C3D round trip (float32 mm, turned to Z-up and back) keeps the original trial's IK
+    c = tmp_path / "from_original.mot"
+    assert main(["ik", str(GAIT_REF_MODEL), str(GAIT_PIPE / "subject01_walk1.trc"), *rng,
+                 "-o", str(c)]) == 0
+    tc = read_mot(c)
+    assert tc.labels == ta.labels
+    assert np.abs(ta.data - tc.data).max() < 1e-3  # degrees (float32 mm: ~1e-4 mm per marker)
+
+
+def test_id_with_c3d_loads_equals_id_with_the_exported_external_loads(exported, tmp_path, capsys):
+    from arthron.cli import main
+    from arthron.io.sto import read_sto as rs
+    from conftest import GAIT_PIPE, GAIT_REF_MODEL
+
+    out, _ = exported
+    mot = GAIT_PIPE / "OutputReference" / "subject01_walk1_ik.mot"
+    a, b = tmp_path / "a.sto", tmp_path / "b.sto"
+    common = [str(GAIT_REF_MODEL), str(mot), "--time-range", "0.6", "0.8"]
+    assert main(["id", *common, "--external-loads", str(WALK2), "--bodies", "calcn_r,calcn_l",
+                 "--rotate", "x-90", "-o", str(a)]) == 0
+    assert main(["id", *common, "--external-loads", str(out / "walking2_external_loads.xml"),
+                 "-o", str(b)]) == 0
+    ta, tb = rs(a), rs(b)
+    assert ta.labels == tb.labels and ta.n_rows > 5
+    np.testing.assert_allclose(ta.data, tb.data, rtol=1e-12, atol=1e-9)
+    capsys.readouterr()
+    # no body named: a clear error; a C3D without platforms asked for GRF: a clear error
+    assert main(["id", *common, "--external-loads", str(WALK2), "-o", str(tmp_path / "c.sto")]) == 2
+    assert "--bodies" in capsys.readouterr().err
+    import subprocess
+    import sys
+    nop = tmp_path / "noplate.c3d"
+    subprocess.run([sys.executable, "-c", _WRITE_NO_PLATFORM, str(nop)], check=True)
+    assert main(["id", *common, "--external-loads", str(nop), "--bodies", "calcn_r",
+                 "-o", str(tmp_path / "d.sto")]) == 2
+    err = capsys.readouterr().err
+    assert "noplate.c3d" in err and "no force platform" in err
+    assert not (tmp_path / "c.sto").exists() and not (tmp_path / "d.sto").exists()

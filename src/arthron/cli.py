@@ -82,7 +82,8 @@ def cmd_id(a):
             raise SystemExit("arthron id: give MODEL MOTION -o OUT.sto, or --setup SETUP.xml")
         run = run_id(a.model, a.motion, external_loads=a.external_loads, lowpass_hz=a.lowpass,
                      time_range=a.time_range, forces_to_exclude=_names(a.exclude) or ["Muscles"],
-                     output=a.output)
+                     output=a.output, bodies=_names(a.bodies), rotation=a.rotate,
+                     force_location=a.force_location)
     out = run.write()
     res = run.result
     print(f"wrote {out} ({len(res.time)} frames, {len(res.labels)} generalized forces)")
@@ -134,7 +135,7 @@ def cmd_ik(a):
         if not (a.model and a.trial and a.output):
             raise SystemExit("arthron ik: give MODEL TRIAL.trc -o OUT.mot, or --setup SETUP.xml")
         res = run_ik(a.model, a.trial, time_range=check_time_range(a.time_range),
-                     progress=_progress("inverse kinematics"), output=a.output)
+                     progress=_progress("inverse kinematics"), output=a.output, rotation=a.rotate)
         path = res.write()
     print(f"wrote {path} ({len(res.time)} frames; marker RMS max {1e3 * float(res.rms.max()):.3f} mm)")
     for p in (res.errors_file, res.locations_file):
@@ -304,7 +305,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("model", nargs="?")
     s.add_argument("motion", nargs="?")
     s.add_argument("--setup", help="OpenSim InverseDynamicsTool setup file")
-    s.add_argument("--external-loads", help="ExternalLoads XML (with its GRF .mot)")
+    s.add_argument("--external-loads", help="ExternalLoads XML (with its GRF .mot), or a .c3d trial "
+                                            "whose force platforms are applied to --bodies")
+    s.add_argument("--bodies", action="append", metavar="BODY,BODY",
+                   help="with a .c3d: the body on each force platform, in platform order")
+    s.add_argument("--rotate", metavar="AXIS+ANGLE", default=None,
+                   help="with a .c3d: lab-to-OpenSim rotation, e.g. x-90 (as arthron c3d)")
+    s.add_argument("--force-location", choices=("origin", "cop"), default="origin",
+                   help="with a .c3d: platform wrench at the platform centre or at the centre of pressure")
     s.add_argument("--lowpass", type=float, default=None, help="low-pass cut-off for coordinates (Hz)")
     s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
     s.add_argument("--exclude", action="append", metavar="FORCES",
@@ -315,7 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_id)
     s = sub.add_parser("ik", help="inverse kinematics from a marker trial")
     s.add_argument("model", nargs="?")
-    s.add_argument("trial", nargs="?", help=".trc marker trial")
+    s.add_argument("trial", nargs="?", help=".trc or .c3d marker trial")
+    s.add_argument("--rotate", metavar="AXIS+ANGLE", default=None,
+                   help="with a .c3d trial: lab-to-OpenSim rotation, e.g. x-90 (as arthron c3d)")
     s.add_argument("--setup", help="OpenSim InverseKinematicsTool setup file")
     s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
     s.add_argument("-o", "--output", help="output .mot (degrees, like OpenSim)")
@@ -344,7 +354,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("motion", nargs="?")
     s.add_argument("--setup", help="OpenSim AnalyzeTool setup with a JointReaction analysis")
     s.add_argument("--forces", help="actuator/muscle forces .sto (e.g. static optimization output)")
-    s.add_argument("--external-loads", help="ExternalLoads XML (with its GRF .mot)")
+    s.add_argument("--external-loads", help="ExternalLoads XML (with its GRF .mot), or a .c3d trial "
+                                            "whose force platforms are applied to --bodies")
+    s.add_argument("--bodies", action="append", metavar="BODY,BODY",
+                   help="with a .c3d: the body on each force platform, in platform order")
+    s.add_argument("--rotate", metavar="AXIS+ANGLE", default=None,
+                   help="with a .c3d: lab-to-OpenSim rotation, e.g. x-90 (as arthron c3d)")
+    s.add_argument("--force-location", choices=("origin", "cop"), default="origin",
+                   help="with a .c3d: platform wrench at the platform centre or at the centre of pressure")
     s.add_argument("--joints", action="append", help="joint names (comma separated; default all)")
     s.add_argument("--on", default="child", choices=("child", "parent"))
     s.add_argument("--in", default="ground", help="frame: ground, child, parent or a body name")
@@ -368,7 +385,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("model", nargs="?")
     s.add_argument("motion", nargs="?")
     s.add_argument("--setup", help="OpenSim AnalyzeTool setup with a StaticOptimization analysis")
-    s.add_argument("--external-loads", help="ExternalLoads XML (with its GRF .mot)")
+    s.add_argument("--external-loads", help="ExternalLoads XML (with its GRF .mot), or a .c3d trial "
+                                            "whose force platforms are applied to --bodies")
+    s.add_argument("--bodies", action="append", metavar="BODY,BODY",
+                   help="with a .c3d: the body on each force platform, in platform order")
+    s.add_argument("--rotate", metavar="AXIS+ANGLE", default=None,
+                   help="with a .c3d: lab-to-OpenSim rotation, e.g. x-90 (as arthron c3d)")
+    s.add_argument("--force-location", choices=("origin", "cop"), default="origin",
+                   help="with a .c3d: platform wrench at the platform centre or at the centre of pressure")
     s.add_argument("--lowpass", type=float, default=None, help="low-pass cut-off for coordinates (Hz)")
     s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
     s.add_argument("--activation-exponent", type=float, default=2.0)

@@ -22,10 +22,11 @@ from pathlib import Path
 from ..errors import OptionError
 from ..io.c3d import C3DTrial, read_c3d
 from ..io.files import atomic_write, output_group
+from ..io.setup import ExternalForce, ExternalLoads
 from ..io.sto import iter_sto
 from ..io.trc import format_trc
 
-__all__ = ["export_c3d", "C3DExport", "external_loads_xml"]
+__all__ = ["export_c3d", "C3DExport", "external_loads_xml", "c3d_markers", "c3d_external_loads"]
 
 
 @dataclass
@@ -94,3 +95,33 @@ def export_c3d(c3d_path, out_dir, *, force_location: str = "origin", rotation=No
             atomic_write(grf, iter_sto(trial.forces, grf), sources=src)
             atomic_write(xml, external_loads_xml(trial, grf.name, bodies), sources=src)
     return C3DExport(trc=trc, grf=grf, external_loads=xml, trial=trial)
+
+
+def c3d_markers(c3d_path, *, rotation=None):
+    """The markers of a C3D trial (what ``arthron ik`` reads from a ``.c3d``), rotated by
+    ``rotation`` into OpenSim's frame: a MarkerTrial in metres."""
+    return read_c3d(c3d_path, rotation=rotation).markers
+
+
+def c3d_external_loads(c3d_path, *, bodies, rotation=None, force_location: str = "origin"):
+    """ExternalLoads and its data table straight from a C3D trial (what ``arthron id`` uses for
+    ``--external-loads TRIAL.c3d``): one ExternalForce per platform on ``bodies`` (one body per
+    platform, in platform order), identifiers ``fN_``/``pN_``/``mN_`` in ground, data in N, m,
+    N·m, the same as :func:`export_c3d` writes.
+
+    Returns (ExternalLoads, Table). Raises DataFileError naming the file when it has no force
+    platform; OptionError when ``bodies`` is missing or does not name one body per platform."""
+    trial = read_c3d(c3d_path, force_location=force_location, rotation=rotation, units="m")
+    table = trial.require_forces()
+    n = len(trial.platforms)
+    if not bodies:
+        raise OptionError(f"ground reactions from a C3D file need the body on each of its {n} "
+                          "force platforms (--bodies calcn_r,calcn_l)")
+    if len(bodies) != n:
+        raise OptionError(f"--bodies names {len(bodies)} bodies for {n} force platforms")
+    forces = [ExternalForce(name=f"platform{p.number}", applied_to_body=b,
+                            force_identifier=f"f{p.number}_", point_identifier=f"p{p.number}_",
+                            torque_identifier=f"m{p.number}_", data_source_name=table.name)
+              for p, b in zip(trial.platforms, bodies)]
+    ext = ExternalLoads(name="externalloads", forces=forces, datafile=None, path=trial.source)
+    return ext, table

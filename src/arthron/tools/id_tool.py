@@ -63,14 +63,18 @@ class InverseDynamicsRun:
 
 
 def run_id(model, motion, *, external_loads=None, lowpass_hz=None, time_range=None,
-           forces_to_exclude=("Muscles",), in_degrees=None, output=None) -> InverseDynamicsRun:
+           forces_to_exclude=("Muscles",), in_degrees=None, output=None, bodies=None,
+           rotation=None, force_location: str = "origin") -> InverseDynamicsRun:
     """Inverse dynamics of files or objects (``arthron id MODEL MOTION``).
 
     Parameters
     ----------
     model : Model or path of an ``.osim``
     motion : Table or path of a ``.mot/.sto`` of coordinates (degrees honoured)
-    external_loads : ExternalLoads or path of an ExternalLoads XML (its ``datafile`` is read)
+    external_loads : ExternalLoads or path of an ExternalLoads XML (its ``datafile`` is read),
+        or of a ``.c3d`` trial: its force platforms applied to ``bodies`` (one per platform),
+        turned by ``rotation`` and expressed at ``force_location`` (``"origin"``/``"cop"``),
+        as :func:`arthron.tools.c3d_tool.c3d_external_loads`
     lowpass_hz : cut-off for the coordinates (None or ≤ 0: no filter)
     time_range : (t0, t1) s or None (the whole motion)
     forces_to_exclude : names, classes, ``Muscles``, ``Actuators`` or ``All`` (OpenSim's property)
@@ -78,10 +82,16 @@ def run_id(model, motion, *, external_loads=None, lowpass_hz=None, time_range=No
 
     Raises
     ------
-    OptionError (time range not two increasing numbers, cut-off not finite), the readers'
-    DataFileError/ModelFileError, the solver's errors.
+    OptionError (time range not two increasing numbers, cut-off not finite; a C3D without
+    ``bodies``), the readers' DataFileError/ModelFileError (a C3D with no force platform), the
+    solver's errors.
     """
     with input_guard() as inputs:
+        if isinstance(external_loads, (str, Path)) and Path(external_loads).suffix.lower() == ".c3d":
+            from .c3d_tool import c3d_external_loads
+            note_input(external_loads)
+            external_loads = c3d_external_loads(external_loads, bodies=bodies, rotation=rotation,
+                                                force_location=force_location)
         run = _run_id(model, motion, external_loads, lowpass_hz, time_range, forces_to_exclude,
                       in_degrees, output)
     run.inputs = [p for p, _ in inputs]
@@ -95,7 +105,9 @@ def _run_id(model, motion, external_loads, lowpass_hz, time_range, forces_to_exc
     model = model if isinstance(model, Model) else read_osim(model)
     motion = motion if hasattr(motion, "labels") else read_sto(motion)
     ext = loads_table = None
-    if external_loads is not None:
+    if isinstance(external_loads, tuple):           # (ExternalLoads, Table) read from a C3D
+        ext, loads_table = external_loads
+    elif external_loads is not None:
         ext = external_loads if hasattr(external_loads, "forces") else read_external_loads(external_loads)
         loads_table = ext.load_table()
     for x in (model, motion, ext, loads_table):

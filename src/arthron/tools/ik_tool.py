@@ -149,13 +149,15 @@ def read_ik_tasks(task_set_elem, model: Model, coordinate_table=None, path=None)
 
 def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range=None,
            constraint_weight=math.inf, output=None, progress=None, block: int = 16,
-           report_marker_locations: bool = False, penalty: bool = False) -> IKToolResult:
+           report_marker_locations: bool = False, penalty: bool = False,
+           rotation=None) -> IKToolResult:
     """IK from objects or file names (what ``arthron ik`` calls).
 
     Parameters
     ----------
     model : Model or path of an ``.osim``
-    trial : MarkerTrial or path of a ``.trc``
+    trial : MarkerTrial or path of a ``.trc`` or a ``.c3d`` (its markers,
+        :func:`arthron.io.c3d.read_c3d`, turned by ``rotation``, e.g. ``"x-90"``)
     setup : optional path of an InverseKinematicsTool setup: its tasks, time range and
         constraint weight are used unless given here
     output : optional path: the result remembers it for :meth:`IKResult.write`
@@ -167,6 +169,11 @@ def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range
     IKToolResult (call ``.write()``)
     """
     with input_guard() as inputs:
+        if not hasattr(trial, "positions") and Path(trial).suffix.lower() == ".c3d":
+            from .c3d_tool import c3d_markers
+            trial = c3d_markers(trial, rotation=rotation)
+        elif rotation is not None:
+            raise OptionError("rotation applies to a .c3d trial only")
         res = _run_ik(model, trial, setup, tasks, time_range, constraint_weight, output, progress,
                       block, report_marker_locations, penalty)
     res.inputs = [p for p, _ in inputs]
