@@ -330,3 +330,40 @@ def test_id_with_c3d_loads_equals_id_with_the_exported_external_loads(exported, 
     err = capsys.readouterr().err
     assert "noplate.c3d" in err and "no force platform" in err
     assert not (tmp_path / "c.sto").exists() and not (tmp_path / "d.sto").exists()
+
+
+_WRITE_TYPE4 = """
+import sys, numpy as np, ezc3d
+c = ezc3d.c3d(sys.argv[1])
+rng = np.random.default_rng(0)
+# a non-symmetric calibration matrix mixing forces with forces and moments with moments (mixing
+# N with N*mm channels would bring float32 round-off of the moments into the forces)
+C = np.eye(6) + 0.3 * rng.standard_normal((6, 6))
+C[:3, 3:] = 0.0
+C[3:, :3] = 0.0
+fp = c["parameters"]["FORCE_PLATFORM"]
+fp["TYPE"]["value"] = np.array([4, 4])
+fp["CAL_MATRIX"]["value"] = np.stack([C, C], axis=2)
+a = c["data"]["analogs"]
+for k in range(2):
+    a[0, 6 * k:6 * k + 6, :] = np.linalg.solve(C, a[0, 6 * k:6 * k + 6, :])  # C @ new = old
+c["data"]["analogs"] = a
+c.write(sys.argv[2])
+"""
+
+
+def test_type4_platform_applies_its_calibration_matrix(tmp_path, origin):
+    # walking2 rewritten as type-4 platforms whose channels are C^-1 times the type-2 channels:
+    # the wrenches must be those of the type-2 file (C3D: channels -> C @ channels)
+    import subprocess
+    import sys
+
+    path = tmp_path / "type4.c3d"
+    subprocess.run([sys.executable, "-c", _WRITE_TYPE4, str(WALK2), str(path)], check=True)
+    t = read_c3d(path)
+    assert [p.type for p in t.platforms] == [4, 4]
+    assert not np.allclose(t.platforms[0].cal_matrix, np.eye(6))
+    a, b = origin.forces.data, t.forces.data
+    # float32 storage of the channels and of CAL_MATRIX: ~1e-7 of each column's range
+    scale = np.abs(a).max(axis=0)
+    assert np.all(np.abs(a - b).max(axis=0) <= 5e-6 * scale)

@@ -19,8 +19,9 @@ I/O cross-platform solution for C++, Python and MATLAB*, JOSS 6(58):2911).
   * ``force_location="cop"`` (``CenterOfPressure``): the point is the centre of pressure and the
     moment is the free moment ``(0, 0, Tz)`` about it (lab frame).
 
-  Platform types 1-4 are converted by ezc3d (type 1 gives the COP directly; 2 and 4 six channels,
-  4 through the 6x6 ``FORCE_PLATFORM:CAL_MATRIX``).
+  The channels are converted by ezc3d's ``Modules::ForcePlatforms``: type 2 (six channels
+  Fx Fy Fz Mx My Mz) and type 4 (six channels times the 6x6 ``FORCE_PLATFORM:CAL_MATRIX``) are
+  tested (``tests/test_c3d.py``); types 1 and 3 are whatever ezc3d makes of them.
 - ``platforms``: one :class:`ForcePlatform` per platform (type, corners, origin, calibration
   matrix and the per-frame force, moment, centre of pressure and free moment).
 
