@@ -219,18 +219,21 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
     lens = np.zeros((T, ns))                      # surface length ending at the node
     valid = np.zeros((T, ns), bool)
     mand = np.zeros(T, bool)
-    for k in range(K - 1):
-        cand = (anyact & (k >= start) & (k < end) & (tag[:, k] >= 0) & (tag[:, k + 1] >= 0)
-                & ~((wobj[:, k] >= 0) & (wobj[:, k] == wobj[:, k + 1])) & ~mand)
-        if not cand.any():
-            continue
-        ci = np.where(cand)[0]
-        g1, g2 = Gl[ci, k], Gl[ci, k + 1]
+    # every candidate segment of every frame in one wrap call (rows are independent), then
+    # OpenSim's choice replayed segment by segment: a mandatory wrap ends the search
+    pair = (anyact[:, None] & (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0)
+            & ~((wobj[:, :-1] >= 0) & (wobj[:, :-1] == wobj[:, 1:])))
+    kr = np.arange(K - 1)
+    pair &= (kr >= start[:, None]) & (kr < end[:, None])
+    kk_, ti_ = np.nonzero(pair.T)                 # rows ordered by segment, then frame
+    if len(ti_):
+        g1, g2 = Gl[ti_, kk_], Gl[ti_, kk_ + 1]
+        x1, x2 = Xl[ti_, kk_], Xl[ti_, kk_ + 1]
         straight = np.linalg.norm(g2 - g1, axis=-1)
         if dbl:
             case, q1, Q1, T1, t1, _, Lu, Lv = _wr._double_cylinder_obstacle(
-                Xl[ci, k], Xl[ci, k + 1], d["radius"], d["direction"], d["radius_v"],
-                d["direction_v"], Ruv[ci], ouv[ci])
+                x1, x2, d["radius"], d["direction"], d["radius_v"],
+                d["direction_v"], Ruv[ti_], ouv[ti_])
             uU = (case == _wr.DC_U) | (case == _wr.DC_BOTH)
             uV = (case == _wr.DC_V) | (case == _wr.DC_BOTH)
             status = np.where(case == _wr.DC_INSIDE, _wr.INSIDE,
@@ -247,23 +250,34 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
             try:
                 # OpenSim 4.6 skips the cylinder's tangent correction for a path's only wrap
                 single = len(path.wraps) == 1
-                status, r1, r2, L = _wr.wrap_segment(wo, Xl[ci, k], Xl[ci, k + 1], w.method,
-                                                     single=single)
+                status, r1, r2, L = _wr.wrap_segment(wo, x1, x2, w.method, single=single)
             except UnsupportedFeature as e:
                 raise UnsupportedFeature(f"path of '{path.name}': {e.message}") from None
             nd = np.stack([r1, r2], 1)
             ln = np.stack([np.zeros_like(L), L], 1)
-            vd = np.ones((len(ci), 2), bool)
+            vd = np.ones((len(ti_), 2), bool)
             dl = (np.linalg.norm(r1 - g1, axis=-1) + L + np.linalg.norm(g2 - r2, axis=-1)
                   - straight)
-        code[ci] = status
-        is_m = status == _wr.MANDATORY
-        take = is_m | ((status == _wr.WRAPPED) & (dl < best_dl[ci]))
-        tk = ci[take]
-        nodes[tk], lens[tk], valid[tk] = nd[take], ln[take], vd[take]
-        best_dl[tk] = dl[take]
-        best_k[tk] = k
-        mand[ci[is_m]] = True
+        bounds = np.searchsorted(kk_, np.arange(K))
+        for k in range(K - 1):
+            b0, b1 = bounds[k], bounds[k + 1]
+            if b0 == b1:
+                continue
+            rows = np.arange(b0, b1)
+            rows = rows[~mand[ti_[b0:b1]]]
+            if not len(rows):
+                continue
+            ci = ti_[rows]
+            st_r = status[rows]
+            code[ci] = st_r
+            is_m = st_r == _wr.MANDATORY
+            take = is_m | ((st_r == _wr.WRAPPED) & (dl[rows] < best_dl[ci]))
+            tk = ci[take]
+            rt = rows[take]
+            nodes[tk], lens[tk], valid[tk] = nd[rt], ln[rt], vd[rt]
+            best_dl[tk] = dl[rt]
+            best_k[tk] = k
+            mand[ci[is_m]] = True
     has = best_k >= 0
     if not has.any():
         return (P, loc, body, tag, wobj, wlen), code
