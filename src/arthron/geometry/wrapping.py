@@ -678,6 +678,73 @@ def _closest_ellipse(a, b, u, v):
     return x, y
 
 
+def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
+    """Eberly's Newton steps on the Lagrange multiplier ``t`` of the rows ``ix`` (in place),
+    each row until |f| < 1e-9 (at most 64 steps); rows leave the working arrays when they
+    converge. Each operation of ``f = P²Q²R² - AQ²R² - BP²R² - CP²Q²`` and
+    ``f' = 2(PQR(QR + PR + PQ) - AQR(Q + R) - BPR(P + R) - CPQ(P + Q))`` is evaluated in the
+    order the formula reads, into preallocated buffers (no temporaries)."""
+    tt, A, B, Cc = t[ix], a2u2[ix], b2v2[ix], c2w2[ix]
+    m = len(ix)
+    buf = np.empty((12, m))
+    conv = np.empty(m, bool)
+    P, Q, R, P2, Q2, R2, f, t1, PQ, PR, QR, s1 = buf
+    for _ in range(64):
+        np.add(tt, a2, out=P)
+        np.add(tt, b2, out=Q)
+        np.add(tt, c2, out=R)
+        np.multiply(P, P, out=P2)
+        np.multiply(Q, Q, out=Q2)
+        np.multiply(R, R, out=R2)
+        np.multiply(P2, Q2, out=f)
+        f *= R2
+        np.multiply(A, Q2, out=t1)
+        t1 *= R2
+        f -= t1
+        np.multiply(B, P2, out=t1)
+        t1 *= R2
+        f -= t1
+        np.multiply(Cc, P2, out=t1)
+        t1 *= Q2
+        f -= t1
+        c = conv[:m]
+        np.abs(f, out=t1)
+        np.less(t1, 1e-9, out=c)
+        if c.any():
+            t[ix] = tt
+            go = ~c
+            if not go.any():
+                return
+            ix, tt, A, B, Cc = ix[go], tt[go], A[go], B[go], Cc[go]
+            Pg, Qg, Rg, fg = P[go], Q[go], R[go], f[go]
+            m = len(ix)
+            P, Q, R, P2, Q2, R2, f, t1, PQ, PR, QR, s1 = buf[:, :m]
+            P[:], Q[:], R[:], f[:] = Pg, Qg, Rg, fg
+        np.multiply(P, Q, out=PQ)
+        np.multiply(P, R, out=PR)
+        np.multiply(Q, R, out=QR)
+        np.multiply(PQ, R, out=s1)                # P Q R
+        np.add(QR, PR, out=P2)
+        P2 += PQ
+        s1 *= P2
+        np.multiply(A, QR, out=t1)
+        np.add(Q, R, out=P2)
+        t1 *= P2
+        s1 -= t1
+        np.multiply(B, PR, out=t1)
+        np.add(P, R, out=P2)
+        t1 *= P2
+        s1 -= t1
+        np.multiply(Cc, PQ, out=t1)
+        np.add(P, Q, out=P2)
+        t1 *= P2
+        s1 -= t1
+        s1 *= 2.0                                 # f'
+        np.divide(f, s1, out=s1)
+        tt = tt - s1
+    t[ix] = tt
+
+
 def _closest_ellipsoid(a, dims, p, axis=-1):
     """Closest point on the ellipsoid of radii ``a`` (3,) to points p (N, 3), OpenSim's
     ``WrapEllipsoid::findClosestPoint``: a coordinate within round-off of 0 (or ``axis`` if
@@ -715,25 +782,8 @@ def _closest_ellipsoid(a, dims, p, axis=-1):
         # cache; points leave the working arrays when they converge (same arithmetic per
         # point as one step at a time, so the same result)
         for s0 in range(0, n, _NEWTON_CHUNK):
-            ix = np.arange(s0, min(n, s0 + _NEWTON_CHUNK))
-            tt, A, B, Cc = t[ix], a2u2[ix], b2v2[ix], c2w2[ix]
-            for _ in range(64):
-                P, Q, R = tt + a2, tt + b2, tt + c2
-                P2, Q2, R2 = P * P, Q * Q, R * R
-                f = P2 * Q2 * R2 - A * Q2 * R2 - B * P2 * R2 - Cc * P2 * Q2
-                go = ~(np.abs(f) < 1e-9)
-                if not go.all():
-                    t[ix] = tt
-                    if not go.any():
-                        break
-                    ix, tt, f, P, Q, R = ix[go], tt[go], f[go], P[go], Q[go], R[go]
-                    A, B, Cc = A[go], B[go], Cc[go]
-                PQ, PR, QR = P * Q, P * R, Q * R
-                fp = 2.0 * (P * Q * R * (QR + PR + PQ) - A * QR * (Q + R) - B * PR * (P + R)
-                            - Cc * PQ * (P + Q))
-                tt = tt - f / fp
-            else:
-                t[ix] = tt
+            _newton_ellipsoid(t, np.arange(s0, min(n, s0 + _NEWTON_CHUNK)), a2, b2, c2,
+                              a2u2, b2v2, c2w2)
         if allg:
             out[:, 0] = a2 * u / (t + a2)
             out[:, 1] = b2 * v / (t + b2)
