@@ -49,12 +49,18 @@ __all__ = ["NO_WRAP", "INSIDE", "WRAPPED", "MANDATORY", "SUPPORTED", "wrap_spher
            "register_wrap_surface"]
 
 
+def _norm(v, keepdims=False):
+    """Euclidean norm over the last axis: ``np.linalg.norm(v, axis=-1)``'s arithmetic (the
+    square root of ``add.reduce(v * v)``) without its argument handling."""
+    return np.sqrt(np.add.reduce(v * v, axis=-1, keepdims=keepdims))
+
+
 def _dot(a, b):
     return np.einsum("...i,...i->...", a, b)
 
 
 def _unit(v):
-    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    n = _norm(v, keepdims=True)
     return np.divide(v, n, out=np.zeros_like(v), where=n > 0), n[..., 0]
 
 
@@ -91,8 +97,8 @@ def wrap_sphere(p1, p2, radius: float, axis: int = -1, sign: int = 0):
     p1 = np.asarray(p1, float)
     p2 = np.asarray(p2, float)
     R = float(radius)
-    d1 = np.linalg.norm(p1, axis=-1)
-    d2 = np.linalg.norm(p2, axis=-1)
+    d1 = _norm(p1)
+    d2 = _norm(p2)
     inside = (d1 < R) | (d2 < R)
     # intersections of the line p2 + l (p1 - p2) with the sphere, both inside (0, 1)
     ri = p1 - p2
@@ -233,8 +239,8 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
         status = np.where(either, st_c, WRAPPED)
         r1am, r1bm = r1a - p11, r1b - p11
         r2am, r2bm = r2a - p22, r2b - p22
-        cosa = _dot(r1am, r2bm) / (np.linalg.norm(r1am, axis=-1) * np.linalg.norm(r2bm, axis=-1))
-        cosb = _dot(r1bm, r2am) / (np.linalg.norm(r1bm, axis=-1) * np.linalg.norm(r2am, axis=-1))
+        cosa = _dot(r1am, r2bm) / (_norm(r1am) * _norm(r2bm))
+        cosb = _dot(r1bm, r2am) / (_norm(r1bm) * _norm(r2am))
         alpha = np.arccos(np.clip(cosa, -1, 1))
         beta = np.arccos(np.clip(cosb, -1, 1))
         a_on = _sgn(r1a[:, axis]) == ws
@@ -894,7 +900,7 @@ def _surface_path(r1, r2, a, vs, vs4, far, factor):
     last interior point, number of points)."""
     N = len(r1)
     dr = r1 - r2
-    ln = np.linalg.norm(dr, axis=-1) / factor
+    ln = _norm(dr) / factor
     nseg = np.where(ln < _SEG, 1, np.minimum((ln / _SEG).astype(int), 499))
     nseg = np.maximum(nseg, 1)
     imax = np.argmax(np.abs(vs), 1)
@@ -929,13 +935,13 @@ def _surface_path(r1, r2, a, vs, vs4, far, factor):
             ns = nseg[b]
             act = np.arange(K - 1)[None, :] < (ns - 1)[:, None]
             prevs = np.concatenate([r1[b, None, :], sp[:, :-1]], 1)
-            d = np.where(act, np.linalg.norm(sp - prevs, axis=-1), 0.0)
+            d = np.where(act, _norm(sp - prevs), 0.0)
             L[b] = np.cumsum(d, axis=1)[:, -1]
             has = (ns > 1)[:, None]
             first[b] = np.where(has, sp[:, 0], r1[b])
             last[b] = np.where(has, sp[np.arange(len(ns)), np.maximum(ns - 2, 0)], r2[b])
             prev[b] = np.where(has, last[b], r1[b])
-    L += np.linalg.norm(r2 - prev, axis=-1)
+    L += _norm(r2 - prev)
     short = ln < _SEG
     L = np.where(short, ln * factor, L)
     return L, first, last, np.where(short, 2, nseg + 1)
@@ -1161,7 +1167,7 @@ def wrap_sphere_obstacle(p, s, radius: float):
     R = float(radius)
     X, dp = _unit(p)
     Zr = _cross(p, s)
-    collinear = np.linalg.norm(Zr, axis=-1) <= 1e-7
+    collinear = _norm(Zr) <= 1e-7
     Z = _unit(Zr)[0]
     Y = _unit(_cross(Z, X))[0]
     P2 = np.column_stack([dp, np.zeros(len(p))])
@@ -1240,7 +1246,7 @@ def _double_cylinder_obstacle(p, s, radius_u, direction_u, radius_v, direction_v
         Tn = np.einsum("tij,tj->ti", Ruv[idx], c) + ouv[idx]
         tn = np.einsum("tij,tj->ti", Ruv[idx], d) + ouv[idx]
         Tn = np.where((sV == WRAPPED)[:, None], Tn, s[idx])
-        moved = np.linalg.norm(Tn - T[idx], axis=-1)
+        moved = _norm(Tn - T[idx])
         q[idx], Q[idx], t[idx] = a, b, tn
         T[idx] = Tn
         Lu[idx], Lv[idx] = la, lb
@@ -1260,7 +1266,7 @@ def _double_cylinder_obstacle(p, s, radius_u, direction_u, radius_v, direction_v
     T = np.where(onlyV[:, None], TV, T)
     t = np.where(onlyV[:, None], tV, t)
     Lv = np.where(onlyV, LV, Lv)
-    nrm = lambda a, b: np.linalg.norm(a - b, axis=-1)
+    nrm = lambda a, b: _norm(a - b)
     L = np.select([case == DC_BOTH, onlyU, onlyV],
                   [nrm(p, q) + Lu + nrm(Q, T) + Lv + nrm(t, s),
                    nrm(p, q) + Lu + nrm(Q, s),

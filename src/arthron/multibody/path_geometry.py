@@ -89,16 +89,13 @@ def _active(path: _Path, q):
 def _compact(valid, *arrays):
     """Stable reorder putting valid entries first along axis 1."""
     order = np.argsort(~valid, axis=1, kind="stable")
-    out = [np.take_along_axis(valid, order, 1)]
-    for a in arrays:
-        idx = order.reshape(order.shape + (1,) * (a.ndim - 2))
-        out.append(np.take_along_axis(a, idx, 1))
-    return out
+    tt = np.arange(valid.shape[0])[:, None]
+    return [valid[tt, order]] + [a[tt, order] for a in arrays]
 
 
 def _seg_lengths(st_P, tag, wobj, wlen):
     """Per-segment length (T, K-1) of a compacted node list (0 where a node is padding)."""
-    d = np.linalg.norm(st_P[:, 1:] - st_P[:, :-1], axis=-1)
+    d = _wr._norm(st_P[:, 1:] - st_P[:, :-1])
     same = (wobj[:, :-1] >= 0) & (wobj[:, :-1] == wobj[:, 1:])
     seg = np.where(same, wlen[:, 1:], d)
     ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0)
@@ -171,7 +168,10 @@ def _update_cache(st, npts, cache, mask):
 def _remove_wrap_nodes(st, t0, t1, mask):
     """Remove the nodes tagged t0 <= tag < t1 (one wrap's tangent points) in frames ``mask``."""
     P, loc, body, tag, wobj, wlen = st
-    keep = ~((tag >= t0) & (tag < t1) & mask[:, None]) & (tag >= 0)
+    rm = (tag >= t0) & (tag < t1) & mask[:, None]
+    if not rm.any():      # node lists are kept compact: nothing to move
+        return st
+    keep = ~rm & (tag >= 0)
     tag = np.where(keep, tag, -1)
     return tuple(_compact(keep, P, loc, body, tag, wobj, wlen)[1:])
 
@@ -229,7 +229,7 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
     if len(ti_):
         g1, g2 = Gl[ti_, kk_], Gl[ti_, kk_ + 1]
         x1, x2 = Xl[ti_, kk_], Xl[ti_, kk_ + 1]
-        straight = np.linalg.norm(g2 - g1, axis=-1)
+        straight = _wr._norm(g2 - g1)
         if dbl:
             case, q1, Q1, T1, t1, _, Lu, Lv = _wr._double_cylinder_obstacle(
                 x1, x2, d["radius"], d["direction"], d["radius_v"],
@@ -243,9 +243,9 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
             vd = np.stack([uU, uU, uV, uV], 1)
             first = np.where(uU[:, None], q1, T1)
             last = np.where(uV[:, None], t1, Q1)
-            mid = np.where(uU & uV, np.linalg.norm(T1 - Q1, axis=-1), 0.0)
-            dl = (np.linalg.norm(first - g1, axis=-1) + Lu + mid + Lv
-                  + np.linalg.norm(g2 - last, axis=-1) - straight)
+            mid = np.where(uU & uV, _wr._norm(T1 - Q1), 0.0)
+            dl = (_wr._norm(first - g1) + Lu + mid + Lv
+                  + _wr._norm(g2 - last) - straight)
         else:
             try:
                 # OpenSim 4.6 skips the cylinder's tangent correction for a path's only wrap
@@ -256,7 +256,7 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
             nd = np.stack([r1, r2], 1)
             ln = np.stack([np.zeros_like(L), L], 1)
             vd = np.ones((len(ti_), 2), bool)
-            dl = (np.linalg.norm(r1 - g1, axis=-1) + L + np.linalg.norm(g2 - r2, axis=-1)
+            dl = (_wr._norm(r1 - g1) + L + _wr._norm(g2 - r2)
                   - straight)
         bounds = np.searchsorted(kk_, np.arange(K))
         for k in range(K - 1):
@@ -299,11 +299,11 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
     isn = (slot >= 0) & (slot < ns)
     si = np.clip(slot, 0, ns - 1)
 
+    tt = np.arange(T)[:, None]
+
     def ins(arr, v):
-        ex = (1,) * (arr.ndim - 2)
-        out = np.take_along_axis(arr, src.reshape(src.shape + ex), 1)
-        v = np.take_along_axis(v, si.reshape(si.shape + ex), 1)
-        return np.where(isn.reshape(isn.shape + ex), v, out)
+        isn_ = isn.reshape(isn.shape + (1,) * (arr.ndim - 2))
+        return np.where(isn_, v[tt, si], arr[tt, src])
 
     ntag = np.where(valid, t0 + np.arange(ns), -1)
     out = (ins(P, nG), ins(loc, nloc), ins(body, nbody), ins(tag, ntag), ins(wobj, nobj),
