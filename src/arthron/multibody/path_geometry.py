@@ -110,10 +110,77 @@ def compute_paths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None
         kin = forward_kinematics(tree, q)
     Rb, ob = _frames(tree, kin)
     which = range(len(pathset.paths)) if which is None else which
-    return [_compute_one(pathset, pathset.paths[i], q, Rb, ob)[0] for i in which]
+    return [sd[0] for sd in _compute_many(pathset, [pathset.paths[i] for i in which], q, Rb, ob)]
+
+
+def _run(gen):
+    """Drive one path computation (a generator yielding wrap requests) to its result, each
+    request answered by its own :func:`arthron.geometry.wrapping.wrap_segment` call."""
+    try:
+        req = next(gen)
+        while True:
+            req = gen.send(_wrap_request(req, [req]))
+    except StopIteration as e:
+        return e.value
+
+
+def _wrap_request(req, group):
+    """Answer the wrap requests ``group`` (same wrap object and method; ``req`` the first)
+    with one wrap_segment call over their stacked rows; a list of (status, r1, r2, L)
+    for a group of several, the tuple for a group of one."""
+    _, wo, method, x1, x2, single, name = req
+    try:
+        if len(group) == 1:
+            return _wr.wrap_segment(wo, x1, x2, method, single=single)
+        n = [len(g[3]) for g in group]
+        sg = np.concatenate([np.full(k, g[5]) for k, g in zip(n, group)])
+        res = _wr.wrap_segment(wo, np.concatenate([g[3] for g in group]),
+                               np.concatenate([g[4] for g in group]), method, single=sg)
+    except UnsupportedFeature as e:
+        raise UnsupportedFeature(f"path of '{name}': {e.message}") from None
+    cut = np.cumsum(n)[:-1]
+    return list(zip(*[np.split(r, cut) for r in res]))
+
+
+def _compute_many(pathset: PathSet, paths, q, Rb, ob):
+    """:func:`_compute_one` for several paths in lockstep: the wrap requests the paths make
+    at the same step on the same wrap object (same method) go to one wrap_segment call over
+    their stacked rows (every row is wrapped on its own, so the results are those of one call
+    per request). A wrap object arthron cannot reproduce is reported as the sequential
+    computation does (first path in model order)."""
+    gens = [_compute_gen(pathset, p, q, Rb, ob) for p in paths]
+    out = [None] * len(gens)
+    pending = {}
+    try:
+        for i, g in enumerate(gens):
+            try:
+                pending[i] = next(g)
+            except StopIteration as e:
+                out[i] = e.value
+        while pending:
+            groups = {}
+            for i, req in pending.items():
+                groups.setdefault((req[0], req[2]), []).append(i)
+            nxt = {}
+            for idx in groups.values():
+                res = _wrap_request(pending[idx[0]], [pending[i] for i in idx])
+                res = [res] if len(idx) == 1 else res
+                for i, r in zip(idx, res):
+                    try:
+                        nxt[i] = gens[i].send(tuple(r))
+                    except StopIteration as e:
+                        out[i] = e.value
+            pending = nxt
+    except UnsupportedFeature:
+        return [_compute_one(pathset, p, q, Rb, ob) for p in paths]
+    return out
 
 
 def _compute_one(pathset: PathSet, path: _Path, q, Rb, ob):
+    return _run(_compute_gen(pathset, path, q, Rb, ob))
+
+
+def _compute_gen(pathset: PathSet, path: _Path, q, Rb, ob):
     T = q.shape[0]
     npts = len(path.body)
     loc, dloc = _point_locals(path, q)
@@ -133,8 +200,8 @@ def _compute_one(pathset: PathSet, path: _Path, q, Rb, ob):
     _, P, loc, body, tag, wobj, wlen = _compact(tag >= 0, P, loc, body, tag, wobj, wlen)
     G = P
     if path.wraps:
-        (P, loc, body, tag, wobj, wlen), cache = _apply_wraps(pathset, path, q, Rb, ob, act,
-                                                              P, loc, body, tag, wobj, wlen)
+        (P, loc, body, tag, wobj, wlen), cache = yield from _apply_wraps(
+            pathset, path, q, Rb, ob, act, P, loc, body, tag, wobj, wlen)
         G = _cached_positions(P, tag, npts, cache)
     length = _seg_lengths(G, tag, wobj, wlen).sum(1)
     return PathState(P, body, loc, tag, wlen, length, wobj, npts, G), dloc
@@ -247,12 +314,9 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
             dl = (_wr._norm(first - g1) + Lu + mid + Lv
                   + _wr._norm(g2 - last) - straight)
         else:
-            try:
-                # OpenSim 4.6 skips the cylinder's tangent correction for a path's only wrap
-                single = len(path.wraps) == 1
-                status, r1, r2, L = _wr.wrap_segment(wo, x1, x2, w.method, single=single)
-            except UnsupportedFeature as e:
-                raise UnsupportedFeature(f"path of '{path.name}': {e.message}") from None
+            # OpenSim 4.6 skips the cylinder's tangent correction for a path's only wrap
+            single = len(path.wraps) == 1
+            status, r1, r2, L = yield (w.obj_id, wo, w.method, x1, x2, single, path.name)
             nd = np.stack([r1, r2], 1)
             ln = np.stack([np.zeros_like(L), L], 1)
             vd = np.ones((len(ti_), 2), bool)
@@ -340,11 +404,13 @@ def _apply_wraps(pathset, path, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
         codes = []
         for i in range(nw):
             if nw >= 2 and i < 2 and swapped.any():
-                st, c_a = _wrap_one(pathset, path, i, st, act, Rb, ob, todo & ~swapped, cache)
-                st, c_b = _wrap_one(pathset, path, 1 - i, st, act, Rb, ob, todo & swapped, cache)
+                st, c_a = yield from _wrap_one(pathset, path, i, st, act, Rb, ob,
+                                               todo & ~swapped, cache)
+                st, c_b = yield from _wrap_one(pathset, path, 1 - i, st, act, Rb, ob,
+                                               todo & swapped, cache)
                 codes.append(np.where(swapped, c_b, c_a))
             else:
-                st, c = _wrap_one(pathset, path, i, st, act, Rb, ob, todo, cache)
+                st, c = yield from _wrap_one(pathset, path, i, st, act, Rb, ob, todo, cache)
                 codes.append(c)
         _update_cache(st, npts, cache, todo)
         if nw < 2:
