@@ -646,3 +646,22 @@ def test_double_cylinder_obstacle_with_a_via_point_and_another_obstacle(tmp_path
     ex = P.moment_arms_excursion(ps, tree, Q, h=1e-6)
     assert np.abs(ma).min() > 1e-4
     assert np.all(np.abs(ma - ex) <= 1e-6 * np.abs(ex))
+
+
+@pytest.mark.parametrize("path", [ARM26, TSM], ids=["arm26", "thoracoscapular"])
+def test_lockstep_wrapping_equals_one_path_at_a_time(path):
+    """moment_arms/compute_paths wrap the paths in lockstep, one wrap_segment call per wrap
+    object and step over the stacked rows of every path; every row is wrapped on its own, so
+    node lists and lengths equal those of the paths computed one at a time, bit for bit."""
+    from arthron.multibody.path_geometry import _compute_one, _frames
+    from arthron.multibody.kinematics import forward_kinematics
+    model, tree, ps = _setup(path)
+    Q = _random_q(model, tree, 40, scale=0.3, seed=3)
+    Rb, ob = _frames(tree, forward_kinematics(tree, Q))
+    many = P.compute_paths(ps, tree, Q)
+    assert sum(len(p.wraps) for p in ps.paths) >= 5
+    for p, st in zip(ps.paths, many):
+        one, _ = _compute_one(ps, p, Q, Rb, ob)
+        for f in ("P", "loc", "body", "tag", "wlen", "wobj", "length", "G"):
+            np.testing.assert_array_equal(getattr(st, f), getattr(one, f), err_msg=p.name)
+
