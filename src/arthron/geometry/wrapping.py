@@ -692,8 +692,8 @@ def _closest_ellipse(a, b, u, v):
 
 def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
     """Eberly's Newton steps on the Lagrange multiplier ``t`` of the rows ``ix`` (in place),
-    each row until |f| < 1e-9 (at most 64 steps); rows leave the working arrays when they
-    converge. Each operation of ``f = P²Q²R² - AQ²R² - BP²R² - CP²Q²`` and
+    each row until |f| < 1e-9 (at most 64 steps); converged rows leave the working arrays
+    once at least half have converged (until then they are skipped by ``where``). Each operation of ``f = P²Q²R² - AQ²R² - BP²R² - CP²Q²`` and
     ``f' = 2(PQR(QR + PR + PQ) - AQR(Q + R) - BPR(P + R) - CPQ(P + Q))`` is evaluated in the
     order the formula reads, into preallocated buffers (no temporaries)."""
     tt, A, B, Cc = t[ix], a2u2[ix], b2v2[ix], c2w2[ix]
@@ -722,16 +722,20 @@ def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
         c = conv[:m]
         np.abs(f, out=t1)
         np.less(t1, 1e-9, out=c)
+        go = None
         if c.any():
             t[ix] = tt
             go = ~c
-            if not go.any():
+            ng = np.count_nonzero(go)
+            if ng == 0:
                 return
-            ix, tt, A, B, Cc = ix[go], tt[go], A[go], B[go], Cc[go]
-            Pg, Qg, Rg, fg = P[go], Q[go], R[go], f[go]
-            m = len(ix)
-            P, Q, R, P2, Q2, R2, f, t1, PQ, PR, QR, s1 = buf[:, :m]
-            P[:], Q[:], R[:], f[:] = Pg, Qg, Rg, fg
+            if ng < m // 2:   # compact; else the converged rows stay, frozen by ``where``
+                ix, tt, A, B, Cc = ix[go], tt[go], A[go], B[go], Cc[go]
+                Pg, Qg, Rg, fg = P[go], Q[go], R[go], f[go]
+                m = ng
+                P, Q, R, P2, Q2, R2, f, t1, PQ, PR, QR, s1 = buf[:, :m]
+                P[:], Q[:], R[:], f[:] = Pg, Qg, Rg, fg
+                go = None
         np.multiply(P, Q, out=PQ)
         np.multiply(P, R, out=PR)
         np.multiply(Q, R, out=QR)
@@ -752,8 +756,12 @@ def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
         t1 *= P2
         s1 -= t1
         s1 *= 2.0                                 # f'
-        np.divide(f, s1, out=s1)
-        tt = tt - s1
+        if go is None:
+            np.divide(f, s1, out=s1)
+            tt = tt - s1
+        else:         # a frozen row keeps its t, so its f stays converged
+            np.divide(f, s1, out=s1, where=go)
+            np.subtract(tt, s1, out=tt, where=go)
     t[ix] = tt
 
 
