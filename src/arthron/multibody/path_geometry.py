@@ -208,8 +208,11 @@ def _compute_gen(pathset: PathSet, path: _Path, q, Rb, ob):
 
 
 def _cached_positions(P, tag, npts, cache):
-    """Node positions with tangent points replaced by their cached ground positions."""
+    """Node positions with tangent points replaced by their cached ground positions (``P``
+    itself when no node has a cached position)."""
     cG, cv = cache
+    if not cv.any():
+        return P
     wi = np.clip(tag - npts, 0, cG.shape[1] - 1)
     isw = (tag >= npts)
     tt = np.arange(P.shape[0])[:, None]
@@ -272,7 +275,8 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
     Rw = Rb[:, wo.body] @ wo.R                    # wrap frame in ground
     ow = ob[:, wo.body] + Rb[:, wo.body] @ wo.p
     Xl = np.einsum("tji,tkj->tki", Rw, P - ow[:, None])   # nodes in the wrap frame
-    Gl = np.einsum("tji,tkj->tki", Rw, _cached_positions(P, tag, npts, cache) - ow[:, None])
+    Gp = _cached_positions(P, tag, npts, cache)
+    Gl = Xl if Gp is P else np.einsum("tji,tkj->tki", Rw, Gp - ow[:, None])
     if dbl:
         d = wo.dims
         vb = d["v_body"]
