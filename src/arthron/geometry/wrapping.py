@@ -367,10 +367,10 @@ def _adjust_one(p, r, w, thresh):
     pr = r - p
     rw = w - r
     with np.errstate(invalid="ignore", divide="ignore"):
-        a = np.arccos(np.clip(pr[:, 2] / np.sqrt((pr * pr).sum(1)), -1, 1))
-        o = np.arccos(np.clip(rw[:, 2] / np.sqrt((rw * rw).sum(1)), -1, 1))
+        a = np.arccos(np.clip(pr[:, 2] / _norm(pr), -1, 1))
+        o = np.arccos(np.clip(rw[:, 2] / _norm(rw), -1, 1))
         d = w - p
-        d = d / np.sqrt((d * d).sum(1))[:, None]
+        d = d / _norm(d)[:, None]
         den = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1]
         along = (r[:, 0] - p[:, 0]) * d[:, 0] + (r[:, 1] - p[:, 1]) * d[:, 1]
         z = p[:, 2] + d[:, 2] * along / den
@@ -900,11 +900,12 @@ def _tangent_lm(pe, r, p, a, vs, vs4):
 def _lm_resid(r, d1, p, vs, vs4, a, a2):
     nr = 2.0 * r / a2
     e0 = _dot(vs, r) + vs4
-    e1 = (np.square(r / a)).sum(1) - 1.0
+    s = np.square(r / a)
+    e1 = s[:, 0] + s[:, 1] + s[:, 2] - 1.0
     e2 = _dot(nr, r) + d1
     e3 = _dot(nr, p) + d1
     ee = np.stack([e0, e1, e2, e3], 1)
-    return ee, (ee * ee).sum(1)
+    return ee, e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3
 
 
 def _surface_path(r1, r2, a, vs, vs4, far, factor):
