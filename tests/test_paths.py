@@ -665,3 +665,16 @@ def test_lockstep_wrapping_equals_one_path_at_a_time(path):
         for f in ("P", "loc", "body", "tag", "wlen", "wobj", "length", "G"):
             np.testing.assert_array_equal(getattr(st, f), getattr(one, f), err_msg=p.name)
 
+
+
+def test_lockstep_reports_unsupported_wrap_as_sequential(monkeypatch):
+    """A wrap surface without a registered wrapping is reported for the first path (model
+    order) that reaches it, as one path at a time would: TRIlong (its second wrap object is
+    the ellipsoid TRIlonghh), not BIClong, whose first wrap object is an ellipsoid."""
+    from arthron.errors import UnsupportedFeature
+    from arthron.geometry import wrapping as W
+    model, tree, ps = _setup(ARM26)
+    Q = _random_q(model, tree, 10, scale=0.3, seed=1)
+    monkeypatch.delitem(W.WRAP_SURFACES, "WrapEllipsoid")
+    with pytest.raises(UnsupportedFeature, match="path of 'TRIlong'.*WrapEllipsoid"):
+        P.moment_arms(ps, tree, Q)
