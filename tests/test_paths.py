@@ -646,3 +646,35 @@ def test_double_cylinder_obstacle_with_a_via_point_and_another_obstacle(tmp_path
     ex = P.moment_arms_excursion(ps, tree, Q, h=1e-6)
     assert np.abs(ma).min() > 1e-4
     assert np.all(np.abs(ma - ex) <= 1e-6 * np.abs(ex))
+
+
+@pytest.mark.parametrize("path", [ARM26, TSM], ids=["arm26", "thoracoscapular"])
+def test_lockstep_wrapping_equals_one_path_at_a_time(path):
+    """moment_arms/compute_paths wrap the paths in lockstep, one wrap_segment call per wrap
+    object and step over the stacked rows of every path; every row is wrapped on its own, so
+    node lists and lengths equal those of the paths computed one at a time, bit for bit."""
+    from arthron.multibody.path_geometry import _compute_one, _frames
+    from arthron.multibody.kinematics import forward_kinematics
+    model, tree, ps = _setup(path)
+    Q = _random_q(model, tree, 40, scale=0.3, seed=3)
+    Rb, ob = _frames(tree, forward_kinematics(tree, Q))
+    many = P.compute_paths(ps, tree, Q)
+    assert sum(len(p.wraps) for p in ps.paths) >= 5
+    for p, st in zip(ps.paths, many):
+        one, _ = _compute_one(ps, p, Q, Rb, ob)
+        for f in ("P", "loc", "body", "tag", "wlen", "wobj", "length", "G"):
+            np.testing.assert_array_equal(getattr(st, f), getattr(one, f), err_msg=p.name)
+
+
+
+def test_lockstep_reports_unsupported_wrap_as_sequential(monkeypatch):
+    """A wrap surface without a registered wrapping is reported for the first path (model
+    order) that reaches it, as one path at a time would: TRIlong (its second wrap object is
+    the ellipsoid TRIlonghh), not BIClong, whose first wrap object is an ellipsoid."""
+    from arthron.errors import UnsupportedFeature
+    from arthron.geometry import wrapping as W
+    model, tree, ps = _setup(ARM26)
+    Q = _random_q(model, tree, 10, scale=0.3, seed=1)
+    monkeypatch.delitem(W.WRAP_SURFACES, "WrapEllipsoid")
+    with pytest.raises(UnsupportedFeature, match="path of 'TRIlong'.*WrapEllipsoid"):
+        P.moment_arms(ps, tree, Q)

@@ -49,12 +49,24 @@ __all__ = ["NO_WRAP", "INSIDE", "WRAPPED", "MANDATORY", "SUPPORTED", "wrap_spher
            "register_wrap_surface"]
 
 
+def _norm(v, keepdims=False):
+    """Euclidean norm over the last axis, bit for bit ``np.linalg.norm(v, axis=-1)`` (the
+    square root of ``add.reduce(v * v)``, which sums a 3-vector's squares in order): for
+    3-vectors as ``sqrt(x*x + y*y + z*z)``, several times faster than a reduction over an axis
+    of length 3 on large arrays."""
+    if v.shape[-1] != 3:
+        return np.sqrt(np.add.reduce(v * v, axis=-1, keepdims=keepdims))
+    x, y, z = v[..., 0], v[..., 1], v[..., 2]
+    n = np.sqrt(x * x + y * y + z * z)
+    return n[..., None] if keepdims else n
+
+
 def _dot(a, b):
     return np.einsum("...i,...i->...", a, b)
 
 
 def _unit(v):
-    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    n = _norm(v, keepdims=True)
     return np.divide(v, n, out=np.zeros_like(v), where=n > 0), n[..., 0]
 
 
@@ -91,8 +103,8 @@ def wrap_sphere(p1, p2, radius: float, axis: int = -1, sign: int = 0):
     p1 = np.asarray(p1, float)
     p2 = np.asarray(p2, float)
     R = float(radius)
-    d1 = np.linalg.norm(p1, axis=-1)
-    d2 = np.linalg.norm(p2, axis=-1)
+    d1 = _norm(p1)
+    d2 = _norm(p2)
     inside = (d1 < R) | (d2 < R)
     # intersections of the line p2 + l (p1 - p2) with the sphere, both inside (0, 1)
     ri = p1 - p2
@@ -233,8 +245,8 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
         status = np.where(either, st_c, WRAPPED)
         r1am, r1bm = r1a - p11, r1b - p11
         r2am, r2bm = r2a - p22, r2b - p22
-        cosa = _dot(r1am, r2bm) / (np.linalg.norm(r1am, axis=-1) * np.linalg.norm(r2bm, axis=-1))
-        cosb = _dot(r1bm, r2am) / (np.linalg.norm(r1bm, axis=-1) * np.linalg.norm(r2am, axis=-1))
+        cosa = _dot(r1am, r2bm) / (_norm(r1am) * _norm(r2bm))
+        cosb = _dot(r1bm, r2am) / (_norm(r1bm) * _norm(r2am))
         alpha = np.arccos(np.clip(cosa, -1, 1))
         beta = np.arccos(np.clip(cosb, -1, 1))
         a_on = _sgn(r1a[:, axis]) == ws
@@ -355,10 +367,10 @@ def _adjust_one(p, r, w, thresh):
     pr = r - p
     rw = w - r
     with np.errstate(invalid="ignore", divide="ignore"):
-        a = np.arccos(np.clip(pr[:, 2] / np.sqrt((pr * pr).sum(1)), -1, 1))
-        o = np.arccos(np.clip(rw[:, 2] / np.sqrt((rw * rw).sum(1)), -1, 1))
+        a = np.arccos(np.clip(pr[:, 2] / _norm(pr), -1, 1))
+        o = np.arccos(np.clip(rw[:, 2] / _norm(rw), -1, 1))
         d = w - p
-        d = d / np.sqrt((d * d).sum(1))[:, None]
+        d = d / _norm(d)[:, None]
         den = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1]
         along = (r[:, 0] - p[:, 0]) * d[:, 0] + (r[:, 1] - p[:, 1]) * d[:, 1]
         z = p[:, 2] + d[:, 2] * along / den
@@ -678,6 +690,81 @@ def _closest_ellipse(a, b, u, v):
     return x, y
 
 
+def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
+    """Eberly's Newton steps on the Lagrange multiplier ``t`` of the rows ``ix`` (in place),
+    each row until |f| < 1e-9 (at most 64 steps); converged rows leave the working arrays
+    once at least half have converged (until then they are skipped by ``where``). Each operation of ``f = P²Q²R² - AQ²R² - BP²R² - CP²Q²`` and
+    ``f' = 2(PQR(QR + PR + PQ) - AQR(Q + R) - BPR(P + R) - CPQ(P + Q))`` is evaluated in the
+    order the formula reads, into preallocated buffers (no temporaries)."""
+    tt, A, B, Cc = t[ix], a2u2[ix], b2v2[ix], c2w2[ix]
+    m = len(ix)
+    buf = np.empty((12, m))
+    conv = np.empty(m, bool)
+    P, Q, R, P2, Q2, R2, f, t1, PQ, PR, QR, s1 = buf
+    for _ in range(64):
+        np.add(tt, a2, out=P)
+        np.add(tt, b2, out=Q)
+        np.add(tt, c2, out=R)
+        np.multiply(P, P, out=P2)
+        np.multiply(Q, Q, out=Q2)
+        np.multiply(R, R, out=R2)
+        np.multiply(P2, Q2, out=f)
+        f *= R2
+        np.multiply(A, Q2, out=t1)
+        t1 *= R2
+        f -= t1
+        np.multiply(B, P2, out=t1)
+        t1 *= R2
+        f -= t1
+        np.multiply(Cc, P2, out=t1)
+        t1 *= Q2
+        f -= t1
+        c = conv[:m]
+        np.abs(f, out=t1)
+        np.less(t1, 1e-9, out=c)
+        go = None
+        if c.any():
+            t[ix] = tt
+            go = ~c
+            ng = np.count_nonzero(go)
+            if ng == 0:
+                return
+            if ng < m // 2:   # compact; else the converged rows stay, frozen by ``where``
+                ix, tt, A, B, Cc = ix[go], tt[go], A[go], B[go], Cc[go]
+                Pg, Qg, Rg, fg = P[go], Q[go], R[go], f[go]
+                m = ng
+                P, Q, R, P2, Q2, R2, f, t1, PQ, PR, QR, s1 = buf[:, :m]
+                P[:], Q[:], R[:], f[:] = Pg, Qg, Rg, fg
+                go = None
+        np.multiply(P, Q, out=PQ)
+        np.multiply(P, R, out=PR)
+        np.multiply(Q, R, out=QR)
+        np.multiply(PQ, R, out=s1)                # P Q R
+        np.add(QR, PR, out=P2)
+        P2 += PQ
+        s1 *= P2
+        np.multiply(A, QR, out=t1)
+        np.add(Q, R, out=P2)
+        t1 *= P2
+        s1 -= t1
+        np.multiply(B, PR, out=t1)
+        np.add(P, R, out=P2)
+        t1 *= P2
+        s1 -= t1
+        np.multiply(Cc, PQ, out=t1)
+        np.add(P, Q, out=P2)
+        t1 *= P2
+        s1 -= t1
+        s1 *= 2.0                                 # f'
+        if go is None:
+            np.divide(f, s1, out=s1)
+            tt = tt - s1
+        else:         # a frozen row keeps its t, so its f stays converged
+            np.divide(f, s1, out=s1, where=go)
+            np.subtract(tt, s1, out=tt, where=go)
+    t[ix] = tt
+
+
 def _closest_ellipsoid(a, dims, p, axis=-1):
     """Closest point on the ellipsoid of radii ``a`` (3,) to points p (N, 3), OpenSim's
     ``WrapEllipsoid::findClosestPoint``: a coordinate within round-off of 0 (or ``axis`` if
@@ -715,25 +802,8 @@ def _closest_ellipsoid(a, dims, p, axis=-1):
         # cache; points leave the working arrays when they converge (same arithmetic per
         # point as one step at a time, so the same result)
         for s0 in range(0, n, _NEWTON_CHUNK):
-            ix = np.arange(s0, min(n, s0 + _NEWTON_CHUNK))
-            tt, A, B, Cc = t[ix], a2u2[ix], b2v2[ix], c2w2[ix]
-            for _ in range(64):
-                P, Q, R = tt + a2, tt + b2, tt + c2
-                P2, Q2, R2 = P * P, Q * Q, R * R
-                f = P2 * Q2 * R2 - A * Q2 * R2 - B * P2 * R2 - Cc * P2 * Q2
-                go = ~(np.abs(f) < 1e-9)
-                if not go.all():
-                    t[ix] = tt
-                    if not go.any():
-                        break
-                    ix, tt, f, P, Q, R = ix[go], tt[go], f[go], P[go], Q[go], R[go]
-                    A, B, Cc = A[go], B[go], Cc[go]
-                PQ, PR, QR = P * Q, P * R, Q * R
-                fp = 2.0 * (P * Q * R * (QR + PR + PQ) - A * QR * (Q + R) - B * PR * (P + R)
-                            - Cc * PQ * (P + Q))
-                tt = tt - f / fp
-            else:
-                t[ix] = tt
+            _newton_ellipsoid(t, np.arange(s0, min(n, s0 + _NEWTON_CHUNK)), a2, b2, c2,
+                              a2u2, b2v2, c2w2)
         if allg:
             out[:, 0] = a2 * u / (t + a2)
             out[:, 1] = b2 * v / (t + b2)
@@ -830,11 +900,12 @@ def _tangent_lm(pe, r, p, a, vs, vs4):
 def _lm_resid(r, d1, p, vs, vs4, a, a2):
     nr = 2.0 * r / a2
     e0 = _dot(vs, r) + vs4
-    e1 = (np.square(r / a)).sum(1) - 1.0
+    s = np.square(r / a)
+    e1 = s[:, 0] + s[:, 1] + s[:, 2] - 1.0
     e2 = _dot(nr, r) + d1
     e3 = _dot(nr, p) + d1
     ee = np.stack([e0, e1, e2, e3], 1)
-    return ee, (ee * ee).sum(1)
+    return ee, e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3
 
 
 def _surface_path(r1, r2, a, vs, vs4, far, factor):
@@ -844,7 +915,7 @@ def _surface_path(r1, r2, a, vs, vs4, far, factor):
     last interior point, number of points)."""
     N = len(r1)
     dr = r1 - r2
-    ln = np.linalg.norm(dr, axis=-1) / factor
+    ln = _norm(dr) / factor
     nseg = np.where(ln < _SEG, 1, np.minimum((ln / _SEG).astype(int), 499))
     nseg = np.maximum(nseg, 1)
     imax = np.argmax(np.abs(vs), 1)
@@ -879,13 +950,13 @@ def _surface_path(r1, r2, a, vs, vs4, far, factor):
             ns = nseg[b]
             act = np.arange(K - 1)[None, :] < (ns - 1)[:, None]
             prevs = np.concatenate([r1[b, None, :], sp[:, :-1]], 1)
-            d = np.where(act, np.linalg.norm(sp - prevs, axis=-1), 0.0)
+            d = np.where(act, _norm(sp - prevs), 0.0)
             L[b] = np.cumsum(d, axis=1)[:, -1]
             has = (ns > 1)[:, None]
             first[b] = np.where(has, sp[:, 0], r1[b])
             last[b] = np.where(has, sp[np.arange(len(ns)), np.maximum(ns - 2, 0)], r2[b])
             prev[b] = np.where(has, last[b], r1[b])
-    L += np.linalg.norm(r2 - prev, axis=-1)
+    L += _norm(r2 - prev)
     short = ln < _SEG
     L = np.where(short, ln * factor, L)
     return L, first, last, np.where(short, 2, nseg + 1)
@@ -1111,7 +1182,7 @@ def wrap_sphere_obstacle(p, s, radius: float):
     R = float(radius)
     X, dp = _unit(p)
     Zr = _cross(p, s)
-    collinear = np.linalg.norm(Zr, axis=-1) <= 1e-7
+    collinear = _norm(Zr) <= 1e-7
     Z = _unit(Zr)[0]
     Y = _unit(_cross(Z, X))[0]
     P2 = np.column_stack([dp, np.zeros(len(p))])
@@ -1190,7 +1261,7 @@ def _double_cylinder_obstacle(p, s, radius_u, direction_u, radius_v, direction_v
         Tn = np.einsum("tij,tj->ti", Ruv[idx], c) + ouv[idx]
         tn = np.einsum("tij,tj->ti", Ruv[idx], d) + ouv[idx]
         Tn = np.where((sV == WRAPPED)[:, None], Tn, s[idx])
-        moved = np.linalg.norm(Tn - T[idx], axis=-1)
+        moved = _norm(Tn - T[idx])
         q[idx], Q[idx], t[idx] = a, b, tn
         T[idx] = Tn
         Lu[idx], Lv[idx] = la, lb
@@ -1210,7 +1281,7 @@ def _double_cylinder_obstacle(p, s, radius_u, direction_u, radius_v, direction_v
     T = np.where(onlyV[:, None], TV, T)
     t = np.where(onlyV[:, None], tV, t)
     Lv = np.where(onlyV, LV, Lv)
-    nrm = lambda a, b: np.linalg.norm(a - b, axis=-1)
+    nrm = lambda a, b: _norm(a - b)
     L = np.select([case == DC_BOTH, onlyU, onlyV],
                   [nrm(p, q) + Lu + nrm(Q, T) + Lv + nrm(t, s),
                    nrm(p, q) + Lu + nrm(Q, s),

@@ -89,16 +89,13 @@ def _active(path: _Path, q):
 def _compact(valid, *arrays):
     """Stable reorder putting valid entries first along axis 1."""
     order = np.argsort(~valid, axis=1, kind="stable")
-    out = [np.take_along_axis(valid, order, 1)]
-    for a in arrays:
-        idx = order.reshape(order.shape + (1,) * (a.ndim - 2))
-        out.append(np.take_along_axis(a, idx, 1))
-    return out
+    tt = np.arange(valid.shape[0])[:, None]
+    return [valid[tt, order]] + [a[tt, order] for a in arrays]
 
 
 def _seg_lengths(st_P, tag, wobj, wlen):
     """Per-segment length (T, K-1) of a compacted node list (0 where a node is padding)."""
-    d = np.linalg.norm(st_P[:, 1:] - st_P[:, :-1], axis=-1)
+    d = _wr._norm(st_P[:, 1:] - st_P[:, :-1])
     same = (wobj[:, :-1] >= 0) & (wobj[:, :-1] == wobj[:, 1:])
     seg = np.where(same, wlen[:, 1:], d)
     ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0)
@@ -113,10 +110,77 @@ def compute_paths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None
         kin = forward_kinematics(tree, q)
     Rb, ob = _frames(tree, kin)
     which = range(len(pathset.paths)) if which is None else which
-    return [_compute_one(pathset, pathset.paths[i], q, Rb, ob)[0] for i in which]
+    return [sd[0] for sd in _compute_many(pathset, [pathset.paths[i] for i in which], q, Rb, ob)]
+
+
+def _run(gen):
+    """Drive one path computation (a generator yielding wrap requests) to its result, each
+    request answered by its own :func:`arthron.geometry.wrapping.wrap_segment` call."""
+    try:
+        req = next(gen)
+        while True:
+            req = gen.send(_wrap_request(req, [req]))
+    except StopIteration as e:
+        return e.value
+
+
+def _wrap_request(req, group):
+    """Answer the wrap requests ``group`` (same wrap object and method; ``req`` the first)
+    with one wrap_segment call over their stacked rows; a list of (status, r1, r2, L)
+    for a group of several, the tuple for a group of one."""
+    _, wo, method, x1, x2, single, name = req
+    try:
+        if len(group) == 1:
+            return _wr.wrap_segment(wo, x1, x2, method, single=single)
+        n = [len(g[3]) for g in group]
+        sg = np.concatenate([np.full(k, g[5]) for k, g in zip(n, group)])
+        res = _wr.wrap_segment(wo, np.concatenate([g[3] for g in group]),
+                               np.concatenate([g[4] for g in group]), method, single=sg)
+    except UnsupportedFeature as e:
+        raise UnsupportedFeature(f"path of '{name}': {e.message}") from None
+    cut = np.cumsum(n)[:-1]
+    return list(zip(*[np.split(r, cut) for r in res]))
+
+
+def _compute_many(pathset: PathSet, paths, q, Rb, ob):
+    """:func:`_compute_one` for several paths in lockstep: the wrap requests the paths make
+    at the same step on the same wrap object (same method) go to one wrap_segment call over
+    their stacked rows (every row is wrapped on its own, so the results are those of one call
+    per request). A wrap object arthron cannot reproduce is reported as the sequential
+    computation does (first path in model order)."""
+    gens = [_compute_gen(pathset, p, q, Rb, ob) for p in paths]
+    out = [None] * len(gens)
+    pending = {}
+    try:
+        for i, g in enumerate(gens):
+            try:
+                pending[i] = next(g)
+            except StopIteration as e:
+                out[i] = e.value
+        while pending:
+            groups = {}
+            for i, req in pending.items():
+                groups.setdefault((req[0], req[2]), []).append(i)
+            nxt = {}
+            for idx in groups.values():
+                res = _wrap_request(pending[idx[0]], [pending[i] for i in idx])
+                res = [res] if len(idx) == 1 else res
+                for i, r in zip(idx, res):
+                    try:
+                        nxt[i] = gens[i].send(tuple(r))
+                    except StopIteration as e:
+                        out[i] = e.value
+            pending = nxt
+    except UnsupportedFeature:
+        return [_compute_one(pathset, p, q, Rb, ob) for p in paths]
+    return out
 
 
 def _compute_one(pathset: PathSet, path: _Path, q, Rb, ob):
+    return _run(_compute_gen(pathset, path, q, Rb, ob))
+
+
+def _compute_gen(pathset: PathSet, path: _Path, q, Rb, ob):
     T = q.shape[0]
     npts = len(path.body)
     loc, dloc = _point_locals(path, q)
@@ -136,16 +200,19 @@ def _compute_one(pathset: PathSet, path: _Path, q, Rb, ob):
     _, P, loc, body, tag, wobj, wlen = _compact(tag >= 0, P, loc, body, tag, wobj, wlen)
     G = P
     if path.wraps:
-        (P, loc, body, tag, wobj, wlen), cache = _apply_wraps(pathset, path, q, Rb, ob, act,
-                                                              P, loc, body, tag, wobj, wlen)
+        (P, loc, body, tag, wobj, wlen), cache = yield from _apply_wraps(
+            pathset, path, q, Rb, ob, act, P, loc, body, tag, wobj, wlen)
         G = _cached_positions(P, tag, npts, cache)
     length = _seg_lengths(G, tag, wobj, wlen).sum(1)
     return PathState(P, body, loc, tag, wlen, length, wobj, npts, G), dloc
 
 
 def _cached_positions(P, tag, npts, cache):
-    """Node positions with tangent points replaced by their cached ground positions."""
+    """Node positions with tangent points replaced by their cached ground positions (``P``
+    itself when no node has a cached position)."""
     cG, cv = cache
+    if not cv.any():
+        return P
     wi = np.clip(tag - npts, 0, cG.shape[1] - 1)
     isw = (tag >= npts)
     tt = np.arange(P.shape[0])[:, None]
@@ -171,7 +238,10 @@ def _update_cache(st, npts, cache, mask):
 def _remove_wrap_nodes(st, t0, t1, mask):
     """Remove the nodes tagged t0 <= tag < t1 (one wrap's tangent points) in frames ``mask``."""
     P, loc, body, tag, wobj, wlen = st
-    keep = ~((tag >= t0) & (tag < t1) & mask[:, None]) & (tag >= 0)
+    rm = (tag >= t0) & (tag < t1) & mask[:, None]
+    if not rm.any():      # node lists are kept compact: nothing to move
+        return st
+    keep = ~rm & (tag >= 0)
     tag = np.where(keep, tag, -1)
     return tuple(_compact(keep, P, loc, body, tag, wobj, wlen)[1:])
 
@@ -205,7 +275,8 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
     Rw = Rb[:, wo.body] @ wo.R                    # wrap frame in ground
     ow = ob[:, wo.body] + Rb[:, wo.body] @ wo.p
     Xl = np.einsum("tji,tkj->tki", Rw, P - ow[:, None])   # nodes in the wrap frame
-    Gl = np.einsum("tji,tkj->tki", Rw, _cached_positions(P, tag, npts, cache) - ow[:, None])
+    Gp = _cached_positions(P, tag, npts, cache)
+    Gl = Xl if Gp is P else np.einsum("tji,tkj->tki", Rw, Gp - ow[:, None])
     if dbl:
         d = wo.dims
         vb = d["v_body"]
@@ -219,18 +290,21 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
     lens = np.zeros((T, ns))                      # surface length ending at the node
     valid = np.zeros((T, ns), bool)
     mand = np.zeros(T, bool)
-    for k in range(K - 1):
-        cand = (anyact & (k >= start) & (k < end) & (tag[:, k] >= 0) & (tag[:, k + 1] >= 0)
-                & ~((wobj[:, k] >= 0) & (wobj[:, k] == wobj[:, k + 1])) & ~mand)
-        if not cand.any():
-            continue
-        ci = np.where(cand)[0]
-        g1, g2 = Gl[ci, k], Gl[ci, k + 1]
-        straight = np.linalg.norm(g2 - g1, axis=-1)
+    # every candidate segment of every frame in one wrap call (rows are independent), then
+    # OpenSim's choice replayed segment by segment: a mandatory wrap ends the search
+    pair = (anyact[:, None] & (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0)
+            & ~((wobj[:, :-1] >= 0) & (wobj[:, :-1] == wobj[:, 1:])))
+    kr = np.arange(K - 1)
+    pair &= (kr >= start[:, None]) & (kr < end[:, None])
+    kk_, ti_ = np.nonzero(pair.T)                 # rows ordered by segment, then frame
+    if len(ti_):
+        g1, g2 = Gl[ti_, kk_], Gl[ti_, kk_ + 1]
+        x1, x2 = Xl[ti_, kk_], Xl[ti_, kk_ + 1]
+        straight = _wr._norm(g2 - g1)
         if dbl:
             case, q1, Q1, T1, t1, _, Lu, Lv = _wr._double_cylinder_obstacle(
-                Xl[ci, k], Xl[ci, k + 1], d["radius"], d["direction"], d["radius_v"],
-                d["direction_v"], Ruv[ci], ouv[ci])
+                x1, x2, d["radius"], d["direction"], d["radius_v"],
+                d["direction_v"], Ruv[ti_], ouv[ti_])
             uU = (case == _wr.DC_U) | (case == _wr.DC_BOTH)
             uV = (case == _wr.DC_V) | (case == _wr.DC_BOTH)
             status = np.where(case == _wr.DC_INSIDE, _wr.INSIDE,
@@ -240,30 +314,38 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
             vd = np.stack([uU, uU, uV, uV], 1)
             first = np.where(uU[:, None], q1, T1)
             last = np.where(uV[:, None], t1, Q1)
-            mid = np.where(uU & uV, np.linalg.norm(T1 - Q1, axis=-1), 0.0)
-            dl = (np.linalg.norm(first - g1, axis=-1) + Lu + mid + Lv
-                  + np.linalg.norm(g2 - last, axis=-1) - straight)
+            mid = np.where(uU & uV, _wr._norm(T1 - Q1), 0.0)
+            dl = (_wr._norm(first - g1) + Lu + mid + Lv
+                  + _wr._norm(g2 - last) - straight)
         else:
-            try:
-                # OpenSim 4.6 skips the cylinder's tangent correction for a path's only wrap
-                single = len(path.wraps) == 1
-                status, r1, r2, L = _wr.wrap_segment(wo, Xl[ci, k], Xl[ci, k + 1], w.method,
-                                                     single=single)
-            except UnsupportedFeature as e:
-                raise UnsupportedFeature(f"path of '{path.name}': {e.message}") from None
+            # OpenSim 4.6 skips the cylinder's tangent correction for a path's only wrap
+            single = len(path.wraps) == 1
+            status, r1, r2, L = yield (w.obj_id, wo, w.method, x1, x2, single, path.name)
             nd = np.stack([r1, r2], 1)
             ln = np.stack([np.zeros_like(L), L], 1)
-            vd = np.ones((len(ci), 2), bool)
-            dl = (np.linalg.norm(r1 - g1, axis=-1) + L + np.linalg.norm(g2 - r2, axis=-1)
+            vd = np.ones((len(ti_), 2), bool)
+            dl = (_wr._norm(r1 - g1) + L + _wr._norm(g2 - r2)
                   - straight)
-        code[ci] = status
-        is_m = status == _wr.MANDATORY
-        take = is_m | ((status == _wr.WRAPPED) & (dl < best_dl[ci]))
-        tk = ci[take]
-        nodes[tk], lens[tk], valid[tk] = nd[take], ln[take], vd[take]
-        best_dl[tk] = dl[take]
-        best_k[tk] = k
-        mand[ci[is_m]] = True
+        bounds = np.searchsorted(kk_, np.arange(K))
+        for k in range(K - 1):
+            b0, b1 = bounds[k], bounds[k + 1]
+            if b0 == b1:
+                continue
+            rows = np.arange(b0, b1)
+            rows = rows[~mand[ti_[b0:b1]]]
+            if not len(rows):
+                continue
+            ci = ti_[rows]
+            st_r = status[rows]
+            code[ci] = st_r
+            is_m = st_r == _wr.MANDATORY
+            take = is_m | ((st_r == _wr.WRAPPED) & (dl[rows] < best_dl[ci]))
+            tk = ci[take]
+            rt = rows[take]
+            nodes[tk], lens[tk], valid[tk] = nd[rt], ln[rt], vd[rt]
+            best_dl[tk] = dl[rt]
+            best_k[tk] = k
+            mand[ci[is_m]] = True
     has = best_k >= 0
     if not has.any():
         return (P, loc, body, tag, wobj, wlen), code
@@ -285,11 +367,11 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
     isn = (slot >= 0) & (slot < ns)
     si = np.clip(slot, 0, ns - 1)
 
+    tt = np.arange(T)[:, None]
+
     def ins(arr, v):
-        ex = (1,) * (arr.ndim - 2)
-        out = np.take_along_axis(arr, src.reshape(src.shape + ex), 1)
-        v = np.take_along_axis(v, si.reshape(si.shape + ex), 1)
-        return np.where(isn.reshape(isn.shape + ex), v, out)
+        isn_ = isn.reshape(isn.shape + (1,) * (arr.ndim - 2))
+        return np.where(isn_, v[tt, si], arr[tt, src])
 
     ntag = np.where(valid, t0 + np.arange(ns), -1)
     out = (ins(P, nG), ins(loc, nloc), ins(body, nbody), ins(tag, ntag), ins(wobj, nobj),
@@ -326,11 +408,13 @@ def _apply_wraps(pathset, path, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
         codes = []
         for i in range(nw):
             if nw >= 2 and i < 2 and swapped.any():
-                st, c_a = _wrap_one(pathset, path, i, st, act, Rb, ob, todo & ~swapped, cache)
-                st, c_b = _wrap_one(pathset, path, 1 - i, st, act, Rb, ob, todo & swapped, cache)
+                st, c_a = yield from _wrap_one(pathset, path, i, st, act, Rb, ob,
+                                               todo & ~swapped, cache)
+                st, c_b = yield from _wrap_one(pathset, path, 1 - i, st, act, Rb, ob,
+                                               todo & swapped, cache)
                 codes.append(np.where(swapped, c_b, c_a))
             else:
-                st, c = _wrap_one(pathset, path, i, st, act, Rb, ob, todo, cache)
+                st, c = yield from _wrap_one(pathset, path, i, st, act, Rb, ob, todo, cache)
                 codes.append(c)
         _update_cache(st, npts, cache, todo)
         if nw < 2:

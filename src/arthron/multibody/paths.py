@@ -55,7 +55,8 @@ import numpy as np
 from ..errors import UnsupportedFeature
 from .kinematics import Kinematics, Tree, _euler_xyz_rate_matrix, forward_kinematics, velocity_map
 from .path_compile import PathSet, WrapObjectData, compile_paths  # noqa: F401  (public API)
-from .path_geometry import PathState, _compute_one, _frames, compute_paths  # noqa: F401
+from .path_geometry import (PathState, _compute_many, _compute_one, _frames,  # noqa: F401
+                            compute_paths)
 
 __all__ = ["PathSet", "compile_paths", "path_lengths", "moment_arms", "lengthening_speeds",
            "path_generalized_forces", "path_body_forces", "PathLoads", "PathState",
@@ -222,7 +223,7 @@ def moment_arms(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
     if kin is None:
         kin = forward_kinematics(tree, q)
     Rb, ob = _frames(tree, kin)
-    sd = [_compute_one(pathset, p, q, Rb, ob) for p in pathset.paths]
+    sd = _compute_many(pathset, pathset.paths, q, Rb, ob)
     ma = _moment_arms_from_states(pathset, tree, q, kin, sd)
     if coupled:
         if pathset.angular_speed_joints:
