@@ -269,6 +269,21 @@ def cmd_ligament(a):
     return 0
 
 
+def _add_loads_and_filter_options(s):
+    """The external-load (ExternalLoads XML or a C3D's force platforms) and coordinate
+    filtering options shared by ``id`` and ``so``."""
+    s.add_argument("--external-loads", help="ExternalLoads XML (with its GRF .mot), or a .c3d trial "
+                                            "whose force platforms are applied to --bodies")
+    s.add_argument("--bodies", action="append", metavar="BODY,BODY",
+                   help="with a .c3d: the body on each force platform, in platform order")
+    s.add_argument("--rotate", metavar="AXIS+ANGLE", default=None,
+                   help="with a .c3d: lab-to-OpenSim rotation, e.g. x-90 (as arthron c3d)")
+    s.add_argument("--force-location", choices=("origin", "cop"), default="origin",
+                   help="with a .c3d: platform wrench at the platform centre or at the centre of pressure")
+    s.add_argument("--lowpass", type=float, default=None, help="low-pass cut-off for coordinates (Hz)")
+    s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="arthron", description="Musculoskeletal biomechanics that speaks OpenSim.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -305,16 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("model", nargs="?")
     s.add_argument("motion", nargs="?")
     s.add_argument("--setup", help="OpenSim InverseDynamicsTool setup file")
-    s.add_argument("--external-loads", help="ExternalLoads XML (with its GRF .mot), or a .c3d trial "
-                                            "whose force platforms are applied to --bodies")
-    s.add_argument("--bodies", action="append", metavar="BODY,BODY",
-                   help="with a .c3d: the body on each force platform, in platform order")
-    s.add_argument("--rotate", metavar="AXIS+ANGLE", default=None,
-                   help="with a .c3d: lab-to-OpenSim rotation, e.g. x-90 (as arthron c3d)")
-    s.add_argument("--force-location", choices=("origin", "cop"), default="origin",
-                   help="with a .c3d: platform wrench at the platform centre or at the centre of pressure")
-    s.add_argument("--lowpass", type=float, default=None, help="low-pass cut-off for coordinates (Hz)")
-    s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
+    _add_loads_and_filter_options(s)
     s.add_argument("--exclude", action="append", metavar="FORCES",
                    help="forces to exclude: names, classes, Muscles, Actuators or All (default Muscles); "
                         "the other passive elements (springs, limit forces, ligaments) are applied")
@@ -385,16 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("model", nargs="?")
     s.add_argument("motion", nargs="?")
     s.add_argument("--setup", help="OpenSim AnalyzeTool setup with a StaticOptimization analysis")
-    s.add_argument("--external-loads", help="ExternalLoads XML (with its GRF .mot), or a .c3d trial "
-                                            "whose force platforms are applied to --bodies")
-    s.add_argument("--bodies", action="append", metavar="BODY,BODY",
-                   help="with a .c3d: the body on each force platform, in platform order")
-    s.add_argument("--rotate", metavar="AXIS+ANGLE", default=None,
-                   help="with a .c3d: lab-to-OpenSim rotation, e.g. x-90 (as arthron c3d)")
-    s.add_argument("--force-location", choices=("origin", "cop"), default="origin",
-                   help="with a .c3d: platform wrench at the platform centre or at the centre of pressure")
-    s.add_argument("--lowpass", type=float, default=None, help="low-pass cut-off for coordinates (Hz)")
-    s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
+    _add_loads_and_filter_options(s)
     s.add_argument("--activation-exponent", type=float, default=2.0)
     s.add_argument("--no-physiology", action="store_true",
                    help="muscle force per activation = max isometric force (OpenSim use_muscle_physiology=false)")

@@ -30,7 +30,7 @@ from ..models.motion import coordinates_from_table
 from .options import check_lowpass, check_time_range
 from .setup_files import find_setup_file, is_unassigned, require_setup_file, results_directory
 
-__all__ = ["read_force_set_file", "AnalyzeSetup", "read_analyze_setup", "joint_reactions_from_setup",
+__all__ = ["read_force_set_file", "model_with_force_sets", "AnalyzeSetup", "read_analyze_setup", "joint_reactions_from_setup",
            "muscle_analysis_from_setup", "run_analyze", "run_joint_reaction", "write_path_analysis",
            "write_joint_reactions", "SUPPORTED_ANALYSES"]
 
@@ -204,7 +204,9 @@ def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetu
         analyses=analyses, setup=s)
 
 
-def _model(st: AnalyzeSetup) -> Model:
+def model_with_force_sets(st: AnalyzeSetup) -> Model:
+    """The setup's model with its ``force_set_files`` appended, or replacing its forces when
+    ``replace_force_set`` (as OpenSim's AnalyzeTool loads it)."""
     model = read_osim(st.model_file)
     if st.force_set_files:
         if st.replace_force_set:
@@ -283,7 +285,7 @@ def joint_reactions_from_setup(setup_path, placeholders=None, accelerations="for
     jr = st.analysis("JointReaction")
     if jr is None:
         raise DataFileError("the AnalyzeTool setup has no enabled JointReaction analysis", st.path)
-    return _joint_reaction(st, jr, _model(st), read_sto(st.coordinates_file), accelerations, search_dirs)
+    return _joint_reaction(st, jr, model_with_force_sets(st), read_sto(st.coordinates_file), accelerations, search_dirs)
 
 
 def run_joint_reaction(model, motion, *, forces=None, external_loads=None, joints=None, on="child",
@@ -386,7 +388,7 @@ def muscle_analysis_from_setup(setup_path, placeholders=None, *, search_dirs=Non
     ma = st.analysis("MuscleAnalysis")
     if ma is None:
         raise DataFileError("the AnalyzeTool setup has no enabled MuscleAnalysis analysis", st.path)
-    return _muscle_analysis(st, ma, _model(st), read_sto(st.coordinates_file))[0]
+    return _muscle_analysis(st, ma, model_with_force_sets(st), read_sto(st.coordinates_file))[0]
 
 
 def _path_table_files(coords, out: Path, prefix: str) -> list:
@@ -479,7 +481,7 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
     if not todo:
         raise DataFileError(f"the AnalyzeTool setup has no enabled {' or '.join(kinds)} analysis",
                             st.path)
-    model = _model(st)
+    model = model_with_force_sets(st)
     motion = read_sto(st.coordinates_file)
     tree = compile_model(model)
     # compute everything before writing anything

@@ -25,7 +25,7 @@ from ..io.sto import read_sto, write_sto
 from ..models.forces import CoordinateActuator
 from ..models.model import Model
 from ..solvers.load_sharing import LoadSharingResult, static_optimization
-from .analyze_tool import read_analyze_setup, read_force_set_file, step_rows
+from .analyze_tool import model_with_force_sets, read_analyze_setup, step_rows
 from .options import check_lowpass, check_time_range
 from .setup_files import results_directory
 
@@ -67,18 +67,6 @@ def _step_interval(el, path) -> int:
     if n < 1:
         raise DataFileError(f"<{el.tag}> step_interval must be a positive integer, got {t}", path)
     return n
-
-
-def _model(st) -> Model:
-    """The setup's model with its force_set_files appended (or replacing its forces)."""
-    model = read_osim(st.model_file)
-    if st.force_set_files:
-        if st.replace_force_set:
-            model.forces = {}
-        for p in st.force_set_files:
-            for f in read_force_set_file(p):
-                model.forces[f.name] = f
-    return model
 
 
 def _num(text):
@@ -218,7 +206,7 @@ def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_
         raise DataFileError(f"<StaticOptimization> activation_exponent must be ≥ 1, got {p:g}", st.path)
     phys = _bool(so, "use_muscle_physiology", True)
     use_mfs = _bool(so, "use_model_force_set", True)
-    model = _model(st)
+    model = model_with_force_sets(st)
     motion = read_sto(st.coordinates_file)
     ext = read_external_loads(st.external_loads_file) if st.external_loads_file is not None else None
     t0, t1 = st.time_range
