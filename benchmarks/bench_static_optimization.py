@@ -18,7 +18,6 @@ the batched QP alone. Times are wall-clock medians of 3 runs. The agreement of a
 """
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -76,14 +75,13 @@ def main():
             t_ar = median_time(ours)
             res, _ = holder["r"]
             prob = res.extra["problem"]
-            from arthron.io.osim import read_osim
             from arthron.io.setup import read_external_loads
             from arthron.solvers.load_sharing import build_problem, solve_problem
-            from arthron.tools.static_optimization_tool import _model
+            from arthron.tools.analyze_tool import model_with_force_sets
             from arthron.tools.analyze_tool import read_analyze_setup
             from arthron.tools.static_optimization_tool import control_bounds
             st = read_analyze_setup(setup)
-            m = _model(st)
+            m = model_with_force_sets(st)
             mot = read_sto(ik)
             ext = read_external_loads(grf) if grf else None
             t_build = median_time(lambda: build_problem(m, mot, external_loads=ext, lowpass_hz=6,

@@ -152,8 +152,8 @@ def _ik_target(p):
 
 
 def _jr_target(p):
-    from arthron.tools.analyze_tool import _model, read_analyze_setup
-    _model(read_analyze_setup(p))
+    from arthron.tools.analyze_tool import model_with_force_sets, read_analyze_setup
+    model_with_force_sets(read_analyze_setup(p))
 
 
 def _scale_target(p):
