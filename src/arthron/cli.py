@@ -269,9 +269,9 @@ def cmd_ligament(a):
     return 0
 
 
-def _add_loads_and_filter_options(s):
-    """The external-load (ExternalLoads XML or a C3D's force platforms) and coordinate
-    filtering options shared by ``id`` and ``so``."""
+def _add_external_loads_options(s):
+    """The external-load options (an ExternalLoads XML, or a C3D's force platforms) of
+    ``id``, ``jr`` and ``so``."""
     s.add_argument("--external-loads", help="ExternalLoads XML (with its GRF .mot), or a .c3d trial "
                                             "whose force platforms are applied to --bodies")
     s.add_argument("--bodies", action="append", metavar="BODY,BODY",
@@ -280,6 +280,11 @@ def _add_loads_and_filter_options(s):
                    help="with a .c3d: lab-to-OpenSim rotation, e.g. x-90 (as arthron c3d)")
     s.add_argument("--force-location", choices=("origin", "cop"), default="origin",
                    help="with a .c3d: platform wrench at the platform centre or at the centre of pressure")
+
+
+def _add_loads_and_filter_options(s):
+    """The external-load and coordinate filtering options shared by ``id`` and ``so``."""
+    _add_external_loads_options(s)
     s.add_argument("--lowpass", type=float, default=None, help="low-pass cut-off for coordinates (Hz)")
     s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
 
@@ -360,14 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("motion", nargs="?")
     s.add_argument("--setup", help="OpenSim AnalyzeTool setup with a JointReaction analysis")
     s.add_argument("--forces", help="actuator/muscle forces .sto (e.g. static optimization output)")
-    s.add_argument("--external-loads", help="ExternalLoads XML (with its GRF .mot), or a .c3d trial "
-                                            "whose force platforms are applied to --bodies")
-    s.add_argument("--bodies", action="append", metavar="BODY,BODY",
-                   help="with a .c3d: the body on each force platform, in platform order")
-    s.add_argument("--rotate", metavar="AXIS+ANGLE", default=None,
-                   help="with a .c3d: lab-to-OpenSim rotation, e.g. x-90 (as arthron c3d)")
-    s.add_argument("--force-location", choices=("origin", "cop"), default="origin",
-                   help="with a .c3d: platform wrench at the platform centre or at the centre of pressure")
+    _add_external_loads_options(s)
     s.add_argument("--joints", action="append", help="joint names (comma separated; default all)")
     s.add_argument("--on", default="child", choices=("child", "parent"))
     s.add_argument("--in", default="ground", help="frame: ground, child, parent or a body name")

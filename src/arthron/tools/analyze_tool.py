@@ -28,6 +28,7 @@ from ..solvers.muscle_analysis import PathAnalysis, coordinates_of_motion, path_
 from ..solvers.reactions import JointReactionResult, joint_reactions
 from ..models.motion import coordinates_from_table
 from .options import check_lowpass, check_time_range
+from .setup_files import setting_bool, setting_float, setting_list, setting_text, step_interval
 from .setup_files import find_setup_file, is_unassigned, require_setup_file, results_directory
 
 __all__ = ["read_force_set_file", "model_with_force_sets", "AnalyzeSetup", "read_analyze_setup", "joint_reactions_from_setup",
@@ -36,55 +37,6 @@ __all__ = ["read_force_set_file", "model_with_force_sets", "AnalyzeSetup", "read
 
 #: the AnalysisSet members arthron runs
 SUPPORTED_ANALYSES = ("JointReaction", "MuscleAnalysis")
-
-
-# --------------------------------------------------------------------------------------
-# small XML readers (lxml elements of the setup)
-# --------------------------------------------------------------------------------------
-def _text(el, tag, default=None):
-    c = el.find(tag) if el is not None else None
-    if c is None or c.text is None or not c.text.strip():
-        return default
-    return c.text.strip()
-
-
-def _bool(el, tag, default: bool) -> bool:
-    t = _text(el, tag)
-    if t is None:
-        return default
-    return t.lower() in ("true", "1", "yes")
-
-
-def _split_list(text):
-    return (text or "").split()
-
-
-def _float(text, default, path, what):
-    if text is None or not str(text).strip():
-        return default
-    t = str(text).strip().lower()
-    if t in ("inf", "infinity", "+inf", "+infinity"):
-        return math.inf
-    if t in ("-inf", "-infinity"):
-        return -math.inf
-    try:
-        x = float(t)
-    except ValueError:
-        raise DataFileError(f"{what}: {text!r} is not a number", path) from None
-    if x != x:
-        raise DataFileError(f"{what}: {text!r} is not a usable number", path)
-    return x
-
-
-def _step_interval(el, path) -> int:
-    t = _text(el, "step_interval", "1")
-    try:
-        n = int(float(t))
-    except ValueError:
-        raise DataFileError(f"<{el.tag}> step_interval {t!r} is not an integer", path) from None
-    if n < 1:
-        raise DataFileError(f"<{el.tag}> step_interval must be a positive integer, got {t}", path)
-    return n
 
 
 def step_rows(motion_time, t_out, step_interval: int, filtered: bool) -> np.ndarray:
@@ -187,7 +139,7 @@ def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetu
     aset = s.element.find("AnalysisSet")
     objs = aset.find("objects") if aset is not None else None
     for el in ([] if objs is None else list(objs)):
-        if isinstance(el.tag, str) and _bool(el, "on", True):
+        if isinstance(el.tag, str) and setting_bool(el, "on", True):
             analyses.append((el.tag, el))
     return AnalyzeSetup(
         name=s.name,
@@ -195,12 +147,12 @@ def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetu
         coordinates_file=require_setup_file(s, "coordinates_file", search_dirs),
         external_loads_file=find_setup_file(s, s.get("external_loads_file"), search_dirs),
         force_set_files=[require_setup_file(s, "force_set_files", search_dirs, value=n)
-                         for n in _split_list(s.get("force_set_files")) if not is_unassigned(n)],
-        replace_force_set=_bool(s.element, "replace_force_set", False),
-        lowpass_hz=_float(s.get("lowpass_cutoff_frequency_for_coordinates"), -1.0, s.path,
+                         for n in setting_list(s.get("force_set_files")) if not is_unassigned(n)],
+        replace_force_set=setting_bool(s.element, "replace_force_set", False),
+        lowpass_hz=setting_float(s.get("lowpass_cutoff_frequency_for_coordinates"), -1.0, s.path,
                           "lowpass_cutoff_frequency_for_coordinates"),
-        time_range=(_float(s.get("initial_time"), -math.inf, s.path, "initial_time"),
-                    _float(s.get("final_time"), math.inf, s.path, "final_time")),
+        time_range=(setting_float(s.get("initial_time"), -math.inf, s.path, "initial_time"),
+                    setting_float(s.get("final_time"), math.inf, s.path, "final_time")),
         analyses=analyses, setup=s)
 
 
@@ -229,12 +181,12 @@ def _external_loads(path):
 # JointReaction
 # --------------------------------------------------------------------------------------
 def _joint_reaction(st: AnalyzeSetup, jr, model: Model, motion, accelerations, search_dirs, tree=None):
-    fpath = find_setup_file(st.setup, _text(jr, "forces_file"), search_dirs)
+    fpath = find_setup_file(st.setup, setting_text(jr, "forces_file"), search_dirs)
     forces = read_sto(fpath) if fpath is not None else None
     ext, loads_table = _external_loads(st.external_loads_file)
-    names = _split_list(_text(jr, "joint_names")) or ["ALL"]
-    on = _split_list(_text(jr, "apply_on_bodies")) or ["child"]
-    frames = _split_list(_text(jr, "express_in_frame")) or ["ground"]
+    names = setting_list(setting_text(jr, "joint_names")) or ["ALL"]
+    on = setting_list(setting_text(jr, "apply_on_bodies")) or ["child"]
+    frames = setting_list(setting_text(jr, "express_in_frame")) or ["ground"]
     tree = compile_model(model) if tree is None else tree
     if names[0].upper() == "ALL":
         names = list(model.joints)
@@ -351,7 +303,7 @@ def _setup_coordinates(st: AnalyzeSetup, model: Model, tree: Tree, motion):
 def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None) -> tuple:
     """(PathAnalysis, the coordinates to write moment arms for)."""
     tree = compile_model(model) if tree is None else tree
-    mlist = _split_list(_text(ma, "muscle_list"))
+    mlist = setting_list(setting_text(ma, "muscle_list"))
     muscles = None if not mlist or mlist[0].lower() == "all" else mlist
     if muscles is not None:
         bad = [m for m in muscles if m not in model.forces]
@@ -360,7 +312,7 @@ def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None) -> t
                                 f"{', '.join(bad)}", st.path)
     t, q = _setup_coordinates(st, model, tree, motion)
     res = path_analysis(model, q, time=t, muscles=muscles, tree=tree)
-    clist = _split_list(_text(ma, "moment_arm_coordinate_list"))
+    clist = setting_list(setting_text(ma, "moment_arm_coordinate_list"))
     if not clist or clist[0].lower() == "all":
         coords = res.crossed()
     else:
@@ -487,7 +439,7 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
     # compute everything before writing anything
     results = []
     for kind, el in todo:
-        n = _step_interval(el, st.path)
+        n = step_interval(el, st.path)
         if kind == "JointReaction":
             results.append((kind, el, n, _joint_reaction(st, el, model, motion, accelerations,
                                                          search_dirs, tree)))

@@ -11,12 +11,14 @@ when missing, as OpenSim's tools do (``IO::makeDir``).
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ..errors import DataFileError
 
 __all__ = ["is_unassigned", "find_setup_file", "require_setup_file", "results_directory",
-           "output_file"]
+           "output_file", "setting_text", "setting_bool", "setting_list", "setting_float",
+           "step_interval"]
 
 
 def is_unassigned(name) -> bool:
@@ -105,3 +107,61 @@ def output_file(setup, name, folder: Path | None = None) -> Path | None:
     if p.is_absolute():
         return p
     return (folder if folder is not None else results_directory(setup)) / p
+
+
+# ----------------------------------------------------------- properties of setup elements
+
+
+def setting_text(el, tag, default=None):
+    """The stripped text of ``el``'s child ``tag`` (``default`` when absent or empty)."""
+    c = el.find(tag) if el is not None else None
+    if c is None or c.text is None or not c.text.strip():
+        return default
+    return c.text.strip()
+
+
+def setting_bool(el, tag, default: bool) -> bool:
+    """An OpenSim boolean property of ``el`` (true/1/yes), ``default`` when absent."""
+    t = setting_text(el, tag)
+    if t is None:
+        return default
+    return t.lower() in ("true", "1", "yes")
+
+
+def setting_list(text):
+    """A whitespace-separated list property as a list of strings."""
+    return (text or "").split()
+
+
+def setting_float(text, default, path, what):
+    """A number property (``inf``/``-inf`` accepted); ``default`` when empty.
+
+    Raises DataFileError naming ``what`` and ``path`` for text that is not a number or NaN."""
+    if text is None or not str(text).strip():
+        return default
+    t = str(text).strip().lower()
+    if t in ("inf", "infinity", "+inf", "+infinity"):
+        return math.inf
+    if t in ("-inf", "-infinity"):
+        return -math.inf
+    try:
+        x = float(t)
+    except ValueError:
+        raise DataFileError(f"{what}: {text!r} is not a number", path) from None
+    if x != x:
+        raise DataFileError(f"{what}: {text!r} is not a usable number", path)
+    return x
+
+
+def step_interval(el, path) -> int:
+    """An analysis' ``step_interval`` (≥ 1).
+
+    Raises DataFileError naming the element and ``path``."""
+    t = setting_text(el, "step_interval", "1")
+    try:
+        n = int(float(t))
+    except ValueError:
+        raise DataFileError(f"<{el.tag}> step_interval {t!r} is not an integer", path) from None
+    if n < 1:
+        raise DataFileError(f"<{el.tag}> step_interval must be a positive integer, got {t}", path)
+    return n

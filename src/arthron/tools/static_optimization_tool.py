@@ -27,55 +27,13 @@ from ..models.model import Model
 from ..solvers.load_sharing import LoadSharingResult, static_optimization
 from .analyze_tool import model_with_force_sets, read_analyze_setup, step_rows
 from .options import check_lowpass, check_time_range
+from .setup_files import setting_bool, setting_float, setting_text, step_interval
 from .setup_files import results_directory
 
 __all__ = ["control_bounds", "run_static_optimization", "run_static_optimization_from_setup",
            "write_static_optimization", "coordinate_actuator_model", "joint_reactions_of"]
 
 _CTRL = re.compile(r"<(min_control|max_control)>\s*([^<\s]+)\s*</\1>")
-
-
-# small readers of the analysis element (kept here so that this tool does not depend on the
-# private helpers of analyze_tool)
-def _text(el, tag, default=None):
-    c = el.find(tag) if el is not None else None
-    if c is None or c.text is None or not c.text.strip():
-        return default
-    return c.text.strip()
-
-
-def _bool(el, tag, default: bool) -> bool:
-    t = _text(el, tag)
-    return default if t is None else t.lower() in ("true", "1", "yes")
-
-
-def _float(text, default, path, what):
-    if text is None or not str(text).strip():
-        return default
-    try:
-        return _num(str(text))
-    except ValueError:
-        raise DataFileError(f"{what}: {text!r} is not a number", path) from None
-
-
-def _step_interval(el, path) -> int:
-    t = _text(el, "step_interval", "1")
-    try:
-        n = int(float(t))
-    except ValueError:
-        raise DataFileError(f"<{el.tag}> step_interval {t!r} is not an integer", path) from None
-    if n < 1:
-        raise DataFileError(f"<{el.tag}> step_interval must be a positive integer, got {t}", path)
-    return n
-
-
-def _num(text):
-    t = text.strip().lower()
-    if t in ("inf", "infinity", "+inf", "+infinity"):
-        return np.inf
-    if t in ("-inf", "-infinity"):
-        return -np.inf
-    return float(t)
 
 
 def control_bounds(model: Model) -> dict:
@@ -89,10 +47,7 @@ def control_bounds(model: Model) -> dict:
             if k in extra:
                 vals[k] = float(extra[k])
         for k, v in _CTRL.findall(getattr(f, "unmodelled_xml", "") or ""):
-            try:
-                vals[k] = _num(v)
-            except ValueError:
-                raise DataFileError(f"force '{n}': {k} {v!r} is not a number", model.source) from None
+            vals[k] = setting_float(v, None, model.source, f"force '{n}': {k}")
         if vals:
             out[n] = (vals.get("min_control"), vals.get("max_control"))
     return out
@@ -200,12 +155,12 @@ def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_
     so = st.analysis("StaticOptimization")
     if so is None:
         raise DataFileError("the AnalyzeTool setup has no enabled StaticOptimization analysis", st.path)
-    n = _step_interval(so, st.path)
-    p = _float(_text(so, "activation_exponent"), 2.0, st.path, "activation_exponent")
+    n = step_interval(so, st.path)
+    p = setting_float(setting_text(so, "activation_exponent"), 2.0, st.path, "activation_exponent")
     if not p >= 1:
         raise DataFileError(f"<StaticOptimization> activation_exponent must be ≥ 1, got {p:g}", st.path)
-    phys = _bool(so, "use_muscle_physiology", True)
-    use_mfs = _bool(so, "use_model_force_set", True)
+    phys = setting_bool(so, "use_muscle_physiology", True)
+    use_mfs = setting_bool(so, "use_model_force_set", True)
     model = model_with_force_sets(st)
     motion = read_sto(st.coordinates_file)
     ext = read_external_loads(st.external_loads_file) if st.external_loads_file is not None else None
@@ -213,8 +168,8 @@ def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_
     t0 = max(t0, float(motion.time[0]))
     t1 = min(t1, float(motion.time[-1]))
     # the analysis' own start/end times narrow the tool's
-    a0 = _float(_text(so, "start_time"), -np.inf, st.path, "start_time")
-    a1 = _float(_text(so, "end_time"), np.inf, st.path, "end_time")
+    a0 = setting_float(setting_text(so, "start_time"), -np.inf, st.path, "start_time")
+    a1 = setting_float(setting_text(so, "end_time"), np.inf, st.path, "end_time")
     t0, t1 = max(t0, a0), min(t1, a1)
     res = run_static_optimization(model, motion, external_loads=ext,
                                   lowpass_hz=st.lowpass_hz if st.lowpass_hz > 0 else None,
