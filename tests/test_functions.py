@@ -300,7 +300,7 @@ def test_numpy_natural_splines_equal_scipys(m, n, monkeypatch):
     command the scipy.interpolate import (issue 11 finding 15) against scipy's
     ``make_interp_spline`` with the same end conditions: values and derivatives inside and
     beyond the knots, uniform and non-uniform knots."""
-    import arthron.models.functions as fn
+    import arthron.models.natural_splines as fn
     from arthron import runtime
     rng = np.random.default_rng(n)
     for x in (0.4 + 0.01 * np.arange(n), np.cumsum(rng.uniform(0.5, 1.5, n)) * 0.01):

@@ -41,7 +41,7 @@ import numpy as np
 
 from .. import runtime
 from ..errors import DataFileError, OptionError, SolverError
-from ..models.functions import _NaturalSpline
+from ..models.natural_splines import NaturalSpline
 
 __all__ = [
     "pad",
@@ -156,7 +156,7 @@ class GCVSplineSet:
         self.times = t
         self.degree = 2 * half - 1
         self._squeeze = squeeze
-        self._spline = _NaturalSpline(t, v, half)
+        self._spline = NaturalSpline(t, v, half)
 
     def _out(self, r):
         return r[..., 0] if self._squeeze else r

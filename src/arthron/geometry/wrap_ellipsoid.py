@@ -1,0 +1,493 @@
+"""Wrapping over an ellipsoid (OpenSim 4.6 ``WrapEllipsoid::wrapLine``), vectorized over frames.
+
+OpenSim's own approximations are replayed step by step (wrap plane from the "fan"/axis-plane
+estimates, its damped tangent-point search, the surface length as a sum of ~1 mm chords),
+because OpenSim's result is not the exact geodesic. Returns as every wrap function
+(:mod:`arthron.geometry.wrapping`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .spatial import cross as _cross
+from .wrap_common import INSIDE, MANDATORY, NO_WRAP, _dot, _norm, _sgn, _unit
+
+__all__ = ["wrap_ellipsoid"]
+
+
+# --------------------------------------------------------------------------------- ellipsoid
+_ROUNDOFF = 2e-13          # SimmMacros ROUNDOFF_ERROR (EQUAL_WITHIN_ERROR)
+_MU_BLEND_MIN = 0.7073     # below: the "fan" estimate of the wrap plane only
+_MU_BLEND_MAX = 0.9        # above: the axis-plane ("Frans") estimate only
+_NUM_FAN = 300
+_SV_BLEND = 0.3
+_SEG = 0.001               # m, length of the chords of the surface path
+_NEWTON_CHUNK = 16384      # points per block of the closest-point Newton iteration
+
+
+def _closest_ellipse(a, b, u, v):
+    """Closest point (x, y) on the ellipse (x/a)² + (y/b)² = 1 to (u, v), with the special
+    cases near the axes and the Newton iteration on the Lagrange multiplier of Eberly's
+    algorithm (Graphics Gems IV) as OpenSim uses it (64 steps, |f| < 1e-9)."""
+    u = np.asarray(u, float)
+    v = np.asarray(v, float)
+    a2, b2 = a * a, b * b
+    x = np.empty_like(u)
+    y = np.empty_like(v)
+    nx = np.abs(u) <= _ROUNDOFF
+    ny = np.abs(v) <= _ROUNDOFF
+    both = nx & ny
+    if a < b:
+        x[both] = np.where(u[both] < 0, -a, a)
+        y[both] = v[both]
+    else:
+        x[both] = u[both]
+        y[both] = np.where(v[both] < 0, -b, b)
+    m = nx & ~ny
+    if m.any():
+        vv = v[m]
+        c1 = (a >= b) | (np.abs(vv) >= b - a2 / b)
+        yy = np.where(c1, np.where(vv >= 0, b, -b), b2 * vv / (b2 - a2) if b2 != a2 else 0.0)
+        xx = np.where(c1, u[m], a * np.sqrt(np.abs(1 - (yy / b) ** 2)))
+        x[m], y[m] = xx, yy
+    m = ny & ~nx
+    if m.any():
+        uu = u[m]
+        c1 = (b >= a) | (np.abs(uu) >= a - b2 / a)
+        xx = np.where(c1, np.where(uu >= 0, a, -a), a2 * uu / (a2 - b2) if a2 != b2 else 0.0)
+        yy = np.where(c1, v[m], b * np.sqrt(np.abs(1 - (xx / a) ** 2)))
+        x[m], y[m] = xx, yy
+    g = ~(nx | ny)
+    if g.any():
+        uu, vv = u[g], v[g]
+        a2u2, b2v2 = a2 * uu * uu, b2 * vv * vv
+        inside = (uu / a) ** 2 + (vv / b) ** 2 < 1.0
+        t = np.where(inside, 0.0, max(a, b) * np.sqrt(uu * uu + vv * vv))
+        act = np.ones(t.shape, bool)
+        for _ in range(64):
+            P, Q = t + a2, t + b2
+            f = P * P * Q * Q - a2u2 * Q * Q - b2v2 * P * P
+            act &= ~(np.abs(f) < 1e-9)
+            if not act.any():
+                break
+            fp = 2.0 * (P * Q * (P + Q) - a2u2 * Q - b2v2 * P)
+            t = np.where(act, t - f / np.where(act, fp, 1.0), t)
+        x[g] = a2 * uu / (t + a2)
+        y[g] = b2 * vv / (t + b2)
+    return x, y
+
+
+def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
+    """Eberly's Newton steps on the Lagrange multiplier ``t`` of the rows ``ix`` (in place),
+    each row until |f| < 1e-9 (at most 64 steps); converged rows leave the working arrays
+    once at least half have converged (until then they are skipped by ``where``). Each operation of ``f = P²Q²R² - AQ²R² - BP²R² - CP²Q²`` and
+    ``f' = 2(PQR(QR + PR + PQ) - AQR(Q + R) - BPR(P + R) - CPQ(P + Q))`` is evaluated in the
+    order the formula reads, into preallocated buffers (no temporaries)."""
+    tt, A, B, Cc = t[ix], a2u2[ix], b2v2[ix], c2w2[ix]
+    m = len(ix)
+    buf = np.empty((12, m))
+    conv = np.empty(m, bool)
+    P, Q, R, P2, Q2, R2, f, t1, PQ, PR, QR, s1 = buf
+    for _ in range(64):
+        np.add(tt, a2, out=P)
+        np.add(tt, b2, out=Q)
+        np.add(tt, c2, out=R)
+        np.multiply(P, P, out=P2)
+        np.multiply(Q, Q, out=Q2)
+        np.multiply(R, R, out=R2)
+        np.multiply(P2, Q2, out=f)
+        f *= R2
+        np.multiply(A, Q2, out=t1)
+        t1 *= R2
+        f -= t1
+        np.multiply(B, P2, out=t1)
+        t1 *= R2
+        f -= t1
+        np.multiply(Cc, P2, out=t1)
+        t1 *= Q2
+        f -= t1
+        c = conv[:m]
+        np.abs(f, out=t1)
+        np.less(t1, 1e-9, out=c)
+        go = None
+        if c.any():
+            t[ix] = tt
+            go = ~c
+            ng = np.count_nonzero(go)
+            if ng == 0:
+                return
+            if ng < m // 2:   # compact; else the converged rows stay, frozen by ``where``
+                ix, tt, A, B, Cc = ix[go], tt[go], A[go], B[go], Cc[go]
+                Pg, Qg, Rg, fg = P[go], Q[go], R[go], f[go]
+                m = ng
+                P, Q, R, P2, Q2, R2, f, t1, PQ, PR, QR, s1 = buf[:, :m]
+                P[:], Q[:], R[:], f[:] = Pg, Qg, Rg, fg
+                go = None
+        np.multiply(P, Q, out=PQ)
+        np.multiply(P, R, out=PR)
+        np.multiply(Q, R, out=QR)
+        np.multiply(PQ, R, out=s1)                # P Q R
+        np.add(QR, PR, out=P2)
+        P2 += PQ
+        s1 *= P2
+        np.multiply(A, QR, out=t1)
+        np.add(Q, R, out=P2)
+        t1 *= P2
+        s1 -= t1
+        np.multiply(B, PR, out=t1)
+        np.add(P, R, out=P2)
+        t1 *= P2
+        s1 -= t1
+        np.multiply(Cc, PQ, out=t1)
+        np.add(P, Q, out=P2)
+        t1 *= P2
+        s1 -= t1
+        s1 *= 2.0                                 # f'
+        if go is None:
+            np.divide(f, s1, out=s1)
+            tt = tt - s1
+        else:         # a frozen row keeps its t, so its f stays converged
+            np.divide(f, s1, out=s1, where=go)
+            np.subtract(tt, s1, out=tt, where=go)
+    t[ix] = tt
+
+
+def _closest_ellipsoid(a, dims, p, axis=-1):
+    """Closest point on the ellipsoid of radii ``a`` (3,) to points p (N, 3), OpenSim's
+    ``WrapEllipsoid::findClosestPoint``: a coordinate within round-off of 0 (or ``axis`` if
+    given) reduces the problem to that coordinate plane's ellipse (the narrowest when several
+    qualify, judged by the unscaled ``dims``); otherwise Eberly's Newton iteration."""
+    p = np.asarray(p, float)
+    N = p.shape[0]
+    out = np.empty_like(p)
+    if axis >= 0:
+        sp = np.full(N, axis)
+    else:
+        sp = np.full(N, -1)
+        best = np.full(N, np.inf)
+        for i in range(3):
+            s = dims.sum() - dims[i]
+            m = (np.abs(p[:, i]) <= _ROUNDOFF) & (best > s)
+            sp[m] = i
+            best[m] = s
+    pairs = {0: (1, 2), 1: (2, 0), 2: (0, 1)}
+    for i, (j, k) in pairs.items():
+        m = sp == i
+        if m.any():
+            out[m, i] = p[m, i]
+            out[m, j], out[m, k] = _closest_ellipse(a[j], a[k], p[m, j], p[m, k])
+    g = sp < 0
+    allg = bool(g.all())
+    if allg or g.any():
+        u, v, w = np.ascontiguousarray(p.T) if allg else p[g].T
+        a2, b2, c2 = a ** 2
+        a2u2, b2v2, c2w2 = a2 * u * u, b2 * v * v, c2 * w * w
+        inside = (u / a[0]) ** 2 + (v / a[1]) ** 2 + (w / a[2]) ** 2 < 1.0
+        t = np.where(inside, 0.0, a.max() * np.sqrt(u * u + v * v + w * w))
+        n = len(t)
+        # Newton steps, each point until |f| < 1e-9 (at most 64), in chunks that stay in the
+        # cache; points leave the working arrays when they converge (same arithmetic per
+        # point as one step at a time, so the same result)
+        for s0 in range(0, n, _NEWTON_CHUNK):
+            _newton_ellipsoid(t, np.arange(s0, min(n, s0 + _NEWTON_CHUNK)), a2, b2, c2,
+                              a2u2, b2v2, c2w2)
+        if allg:
+            out[:, 0] = a2 * u / (t + a2)
+            out[:, 1] = b2 * v / (t + b2)
+            out[:, 2] = c2 * w / (t + c2)
+        else:
+            out[g] = np.stack([a2 * u / (t + a2), b2 * v / (t + b2), c2 * w / (t + c2)], 1)
+    return out
+
+
+def _tangent_lm(pe, r, p, a, vs, vs4):
+    """OpenSim's ``WrapEllipsoid::calcTangentPoint``: from the start ``r`` (N,3), a damped
+    Gauss-Newton search for a point on the ellipsoid, in the plane (vs, vs4), whose tangent
+    plane holds p. Replayed step by step (damping, step doubling, tolerance 1e-8 on the sum of
+    squared residuals, 50 iterations) because OpenSim uses the point where the search stops,
+    which is not always the exact tangent point. Scaled coordinates, centre at the origin."""
+    r = np.array(r, float)
+    N = len(r)
+    a2 = a * a
+    near = np.abs(pe) < 1e-4
+    r[near] = p[near]
+
+    d1 = -_dot(2.0 * r / a2, r)
+    ee, ssq = _lm_resid(r, d1, p, vs, vs4, a, a2)
+    ssqo = ssq.copy()
+    alpha = np.full(N, 0.01)
+    nit = np.zeros(N, int)
+    pu = _unit(p)[0]
+    run = ~near
+    while True:
+        run &= (ssq > 1e-8) & (nit < 50)
+        if not run.any():
+            break
+        nit += run
+        ri = np.where(run)[0]        # the Jacobian products of the rows still searching
+        rr, pr = r[ri], p[ri]
+        D = np.zeros((len(ri), 4, 4))
+        D[:, :3, 0] = vs[ri]
+        D[:, :3, 1] = 2.0 * rr / a2
+        D[:, :3, 2] = 2.0 * (2.0 * rr) / a2
+        D[:, :3, 3] = 2.0 * pr / a2
+        D[:, 3, 2] = 1.0
+        D[:, 3, 3] = 1.0
+        pcos = _dot(_unit(pr - rr)[0], pu[ri])
+        dd = np.ones(N)
+        dd[ri] = np.where(pcos > 0.1, 1.0 - np.abs(pcos) ** 100, 1.0)
+        v = np.zeros((N, 4))
+        v[ri] = -np.einsum("nij,nj->ni", D, ee[ri])
+        D2 = np.zeros((N, 4, 4))
+        D2[ri] = np.einsum("nik,njk->nij", D, D)
+        diag = np.diagonal(D2, axis1=1, axis2=2).copy()
+        vt = np.zeros((N, 4))
+        inner = run.copy()
+        k2 = 0
+        while inner.any() and k2 < 1000:
+            idx = np.where(inner)[0]
+            M = D2[idx].copy()
+            M[:, np.arange(4), np.arange(4)] = diag[idx] * (1.0 + alpha[idx, None])
+            inv = np.linalg.inv(M)
+            vt[idx] = dd[idx, None] * np.einsum("nij,nj->ni", inv, v[idx]) / 16.0
+            r[idx] += vt[idx, :3]
+            d1[idx] += vt[idx, 3]
+            ee_i, ss_i = _lm_resid(r[idx], d1[idx], p[idx], vs[idx], vs4[idx], a, a2)
+            ee[idx] = ee_i
+            ssqo[idx] = ssq[idx]
+            ssq[idx] = ss_i
+            alpha[idx] *= 4.0
+            k2 += 1
+            inner[idx] = ssq[idx] >= ssqo[idx]
+        alpha[run] /= 8.0
+        fakt = np.where(run, 0.5, 0.0)
+        ls = run.copy()
+        k2 = 0
+        while ls.any() and k2 < 1000:
+            idx = np.where(ls)[0]
+            fakt[idx] *= 2.0
+            r[idx] += vt[idx, :3] * fakt[idx, None]
+            d1[idx] += vt[idx, 3] * fakt[idx]
+            ee_i, ss_i = _lm_resid(r[idx], d1[idx], p[idx], vs[idx], vs4[idx], a, a2)
+            ee[idx] = ee_i
+            ssqo[idx] = ssq[idx]
+            ssq[idx] = ss_i
+            k2 += 1
+            ls[idx] = ssq[idx] <= ssqo[idx]
+        idx = np.where(run)[0]
+        r[idx] -= vt[idx, :3] * fakt[idx, None]
+        d1[idx] -= vt[idx, 3] * fakt[idx]
+        ee_i, ss_i = _lm_resid(r[idx], d1[idx], p[idx], vs[idx], vs4[idx], a, a2)
+        ee[idx] = ee_i
+        ssq[idx] = ss_i
+        ssqo[idx] = ss_i
+    return r
+
+
+def _lm_resid(r, d1, p, vs, vs4, a, a2):
+    nr = 2.0 * r / a2
+    e0 = _dot(vs, r) + vs4
+    s = np.square(r / a)
+    e1 = s[:, 0] + s[:, 1] + s[:, 2] - 1.0
+    e2 = _dot(nr, r) + d1
+    e3 = _dot(nr, p) + d1
+    ee = np.stack([e0, e1, e2, e3], 1)
+    return ee, e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3
+
+
+def _surface_path(r1, r2, a, vs, vs4, far, factor):
+    """OpenSim's ``CalcDistanceOnEllipsoid``: points on the ellipse section at equal angles
+    about the point where the plane crosses the coordinate axis most normal to it, joined
+    by chords (about 1 mm long, at most 499). Returns (length (scaled), first interior point,
+    last interior point, number of points)."""
+    N = len(r1)
+    dr = r1 - r2
+    ln = _norm(dr) / factor
+    nseg = np.where(ln < _SEG, 1, np.minimum((ln / _SEG).astype(int), 499))
+    nseg = np.maximum(nseg, 1)
+    imax = np.argmax(np.abs(vs), 1)
+    u = np.eye(3)[imax]
+    mu = (-vs4) / _dot(vs, u)
+    a0 = mu[:, None] * u
+    ar1 = _unit(r1 - a0)[0]
+    ar2 = _unit(r2 - a0)[0]
+    phi0 = np.arccos(np.clip(_dot(ar1, ar2), -1, 1))
+    dphi = np.where(far, -(2 * np.pi - phi0), phi0) / nseg
+    vsz = _unit(_cross(ar1, ar2))[0]
+    vsy = _cross(vsz, ar1)
+    L = np.zeros(N)
+    first, last, prev = r1.copy(), r2.copy(), r1.copy()
+    K = int(nseg.max())
+    if K > 1:
+        # the interior points of a block of rows at once (n, K-1), the chords summed in order
+        # as one at a time; blocks bound the memory to ~2**18 points
+        nb = max(1, (1 << 18) // (K - 1))
+        f2 = a0 / a
+        qc = (_dot(f2, f2) - 1.0)[:, None]
+        for b0 in range(0, N, nb):
+            b = slice(b0, b0 + nb)
+            phi = np.arange(1, K)[None, :] * dphi[b, None]
+            rdir = (np.cos(phi)[..., None] * ar1[b, None, :]
+                    + np.sin(phi)[..., None] * vsy[b, None, :])
+            f1 = rdir / a
+            qa = _dot(f1, f1)
+            qb = 2 * _dot(f1, f2[b, None, :])
+            m3 = (-qb + np.sqrt(np.maximum(qb * qb - 4 * qa * qc[b], 0.0))) / (2 * qa)
+            sp = a0[b, None, :] + m3[..., None] * rdir
+            ns = nseg[b]
+            act = np.arange(K - 1)[None, :] < (ns - 1)[:, None]
+            prevs = np.concatenate([r1[b, None, :], sp[:, :-1]], 1)
+            d = np.where(act, _norm(sp - prevs), 0.0)
+            L[b] = np.cumsum(d, axis=1)[:, -1]
+            has = (ns > 1)[:, None]
+            first[b] = np.where(has, sp[:, 0], r1[b])
+            last[b] = np.where(has, sp[np.arange(len(ns)), np.maximum(ns - 2, 0)], r2[b])
+            prev[b] = np.where(has, last[b], r1[b])
+    L += _norm(r2 - prev)
+    short = ln < _SEG
+    L = np.where(short, ln * factor, L)
+    return L, first, last, np.where(short, 2, nseg + 1)
+
+
+def wrap_ellipsoid(p1, p2, radii, axis: int = -1, sign: int = 0, method: str = "hybrid"):
+    """Wrap the segment p1-p2 over the ellipsoid of semi-axes ``radii`` centred at the
+    origin, as OpenSim's ``WrapEllipsoid`` does.
+
+    The wrap happens only if the straight segment crosses the ellipsoid (then it is
+    mandatory). The path lies in a plane through p1 and p2 that also holds a surface point c1
+    estimated from the segment ("hybrid": closest points of the ellipsoid to points of the
+    chord blended between the axis-plane and the "fan" estimates; "midpoint": closest point to
+    the chord's midpoint; "axial": the axis-plane estimate); the tangent points from p1 and p2
+    are exact in that plane and the surface length is OpenSim's chord sum. With a quadrant,
+    c1 is moved to the active side and a wrong-way path is replaced by the far-side one.
+
+    Returns (status, r1, r2, length); see the module docstring.
+    """
+    p1 = np.asarray(p1, float)
+    p2 = np.asarray(p2, float)
+    T = p1.shape[0]
+    dims = np.asarray(radii, float)
+    factor = 3.0 / dims.sum()
+    a = dims * factor
+    P1, P2 = p1 * factor, p2 * factor
+    p1e = (np.square(P1 / a)).sum(1) - 1.0
+    p2e = (np.square(P2 / a)).sum(1) - 1.0
+    status = np.full(T, NO_WRAP)
+    inside = (p1e < -1e-4) | (p2e < -1e-4)
+    status[inside] = INSIDE
+    p1p2 = P1 - P2
+    ppm = _dot(_unit(P1)[0], _unit(P2)[0]) - 1.0
+    f1 = p1p2 / a
+    f2 = P2 / a
+    aa = _dot(f1, f1)
+    bb = 2 * _dot(f1, f2)
+    cc = _dot(f2, f2) - 1.0
+    disc = bb * bb - 4 * aa * cc
+    sq = np.sqrt(np.maximum(disc, 0.0))
+    l1 = (-bb + sq) / (2 * aa)
+    l2 = (-bb - sq) / (2 * aa)
+    hit = (~inside & ~(np.abs(ppm) < 1e-4) & (disc >= 0) & (l1 > 0) & (l1 < 1) & (l2 > 0)
+           & (l2 < 1))
+    r1o = np.zeros((T, 3))
+    r2o = np.zeros((T, 3))
+    Lo = np.zeros(T)
+    idx = np.where(hit)[0]
+    if len(idx) == 0:
+        return status, r1o, r2o, Lo
+    P1, P2, p1p2 = P1[idx], P2[idx], p1p2[idx]
+    l1, l2 = l1[idx], l2[idx]
+    N = len(idx)
+    R1 = P2 + l1[:, None] * p1p2
+    R2 = P2 + l2[:, None] * p1p2
+    d12 = R2 - R1
+    mu = np.abs(_unit(p1p2)[0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tpar = -R1 / d12   # where coordinate i of R1 + t d12 is 0
+    best = np.argmax(mu, 1)
+    rows = np.arange(N)
+    tb = tpar[rows, best]
+    mub = mu[rows, best].copy()
+    sv_f = R1 + tb[:, None] * d12
+    c1 = np.zeros((N, 3))
+    fan_w = np.full(N, -np.inf)
+    c1_f = np.zeros((N, 3))
+    for i in range(3):
+        m = best == i
+        if m.any():
+            c1_f[m] = _closest_ellipsoid(a, dims, sv_f[m], axis=i)
+    if method in ("hybrid", "axial"):
+        if method == "hybrid":
+            s = np.ones(N)
+            s = np.where((tb < 0) | (tb > 1), 0.0,
+                         np.where(tb < _SV_BLEND, tb / _SV_BLEND,
+                                  np.where(tb > 1 - _SV_BLEND, (1 - tb) / _SV_BLEND, 1.0)))
+            fade = (mub > _MU_BLEND_MIN) & (s < 1.0)
+            mub = np.where(fade, _MU_BLEND_MIN + s * (mub - _MU_BLEND_MIN), mub)
+        use_f = np.full(N, method == "axial") | (mub > _MU_BLEND_MIN)
+        c1 = np.where(use_f[:, None], c1_f, c1)
+        if method == "hybrid":
+            fan = mub < _MU_BLEND_MAX
+            if fan.any():
+                fi = np.where(fan)[0]
+                mid = R1[fi] + 0.5 * d12[fi]
+                tt = np.arange(1, _NUM_FAN - 1) / _NUM_FAN
+                blades = np.empty((len(fi), 3))
+                nb = max(1, (1 << 18) // len(tt))   # frames per block: memory ~2**18 points
+                for b0 in range(0, len(fi), nb):
+                    fb = fi[b0:b0 + nb]
+                    sv = R1[fb, None, :] + tt[None, :, None] * d12[fb, None, :]
+                    cp = _closest_ellipsoid(a, dims, sv.reshape(-1, 3)).reshape(sv.shape)
+                    blades[b0:b0 + nb] = _unit(cp - sv)[0].sum(1)
+                vsum = _unit(blades)[0]
+                tc = mid + vsum
+                cfan = _closest_ellipsoid(a, dims, tc)
+                mf = mub[fi]
+                pure = mf <= _MU_BLEND_MIN
+                w = (mf - _MU_BLEND_MIN) / (_MU_BLEND_MAX - _MU_BLEND_MIN)
+                blend = w[:, None] * c1[fi] + (1 - w)[:, None] * cfan
+                cb = _closest_ellipsoid(a, dims, blend)
+                c1[fi] = np.where(pure[:, None], cfan, cb)
+                fan_w[fi] = np.where(pure, 1.0, 1 - w)
+    else:  # midpoint
+        c1 = _closest_ellipsoid(a, dims, R1 + 0.5 * d12)
+    # starting points of the tangent searches
+    use_c1 = np.ones(N, bool) if method != "axial" else ((tb > 0) & (tb < 1))
+    start1 = np.where(use_c1[:, None], c1, R1)
+    start2 = np.where(use_c1[:, None], c1, R2)
+    if axis >= 0:
+        flip = _sgn(c1[:, axis]) != sign
+        if flip.any():
+            orig = c1[:, axis].copy()
+            c1f = c1.copy()
+            c1f[:, axis] = -c1f[:, axis]
+            start1 = np.where(flip[:, None], c1f, start1)
+            start2 = np.where(flip[:, None], c1f, start2)
+            fw = np.where(np.isinf(fan_w),
+                          1.0 - (mub - _MU_BLEND_MIN) / (_MU_BLEND_MAX - _MU_BLEND_MIN), fan_w)
+            fw = np.minimum(fw, 1.0)
+            bis = 0.5 * (orig + c1f[:, axis])
+            moved = c1f.copy()
+            moved[:, axis] = c1f[:, axis] + fw * (bis - c1f[:, axis])
+            proj = _closest_ellipsoid(a, dims, moved)
+            c1f = np.where((fw > 0)[:, None], proj, c1f)
+            c1 = np.where(flip[:, None], c1f, c1)
+    vs = _unit(_cross(p1p2, P1 - c1))[0]
+    vs4 = -_dot(vs, c1)
+    # both tangent searches in one batch (each row is searched on its own)
+    rr = _tangent_lm(np.concatenate([p1e[idx], p2e[idx]]), np.concatenate([start1, start2]),
+                     np.concatenate([P1, P2]), a, np.concatenate([vs, vs]),
+                     np.concatenate([vs4, vs4]))
+    r1, r2 = rr[:N], rr[N:]
+    far = np.zeros(N, bool)
+    L, w1, w2, npts = _surface_path(r1, r2, a, vs, vs4, far, factor)
+    if axis >= 0:
+        wrong = (npts > 2) & ((_dot(_unit(P1 - r1)[0], _unit(w1 - r1)[0]) > 0)
+                              | (_dot(_unit(P2 - r2)[0], _unit(w2 - r2)[0]) > 0))
+        if wrong.any():
+            Lf, *_ = _surface_path(r1, r2, a, vs, vs4, np.ones(N, bool), factor)
+            L = np.where(wrong, Lf, L)
+    status[idx] = MANDATORY
+    r1o[idx] = r1 / factor
+    r2o[idx] = r2 / factor
+    Lo[idx] = L / factor
+    return status, r1o, r2o, Lo
