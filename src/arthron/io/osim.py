@@ -38,7 +38,7 @@ from ..models import functions as fn
 from .files import atomic_write, check_output
 from .osim_functions import (function_property_names, function_to_xml, read_function_property,
                              wrap_inline_function_properties)
-from .osim_upgrade import reversed_joint, upgrade_model_element
+from .osim_upgrade import reversed_joint, set_objects as _objects, upgrade_model_element
 from .setup import parse_xml
 from ..models.forces import FORCE_TYPES, UnmodelledForce
 from ..models.wrap_objects import WRAP_TYPES, UnmodelledWrapObject
@@ -116,15 +116,6 @@ def _bool(elem, tag, default=False):
     if t is None:
         return default
     return t.lower() in ("true", "1", "yes")
-
-
-def _objects(set_elem):
-    """Children of a ``<XxxSet><objects>`` (or of the set itself, for loose 3.x files)."""
-    if set_elem is None:
-        return []
-    objs = set_elem.find("objects")
-    container = objs if objs is not None else set_elem
-    return [c for c in container if isinstance(c.tag, str) and c.tag not in ("groups", "objects")]
 
 
 def _strip_comments(elem):

@@ -71,7 +71,7 @@ from lxml import etree
 
 from ..errors import ArthronWarning, UnsupportedFeature
 from ..models import functions as fn
-from ..models.model import TransformAxis
+from ..models.model import TransformAxis, body_path
 
 __all__ = ["upgrade_model_element", "reversed_joint", "valid_name", "INVALID_NAME_CHARS"]
 
@@ -111,11 +111,8 @@ def valid_name(name: str) -> str:
     return out
 
 
-def _body_path(name: str) -> str:
-    return "/ground" if name == "ground" else f"/bodyset/{name}"
-
-
-def _objects(set_elem):
+def set_objects(set_elem):
+    """Children of a ``<XxxSet><objects>`` (or of the set itself, for loose 3.x files)."""
     if set_elem is None:
         return []
     objs = set_elem.find("objects")
@@ -255,14 +252,14 @@ def _upgrade_two_frame_linker(e):
         except ValueError:      # malformed: kept in a frame, whose reading names the element
             zero = False
         if zero:
-            ref = _body_path(body)
+            ref = body_path(body)
         else:
             ref = f"{body}_offset"
             names = {f.get("name") for f in _frames_of(e)}
             if ref in names:
                 ref = f"{body}_offset_{k}"
             f = etree.SubElement(_frames_of(e), "PhysicalOffsetFrame", name=ref)
-            etree.SubElement(f, "socket_parent").text = _body_path(body)
+            etree.SubElement(f, "socket_parent").text = body_path(body)
             etree.SubElement(f, "translation").text = loc
             etree.SubElement(f, "orientation").text = ori
         _replace(e, f"body_{k}", _new(f"socket_frame{k}", ref))
@@ -278,7 +275,7 @@ def _upgrade_body_sockets(e, pairs):
     for old, new in pairs:
         b = _text(e, old)
         if b is not None and e.find(new) is None:
-            _replace(e, old, _new(new, _body_path(b)))
+            _replace(e, old, _new(new, body_path(b)))
 
 
 def _upgrade_force(e, version):
@@ -315,7 +312,7 @@ def _upgrade_controller(e):
 def _upgrade_contact_geometry(e):
     b = _text(e, "body_name")
     if b is not None:
-        _replace(e, "body_name", _new("socket_frame", _body_path(b)))
+        _replace(e, "body_name", _new("socket_frame", body_path(b)))
     dp = e.find("display_preference")
     if dp is not None:
         hidden = (dp.text or "").strip() == "0"
@@ -383,15 +380,15 @@ def upgrade_model_element(melem, version: int, path=None) -> list:
     """
     _strip_layout(melem)
     renames = _rename_components(melem, path)
-    for be in _objects(melem.find("BodySet")):
+    for be in set_objects(melem.find("BodySet")):
         _upgrade_body(be)
-    for e in _objects(melem.find("ForceSet")):
+    for e in set_objects(melem.find("ForceSet")):
         _upgrade_force(e, version)
-    for e in _objects(melem.find("ConstraintSet")):
+    for e in set_objects(melem.find("ConstraintSet")):
         _upgrade_constraint(e)
-    for e in _objects(melem.find("ContactGeometrySet")):
+    for e in set_objects(melem.find("ContactGeometrySet")):
         _upgrade_contact_geometry(e)
-    for e in _objects(melem.find("ControllerSet")):
+    for e in set_objects(melem.find("ControllerSet")):
         _upgrade_controller(e)
     return renames
 
