@@ -2,18 +2,19 @@
 
 Layers (README, "Layout"); a module may import its own layer or lower ones only:
 
-    L0  arthron.errors, arthron.geometry.*, arthron.tables, arthron.runtime
+    L0  arthron.errors, arthron.geometry.*, arthron.tables, arthron.runtime, arthron.progress
     L1  arthron.models.*          the model as typed data
     L2  arthron.multibody.*       compiled tree, kinematics, dynamics, constraints, paths, forces
     L3  arthron.solvers.*         algorithms on objects and arrays
         arthron.io.*              file formats (never solvers, multibody or tools)
     L4  arthron.tools.*           OpenSim's setup-driven tools (io + solvers)
         arthron.plots             the only matplotlib user
+        arthron.render            pictures of models (pyvista off-screen)
     L5  arthron.cli               the command line
 
-and: nothing under models/, multibody/ or solvers/ imports io, tools, cli, plots, lxml or
-matplotlib, not even lazily inside a function; no import cycles between modules; no file over
-800 lines under multibody/ and solvers/; no model, multibody or solver code touches ``.raw``
+and: nothing under models/, multibody/ or solvers/ imports io, tools, cli, plots, render, lxml,
+matplotlib, pyvista/vtk or rich, not even lazily inside a function; no import cycles between
+modules; no file over 800 lines under multibody/ and solvers/; no model, multibody or solver code touches ``.raw``
 (the XML element kept for lossless writing).
 
 Imports are collected at any depth (inside functions and ``if`` blocks too). The package's
@@ -98,7 +99,7 @@ def _under(mod: str, *pkgs: str) -> bool:
 def layer(mod: str) -> int | None:
     if mod == "arthron":
         return None                      # the curated API re-exports every layer
-    if _under(mod, "errors", "geometry", "tables", "runtime"):
+    if _under(mod, "errors", "geometry", "tables", "runtime", "progress"):
         return 0
     if _under(mod, "models"):
         return 1
@@ -106,7 +107,7 @@ def layer(mod: str) -> int | None:
         return 2
     if _under(mod, "solvers", "io"):
         return 3
-    if _under(mod, "tools", "plots"):
+    if _under(mod, "tools", "plots", "render"):
         return 4
     if _under(mod, "cli", "__main__"):
         return 5
@@ -114,7 +115,8 @@ def layer(mod: str) -> int | None:
 
 
 CORE = [m for m in MODULES if _under(m, "models", "multibody", "solvers")]
-FORBIDDEN_IN_CORE = ("arthron.io", "arthron.tools", "arthron.cli", "arthron.plots", "lxml", "matplotlib")
+FORBIDDEN_IN_CORE = ("arthron.io", "arthron.tools", "arthron.cli", "arthron.plots", "arthron.render", "lxml",
+                     "matplotlib", "pyvista", "vtk", "vtkmodules", "rich")
 
 
 def _forbidden(mod: str) -> list:

@@ -104,38 +104,17 @@ def cmd_demo(a):
     return 0
 
 
-def _progress(label):
-    """A progress callback ``f(i, T)`` drawing a rich progress bar (silent for short trials)."""
-    try:
-        from rich.progress import Progress
-    except ImportError:  # rich is a dependency; stay quiet if it is missing
-        return None
-    state = {}
-
-    def cb(i, T):
-        if T < 200:
-            return
-        if "p" not in state:
-            state["p"] = Progress(transient=True)
-            state["p"].start()
-            state["t"] = state["p"].add_task(label, total=T)
-        state["p"].update(state["t"], completed=i + 1)
-        if i + 1 >= T:
-            state["p"].stop()
-    return cb
-
-
 def cmd_ik(a):
     from .tools.ik_tool import run_ik, run_ik_from_setup
     from .tools.options import check_time_range
     if a.setup:
-        res = run_ik_from_setup(a.setup, progress=_progress("inverse kinematics"))
+        res = run_ik_from_setup(a.setup, progress=a.progress)
         path = res.write(a.output) if a.output else res.write()
     else:
         if not (a.model and a.trial and a.output):
             raise SystemExit("arthron ik: give MODEL TRIAL.trc -o OUT.mot, or --setup SETUP.xml")
         res = run_ik(a.model, a.trial, time_range=check_time_range(a.time_range),
-                     progress=_progress("inverse kinematics"), output=a.output, rotation=a.rotate)
+                     progress=a.progress, output=a.output, rotation=a.rotate)
         path = res.write()
     print(f"wrote {path} ({len(res.time)} frames; marker RMS max {1e3 * float(res.rms.max()):.3f} mm)")
     for p in (res.errors_file, res.locations_file):
@@ -267,6 +246,68 @@ def cmd_ligament(a):
         for lab, v in zip(table.labels, table.data[0]):
             print(f"  {lab:40s} {v: .6g}")
     return 0
+
+
+def cmd_show(a):
+    from .render import parse_frames, show
+    from .tools.options import check_positive_int
+    w, _, h = (a.size or "800x800").lower().partition("x")
+    try:
+        size = (int(w), int(h or w))
+    except ValueError:
+        raise SystemExit(f"arthron show: --size {a.size!r}: give WIDTHxHEIGHT in pixels, e.g. 800x600")
+    check_positive_int(size[0], "--size width")
+    check_positive_int(size[1], "--size height")
+    a.progress.stage("posing the model")
+    r = show(a.model, a.output, motion=a.motion, frames=parse_frames(a.frames, kind="frames"),
+             times=parse_frames(a.times, kind="times"), gif=True if a.gif else None,
+             geometry_dirs=a.geometry or (), size=size, progress=a.progress)
+    n = len(r["frames"])
+    print(f"wrote {r['output']} ({n} frame{'s' if n > 1 else ''}"
+          + (f", t = {r['time'][0]:g} .. {r['time'][-1]:g} s" if a.motion else ", default pose")
+          + f"; {r['meshes']} meshes" + (f", {len(r['missing'])} not found" if r["missing"] else "") + ")")
+    return 0
+
+
+def cmd_plot(a):
+    from .io.sto import read_sto
+    from .plots import plot_time_series
+    table = read_sto(a.results)
+    model = None
+    if a.model:
+        from .io.osim import read_osim
+        model = read_osim(a.model)
+    out = a.output or str(Path(a.results).with_suffix(".png"))
+    plot_time_series(table, _names(a.columns), out, model=model, title=a.title)
+    print(f"wrote {out}")
+    return 0
+
+
+def _add_picture_parsers(sub):
+    """``arthron show`` (pyvista, off-screen) and ``arthron plot`` (matplotlib)."""
+    s = sub.add_parser("show", help="render a model (bone meshes, muscle paths, markers, wrap objects) "
+                                    "off-screen to a PNG, or a GIF over a motion")
+    s.add_argument("model", metavar="MODEL.osim")
+    s.add_argument("--motion", metavar="MOTION.mot", help="coordinates .mot/.sto to pose the model "
+                                                          "(default: the model's default pose)")
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--frames", metavar="LIST", help="frame indices of the motion: 0,50,-1 or slices "
+                                                    "0:100:10 (several frames: side by side in a PNG)")
+    g.add_argument("--times", metavar="LIST", help="times (s) of the motion; the nearest frames are drawn")
+    s.add_argument("--gif", action="store_true", help="an animation over the motion (default when -o ends in .gif)")
+    s.add_argument("--geometry", action="append", metavar="DIR",
+                   help="another folder of mesh files (after the model's folder and its Geometry folder)")
+    s.add_argument("--size", metavar="WxH", help="image size in pixels (default 800x800)")
+    s.add_argument("-o", "--output", required=True, metavar="OUT.png|OUT.gif")
+    s.set_defaults(func=cmd_show)
+    s = sub.add_parser("plot", help="time series of a .sto/.mot results file (matplotlib), units on the axes")
+    s.add_argument("results", metavar="RESULTS.sto")
+    s.add_argument("--columns", action="append", required=True, metavar="A,B,...",
+                   help="column names or globs (hip_flexion_*, *_moment), comma separated")
+    s.add_argument("--model", help="model telling rotational (deg) from translational (m) coordinates")
+    s.add_argument("--title", help="plot title (default: the file name)")
+    s.add_argument("-o", "--output", metavar="OUT.png", help="default: RESULTS.png beside the file")
+    s.set_defaults(func=cmd_plot)
 
 
 def _add_external_loads_options(s):
@@ -426,12 +467,18 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("demo", help="run the main job on the embedded default model")
     s.add_argument("-o", "--output", help="output folder (default ./arthron-demo)")
     s.set_defaults(func=cmd_demo)
+    _add_picture_parsers(sub)
     return p
 
 
 _INPUT_ARGS = ("model", "motion", "trial", "input", "setup", "forces", "external_loads", "static",
-               "mesh")
-_FILE_OUTPUT = ("id", "ik", "jr", "convert", "scale")     # commands whose -o/OUTPUT is one file
+               "mesh", "results")
+#: commands that can take more than a second: a progress bar on a terminal (arthron.progress)
+_PROGRESS = {"ik": "inverse kinematics", "id": "inverse dynamics", "so": "static optimization",
+             "jr": "joint reactions", "analyze": "analyze", "paths": "muscle paths", "scale": "scaling",
+             "ligament": "ligament", "c3d": "reading the C3D", "show": "rendering", "plot": "plotting",
+             "demo": "demo", "convert": "converting"}
+_FILE_OUTPUT = ("id", "ik", "jr", "convert", "scale", "show", "plot")     # commands whose -o/OUTPUT is one file
 
 
 def main(argv=None) -> int:
@@ -447,7 +494,10 @@ def main(argv=None) -> int:
         with input_guard([getattr(args, k) for k in _INPUT_ARGS if getattr(args, k, None)]):
             if args.command in _FILE_OUTPUT and getattr(args, "output", None):
                 check_output(args.output)
-            return args.func(args) or 0
+            from .progress import progress_bar
+            with progress_bar(_PROGRESS.get(args.command, args.command)) as bar:
+                args.progress = bar
+                return args.func(args) or 0
     except ArthronError as e:
         print(f"arthron: error: {e}", file=sys.stderr)
         return 2

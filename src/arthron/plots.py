@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ModelFileError, UnsupportedFeature
+from .errors import DataFileError, ModelFileError, UnsupportedFeature
 from .io.files import atomic_write
 from .models.model import Model
 from .multibody.kinematics import Tree, compile_model
 from .solvers.muscle_analysis import CROSSING_TOLERANCE, coordinates_of_motion, default_muscles, path_analysis
 
-__all__ = ["plot_moment_arms"]
+__all__ = ["plot_moment_arms", "plot_time_series", "column_unit", "select_columns"]
 
 
 def _pyplot():
@@ -105,3 +105,123 @@ def plot_moment_arms(model: Model, q, out_dir, muscles=None, coordinates=None,
         atomic_write(f, buf.getvalue())     # whole or not at all, never onto an input
         written.append(f)
     return written
+
+
+# ------------------------------------------------------------------------------ time series
+#: (suffix, quantity, unit) of OpenSim's output columns, tried in order (lower case)
+_SUFFIX_UNITS = (
+    ("_moment", "moment", "N·m"), ("_force", "force", "N"),                      # InverseDynamics
+    ("_fx", "force", "N"), ("_fy", "force", "N"), ("_fz", "force", "N"),       # JointReaction
+    ("_mx", "moment", "N·m"), ("_my", "moment", "N·m"), ("_mz", "moment", "N·m"),
+    ("_px", "position", "m"), ("_py", "position", "m"), ("_pz", "position", "m"),  # JR, GRF
+    ("_vx", "force", "N"), ("_vy", "force", "N"), ("_vz", "force", "N"),       # GRF .mot
+    ("torque_x", "moment", "N·m"), ("torque_y", "moment", "N·m"), ("torque_z", "moment", "N·m"),
+    ("_tx", "translation", "m"), ("_ty", "translation", "m"), ("_tz", "translation", "m"),
+)
+#: (file-name fragment, quantity, unit) of OpenSim's analyses whose columns are muscle names
+_FILE_UNITS = (
+    ("staticoptimization_activation", "activation", ""), ("staticoptimization_force", "force", "N"),
+    ("_momentarm_", "moment arm", "m"), ("_moment_", "moment", "N·m"), ("fiberlength", "fiber length", "m"),
+    ("tendonlength", "tendon length", "m"), ("_length", "length", "m"), ("fiberforce", "force", "N"),
+    ("tendonforce", "force", "N"), ("_ligament", "force", "N"),
+)
+
+
+def column_unit(label: str, table, model=None) -> tuple[str, str]:
+    """``(quantity, unit)`` of a column of an OpenSim results file, by OpenSim's conventions:
+
+    * coordinates (names of ``model``'s coordinates or state paths ``/jointset/j/c/value``):
+      rotational in deg (rad when the header says ``inDegrees=no``), translational in m; without
+      a model, ``*_tx``/``_ty``/``_tz`` are translations (m) and other columns of a file whose
+      header has ``inDegrees`` are angles;
+    * InverseDynamics ``*_moment`` N·m, ``*_force`` N; JointReaction ``*_fx`` N, ``*_mx`` N·m,
+      ``*_px`` m; GRF ``*_vx`` N, ``*_px`` m, ``*torque_x`` N·m;
+    * columns named by muscle: the analysis in the file name (StaticOptimization activation,
+      no unit; force N; MuscleAnalysis lengths and moment arms m, forces N).
+
+    Returns ``("value", "")`` when nothing says.
+    """
+    low = label.lower()
+    deg = table.in_degrees is not False
+    name = label
+    if label.startswith("/jointset/") and label.endswith("/value"):
+        name = label.split("/")[-2]
+    if model is not None and name in getattr(model, "coordinates", {}):
+        c = model.coordinates[name]
+        if c.motion_type == "rotational":
+            return "angle", "deg" if deg else "rad"
+        if c.motion_type == "translational":
+            return "translation", "m"
+        return "coordinate", ""
+    for suf, qty, unit in _SUFFIX_UNITS:
+        if low.endswith(suf):
+            return qty, unit
+    src = (Path(table.source).stem.lower() + "_") if getattr(table, "source", None) else ""
+    for frag, qty, unit in _FILE_UNITS:
+        if frag in src:
+            return qty, unit
+    if table.in_degrees is not None and model is None:
+        return "angle", "deg" if table.in_degrees else "rad"
+    return "value", ""
+
+
+def select_columns(table, patterns, source=None) -> list:
+    """Column labels of ``table`` matching ``patterns`` (exact names or shell globs such as
+    ``hip_flexion_*`` or ``*_moment``), in the order given, each once.
+
+    Raises DataFileError naming the file and the pattern that matches no column."""
+    import fnmatch
+    out = []
+    for pat in patterns:
+        hits = [pat] if pat in table.labels else fnmatch.filter(table.labels, pat)
+        if not hits:
+            near = ", ".join(table.labels[:8]) + (" ..." if len(table.labels) > 8 else "")
+            raise DataFileError(f"no column '{pat}' (columns: {near})", source or table.source)
+        out += [h for h in hits if h not in out]
+    return out
+
+
+def plot_time_series(table, columns, out=None, *, model=None, title=None, dpi: int = 120):
+    """Draw columns of a ``.sto``/``.mot`` table against time (matplotlib, Agg).
+
+    Parameters
+    ----------
+    table : :class:`arthron.tables.Table` (as read by :func:`arthron.io.sto.read_sto`; values are
+        drawn in the file's units)
+    columns : names or globs (see :func:`select_columns`)
+    out : PNG path to write (whole or not at all), or None
+    model : optional model telling rotational from translational coordinates
+    title : default: the file's name
+
+    One panel per unit (sharing the time axis, labelled ``time (s)``), its y axis labelled with
+    the quantity and unit of :func:`column_unit`, one line per column with a legend.
+    Returns the matplotlib Figure (closed from pyplot's registry when written).
+
+    Raises UnsupportedFeature without matplotlib (extra ``plot``); DataFileError for an unknown
+    column or a table without rows.
+    """
+    plt = _pyplot()
+    labels = select_columns(table, columns)
+    if len(table.time) == 0:
+        raise DataFileError("the file has no rows to plot", table.source)
+    groups = {}
+    for lab in labels:
+        groups.setdefault(column_unit(lab, table, model), []).append(lab)
+    n = len(groups)
+    fig, axes = plt.subplots(n, 1, figsize=(8, 2.2 + 2.3 * n), sharex=True, squeeze=False)
+    for ax, ((qty, unit), labs) in zip(axes[:, 0], groups.items()):
+        for lab in labs:
+            ax.plot(table.time, table.column(lab), lw=1.3, label=lab)
+        ax.set_ylabel(f"{qty} ({unit})" if unit else qty)
+        ax.grid(True, lw=0.4, color="0.85")
+        ax.legend(fontsize=7, ncol=2 if len(labs) > 8 else 1, loc="best")
+    axes[-1, 0].set_xlabel("time (s)")
+    src = Path(table.source).name if getattr(table, "source", None) else (table.name or "")
+    axes[0, 0].set_title(title if title is not None else src)
+    fig.tight_layout()
+    if out is not None:
+        buf = io.BytesIO()
+        fig.savefig(buf, dpi=dpi, format="png")
+        plt.close(fig)
+        atomic_write(out, buf.getvalue())
+    return fig

@@ -1,0 +1,463 @@
+"""Pictures of a model: bone meshes, muscle paths, markers and wrap objects, rendered
+off-screen with pyvista (VTK) at chosen frames of a motion (``arthron show``).
+
+The only module that imports pyvista, vtk and Pillow, all lazily (pyvista is a core
+dependency; Pillow comes with it). It sits beside :mod:`arthron.plots` above the solvers and
+never inside them.
+
+What is drawn, as OpenSim's visualizer draws it:
+
+* each body's attached ``Mesh`` geometry (``mesh_file`` found as OpenSim finds it: the model's
+  folder, its ``Geometry`` folder, then the folders given as ``geometry_dirs``; see
+  :func:`arthron.io.mesh.resolve_mesh_file`), scaled by the geometry's ``scale_factors`` and
+  posed by arthron's forward kinematics (:func:`arthron.multibody.kinematics.forward_kinematics`);
+  ground's geometry at rest;
+* every path force's path as a polyline through its active path points and wrap tangent
+  points (:func:`arthron.multibody.path_geometry.compute_paths`, the path OpenSim 4.6 computes;
+  the arc on a wrap surface is drawn as the chord between its tangent points);
+* markers as spheres (radius 1 cm), at their locations on their bodies;
+* wrap objects (sphere, cylinder, ellipsoid, torus; the U cylinder of a double-cylinder
+  obstacle) as translucent surfaces in their frames.
+
+The camera looks at the model from its right side, a little from the front and above, with
+OpenSim's y axis up; the distance fits the largest frame drawn and stays the same over an
+animation, the view following the model's centre.
+
+Off-screen rendering: with no ``DISPLAY`` (Linux), VTK is asked for its EGL window (Mesa's
+EGL renders on the CPU) or, failing that, its OSMesa window; :func:`offscreen_backend` tells
+which one is used or why none can be.
+"""
+from __future__ import annotations
+
+import ctypes.util
+import io
+import os
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ArthronWarning, DataFileError, OptionError, UnsupportedFeature
+from .io.files import atomic_write, check_output
+from .models.model import Model
+from .multibody.kinematics import compile_model, forward_kinematics, marker_positions
+
+__all__ = ["offscreen_backend", "ModelScene", "parse_frames", "select_frames", "show"]
+
+BONE = (0.93, 0.90, 0.82)
+MUSCLE = (0.78, 0.08, 0.08)
+MARKER = (1.0, 0.42, 0.71)      # OpenSim's marker pink
+WRAP = (0.30, 0.62, 0.85)
+MARKER_RADIUS = 0.01            # m
+
+
+# ------------------------------------------------------------------------------- off-screen setup
+def offscreen_backend() -> tuple[str | None, str]:
+    """Which VTK render window draws without a screen here.
+
+    Returns ``(window class, reason)``: ``("display", ...)`` when a ``DISPLAY`` is set (or not on
+    Linux), ``("vtkEGLRenderWindow", ...)`` when libEGL is found, ``("vtkOSOpenGLRenderWindow",
+    ...)`` when libOSMesa is found, else ``(None, reason)`` naming the libraries to install.
+    ``VTK_DEFAULT_OPENGL_WINDOW`` set by the user is respected.
+    """
+    chosen = os.environ.get("VTK_DEFAULT_OPENGL_WINDOW")
+    if chosen:
+        return chosen, f"VTK_DEFAULT_OPENGL_WINDOW={chosen}"
+    if not sys.platform.startswith("linux") or os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return "display", "a display is available"
+    if ctypes.util.find_library("EGL"):
+        return "vtkEGLRenderWindow", "no display; EGL found (Mesa renders on the CPU)"
+    if ctypes.util.find_library("OSMesa"):
+        return "vtkOSOpenGLRenderWindow", "no display; OSMesa found"
+    return None, ("no display, and neither libEGL nor libOSMesa is installed: off-screen rendering "
+                  "needs one of them (Debian/Ubuntu: apt-get install libegl1 libegl-mesa0, or libosmesa6)")
+
+
+def _pyvista():
+    window, reason = offscreen_backend()
+    if window is None:
+        raise UnsupportedFeature(f"cannot render: {reason}")
+    if window not in ("display",) and "VTK_DEFAULT_OPENGL_WINDOW" not in os.environ:
+        os.environ["VTK_DEFAULT_OPENGL_WINDOW"] = window     # read when VTK makes its first window
+    try:
+        import pyvista as pv
+    except ImportError as e:   # pragma: no cover - pyvista is a core dependency
+        raise UnsupportedFeature(f"rendering needs pyvista (pip install pyvista): {e}") from None
+    pv.OFF_SCREEN = True
+    return pv
+
+
+# ---------------------------------------------------------------------------------- the scene
+def _pose_matrix(R, o):
+    M = np.eye(4)
+    M[:3, :3] = R
+    M[:3, 3] = o
+    return M
+
+
+@dataclass
+class ModelScene:
+    """What is drawn of a model at T frames, in ground (metres).
+
+    bodies : list of (body index or -1 for ground, vertices (V, 3) in the body frame with the
+        geometry's scale factors applied, faces (F, 3), name); R (T, nb, 3, 3), o (T, nb, 3):
+        body poses; paths : list over frames of lists of (K, 3) polylines; markers (T, nm, 3);
+        wraps : list of (body index or -1, (4, 4) wrap frame in the body, kind, dims, name);
+        missing : mesh files not found.
+    """
+
+    time: np.ndarray
+    R: np.ndarray
+    o: np.ndarray
+    bodies: list = field(default_factory=list)
+    paths: list = field(default_factory=list)
+    markers: np.ndarray | None = None
+    wraps: list = field(default_factory=list)
+    missing: list = field(default_factory=list)
+
+    @classmethod
+    def build(cls, model: Model, q, time=None, *, geometry_dirs=(), muscles=True, markers=True,
+              wrap_objects=True) -> "ModelScene":
+        """Pose ``model`` at coordinates ``q`` (T, nq) in model order (rad, m).
+
+        Raises DataFileError for a mesh file that cannot be read (a missing one is listed in
+        ``missing`` and left out, as OpenSim only warns)."""
+        from .io.mesh import load_mesh, resolve_model_meshes
+        tree = compile_model(model)
+        q = np.atleast_2d(np.asarray(q, float))
+        T = q.shape[0]
+        time = np.arange(T, dtype=float) if time is None else np.asarray(time, float)
+        kin = forward_kinematics(tree, q)
+        scene = cls(time=time, R=np.asarray(kin.body_R(tree)), o=np.asarray(kin.body_origin(tree)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ArthronWarning)
+            found = resolve_model_meshes(model, extra_dirs=tuple(geometry_dirs))
+        bidx = {n: i for i, n in enumerate(tree.body_names)}
+        groups = [("ground", model.ground_geometry)] + [(b.name, b.geometry) for b in model.bodies.values()]
+        for body, geoms in groups:
+            for g in geoms:
+                if not g.mesh_file:
+                    continue
+                path = found.get((body, g.name))
+                if path is None:
+                    scene.missing.append(g.mesh_file)
+                    continue
+                mesh = load_mesh(path)
+                V = np.asarray(mesh.vertices, float) * np.asarray(g.scale_factors, float)
+                scene.bodies.append((bidx.get(body, -1), V, np.asarray(mesh.faces, int), g.name))
+        if muscles:
+            scene.paths = _path_polylines(model, tree, q, kin)
+        if markers and tree.markers:
+            scene.markers = marker_positions(tree, q, kin=kin)[1]
+        if wrap_objects:
+            scene.wraps = _wrap_surfaces(model, tree)
+        return scene
+
+    @property
+    def n_frames(self) -> int:
+        return len(self.time)
+
+    def body_pose(self, t: int, b: int) -> np.ndarray:
+        """(4, 4) pose of body ``b`` (-1: ground) in ground at frame ``t``."""
+        return np.eye(4) if b < 0 else _pose_matrix(self.R[t, b], self.o[t, b])
+
+    def points(self, t: int) -> np.ndarray:
+        """Every drawn point at frame ``t`` (for the camera): mesh vertices, path nodes, markers."""
+        pts = [np.einsum("ij,vj->vi", self.R[t, b], V) + self.o[t, b] if b >= 0 else V
+               for b, V, _, _ in self.bodies]
+        pts += list(self.paths[t]) if self.paths else []
+        if self.markers is not None:
+            pts.append(self.markers[t])
+        pts.append(self.o[t])
+        pts = np.concatenate([p.reshape(-1, 3) for p in pts])
+        return pts[np.all(np.isfinite(pts), axis=1)]
+
+
+def _path_polylines(model, tree, q, kin) -> list:
+    from .errors import ArthronError
+    from .multibody.path_geometry import compute_paths
+    from .multibody.paths import compile_paths
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ArthronWarning)
+            pathset = compile_paths(model, tree)
+        states = compute_paths(pathset, tree, q, kin=kin) if pathset.paths else []
+    except ArthronError as e:
+        warnings.warn(f"{model.source or model.name}: muscle paths not drawn: {e}", ArthronWarning, stacklevel=3)
+        return []
+    T = q.shape[0]
+    out = [[] for _ in range(T)]
+    for st in states:
+        for t in range(T):
+            keep = st.tag[t] >= 0
+            if keep.sum() >= 2:
+                out[t].append(st.P[t][keep])
+    return out
+
+
+def _wrap_surfaces(model, tree) -> list:
+    from .multibody.paths import compile_paths
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ArthronWarning)
+            wobjs = compile_paths(model, tree, forces=[]).wrap_objects
+    except Exception:   # noqa: BLE001 - a wrap object arthron cannot compile is not drawn
+        return []
+    nb = tree.nb
+    return [(-1 if w.body == nb else int(w.body), _pose_matrix(w.R, w.p), w.type, w.dims, w.name)
+            for w in wobjs if w.active]
+
+
+def _wrap_polydata(pv, kind: str, dims: dict):
+    if kind in ("WrapSphere", "WrapSphereObst"):
+        return pv.Sphere(radius=dims["radius"], theta_resolution=24, phi_resolution=16)
+    if kind in ("WrapCylinder", "WrapCylinderObst", "WrapDoubleCylinderObst"):
+        return pv.Cylinder(center=(0, 0, 0), direction=(0, 0, 1), radius=dims["radius"],
+                           height=dims.get("length", 2.0 * dims["radius"]), resolution=32)
+    if kind == "WrapEllipsoid" and "radii" in dims:
+        r = dims["radii"]
+        return pv.ParametricEllipsoid(r[0], r[1], r[2], u_res=32, v_res=24)
+    if kind == "WrapTorus":
+        return pv.ParametricTorus(ringradius=dims.get("outer_radius", 0.05),
+                                  crosssectionradius=dims.get("inner_radius", 0.01))
+    return None
+
+
+# --------------------------------------------------------------------------------- rendering
+def _polylines(pv, lines):
+    pts = np.concatenate(lines)
+    cells, k = [], 0
+    for ln in lines:
+        cells += [len(ln), *range(k, k + len(ln))]
+        k += len(ln)
+    return pv.PolyData(pts, lines=np.asarray(cells, int))
+
+
+def _camera(scene: ModelScene, frames, view=(0.45, 0.3, 1.0)):
+    """(centres (n, 3), distance, direction): the view fits the largest frame's extent."""
+    centres, radius = [], 0.0
+    for t in frames:
+        P = scene.points(t)
+        lo, hi = P.min(0), P.max(0)
+        centres.append(0.5 * (lo + hi))
+        radius = max(radius, 0.5 * float(np.linalg.norm(hi - lo)))
+    d = np.asarray(view, float)
+    d /= np.linalg.norm(d)
+    return np.asarray(centres), max(radius, 1e-3), d
+
+
+def render_frames(scene: ModelScene, frames, *, size=(800, 800), progress=None) -> list:
+    """Render ``scene`` at the frame indices ``frames``: a list of (H, W, 3) uint8 images.
+
+    ``progress(i, n)`` is called after each image. Raises UnsupportedFeature when nothing can
+    render off-screen here (see :func:`offscreen_backend`)."""
+    pv = _pyvista()
+    frames = list(frames)
+    centres, radius, d = _camera(scene, frames)
+    w, h = int(size[0]), int(size[1])
+    pl = pv.Plotter(off_screen=True, window_size=(w, h))
+    try:
+        pl.set_background("white")
+        pl.enable_lightkit() if hasattr(pl, "enable_lightkit") else None
+        actors = []
+        for b, V, F, _ in scene.bodies:
+            faces = np.hstack([np.full((len(F), 1), 3), F]).ravel()
+            a = pl.add_mesh(pv.PolyData(V, faces=faces), color=BONE, smooth_shading=True,
+                            specular=0.2, show_scalar_bar=False)
+            actors.append((b, np.eye(4), a))
+        for b, X, kind, dims, _ in scene.wraps:
+            poly = _wrap_polydata(pv, kind, dims)
+            if poly is not None:
+                a = pl.add_mesh(poly, color=WRAP, opacity=0.35, smooth_shading=True)
+                actors.append((b, X, a))
+        path_poly, path_actor = None, None
+        with_paths = [t for t in frames if scene.paths and scene.paths[t]]
+        if with_paths:
+            path_poly = _polylines(pv, scene.paths[with_paths[0]])
+            path_actor = pl.add_mesh(path_poly, color=MUSCLE, line_width=2)
+        mark_poly = None
+        if scene.markers is not None:
+            sph = pv.Sphere(radius=MARKER_RADIUS, theta_resolution=12, phi_resolution=8)
+            sv = np.asarray(sph.points, float)
+            sf = np.asarray(sph.faces, int).reshape(-1, 4)
+            nm = scene.markers.shape[1]
+            faces = np.concatenate([sf[:, :1], sf[:, 1:]] if nm == 0 else
+                                   [np.hstack([sf[:, :1], sf[:, 1:] + k * len(sv)]) for k in range(nm)])
+            mark_poly = pv.PolyData(np.zeros((nm * len(sv), 3)), faces=faces.ravel())
+            pl.add_mesh(mark_poly, color=MARKER, smooth_shading=True)
+        fov = np.radians(30.0)
+        dist = 1.15 * radius / np.sin(fov / 2)
+        images = []
+        for i, t in enumerate(frames):
+            for b, X, a in actors:
+                a.user_matrix = scene.body_pose(t, b) @ X
+            if path_poly is not None:
+                lines = scene.paths[t]
+                path_actor.SetVisibility(bool(lines))
+                if lines:
+                    path_poly.copy_from(_polylines(pv, lines))
+            if mark_poly is not None:
+                m = scene.markers[t]
+                ok = np.all(np.isfinite(m), axis=1)
+                # a marker without a position (NaN) collapses to a point at the first one shown
+                m = np.where(ok[:, None], m, m[ok][0] if ok.any() else 0.0)
+                scale = np.where(ok, 1.0, 0.0)[:, None, None]
+                mark_poly.points = (m[:, None, :] + scale * sv[None]).reshape(-1, 3)
+            c = centres[i]
+            pl.camera.focal_point = tuple(c)
+            pl.camera.position = tuple(c + dist * d)
+            pl.camera.up = (0.0, 1.0, 0.0)
+            pl.camera.view_angle = np.degrees(fov)
+            pl.camera.clipping_range = (max(dist - 4 * radius, 1e-3), dist + 4 * radius)
+            pl.render()
+            images.append(np.asarray(pl.screenshot(return_img=True))[..., :3].copy())
+            if progress is not None:
+                progress(i + 1, len(frames))
+        return images
+    finally:
+        pl.close()
+
+
+def _png_bytes(image) -> bytes:
+    from PIL import Image
+    buf = io.BytesIO()
+    Image.fromarray(np.asarray(image, np.uint8)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _gif_bytes(images, durations_ms) -> bytes:
+    from PIL import Image
+    frames = [Image.fromarray(np.asarray(im, np.uint8)) for im in images]
+    # one adaptive palette for all frames keeps the bones from flickering
+    pal = frames[len(frames) // 2].quantize(colors=255, method=Image.Quantize.MEDIANCUT)
+    frames = [f.quantize(palette=pal, dither=Image.Dither.NONE) for f in frames]
+    buf = io.BytesIO()
+    frames[0].save(buf, format="GIF", save_all=True, append_images=frames[1:],
+                   duration=[int(x) for x in durations_ms], loop=0, disposal=1)
+    return buf.getvalue()
+
+
+# --------------------------------------------------------------------------- frame selection
+def parse_frames(text: str | None, *, kind: str = "frames") -> list | None:
+    """``"0,10,-1"`` or ``"0:100:10"`` (Python slices; several comma-separated) → list of ints
+    (``kind="frames"``), or ``"0.5,1.2"`` → list of floats (``kind="times"``, seconds).
+    Raises OptionError naming the bad item."""
+    if text is None:
+        return None
+    out = []
+    for item in (s.strip() for s in str(text).split(",")):
+        if not item:
+            continue
+        try:
+            if kind == "frames" and ":" in item:
+                parts = [int(p) if p.strip() else None for p in item.split(":")]
+                if len(parts) > 3:
+                    raise ValueError
+                out.append(slice(*parts))
+            else:
+                out.append(int(item) if kind == "frames" else float(item))
+        except ValueError:
+            raise OptionError(f"--{kind}: '{item}' is not a {'frame index or slice' if kind == 'frames' else 'time in seconds'}") from None
+    if not out:
+        raise OptionError(f"--{kind}: no {kind} given")
+    return out
+
+
+def select_frames(time, frames=None, times=None, *, gif=False, max_frames: int = 40) -> list:
+    """Frame indices to draw of a motion with ``time`` (T,): the listed ``frames`` (indices,
+    negative from the end, slices), the frames nearest the listed ``times`` (s), or by default
+    the first frame (PNG) or up to ``max_frames`` frames evenly over the motion (GIF).
+    Raises OptionError for an index or time outside the motion."""
+    time = np.asarray(time, float)
+    T = len(time)
+    if frames is not None:
+        idx = []
+        for f in frames:
+            if isinstance(f, slice):
+                idx += list(range(T))[f]
+            elif -T <= f < T:
+                idx.append(f % T)
+            else:
+                raise OptionError(f"--frames: frame {f} is outside the motion's {T} frames")
+        if not idx:
+            raise OptionError("--frames: the slices select no frame")
+        return idx
+    if times is not None:
+        idx = []
+        for s in times:
+            if not (time[0] - 1e-9 <= s <= time[-1] + 1e-9):
+                raise OptionError(f"--times: {s:g} s is outside the motion ({time[0]:g} .. {time[-1]:g} s)")
+            idx.append(int(np.argmin(np.abs(time - s))))
+        return idx
+    if not gif or T == 1:
+        return [0]
+    return sorted(set(np.linspace(0, T - 1, min(T, max_frames)).round().astype(int).tolist()))
+
+
+# ------------------------------------------------------------------------------------ the command
+def show(model, output, *, motion=None, frames=None, times=None, gif=None, geometry_dirs=(),
+         size=(800, 800), max_frames: int = 40, progress=None) -> dict:
+    """``arthron show``: render a model (optionally posed over a motion) to a PNG or a GIF.
+
+    Parameters
+    ----------
+    model : path of an ``.osim``, or a :class:`~arthron.models.model.Model`
+    output : ``.png`` (one image; several frames side by side) or ``.gif`` (an animation over
+        the frames, each shown for its time step in the motion, 20-200 ms)
+    motion : ``.mot``/``.sto`` of coordinates (degrees when its header says ``inDegrees=yes``;
+        coordinates it lacks keep their defaults), or None for the model's default pose
+    frames, times : frame indices or times (s) to draw (see :func:`select_frames`)
+    gif : write a GIF (default: when ``output`` ends in ``.gif``)
+    geometry_dirs : more folders to look for mesh files in, after the model's folder and its
+        ``Geometry`` folder (e.g. the ``Geometry`` folder of an OpenSim installation)
+    size : (width, height) pixels of one image
+
+    Returns a dict: ``output`` (path), ``frames`` (indices drawn), ``time`` (their times, s),
+    ``meshes`` (number drawn), ``missing`` (mesh files not found), ``images`` (the arrays).
+
+    Raises
+    ------
+    ModelFileError / DataFileError for unreadable inputs; OptionError for bad frames, times or
+    an output that is neither ``.png`` nor ``.gif``; UnsupportedFeature when nothing can render
+    off-screen on this machine (:func:`offscreen_backend`).
+    """
+    out = Path(output)
+    suffix = out.suffix.lower()
+    gif = (suffix == ".gif") if gif is None else bool(gif)
+    if suffix not in (".png", ".gif") or (gif and suffix != ".gif") or (not gif and suffix != ".png"):
+        raise OptionError(f"output {output}: give a .png{' ' if not gif else ''}or, with --gif, a .gif file name")
+    check_output(out)
+    if isinstance(model, Model):
+        m = model
+    else:
+        from .io.osim import read_osim
+        m = read_osim(model)
+    if motion is not None:
+        from .io.sto import read_sto
+        from .models.motion import coordinates_from_table
+        table = read_sto(motion)
+        if len(table.time) == 0:
+            raise DataFileError("the motion has no rows", motion)
+        q_all = coordinates_from_table(m, table, missing="default")
+        t_all = np.asarray(table.time, float)
+    else:
+        tree = compile_model(m)
+        q_all, t_all = np.atleast_2d(tree.default_q), np.zeros(1)
+    idx = select_frames(t_all, frames, times, gif=gif, max_frames=max_frames)
+    scene = ModelScene.build(m, q_all[idx], t_all[idx], geometry_dirs=geometry_dirs)
+    if scene.missing:
+        shown = ", ".join(scene.missing[:5]) + (" ..." if len(scene.missing) > 5 else "")
+        warnings.warn(f"{m.source or m.name}: {len(scene.missing)} mesh file(s) not found beside the "
+                      f"model, in its Geometry folder or in --geometry folders, not drawn: {shown}",
+                      ArthronWarning, stacklevel=2)
+    images = render_frames(scene, range(len(idx)), size=size, progress=progress)
+    if gif:
+        dt = np.diff(scene.time) * 1e3 if len(idx) > 1 else np.array([100.0])
+        dur = np.clip(np.append(dt, dt[-1]) if len(idx) > 1 else dt, 20, 200)
+        atomic_write(out, _gif_bytes(images, dur))
+    else:
+        atomic_write(out, _png_bytes(np.concatenate(images, axis=1)))
+    return {"output": out, "frames": idx, "time": t_all[idx], "meshes": len(scene.bodies),
+            "missing": scene.missing, "images": images}
