@@ -264,7 +264,8 @@ def cmd_show(a):
              geometry_dirs=a.geometry or (), size=size, progress=a.progress)
     n = len(r["frames"])
     print(f"wrote {r['output']} ({n} frame{'s' if n > 1 else ''}"
-          + (f", t = {r['time'][0]:g} .. {r['time'][-1]:g} s" if a.motion else ", default pose")
+          + ((f", t = {r['time'][0]:g} s" if n == 1 else f", t = {r['time'][0]:g} .. {r['time'][-1]:g} s")
+             if a.motion else ", default pose")
           + f"; {r['meshes']} meshes" + (f", {len(r['missing'])} not found" if r["missing"] else "") + ")")
     return 0
 

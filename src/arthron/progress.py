@@ -65,7 +65,10 @@ def progress_bar(label: str, stream=None):
         else:
             live = RichProgress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                 MofNCompleteColumn(), TimeElapsedColumn(),
-                                console=Console(file=stream), transient=True)
+                                console=Console(file=stream), transient=True,
+                                # lines printed to stdout stay on stdout unless it is the same
+                                # terminal (then rich prints them above the bar)
+                                redirect_stdout=_is_terminal(sys.stdout), redirect_stderr=stream is sys.stderr)
     bar = Progress(label, live)
     if live is None:
         yield bar

@@ -103,7 +103,9 @@ class ModelScene:
 
     bodies : list of (body index or -1 for ground, vertices (V, 3) in the body frame with the
         geometry's scale factors applied, faces (F, 3), name); R (T, nb, 3, 3), o (T, nb, 3):
-        body poses; paths : list over frames of lists of (K, 3) polylines; markers (T, nm, 3);
+        body poses (``body_names`` their names); paths : list over frames of lists of (K, 3)
+        polylines through the active points and wrap tangent points of the path forces named in
+        ``path_names`` (in that order); markers (T, nm, 3) named in ``marker_names``;
         wraps : list of (body index or -1, (4, 4) wrap frame in the body, kind, dims, name);
         missing : mesh files not found.
     """
@@ -116,6 +118,9 @@ class ModelScene:
     markers: np.ndarray | None = None
     wraps: list = field(default_factory=list)
     missing: list = field(default_factory=list)
+    body_names: list = field(default_factory=list)
+    path_names: list = field(default_factory=list)
+    marker_names: list = field(default_factory=list)
 
     @classmethod
     def build(cls, model: Model, q, time=None, *, geometry_dirs=(), muscles=True, markers=True,
@@ -130,7 +135,8 @@ class ModelScene:
         T = q.shape[0]
         time = np.arange(T, dtype=float) if time is None else np.asarray(time, float)
         kin = forward_kinematics(tree, q)
-        scene = cls(time=time, R=np.asarray(kin.body_R(tree)), o=np.asarray(kin.body_origin(tree)))
+        scene = cls(time=time, R=np.asarray(kin.body_R(tree)), o=np.asarray(kin.body_origin(tree)),
+                    body_names=list(tree.body_names))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ArthronWarning)
             found = resolve_model_meshes(model, extra_dirs=tuple(geometry_dirs))
@@ -148,9 +154,9 @@ class ModelScene:
                 V = np.asarray(mesh.vertices, float) * np.asarray(g.scale_factors, float)
                 scene.bodies.append((bidx.get(body, -1), V, np.asarray(mesh.faces, int), g.name))
         if muscles:
-            scene.paths = _path_polylines(model, tree, q, kin)
+            scene.path_names, scene.paths = _path_polylines(model, tree, q, kin)
         if markers and tree.markers:
-            scene.markers = marker_positions(tree, q, kin=kin)[1]
+            scene.marker_names, scene.markers = marker_positions(tree, q, kin=kin)
         if wrap_objects:
             scene.wraps = _wrap_surfaces(model, tree)
         return scene
@@ -167,7 +173,7 @@ class ModelScene:
         """Every drawn point at frame ``t`` (for the camera): mesh vertices, path nodes, markers."""
         pts = [np.einsum("ij,vj->vi", self.R[t, b], V) + self.o[t, b] if b >= 0 else V
                for b, V, _, _ in self.bodies]
-        pts += list(self.paths[t]) if self.paths else []
+        pts += [p for p in self.paths[t] if len(p)] if self.paths else []
         if self.markers is not None:
             pts.append(self.markers[t])
         pts.append(self.o[t])
@@ -186,15 +192,9 @@ def _path_polylines(model, tree, q, kin) -> list:
         states = compute_paths(pathset, tree, q, kin=kin) if pathset.paths else []
     except ArthronError as e:
         warnings.warn(f"{model.source or model.name}: muscle paths not drawn: {e}", ArthronWarning, stacklevel=3)
-        return []
+        return [], []
     T = q.shape[0]
-    out = [[] for _ in range(T)]
-    for st in states:
-        for t in range(T):
-            keep = st.tag[t] >= 0
-            if keep.sum() >= 2:
-                out[t].append(st.P[t][keep])
-    return out
+    return list(pathset.names), [[st.P[t][st.tag[t] >= 0] for st in states] for t in range(T)]
 
 
 def _wrap_surfaces(model, tree) -> list:
@@ -227,6 +227,7 @@ def _wrap_polydata(pv, kind: str, dims: dict):
 
 # --------------------------------------------------------------------------------- rendering
 def _polylines(pv, lines):
+    lines = [ln for ln in lines if len(ln) >= 2]
     pts = np.concatenate(lines)
     cells, k = [], 0
     for ln in lines:
@@ -273,7 +274,7 @@ def render_frames(scene: ModelScene, frames, *, size=(800, 800), progress=None) 
                 a = pl.add_mesh(poly, color=WRAP, opacity=0.35, smooth_shading=True)
                 actors.append((b, X, a))
         path_poly, path_actor = None, None
-        with_paths = [t for t in frames if scene.paths and scene.paths[t]]
+        with_paths = [t for t in frames if scene.paths and any(len(p) >= 2 for p in scene.paths[t])]
         if with_paths:
             path_poly = _polylines(pv, scene.paths[with_paths[0]])
             path_actor = pl.add_mesh(path_poly, color=MUSCLE, line_width=2)
@@ -294,7 +295,7 @@ def render_frames(scene: ModelScene, frames, *, size=(800, 800), progress=None) 
             for b, X, a in actors:
                 a.user_matrix = scene.body_pose(t, b) @ X
             if path_poly is not None:
-                lines = scene.paths[t]
+                lines = [p for p in scene.paths[t] if len(p) >= 2]
                 path_actor.SetVisibility(bool(lines))
                 if lines:
                     path_poly.copy_from(_polylines(pv, lines))
