@@ -102,7 +102,8 @@ class ModelScene:
     """What is drawn of a model at T frames, in ground (metres).
 
     bodies : list of (body index or -1 for ground, vertices (V, 3) in the body frame with the
-        geometry's scale factors applied, faces (F, 3), name); R (T, nb, 3, 3), o (T, nb, 3):
+        geometry's scale factors applied (and the offset of the frame the mesh is attached
+        to), faces (F, 3), geometry name); R (T, nb, 3, 3), o (T, nb, 3):
         body poses (``body_names`` their names); paths : list over frames of lists of (K, 3)
         polylines through the active points and wrap tangent points of the path forces named in
         ``path_names`` (in that order); markers (T, nm, 3) named in ``marker_names``;
@@ -129,7 +130,8 @@ class ModelScene:
 
         Raises DataFileError for a mesh file that cannot be read (a missing one is listed in
         ``missing`` and left out, as OpenSim only warns)."""
-        from .io.mesh import load_mesh, resolve_model_meshes
+        from .io.mesh import load_mesh, model_geometry
+        from .models.model import GROUND
         tree = compile_model(model)
         q = np.atleast_2d(np.asarray(q, float))
         T = q.shape[0]
@@ -139,20 +141,17 @@ class ModelScene:
                     body_names=list(tree.body_names))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ArthronWarning)
-            found = resolve_model_meshes(model, extra_dirs=tuple(geometry_dirs))
+            placed = model_geometry(model, extra_dirs=tuple(geometry_dirs))
         bidx = {n: i for i, n in enumerate(tree.body_names)}
-        groups = [("ground", model.ground_geometry)] + [(b.name, b.geometry) for b in model.bodies.values()]
-        for body, geoms in groups:
-            for g in geoms:
-                if not g.mesh_file:
-                    continue
-                path = found.get((body, g.name))
-                if path is None:
-                    scene.missing.append(g.mesh_file)
-                    continue
-                mesh = load_mesh(path)
-                V = np.asarray(mesh.vertices, float) * np.asarray(g.scale_factors, float)
-                scene.bodies.append((bidx.get(body, -1), V, np.asarray(mesh.faces, int), g.name))
+        for frame, g, path in placed:
+            if path is None:
+                scene.missing.append(g.mesh_file)
+                continue
+            base, X = model.frame_in_base(frame)
+            mesh = load_mesh(path)
+            V = X.apply(np.asarray(mesh.vertices, float) * np.asarray(g.scale_factors, float))
+            b = -1 if base == GROUND else bidx[base.rsplit("/", 1)[-1]]
+            scene.bodies.append((b, V, np.asarray(mesh.faces, int), g.name))
         if muscles:
             scene.path_names, scene.paths = _path_polylines(model, tree, q, kin)
         if markers and tree.markers:
@@ -170,15 +169,23 @@ class ModelScene:
         return np.eye(4) if b < 0 else _pose_matrix(self.R[t, b], self.o[t, b])
 
     def points(self, t: int) -> np.ndarray:
-        """Every drawn point at frame ``t`` (for the camera): mesh vertices, path nodes, markers."""
-        pts = [np.einsum("ij,vj->vi", self.R[t, b], V) + self.o[t, b] if b >= 0 else V
-               for b, V, _, _ in self.bodies]
-        pts += [p for p in self.paths[t] if len(p)] if self.paths else []
+        """The points the camera frames at frame ``t``: mesh vertices, body origins, markers, and
+        the path nodes that lie within the extent of those again around them (a stray wrap
+        tangent point does not shrink the model to a dot)."""
+        core = [np.einsum("ij,vj->vi", self.R[t, b], V) + self.o[t, b] if b >= 0 else V
+                for b, V, _, _ in self.bodies]
         if self.markers is not None:
-            pts.append(self.markers[t])
-        pts.append(self.o[t])
-        pts = np.concatenate([p.reshape(-1, 3) for p in pts])
-        return pts[np.all(np.isfinite(pts), axis=1)]
+            core.append(self.markers[t])
+        core.append(self.o[t])
+        core = np.concatenate([p.reshape(-1, 3) for p in core])
+        core = core[np.all(np.isfinite(core), axis=1)]
+        nodes = np.concatenate([p for p in self.paths[t] if len(p)]) if self.paths and any(
+            len(p) for p in self.paths[t]) else np.zeros((0, 3))
+        if len(core) and len(nodes):
+            lo, hi = core.min(0), core.max(0)
+            ext = max(float(np.max(hi - lo)), 0.1)
+            nodes = nodes[np.all((nodes > lo - ext) & (nodes < hi + ext), axis=1)]
+        return np.concatenate([core, nodes])
 
 
 def _path_polylines(model, tree, q, kin) -> list:

@@ -362,3 +362,59 @@ def resolve_model_meshes(model, *, extra_dirs=()) -> dict:
                     raise ModelFileError(e.message, model.source or model_dir,
                                          f"body '{body}' geometry '{g.name}'") from None
     return out
+
+
+def model_geometry(model, *, extra_dirs=()) -> list:
+    """Every ``Mesh`` a model displays, with the frame it is attached to and its file.
+
+    Bodies' and ground's attached geometry, and the attached geometry of PhysicalOffsetFrames
+    (e.g. the ``<body>_geom_frame_<k>`` frames of a 3.x model whose display transforms were
+    upgraded, as OpenSim 4.6 upgrades them), kept in those frames' ``unmodelled_xml``.
+
+    Returns
+    -------
+    list of ``(frame path, Geometry, Path or None)``: the frame's absolute component path
+    (``/bodyset/femur_r``, ``/ground``, ``/bodyset/thorax/thorax_geom_frame_1``; resolve it with
+    ``model.frame_in_base``), the geometry (``mesh_file``, ``scale_factors``) and the file found
+    by :func:`resolve_mesh_file` (None, warned, when missing).
+
+    Raises
+    ------
+    ModelFileError naming the frame and geometry for ``scale_factors`` that are not three
+    finite numbers, or a mesh file name too long for the file system.
+    """
+    from ..models.model import GROUND, Geometry
+    from .osim import _unmodelled_from_text
+    model_dir = Path(model.source).parent if model.source else Path.cwd()
+    items = [(GROUND, g) for g in model.ground_geometry]
+    items += [(b.path, g) for b in model.bodies.values() for g in b.geometry]
+    for f in model.frames.values():
+        for el in _unmodelled_from_text(getattr(f, "unmodelled_xml", "")):
+            if el.tag != "attached_geometry":
+                continue
+            for g in el:
+                if not isinstance(g.tag, str):
+                    continue
+                sf = (g.findtext("scale_factors") or "1 1 1").split()
+                try:
+                    scale = np.array([float(x) for x in sf])
+                    ok = scale.shape == (3,) and np.all(np.isfinite(scale))
+                except ValueError:
+                    ok = False
+                if not ok:
+                    raise ModelFileError(f"scale_factors {' '.join(sf)!r} are not three numbers",
+                                         model.source, f"frame '{f.path}' geometry '{g.get('name', '')}'")
+                mf = (g.findtext("mesh_file") or "").strip() or None
+                items.append((f.path, Geometry(name=g.get("name", ""), kind=g.tag, mesh_file=mf,
+                                               scale_factors=scale)))
+    out = []
+    for frame, g in items:
+        if not g.mesh_file:
+            continue
+        try:
+            path = resolve_mesh_file(g.mesh_file, model_dir, extra_dirs=extra_dirs)
+        except ModelFileError as e:
+            raise ModelFileError(e.message, model.source or model_dir,
+                                 f"frame '{frame}' geometry '{g.name}'") from None
+        out.append((frame, g, path))
+    return out
