@@ -13,8 +13,9 @@ What is drawn, as OpenSim's visualizer draws it:
   posed by arthron's forward kinematics (:func:`arthron.multibody.kinematics.forward_kinematics`);
   ground's geometry at rest;
 * every path force's path as a polyline through its active path points and wrap tangent
-  points (:func:`arthron.multibody.path_geometry.compute_paths`, the path OpenSim 4.6 computes;
-  the arc on a wrap surface is drawn as the chord between its tangent points);
+  points (:func:`arthron.multibody.path_geometry.compute_paths`, the path OpenSim 4.6 computes),
+  with the stretch on a wrap surface drawn on the surface (:func:`wrap_arc`: great-circle arc on a
+  sphere, helix on a cylinder, scaled great circle on an ellipsoid);
 * markers as spheres (radius 1 cm), at their locations on their bodies;
 * wrap objects (sphere, cylinder, ellipsoid, torus; the U cylinder of a double-cylinder
   obstacle) as translucent surfaces in their frames.
@@ -44,7 +45,7 @@ from .io.files import atomic_write, check_output
 from .models.model import Model
 from .multibody.kinematics import compile_model, forward_kinematics, marker_positions
 
-__all__ = ["offscreen_backend", "ModelScene", "parse_frames", "select_frames", "show"]
+__all__ = ["offscreen_backend", "ModelScene", "parse_frames", "select_frames", "show", "wrap_arc"]
 
 BONE = (0.93, 0.90, 0.82)
 MUSCLE = (0.78, 0.08, 0.08)
@@ -104,9 +105,10 @@ class ModelScene:
     bodies : list of (body index or -1 for ground, vertices (V, 3) in the body frame with the
         geometry's scale factors applied (and the offset of the frame the mesh is attached
         to), faces (F, 3), geometry name); R (T, nb, 3, 3), o (T, nb, 3):
-        body poses (``body_names`` their names); paths : list over frames of lists of (K, 3)
-        polylines through the active points and wrap tangent points of the path forces named in
-        ``path_names`` (in that order); markers (T, nm, 3) named in ``marker_names``;
+        body poses (``body_names`` their names); path_nodes : list over frames of lists of
+        (K, 3) active path points and wrap tangent points of the path forces named in
+        ``path_names`` (in that order); paths : the polylines drawn (the nodes, with the
+        stretches on wrap surfaces as arcs); markers (T, nm, 3) named in ``marker_names``;
         wraps : list of (body index or -1, (4, 4) wrap frame in the body, kind, dims, name);
         missing : mesh files not found.
     """
@@ -121,6 +123,7 @@ class ModelScene:
     missing: list = field(default_factory=list)
     body_names: list = field(default_factory=list)
     path_names: list = field(default_factory=list)
+    path_nodes: list = field(default_factory=list)
     marker_names: list = field(default_factory=list)
 
     @classmethod
@@ -153,7 +156,7 @@ class ModelScene:
             b = -1 if base == GROUND else bidx[base.rsplit("/", 1)[-1]]
             scene.bodies.append((b, V, np.asarray(mesh.faces, int), g.name))
         if muscles:
-            scene.path_names, scene.paths = _path_polylines(model, tree, q, kin)
+            scene.path_names, scene.path_nodes, scene.paths = _path_polylines(model, tree, q, kin)
         if markers and tree.markers:
             scene.marker_names, scene.markers = marker_positions(tree, q, kin=kin)
         if wrap_objects:
@@ -199,9 +202,89 @@ def _path_polylines(model, tree, q, kin) -> list:
         states = compute_paths(pathset, tree, q, kin=kin) if pathset.paths else []
     except ArthronError as e:
         warnings.warn(f"{model.source or model.name}: muscle paths not drawn: {e}", ArthronWarning, stacklevel=3)
-        return [], []
+        return [], [], []
     T = q.shape[0]
-    return list(pathset.names), [[st.P[t][st.tag[t] >= 0] for st in states] for t in range(T)]
+    Rb, ob = np.asarray(kin.body_R(tree)), np.asarray(kin.body_origin(tree))
+    nodes = [[st.P[t][st.tag[t] >= 0] for st in states] for t in range(T)]
+    drawn = [[_with_arcs(st, t, pathset.wrap_objects, Rb[t], ob[t], tree.nb) for st in states]
+             for t in range(T)]
+    return list(pathset.names), nodes, drawn
+
+
+def _with_arcs(st, t, wobjs, Rb, ob, nb, n_arc: int = 24) -> np.ndarray:
+    """A path's polyline at frame ``t``: its nodes, with the stretch between the two tangent
+    points on a wrap surface drawn on the surface (:func:`wrap_arc`) instead of as a chord."""
+    keep = st.tag[t] >= 0
+    P, w, wl = st.P[t][keep], st.wobj[t][keep], st.wlen[t][keep]
+    pts = [P[:1]]
+    for k in range(len(P) - 1):
+        if w[k] >= 0 and w[k] == w[k + 1] and w[k] < len(wobjs):
+            wo = wobjs[w[k]]
+            Rw = wo.R if wo.body == nb else Rb[wo.body] @ wo.R
+            pw = wo.p if wo.body == nb else Rb[wo.body] @ wo.p + ob[wo.body]
+            a, b = (P[k] - pw) @ Rw, (P[k + 1] - pw) @ Rw
+            arc = wrap_arc(wo.type, wo.dims, a, b, wl[k + 1], n_arc)
+            if arc is not None:
+                pts.append(arc @ Rw.T + pw)
+        pts.append(P[k + 1:k + 2])
+    return np.concatenate(pts)
+
+
+def _slerp(u, v, s, long_way=False):
+    """Points at fractions ``s`` (n,) along the great circle from unit ``u`` to unit ``v`` (the
+    short way, or the long way round)."""
+    ang = float(np.arccos(np.clip(u @ v, -1.0, 1.0)))
+    perp = v - (u @ v) * u
+    nrm = np.linalg.norm(perp)
+    if nrm < 1e-12:
+        return None
+    perp /= nrm
+    if long_way:
+        ang, perp = 2.0 * np.pi - ang, -perp
+    th = s[:, None] * ang
+    return np.cos(th) * u + np.sin(th) * perp
+
+
+def _length(pts):
+    return float(np.linalg.norm(np.diff(pts, axis=0), axis=1).sum())
+
+
+def wrap_arc(kind: str, dims: dict, a, b, length: float, n: int = 24):
+    """Interior points (n-1, 3) of the path on a wrap surface between tangent points ``a`` and
+    ``b`` (wrap-frame coordinates, m), or None to draw the chord.
+
+    Sphere: the great-circle arc through both points; cylinder (axis z): the helix between
+    them; ellipsoid: the great-circle arc of the sphere the ellipsoid is scaled from, scaled
+    back; each way round is tried and the one whose length is nearest the wrap length
+    ``length`` that OpenSim's wrapping computed (``PathState.wlen``) is drawn. Other surfaces
+    (torus, double-cylinder obstacles): None.
+    """
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    full = np.linspace(0.0, 1.0, n + 1)
+    cands = []
+    if kind in ("WrapSphere", "WrapSphereObst", "WrapEllipsoid"):
+        radii = (np.full(3, dims["radius"]) if kind != "WrapEllipsoid" else np.asarray(dims.get("radii"), float))
+        if radii.shape != (3,) or np.any(radii <= 0):
+            return None
+        u, v = a / radii, b / radii
+        if np.linalg.norm(u) < 1e-12 or np.linalg.norm(v) < 1e-12:
+            return None
+        u, v = u / np.linalg.norm(u), v / np.linalg.norm(v)
+        for long_way in (False, True):
+            pts = _slerp(u, v, full, long_way)
+            if pts is not None:
+                cands.append(pts * radii)
+    elif kind in ("WrapCylinder", "WrapCylinderObst"):
+        r = dims["radius"]
+        ta, tb = np.arctan2(a[1], a[0]), np.arctan2(b[1], b[0])
+        d = (tb - ta + np.pi) % (2.0 * np.pi) - np.pi
+        for dd in (d, d - np.copysign(2.0 * np.pi, d)):
+            th = ta + full * dd
+            cands.append(np.column_stack([r * np.cos(th), r * np.sin(th), a[2] + full * (b[2] - a[2])]))
+    if not cands:
+        return None
+    best = min(cands, key=lambda c: abs(_length(c) - length))
+    return best[1:-1]
 
 
 def _wrap_surfaces(model, tree) -> list:
