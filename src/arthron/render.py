@@ -127,8 +127,8 @@ class ModelScene:
     marker_names: list = field(default_factory=list)
 
     @classmethod
-    def build(cls, model: Model, q, time=None, *, geometry_dirs=(), muscles=True, markers=True,
-              wrap_objects=True) -> "ModelScene":
+    def build(cls, model: Model, q, time=None, *, geometry_dirs=(), meshes=True, muscles=True,
+              markers=True, wrap_objects=True) -> "ModelScene":
         """Pose ``model`` at coordinates ``q`` (T, nq) in model order (rad, m).
 
         Raises DataFileError for a mesh file that cannot be read (a missing one is listed in
@@ -144,7 +144,7 @@ class ModelScene:
                     body_names=list(tree.body_names))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ArthronWarning)
-            placed = model_geometry(model, extra_dirs=tuple(geometry_dirs))
+            placed = model_geometry(model, extra_dirs=tuple(geometry_dirs)) if meshes else []
         bidx = {n: i for i, n in enumerate(tree.body_names)}
         for frame, g, path in placed:
             if path is None:
@@ -215,7 +215,10 @@ def _with_arcs(st, t, wobjs, Rb, ob, nb, n_arc: int = 24) -> np.ndarray:
     """A path's polyline at frame ``t``: its nodes, with the stretch between the two tangent
     points on a wrap surface drawn on the surface (:func:`wrap_arc`) instead of as a chord."""
     keep = st.tag[t] >= 0
-    P, w, wl = st.P[t][keep], st.wobj[t][keep], st.wlen[t][keep]
+    P, w = st.P[t][keep], st.wobj[t][keep]
+    if not np.any((w[:-1] >= 0) & (w[:-1] == w[1:])):
+        return P
+    wl = st.wlen[t][keep]
     pts = [P[:1]]
     for k in range(len(P) - 1):
         if w[k] >= 0 and w[k] == w[k + 1] and w[k] < len(wobjs):
