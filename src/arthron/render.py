@@ -521,7 +521,7 @@ def show(model, output, *, motion=None, frames=None, times=None, gif=None, geome
     suffix = out.suffix.lower()
     gif = (suffix == ".gif") if gif is None else bool(gif)
     if suffix not in (".png", ".gif") or (gif and suffix != ".gif") or (not gif and suffix != ".png"):
-        raise OptionError(f"output {output}: give a .png{' ' if not gif else ''}or, with --gif, a .gif file name")
+        raise OptionError(f"output {output}: give a .png file name (a picture) or a .gif one (an animation, --gif)")
     check_output(out)
     if isinstance(model, Model):
         m = model
@@ -546,6 +546,8 @@ def show(model, output, *, motion=None, frames=None, times=None, gif=None, geome
         warnings.warn(f"{m.source or m.name}: {len(scene.missing)} mesh file(s) not found beside the "
                       f"model, in its Geometry folder or in --geometry folders, not drawn: {shown}",
                       ArthronWarning, stacklevel=2)
+    if hasattr(progress, "stage"):
+        progress.stage("drawing")
     images = render_frames(scene, range(len(idx)), size=size, progress=progress)
     if gif:
         dt = np.diff(scene.time) * 1e3 if len(idx) > 1 else np.array([100.0])
