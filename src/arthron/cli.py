@@ -293,7 +293,8 @@ def _add_picture_parsers(sub):
                                                           "(default: the model's default pose)")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--frames", metavar="LIST", help="frame indices of the motion: 0,50,-1 or slices "
-                                                    "0:100:10 (several frames: side by side in a PNG)")
+                                                    "0:100:10 (several frames: side by side in a PNG; "
+                                                    "a list starting with a minus: --frames=-1,0)")
     g.add_argument("--times", metavar="LIST", help="times (s) of the motion; the nearest frames are drawn")
     s.add_argument("--gif", action="store_true", help="an animation over the motion (default when -o ends in .gif)")
     s.add_argument("--geometry", action="append", metavar="DIR",
