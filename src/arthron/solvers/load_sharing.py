@@ -42,7 +42,7 @@ from ..multibody.constraints import assemble, compile_constraints
 from ..multibody.forces import applied_generalized_forces
 from ..multibody.inverse_dynamics import ExternalLoad, inverse_dynamics
 from ..multibody.kinematics import Tree, compile_model, forward_kinematics, qdot_from_speeds
-from ..multibody.paths import compile_paths, moment_arms
+from ..multibody.paths import compile_paths, moment_arms, path_states
 from ..tables import Table
 from .box_qp import solve_box_qp
 from .filtering import prepare_coordinates
@@ -96,6 +96,9 @@ class LoadSharingProblem:
     passive: np.ndarray | None = field(repr=False, default=None)
     #: ForceReporter columns of the external loads: (labels, (T, k) values in ground)
     external_columns: tuple = field(repr=False, default=((), None))
+    #: (PathSet of the muscles, their paths rebuilt at q: :func:`arthron.multibody.paths.path_states`)
+    #: or None; lets the reaction of a joint reuse the wrapped paths
+    muscle_paths: tuple | None = field(repr=False, default=None)
 
     def reduced(self):
         """(A (T, r, n), b (T, r), N (T, nq, r)): the rows with the constraint multipliers
@@ -344,10 +347,13 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
     B = np.zeros((T, tree.nq, n))
     fhat = np.ones((T, n))
     passive = None
+    muscle_paths = None
     col = {a: i for i, a in enumerate(actuators)}
     if mus:
         ps = compile_paths(model, tree, forces=mus)
-        R, L = moment_arms(ps, tree, q, kin, return_lengths=True, coupled=False)
+        sd = path_states(ps, tree, q, kin)
+        muscle_paths = (ps, sd)
+        R, L = moment_arms(ps, tree, q, kin, return_lengths=True, coupled=False, states=sd)
         par = muscle_parameters(model, mus)
         if use_muscle_physiology or passive_fiber_force:
             v = -np.einsum("tmq,tq->tm", R, qd)      # GeometryPath::getLengtheningSpeed
@@ -381,7 +387,7 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
                               lower=np.broadcast_to(lo, (T, n)).copy(),
                               upper=np.broadcast_to(hi, (T, n)).copy(), force_per_control=fhat,
                               G=G, free_rows=free_rows, q=q, qd=qd, qdd=qdd, passive=passive,
-                              external_columns=external_columns)
+                              external_columns=external_columns, muscle_paths=muscle_paths)
 
 
 #: N/m² — PCSA = F_max / σ when no PCSA is given (a common value in upper-limb models;

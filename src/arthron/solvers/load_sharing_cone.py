@@ -136,9 +136,13 @@ def reaction_map(model: Model, prob: LoadSharingProblem, joint: str, tree: Tree 
     # muscles' loads as K stacked copies of the frames through one E-matrix pass
     K = len(mus)
     per_body = {}
-    ps = compile_paths(model, tree, forces=[prob.names[i] for i in mus])
+    names = [prob.names[i] for i in mus]
     kin0 = forward_kinematics(tree, q)
-    pl = path_body_forces(ps, tree, q, prob.force_per_control[:, mus], kin=kin0)
+    if prob.muscle_paths is not None and prob.muscle_paths[0].names == names:
+        ps, sd = prob.muscle_paths           # wrapped once, when the problem was built
+    else:
+        ps, sd = compile_paths(model, tree, forces=names), None
+    pl = path_body_forces(ps, tree, q, prob.force_per_control[:, mus], kin=kin0, states=sd)
     for k, (body, P, f) in enumerate(pl.points):
         for b in np.unique(body):
             if b >= tree.nb:
