@@ -565,6 +565,77 @@ def test_joint_reactions_from_the_solved_forces_without_a_file(tmp_path):
     assert np.abs(jr.data - ref.to_table().data).max() < 1e-4 * np.abs(jr.data).max()
 
 
+def _arm26_analyze_setup(tmp_path, analyses_extra=""):
+    raw = (SO_REF / "setups" / "so_setup_physiological.xml").read_text()
+    raw = (raw.replace("<workdir>/arm26/results/SO_phys", str(tmp_path / "res"))
+              .replace("<workdir>/arm26/results/IK", str(SO_REF / "IK"))
+              .replace("<workdir>/arm26", str(ARM26_TUT / "InverseKinematics"))
+              .replace("<step_interval>1</step_interval>", "<step_interval>5</step_interval>")
+              .replace("</StaticOptimization>", "</StaticOptimization>" + analyses_extra))
+    setup = tmp_path / "so.xml"
+    setup.write_text(raw)
+    return setup
+
+
+@needs_data
+def test_static_optimization_inside_the_analyze_tool(tmp_path):
+    """An AnalyzeTool setup with MuscleAnalysis and StaticOptimization: ``run_analyze`` writes
+    both as OpenSim names them; the StaticOptimization files are those of ``arthron so
+    --setup`` (same frames with step_interval 5) and within 5e-3 of OpenSim 4.6's stored run."""
+    import warnings
+    from arthron.io.sto import read_sto
+    from arthron.tools.analyze_tool import run_analyze, step_rows
+    from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
+    ma = ("<MuscleAnalysis name=\"MuscleAnalysis\"><on>true</on><step_interval>5</step_interval>"
+          "<muscle_list>all</muscle_list><moment_arm_coordinate_list>r_elbow_flex</moment_arm_coordinate_list>"
+          "</MuscleAnalysis>")
+    setup = _arm26_analyze_setup(tmp_path, ma)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")            # nothing skipped
+        files = run_analyze(setup, results_dir=tmp_path / "analyze")
+    assert {f.name for f in files} == {"arm26_StaticOptimization_activation.sto",
+                                       "arm26_StaticOptimization_force.sto",
+                                       "arm26_MuscleAnalysis_Length.sto",
+                                       "arm26_MuscleAnalysis_MomentArm_r_elbow_flex.sto"}
+    res, written = run_static_optimization_from_setup(setup, results_dir=tmp_path / "so")
+    for f in written:
+        a, b = read_sto(tmp_path / "analyze" / f.name), read_sto(f)
+        assert a.labels == b.labels
+        np.testing.assert_array_equal(a.time, b.time)
+        np.testing.assert_array_equal(a.data, b.data)
+    a = read_sto(tmp_path / "analyze" / "arm26_StaticOptimization_activation.sto")
+    ref = read_sto(SO_REF / "SO_phys" / "arm26_StaticOptimization_activation.sto")
+    rows = step_rows(read_sto(ARM_IK).time, res.time, 5, True)
+    assert 2 < len(a.time) < 121 and a.labels == ref.labels
+    assert np.abs(a.data - ref.data[rows]).max() < 5e-3
+
+
+@needs_data
+def test_joint_reactions_on_a_setup_run(tmp_path):
+    """``arthron so --setup ... --joint-reactions`` writes ``<name>_JointReaction_ReactionLoads.sto``
+    with the solved forces applied directly, at the frames of step_interval; it equals
+    ``arthron jr`` on the force file written beside it (to the file's printed digits)."""
+    import os
+    from arthron.io.sto import read_sto
+    from arthron.tools.analyze_tool import run_joint_reaction
+    setup = _arm26_analyze_setup(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    r = subprocess.run([sys.executable, "-m", "arthron.cli", "so", "--setup", str(setup), "--joint-reactions"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "arm26_JointReaction_ReactionLoads.sto" in r.stdout
+    jr = read_sto(tmp_path / "res" / "arm26_JointReaction_ReactionLoads.sto")
+    forces = read_sto(tmp_path / "res" / "arm26_StaticOptimization_force.sto")
+    np.testing.assert_array_equal(jr.time, forces.time)
+    assert 2 < len(jr.time) < 121
+    ref = run_joint_reaction(ARM_MODEL, ARM_IK, forces=forces, lowpass_hz=6, accelerations="forward",
+                             time_range=(0.0, 1.0))
+    keep = [int(np.argmin(np.abs(ref.time - t))) for t in jr.time]
+    assert np.abs(ref.time[keep] - jr.time).max() < 1e-9
+    assert jr.labels == ref.labels
+    assert np.abs(jr.data - ref.to_table().data[keep]).max() < 1e-4 * np.abs(jr.data).max()
+
+
 @needs_data
 def test_use_model_force_set_false_gives_inverse_dynamics():
     """use_model_force_set=false: one CoordinateActuator (optimal force 1) per unconstrained
