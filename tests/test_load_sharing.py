@@ -401,6 +401,66 @@ def test_glenohumeral_stability_cone(tsm_elevation, n_planes):
 
 
 @needs_data
+def test_cone_with_point_and_torque_actuators_and_a_constraint_in_the_subtree():
+    """A PointActuator and a TorqueActuator on the humerus, and the AC PointConstraint inside
+    the subtree of the scapulothoracic joint: the affine reaction map C x + d equals the
+    E-matrix reaction with every solved load applied (paths, actuators, and the constraint
+    forces of the solution's multipliers) to rounding; without the constraint forces it would
+    be off by 75 %; it agrees with JointReaction on the solved forces (multipliers from
+    forward dynamics) to 2e-4; a cone on that joint is met on every frame."""
+    from conftest import TSM
+    from arthron.io.osim import read_osim
+    from arthron.models.forces import PointActuator, TorqueActuator
+    from arthron.multibody.constrained_dynamics import constraint_loads
+    from arthron.multibody.constraints import compile_constraints
+    from arthron.multibody.kinematics import compile_model, forward_kinematics
+    from arthron.solvers.actuators import actuator_forces
+    from arthron.solvers.load_sharing import build_problem, solve_problem
+    from arthron.solvers.load_sharing_cone import StabilityCone, reaction_map, solve_with_stability_cone
+    from arthron.solvers.reactions import joint_loads
+    from arthron.tables import Table
+    from arthron.tools.load_sharing_tool import add_reserves
+    from arthron.tools.static_optimization_tool import joint_reactions_of
+    if not TSM.exists():
+        pytest.skip("Thoracoscapular model absent")
+    model = add_reserves(read_osim(TSM), 10.0)
+    pa = PointActuator(name="pa", body="humerus", point=np.array([0.0, -0.1, 0.0]),
+                       direction=np.array([0.0, 1.0, 0.0]), optimal_force=50.0)
+    ta = TorqueActuator(name="ta", bodyA="humerus", bodyB="scapula", axis=np.array([0.0, 0.0, 1.0]),
+                        optimal_force=5.0)
+    model.forces.update(pa=pa, ta=ta)
+    motion = _elevation_motion(model)
+    prob = build_problem(model, motion, use_muscle_physiology=False)
+    free = solve_problem(prob)
+    assert np.abs(free.forces[:, [prob.names.index("pa"), prob.names.index("ta")]]).min() > 0.01
+    tree = compile_model(model)
+    forces = Table(name="f", time=prob.time, labels=list(prob.names), data=free.forces, in_degrees=False)
+    _, loads = actuator_forces(model, tree, forces, prob.time, q=prob.q)
+    cl, _ = constraint_loads(tree, prob.q, compile_constraints(model, tree), free.multipliers)
+    for joint in ("GlenoHumeral", "scapulothoracic"):
+        C, d = reaction_map(model, prob, joint, tree)
+        F = np.einsum("tin,tn->ti", C, free.activations) + d
+        f, _ = joint_loads(model, tree, prob.q, prob.qd, prob.qdd, loads + cl, joints=[joint]).on_child_in_ground(0)
+        assert np.abs(F - f).max() < 1e-12 * np.abs(f).max()
+        jr = joint_reactions_of(free, model, motion, joints=[joint])
+        assert np.abs(F - jr.loads.on_child_in_ground(0)[0]).max() < 2e-4 * np.abs(f).max()
+    f_open, _ = joint_loads(model, tree, prob.q, prob.qd, prob.qdd, loads, joints=["scapulothoracic"]).on_child_in_ground(0)
+    assert np.abs(F - f_open).max() > 0.5 * np.abs(f).max()
+    Rb = forward_kinematics(tree, prob.q).R[:, tree.body_node[tree.body_names.index("thorax")]]
+    Fs = np.einsum("tji,tj->ti", Rb, F)
+    axis = Fs.mean(axis=0) / np.linalg.norm(Fs.mean(axis=0))
+    ang = np.degrees(np.arccos(Fs @ axis / np.linalg.norm(Fs, axis=1)))
+    half = float(np.median(ang))          # about half the frames leave the cone when it is off
+    res = solve_with_stability_cone(model, prob, StabilityCone("scapulothoracic", "thorax", tuple(axis),
+                                                               (half, half)))
+    e = res.extra
+    assert 0 < e["cone_off_outside"].sum() < len(res.time)
+    assert res.feasible.all() and np.abs(res.residual).max() < 1e-6
+    assert e["cone_ratio"].max() <= 1 + 1e-6
+    assert np.all(res.objective >= e["objective_without_cone"] - 1e-9)
+
+
+@needs_data
 def test_stability_cone_bad_input(tsm_elevation):
     from arthron.solvers.load_sharing_cone import StabilityCone, solve_with_stability_cone
     model, prob = tsm_elevation

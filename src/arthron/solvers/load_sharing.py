@@ -226,6 +226,30 @@ def actuator_bounds(model: Model, names, controls=None):
     return np.array(lo, float), np.array(hi, float)
 
 
+def _actuator_unit_loads(f, place, rows: int) -> list:
+    """The body loads (ExternalLoads of ``rows`` samples) of a unit control of the
+    Point/TorqueActuator ``f`` (optimal force left out): ``place(v)`` returns the (rows, 3)
+    samples carrying the vector ``v`` ((3,) or per frame) where the load acts (zero elsewhere)."""
+    loads = []
+    if f.type == "PointActuator":
+        body = (f.body or "").rsplit("/", 1)[-1]
+        d = np.asarray(f.direction, float)
+        d = d / np.linalg.norm(d)
+        loads.append(ExternalLoad(body=body, force=place(d),
+                                  point=np.broadcast_to(np.asarray(f.point, float), (rows, 3)).copy(),
+                                  force_frame="ground" if f.force_is_global else body,
+                                  point_frame="ground" if f.point_is_global else body))
+    elif f.type == "TorqueActuator":
+        a = np.asarray(f.axis, float)
+        a = a / np.linalg.norm(a)
+        ba, bb = (f.bodyA or "").rsplit("/", 1)[-1], (f.bodyB or "").rsplit("/", 1)[-1]
+        frame = "ground" if f.torque_is_global else ba
+        for body, sgn in ((ba, 1.0), (bb, -1.0)):
+            if body and body != "ground":
+                loads.append(ExternalLoad(body=body, torque=place(sgn * a), force_frame=frame))
+    return loads
+
+
 def _unit_actuator_columns(model: Model, tree: Tree, acts, q, kin):
     """Generalized forces (T, nq, k) of a unit force of each non-muscle actuator.
 
@@ -260,22 +284,7 @@ def _unit_actuator_columns(model: Model, tree: Tree, acts, q, kin):
         a[j * T:(j + 1) * T] = v
         return a
     for j, (k, f) in enumerate(body_acts):
-        if f.type == "PointActuator":
-            body = (f.body or "").rsplit("/", 1)[-1]
-            d = np.asarray(f.direction, float)
-            d = d / np.linalg.norm(d)
-            loads.append(ExternalLoad(body=body, force=block(j, d),
-                                      point=np.broadcast_to(np.asarray(f.point, float), (K * T, 3)).copy(),
-                                      force_frame="ground" if f.force_is_global else body,
-                                      point_frame="ground" if f.point_is_global else body))
-        elif f.type == "TorqueActuator":
-            a = np.asarray(f.axis, float)
-            a = a / np.linalg.norm(a)
-            ba, bb = (f.bodyA or "").rsplit("/", 1)[-1], (f.bodyB or "").rsplit("/", 1)[-1]
-            frame = "ground" if f.torque_is_global else ba
-            for body, sgn in ((ba, 1.0), (bb, -1.0)):
-                if body and body != "ground":
-                    loads.append(ExternalLoad(body=body, torque=block(j, sgn * a), force_frame=frame))
+        loads += _actuator_unit_loads(f, lambda v, j=j: block(j, v), K * T)
     base = inverse_dynamics(tree, q, np.zeros_like(q), np.zeros_like(q), [])
     with_loads = inverse_dynamics(tree, qs, zero, zero, loads).reshape(K, T, tree.nq)
     for j, (k, _) in enumerate(body_acts):
