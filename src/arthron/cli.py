@@ -196,7 +196,8 @@ def cmd_analyze(a):
 def cmd_so(a):
     from .tools.static_optimization_tool import run_static_optimization_from_setup, write_static_optimization
     if a.setup:
-        res, written = run_static_optimization_from_setup(a.setup, results_dir=a.output)
+        res, written = run_static_optimization_from_setup(a.setup, results_dir=a.output,
+                                                          joint_reactions=a.joint_reactions)
     else:
         if not (a.model and a.motion and a.output):
             raise SystemExit("arthron so: give MODEL MOTION -o DIR, or --setup SETUP.xml")
@@ -423,7 +424,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", help="output .sto (with --setup: default "
                                           "<results_directory>/<tool name>_JointReaction_ReactionLoads.sto)")
     s.set_defaults(func=cmd_jr)
-    s = sub.add_parser("analyze", help="OpenSim AnalyzeTool setup: its JointReaction and MuscleAnalysis")
+    s = sub.add_parser("analyze", help="OpenSim AnalyzeTool setup: its JointReaction, MuscleAnalysis and "
+                                       "StaticOptimization")
     s.add_argument("--setup", required=True, help="OpenSim AnalyzeTool setup file")
     s.add_argument("--output-dir", help="folder for the outputs (default: the setup's results_directory)")
     s.set_defaults(func=cmd_analyze)

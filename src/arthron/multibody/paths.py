@@ -58,7 +58,7 @@ from .path_compile import PathSet, WrapObjectData, compile_paths  # noqa: F401  
 from .path_geometry import (PathState, _compute_many, _compute_one, _frames,  # noqa: F401
                             compute_paths)
 
-__all__ = ["PathSet", "compile_paths", "path_lengths", "moment_arms", "lengthening_speeds",
+__all__ = ["PathSet", "compile_paths", "path_lengths", "moment_arms", "lengthening_speeds", "path_states",
            "path_generalized_forces", "path_body_forces", "PathLoads", "PathState",
            "compute_paths", "moment_arms_excursion", "coupling_vectors", "speed_map",
            "WrapObjectData"]
@@ -84,6 +84,18 @@ def path_lengths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None)
     """
     states = compute_paths(pathset, tree, q, kin)
     return np.stack([s.length for s in states], 1)
+
+
+def path_states(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None) -> list:
+    """The rebuilt paths at ``q`` (T, nq), one ``(PathState, moving-point terms)`` pair per path
+    of ``pathset`` (all paths in lockstep, as :func:`moment_arms` computes them). Pass them as
+    ``states=`` to :func:`moment_arms` and :func:`path_body_forces` at the same ``q`` to wrap
+    the paths once for both."""
+    q = np.atleast_2d(np.asarray(q, float))
+    if kin is None:
+        kin = forward_kinematics(tree, q)
+    Rb, ob = _frames(tree, kin)
+    return _compute_many(pathset, pathset.paths, q, Rb, ob)
 
 
 def _node_forces(st: PathState, nb: int):
@@ -205,7 +217,7 @@ def coupling_vectors(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = N
 
 
 def moment_arms(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
-                return_lengths: bool = False, coupled: bool = True):
+                return_lengths: bool = False, coupled: bool = True, states=None):
     """Moment arms ``r = -∂l/∂q`` (T, n_paths, nq): metres for rotational coordinates,
     dimensionless for translational ones.
 
@@ -215,15 +227,15 @@ def moment_arms(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
     different from ``-∂l/∂q`` for EllipsoidJoint/ScapulothoracicJoint angles), combined along
     :func:`coupling_vectors` for models with constraints; with ``coupled=False`` the plain
     ``-∂l/∂q_k`` with all other coordinates held is returned.
-    With ``return_lengths`` the lengths (T, n_paths) are returned too.
+    With ``return_lengths`` the lengths (T, n_paths) are returned too. ``states``: the
+    paths already rebuilt at ``q`` (:func:`path_states`), not recomputed.
 
     Source: OpenSim ``MomentArmSolver::solve`` with ``GeometryPath::addInEquivalentForces``.
     """
     q = np.atleast_2d(np.asarray(q, float))
     if kin is None:
         kin = forward_kinematics(tree, q)
-    Rb, ob = _frames(tree, kin)
-    sd = _compute_many(pathset, pathset.paths, q, Rb, ob)
+    sd = path_states(pathset, tree, q, kin) if states is None else states
     ma = _moment_arms_from_states(pathset, tree, q, kin, sd)
     if coupled:
         if pathset.angular_speed_joints:
@@ -292,13 +304,14 @@ class PathLoads:
 
 
 def path_body_forces(pathset: PathSet, tree: Tree, q, tensions,
-                     kin: Kinematics | None = None) -> PathLoads:
+                     kin: Kinematics | None = None, states=None) -> PathLoads:
     """Point forces that path tensions (T, n_paths) apply on the bodies they cross.
 
     Each node (path point or wrap tangent point) is pulled towards its neighbours along the
     path; nodes on the same body as their neighbour exchange no force (OpenSim's
     ``GeometryPath::addInEquivalentForces``). ``Dᵀ`` of these loads plus ``mobility`` equals
-    :func:`path_generalized_forces`.
+    :func:`path_generalized_forces`. ``states``: the paths already rebuilt at ``q``
+    (:func:`path_states`), not recomputed.
     """
     q = np.atleast_2d(np.asarray(q, float))
     if kin is None:
@@ -312,8 +325,9 @@ def path_body_forces(pathset: PathSet, tree: Tree, q, tensions,
     mob = np.zeros((T, tree.nq))
     pts = []
     tt = np.arange(T)[:, None]
-    for i, p in enumerate(pathset.paths):
-        st, dloc = _compute_one(pathset, p, q, Rb, ob)
+    if states is None:     # all paths in lockstep (bit for bit what one at a time gives)
+        states = _compute_many(pathset, pathset.paths, q, Rb, ob)
+    for i, (p, (st, dloc)) in enumerate(zip(pathset.paths, states)):
         f = _node_forces(st, nb) * ten[:, i, None, None]
         pts.append((st.body, st.P, f))
         r = st.P - ob[tt, st.body]

@@ -42,7 +42,7 @@ from ..multibody.constraints import assemble, compile_constraints
 from ..multibody.forces import applied_generalized_forces
 from ..multibody.inverse_dynamics import ExternalLoad, inverse_dynamics
 from ..multibody.kinematics import Tree, compile_model, forward_kinematics, qdot_from_speeds
-from ..multibody.paths import compile_paths, moment_arms
+from ..multibody.paths import compile_paths, moment_arms, path_states
 from ..tables import Table
 from .box_qp import solve_box_qp
 from .filtering import prepare_coordinates
@@ -96,6 +96,9 @@ class LoadSharingProblem:
     passive: np.ndarray | None = field(repr=False, default=None)
     #: ForceReporter columns of the external loads: (labels, (T, k) values in ground)
     external_columns: tuple = field(repr=False, default=((), None))
+    #: (PathSet of the muscles, their paths rebuilt at q: :func:`arthron.multibody.paths.path_states`)
+    #: or None; lets the reaction of a joint reuse the wrapped paths
+    muscle_paths: tuple | None = field(repr=False, default=None)
 
     def reduced(self):
         """(A (T, r, n), b (T, r), N (T, nq, r)): the rows with the constraint multipliers
@@ -223,6 +226,30 @@ def actuator_bounds(model: Model, names, controls=None):
     return np.array(lo, float), np.array(hi, float)
 
 
+def _actuator_unit_loads(f, place, rows: int) -> list:
+    """The body loads (ExternalLoads of ``rows`` samples) of a unit control of the
+    Point/TorqueActuator ``f`` (optimal force left out): ``place(v)`` returns the (rows, 3)
+    samples carrying the vector ``v`` ((3,) or per frame) where the load acts (zero elsewhere)."""
+    loads = []
+    if f.type == "PointActuator":
+        body = (f.body or "").rsplit("/", 1)[-1]
+        d = np.asarray(f.direction, float)
+        d = d / np.linalg.norm(d)
+        loads.append(ExternalLoad(body=body, force=place(d),
+                                  point=np.broadcast_to(np.asarray(f.point, float), (rows, 3)).copy(),
+                                  force_frame="ground" if f.force_is_global else body,
+                                  point_frame="ground" if f.point_is_global else body))
+    elif f.type == "TorqueActuator":
+        a = np.asarray(f.axis, float)
+        a = a / np.linalg.norm(a)
+        ba, bb = (f.bodyA or "").rsplit("/", 1)[-1], (f.bodyB or "").rsplit("/", 1)[-1]
+        frame = "ground" if f.torque_is_global else ba
+        for body, sgn in ((ba, 1.0), (bb, -1.0)):
+            if body and body != "ground":
+                loads.append(ExternalLoad(body=body, torque=place(sgn * a), force_frame=frame))
+    return loads
+
+
 def _unit_actuator_columns(model: Model, tree: Tree, acts, q, kin):
     """Generalized forces (T, nq, k) of a unit force of each non-muscle actuator.
 
@@ -257,22 +284,7 @@ def _unit_actuator_columns(model: Model, tree: Tree, acts, q, kin):
         a[j * T:(j + 1) * T] = v
         return a
     for j, (k, f) in enumerate(body_acts):
-        if f.type == "PointActuator":
-            body = (f.body or "").rsplit("/", 1)[-1]
-            d = np.asarray(f.direction, float)
-            d = d / np.linalg.norm(d)
-            loads.append(ExternalLoad(body=body, force=block(j, d),
-                                      point=np.broadcast_to(np.asarray(f.point, float), (K * T, 3)).copy(),
-                                      force_frame="ground" if f.force_is_global else body,
-                                      point_frame="ground" if f.point_is_global else body))
-        elif f.type == "TorqueActuator":
-            a = np.asarray(f.axis, float)
-            a = a / np.linalg.norm(a)
-            ba, bb = (f.bodyA or "").rsplit("/", 1)[-1], (f.bodyB or "").rsplit("/", 1)[-1]
-            frame = "ground" if f.torque_is_global else ba
-            for body, sgn in ((ba, 1.0), (bb, -1.0)):
-                if body and body != "ground":
-                    loads.append(ExternalLoad(body=body, torque=block(j, sgn * a), force_frame=frame))
+        loads += _actuator_unit_loads(f, lambda v, j=j: block(j, v), K * T)
     base = inverse_dynamics(tree, q, np.zeros_like(q), np.zeros_like(q), [])
     with_loads = inverse_dynamics(tree, qs, zero, zero, loads).reshape(K, T, tree.nq)
     for j, (k, _) in enumerate(body_acts):
@@ -344,10 +356,13 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
     B = np.zeros((T, tree.nq, n))
     fhat = np.ones((T, n))
     passive = None
+    muscle_paths = None
     col = {a: i for i, a in enumerate(actuators)}
     if mus:
         ps = compile_paths(model, tree, forces=mus)
-        R, L = moment_arms(ps, tree, q, kin, return_lengths=True, coupled=False)
+        sd = path_states(ps, tree, q, kin)
+        muscle_paths = (ps, sd)
+        R, L = moment_arms(ps, tree, q, kin, return_lengths=True, coupled=False, states=sd)
         par = muscle_parameters(model, mus)
         if use_muscle_physiology or passive_fiber_force:
             v = -np.einsum("tmq,tq->tm", R, qd)      # GeometryPath::getLengtheningSpeed
@@ -381,7 +396,7 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
                               lower=np.broadcast_to(lo, (T, n)).copy(),
                               upper=np.broadcast_to(hi, (T, n)).copy(), force_per_control=fhat,
                               G=G, free_rows=free_rows, q=q, qd=qd, qdd=qdd, passive=passive,
-                              external_columns=external_columns)
+                              external_columns=external_columns, muscle_paths=muscle_paths)
 
 
 #: N/m² — PCSA = F_max / σ when no PCSA is given (a common value in upper-limb models;

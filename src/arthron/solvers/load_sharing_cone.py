@@ -6,7 +6,8 @@ Stability cone
 --------------
 The force a joint applies to its child body (the glenoid on the humerus) is affine in the
 controls: ``F(x) = F₀ + Σ_i x_i F_i`` with ``F_i`` the reaction change of a unit control
-(its path's body loads in the child subtree; E-matrix of Blajer & Czaplicki 2005,
+(its path's or actuator's body loads in the child subtree, and the constraint forces its
+multipliers take there; E-matrix of Blajer & Czaplicki 2005,
 :func:`arthron.solvers.reactions.joint_loads`) and ``F₀`` the reaction with no actuator force
 (gravity, inertia, external loads). Expressed in a cone frame fixed in a body (z = the cone's
 axis, pointing from the glenoid into the joint; y = the body's y axis made perpendicular to it,
@@ -39,10 +40,12 @@ import numpy as np
 from ..errors import OptionError, SolverError, UnsupportedFeature
 from ..models.model import Model
 from ..multibody.inverse_dynamics import ExternalLoad
+from ..multibody.constrained_dynamics import constraint_loads
+from ..multibody.constraints import compile_constraints
 from ..multibody.kinematics import Tree, compile_model, forward_kinematics
 from ..multibody.paths import compile_paths, path_body_forces
 from .box_qp import solve_box_qp
-from .load_sharing import LoadSharingProblem, LoadSharingResult, solve_problem
+from .load_sharing import LoadSharingProblem, LoadSharingResult, _actuator_unit_loads, solve_problem
 from .reactions import joint_loads
 
 __all__ = ["StabilityCone", "reaction_map", "solve_with_stability_cone", "emg_activation",
@@ -108,8 +111,13 @@ def reaction_map(model: Model, prob: LoadSharingProblem, joint: str, tree: Tree 
     """(C (T, 3, n), d (T, 3)): the force joint ``joint`` applies to its child body, in
     ground, as ``C x + d`` over the problem's controls.
 
-    Raises UnsupportedFeature for Point/TorqueActuators or model constraints acting inside the
-    joint's child subtree (their loads would enter the reaction; not handled yet).
+    Every load on the joint's child subtree enters: muscles' path loads, Point/TorqueActuators'
+    loads (a unit control times ``optimal_force``), and the forces of model constraints
+    (PointConstraint, ConstantDistanceConstraint, WeldConstraint) on its bodies. Their
+    multipliers are those the solution carries when they are eliminated (the least-squares
+    ``μ = (G_fᵀ)⁺ (τ_f − B_f x)`` of :func:`arthron.solvers.load_sharing.solve_problem`, affine in
+    x), so they fold into C and d. CoordinateCouplerConstraints act on coordinates, not on
+    bodies, and do not enter.
     """
     tree = tree or compile_model(model)
     T, n = prob.force_per_control.shape
@@ -120,43 +128,73 @@ def reaction_map(model: Model, prob: LoadSharingProblem, joint: str, tree: Tree 
     C = np.zeros((T, 3, n))
     j = tree.joint_names.index(joint)
     sub = _subtree(tree, int(tree.joint_child_body[j]))
-    bad = [nm for nm, k in zip(prob.names, prob.kinds) if k in ("PointActuator", "TorqueActuator")]
-    if bad:
-        raise UnsupportedFeature(f"stability cone with Point/TorqueActuators ({', '.join(bad)})")
+    mus = [i for i, k in enumerate(prob.kinds) if k == "muscle"]
+    acts = [i for i, k in enumerate(prob.kinds) if k in ("PointActuator", "TorqueActuator")]
+    inside = []
     for c in model.constraints:
         if c.enabled and c.type != "CoordinateCouplerConstraint":
             bodies = {str(c.properties.get(k, "")).rsplit("/", 1)[-1] for k in ("body_1", "body_2")}
             if any(tree.body_names.index(b) in sub for b in bodies if b in tree.body_names):
-                raise UnsupportedFeature(f"stability cone on '{joint}': constraint '{c.name}' acts "
-                                         "inside the joint's child subtree")
-    mus = [i for i, k in enumerate(prob.kinds) if k == "muscle"]
-    if not mus:
+                inside.append(c.name)
+    mc = prob.G.shape[1] if (inside and prob.G is not None) else 0
+    if inside and mc == 0:
+        raise UnsupportedFeature(f"stability cone on '{joint}': constraint(s) {', '.join(inside)} act "
+                                 "inside the joint's child subtree, but the problem has no constraint rows")
+    K = len(mus) + len(acts) + mc
+    if K == 0:
         return C, d
-    # each path's geometry once at the T frames (its body loads for F̂ of tension), then all
-    # muscles' loads as K stacked copies of the frames through one E-matrix pass
-    K = len(mus)
+    # every unit load as one of K stacked copies of the frames through one E-matrix pass:
+    # muscles (their paths' body loads for F̂ of tension), then actuators, then unit multipliers
     per_body = {}
-    ps = compile_paths(model, tree, forces=[prob.names[i] for i in mus])
     kin0 = forward_kinematics(tree, q)
-    pl = path_body_forces(ps, tree, q, prob.force_per_control[:, mus], kin=kin0)
-    for k, (body, P, f) in enumerate(pl.points):
-        for b in np.unique(body):
-            if b >= tree.nb:
-                continue                      # ground / padding
-            mask = (body == b)[..., None]
-            o = kin0.o[:, tree.body_node[b]][:, None, :]
-            bname = tree.body_names[b]
-            fb, tb = per_body.setdefault(bname, (np.zeros((K * T, 3)), np.zeros((K * T, 3))))
-            fb[k * T:(k + 1) * T] = (mask * f).sum(axis=1)
-            tb[k * T:(k + 1) * T] = (mask * np.cross(P - o, f)).sum(axis=1)
-    qs, qds, qdds = (np.concatenate([a] * K) for a in (q, qd, qdd))
+    if mus:
+        names = [prob.names[i] for i in mus]
+        if prob.muscle_paths is not None and prob.muscle_paths[0].names == names:
+            ps, sd = prob.muscle_paths           # wrapped once, when the problem was built
+        else:
+            ps, sd = compile_paths(model, tree, forces=names), None
+        pl = path_body_forces(ps, tree, q, prob.force_per_control[:, mus], kin=kin0, states=sd)
+        for k, (body, P, f) in enumerate(pl.points):
+            for b in np.unique(body):
+                if b >= tree.nb:
+                    continue                      # ground / padding
+                mask = (body == b)[..., None]
+                o = kin0.o[:, tree.body_node[b]][:, None, :]
+                bname = tree.body_names[b]
+                fb, tb = per_body.setdefault(bname, (np.zeros((K * T, 3)), np.zeros((K * T, 3))))
+                fb[k * T:(k + 1) * T] = (mask * f).sum(axis=1)
+                tb[k * T:(k + 1) * T] = (mask * np.cross(P - o, f)).sum(axis=1)
     loads = [ExternalLoad(body=bname, force=f, point=np.zeros((K * T, 3)), torque=tq, force_frame="ground",
                           point_frame=bname, name=f"paths_on_{bname}") for bname, (f, tq) in per_body.items()]
+
+    def place(k, v, scale):
+        a = np.zeros((K * T, 3))
+        a[k * T:(k + 1) * T] = np.asarray(v, float) * scale[:, None]
+        return a
+    for k, i in enumerate(acts, start=len(mus)):
+        loads += _actuator_unit_loads(model.forces[prob.names[i]],
+                                      lambda v, k=k, i=i: place(k, v, prob.force_per_control[:, i]), K * T)
+    qs, qds, qdds = (np.concatenate([a] * K) for a in (q, qd, qdd))
+    k0 = len(mus) + len(acts)
+    if mc:
+        cs = compile_constraints(model, tree)
+        mu = np.zeros((K * T, mc))
+        for m in range(mc):
+            mu[(k0 + m) * T:(k0 + m + 1) * T, m] = 1.0
+        cl, _ = constraint_loads(tree, qs, cs, mu)
+        loads += cl
     kin = forward_kinematics(tree, qs, qds, qdds)
     L = joint_loads(model, tree, qs, qds, qdds, loads, joints=[joint], kin=kin)
     F = -np.einsum("tij,tj->ti", L.R_M[:, 0], L.Lambda[:, 0, :3]).reshape(K, T, 3)
-    for k, i in enumerate(mus):
+    for k, i in enumerate(mus + acts):
         C[:, :, i] = F[k] - d
+    if mc:
+        Fc = np.moveaxis(F[k0:] - d, 0, 2)                                   # (T, 3, mc)
+        keep = prob.free_rows
+        Pm = np.linalg.pinv(np.swapaxes(prob.G[:, :, keep], 1, 2))          # (T, mc, nf)
+        FP = np.einsum("tim,tmf->tif", Fc, Pm)
+        C = C - np.einsum("tif,tfn->tin", FP, prob.B[:, keep])
+        d = d + np.einsum("tif,tf->ti", FP, prob.tau[:, keep])
     return C, d
 
 

@@ -1,24 +1,23 @@
-"""OpenSim's AnalyzeTool on arthron's solvers: setups whose AnalysisSet holds JointReaction
-and MuscleAnalysis analyses, and the same analyses on files given directly (``arthron jr``,
-``arthron paths``, ``arthron analyze``).
+"""OpenSim's AnalyzeTool on arthron's solvers: setups whose AnalysisSet holds JointReaction,
+MuscleAnalysis and StaticOptimization analyses, and the same analyses on files given directly
+(``arthron jr``, ``arthron paths``, ``arthron analyze``).
 
 Results are written with OpenSim's names into the setup's ``results_directory`` (created when
 missing): ``<tool name>_JointReaction_ReactionLoads.sto``,
-``<tool name>_MuscleAnalysis_Length.sto`` and ``<tool name>_MuscleAnalysis_MomentArm_<coordinate>.sto``.
+``<tool name>_MuscleAnalysis_Length.sto``, ``<tool name>_MuscleAnalysis_MomentArm_<coordinate>.sto``,
+``<tool name>_StaticOptimization_activation.sto`` and ``_force.sto``.
 """
 from __future__ import annotations
 
-import math
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import ArthronWarning, DataFileError, OptionError, SolverError, UnsupportedFeature
+from ..errors import ArthronWarning, DataFileError, OptionError, SolverError
 from ..io.files import check_output, input_guard, make_output_folder, output_group
-from ..io.osim import read_force_set, read_osim
-from ..io.setup import ToolSetup, read_external_loads, read_tool_setup
+from ..io.osim import read_osim
+from ..io.setup import read_external_loads
 from ..io.sto import read_sto, write_sto
 from ..models.model import Model
 from ..multibody.constraints import assemble
@@ -27,146 +26,18 @@ from ..solvers.filtering import prepare_coordinates
 from ..solvers.muscle_analysis import PathAnalysis, coordinates_of_motion, path_analysis
 from ..solvers.reactions import JointReactionResult, joint_reactions
 from ..models.motion import coordinates_from_table
+from .analyze_setup import (AnalyzeSetup, model_with_force_sets, read_analyze_setup,  # noqa: F401
+                            read_force_set_file, step_rows)
 from .options import check_lowpass, check_time_range
-from .setup_files import setting_bool, setting_float, setting_list, setting_text, step_interval
-from .setup_files import find_setup_file, is_unassigned, require_setup_file, results_directory
+from .setup_files import setting_list, setting_text, step_interval
+from .setup_files import find_setup_file, results_directory
 
 __all__ = ["read_force_set_file", "model_with_force_sets", "AnalyzeSetup", "read_analyze_setup", "joint_reactions_from_setup",
            "muscle_analysis_from_setup", "run_analyze", "run_joint_reaction", "write_path_analysis",
            "write_joint_reactions", "SUPPORTED_ANALYSES"]
 
 #: the AnalysisSet members arthron runs
-SUPPORTED_ANALYSES = ("JointReaction", "MuscleAnalysis")
-
-
-def step_rows(motion_time, t_out, step_interval: int, filtered: bool) -> np.ndarray:
-    """Rows of ``t_out`` an analysis records with ``step_interval`` N, as OpenSim's AnalyzeTool.
-
-    AnalyzeTool steps through the rows of its states storage from the first at or before
-    ``initial_time`` to ``final_time``: the first row is recorded (``begin``), then every row
-    whose index *in the storage* is a multiple of N (``Analysis::step``), then the last
-    (``end``). The storage is the coordinates file, padded in front by half its length when
-    the coordinates are low-pass filtered (``Storage::pad``), so the same N keeps other frames
-    with and without filtering. (Measured with OpenSim 4.6 on arm26, N = 5 and 7, with and
-    without a 6 Hz filter. A non-uniformly sampled file is resampled by OpenSim before
-    filtering; the index is then taken on the mean step.)
-    """
-    n = max(1, int(step_interval))
-    T = len(t_out)
-    if n == 1 or T <= 2:
-        return np.arange(T)
-    mt = np.asarray(motion_time, float)
-    dt = (mt[-1] - mt[0]) / (len(mt) - 1)
-    start = mt[0] - (len(mt) // 2) * dt if filtered else mt[0]
-    k = np.rint((np.asarray(t_out, float) - start) / dt).astype(int)
-    keep = k % n == 0
-    keep[0] = keep[-1] = True
-    return np.flatnonzero(keep)
-
-
-# --------------------------------------------------------------------------------------
-# force set files
-# --------------------------------------------------------------------------------------
-def read_force_set_file(path) -> list:
-    """The actuators of an OpenSim ``ForceSet`` file (``force_set_files`` of a tool setup), as
-    typed force elements (:func:`arthron.io.osim.read_force_set`). ``<defaults>`` are ignored.
-
-    Raises
-    ------
-    DataFileError for a missing or malformed file or one that is not a ForceSet.
-    """
-    return read_force_set(path)
-
-
-# --------------------------------------------------------------------------------------
-# the setup
-# --------------------------------------------------------------------------------------
-@dataclass
-class AnalyzeSetup:
-    """An ``AnalyzeTool`` setup, its files resolved (:mod:`arthron.tools.setup_files`).
-
-    Attributes
-    ----------
-    name : the tool's name (prefix of the result files)
-    model_file, coordinates_file, external_loads_file : Path or None
-    force_set_files : list of Path; replace_force_set : bool
-    lowpass_hz : ``lowpass_cutoff_frequency_for_coordinates`` (≤ 0: none)
-    time_range : (initial_time, final_time) s (±inf when absent)
-    analyses : the enabled analyses, (class name, lxml element) in file order
-    setup : the generic ToolSetup
-    """
-
-    name: str
-    model_file: Path
-    coordinates_file: Path
-    external_loads_file: Path | None
-    force_set_files: list
-    replace_force_set: bool
-    lowpass_hz: float
-    time_range: tuple
-    analyses: list = field(default_factory=list)
-    setup: ToolSetup = field(default=None, repr=False)
-
-    @property
-    def path(self) -> Path:
-        return self.setup.path
-
-    def analysis(self, kind: str):
-        """The first enabled analysis of class ``kind`` (lxml element), or None."""
-        return next((el for k, el in self.analyses if k == kind), None)
-
-
-def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetup:
-    """Read an ``AnalyzeTool`` setup (formats 20302–4xxxx).
-
-    Relative file names are resolved against the setup's folder (as AnalyzeTool does), names
-    that do not exist by their file name in ``search_dirs``. ``placeholders``: literal text
-    substitutions before parsing (:func:`arthron.io.setup.parse_xml`).
-
-    Raises
-    ------
-    DataFileError (not an AnalyzeTool, missing model or coordinates file, bad numbers),
-    UnsupportedFeature (``states_file`` instead of ``coordinates_file``).
-    """
-    s = read_tool_setup(path, placeholders)
-    if s.tool != "AnalyzeTool":
-        raise DataFileError(f"expected an <AnalyzeTool> setup, found <{s.tool}>", s.path)
-    if not is_unassigned(s.get("states_file")):
-        raise UnsupportedFeature("AnalyzeTool states_file (use coordinates_file)", s.path)
-    if not s.get("model_file") or not s.get("coordinates_file"):
-        raise DataFileError("the setup needs model_file and coordinates_file", s.path)
-    analyses = []
-    aset = s.element.find("AnalysisSet")
-    objs = aset.find("objects") if aset is not None else None
-    for el in ([] if objs is None else list(objs)):
-        if isinstance(el.tag, str) and setting_bool(el, "on", True):
-            analyses.append((el.tag, el))
-    return AnalyzeSetup(
-        name=s.name,
-        model_file=require_setup_file(s, "model_file", search_dirs),
-        coordinates_file=require_setup_file(s, "coordinates_file", search_dirs),
-        external_loads_file=find_setup_file(s, s.get("external_loads_file"), search_dirs),
-        force_set_files=[require_setup_file(s, "force_set_files", search_dirs, value=n)
-                         for n in setting_list(s.get("force_set_files")) if not is_unassigned(n)],
-        replace_force_set=setting_bool(s.element, "replace_force_set", False),
-        lowpass_hz=setting_float(s.get("lowpass_cutoff_frequency_for_coordinates"), -1.0, s.path,
-                          "lowpass_cutoff_frequency_for_coordinates"),
-        time_range=(setting_float(s.get("initial_time"), -math.inf, s.path, "initial_time"),
-                    setting_float(s.get("final_time"), math.inf, s.path, "final_time")),
-        analyses=analyses, setup=s)
-
-
-def model_with_force_sets(st: AnalyzeSetup) -> Model:
-    """The setup's model with its ``force_set_files`` appended, or replacing its forces when
-    ``replace_force_set`` (as OpenSim's AnalyzeTool loads it)."""
-    model = read_osim(st.model_file)
-    if st.force_set_files:
-        if st.replace_force_set:
-            model.forces = {}
-        for p in st.force_set_files:
-            for f in read_force_set_file(p):
-                model.forces[f.name] = f
-    return model
+SUPPORTED_ANALYSES = ("JointReaction", "MuscleAnalysis", "StaticOptimization")
 
 
 def _external_loads(path):
@@ -392,14 +263,19 @@ def write_path_analysis(model: Model, motion_table, out_dir, muscles=None, prefi
 # --------------------------------------------------------------------------------------
 def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=None,
                 accelerations="forward", only=None, joint_reaction_file=None) -> list:
-    """Run an OpenSim AnalyzeTool setup: each enabled JointReaction and MuscleAnalysis.
+    """Run an OpenSim AnalyzeTool setup: each enabled JointReaction, MuscleAnalysis and
+    StaticOptimization.
 
     Writes into ``results_dir`` (default the setup's ``results_directory``, relative to the
     setup's folder; created when missing), with OpenSim's names:
     ``<tool name>_JointReaction_ReactionLoads.sto``, ``<tool name>_MuscleAnalysis_Length.sto``
-    and ``<tool name>_MuscleAnalysis_MomentArm_<coordinate>.sto`` (every coordinate of
+    ``<tool name>_MuscleAnalysis_MomentArm_<coordinate>.sto`` (every coordinate of
     ``moment_arm_coordinate_list``; with ``all``, those the paths cross; OpenSim writes them
-    only with ``compute_moments``, arthron always). Each analysis' ``step_interval`` keeps the
+    only with ``compute_moments``, arthron always),
+    ``<tool name>_StaticOptimization_activation.sto`` and ``_force.sto``
+    (:func:`arthron.tools.static_optimization_tool.static_optimization_of_setup`: the same
+    files as ``arthron so --setup``; each analysis solves on its own, as in OpenSim, where
+    StaticOptimization works on its own copy of the model). Each analysis' ``step_interval`` keeps the
     frames OpenSim records (:func:`step_rows`). Other analyses are skipped with a warning.
     ``only``: the analysis classes to run (default :data:`SUPPORTED_ANALYSES`);
     ``joint_reaction_file``: write the JointReaction result there instead.
@@ -411,7 +287,8 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     Raises
     ------
     DataFileError (not an AnalyzeTool, no analysis arthron runs, missing files, an output that
-    would replace an input), UnsupportedFeature (states_file), SolverError.
+    would replace an input), UnsupportedFeature (states_file), SolverError (InfeasibleFrames
+    of a StaticOptimization).
     """
     with input_guard():
         return _run_analyze(setup_path, placeholders, search_dirs, results_dir, accelerations,
@@ -443,6 +320,9 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
         if kind == "JointReaction":
             results.append((kind, el, n, _joint_reaction(st, el, model, motion, accelerations,
                                                          search_dirs, tree)))
+        elif kind == "StaticOptimization":
+            from .static_optimization_tool import static_optimization_of_setup
+            results.append((kind, el, n, static_optimization_of_setup(st, el, model, motion)))
         else:
             results.append((kind, el, n, _muscle_analysis(st, el, model, motion, tree)))
     out = results_directory(st.setup, results_dir, create=False)
@@ -451,6 +331,8 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
         if kind == "JointReaction":
             plan.append([Path(joint_reaction_file) if joint_reaction_file is not None
                          else out / f"{st.name}_JointReaction_ReactionLoads.sto"])
+        elif kind == "StaticOptimization":
+            plan.append([out / f"{st.name}_StaticOptimization_{k}.sto" for k in ("activation", "force")])
         else:
             plan.append(_path_table_files(res[1], out, st.name))
     for f in (f for fs in plan for f in fs):     # every output checked before anything is created
@@ -461,6 +343,10 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
             if kind == "JointReaction":
                 rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0)
                 written.append(write_joint_reactions(res, files[0], rows if n > 1 else None))
+            elif kind == "StaticOptimization":
+                from .static_optimization_tool import write_static_optimization
+                rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0)
+                written += write_static_optimization(res, out, st.name, rows if n > 1 else None)
             else:
                 pa, coords = res
                 pa = pa.rows(step_rows(motion.time, pa.time, n, st.lowpass_hz > 0)) if n > 1 else pa

@@ -25,12 +25,14 @@ from ..io.sto import read_sto, write_sto
 from ..models.forces import CoordinateActuator
 from ..models.model import Model
 from ..solvers.load_sharing import LoadSharingResult, static_optimization
-from .analyze_tool import model_with_force_sets, read_analyze_setup, step_rows
+from ..io.files import output_group
+from .analyze_setup import AnalyzeSetup, model_with_force_sets, read_analyze_setup, step_rows
 from .options import check_lowpass, check_time_range
 from .setup_files import setting_bool, setting_float, setting_text, step_interval
 from .setup_files import results_directory
 
 __all__ = ["control_bounds", "run_static_optimization", "run_static_optimization_from_setup",
+           "static_optimization_of_setup",
            "write_static_optimization", "coordinate_actuator_model", "joint_reactions_of"]
 
 _CTRL = re.compile(r"<(min_control|max_control)>\s*([^<\s]+)\s*</\1>")
@@ -138,8 +140,13 @@ def run_static_optimization(model, motion, *, external_loads=None, lowpass_hz=No
 
 def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_dirs=None,
                                        results_dir=None, write: bool = True,
-                                       on_infeasible: str = "raise"):
+                                       on_infeasible: str = "raise", joint_reactions: bool = False):
     """Run the StaticOptimization of an OpenSim AnalyzeTool setup (see the module docstring).
+
+    With ``joint_reactions`` the solved forces also go straight into the joint reactions of
+    every joint (:func:`joint_reactions_of`: on the child, in ground, OpenSim JointReaction's
+    layout), written as ``<name>_JointReaction_ReactionLoads.sto`` beside the two
+    StaticOptimization files and kept in ``result.extra["joint_reactions"]``.
 
     Returns
     -------
@@ -155,14 +162,46 @@ def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_
     so = st.analysis("StaticOptimization")
     if so is None:
         raise DataFileError("the AnalyzeTool setup has no enabled StaticOptimization analysis", st.path)
-    n = step_interval(so, st.path)
+    model = model_with_force_sets(st)
+    motion = read_sto(st.coordinates_file)
+    res = static_optimization_of_setup(st, so, model, motion, on_infeasible=on_infeasible)
+    if joint_reactions:
+        inp = res.extra["setup_inputs"]
+        res.extra["joint_reactions"] = joint_reactions_of(
+            res, res.extra["model"], motion, external_loads=inp["external_loads"],
+            lowpass_hz=inp["lowpass_hz"], time_range=inp["time_range"])
+    written = []
+    if write:
+        out = results_directory(st.setup, results_dir)
+        n = step_interval(so, st.path)
+        rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0) if n > 1 else None
+        with output_group():
+            written = write_static_optimization(res, out, st.name, rows)
+            if joint_reactions:       # as analyze_tool.write_joint_reactions writes it
+                table = res.extra["joint_reactions"].to_table()
+                if rows is not None:
+                    table.time, table.data = table.time[rows], table.data[rows]
+                f = out / f"{st.name}_JointReaction_ReactionLoads.sto"
+                write_sto(f, table)
+                written.append(f)
+    return res, written
+
+
+def static_optimization_of_setup(st: AnalyzeSetup, so, model: Model, motion, *,
+                                 on_infeasible: str = "raise") -> LoadSharingResult:
+    """The StaticOptimization analysis ``so`` (its setup element) of the AnalyzeTool setup
+    ``st`` on ``model`` (the setup's, force sets applied) and ``motion`` (its coordinates
+    file), every frame; what :func:`run_static_optimization_from_setup` and the AnalyzeTool
+    (:func:`arthron.tools.analyze_tool.run_analyze`) run. ``result.extra`` holds ``model``
+    (the model solved) and ``setup_inputs`` (external loads, low-pass, time range).
+
+    Raises DataFileError for bad settings; the solver's errors."""
+    step_interval(so, st.path)               # checked before the solve
     p = setting_float(setting_text(so, "activation_exponent"), 2.0, st.path, "activation_exponent")
     if not p >= 1:
         raise DataFileError(f"<StaticOptimization> activation_exponent must be ≥ 1, got {p:g}", st.path)
     phys = setting_bool(so, "use_muscle_physiology", True)
     use_mfs = setting_bool(so, "use_model_force_set", True)
-    model = model_with_force_sets(st)
-    motion = read_sto(st.coordinates_file)
     ext = read_external_loads(st.external_loads_file) if st.external_loads_file is not None else None
     t0, t1 = st.time_range
     t0 = max(t0, float(motion.time[0]))
@@ -171,17 +210,14 @@ def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_
     a0 = setting_float(setting_text(so, "start_time"), -np.inf, st.path, "start_time")
     a1 = setting_float(setting_text(so, "end_time"), np.inf, st.path, "end_time")
     t0, t1 = max(t0, a0), min(t1, a1)
-    res = run_static_optimization(model, motion, external_loads=ext,
-                                  lowpass_hz=st.lowpass_hz if st.lowpass_hz > 0 else None,
+    lowpass = st.lowpass_hz if st.lowpass_hz > 0 else None
+    solved = model if use_mfs else coordinate_actuator_model(model)
+    res = run_static_optimization(solved, motion, external_loads=ext, lowpass_hz=lowpass,
                                   time_range=(t0, t1), activation_exponent=p,
-                                  use_muscle_physiology=phys, use_model_force_set=use_mfs,
-                                  on_infeasible=on_infeasible)
-    written = []
-    if write:
-        out = results_directory(st.setup, results_dir)
-        rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0) if n > 1 else None
-        written = write_static_optimization(res, out, st.name, rows)
-    return res, written
+                                  use_muscle_physiology=phys, on_infeasible=on_infeasible)
+    res.extra["model"] = solved
+    res.extra["setup_inputs"] = {"external_loads": ext, "lowpass_hz": lowpass, "time_range": (t0, t1)}
+    return res
 
 
 def joint_reactions_of(result: LoadSharingResult, model, motion, *, external_loads=None, joints=None,

@@ -1,0 +1,152 @@
+"""The AnalyzeTool setup as arthron reads it: the files it names, its force sets, its analyses,
+and the frames an analysis records with ``step_interval``. Shared by the AnalyzeTool
+(:mod:`arthron.tools.analyze_tool`) and the StaticOptimization tool
+(:mod:`arthron.tools.static_optimization_tool`); both re-export these names.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataFileError, UnsupportedFeature
+from ..io.osim import read_force_set, read_osim
+from ..io.setup import ToolSetup, read_tool_setup
+from ..models.model import Model
+from .setup_files import setting_bool, setting_float, setting_list
+from .setup_files import find_setup_file, is_unassigned, require_setup_file
+
+__all__ = ["step_rows", "read_force_set_file", "AnalyzeSetup", "read_analyze_setup",
+           "model_with_force_sets"]
+
+
+def step_rows(motion_time, t_out, step_interval: int, filtered: bool) -> np.ndarray:
+    """Rows of ``t_out`` an analysis records with ``step_interval`` N, as OpenSim's AnalyzeTool.
+
+    AnalyzeTool steps through the rows of its states storage from the first at or before
+    ``initial_time`` to ``final_time``: the first row is recorded (``begin``), then every row
+    whose index *in the storage* is a multiple of N (``Analysis::step``), then the last
+    (``end``). The storage is the coordinates file, padded in front by half its length when
+    the coordinates are low-pass filtered (``Storage::pad``), so the same N keeps other frames
+    with and without filtering. (Measured with OpenSim 4.6 on arm26, N = 5 and 7, with and
+    without a 6 Hz filter. A non-uniformly sampled file is resampled by OpenSim before
+    filtering; the index is then taken on the mean step.)
+    """
+    n = max(1, int(step_interval))
+    T = len(t_out)
+    if n == 1 or T <= 2:
+        return np.arange(T)
+    mt = np.asarray(motion_time, float)
+    dt = (mt[-1] - mt[0]) / (len(mt) - 1)
+    start = mt[0] - (len(mt) // 2) * dt if filtered else mt[0]
+    k = np.rint((np.asarray(t_out, float) - start) / dt).astype(int)
+    keep = k % n == 0
+    keep[0] = keep[-1] = True
+    return np.flatnonzero(keep)
+
+
+# --------------------------------------------------------------------------------------
+# force set files
+# --------------------------------------------------------------------------------------
+def read_force_set_file(path) -> list:
+    """The actuators of an OpenSim ``ForceSet`` file (``force_set_files`` of a tool setup), as
+    typed force elements (:func:`arthron.io.osim.read_force_set`). ``<defaults>`` are ignored.
+
+    Raises
+    ------
+    DataFileError for a missing or malformed file or one that is not a ForceSet.
+    """
+    return read_force_set(path)
+
+
+# --------------------------------------------------------------------------------------
+# the setup
+# --------------------------------------------------------------------------------------
+@dataclass
+class AnalyzeSetup:
+    """An ``AnalyzeTool`` setup, its files resolved (:mod:`arthron.tools.setup_files`).
+
+    Attributes
+    ----------
+    name : the tool's name (prefix of the result files)
+    model_file, coordinates_file, external_loads_file : Path or None
+    force_set_files : list of Path; replace_force_set : bool
+    lowpass_hz : ``lowpass_cutoff_frequency_for_coordinates`` (≤ 0: none)
+    time_range : (initial_time, final_time) s (±inf when absent)
+    analyses : the enabled analyses, (class name, lxml element) in file order
+    setup : the generic ToolSetup
+    """
+
+    name: str
+    model_file: Path
+    coordinates_file: Path
+    external_loads_file: Path | None
+    force_set_files: list
+    replace_force_set: bool
+    lowpass_hz: float
+    time_range: tuple
+    analyses: list = field(default_factory=list)
+    setup: ToolSetup = field(default=None, repr=False)
+
+    @property
+    def path(self) -> Path:
+        return self.setup.path
+
+    def analysis(self, kind: str):
+        """The first enabled analysis of class ``kind`` (lxml element), or None."""
+        return next((el for k, el in self.analyses if k == kind), None)
+
+
+def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetup:
+    """Read an ``AnalyzeTool`` setup (formats 20302–4xxxx).
+
+    Relative file names are resolved against the setup's folder (as AnalyzeTool does), names
+    that do not exist by their file name in ``search_dirs``. ``placeholders``: literal text
+    substitutions before parsing (:func:`arthron.io.setup.parse_xml`).
+
+    Raises
+    ------
+    DataFileError (not an AnalyzeTool, missing model or coordinates file, bad numbers),
+    UnsupportedFeature (``states_file`` instead of ``coordinates_file``).
+    """
+    s = read_tool_setup(path, placeholders)
+    if s.tool != "AnalyzeTool":
+        raise DataFileError(f"expected an <AnalyzeTool> setup, found <{s.tool}>", s.path)
+    if not is_unassigned(s.get("states_file")):
+        raise UnsupportedFeature("AnalyzeTool states_file (use coordinates_file)", s.path)
+    if not s.get("model_file") or not s.get("coordinates_file"):
+        raise DataFileError("the setup needs model_file and coordinates_file", s.path)
+    analyses = []
+    aset = s.element.find("AnalysisSet")
+    objs = aset.find("objects") if aset is not None else None
+    for el in ([] if objs is None else list(objs)):
+        if isinstance(el.tag, str) and setting_bool(el, "on", True):
+            analyses.append((el.tag, el))
+    return AnalyzeSetup(
+        name=s.name,
+        model_file=require_setup_file(s, "model_file", search_dirs),
+        coordinates_file=require_setup_file(s, "coordinates_file", search_dirs),
+        external_loads_file=find_setup_file(s, s.get("external_loads_file"), search_dirs),
+        force_set_files=[require_setup_file(s, "force_set_files", search_dirs, value=n)
+                         for n in setting_list(s.get("force_set_files")) if not is_unassigned(n)],
+        replace_force_set=setting_bool(s.element, "replace_force_set", False),
+        lowpass_hz=setting_float(s.get("lowpass_cutoff_frequency_for_coordinates"), -1.0, s.path,
+                          "lowpass_cutoff_frequency_for_coordinates"),
+        time_range=(setting_float(s.get("initial_time"), -math.inf, s.path, "initial_time"),
+                    setting_float(s.get("final_time"), math.inf, s.path, "final_time")),
+        analyses=analyses, setup=s)
+
+
+def model_with_force_sets(st: AnalyzeSetup) -> Model:
+    """The setup's model with its ``force_set_files`` appended, or replacing its forces when
+    ``replace_force_set`` (as OpenSim's AnalyzeTool loads it)."""
+    model = read_osim(st.model_file)
+    if st.force_set_files:
+        if st.replace_force_set:
+            model.forces = {}
+        for p in st.force_set_files:
+            for f in read_force_set_file(p):
+                model.forces[f.name] = f
+    return model
