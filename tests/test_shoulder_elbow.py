@@ -424,3 +424,29 @@ def test_inverse_dynamics_equals_lagranges_equations_by_finite_differences_of_th
         tau = inverse_dynamics(tree, q[None], qd[None], qdd[None])[0]
         # measured: 2e-6 N·m of |τ| ≈ 8 N·m (the finite differences' error)
         np.testing.assert_allclose(tau, tau_lagrange, atol=1e-6 * max(1.0, np.abs(tau).max()))
+
+
+def test_load_sharing_sees_the_ribcage_multipliers_and_the_cone_checks_their_bodies(se):
+    """Static load sharing on a short elevation holds the equations of motion with the two
+    ribcage multipliers; a cone on the AC joint (scapula in its subtree, where TS and AI are
+    held) is refused, one on gh3 is accepted."""
+    from arthron.errors import UnsupportedFeature
+    from arthron.solvers.load_sharing import build_problem, solve_problem, stress_weights
+    from arthron.solvers.load_sharing_cone import reaction_map
+    from arthron.tables import Table
+    m, tree, _ = se
+    info = shoulder_elbow_info()
+    names = list(m.coordinates)
+    T = 8
+    Q = np.repeat(tree.default_q[None], T, 0)
+    Q[:, names.index("GH_z")] -= np.linspace(0.2, 0.6, T)
+    motion = Table(name="elevation", time=np.linspace(0.0, 0.7, T), labels=names, data=Q,
+                   in_degrees=False)
+    prob = build_problem(m, motion, use_muscle_physiology=False)
+    res = solve_problem(prob, weights=stress_weights(prob, pcsa=info.string_pcsa_cm2))
+    assert res.multipliers.shape == (T, 2) and np.all(res.feasible)
+    assert np.abs(res.residual).max() < 1e-6
+    with pytest.raises(UnsupportedFeature, match="TS_on_ribcage|AI_on_ribcage"):
+        reaction_map(m, prob, "ac", tree)
+    C, d = reaction_map(m, prob, info.glenohumeral_joint, tree)
+    assert np.all(np.isfinite(C)) and np.all(np.isfinite(d))
