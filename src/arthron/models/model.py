@@ -263,6 +263,29 @@ class Constraint:
     ``dependent_coordinate``, ``function``, ``scale_factor``), PointConstraint
     (``body1``/``body2`` frame paths, ``location_body_1``/``_2``), WeldConstraint,
     PointOnLineConstraint, ...
+
+    ``PointOnEllipsoidConstraint`` (arthron's own; OpenSim 4.6 has no such class): a point of
+    one body stays on an ellipsoid fixed to another frame, one equation
+    ``Φ = Σ_i ((p_i − c_i) / r_i)² − 1 = 0`` with p the point expressed in the ellipsoid's frame
+    (the scapulothoracic constraints of Sarshari et al. 2021, Eq. 10: TS and AI on the ribcage
+    ellipsoids). ``properties``:
+
+    - ``socket_body``: frame path of the point's body, e.g. ``"/bodyset/scapula"``;
+    - ``location``: (3,) m, the point in that frame;
+    - ``socket_ellipsoid_frame``: frame path the ellipsoid is fixed to (a body, an offset frame
+      or ``"/ground"``; default ``"/ground"``);
+    - ``center``: (3,) m, the ellipsoid centre in that frame (default 0);
+    - ``radii``: (3,) m, the semi-axes along the ellipsoid's own x, y, z (positive);
+    - ``orientation``: (3,) rad, body-fixed X-Y-Z angles of the ellipsoid axes in that frame
+      (default 0);
+    - optional, used only by anthropometric scaling (Eq. 14,
+      :func:`arthron.solvers.scaling.dilate_point_on_ellipsoid`): ``base_radii`` (3,) m, the
+      base ellipsoid the radii are an isotropic dilation of, and ``reference_point`` (3,) m,
+      the point's position in the ellipsoid's frame body at the pose the dilation was made.
+
+    Its multiplier μ (N·m) applies ``μ g`` to the point (g = world gradient of Φ, 1/m). In an
+    ``.osim`` file it is written to ``<arthron_PointOnEllipsoidConstraintSet>`` at model
+    level, which OpenSim 4.6 ignores (:mod:`arthron.io.osim`).
     """
 
     name: str

@@ -1,7 +1,7 @@
 """Constrained dynamics: the model constraints' bias, loads and multipliers.
 
 Model constraints (closed chains: PointConstraint, ConstantDistanceConstraint,
-CoordinateCouplerConstraint; :mod:`arthron.multibody.constraints`) enter the equations of motion
+CoordinateCouplerConstraint, PointOnEllipsoidConstraint; :mod:`arthron.multibody.constraints`) enter the equations of motion
 with Lagrange multipliers μ: ``M q̈ = Q + Dᵀh − DᵀMγ + Gᵀμ``, ``G q̈ + Ġq̇ = 0``
 (Blajer & Czaplicki 2005, Eq. 2.2 form; G = ∂c/∂q). This module gives the constraint bias
 ``Ġq̇`` (:func:`constraint_bias`), the body loads and mobility forces of given multipliers
@@ -93,9 +93,35 @@ def constraint_bias(tree: Tree, q, qd, constraints, kin=None) -> np.ndarray:
         elif kind == "coupler":
             _, _, ind, dep, f, sc = it
             out.append((-sc * f.derivative(q[:, ind], 2) * qd[:, ind] ** 2)[:, None])
+        elif kind == "ellipsoid":
+            out.append(_ellipsoid_bias(tree, kin0, cs, it, pt)[:, None])
         else:
             raise UnsupportedFeature(f"{kind} constraint '{it[1]}' in forward dynamics for joint reactions")
     return np.concatenate(out, -1) if out else np.zeros((T, 0))
+
+
+def _ellipsoid_bias(tree, kin0, cs, it, pt):
+    """Φ̈ at q̈ = 0 of a PointOnEllipsoidConstraint (1/s²): with p_E the point in the ellipsoid
+    frame E (on body 2), ṗ_E = R_Eᵀ v_rel and p̈_E = R_Eᵀ (a₁ − a₂(P) − 2 ω₂ × v_rel), where
+    v_rel = v₁ − v₂(P) and a₂(P), v₂(P) belong to the material point of body 2 at P;
+    Φ̈ = Σ 2 (ṗ_E,i² + p_E,i p̈_E,i) / r_i²."""
+    T = kin0.o.shape[0]
+    P, v1, a1 = pt(it[2], it[3])
+    if it[4] >= 0:
+        n = tree.body_node[it[4]]
+        r = P - kin0.o[:, n]
+        w, al = kin0.w[:, n], kin0.al[:, n]
+        v2 = kin0.v[:, n] + np.cross(w, r)
+        a2 = kin0.a[:, n] + np.cross(al, r) + np.cross(w, np.cross(w, r))
+    else:
+        w = v2 = a2 = np.zeros((T, 3))
+    vrel = v1 - v2
+    arel = a1 - a2 - 2.0 * np.cross(w, vrel)
+    RE = cs._frame_R(kin0, it[4], it[5])
+    pE = cs._ellipsoid_local(kin0, it)
+    vE = np.einsum("tji,tj->ti", RE, vrel)
+    aE = np.einsum("tji,tj->ti", RE, arel)
+    return np.sum(2.0 * (vE ** 2 + pE * aE) / it[6] ** 2, axis=-1)
 
 
 def constraint_loads(tree: Tree, q, constraints, mu, kin=None):
@@ -104,6 +130,8 @@ def constraint_loads(tree: Tree, q, constraints, mu, kin=None):
     force ``Gᵀ mu``).
 
     PointConstraint: ``mu`` (N, ground) on body 1 at its point, ``−mu`` on body 2;
+    PointOnEllipsoidConstraint: ``mu g`` on the point's body at the point and ``−mu g`` on the
+    ellipsoid's body there (g = world gradient of Φ, 1/m; mu in N·m);
     ConstantDistanceConstraint: ``mu u`` and ``−mu u`` along the line of the points;
     CoordinateCouplerConstraint: mobility forces ``mu`` on the dependent and
     ``−mu s f'(q_ind)`` on the independent coordinate (transmitted by their joints).
@@ -137,6 +165,16 @@ def constraint_loads(tree: Tree, q, constraints, mu, kin=None):
             gen[:, dep] += mu[:, r0]
             gen[:, ind] -= mu[:, r0] * sc * fn.derivative(q[:, ind], 1)
             r0 += 1
+            continue
+        elif kind == "ellipsoid":
+            # μ g on the point's body at P, −μ g on the ellipsoid's body at the same point
+            f = mu[:, r0:r0 + 1] * cs.ellipsoid_gradient(kin0, it)
+            P = pos(it[2], it[3]) if it[2] >= 0 else np.broadcast_to(it[3], (T, 3))
+            r0 += 1
+            for b, sgn in ((it[2], 1.0), (it[4], -1.0)):
+                if b >= 0:
+                    loads.append(ExternalLoad(body=tree.body_names[b], force=sgn * f, point=P,
+                                              name=f"constraint_{it[1]}"))
             continue
         else:
             raise UnsupportedFeature(f"{kind} constraint '{it[1]}' in joint reactions")

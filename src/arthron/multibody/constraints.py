@@ -2,8 +2,11 @@
 
 Supported: PointConstraint (3 equations), WeldConstraint (6: origins coincide, axes align),
 ConstantDistanceConstraint (1),
-CoordinateCouplerConstraint (1: ``q_dep = scale · f(q_ind)``), and locked coordinates (fixed at
-their value). Other constraint classes raise :class:`UnsupportedFeature` when enabled.
+CoordinateCouplerConstraint (1: ``q_dep = scale · f(q_ind)``), PointOnEllipsoidConstraint (1: a
+point of one body on an ellipsoid fixed to another body or ground, ``Σ ((p_i − c_i)/r_i)² − 1``
+with p in the ellipsoid's frame; the scapulothoracic constraints of Eq. 10 in Sarshari et al.
+2021, the shoulder–elbow model; arthron's own, OpenSim has no such class), and locked
+coordinates (fixed at their value). Other constraint classes raise :class:`UnsupportedFeature` when enabled.
 
 :func:`assemble` reproduces ``Model::assemble``/Simbody's Assembler as OpenSim's tools call it
 after setting coordinate values: the coordinates closest (unit weights) to the requested values
@@ -13,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SolverError, UnsupportedFeature
+from ..errors import ModelFileError, SolverError, UnsupportedFeature
+from ..geometry.spatial import rotation_xyz
 from .kinematics import Tree, forward_kinematics, velocity_map
-from ..models.model import Model
+from ..models.model import Model, Transform
 
 __all__ = ["ConstraintSet", "compile_constraints", "assemble"]
 
@@ -47,6 +51,8 @@ class ConstraintSet:
                     self.items.append(("distance", c.name, i1, l1, i2, l2, float(p["constant_distance"])))
                 else:
                     self.items.append(("weld", c.name, i1, X1, i2, X2))
+            elif c.type == "PointOnEllipsoidConstraint":
+                self.items.append(_ellipsoid_item(model, tree, c))
             elif c.type == "CoordinateCouplerConstraint":
                 ind = [tree.coordinate_index(n) for n in p["independent_coordinates"]]
                 if len(ind) != 1:
@@ -59,7 +65,8 @@ class ConstraintSet:
 
     @property
     def size(self) -> int:
-        return sum({"point": 3, "weld": 6, "distance": 1, "coupler": 1}[it[0]] for it in self.items)
+        return sum({"point": 3, "weld": 6, "distance": 1, "coupler": 1, "ellipsoid": 1}[it[0]]
+                   for it in self.items)
 
     def _points(self, kin, b, loc):
         if b < 0:
@@ -71,6 +78,22 @@ class ConstraintSet:
         if b < 0:
             return np.broadcast_to(X.R, kin.o.shape[:1] + (3, 3))
         return kin.R[:, self.tree.body_node[b]] @ X.R
+
+    def _ellipsoid_frame(self, kin, it):
+        """(R (T, 3, 3), o (T, 3)) of the ellipsoid frame E (centre, orientation) in ground."""
+        XE = it[5]
+        return self._frame_R(kin, it[4], XE), self._points(kin, it[4], XE.p)
+
+    def _ellipsoid_local(self, kin, it) -> np.ndarray:
+        """The constrained point in the ellipsoid frame E (origin at the centre), (T, 3)."""
+        RE, oE = self._ellipsoid_frame(kin, it)
+        return np.einsum("tji,tj->ti", RE, self._points(kin, it[2], it[3]) - oE)
+
+    def ellipsoid_gradient(self, kin, it) -> np.ndarray:
+        """World gradient ``g = R_E (2 p_E / r²)`` (T, 3) of a PointOnEllipsoidConstraint's
+        Φ with respect to its point (1/m): the constraint force on the point is ``μ g``."""
+        RE, _ = self._ellipsoid_frame(kin, it)
+        return np.einsum("tij,tj->ti", RE, 2.0 * self._ellipsoid_local(kin, it) / it[6] ** 2)
 
     def residuals(self, q) -> np.ndarray:
         q = np.atleast_2d(q)
@@ -85,6 +108,9 @@ class ConstraintSet:
             elif it[0] == "coupler":
                 _, _, ind, dep, f, s = it
                 out.append((q[:, dep] - s * f.value(q[:, ind]))[:, None])
+            elif it[0] == "ellipsoid":
+                pE = self._ellipsoid_local(kin, it)
+                out.append((np.sum((pE / it[6]) ** 2, axis=-1) - 1.0)[:, None])
             else:  # weld: frame origins coincide and axes align
                 _, _, i1, X1, i2, X2 = it
                 R1, R2 = self._frame_R(kin, i1, X1), self._frame_R(kin, i2, X2)
@@ -107,6 +133,12 @@ class ConstraintSet:
             r = kin.R[:, n] @ loc
             return D[:, b, :3] + np.cross(D[:, b, 3:], r[:, :, None], axis=1)
 
+        def world_point_jac(b, P):                     # material point of b at world P (T, 3)
+            if b < 0:
+                return np.zeros((T, 3, self.tree.nq))
+            r = P - kin.o[:, self.tree.body_node[b]]
+            return D[:, b, :3] + np.cross(D[:, b, 3:], r[:, :, None], axis=1)
+
         for it in self.items:
             if it[0] == "point":
                 rows.append(point_jac(it[2], it[3]) - point_jac(it[4], it[5]))
@@ -120,6 +152,13 @@ class ConstraintSet:
                 J[:, 0, dep] = 1.0
                 J[:, 0, ind] -= s * f.derivative(q[:, ind], 1)
                 rows.append(J)
+            elif it[0] == "ellipsoid":
+                # Φ̇ = g · (v₁(P) − v₂(P)): g the world gradient, v₂(P) the velocity of the
+                # material point of the ellipsoid's body at P
+                P = self._points(kin, it[2], it[3])
+                g = self.ellipsoid_gradient(kin, it)
+                rows.append(np.einsum("ti,tik->tk", g, point_jac(it[2], it[3])
+                                      - world_point_jac(it[4], P))[:, None])
             else:  # weld
                 _, _, i1, X1, i2, X2 = it
                 rows.append(point_jac(i1, X1.p) - point_jac(i2, X2.p))
@@ -133,6 +172,30 @@ class ConstraintSet:
                 A2 = ab - np.einsum("tik,tjk->tij", R2, R1)
                 rows.append(0.5 * (A1 @ Jw1 + A2 @ Jw2))
         return np.concatenate(rows, 1) if rows else np.zeros((T, 0, self.tree.nq))
+
+
+def _ellipsoid_item(model: Model, tree: Tree, c):
+    """("ellipsoid", name, i_body, location in the body, i_socket, X (ellipsoid frame in the
+    socket's base body), radii (3,)) of a PointOnEllipsoidConstraint (properties: see
+    :class:`arthron.models.model.Constraint`)."""
+    p = c.properties
+    try:
+        b1, X1 = model.frame_in_base(p["socket_body"])
+        b2, X2 = model.frame_in_base(p.get("socket_ellipsoid_frame", "/ground"))
+        loc = np.asarray(p["location"], float).reshape(3)
+        radii = np.asarray(p["radii"], float).reshape(3)
+        center = np.asarray(p.get("center", np.zeros(3)), float).reshape(3)
+        orient = np.asarray(p.get("orientation", np.zeros(3)), float).reshape(3)
+    except (KeyError, ValueError) as e:
+        raise ModelFileError(f"PointOnEllipsoidConstraint '{c.name}': bad or missing property "
+                             f"({e})", model.source) from None
+    if not (np.all(np.isfinite(radii)) and np.all(radii > 0)):
+        raise ModelFileError(f"PointOnEllipsoidConstraint '{c.name}': radii must be positive "
+                             f"(got {radii.tolist()})", model.source)
+    XE = X2 @ Transform(rotation_xyz(orient), center)
+    i1 = tree.body_index(b1)
+    i2 = tree.body_index(b2)
+    return ("ellipsoid", c.name, i1, X1.apply(loc), i2, XE, radii)
 
 
 def compile_constraints(model: Model, tree: Tree) -> ConstraintSet:

@@ -373,10 +373,10 @@ class InverseKinematics(LevenbergMarquardtIK):
                                     source=model.source, name=model.name)
             self.cset = compile_constraints(proxy, tr)
             for it in self.cset.items:
-                if it[0] not in ("point", "distance"):
+                if it[0] not in ("point", "distance", "ellipsoid"):
                     raise UnsupportedFeature(f"IK with a {it[0]} constraint ('{it[1]}'): only Point, "
-                                             "ConstantDistance and CoordinateCoupler constraints",
-                                             model.source)
+                                             "ConstantDistance, PointOnEllipsoid and "
+                                             "CoordinateCoupler constraints", model.source)
             # Simbody's position error of a ConstantDistance (Rod) constraint is
             # (|p|² − d²)/2, which is what a finite constraint weight penalises
             self._dist_rows = []
@@ -384,7 +384,7 @@ class InverseKinematics(LevenbergMarquardtIK):
             for it in self.cset.items:
                 if it[0] == "distance":
                     self._dist_rows.append((row, float(it[6])))
-                row += {"point": 3, "distance": 1}[it[0]]
+                row += {"point": 3, "distance": 1, "ellipsoid": 1}[it[0]]
         self.exact = self.cset is not None and math.isinf(self.constraint_weight)
         # PointConstraints only: their two points as stations (one cheap evaluation gives
         # residuals and Jacobian)
