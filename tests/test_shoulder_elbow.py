@@ -428,10 +428,13 @@ def test_inverse_dynamics_equals_lagranges_equations_by_finite_differences_of_th
 
 def test_load_sharing_sees_the_ribcage_multipliers_and_the_cone_checks_their_bodies(se):
     """Static load sharing on a short elevation holds the equations of motion with the two
-    ribcage multipliers; a cone on the AC joint (scapula in its subtree, where TS and AI are
-    held) is refused, one on gh3 is accepted."""
-    from arthron.errors import UnsupportedFeature
+    ribcage multipliers; the reaction maps of the AC joint (scapula in its subtree, where TS and
+    AI are held) and of gh3 equal the E-matrix reactions with every solved load applied."""
+    from arthron.multibody.constrained_dynamics import constraint_loads
+    from arthron.multibody.constraints import compile_constraints
+    from arthron.solvers.actuators import actuator_forces
     from arthron.solvers.load_sharing import build_problem, solve_problem, stress_weights
+    from arthron.solvers.reactions import joint_loads
     from arthron.solvers.load_sharing_cone import reaction_map
     from arthron.tables import Table
     m, tree, _ = se
@@ -446,10 +449,17 @@ def test_load_sharing_sees_the_ribcage_multipliers_and_the_cone_checks_their_bod
     res = solve_problem(prob, weights=stress_weights(prob, pcsa=info.string_pcsa_cm2))
     assert res.multipliers.shape == (T, 2) and np.all(res.feasible)
     assert np.abs(res.residual).max() < 1e-6
-    with pytest.raises(UnsupportedFeature, match="TS_on_ribcage|AI_on_ribcage"):
-        reaction_map(m, prob, "ac", tree)
-    C, d = reaction_map(m, prob, info.glenohumeral_joint, tree)
-    assert np.all(np.isfinite(C)) and np.all(np.isfinite(d))
+    # the AC joint has the scapula, where TS and AI are held, in its child subtree: the
+    # eliminated ribcage multipliers fold into the reaction map, which must equal the E-matrix
+    # reaction with the paths' loads and the ribcage constraint forces of the solution applied
+    forces = Table(name="f", time=prob.time, labels=list(prob.names), data=res.forces, in_degrees=False)
+    _, loads = actuator_forces(m, tree, forces, prob.time, q=prob.q)
+    cl, _ = constraint_loads(tree, prob.q, compile_constraints(m, tree), res.multipliers)
+    for joint in ("ac", info.glenohumeral_joint):
+        C, d = reaction_map(m, prob, joint, tree)
+        F = np.einsum("tin,tn->ti", C, res.activations) + d
+        f, _ = joint_loads(m, tree, prob.q, prob.qd, prob.qdd, loads + cl, joints=[joint]).on_child_in_ground(0)
+        assert np.abs(F - f).max() < 1e-9 * np.abs(f).max()
 
 
 def test_export_folder_has_the_meshes_opensim_finds(se, tmp_path):
