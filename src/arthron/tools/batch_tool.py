@@ -470,14 +470,37 @@ class _Inline:
         pass
 
 
+def _warm_imports() -> None:
+    """Import what the tasks use (once, in the process that forks the pool's workers, so that
+    each worker starts with them loaded instead of paying the imports itself)."""
+    from . import analyze_tool, anthropometric_tool, c3d_tool, id_tool, ik_tool  # noqa: F401
+    from . import load_sharing_tool, scale_tool, static_optimization_tool  # noqa: F401
+    from .. import runtime
+    if not runtime.light_imports:     # the library's route: scipy's filters and splines
+        import scipy.interpolate  # noqa: F401
+        import scipy.signal  # noqa: F401
+
+
+def _noop() -> int:
+    return os.getpid()
+
+
 class _Pool:
-    """A local process pool; workers limited to one BLAS thread each."""
+    """A local process pool. On Linux the workers are forked from this process after the tasks'
+    modules are imported (each starts warm, with this process' ``runtime`` choices); elsewhere
+    they are spawned. BLAS is limited to one thread per worker (environment variables for
+    spawned workers; threadpoolctl, when installed, in every task)."""
 
     def __init__(self, jobs):
         import multiprocessing as mp
+        import sys
         self._env = {k: os.environ.get(k) for k in _BLAS_ENV}
-        os.environ.update({k: "1" for k in _BLAS_ENV})    # inherited by the spawned workers
-        self.ex = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"))
+        os.environ.update({k: "1" for k in _BLAS_ENV})    # inherited by spawned workers
+        method = "fork" if sys.platform.startswith("linux") else "spawn"
+        if method == "fork":
+            _warm_imports()
+        self.ex = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context(method))
+        self.ex.submit(_noop).result()      # the workers start now, before any other thread
 
     def submit(self, fn, *args):
         return self.ex.submit(fn, *args)
