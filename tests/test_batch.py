@@ -337,3 +337,53 @@ def test_cli_batch_check_names_unknown_marker(tmp_path, capsys):
     assert "marker_map.XYZ: marker 'XYZ' is not in the trial file walking2.c3d" in err.err
     assert "no_such_trial.trc" in err.err
     assert "3 subjects, 9 trials" in err.out
+
+
+@needs_data
+def test_batch_killed_and_started_again_finishes_the_rest(tmp_path):
+    """A real kill: the command is killed (SIGKILL) once its first trial is complete; started
+    again, it recomputes nothing that was complete and finishes the rest."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from conftest import ROOT
+    trials = "".join(f'''
+  [[subjects.trials]]
+  name = "w{k}"
+  markers = "{GAIT_PIPE / 'subject01_walk1.trc'}"
+  external_loads = "{GAIT_PIPE / 'subject01_walk1_grf.xml'}"
+  time_range = [{0.5 + 0.1 * k:.2f}, {0.62 + 0.1 * k:.2f}]
+''' for k in range(6))
+    study = tmp_path / "kill.toml"
+    study.write_text(f'''
+[study]
+output = "out"
+steps = ["scale", "ik", "id"]
+[[subjects]]
+name = "s"
+scale_setup = "{GAIT_PIPE / 'subject01_Setup_Scale.xml'}"
+model = "{GAIT2354}"
+{trials}''')
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    cmd = [sys.executable, "-m", "arthron.cli", "batch", str(study), "-j", "1"]
+    out = tmp_path / "out" / "s"
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not list(out.glob("w*/.done-id.json")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = sorted(p.parent.name for p in out.glob("w*/.done-id.json"))
+    assert 1 <= len(done) < 6, done               # killed midway
+    assert not (tmp_path / "out" / "summary.csv").exists()
+    before = {n: _outputs_mtimes(out / n) for n in done}
+    r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = {x["trial"]: x for x in read_summary(tmp_path / "out" / "summary.csv")}
+    assert len(rows) == 6 and all(x["status"] in ("ok", "resumed") for x in rows.values())
+    for n in done:
+        assert _outputs_mtimes(out / n) == before[n]
+        assert rows[n]["status"] == "resumed" and rows[n]["computed_steps"] == ""
+    assert sum(rows[n]["computed_steps"] != "" for n in rows) >= 6 - len(done)
+    assert not list(out.rglob("*.tmp"))            # a killed write leaves no temporary file behind
