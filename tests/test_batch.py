@@ -76,7 +76,8 @@ marker_set = "{GAIT_PIPE / 'gait2354_Scale_MarkerSet.xml'}"
 mass = 60
 height = 1.65
 gender = "f"
-{_walk1()}{_c3d()}
+{_walk1()}  grf = "{GAIT_PIPE / 'subject01_walk1_grf.mot'}"
+{_c3d()}
 [[subjects]]
 name = "s3"                                   # ScaleTool factors, 85 kg
 scale_setup = "{GAIT_PIPE / 'subject01_Setup_Scale.xml'}"
@@ -180,6 +181,15 @@ def test_batch_pool_and_dask_equal_failures_reported_and_resume(tmp_path):
     csv_rows = read_summary(pool.summary)
     assert len(csv_rows) == 9 and list(csv_rows[0]) == SUMMARY_COLUMNS
     assert float(csv_rows[0]["ik_rms_mean_mm"]) == rows[("s1", "walk1")]["ik_rms_mean_mm"]
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        assert pool.parquet is None
+    else:
+        table = pq.read_table(pool.parquet).to_pylist()
+        assert [(x["subject"], x["trial"], x["status"]) for x in table] == \
+            [(x["subject"], x["trial"], x["status"]) for x in csv_rows]
+        assert table[0]["ik_rms_mean_mm"] == rows[("s1", "walk1")]["ik_rms_mean_mm"]
 
     # a step whose completion marker is missing (killed between its outputs and the marker)
     # is recomputed, the others not
@@ -190,8 +200,9 @@ def test_batch_pool_and_dask_equal_failures_reported_and_resume(tmp_path):
 
     # the same study on a Dask LocalCluster (same task functions): equal results
     with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        dask = run_batch(study, client=client, output=tmp_path / "out_dask", progress=False)
+                                  dashboard_address=None) as cluster:
+        dask = run_batch(study, scheduler=cluster.scheduler_address, output=tmp_path / "out_dask",
+                         progress=False)
     assert dask.executor == "dask"
     assert [r["computed_steps"] for r in dask.rows if r["status"] != "failed"] == ["ik id so jr"] * 6
     _same_results(pool, dask)

@@ -64,6 +64,10 @@ SUMMARY_COLUMNS = [
     "so_max_muscle_activation", "so_peak_muscle_force_N", "jr_peak_force_N", "jr_peak_joint",
     "warnings", "folder"]
 
+_NUMERIC = {"time_s", "subject_mass_kg", "ik_frames", "ik_markers", "ik_rms_mean_mm", "ik_rms_max_mm",
+            "ik_max_marker_error_mm", "id_peak_moment_Nm", "id_peak_residual_force_N",
+            "so_max_muscle_activation", "so_peak_muscle_force_N", "jr_peak_force_N"}
+
 #: study keys each step depends on (besides the steps before it)
 _STEP_KEYS = {"ik": ("markers", "ik_setup", "time_range", "marker_map", "rotate", "force_location", "bodies"),
               "id": ("external_loads", "grf", "lowpass_hz", "forces_to_exclude"),
@@ -742,8 +746,8 @@ def write_summary(rows, out) -> tuple:
         return csv_path, None
     cols = {c: [r.get(c, "") for r in rows] for c in SUMMARY_COLUMNS}
     for c, v in cols.items():
-        if all(isinstance(x, (int, float)) or x == "" for x in v) and any(x != "" for x in v):
-            cols[c] = [float("nan") if x == "" else float(x) for x in v]
+        if c in _NUMERIC:             # rows merged from an earlier summary.csv hold text
+            cols[c] = [float("nan") if x in ("", None) else float(x) for x in v]
         else:
             cols[c] = [str(x) for x in v]
     sink = pa.BufferOutputStream()
