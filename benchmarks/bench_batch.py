@@ -9,6 +9,8 @@ The study: ``--subjects`` subjects scaled by subject01's ScaleTool setup with di
 
 Cases (every run into a fresh folder, so everything is computed; median of ``--repeat``):
 
+* OpenSim 4.6: ScaleTool (mass set per subject), InverseKinematicsTool and
+  InverseDynamicsTool on the same setups and time ranges, one after the other, for reference;
 * sequential: ``run_batch(jobs=1)``, the same task functions called one after the other in
   this process (the plain loop a user would write around the tools);
 * pool: ``run_batch(jobs=N)`` (N = the cores; spawned workers, one BLAS thread each),
@@ -62,6 +64,58 @@ def write_study(folder: Path, n_subjects: int, n_trials: int, seconds: float) ->
     return p
 
 
+def opensim_loop(osim, work: Path, n_subjects: int, n_trials: int, seconds: float):
+    """The same scale + IK + ID with OpenSim 4.6's tools, one after the other (files copied
+    into ``work``: 4.6 resolves names against the setup's folder and the cwd)."""
+    for f in ("subject01_Setup_Scale.xml", "gait2354_Scale_MarkerSet.xml", "subject01_static.trc",
+              "subject01_Setup_IK.xml", "subject01_walk1.trc", "subject01_walk1_grf.xml",
+              "subject01_walk1_grf.mot"):
+        if not (work / f).exists():
+            (work / f).write_bytes((PIPE / f).read_bytes())
+    if not (work / "gait2354_simbody.osim").exists():
+        (work / "gait2354_simbody.osim").write_bytes(GENERIC.read_bytes())
+    cwd = os.getcwd()
+    os.chdir(work)
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)                 # OpenSim's tools print model summaries on stdout
+    try:
+        for i in range(n_subjects):
+            sc = osim.ScaleTool(str(work / "subject01_Setup_Scale.xml"))
+            sc.setSubjectMass(55 + 10 * i)
+            sc.run()
+            for j in range(n_trials):
+                t0 = 0.4 + (j * 0.37) % (2.0 - seconds)
+                ik = osim.InverseKinematicsTool(str(work / "subject01_Setup_IK.xml"))
+                ik.set_model_file(str(work / "subject01_simbody.osim"))
+                ik.setMarkerDataFileName(str(work / "subject01_walk1.trc"))
+                ik.setStartTime(t0)
+                ik.setEndTime(t0 + seconds)
+                ik.setOutputMotionFileName(str(work / f"ik_{i}_{j}.mot"))
+                ik.run()
+                model = osim.Model(str(work / "subject01_simbody.osim"))
+                model.initSystem()
+                tool = osim.InverseDynamicsTool()
+                tool.setModel(model)
+                tool.setCoordinatesFileName(str(work / f"ik_{i}_{j}.mot"))
+                tool.setStartTime(t0)
+                tool.setEndTime(t0 + seconds)
+                tool.setLowpassCutoffFrequency(6)
+                ex = osim.ArrayStr()
+                ex.append("Muscles")
+                tool.setExcludedForces(ex)
+                tool.setExternalLoadsFileName(str(work / "subject01_walk1_grf.xml"))
+                tool.setResultsDir(str(work))
+                tool.setOutputGenForceFileName(f"id_{i}_{j}.sto")
+                tool.run()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+        os.chdir(cwd)
+
+
 def timed(fn, repeat, fresh):
     times, res = [], None
     for _ in range(repeat):
@@ -106,6 +160,18 @@ def main():
         print(f"{'sequential loop (jobs=1)':34s}{t_seq:9.2f}{60 * n_trials / t_seq:12.1f}{1.0:15.2f}")
         print(f"{f'process pool (jobs={a.jobs})':34s}{t_pool:9.2f}{60 * n_trials / t_pool:12.1f}"
               f"{t_seq / t_pool:15.2f}")
+        try:
+            import opensim as osim
+        except ImportError:
+            print("OpenSim 4.6 not installed (extra 'interop'): no OpenSim loop")
+        else:
+            osim.Logger.setLevelString("error")
+            work = tmp / "opensim"
+            work.mkdir()
+            t_os, _ = timed(lambda: opensim_loop(osim, work, a.subjects, a.trials, a.seconds),
+                            a.repeat, keep)
+            print(f"{'OpenSim 4.6 tools, sequential':34s}{t_os:9.2f}{60 * n_trials / t_os:12.1f}"
+                  f"{t_seq / t_os:15.2f}")
         try:
             import distributed
         except ImportError:
