@@ -303,6 +303,12 @@ model = "m.osim"
     assert "t2.c3d" in a.trials[1].problems[0]
     with pytest.raises(OptionError, match="--only names"):
         run_batch(st, only=["zz"], jobs=1, progress=False)
+    # the subject's model is not a model: its trials are reported failed at "scale"
+    res = run_batch(st, jobs=1, progress=False)
+    assert [r["status"] for r in res.rows] == ["failed", "failed"]
+    assert all(r["failed_step"] == "scale" and "subject 'a'" in r["error"] and "m.osim" in r["error"]
+               for r in res.rows)
+    assert res.subjects[0]["status"] == "failed"
 
 
 def test_yaml_study_equals_toml(tmp_path):
