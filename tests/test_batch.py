@@ -5,17 +5,16 @@ marker name and a missing file are reported while the others complete; a run sta
 does not recompute completed outputs."""
 from __future__ import annotations
 
-import json
 import math
 import os
 
 import numpy as np
 import pytest
 
-from conftest import DATA, GAIT2354, GAIT_PIPE, HAVE_OPENSIM, needs_data, needs_opensim
+from conftest import DATA, GAIT2354, GAIT_PIPE, needs_data, needs_opensim
 from arthron.errors import DataFileError, OptionError
 from arthron.io.study import STEPS, read_study
-from arthron.tools.batch_tool import SUMMARY_COLUMNS, check_study, read_summary, run_batch
+from arthron.tools.batch_tool import SUMMARY_COLUMNS, read_summary, run_batch
 
 WALKING2 = DATA / "opensim-core" / "OpenSim" / "Tests" / "shared" / "walking2.c3d"
 MAP = ('{ RASI = "R.ASIS", LASI = "L.ASIS", RCAL = "R.Heel", LCAL = "L.Heel", STRN = "Sternum", '

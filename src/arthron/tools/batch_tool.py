@@ -50,10 +50,10 @@ import numpy as np
 
 from ..errors import ArthronError, DataFileError, OptionError
 from ..io.files import atomic_write, output_group
-from ..io.study import STEPS, Study, SubjectSpec, TrialSpec, read_study
+from ..io.study import Study, SubjectSpec, TrialSpec, read_study
 
 __all__ = ["run_batch", "BatchResult", "subject_task", "trial_task", "check_study", "SUMMARY_COLUMNS",
-           "read_summary"]
+           "read_summary", "write_summary", "subject_fingerprint", "marker_map_problems"]
 
 #: columns of ``summary.csv`` (units in the names: mm, N·m as Nm, N, kg, s)
 SUMMARY_COLUMNS = [
@@ -103,6 +103,8 @@ def _stamped(v):
 
 
 def subject_fingerprint(s: SubjectSpec) -> str:
+    """A digest of what a subject's model depends on: its study entry and the size and
+    modification time of the files it names."""
     d = {k: v for k, v in asdict(s).items() if k not in ("trials", "key", "problems")}
     return _digest(_stamped({k: (Path(v) if isinstance(v, Path) else v) for k, v in d.items()}))
 
