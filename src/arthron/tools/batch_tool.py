@@ -493,8 +493,8 @@ def _noop() -> int:
 
 class _Pool:
     """A local process pool. On Linux the workers are forked from this process after the tasks'
-    modules are imported (each starts warm, with this process' ``runtime`` choices); elsewhere
-    they are spawned. BLAS is limited to one thread per worker (environment variables for
+    modules are imported (each starts warm, with this process' ``runtime`` choices) when no
+    other thread runs; otherwise they are spawned. BLAS is limited to one thread per worker (environment variables for
     spawned workers; threadpoolctl, when installed, in every task)."""
 
     def __init__(self, jobs):
@@ -502,7 +502,10 @@ class _Pool:
         import sys
         self._env = {k: os.environ.get(k) for k in _BLAS_ENV}
         os.environ.update({k: "1" for k in _BLAS_ENV})    # inherited by spawned workers
-        method = "fork" if sys.platform.startswith("linux") else "spawn"
+        import threading
+        # fork only from a single-threaded process (a thread holding a lock at the fork would
+        # leave it held in the worker)
+        method = "fork" if sys.platform.startswith("linux") and threading.active_count() == 1 else "spawn"
         if method == "fork":
             _warm_imports()
         self.ex = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context(method))
