@@ -156,6 +156,9 @@ def main():
         frames = sum(x["ik_frames"] for x in r.rows)
         t_pool, r = timed(lambda: run_batch(study, jobs=a.jobs, progress=False), a.repeat, fresh)
         assert r.n_failed == 0
+        # scheduling overhead of the pool: every step complete (before Dask starts threads here)
+        t_inline, _ = timed(lambda: run_batch(study, jobs=1, progress=False), a.repeat, keep)
+        t_pool0, _ = timed(lambda: run_batch(study, jobs=a.jobs, progress=False), a.repeat, keep)
         print(f"\n{'':34s}{'time s':>9s}{'trials/min':>12s}{'vs sequential':>15s}")
         print(f"{'sequential loop (jobs=1)':34s}{t_seq:9.2f}{60 * n_trials / t_seq:12.1f}{1.0:15.2f}")
         print(f"{f'process pool (jobs={a.jobs})':34s}{t_pool:9.2f}{60 * n_trials / t_pool:12.1f}"
@@ -191,9 +194,7 @@ def main():
                   f"{t_seq / t_dask:15.2f}   (cluster start-up {t_start:.1f} s, not included)")
             # scheduling overhead: every step complete, tasks only read their markers
             run_batch(study, jobs=1, progress=False)
-            t_inline, _ = timed(lambda: run_batch(study, jobs=1, progress=False), a.repeat, keep)
             t_dask0, _ = timed(lambda: run_batch(study, client=client, progress=False), a.repeat, keep)
-        t_pool0, _ = timed(lambda: run_batch(study, jobs=a.jobs, progress=False), a.repeat, keep)
         print(f"\nscheduling overhead per task ({n_tasks} tasks, all steps already complete; inline "
               f"{1e3 * t_inline / n_tasks:.1f} ms/task):")
         print(f"  dask   {1e3 * (t_dask0 - t_inline) / n_tasks:8.1f} ms/task")
