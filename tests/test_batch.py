@@ -232,18 +232,40 @@ def test_batch_results_are_the_tools_results(tmp_path):
 
 @needs_data
 @needs_opensim
-def test_batch_models_load_in_opensim(tmp_path):
-    """The subject models the batch writes load in OpenSim 4.6 with the summary's masses."""
+def test_batch_against_opensim(tmp_path):
+    """The subject models the batch writes load in OpenSim 4.6 with the summary's masses, and
+    OpenSim's InverseDynamicsTool on the batch's model, IK motion and the trial's GRF (6 Hz
+    filter, the motion's time range) gives the batch's generalized forces."""
     import opensim
+    from arthron.io.sto import read_sto
     study = _study(tmp_path, broken=False)
     res = run_batch(study, jobs=1, only=["s2/walk1", "s3/walk1"], progress=False)
     cwd = os.getcwd()
     os.chdir(tmp_path)            # opensim.log goes to the cwd
     try:
         for r in res.rows:
-            m = opensim.Model(str(tmp_path / "out" / r["subject"] / f"{r['subject']}.osim"))
+            model_file = tmp_path / "out" / r["subject"] / f"{r['subject']}.osim"
+            m = opensim.Model(str(model_file))
             s = m.initSystem()
             assert m.getTotalMass(s) == pytest.approx(r["subject_mass_kg"], rel=1e-9)
+            folder = tmp_path / "out" / r["subject"] / "walk1"
+            ours = read_sto(folder / "walk1_inverse_dynamics.sto")
+            tool = opensim.InverseDynamicsTool()
+            tool.setModel(m)
+            tool.setCoordinatesFileName(str(folder / "walk1_ik.mot"))
+            tool.setStartTime(float(ours.time[0]))
+            tool.setEndTime(float(ours.time[-1]))
+            tool.setLowpassCutoffFrequency(6)
+            ex = opensim.ArrayStr()
+            ex.append("Muscles")
+            tool.setExcludedForces(ex)
+            tool.setExternalLoadsFileName(str(GAIT_PIPE / "subject01_walk1_grf.xml"))
+            tool.setResultsDir(str(tmp_path / "osim"))
+            tool.setOutputGenForceFileName(f"{r['subject']}.sto")
+            assert tool.run()
+            theirs = read_sto(tmp_path / "osim" / f"{r['subject']}.sto")
+            assert theirs.labels == ours.labels and len(theirs.time) == len(ours.time)
+            np.testing.assert_allclose(ours.data, theirs.data, rtol=0, atol=1e-6)   # measured 7e-9
     finally:
         os.chdir(cwd)
 
