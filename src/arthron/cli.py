@@ -313,6 +313,46 @@ def _add_picture_parsers(sub):
     s.set_defaults(func=cmd_plot)
 
 
+def cmd_batch(a):
+    from .tools.batch_tool import check_study, run_batch
+    if a.check:
+        study, problems = check_study(a.study)
+        for msg in problems:
+            print(f"arthron: error: {msg}", file=sys.stderr)
+        n = sum(len(s.trials) for s in study.subjects)
+        print(f"{a.study}: {len(study.subjects)} subjects, {n} trials, steps {' '.join(study.steps)}: "
+              f"{len(problems) or 'no'} problem{'s' if len(problems) != 1 else ''}")
+        return 2 if problems else 0
+    res = run_batch(a.study, jobs=a.jobs, scheduler=a.scheduler, only=_names(a.only), output=a.output)
+    for r in res.rows:
+        if r["status"] == "failed":
+            print(f"{r['subject']}/{r['trial']}: failed at {r['failed_step']}: {r['error']}")
+        else:
+            ik = f"; IK RMS {float(r['ik_rms_mean_mm']):.1f} mm" if r["ik_rms_mean_mm"] != "" else ""
+            did = f"computed {r['computed_steps']}" if r["computed_steps"] else "all steps already done"
+            print(f"{r['subject']}/{r['trial']}: {r['status']} ({did}{ik})")
+    print(f"wrote {res.summary}" + (f" and {res.parquet.name}" if res.parquet else ""))
+    print(f"{len(res.rows) - res.n_failed} of {len(res.rows)} trials done, {res.n_failed} failed; "
+          f"{res.seconds:.1f} s ({res.executor})")
+    return 1 if res.n_failed else 0
+
+
+def _add_batch_parser(sub):
+    s = sub.add_parser("batch", help="a whole study (subjects x trials; scale, ik, id, so, jr) on a local "
+                                     "process pool or a Dask cluster, with a summary table and resume")
+    s.add_argument("study", metavar="STUDY.toml", help="study file (TOML, or YAML with PyYAML); see the README")
+    s.add_argument("-j", "--jobs", type=int, default=None,
+                   help="worker processes of the local pool (default: the number of cores; 1: one after the other)")
+    s.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run on the Dask distributed scheduler at ADDRESS (tcp://host:8786; extra 'cluster')")
+    s.add_argument("--only", action="append", metavar="SUBJECT[/TRIAL],...",
+                   help="run only these subjects or subject/trial pairs")
+    s.add_argument("-o", "--output", metavar="DIR", help="output folder (default: the study's output)")
+    s.add_argument("--check", action="store_true",
+                   help="check the study file, its files and marker names without computing")
+    s.set_defaults(func=cmd_batch)
+
+
 def _add_external_loads_options(s):
     """The external-load options (an ExternalLoads XML, or a C3D's force platforms) of
     ``id``, ``jr`` and ``so``."""
@@ -468,6 +508,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the model with the strands replaced by the TPSM fibres")
     s.add_argument("-o", "--output", help="output .sto (or folder with --demo)")
     s.set_defaults(func=cmd_ligament)
+    _add_batch_parser(sub)
     s = sub.add_parser("demo", help="run the main job on the embedded default model")
     s.add_argument("-o", "--output", help="output folder (default ./arthron-demo)")
     s.set_defaults(func=cmd_demo)

@@ -176,9 +176,11 @@ def _floats(v, n, path, what):
     return out
 
 
-def read_scale_setup(path, *, placeholders=None, search_dirs=None) -> ScaleSetup:
+def read_scale_setup(path, *, placeholders=None, search_dirs=None,
+                     model_given: bool = False) -> ScaleSetup:
     """Read a ScaleTool setup (2.x–4.x layouts). File names are resolved against the setup's
-    folder, then by file name in ``search_dirs``.
+    folder, then by file name in ``search_dirs``. With ``model_given`` GenericModelMaker's
+    ``model_file`` is not looked up (the caller supplies the model).
 
     Raises
     ------
@@ -203,7 +205,7 @@ def read_scale_setup(path, *, placeholders=None, search_dirs=None) -> ScaleSetup
     s = ScaleSetup(path=st.path, name=st.name, mass=_floats(mass, 1, st.path, "<mass>")[0] if mass else None,
                    model_file=None, marker_set_file=None)
     gm = el.find("GenericModelMaker")
-    s.model_file = f(_txt(gm, "model_file"))
+    s.model_file = None if model_given else f(_txt(gm, "model_file"))
     s.marker_set_file = f(_txt(gm, "marker_set_file"))
     ms = el.find("ModelScaler")
     if ms is not None:
@@ -330,9 +332,12 @@ class ScaleResult:
         return out
 
 
-def scale_from_setup(path, *, placeholders=None, search_dirs=None) -> ScaleResult:
+def scale_from_setup(path, *, placeholders=None, search_dirs=None, model=None,
+                     mass=None) -> ScaleResult:
     """Run a ScaleTool setup (GenericModelMaker, ModelScaler, MarkerPlacer) without writing;
-    call ``.write()`` on the result.
+    call ``.write()`` on the result. ``model`` (an ``.osim`` path) replaces GenericModelMaker's
+    ``model_file`` and ``mass`` (kg) the setup's ``<mass>`` (what ``arthron batch`` does for
+    a subject that names them).
 
     Raises
     ------
@@ -340,13 +345,18 @@ def scale_from_setup(path, *, placeholders=None, search_dirs=None) -> ScaleResul
     from the static trial or the model, a manual scale naming an unknown segment, ...).
     """
     with input_guard() as inputs:
-        res = _scale_from_setup(path, placeholders, search_dirs)
+        res = _scale_from_setup(path, placeholders, search_dirs, model, mass)
     res.inputs = [p for p, _ in inputs]
     return res
 
 
-def _scale_from_setup(path, placeholders, search_dirs) -> ScaleResult:
-    s = read_scale_setup(path, placeholders=placeholders, search_dirs=search_dirs)
+def _scale_from_setup(path, placeholders, search_dirs, model_file=None, mass=None) -> ScaleResult:
+    s = read_scale_setup(path, placeholders=placeholders, search_dirs=search_dirs,
+                         model_given=model_file is not None)
+    if model_file is not None:
+        s.model_file = Path(model_file)
+    if mass is not None:
+        s.mass = float(mass)
     if s.model_file is None:
         raise DataFileError("GenericModelMaker names no model_file", s.path)
     model = read_osim(s.model_file)
