@@ -472,6 +472,9 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
     # Constraints.
     for ce in _objects(_child(melem, "ConstraintSet")):
         model.constraints.append(_read_constraint(ce, all_frames, ctx, v4=True))
+    for ce in _objects(_child(melem, ELLIPSOID_CONSTRAINT_SET)):
+        if ce.tag == ELLIPSOID_CONSTRAINT:
+            model.constraints.append(_read_ellipsoid_constraint(ce, all_frames, ctx))
     # Markers.
     for me in _objects(_child(melem, "MarkerSet")):
         loc = _child(me, "location")
@@ -488,7 +491,8 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
     model.contact_geometry = _read_contact_geometry(melem, all_frames, ctx)
     # Everything else at the model level is kept verbatim.
     known = {"credits", "publications", "length_units", "force_units", "gravity", "Ground",
-             "BodySet", "JointSet", "ConstraintSet", "MarkerSet", "ForceSet", "components"}
+             "BodySet", "JointSet", "ConstraintSet", "MarkerSet", "ForceSet", "components",
+             ELLIPSOID_CONSTRAINT_SET}
     for c in melem:
         if isinstance(c.tag, str) and c.tag not in known:
             model.verbatim.append(("model", c))
@@ -816,6 +820,9 @@ def _read_v3_constraints(melem, model, frames, all_frames, ctx):
     _classify_coordinates(model)
     for ce in _objects(_child(melem, "ConstraintSet")):
         model.constraints.append(_read_constraint(ce, all_frames, ctx, v4=True))
+    for ce in _objects(_child(melem, ELLIPSOID_CONSTRAINT_SET)):
+        if ce.tag == ELLIPSOID_CONSTRAINT:
+            model.constraints.append(_read_ellipsoid_constraint(ce, all_frames, ctx))
 
 
 # ----------------------------------------------------------------------------- writing
@@ -1017,6 +1024,60 @@ def _constraint_elem(c: Constraint, model: Model):
     return e
 
 
+#: arthron's point-on-ellipsoid constraint (no OpenSim 4.6 class) and the model-level element
+#: that carries it in a file (OpenSim ignores unknown model properties silently)
+ELLIPSOID_CONSTRAINT = "PointOnEllipsoidConstraint"
+ELLIPSOID_CONSTRAINT_SET = "arthron_PointOnEllipsoidConstraintSet"
+_ELLIPSOID_VECTORS = ("location", "center", "radii", "orientation", "base_radii", "reference_point")
+
+
+def _ellipsoid_constraints_elem(m, constraints):
+    """Write PointOnEllipsoidConstraints (see :class:`arthron.models.model.Constraint`) into
+    a model-level ``<arthron_PointOnEllipsoidConstraintSet>``, after a comment saying what
+    OpenSim does with it: OpenSim 4.6 has no such constraint class and ignores the element, so
+    in OpenSim the constrained points are free to leave their ellipsoids (the model has two
+    more degrees of freedom there, and OpenSim's inverse dynamics gives the generalized forces
+    without the constraint multipliers). arthron reads the element back."""
+    names = ", ".join(c.name for c in constraints)
+    warnings.warn(f"OpenSim 4.6 has no point-on-ellipsoid constraint: {names} written as "
+                  f"<{ELLIPSOID_CONSTRAINT_SET}>, which OpenSim ignores (arthron reads it back)",
+                  ArthronWarning, stacklevel=3)
+    m.append(etree.Comment(
+        f" arthron {ELLIPSOID_CONSTRAINT}s ({names}): a point of one body held on an ellipsoid "
+        "fixed to another, sum(((p - center)/radii)^2) = 1 with p in the ellipsoid frame "
+        "(Sarshari et al. 2021, Eq. 10). OpenSim 4.6 has no such constraint: it ignores this "
+        "element, so in OpenSim these points may leave their ellipsoids. "))
+    root = _sub(m, ELLIPSOID_CONSTRAINT_SET, name="pointonellipsoidconstraintset")
+    objs = _sub(root, "objects")
+    for c in constraints:
+        e = _element(ELLIPSOID_CONSTRAINT, c.name, c.unmodelled_xml)
+        p = c.properties
+        _set(e, "isEnforced", str(bool(c.enabled)).lower())
+        _set(e, "socket_body", p["socket_body"])
+        _set(e, "socket_ellipsoid_frame", p.get("socket_ellipsoid_frame", GROUND))
+        for k in _ELLIPSOID_VECTORS:
+            if k in p:
+                _set(e, k, _fmt(p[k]))
+        objs.append(e)
+
+
+def _read_ellipsoid_constraint(ce, all_frames, ctx) -> Constraint:
+    cpath = f"/{ELLIPSOID_CONSTRAINT_SET}/{ce.get('name', '')}"
+    props = {"socket_body": _resolve(_text(ce, "socket_body"), cpath, all_frames, ctx, ce, "socket_body"),
+             "socket_ellipsoid_frame": _resolve(_text(ce, "socket_ellipsoid_frame") or GROUND, cpath,
+                                                all_frames, ctx, ce, "socket_ellipsoid_frame")}
+    for k in _ELLIPSOID_VECTORS:
+        if _child(ce, k) is not None:
+            props[k] = ctx.floats(_child(ce, k), 3)
+    for k in ("location", "radii"):
+        if k not in props:
+            raise ctx.err(f"{ELLIPSOID_CONSTRAINT} '{ce.get('name', '')}' has no <{k}>", ce)
+    return Constraint(name=ce.get("name", ""), type=ELLIPSOID_CONSTRAINT, properties=props,
+                      enabled=_bool(ce, "isEnforced", True),
+                      unmodelled_xml=_rest(ce, ("isEnforced", "socket_body", "socket_ellipsoid_frame")
+                                           + _ELLIPSOID_VECTORS))
+
+
 def model_to_xml(model: Model) -> etree._ElementTree:
     """Build the OpenSim 4.x document of a model (``Version="40000"``)."""
     doc = etree.Element("OpenSimDocument", Version="40000")
@@ -1064,8 +1125,12 @@ def model_to_xml(model: Model) -> etree._ElementTree:
         jobjs.append(_joint_elem(model, j))
     cs = _sub(m, "ConstraintSet", name="constraintset")
     cobjs = _sub(cs, "objects")
+    ellipsoidal = [c for c in model.constraints if c.type == ELLIPSOID_CONSTRAINT]
     for c in model.constraints:
-        cobjs.append(_constraint_elem(c, model))
+        if c.type != ELLIPSOID_CONSTRAINT:
+            cobjs.append(_constraint_elem(c, model))
+    if ellipsoidal:
+        _ellipsoid_constraints_elem(m, ellipsoidal)
     fs = _sub(m, "ForceSet", name="forceset")
     fobjs = _sub(fs, "objects")
     for f in model.forces.values():

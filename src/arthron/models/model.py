@@ -277,9 +277,15 @@ class Constraint:
     - ``center``: (3,) m, the ellipsoid centre in that frame (default 0);
     - ``radii``: (3,) m, the semi-axes along the ellipsoid's own x, y, z (positive);
     - ``orientation``: (3,) rad, body-fixed X-Y-Z angles of the ellipsoid axes in that frame
-      (default 0).
+      (default 0);
+    - optional, used only by anthropometric scaling (Eq. 14,
+      :func:`arthron.solvers.scaling.dilate_point_on_ellipsoid`): ``base_radii`` (3,) m, the
+      base ellipsoid the radii are an isotropic dilation of, and ``reference_point`` (3,) m,
+      the point's position in the ellipsoid's frame body at the pose the dilation was made.
 
-    Its multiplier μ (N·m) applies ``μ g`` to the point (g = world gradient of Φ, 1/m).
+    Its multiplier μ (N·m) applies ``μ g`` to the point (g = world gradient of Φ, 1/m). In an
+    ``.osim`` file it is written to ``<arthron_PointOnEllipsoidConstraintSet>`` at model
+    level, which OpenSim 4.6 ignores (:mod:`arthron.io.osim`).
     """
 
     name: str

@@ -297,6 +297,11 @@ def _compile_constraints(model, tree, bidx, cidx):
                 continue
             out.append((c.type, c.name, cidx[p["dependent_coordinate"]], cidx[ind[0]],
                         p.get("function"), float(p.get("scale_factor", 1.0))))
+        elif c.type == "PointOnEllipsoidConstraint":
+            # arthron's own constraint (OpenSim has none to copy): moment arms stay ∂L/∂q per
+            # coordinate, its multiplier enters the equations of motion instead (Sarshari et al.
+            # 2021, Eqs. 11-12)
+            continue
         else:
             out.append(("unsupported", c.name, c.type))
     return out

@@ -125,7 +125,8 @@ def reaction_map(model: Model, prob: LoadSharingProblem, joint: str, tree: Tree 
         raise UnsupportedFeature(f"stability cone with Point/TorqueActuators ({', '.join(bad)})")
     for c in model.constraints:
         if c.enabled and c.type != "CoordinateCouplerConstraint":
-            bodies = {str(c.properties.get(k, "")).rsplit("/", 1)[-1] for k in ("body_1", "body_2")}
+            bodies = {str(c.properties.get(k, "")).rsplit("/", 1)[-1]
+                      for k in ("body_1", "body_2", "socket_body", "socket_ellipsoid_frame")}
             if any(tree.body_names.index(b) in sub for b in bodies if b in tree.body_names):
                 raise UnsupportedFeature(f"stability cone on '{joint}': constraint '{c.name}' acts "
                                          "inside the joint's child subtree")

@@ -408,6 +408,22 @@ def scale_model(model: Model, factors, *, mass: float | None = None,
     # markers
     for mk in out.markers.values():
         mk.location = np.asarray(mk.location, float) * sf(mk.parent_frame)
+    # PointOnEllipsoidConstraints: the point with its body, the ellipsoid with its frame's body
+    # (radii along the ellipsoid axes, as a WrapEllipsoid's)
+    for c in out.constraints:
+        if c.type != "PointOnEllipsoidConstraint":
+            continue
+        p = c.properties
+        p["location"] = np.asarray(p["location"], float) * sf(p["socket_body"])
+        se = sf(p.get("socket_ellipsoid_frame", GROUND))
+        R = rotation_xyz(np.asarray(p.get("orientation", np.zeros(3)), float))
+        axes = np.array([np.linalg.norm(R[:, i] * se) for i in range(3)])
+        for k in ("center", "reference_point"):
+            if k in p:
+                p[k] = np.asarray(p[k], float) * se
+        for k in ("radii", "base_radii"):
+            if k in p:
+                p[k] = np.asarray(p[k], float) * axes
     # ground wraps are scaled by ground's factors (1)
     # path points
     for f in out.forces.values():

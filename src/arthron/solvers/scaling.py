@@ -23,7 +23,7 @@ __all__ = ["ScaleEntry", "Measurement", "frame_scale_entries",
            "scale_model", "body_factors", "default_path_lengths",
            "DUMAS2007_MASS_PERCENT", "DEFAULT_SEGMENT_MAP", "body_muscle_fraction",
            "default_segment_map", "segment_masses", "scale_anthropometric", "landmark_factors",
-           "ellipsoid_dilation", "dilate_ribcage_ellipsoid", "scapula_frame", "glenoid_angles",
+           "ellipsoid_dilation", "dilate_ribcage_ellipsoid", "dilate_point_on_ellipsoid", "scapula_frame", "glenoid_angles",
            "adapt_glenoid"]
 
 
@@ -180,7 +180,9 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
     * Ribcage (``ribcage="dilate"``, the paper's Eq. 14): every ScapulothoracicJoint ellipsoid is the
       generic one dilated isotropically to pass through the scaled gliding point
       (:func:`dilate_ribcage_ellipsoid`; ``ribcage_landmarks`` joint -> measured point in the
-      scaled thorax); ``ribcage="opensim"`` scales the radii by S as OpenSim's ScaleTool does.
+      scaled thorax), and so is every PointOnEllipsoidConstraint's ellipsoid that carries
+      ``base_radii`` (:func:`dilate_point_on_ellipsoid`; ``ribcage_landmarks`` constraint name
+      -> measured point); ``ribcage="opensim"`` scales the radii by S as OpenSim's ScaleTool does.
     * Glenoid (the paper's Eq. 16): with a non-zero ``delta_glenoid_inclination`` /
       ``delta_glenoid_version`` (radians) the glenohumeral joint frame is rotated about SN
       (:func:`adapt_glenoid`; ``scapula_landmarks`` SN/AI/TS in the scaled scapula frame, the
@@ -251,6 +253,13 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
                 s_par = factors.get(pb.split("/")[-1], S) if pb != GROUND else np.ones(3)
                 rib[jn] = dilate_ribcage_ellipsoid(model, out, s_par, joint=jn,
                                                    landmark=(ribcage_landmarks or {}).get(jn))
+        for c in model.constraints:
+            if c.type == "PointOnEllipsoidConstraint" and "base_radii" in c.properties:
+                eb, _ = model.frame_in_base(c.properties.get("socket_ellipsoid_frame", GROUND))
+                s_par = factors.get(eb.split("/")[-1], S) if eb != GROUND else np.ones(3)
+                rib[c.name] = dilate_point_on_ellipsoid(
+                    model, out, s_par, constraint=c.name,
+                    landmark=(ribcage_landmarks or {}).get(c.name))
     if delta_glenoid_inclination or delta_glenoid_version:
         out = adapt_glenoid(out, delta_glenoid_inclination, delta_glenoid_version,
                             landmarks=scapula_landmarks, joint=glenohumeral_joint)
@@ -429,6 +438,47 @@ def dilate_ribcage_ellipsoid(generic: Model, scaled: Model, S, *, joint: str = "
     delta = ellipsoid_dilation(r0, d)
     js.parameters["thoracic_ellipsoid_radii_x_y_z"] = r0 + delta
     return {"delta": delta, "radii_generic": r0, "radii": r0 + delta, "landmark": landmark}
+
+
+def dilate_point_on_ellipsoid(generic: Model, scaled: Model, S, *, constraint: str,
+                              landmark=None) -> dict:
+    """the shoulder–elbow model paper Eq. 14 on a PointOnEllipsoidConstraint (the built-in
+    shoulder–elbow model's TS and AI constraints): the scaled model's ellipsoid gets the
+    generic ``base_radii`` dilated isotropically by δ so that it passes, around the scaled
+    centre ``S e0``, through the scaled landmark ``S · reference_point`` (the point on the
+    generic ellipsoid at the generic rest pose, in the ellipsoid frame's body) or through
+    ``landmark`` (the subject's measured point in the scaled body frame, the paper's variant
+    with videogrammetry).
+
+    Modifies ``scaled`` in place; returns ``{"delta": δ, "radii_generic": base radii, "radii":
+    base + δ, "landmark": point}``.
+
+    Raises
+    ------
+    ModelFileError when the constraint is missing or lacks ``base_radii`` /
+    ``reference_point``.
+    """
+    def find(m):
+        c = next((c for c in m.constraints if c.name == constraint
+                  and c.type == "PointOnEllipsoidConstraint"), None)
+        if c is None or "base_radii" not in c.properties or "reference_point" not in c.properties:
+            raise ModelFileError(f"model '{m.name}' has no PointOnEllipsoidConstraint "
+                                 f"'{constraint}' with base_radii and reference_point", m.source)
+        return c
+    cg, cs = find(generic), find(scaled)
+    S = np.broadcast_to(np.asarray(S, float), (3,))
+    base = np.asarray(cg.properties["base_radii"], float)
+    if landmark is None:
+        landmark = S * np.asarray(cg.properties["reference_point"], float)
+    landmark = np.asarray(landmark, float).reshape(3)
+    ps = cs.properties
+    R = rotation_xyz(np.asarray(ps.get("orientation", np.zeros(3)), float))
+    d = R.T @ (landmark - np.asarray(ps.get("center", np.zeros(3)), float))
+    delta = ellipsoid_dilation(base, d)
+    ps["radii"] = base + delta
+    ps["base_radii"] = base.copy()
+    ps["reference_point"] = landmark
+    return {"delta": delta, "radii_generic": base, "radii": base + delta, "landmark": landmark}
 
 
 def _rodrigues(axis, angle) -> np.ndarray:
