@@ -40,7 +40,7 @@ from ..multibody.kinematics import Tree, compile_model, forward_kinematics
 from ..multibody.paths import compile_paths, moment_arms, moment_arms_excursion
 from ..tables import Table
 from .load_sharing import LoadSharingProblem
-from .load_sharing_cone import StabilityCone, reaction_map, solve_with_stability_cone
+from .load_sharing_cone import StabilityCone, solve_with_stability_cone
 
 __all__ = ["ShoulderForces", "abduction_problem", "shoulder_load_sharing", "moment_arm_check",
            "MULTIPLIER_WEIGHT"]
@@ -196,12 +196,11 @@ def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: Stabilit
     if mul:
         w[mul] = MULTIPLIER_WEIGHT * w[mus].min()
     res = solve_with_stability_cone(model, prob, cone, weights=w, on_infeasible=on_infeasible, tree=tree)
-    # reaction in the cone body's frame
-    C, d = reaction_map(model, prob, cone.joint, tree)
-    F = np.einsum("tin,tn->ti", C, res.activations) + d
+    # reaction in the cone body's frame (the solver's, in the cone frame: no second E-matrix pass)
+    Fb = np.einsum("ij,tj->ti", cone.frame(), np.asarray(res.extra["reaction"], float))
     kin = forward_kinematics(tree, prob.q)
     Rb = kin.R[:, tree.body_node[tree.body_names.index(cone.body)]]
-    Fb = np.einsum("tji,tj->ti", Rb, F)
+    F = np.einsum("tij,tj->ti", Rb, Fb)
     j = tree.joint_names.index(cone.joint)
     child = tree.body_names[int(tree.joint_child_body[j])]
     rows = prob.free_rows

@@ -410,6 +410,9 @@ def solve_abduction(model: Model, coordinates, *, elevation_deg=None, plane_deg:
     # coarse grid, frame to frame from the model's default pose
     n_coarse = max(2, int(np.ceil((el[-1] - el[0]) / coarse_step_deg)) + 1)
     el_c = np.linspace(el[0], el[-1], n_coarse)
+    if el.size <= n_coarse:            # few frames: solve them all in the sequence
+        el_c = np.unique(np.concatenate([el_c, el]))
+    n_coarse = el_c.size
     Rc, _ = abduction_targets(el_c, plane_deg)
     x = tree.default_q[pb.idx][None].copy()
     xs = []

@@ -31,7 +31,7 @@ from ..models.model import Model
 from ..multibody.constraints import compile_constraints
 from ..multibody.kinematics import compile_model, forward_kinematics, marker_positions
 from .load_sharing_cone import DEFAULT_HALF_ANGLES, StabilityCone
-from .scaling import ellipsoid_dilation, scale_anthropometric
+from .scaling import scale_anthropometric
 from .shoulder_forces import ShoulderForces, abduction_problem, shoulder_load_sharing
 from .shoulder_kinematics import AbductionKinematics, solve_abduction
 
@@ -168,28 +168,9 @@ def scale_subject(model: Model, spec: StudySpec, subject: Subject):
                                     generic_gender=gen.gender, shoulder_width=subject.shoulder_width,
                                     generic_shoulder_width=None if subject.shoulder_width is None
                                     else spec.generic_shoulder_width,
-                                    segment_map=spec.segment_map or None, ribcage="opensim")
-    S = np.asarray(rep["S"], float)
-    dil = {}
-    for c in out.constraints:
-        if c.type != "PointOnEllipsoidConstraint" or (spec.ribcage_constraints
-                                                      and c.name not in spec.ribcage_constraints):
-            continue
-        p = c.properties
-        loc = np.asarray(p["location"], float) * S
-        centre = np.asarray(p.get("center", np.zeros(3)), float) * S
-        base = np.asarray(p.get("base_radii", p["radii"]), float)
-        ref = p.get("reference_point")
-        if ref is None:
-            raise OptionError(f"constraint '{c.name}' has no reference_point (the landmark at rest in "
-                              "the ellipsoid's frame) to dilate its ellipsoid by Eq. 14")
-        ref = np.asarray(ref, float) * S
-        from ..geometry.spatial import rotation_xyz
-        Re = rotation_xyz(np.asarray(p.get("orientation", np.zeros(3)), float))
-        d = Re.T @ (ref - centre)
-        delta = ellipsoid_dilation(base, d)
-        p["location"], p["center"], p["radii"], p["reference_point"] = loc, centre, base + delta, ref
-        dil[c.name] = delta
+                                    segment_map=spec.segment_map or None, ribcage="dilate")
+    dil = {n: float(v["delta"]) for n, v in rep.get("ribcage", {}).items()
+           if not spec.ribcage_constraints or n in spec.ribcage_constraints}
     pcsa = {}
     ratio = rep["r_m"] / rep["r_m_generic"]
     rc = set(_rc_strings(spec))
@@ -271,11 +252,15 @@ class AbductionResult:
 
 def run_abduction(model: Model, spec: StudySpec, subject: Subject | None = None, *,
                   elevation_deg=None, duration: float = 4.0, plane_deg: float = 30.0,
-                  on_infeasible: str = "raise", progress=None) -> AbductionResult:
+                  on_infeasible: str = "raise", progress=None,
+                  kinematics: AbductionKinematics | None = None) -> AbductionResult:
     """Steps 1–4 of the module docstring for one subject (default: the generic one).
 
     elevation_deg : humerothoracic elevations (default 20°…150° by 1°); duration s.
     progress : callable(str) told of each step.
+    kinematics : a motion already solved on a model of the same geometry (same height and
+    shoulder width: masses, PCSAs and the glenoid's angles do not change the kinematics),
+    reused instead of solving again.
     """
     subject = (subject or spec.generic).check()
     say = progress or (lambda s: None)
@@ -284,9 +269,15 @@ def run_abduction(model: Model, spec: StudySpec, subject: Subject | None = None,
     tree = compile_model(scaled)
     cs = compile_constraints(scaled, tree)
     cone = glenoid_cone(scaled, spec, subject, tree)
-    say("generating the abduction (de Groot & Brand 2001)")
-    kin = solve_abduction(scaled, spec.coordinates, elevation_deg=elevation_deg, duration=duration,
-                          plane_deg=plane_deg, constraints=cs, tree=tree)
+    if kinematics is not None:
+        kin = kinematics
+        if np.abs(cs.residuals(kin.q)).max() > 1e-9:
+            raise OptionError("the kinematics given do not hold this model's constraints "
+                              "(solved on another geometry?)")
+    else:
+        say("generating the abduction (de Groot & Brand 2001)")
+        kin = solve_abduction(scaled, spec.coordinates, elevation_deg=elevation_deg, duration=duration,
+                              plane_deg=plane_deg, constraints=cs, tree=tree)
     say("load sharing with the stability cone")
     muscles = [n for n in pcsa]
     names = [c.name for c in scaled.constraints if c.enabled]

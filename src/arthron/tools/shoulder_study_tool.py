@@ -160,10 +160,14 @@ def run_study(out_dir, subject: Subject | None = None, *, parameter_study: bool 
     out = Path(out_dir)
     results = {}
     if parameter_study:
+        motions = {}        # the kinematics depend on the geometry only (height, shoulder width)
         for key, label, change in PARAMETER_STUDY:
             s = replace(spec.generic, **change).check()
             say(f"[{len(results) + 1}/{len(PARAMETER_STUDY)}] {label}")
-            results[key] = (label, run_abduction(model, spec, s, elevation_deg=elevation_deg))
+            geo = (s.height, s.shoulder_width)
+            res = run_abduction(model, spec, s, elevation_deg=elevation_deg, kinematics=motions.get(geo))
+            motions.setdefault(geo, res.kinematics)
+            results[key] = (label, res)
         if _slug(subject, spec) != "generic":
             say(f"subject {_slug(subject, spec)}")
             results["subject"] = ("subject", run_abduction(model, spec, subject, elevation_deg=elevation_deg))
