@@ -108,29 +108,19 @@ def test_load_sharing_meets_the_equations_the_cone_and_newton(run):
     assert (f.forces >= -1e-9).all()
     fmax = np.array([run.model.forces[m].max_isometric_force for m in f.muscles])
     assert (f.forces <= fmax * (1 + 1e-9)).all()
-    # Newton on the arm (humerus, ulna, radius): the glenoid's force on it = Σ m (a_G − g) − Σ muscle
-    # forces acting on those bodies (path body forces), independent of the E-matrix
-    from arthron.multibody.paths import compile_paths, path_body_forces
-    model = run.model
-    k = run.kinematics
+    # the reaction (Newton on the humerus-forearm subtree) equals the E-matrix reaction of the
+    # joint-reaction solver (Blajer & Czaplicki 2005) at the solved forces
+    from arthron.solvers.load_sharing_cone import reaction_map
+    from arthron.solvers.shoulder_forces import abduction_problem
+    model, k = run.model, run.kinematics
     tree = compile_model(model)
-    kin = forward_kinematics(tree, k.q, k.qd, k.qdd)
-    arm = [tree.body_names.index(b) for b in ("humerus", "ulna", "radius")]
-    g = np.asarray(model.gravity, float)
-    lhs = np.zeros((len(k.time), 3))
-    for b in arm:
-        n = tree.body_node[b]
-        r = kin.R[:, n] @ np.asarray(model.bodies[tree.body_names[b]].mass_center, float)
-        aG = kin.a[:, n] + np.cross(kin.al[:, n], r) + np.cross(kin.w[:, n], np.cross(kin.w[:, n], r))
-        lhs += model.bodies[tree.body_names[b]].mass * (aG - g)
-    ps = compile_paths(model, tree, forces=f.muscles)
-    pl = path_body_forces(ps, tree, k.q, f.forces, kin=forward_kinematics(tree, k.q))
-    musc = np.zeros_like(lhs)
-    for body, _, force in pl.points:
-        for b in arm:
-            musc += ((body == b)[..., None] * force).sum(axis=1)
-    expected = lhs - musc
-    np.testing.assert_allclose(f.extra["reaction_ground"], expected, atol=1e-6 * (1 + np.abs(expected).max()))
+    prob = abduction_problem(model, k.q, k.qd, k.qdd, k.time, k.coordinates, muscles=f.muscles, tree=tree)
+    C, d = reaction_map(model, prob, run.cone.joint, tree)
+    fmax = prob.force_per_control[0, :len(f.muscles)]
+    x = np.hstack([f.forces / fmax, f.multipliers])
+    expected = np.einsum("tin,tn->ti", C, x) + d
+    np.testing.assert_allclose(f.extra["reaction_ground"], expected, atol=1e-9 * (1 + np.abs(expected).max()))
+    np.testing.assert_allclose(f.reaction_magnitude, np.linalg.norm(expected, axis=1), rtol=1e-9)
 
 
 def _wrap_class(model, muscle):

@@ -18,10 +18,12 @@ negligible weight ε (1e-4 of the smallest muscle weight; the reaction changes b
 problem stays strictly convex. Each multiplier's sign is fixed so that λ ≥ 0 pushes its
 landmark out of its ellipsoid (Φ grows outwards, Eq. 10).
 
-The glenohumeral reaction (the force the glenoid applies to the humerus) is affine in f
-through the E-matrix of Blajer & Czaplicki (2005) (:func:`arthron.solvers.load_sharing_cone.reaction_map`);
-the cone is :class:`arthron.solvers.load_sharing_cone.StabilityCone`, solved exactly
-(box QP for the frames where the cone is inactive, Clarabel where it is active).
+The glenohumeral reaction (the force the glenoid applies to the humerus) is affine in f: the
+force rows of the E-matrix reaction of Blajer & Czaplicki (2005), here by Newton's law on the
+humerus–forearm subtree (:func:`reaction_force_map`; equal to
+:func:`arthron.solvers.load_sharing_cone.reaction_map` to rounding, tested). The cone is
+:class:`arthron.solvers.load_sharing_cone.StabilityCone`, solved exactly (box QP for the frames
+where the cone is inactive, Clarabel where it is active).
 
 Shapes: frames lead; forces N, moments N·m, angles degrees in outputs.
 """
@@ -37,12 +39,13 @@ from ..models.model import Model
 from ..multibody.forces import applied_generalized_forces
 from ..multibody.inverse_dynamics import inverse_dynamics
 from ..multibody.kinematics import Tree, compile_model, forward_kinematics
-from ..multibody.paths import compile_paths, moment_arms, moment_arms_excursion
+from ..multibody.paths import compile_paths, moment_arms, moment_arms_and_node_forces, moment_arms_excursion
 from ..tables import Table
 from .load_sharing import LoadSharingProblem
-from .load_sharing_cone import StabilityCone, solve_with_stability_cone
+from .load_sharing_cone import StabilityCone
 
-__all__ = ["ShoulderForces", "abduction_problem", "shoulder_load_sharing", "moment_arm_check",
+__all__ = ["ShoulderForces", "ShoulderProblem", "abduction_problem", "shoulder_load_sharing", "moment_arm_check",
+           "reaction_force_map",
            "MULTIPLIER_WEIGHT"]
 
 #: weight of a constraint multiplier relative to the smallest muscle weight (see the docstring)
@@ -113,9 +116,17 @@ class ShoulderForces:
                      in_degrees=False)
 
 
+@dataclass
+class ShoulderProblem(LoadSharingProblem):
+    """A :class:`LoadSharingProblem` that also carries the reaction map of one joint:
+    ``reaction`` = (joint, C (T, 3, n), d (T, 3)) (:func:`reaction_force_map`), or None."""
+
+    reaction: tuple | None = field(repr=False, default=None)
+
+
 def abduction_problem(model: Model, q, qd, qdd, time, coordinates, *, constraints=None,
                       muscles=None, tree: Tree | None = None, multiplier_signs=None,
-                      multiplier_names=None) -> LoadSharingProblem:
+                      multiplier_names=None, reaction_joint: str | None = None) -> ShoulderProblem:
     """The per-frame problem of the module docstring as a :class:`LoadSharingProblem` whose
     unknowns are the muscles' activations (force per activation F̂ = max isometric force, no
     force–length–velocity scaling: the seed bounds the forces by f_max) followed by one
@@ -128,6 +139,8 @@ def abduction_problem(model: Model, q, qd, qdd, time, coordinates, *, constraint
     constraints : constraint set (residuals/jacobian; default the model's)
     muscles : names (default every enabled muscle)
     multiplier_signs : (m,) ±1 per constraint row (default +1)
+    reaction_joint : a joint whose reaction map (:func:`reaction_force_map`) is computed from
+        the same path geometry as the moment arms (one pass) and kept in ``reaction``
     """
     from ..multibody.constraints import compile_constraints
     tree = tree or compile_model(model)
@@ -145,7 +158,7 @@ def abduction_problem(model: Model, q, qd, qdd, time, coordinates, *, constraint
     kin = forward_kinematics(tree, q)
     tau = inverse_dynamics(tree, q, qd, qdd, [], applied=applied)
     ps = compile_paths(model, tree, forces=muscles)
-    R = moment_arms(ps, tree, q, kin, coupled=False)                      # (T, n, nq)
+    R, node_forces = moment_arms_and_node_forces(ps, tree, q, kin)         # (T, n, nq)
     fmax = np.array([float(model.forces[m].max_isometric_force) for m in muscles])
     m = cs.size
     G = cs.jacobian(q) if m else np.zeros((T, 0, tree.nq))
@@ -159,11 +172,75 @@ def abduction_problem(model: Model, q, qd, qdd, time, coordinates, *, constraint
     lower = np.zeros((T, n + m))
     upper = np.concatenate([np.ones((T, n)), np.full((T, m), np.inf)], axis=1)
     fhat = np.concatenate([np.broadcast_to(fmax, (T, n)), np.ones((T, m))], axis=1)
-    return LoadSharingProblem(time=np.asarray(time, float), names=list(muscles) + names,
-                              kinds=["muscle"] * n + ["multiplier"] * m,
-                              coordinates=list(tree.coordinate_names), B=B, tau=tau, lower=lower,
-                              upper=upper, force_per_control=fhat, G=None, free_rows=rows,
-                              q=q, qd=qd, qdd=qdd)
+    prob = ShoulderProblem(time=np.asarray(time, float), names=list(muscles) + names,
+                           kinds=["muscle"] * n + ["multiplier"] * m,
+                           coordinates=list(tree.coordinate_names), B=B, tau=tau, lower=lower,
+                           upper=upper, force_per_control=fhat, G=None, free_rows=rows,
+                           q=q, qd=qd, qdd=qdd)
+    if reaction_joint is not None:
+        C, d = reaction_force_map(model, prob, reaction_joint, tree,
+                                  node_forces=[(b, f * fmax[i]) for i, (b, f) in enumerate(node_forces)])
+        prob.reaction = (reaction_joint, C, d)
+    return prob
+
+
+def _subtree(tree: Tree, b0: int) -> list:
+    out, stack = [], [b0]
+    while stack:
+        b = stack.pop()
+        out.append(b)
+        stack.extend(tree.body_children[b])
+    return out
+
+
+def reaction_force_map(model: Model, prob: LoadSharingProblem, joint: str, tree: Tree | None = None,
+                       node_forces=None):
+    """(C (T, 3, n), d (T, 3)): the force joint ``joint`` applies to its child, in ground, as
+    ``C x + d`` over the problem's controls, by Newton's law on the child's subtree:
+    ``F = Σ_b m_b (a_G,b − g) − Σ (muscle forces on the subtree's bodies)`` (the force rows of the
+    E-matrix reaction of Blajer & Czaplicki 2005 without the moment rows, which the cone does not
+    use; equal to :func:`arthron.solvers.load_sharing_cone.reaction_map` to rounding, one path
+    pass over T frames instead of an E-matrix pass over T × n). Multiplier columns are zero
+    (the ribcage constraints act on the scapula, outside the subtree). ``node_forces``: per
+    muscle (body (T, K), force (T, K, 3)) at its force per control, if already computed.
+
+    Raises OptionError when a model constraint acts on a body of the subtree.
+    """
+    from ..multibody.paths import path_body_forces
+    tree = tree or compile_model(model)
+    j = tree.joint_names.index(joint)
+    sub = _subtree(tree, int(tree.joint_child_body[j]))
+    subnames = {tree.body_names[b] for b in sub}
+    for c in model.constraints:
+        if c.enabled:
+            bodies = {str(v).rsplit("/", 1)[-1] for k, v in c.properties.items()
+                      if k in ("body_1", "body_2", "socket_body", "socket_ellipsoid_frame")}
+            if bodies & subnames:
+                raise OptionError(f"reaction of '{joint}': constraint '{c.name}' acts inside its child subtree")
+    q, qd, qdd = prob.q, prob.qd, prob.qdd
+    T, n = prob.force_per_control.shape
+    kin = forward_kinematics(tree, q, qd, qdd)
+    g = np.asarray(model.gravity, float)
+    d = np.zeros((T, 3))
+    for b in sub:
+        body = model.bodies[tree.body_names[b]]
+        if body.mass <= 0:
+            continue
+        nd = tree.body_node[b]
+        r = kin.R[:, nd] @ np.asarray(body.mass_center, float)
+        aG = kin.a[:, nd] + np.cross(kin.al[:, nd], r) + np.cross(kin.w[:, nd], np.cross(kin.w[:, nd], r))
+        d += body.mass * (aG - g)
+    C = np.zeros((T, 3, n))
+    mus = [i for i, k in enumerate(prob.kinds) if k == "muscle"]
+    if mus:
+        if node_forces is None:
+            ps = compile_paths(model, tree, forces=[prob.names[i] for i in mus])
+            pl = path_body_forces(ps, tree, q, prob.force_per_control[:, mus], kin=kin)
+            node_forces = [(body, f) for body, _, f in pl.points]
+        subarr = np.array(sub)
+        for k, (body, f) in zip(mus, node_forces):
+            C[:, :, k] = -(np.isin(body, subarr)[..., None] * f).sum(axis=1)
+    return C, d
 
 
 def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: StabilityCone, pcsa: dict, *,
@@ -173,10 +250,18 @@ def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: Stabilit
 
     pcsa : {muscle: m²} (muscles missing from it: F_max / 0.6 MPa, with a warning)
 
+    All frames are solved first without the cone (batched box QP,
+    :func:`arthron.solvers.load_sharing.solve_problem`); the frames whose reaction leaves the
+    cone are solved again with it (Clarabel, :func:`arthron.solvers.load_sharing_convex.solve_with_cone`):
+    a QP optimum inside the cone is also the cone problem's optimum, so the answer is exact.
+
     Raises OptionError for non-positive PCSAs; InfeasibleFrames (``on_infeasible="raise"``)
     naming the frames where the equations of motion or the cone cannot be met.
     """
+    from .load_sharing import InfeasibleFrames, solve_problem
+    from .load_sharing_convex import cone_angle, solve_with_cone
     tree = tree or compile_model(model)
+    cone.check(model)
     n_all = len(prob.names)
     mus = [i for i, k in enumerate(prob.kinds) if k == "muscle"]
     mul = [i for i, k in enumerate(prob.kinds) if k == "multiplier"]
@@ -195,28 +280,55 @@ def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: Stabilit
         warnings.warn(f"no PCSA for {', '.join(missing[:8])}: F_max / 0.6 MPa used", ArthronWarning)
     if mul:
         w[mul] = MULTIPLIER_WEIGHT * w[mus].min()
-    res = solve_with_stability_cone(model, prob, cone, weights=w, on_infeasible=on_infeasible, tree=tree)
-    # reaction in the cone body's frame (the solver's, in the cone frame: no second E-matrix pass)
-    Fb = np.einsum("ij,tj->ti", cone.frame(), np.asarray(res.extra["reaction"], float))
+    free = solve_problem(prob, weights=w, on_infeasible=on_infeasible)
+    pre = getattr(prob, "reaction", None)
+    C, d = pre[1:] if pre is not None and pre[0] == cone.joint else reaction_force_map(model, prob, cone.joint, tree)
     kin = forward_kinematics(tree, prob.q)
-    Rb = kin.R[:, tree.body_node[tree.body_names.index(cone.body)]]
+    Rb = kin.R[:, tree.body_node[tree.body_names.index(cone.body)]]          # body → ground
+    Rc = np.einsum("ji,tkj->tik", cone.frame(), Rb)                          # ground → cone
+    Cc = np.einsum("tij,tjn->tin", Rc, C)
+    dc = np.einsum("tij,tj->ti", Rc, d)
+    tx, ty = (np.tan(np.radians(a)) for a in cone.half_angles_deg)
+    x = free.activations.copy()
+    _, ratio0 = cone_angle(np.einsum("tin,tn->ti", Cc, x) + dc, tx, ty)
+    outside = ~(ratio0 <= 1.0 + 1e-9)
+    ok = free.feasible.copy()
+    frames = np.flatnonzero(outside & ok)
+    if frames.size:
+        A, b, _ = prob.reduced()
+        xs, oks = solve_with_cone(A, b, w, prob.lower, prob.upper, Cc, dc, tx, ty,
+                                  n_planes=cone.n_planes, frames=frames)
+        x[frames], ok[frames] = xs[frames], oks[frames]
+    Fc = np.einsum("tin,tn->ti", Cc, x) + dc
+    ang, ratio = cone_angle(Fc, tx, ty)
+    ok &= ratio <= 1.0 + 1e-5
+    bad = np.flatnonzero(~ok)
+    if bad.size and on_infeasible != "ignore":
+        msg = (f"stability cone on '{cone.joint}' cannot be met at t = "
+               + ", ".join(f"{prob.time[k]:.6g} s" for k in bad[:20]) + (" ..." if bad.size > 20 else ""))
+        if on_infeasible == "raise":
+            raise InfeasibleFrames(msg, [(float(prob.time[k]), {}) for k in bad])
+        warnings.warn(msg, ArthronWarning)
+    rows = prob.free_rows
+    rest = prob.tau - np.einsum("tqn,tn->tq", prob.B, x)
+    rest[:, ~rows] = 0.0
+    Fb = np.einsum("ij,tj->ti", cone.frame(), Fc)
     F = np.einsum("tij,tj->ti", Rb, Fb)
     j = tree.joint_names.index(cone.joint)
     child = tree.body_names[int(tree.joint_child_body[j])]
-    rows = prob.free_rows
+    forces = x * prob.force_per_control
     return ShoulderForces(time=prob.time, muscles=[prob.names[i] for i in mus],
-                          forces=res.forces[:, mus], multiplier_names=[prob.names[i] for i in mul],
-                          multipliers=res.activations[:, mul],
+                          forces=forces[:, mus], multiplier_names=[prob.names[i] for i in mul],
+                          multipliers=x[:, mul],
                           coordinates=[c for c, k in zip(prob.coordinates, rows) if k],
                           tau=prob.tau[:, rows], reaction_scapula=Fb,
-                          reaction_magnitude=np.linalg.norm(F, axis=1),
-                          cone_angle_deg=np.asarray(res.extra["cone_angle_deg"], float),
-                          cone_ratio=np.asarray(res.extra["cone_ratio"], float),
-                          cone_active=np.asarray(res.extra["cone_active"], bool),
-                          residual=np.abs(res.residual).max(axis=1), objective=res.objective,
-                          feasible=res.feasible, joint=cone.joint, child=child, body=cone.body,
+                          reaction_magnitude=np.linalg.norm(F, axis=1), cone_angle_deg=ang,
+                          cone_ratio=ratio, cone_active=outside & ok,
+                          residual=np.abs(rest).max(axis=1), objective=(w * x * x).sum(axis=1),
+                          feasible=ok, joint=cone.joint, child=child, body=cone.body,
                           elevation_deg=None if elevation_deg is None else np.asarray(elevation_deg, float),
-                          extra={"reaction_ground": F, "cone_off_outside": res.extra["cone_off_outside"]})
+                          extra={"reaction_ground": F, "cone_off_outside": outside,
+                                 "objective_without_cone": free.objective})
 
 
 def moment_arm_check(model: Model, q, coordinates, muscles=None, tree: Tree | None = None,

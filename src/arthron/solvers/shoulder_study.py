@@ -282,7 +282,8 @@ def run_abduction(model: Model, spec: StudySpec, subject: Subject | None = None,
     muscles = [n for n in pcsa]
     names = [c.name for c in scaled.constraints if c.enabled]
     prob = abduction_problem(scaled, kin.q, kin.qd, kin.qdd, kin.time, spec.coordinates,
-                             constraints=cs, muscles=muscles, tree=tree, multiplier_names=names)
+                             constraints=cs, muscles=muscles, tree=tree, multiplier_names=names,
+                             reaction_joint=cone.joint)
     forces = shoulder_load_sharing(scaled, prob, cone, pcsa, tree=tree, on_infeasible=on_infeasible,
                                    elevation_deg=kin.elevation_deg)
     res = AbductionResult(subject=subject, model=scaled, kinematics=kin, forces=forces, cone=cone,
