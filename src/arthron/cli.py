@@ -330,6 +330,8 @@ def cmd_study(a, demo: bool = False):
               "(69.8 % body weight)")
     for p in r["files"]:
         print(f"  wrote {p}")
+    for n in r.get("notes", ()):
+        print(f"  note: {n}")
     print(f"outputs written to {out} ({time.perf_counter() - t0:.1f} s)")
     return 0
 

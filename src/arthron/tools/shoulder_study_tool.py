@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import OptionError
+from ..errors import UnsupportedFeature
 from ..io.files import atomic_write, output_group
 from ..io.osim import write_osim
 from ..io.sto import write_sto
@@ -147,7 +147,8 @@ def run_study(out_dir, subject: Subject | None = None, *, parameter_study: bool 
     Returns
     -------
     dict: ``results`` {variant: (label, AbductionResult)}, ``files`` (paths written),
-    ``table`` (header, rows) of :func:`study_table`.
+    ``table`` (header, rows) of :func:`study_table`, ``notes`` (e.g. figures skipped when
+    matplotlib, extra ``plot``, is not installed: everything else is still written).
 
     Raises
     ------
@@ -175,9 +176,16 @@ def run_study(out_dir, subject: Subject | None = None, *, parameter_study: bool 
         key = _slug(subject, spec)
         say(f"subject {key}")
         results[key] = (key, run_abduction(model, spec, subject, elevation_deg=elevation_deg, progress=say))
-    files = []
+    files, notes = [], []
     out.mkdir(parents=True, exist_ok=True)
     header, rows = study_table(results, spec)
+    if plot or picture:
+        try:
+            from ..plots import _pyplot
+            _pyplot()
+        except UnsupportedFeature as e:
+            notes.append(f"PNG figures skipped: {e}")
+            plot = picture = False
     with output_group():
         for key, (label, res) in results.items():
             if parameter_study and key not in ("generic", "subject"):
@@ -216,7 +224,7 @@ def run_study(out_dir, subject: Subject | None = None, *, parameter_study: bool 
                                                  published={k: v for k, v in pub.items() if v},
                                                  title="Parameter study (after Fig. 5 of Sarshari et al. 2021); "
                                                        "circles: their printed values"))
-    return {"results": results, "files": files, "table": (header, rows)}
+    return {"results": results, "files": files, "table": (header, rows), "notes": notes}
 
 
 def format_table(header, rows) -> str:
