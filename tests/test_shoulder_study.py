@@ -161,7 +161,7 @@ def test_moment_arms_agree_with_torus_wraps(run):
     assert np.abs(g - e).max() < 2e-3
 
 
-def test_scaling_checks_of_the_seed(generic):
+def test_scaling_checks_of_sarshari_2021(generic):
     model, spec = generic
     _, _, male = scale_subject(model, spec, spec.generic)
     _, _, female = scale_subject(model, spec, replace(spec.generic, gender="f"))

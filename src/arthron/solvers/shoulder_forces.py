@@ -13,7 +13,7 @@ model's constraints (the scapulothoracic ellipsoid constraints: λ_TS, λ_AI, Eq
 r_i the moment arms −∂l_i/∂q (metres), G = ∂Φ/∂q the constraint Jacobian (its rows are the
 "generalized moment arms of the constraints"), τ_ID by inverse dynamics (gravity and inertia,
 :func:`arthron.multibody.inverse_dynamics.inverse_dynamics`), τ_passive the passive elements
-OpenSim applies. The seed's P gives weights only to the muscles; the multipliers get a
+OpenSim applies. Sarshari et al.'s P weights only the muscles; the multipliers get a
 negligible weight ε (1e-4 of the smallest muscle weight; the reaction changes by < 0.1 % down to 1e-6) so the
 problem stays strictly convex. Each multiplier's sign is fixed so that λ ≥ 0 pushes its
 landmark out of its ellipsoid (Φ grows outwards, Eq. 10).
@@ -129,7 +129,7 @@ def abduction_problem(model: Model, q, qd, qdd, time, coordinates, *, constraint
                       multiplier_names=None, reaction_joint: str | None = None) -> ShoulderProblem:
     """The per-frame problem of the module docstring as a :class:`LoadSharingProblem` whose
     unknowns are the muscles' activations (force per activation F̂ = max isometric force, no
-    force–length–velocity scaling: the seed bounds the forces by f_max) followed by one
+    force–length–velocity scaling: Sarshari et al. bound the forces by f_max) followed by one
     column per constraint row (kind ``"multiplier"``, G's row, bounds [0, ∞)).
 
     Parameters
@@ -333,7 +333,7 @@ def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: Stabilit
 
 def moment_arm_check(model: Model, q, coordinates, muscles=None, tree: Tree | None = None,
                      h: float = 1e-6):
-    """Moment arms by the two methods of the seed: geometric (the generalized force of a unit
+    """Moment arms by the two methods of Sarshari et al. (2021): geometric (the generalized force of a unit
     tension, :func:`arthron.multibody.paths.moment_arms` with the other coordinates held) and
     tendon excursion ``−∂l/∂q`` by central differences of the path lengths (step ``h`` rad).
 

@@ -37,12 +37,12 @@ from ..solvers.shoulder_study import (PARAMETER_STUDY, SARSHARI_2021, SUMMARY_AN
                                       run_abduction)
 from ..tables import MarkerTrial, Table
 
-__all__ = ["run_study", "run_demo", "default_model", "study_table", "SEED_POINTS"]
+__all__ = ["run_study", "run_demo", "default_model", "study_table", "PAPER_POINTS"]
 
 #: points of Sarshari et al. (2021) drawn beside the curves: {variant: [(elevation, N), ...]}
-SEED_POINTS = {"generic": [(20.0, 276.0), (60.0, 422.0), (122.0, 585.0)],
-               "mass_100": [(None, 684.0)], "inclination_15": [(60.0, 456.0)],
-               "rc_pcsa_50": [(130.0, 682.0)]}
+#: (the 684 N peak of 100 kg has no printed elevation: it is in the table only)
+PAPER_POINTS = {"generic": [(20.0, 276.0), (60.0, 422.0), (122.0, 585.0)],
+               "inclination_15": [(60.0, 456.0)], "rc_pcsa_50": [(130.0, 682.0)]}
 
 
 def default_model():
@@ -104,7 +104,7 @@ def study_table(results: dict, spec: StudySpec) -> tuple[list, list]:
     subject, and Sarshari et al.'s printed figures beside."""
     header = ["variant", "label"] + [f"F{int(a)}_N" for a in SUMMARY_ANGLES] + [
         "peak_N", "peak_deg", "percent_bw_90", "peak_change_percent", "mean_change_below_60_percent",
-        "seed_F20_N", "seed_F60_N", "seed_peak_N", "seed_peak_deg", "seed_note"]
+        "sarshari2021_F20_N", "sarshari2021_F60_N", "sarshari2021_peak_N", "sarshari2021_peak_deg", "sarshari2021_note"]
     rows = []
     gen = results.get("generic")
     gen = gen[1] if gen is not None else None
@@ -117,11 +117,11 @@ def study_table(results: dict, spec: StudySpec) -> tuple[list, list]:
             m = el <= 60.0
             f0 = np.interp(el[m], gen.kinematics.elevation_deg, gen.forces.reaction_magnitude)
             below = 100.0 * float(np.mean(res.forces.reaction_magnitude[m] / f0 - 1.0))
-        seed = SARSHARI_2021.get(key, {})
-        note = "; ".join(f"{k2}={v}" for k2, v in seed.items() if k2 not in (20, 60, "peak", "peak_deg"))
+        paper = SARSHARI_2021.get(key, {})
+        note = "; ".join(f"{k2}={v}" for k2, v in paper.items() if k2 not in (20, 60, "peak", "peak_deg"))
         rows.append([key, label] + [s[a] for a in SUMMARY_ANGLES] + [
             s["peak"], s["peak_deg"], s["percent_bw_90"], ch, below,
-            seed.get(20, ""), seed.get(60, ""), seed.get("peak", ""), seed.get("peak_deg", ""), note])
+            paper.get(20, ""), paper.get(60, ""), paper.get("peak", ""), paper.get("peak_deg", ""), note])
     return header, rows
 
 
@@ -194,7 +194,7 @@ def run_study(out_dir, subject: Subject | None = None, *, parameter_study: bool 
             files += _write_subject(out, name, res)
             if plot:
                 from ..plots import plot_reaction_study
-                pts = {name: [p for p in SEED_POINTS["generic"]]}
+                pts = {name: [p for p in PAPER_POINTS["generic"]]}
                 files.append(plot_reaction_study(
                     {name: (res.kinematics.elevation_deg, res.forces.reaction_magnitude)},
                     out / f"{name}_gh_reaction.png", published=pts if name == "generic" else None,
@@ -219,9 +219,8 @@ def run_study(out_dir, subject: Subject | None = None, *, parameter_study: bool 
                 from ..plots import plot_reaction_study
                 curves = {k: (r.kinematics.elevation_deg, r.forces.reaction_magnitude)
                           for k, (_, r) in results.items() if k != "subject"}
-                pub = {k: [p for p in v if p[0] is not None] for k, v in SEED_POINTS.items()}
                 files.append(plot_reaction_study(curves, out / "parameter_study.png",
-                                                 published={k: v for k, v in pub.items() if v},
+                                                 published=PAPER_POINTS,
                                                  title="Parameter study (after Fig. 5 of Sarshari et al. 2021); "
                                                        "circles: their printed values"))
     return {"results": results, "files": files, "table": (header, rows), "notes": notes}
@@ -231,10 +230,10 @@ def format_table(header, rows) -> str:
     """The study table as aligned text (the columns a reader compares)."""
     keep = ["variant"] + [f"F{int(a)}_N" for a in SUMMARY_ANGLES] + [
         "peak_N", "peak_deg", "percent_bw_90", "peak_change_percent", "mean_change_below_60_percent",
-        "seed_F20_N", "seed_F60_N", "seed_peak_N", "seed_peak_deg"]
+        "sarshari2021_F20_N", "sarshari2021_F60_N", "sarshari2021_peak_N", "sarshari2021_peak_deg"]
     idx = [header.index(k) for k in keep]
     short = ["variant", "F20", "F60", "F90", "F120", "peak", "at°", "%BW90", "Δpeak%", "Δ<60°%",
-             "seed20", "seed60", "seedpk", "at°"]
+             "paper20", "paper60", "paperpk", "at°"]
     lines = ["  ".join(f"{h:>9}" if i else f"{h:<15}" for i, h in enumerate(short))]
     for r in rows:
         cells = []
