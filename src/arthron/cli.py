@@ -363,7 +363,7 @@ def _add_study_parsers(sub):
                                    "(structure of " + cite + "; data from DAS4, Chadwick et al. 2014), scaled "
                                    "to the subject; load sharing min sum (f/PCSA)^2 with the ribcage constraints' "
                                    "multipliers and the glenohumeral stability cone; the glenohumeral reaction "
-                                   "by the E-matrix method.")
+                                   "(force rows of the E-matrix reaction, by Newton on the arm).")
     subject_options(s)
     s.add_argument("--parameter-study", action="store_true",
                    help="also run the variants of Sarshari et al. 2021 Fig. 5 (female; 60 and 100 kg; 1.60 and "

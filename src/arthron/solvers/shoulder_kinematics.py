@@ -296,9 +296,6 @@ class _Problem:
         return self.cs.residuals(q), self.cs.jacobian(q)[:, :, self.idx]
 
 
-_STATS: dict = {}
-
-
 def _project(pb, x, tol, n=30):
     """Minimum-norm Newton steps onto ``c(x) = 0`` (T frames). Returns x, c, C."""
     c, C = pb.cons(x)
@@ -349,7 +346,6 @@ def _gauss_newton(pb, x, Rt, tol, max_iter=100, max_step=0.2):
         lam[act] = np.where(ok, np.maximum(lam[act] / 3, 1e-10), lam[act] * 10)
         small = np.abs(dx).max(axis=1) < 1e-8
         done[act] = (ok & small) | flat | (lam[act] >= 1e8)
-        _STATS["iterations"] = _STATS.get("iterations", 0) + 1
     return x, np.abs(c).max(axis=1) if c.size else np.zeros(T)
 
 
