@@ -407,6 +407,19 @@ def _wrap_objects(d: _Das4, used: dict) -> list:
     return out
 
 
+def _rib_fit(d: _Das4) -> dict:
+    """Cross-check (not used by the model): the axis-aligned ellipsoid fitted by least squares
+    to DAS4's ribcage mesh in the thorax frame, centre held on the mid-sagittal plane."""
+    import pyvista as pv
+    from arthron.geometry.ellipsoid_fit import fit_ellipsoid
+    _, X = d.frame("/bodyset/thorax/thorax_geom_frame_1")
+    V = np.asarray(pv.read(str(d.path.parent / "Geometry" / "ground_ribs.vtp")).points, float)
+    f = fit_ellipsoid(V @ X.R.T + X.p, fixed_center=[(0, 0.0)])
+    return {"center": _r(f["center"], 6), "radii": _r(f["radii"], 6), "rms": _r(f["rms"], 6),
+            "source": "arthron.geometry.ellipsoid_fit.fit_ellipsoid on DAS4 Geometry/ground_ribs.vtp "
+                      "(all ribs; radial distance); a cross-check of the base ellipsoid, not used"}
+
+
 def _obj_text(V, F) -> bytes:
     lines = ["# decimated from DAS4 (MIT licence, see LICENSE-DAS4.txt); metres, body frame"]
     lines += [f"v {x:.5f} {y:.5f} {z:.5f}" for x, y, z in V]
@@ -582,6 +595,7 @@ def derive(das4=DAS4, *, meshes: bool = True) -> dict:
         delta = ellipsoid_dilation(base, M[p] - center)
         T["ribcage"]["points"][p] = {"delta": _r(delta, 15), "radii": _r(base + delta, 15),
                                      "reference_point": _r(M[p], 15)}
+    T["ribcage"]["fit_to_ribs"] = _rib_fit(d)
     T["subject"]["shoulder_width_m"] = _r(2.0 * abs(M["AA"][0]))
     kin = forward_kinematics(tree, q[None])
     n = tree.body_node[tree.body_index("clavicle")]
@@ -659,7 +673,8 @@ dynamics. IEEE Trans Biomed Eng 61(7):1947–1956. The tables are regenerated fr
   vertices of DAS4's scapula mesh within 4 mm of the mesh's nearest approach to GH; the
   stability-cone axis runs from GC through GH.
 - Base ribcage ellipsoid: DAS4's thorax wrap ellipsoid `serr_ant` (the Delft model's thorax
-  ellipsoid).
+  ellipsoid). As a cross-check `model.json` records the ellipsoid fitted to DAS4's ribcage mesh
+  (`ribcage.fit_to_ribs`, not used): it lies about 4 cm anterior of `serr_ant`.
 - Muscles: 41 seed muscles as groups of DAS4 elements (arthron's design notes, table of the 42
   muscles); `Thelen2003Muscle` strings with DAS4's optimal fibre length, tendon slack length,
   pennation and maximum contraction velocity (DAS4 uses Schutte 1993 curves). PCSA = Σ DAS4

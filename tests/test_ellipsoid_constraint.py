@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arthron.errors import ModelFileError
+from arthron.errors import DataFileError, ModelFileError
 from arthron.geometry.spatial import rotation_xyz
 from arthron.models.functions import Constant, LinearFunction
 from arthron.models.model import (Body, Constraint, Coordinate, Joint, Marker, Model, OffsetFrame,
@@ -195,3 +195,20 @@ def test_ik_recovers_a_constrained_motion_and_holds_the_constraint():
     assert np.abs(cs.residuals(res.q)).max() < 1e-9
     assert res.max.max() < 1e-6
     np.testing.assert_allclose(res.q, q, atol=1e-5)
+
+
+def test_fit_ellipsoid_recovers_a_noisy_ellipsoid_and_rejects_too_few_points():
+    from arthron.geometry.ellipsoid_fit import ellipsoid_distance, fit_ellipsoid
+    rng = np.random.default_rng(0)
+    u = rng.normal(size=(400, 3))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    P = CENTER + u * RADII + rng.normal(scale=1e-4, size=u.shape)
+    f = fit_ellipsoid(P)
+    np.testing.assert_allclose(f["center"], CENTER, atol=3e-5)
+    np.testing.assert_allclose(f["radii"], RADII, atol=3e-5)
+    assert 0.7e-4 < f["rms"] < 1.3e-4
+    # the radial distance is exact for a sphere
+    np.testing.assert_allclose(ellipsoid_distance([[0.3, 0, 0], [0, 0.05, 0]], [0, 0, 0], [0.1] * 3),
+                               [0.2, -0.05], atol=1e-15)
+    with pytest.raises(DataFileError, match="at least 6 points"):
+        fit_ellipsoid(P[:5])

@@ -450,3 +450,15 @@ def test_load_sharing_sees_the_ribcage_multipliers_and_the_cone_checks_their_bod
         reaction_map(m, prob, "ac", tree)
     C, d = reaction_map(m, prob, info.glenohumeral_joint, tree)
     assert np.all(np.isfinite(C)) and np.all(np.isfinite(d))
+
+
+def test_export_folder_has_the_meshes_opensim_finds(se, tmp_path):
+    from arthron.tools.shoulder_elbow_tool import export_shoulder_elbow
+    m, _, _ = se
+    with pytest.warns(ArthronWarning, match="point-on-ellipsoid"):
+        written = export_shoulder_elbow(m, tmp_path / "out" / "model.osim")
+    assert written[0] == tmp_path / "out" / "model.osim"
+    names = {p.name for p in written[1:]}
+    assert names == {g.mesh_file for b in m.bodies.values() for g in b.geometry}
+    for p in written[1:]:
+        assert p.parent.name == "Geometry" and p.read_bytes() == (MESH_DIR / p.name).read_bytes()
