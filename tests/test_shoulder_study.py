@@ -16,9 +16,9 @@ from arthron.cli import main
 from arthron.multibody.constraints import compile_constraints
 from arthron.multibody.kinematics import compile_model, forward_kinematics, marker_positions
 from arthron.solvers.shoulder_kinematics import (DEGROOT_BRAND_2001, abduction_targets, degroot_brand_2001,
-                                                  euler_angles, euler_matrix, solve_abduction)
+                                                  euler_angles, euler_matrix)
 from arthron.solvers.shoulder_forces import moment_arm_check
-from arthron.solvers.shoulder_study import PARAMETER_STUDY, Subject, run_abduction, scale_subject
+from arthron.solvers.shoulder_study import PARAMETER_STUDY, run_abduction, scale_subject
 from arthron.tools.shoulder_study_tool import default_model, run_study
 
 EL = np.array([20.0, 40.0, 60.0, 80.0, 95.0, 105.0, 115.0, 125.0, 135.0, 150.0])
@@ -249,3 +249,16 @@ def test_cli_demo_and_bad_arguments(tmp_path, capsys, generic):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("arthron: error:") and word in err[0]
         assert not (tmp_path / "bad").exists()
+
+
+def test_study_without_matplotlib_writes_the_rest(tmp_path, generic, monkeypatch):
+    # `pip install -e .` (no extra `plot`): the figures are skipped with a note, nothing fails
+    import sys
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    model, spec = generic
+    r = run_study(tmp_path, model=model, spec=spec, elevation_deg=np.array([20.0, 60.0, 100.0, 150.0]),
+                  picture=True)
+    assert r["notes"] and "matplotlib" in r["notes"][0]
+    names = {p.name for p in tmp_path.iterdir()}
+    assert "generic_abduction_JointReaction_ReactionLoads.sto" in names
+    assert not any(n.endswith(".png") for n in names)
