@@ -63,7 +63,9 @@ def test_id_command_from_setup(tmp_path):
 
 
 def test_demo_runs_on_the_embedded_default(tmp_path, capsys):
-    assert main(["demo", "-o", str(tmp_path / "demo")]) == 0
+    # the former demo (embedded two-segment arm) is `arthron demo --arm` since `arthron demo`
+    # runs the shoulder-elbow abduction study (tests/test_shoulder_study.py)
+    assert main(["demo", "--arm", "-o", str(tmp_path / "demo")]) == 0
     out = capsys.readouterr().out
     assert "outputs written to" in out
     files = {p.name for p in (tmp_path / "demo").iterdir()}

@@ -14,7 +14,8 @@ from .models.model import Model
 from .multibody.kinematics import Tree, compile_model
 from .solvers.muscle_analysis import CROSSING_TOLERANCE, coordinates_of_motion, default_muscles, path_analysis
 
-__all__ = ["plot_moment_arms", "plot_time_series", "column_unit", "select_columns"]
+__all__ = ["plot_moment_arms", "plot_time_series", "column_unit", "select_columns",
+           "plot_reaction_study", "plot_model_poses"]
 
 
 def _pyplot():
@@ -225,3 +226,103 @@ def plot_time_series(table, columns, out=None, *, model=None, title=None, dpi: i
         plt.close(fig)
         atomic_write(out, buf.getvalue())
     return fig
+
+
+def _save(plt, fig, path, dpi):
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=dpi, format="png")
+    plt.close(fig)
+    atomic_write(path, buf.getvalue())
+    return Path(path)
+
+
+def plot_reaction_study(curves: dict, path, *, published=None, mass: dict | None = None,
+                        title: str = "Glenohumeral joint reaction, scapular-plane abduction",
+                        dpi: int = 120):
+    """Glenohumeral reaction force (N) against humerothoracic elevation (deg).
+
+    curves : {label: (elevation_deg (T,), force (T,))}; the first is the reference (generic)
+    and is drawn in every panel. With one curve: one panel; with more: one panel per variant
+    group laid out like Fig. 5 of Sarshari et al. (2021) (gender, weight, height, glenoid
+    inclination, rotator-cuff PCSA), the groups taken from the labels' keys
+    (``female``, ``mass_*``, ``height_*``, ``inclination_*``, ``rc_*``).
+    published : {label: [(elevation, force), ...]} points printed by Sarshari et al. (2021),
+    drawn as markers. Writes ``path`` (PNG, whole or not at all); returns it.
+    """
+    plt = _pyplot()
+    published = published or {}
+    keys = list(curves)
+    groups = [("gender", ("female",)), ("weight", ("mass_",)), ("height", ("height_",)),
+              ("glenoid inclination", ("inclination_",)), ("rotator-cuff PCSA", ("rc_",))]
+    panels = [(t, [k for k in keys[1:] if k.startswith(p)]) for t, p in groups]
+    panels = [(t, ks) for t, ks in panels if ks] or [("", [])]
+    n = len(panels)
+    cols = min(n, 3)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)
+    ref = keys[0]
+    for ax, (t, ks) in zip(axes.flat, panels):
+        for k in [ref] + ks:
+            el, f = curves[k]
+            ax.plot(el, f, lw=2.0 if k == ref else 1.4, label=k, color="k" if k == ref else None)
+        for lab, pts in published.items():
+            if lab == ref or lab in ks:
+                pts = np.asarray(pts, float).reshape(-1, 2)
+                ax.plot(pts[:, 0], pts[:, 1], "o", mfc="none", ms=7,
+                        label=f"{lab}: Sarshari et al. 2021")
+        ax.set_xlabel("humerothoracic elevation (deg)")
+        ax.set_ylabel("joint reaction force (N)")
+        if t:
+            ax.set_title(t)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return _save(plt, fig, path, dpi)
+
+
+def plot_model_poses(model: Model, q, path, *, labels=None, muscles=None, tree: Tree | None = None,
+                     up: int = 1, dpi: int = 110):
+    """A picture of the model at a few poses (one 3-D panel each, matplotlib off-screen): bones
+    as lines between the origins of each body and its parent, the model's markers (landmarks)
+    as dots, muscle paths (wrapping included) as thin red lines. q : (k, nq) coordinates;
+    labels : k titles; up : the model's vertical axis (0, 1, 2; drawn vertical). Writes
+    ``path`` (PNG, whole or not at all); returns it."""
+    plt = _pyplot()
+    from .multibody.kinematics import forward_kinematics, marker_positions
+    from .multibody.path_geometry import compute_paths
+    from .multibody.paths import compile_paths
+    tree = tree or compile_model(model)
+    q = np.atleast_2d(np.asarray(q, float))
+    kin = forward_kinematics(tree, q)
+    _, P = marker_positions(tree, q, kin=kin)
+    muscles = list(muscles) if muscles is not None else [n for n, f in model.forces.items() if f.is_muscle]
+    states = compute_paths(compile_paths(model, tree, forces=muscles), tree, q, kin) if muscles else []
+    order = [i for i in range(3) if i != up] + [up]          # horizontal, horizontal, vertical
+    O = kin.body_origin(tree)
+    fig = plt.figure(figsize=(4.2 * len(q), 4.6))
+    for k in range(len(q)):
+        ax = fig.add_subplot(1, len(q), k + 1, projection="3d")
+        for st in states:
+            xyz = st.P[k][st.tag[k] >= 0][:, order]
+            ax.plot(*xyz.T, color="tab:red", lw=0.4, alpha=0.5)
+        for b, par in enumerate(tree.body_parent):
+            if par >= 0:
+                ax.plot(*np.column_stack([O[k, par], O[k, b]])[order], color="0.2", lw=2.5)
+        pk = P[k][:, order]
+        ax.scatter(*pk.T, s=10, color="tab:blue", depthshade=False)
+        c = pk.mean(axis=0)
+        lim = 0.6 * max(np.ptp(pk, axis=0).max(), 0.1)
+        ax.set_xlim(c[0] - lim, c[0] + lim)
+        ax.set_ylim(c[1] - lim, c[1] + lim)
+        ax.set_zlim(c[2] - lim, c[2] + lim)
+        ax.set_xlabel("xyz"[order[0]] + " (m)")
+        ax.set_ylabel("xyz"[order[1]] + " (m)")
+        ax.set_zlabel("xyz"[order[2]] + " (m, up)")
+        ax.view_init(elev=12, azim=-125)
+        if labels is not None:
+            ax.set_title(str(labels[k]))
+    fig.tight_layout()
+    return _save(plt, fig, path, dpi)

@@ -58,7 +58,7 @@ from .path_compile import PathSet, WrapObjectData, compile_paths  # noqa: F401  
 from .path_geometry import (PathState, _compute_many, _compute_one, _frames,  # noqa: F401
                             compute_paths)
 
-__all__ = ["PathSet", "compile_paths", "path_lengths", "moment_arms", "lengthening_speeds", "path_states",
+__all__ = ["moment_arms_and_node_forces", "PathSet", "compile_paths", "path_lengths", "moment_arms", "lengthening_speeds", "path_states",
            "path_generalized_forces", "path_body_forces", "PathLoads", "PathState",
            "compute_paths", "moment_arms_excursion", "coupling_vectors", "speed_map",
            "WrapObjectData"]
@@ -246,6 +246,20 @@ def moment_arms(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
     if return_lengths:
         return ma, np.stack([s.length for s, _ in sd], 1)
     return ma
+
+
+def moment_arms_and_node_forces(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None):
+    """One geometry pass for both: the moment arms ``−∂l/∂q`` (T, n_paths, nq), uncoupled (as
+    :func:`moment_arms` with ``coupled=False``), and per path ``(body (T, K), force (T, K, 3))``,
+    the ground-frame force a unit tension applies at each node (padding rows zero; the
+    ``points`` of :func:`path_body_forces` for unit tensions, without recomputing the paths)."""
+    q = np.atleast_2d(np.asarray(q, float))
+    if kin is None:
+        kin = forward_kinematics(tree, q)
+    Rb, ob = _frames(tree, kin)
+    sd = _compute_many(pathset, pathset.paths, q, Rb, ob)
+    ma = _moment_arms_from_states(pathset, tree, q, kin, sd)
+    return ma, [(st.body, _node_forces(st, pathset.nb)) for st, _ in sd]
 
 
 def moment_arms_excursion(pathset: PathSet, tree: Tree, q, coordinates=None,

@@ -1,0 +1,350 @@
+"""Muscle forces, constraint multipliers and the glenohumeral joint reaction along a generated
+shoulder motion: the load sharing of Sarshari et al. (2021), "A Matlab toolbox for
+scaled-generic modeling of shoulder and elbow", Sci Rep 11:20806, Eq. 12.
+
+Per frame the unknowns are the muscle forces f (0 ≤ f ≤ f_max) and the multipliers λ of the
+model's constraints (the scapulothoracic ellipsoid constraints: λ_TS, λ_AI, Eq. 11), with::
+
+    minimize   Σ_i (f_i / PCSA_i)² + ε Σ_k λ_k²
+    subject to Σ_i r_i(q) f_i + G(q)ᵀ λ = τ_ID(q, q̇, q̈) − τ_passive      (Eq. 11, one row per coordinate)
+               λ ≥ 0                                                        (the ribcage pushes, never pulls)
+               F_GH(f) inside the glenohumeral stability cone                (ψ ≤ 0 of Eq. 12)
+
+r_i the moment arms −∂l_i/∂q (metres), G = ∂Φ/∂q the constraint Jacobian (its rows are the
+"generalized moment arms of the constraints"), τ_ID by inverse dynamics (gravity and inertia,
+:func:`arthron.multibody.inverse_dynamics.inverse_dynamics`), τ_passive the passive elements
+OpenSim applies. Sarshari et al.'s P weights only the muscles; the multipliers get a
+negligible weight ε (1e-4 of the smallest muscle weight; the reaction changes by < 0.1 % down to 1e-6) so the
+problem stays strictly convex. Each multiplier's sign is fixed so that λ ≥ 0 pushes its
+landmark out of its ellipsoid (Φ grows outwards, Eq. 10).
+
+The glenohumeral reaction (the force the glenoid applies to the humerus) is affine in f: the
+force rows of the E-matrix reaction of Blajer & Czaplicki (2005), here by Newton's law on the
+humerus–forearm subtree (:func:`reaction_force_map`; equal to
+:func:`arthron.solvers.load_sharing_cone.reaction_map` to rounding, tested). The cone is
+:class:`arthron.solvers.load_sharing_cone.StabilityCone`, solved exactly (box QP for the frames
+where the cone is inactive, Clarabel where it is active).
+
+Shapes: frames lead; forces N, moments N·m, angles degrees in outputs.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ArthronWarning, OptionError
+from ..models.model import Model
+from ..multibody.forces import applied_generalized_forces
+from ..multibody.inverse_dynamics import inverse_dynamics
+from ..multibody.kinematics import Tree, compile_model, forward_kinematics
+from ..multibody.paths import compile_paths, moment_arms, moment_arms_and_node_forces, moment_arms_excursion
+from ..tables import Table
+from .load_sharing import LoadSharingProblem
+from .load_sharing_cone import StabilityCone
+
+__all__ = ["ShoulderForces", "ShoulderProblem", "abduction_problem", "shoulder_load_sharing", "moment_arm_check",
+           "reaction_force_map",
+           "MULTIPLIER_WEIGHT"]
+
+#: weight of a constraint multiplier relative to the smallest muscle weight (see the docstring)
+MULTIPLIER_WEIGHT = 1e-4
+
+
+@dataclass
+class ShoulderForces:
+    """Load sharing along a motion.
+
+    time : (T,) s; elevation_deg : (T,) or None; muscles : names (n); forces : (T, n) N;
+    multiplier_names : (m,) constraint names; multipliers : (T, m) (λ ≥ 0 pushes the landmark
+    out of its ellipsoid; units of the constraint rows' conjugate force); tau : (T, nq)
+    inverse-dynamics generalized forces (N·m) of the rows ``coordinates``;
+    reaction_scapula : (T, 3) N, the glenoid's force on the humerus in the cone body's frame;
+    reaction_magnitude : (T,) N; cone_angle_deg : (T,) angle from the cone axis;
+    cone_ratio : (T,) ≤ 1 inside the cone; cone_active : (T,) bool; residual : (T,)
+    max |equation of motion residual| (N·m); objective : (T,); feasible : (T,) bool.
+    """
+
+    time: np.ndarray
+    muscles: list
+    forces: np.ndarray
+    multiplier_names: list
+    multipliers: np.ndarray
+    coordinates: list
+    tau: np.ndarray
+    reaction_scapula: np.ndarray
+    reaction_magnitude: np.ndarray
+    cone_angle_deg: np.ndarray
+    cone_ratio: np.ndarray
+    cone_active: np.ndarray
+    residual: np.ndarray
+    objective: np.ndarray
+    feasible: np.ndarray
+    joint: str = ""
+    child: str = ""
+    body: str = ""
+    elevation_deg: np.ndarray | None = None
+    extra: dict = field(default_factory=dict)
+
+    def force_table(self) -> Table:
+        """OpenSim's ``_StaticOptimization_force.sto`` layout: muscle forces (N), then the
+        constraint multipliers as ``<constraint>_lambda``."""
+        return Table(name="ModelForces", time=np.array(self.time, float),
+                     labels=list(self.muscles) + [f"{n}_lambda" for n in self.multiplier_names],
+                     data=np.hstack([self.forces, self.multipliers]), in_degrees=False)
+
+    def reaction_table(self) -> Table:
+        """OpenSim JointReaction labels ``<joint>_on_<child>_in_<body>_f{x,y,z}`` (N), then
+        ``<joint>_magnitude`` (N), ``<joint>_cone_angle`` (deg), ``<joint>_cone_active`` (1/0)
+        and ``humerothoracic_elevation`` (deg)."""
+        base = f"{self.joint}_on_{self.child}_in_{self.body}_f"
+        labels = [base + c for c in "xyz"] + [f"{self.joint}_magnitude", f"{self.joint}_cone_angle",
+                                               f"{self.joint}_cone_active"]
+        cols = [self.reaction_scapula, self.reaction_magnitude[:, None], self.cone_angle_deg[:, None],
+                self.cone_active.astype(float)[:, None]]
+        if self.elevation_deg is not None:
+            labels.append("humerothoracic_elevation")
+            cols.append(np.asarray(self.elevation_deg, float)[:, None])
+        return Table(name="JointReaction", time=np.array(self.time, float), labels=labels,
+                     data=np.hstack(cols), in_degrees=False)
+
+    def inverse_dynamics_table(self) -> Table:
+        """``<coordinate>_moment`` (N·m) of the inverse dynamics (OpenSim's ID labels)."""
+        return Table(name="Inverse Dynamics", time=np.array(self.time, float),
+                     labels=[f"{c}_moment" for c in self.coordinates], data=np.array(self.tau, float),
+                     in_degrees=False)
+
+
+@dataclass
+class ShoulderProblem(LoadSharingProblem):
+    """A :class:`LoadSharingProblem` that also carries the reaction map of one joint:
+    ``reaction`` = (joint, C (T, 3, n), d (T, 3)) (:func:`reaction_force_map`), or None."""
+
+    reaction: tuple | None = field(repr=False, default=None)
+
+
+def abduction_problem(model: Model, q, qd, qdd, time, coordinates, *, constraints=None,
+                      muscles=None, tree: Tree | None = None, multiplier_signs=None,
+                      multiplier_names=None, reaction_joint: str | None = None) -> ShoulderProblem:
+    """The per-frame problem of the module docstring as a :class:`LoadSharingProblem` whose
+    unknowns are the muscles' activations (force per activation F̂ = max isometric force, no
+    force–length–velocity scaling: Sarshari et al. bound the forces by f_max) followed by one
+    column per constraint row (kind ``"multiplier"``, G's row, bounds [0, ∞)).
+
+    Parameters
+    ----------
+    q, qd, qdd : (T, nq) all model coordinates; time : (T,)
+    coordinates : the rows (names; the other coordinates' rows are not equations)
+    constraints : constraint set (residuals/jacobian; default the model's)
+    muscles : names (default every enabled muscle)
+    multiplier_signs : (m,) ±1 per constraint row (default +1)
+    reaction_joint : a joint whose reaction map (:func:`reaction_force_map`) is computed from
+        the same path geometry as the moment arms (one pass) and kept in ``reaction``
+    """
+    from ..multibody.constraints import compile_constraints
+    tree = tree or compile_model(model)
+    q, qd, qdd = (np.atleast_2d(np.asarray(a, float)) for a in (q, qd, qdd))
+    T = q.shape[0]
+    cs = constraints if constraints is not None else compile_constraints(model, tree)
+    if muscles is None:
+        muscles = [n for n, f in model.forces.items() if f.is_muscle and f.applies_force]
+    if not muscles:
+        raise OptionError(f"model '{model.name}' has no muscles to share the load")
+    applied, not_applied = applied_generalized_forces(model, tree, q, qd, ("Muscles", "Actuators"))
+    if not_applied:
+        warnings.warn(f"model '{model.name}': force elements left out of the load sharing: "
+                      + ", ".join(f"{a} {b}" for a, b in not_applied[:8]), ArthronWarning)
+    kin = forward_kinematics(tree, q)
+    tau = inverse_dynamics(tree, q, qd, qdd, [], applied=applied)
+    ps = compile_paths(model, tree, forces=muscles)
+    R, node_forces = moment_arms_and_node_forces(ps, tree, q, kin)         # (T, n, nq)
+    fmax = np.array([float(model.forces[m].max_isometric_force) for m in muscles])
+    m = cs.size
+    G = cs.jacobian(q) if m else np.zeros((T, 0, tree.nq))
+    sg = np.ones(m) if multiplier_signs is None else np.asarray(multiplier_signs, float)
+    names = list(multiplier_names or [f"constraint_{k}" for k in range(m)])
+    B = np.concatenate([np.swapaxes(R, 1, 2) * fmax, np.swapaxes(G, 1, 2) * sg], axis=2)
+    rows = np.zeros(tree.nq, bool)
+    for c in coordinates:
+        rows[tree.coordinate_index(c)] = True
+    n = len(muscles)
+    lower = np.zeros((T, n + m))
+    upper = np.concatenate([np.ones((T, n)), np.full((T, m), np.inf)], axis=1)
+    fhat = np.concatenate([np.broadcast_to(fmax, (T, n)), np.ones((T, m))], axis=1)
+    prob = ShoulderProblem(time=np.asarray(time, float), names=list(muscles) + names,
+                           kinds=["muscle"] * n + ["multiplier"] * m,
+                           coordinates=list(tree.coordinate_names), B=B, tau=tau, lower=lower,
+                           upper=upper, force_per_control=fhat, G=None, free_rows=rows,
+                           q=q, qd=qd, qdd=qdd)
+    if reaction_joint is not None:
+        C, d = reaction_force_map(model, prob, reaction_joint, tree,
+                                  node_forces=[(b, f * fmax[i]) for i, (b, f) in enumerate(node_forces)])
+        prob.reaction = (reaction_joint, C, d)
+    return prob
+
+
+def _subtree(tree: Tree, b0: int) -> list:
+    out, stack = [], [b0]
+    while stack:
+        b = stack.pop()
+        out.append(b)
+        stack.extend(tree.body_children[b])
+    return out
+
+
+def reaction_force_map(model: Model, prob: LoadSharingProblem, joint: str, tree: Tree | None = None,
+                       node_forces=None):
+    """(C (T, 3, n), d (T, 3)): the force joint ``joint`` applies to its child, in ground, as
+    ``C x + d`` over the problem's controls, by Newton's law on the child's subtree:
+    ``F = Σ_b m_b (a_G,b − g) − Σ (muscle forces on the subtree's bodies)`` (the force rows of the
+    E-matrix reaction of Blajer & Czaplicki 2005 without the moment rows, which the cone does not
+    use; equal to :func:`arthron.solvers.load_sharing_cone.reaction_map` to rounding, one path
+    pass over T frames instead of an E-matrix pass over T × n). Multiplier columns are zero
+    (the ribcage constraints act on the scapula, outside the subtree). ``node_forces``: per
+    muscle (body (T, K), force (T, K, 3)) at its force per control, if already computed.
+
+    Raises OptionError when a model constraint acts on a body of the subtree.
+    """
+    from ..multibody.paths import path_body_forces
+    tree = tree or compile_model(model)
+    j = tree.joint_names.index(joint)
+    sub = _subtree(tree, int(tree.joint_child_body[j]))
+    subnames = {tree.body_names[b] for b in sub}
+    for c in model.constraints:
+        if c.enabled:
+            bodies = {str(v).rsplit("/", 1)[-1] for k, v in c.properties.items()
+                      if k in ("body_1", "body_2", "socket_body", "socket_ellipsoid_frame")}
+            if bodies & subnames:
+                raise OptionError(f"reaction of '{joint}': constraint '{c.name}' acts inside its child subtree")
+    q, qd, qdd = prob.q, prob.qd, prob.qdd
+    T, n = prob.force_per_control.shape
+    kin = forward_kinematics(tree, q, qd, qdd)
+    g = np.asarray(model.gravity, float)
+    d = np.zeros((T, 3))
+    for b in sub:
+        body = model.bodies[tree.body_names[b]]
+        if body.mass <= 0:
+            continue
+        nd = tree.body_node[b]
+        r = kin.R[:, nd] @ np.asarray(body.mass_center, float)
+        aG = kin.a[:, nd] + np.cross(kin.al[:, nd], r) + np.cross(kin.w[:, nd], np.cross(kin.w[:, nd], r))
+        d += body.mass * (aG - g)
+    C = np.zeros((T, 3, n))
+    mus = [i for i, k in enumerate(prob.kinds) if k == "muscle"]
+    if mus:
+        if node_forces is None:
+            ps = compile_paths(model, tree, forces=[prob.names[i] for i in mus])
+            pl = path_body_forces(ps, tree, q, prob.force_per_control[:, mus], kin=kin)
+            node_forces = [(body, f) for body, _, f in pl.points]
+        subarr = np.array(sub)
+        for k, (body, f) in zip(mus, node_forces):
+            C[:, :, k] = -(np.isin(body, subarr)[..., None] * f).sum(axis=1)
+    return C, d
+
+
+def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: StabilityCone, pcsa: dict, *,
+                          tree: Tree | None = None, on_infeasible: str = "raise",
+                          elevation_deg=None) -> ShoulderForces:
+    """Solve :func:`abduction_problem`'s problem with Σ (f/PCSA)² and the stability cone.
+
+    pcsa : {muscle: m²} (muscles missing from it: F_max / 0.6 MPa, with a warning)
+
+    All frames are solved first without the cone (batched box QP,
+    :func:`arthron.solvers.load_sharing.solve_problem`); the frames whose reaction leaves the
+    cone are solved again with it (Clarabel, :func:`arthron.solvers.load_sharing_convex.solve_with_cone`):
+    a QP optimum inside the cone is also the cone problem's optimum, so the answer is exact.
+
+    Raises OptionError for non-positive PCSAs; InfeasibleFrames (``on_infeasible="raise"``)
+    naming the frames where the equations of motion or the cone cannot be met.
+    """
+    from .load_sharing import InfeasibleFrames, solve_problem
+    from .load_sharing_convex import cone_angle, solve_with_cone
+    tree = tree or compile_model(model)
+    cone.check(model)
+    n_all = len(prob.names)
+    mus = [i for i, k in enumerate(prob.kinds) if k == "muscle"]
+    mul = [i for i, k in enumerate(prob.kinds) if k == "multiplier"]
+    fh = prob.force_per_control[0]
+    w = np.ones(n_all)
+    missing = []
+    for i in mus:
+        a = pcsa.get(prob.names[i])
+        if a is None:
+            missing.append(prob.names[i])
+            a = fh[i] / 0.6e6
+        if not (a > 0):
+            raise OptionError(f"PCSA of '{prob.names[i]}' must be positive, got {a!r}")
+        w[i] = (fh[i] / (a * 1e6)) ** 2           # (f / PCSA)², stress in MPa: dimensionless
+    if missing:
+        warnings.warn(f"no PCSA for {', '.join(missing[:8])}: F_max / 0.6 MPa used", ArthronWarning)
+    if mul:
+        w[mul] = MULTIPLIER_WEIGHT * w[mus].min()
+    free = solve_problem(prob, weights=w, on_infeasible=on_infeasible)
+    pre = getattr(prob, "reaction", None)
+    C, d = pre[1:] if pre is not None and pre[0] == cone.joint else reaction_force_map(model, prob, cone.joint, tree)
+    kin = forward_kinematics(tree, prob.q)
+    Rb = kin.R[:, tree.body_node[tree.body_names.index(cone.body)]]          # body → ground
+    Rc = np.einsum("ji,tkj->tik", cone.frame(), Rb)                          # ground → cone
+    Cc = np.einsum("tij,tjn->tin", Rc, C)
+    dc = np.einsum("tij,tj->ti", Rc, d)
+    tx, ty = (np.tan(np.radians(a)) for a in cone.half_angles_deg)
+    x = free.activations.copy()
+    _, ratio0 = cone_angle(np.einsum("tin,tn->ti", Cc, x) + dc, tx, ty)
+    outside = ~(ratio0 <= 1.0 + 1e-9)
+    ok = free.feasible.copy()
+    frames = np.flatnonzero(outside & ok)
+    if frames.size:
+        A, b, _ = prob.reduced()
+        xs, oks = solve_with_cone(A, b, w, prob.lower, prob.upper, Cc, dc, tx, ty,
+                                  n_planes=cone.n_planes, frames=frames)
+        x[frames], ok[frames] = xs[frames], oks[frames]
+    Fc = np.einsum("tin,tn->ti", Cc, x) + dc
+    ang, ratio = cone_angle(Fc, tx, ty)
+    ok &= ratio <= 1.0 + 1e-5
+    bad = np.flatnonzero(~ok)
+    if bad.size and on_infeasible != "ignore":
+        msg = (f"stability cone on '{cone.joint}' cannot be met at t = "
+               + ", ".join(f"{prob.time[k]:.6g} s" for k in bad[:20]) + (" ..." if bad.size > 20 else ""))
+        if on_infeasible == "raise":
+            raise InfeasibleFrames(msg, [(float(prob.time[k]), {}) for k in bad])
+        warnings.warn(msg, ArthronWarning)
+    rows = prob.free_rows
+    rest = prob.tau - np.einsum("tqn,tn->tq", prob.B, x)
+    rest[:, ~rows] = 0.0
+    Fb = np.einsum("ij,tj->ti", cone.frame(), Fc)
+    F = np.einsum("tij,tj->ti", Rb, Fb)
+    j = tree.joint_names.index(cone.joint)
+    child = tree.body_names[int(tree.joint_child_body[j])]
+    forces = x * prob.force_per_control
+    return ShoulderForces(time=prob.time, muscles=[prob.names[i] for i in mus],
+                          forces=forces[:, mus], multiplier_names=[prob.names[i] for i in mul],
+                          multipliers=x[:, mul],
+                          coordinates=[c for c, k in zip(prob.coordinates, rows) if k],
+                          tau=prob.tau[:, rows], reaction_scapula=Fb,
+                          reaction_magnitude=np.linalg.norm(F, axis=1), cone_angle_deg=ang,
+                          cone_ratio=ratio, cone_active=outside & ok,
+                          residual=np.abs(rest).max(axis=1), objective=(w * x * x).sum(axis=1),
+                          feasible=ok, joint=cone.joint, child=child, body=cone.body,
+                          elevation_deg=None if elevation_deg is None else np.asarray(elevation_deg, float),
+                          extra={"reaction_ground": F, "cone_off_outside": outside,
+                                 "objective_without_cone": free.objective})
+
+
+def moment_arm_check(model: Model, q, coordinates, muscles=None, tree: Tree | None = None,
+                     h: float = 1e-6):
+    """Moment arms by the two methods of Sarshari et al. (2021): geometric (the generalized force of a unit
+    tension, :func:`arthron.multibody.paths.moment_arms` with the other coordinates held) and
+    tendon excursion ``−∂l/∂q`` by central differences of the path lengths (step ``h`` rad).
+
+    Returns (geometric (T, n, k), excursion (T, n, k)) in metres for the ``coordinates`` (k).
+    """
+    tree = tree or compile_model(model)
+    if muscles is None:
+        muscles = [n for n, f in model.forces.items() if f.is_muscle and f.applies_force]
+    ps = compile_paths(model, tree, forces=list(muscles))
+    idx = [tree.coordinate_index(c) for c in coordinates]
+    q = np.atleast_2d(np.asarray(q, float))
+    g = moment_arms(ps, tree, q, coupled=False)[:, :, idx]
+    e = moment_arms_excursion(ps, tree, q, coordinates=idx, h=h)[:, :, idx]
+    return g, e

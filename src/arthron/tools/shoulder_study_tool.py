@@ -1,0 +1,254 @@
+"""``arthron study`` and ``arthron demo``: the glenohumeral joint reaction during scapular-plane
+abduction on the built-in shoulder–elbow model (Sarshari et al. 2021, "A Matlab toolbox for
+scaled-generic modeling of shoulder and elbow", Sci Rep 11:20806; shoulder rhythm of de Groot &
+Brand 2001), for one subject or as the parameter study of their Fig. 5.
+
+Files written into the output folder (all of a run together, whole or not at all):
+
+* ``<subject>.osim`` the scaled model; ``<subject>_abduction.mot`` coordinates (degrees);
+  ``<subject>_abduction_markers.trc`` the landmarks along the motion;
+* ``<subject>_abduction_InverseDynamics.sto`` (``<coordinate>_moment``, N·m);
+* ``<subject>_abduction_StaticOptimization_force.sto`` muscle forces (N) and the ribcage
+  constraints' multipliers (``<constraint>_lambda``);
+* ``<subject>_abduction_JointReaction_ReactionLoads.sto`` the glenoid's force on the humerus in
+  the scapula frame (``gh_on_humerus_in_scapula_f{x,y,z}``), its magnitude, its angle from the
+  stability cone's axis and whether the cone is active;
+* ``<subject>_gh_reaction.png`` the force against elevation with Sarshari et al.'s printed values;
+* with the parameter study: ``parameter_study.csv`` and ``parameter_study.png`` (laid out like
+  their Fig. 5); the demo adds ``<subject>_model.png`` (the model at 30°, 90° and 150°).
+"""
+from __future__ import annotations
+
+import csv
+import io as _io
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import UnsupportedFeature
+from ..io.files import atomic_write, output_group
+from ..io.osim import write_osim
+from ..io.sto import write_sto
+from ..io.trc import write_trc
+from ..multibody.kinematics import compile_model, marker_positions
+from ..solvers.shoulder_study import (PARAMETER_STUDY, SARSHARI_2021, SUMMARY_ANGLES, StudySpec, Subject,
+                                      run_abduction)
+from ..tables import MarkerTrial, Table
+
+__all__ = ["run_study", "run_demo", "default_model", "study_table", "PAPER_POINTS"]
+
+#: points of Sarshari et al. (2021) drawn beside the curves: {variant: [(elevation, N), ...]}
+#: (the 684 N peak of 100 kg has no printed elevation: it is in the table only)
+PAPER_POINTS = {"generic": [(20.0, 276.0), (60.0, 422.0), (122.0, 585.0)],
+               "inclination_15": [(60.0, 456.0)], "rc_pcsa_50": [(130.0, 682.0)]}
+
+
+def default_model():
+    """(generic Model, StudySpec) of the built-in shoulder–elbow model."""
+    from ..models.shoulder_elbow import build_shoulder_elbow_model, shoulder_elbow_info
+    model = build_shoulder_elbow_model()
+    return model, StudySpec.from_info(shoulder_elbow_info())
+
+
+def _slug(s: Subject, spec: StudySpec) -> str:
+    g = spec.generic
+    if (s.gender, s.height, s.mass, s.rc_pcsa_factor) == (g.gender, g.height, g.mass, 1.0) \
+            and s.inclination_deg in (None, g.inclination_deg) and s.version_deg in (None, 0.0, g.version_deg):
+        return "generic"
+    parts = [s.gender[0], f"{s.height:.2f}m", f"{s.mass:g}kg"]
+    if s.inclination_deg is not None:
+        parts.append(f"incl{s.inclination_deg:g}")
+    if s.version_deg:
+        parts.append(f"vers{s.version_deg:g}")
+    if s.rc_pcsa_factor != 1.0:
+        parts.append(f"rc{s.rc_pcsa_factor:g}")
+    return "_".join(parts)
+
+
+def _write_subject(out: Path, name: str, res) -> list:
+    k, f, model = res.kinematics, res.forces, res.model
+    tree = compile_model(model)
+    files = []
+    p = out / f"{name}.osim"
+    write_osim(p, model)
+    files.append(p)
+    cols = [tree.coordinate_index(c) for c in model.coordinates]
+    mot = Table(name=f"{name}_abduction", time=k.time, labels=list(model.coordinates),
+                data=np.degrees(k.q[:, cols]), in_degrees=True)
+    p = out / f"{name}_abduction.mot"
+    write_sto(p, mot)
+    files.append(p)
+    mk, P = marker_positions(tree, k.q)
+    trial = MarkerTrial(frames=np.arange(1, len(k.time) + 1), time=k.time, labels=mk,
+                        positions=P, data_rate=(len(k.time) - 1) / (k.time[-1] - k.time[0]),
+                        camera_rate=(len(k.time) - 1) / (k.time[-1] - k.time[0]),
+                        orig_data_rate=(len(k.time) - 1) / (k.time[-1] - k.time[0]),
+                        orig_start_frame=1, orig_num_frames=len(k.time), units="mm")
+    p = out / f"{name}_abduction_markers.trc"
+    write_trc(p, trial)
+    files.append(p)
+    for suffix, tab in (("InverseDynamics", f.inverse_dynamics_table()),
+                        ("StaticOptimization_force", f.force_table()),
+                        ("JointReaction_ReactionLoads", f.reaction_table())):
+        p = out / f"{name}_abduction_{suffix}.sto"
+        write_sto(p, tab)
+        files.append(p)
+    return files
+
+
+def study_table(results: dict, spec: StudySpec) -> tuple[list, list]:
+    """(header, rows) of the study: per variant the force (N) at :data:`SUMMARY_ANGLES`, the
+    peak and its elevation, % body weight at 90°, the change of the peak from the generic
+    subject, and Sarshari et al.'s printed figures beside."""
+    header = ["variant", "label"] + [f"F{int(a)}_N" for a in SUMMARY_ANGLES] + [
+        "peak_N", "peak_deg", "percent_bw_90", "peak_change_percent", "mean_change_below_60_percent",
+        "sarshari2021_F20_N", "sarshari2021_F60_N", "sarshari2021_peak_N", "sarshari2021_peak_deg", "sarshari2021_note"]
+    rows = []
+    gen = results.get("generic")
+    gen = gen[1] if gen is not None else None
+    for key, (label, res) in results.items():
+        s = res.summary
+        ch = ("" if gen is None else 100.0 * (s["peak"] / gen.summary["peak"] - 1.0))
+        below = ""
+        if gen is not None:
+            el = res.kinematics.elevation_deg
+            m = el <= 60.0
+            f0 = np.interp(el[m], gen.kinematics.elevation_deg, gen.forces.reaction_magnitude)
+            below = 100.0 * float(np.mean(res.forces.reaction_magnitude[m] / f0 - 1.0))
+        paper = SARSHARI_2021.get(key, {})
+        note = "; ".join(f"{k2}={v}" for k2, v in paper.items() if k2 not in (20, 60, "peak", "peak_deg"))
+        rows.append([key, label] + [s[a] for a in SUMMARY_ANGLES] + [
+            s["peak"], s["peak_deg"], s["percent_bw_90"], ch, below,
+            paper.get(20, ""), paper.get(60, ""), paper.get("peak", ""), paper.get("peak_deg", ""), note])
+    return header, rows
+
+
+def _fmt(v):
+    if isinstance(v, float):
+        return "" if math.isnan(v) else f"{v:.4g}"
+    return str(v)
+
+
+def run_study(out_dir, subject: Subject | None = None, *, parameter_study: bool = False,
+              elevation_deg=None, model=None, spec: StudySpec | None = None, progress=None,
+              picture: bool = False, plot: bool = True) -> dict:
+    """Run the abduction for ``subject`` (default the generic one) and, with
+    ``parameter_study``, every variant of :data:`arthron.solvers.shoulder_study.PARAMETER_STUDY`
+    (each against the generic subject); write the files of the module docstring into
+    ``out_dir`` (created).
+
+    model, spec : the generic model and its :class:`StudySpec` (default: the built-in model)
+    elevation_deg : humerothoracic elevations (default 20°…150° by 1°)
+    progress : callable(str) (default silent); picture : also draw the model at 3 elevations;
+    plot : write the PNGs (needs matplotlib: extra ``plot``)
+
+    Returns
+    -------
+    dict: ``results`` {variant: (label, AbductionResult)}, ``files`` (paths written),
+    ``table`` (header, rows) of :func:`study_table`, ``notes`` (e.g. figures skipped when
+    matplotlib, extra ``plot``, is not installed: everything else is still written).
+
+    Raises
+    ------
+    OptionError for a bad subject (one line naming the value).
+    """
+    say = progress or (lambda s: None)
+    if model is None or spec is None:
+        model, spec = default_model()
+    subject = (subject or spec.generic).check()
+    out = Path(out_dir)
+    results = {}
+    if parameter_study:
+        motions = {}        # the kinematics depend on the geometry only (height, shoulder width)
+        for key, label, change in PARAMETER_STUDY:
+            s = replace(spec.generic, **change).check()
+            say(f"[{len(results) + 1}/{len(PARAMETER_STUDY)}] {label}")
+            geo = (s.height, s.shoulder_width)
+            res = run_abduction(model, spec, s, elevation_deg=elevation_deg, kinematics=motions.get(geo))
+            motions.setdefault(geo, res.kinematics)
+            results[key] = (label, res)
+        if _slug(subject, spec) != "generic":
+            say(f"subject {_slug(subject, spec)}")
+            results["subject"] = ("subject", run_abduction(model, spec, subject, elevation_deg=elevation_deg))
+    else:
+        key = _slug(subject, spec)
+        say(f"subject {key}")
+        results[key] = (key, run_abduction(model, spec, subject, elevation_deg=elevation_deg, progress=say))
+    files, notes = [], []
+    out.mkdir(parents=True, exist_ok=True)
+    header, rows = study_table(results, spec)
+    if plot or picture:
+        try:
+            from ..plots import _pyplot
+            _pyplot()
+        except UnsupportedFeature as e:
+            notes.append(f"PNG figures skipped: {e}")
+            plot = picture = False
+    with output_group():
+        for key, (label, res) in results.items():
+            if parameter_study and key not in ("generic", "subject"):
+                continue
+            name = key if key != "subject" else _slug(subject, spec)
+            files += _write_subject(out, name, res)
+            if plot:
+                from ..plots import plot_reaction_study
+                pts = {name: [p for p in PAPER_POINTS["generic"]]}
+                files.append(plot_reaction_study(
+                    {name: (res.kinematics.elevation_deg, res.forces.reaction_magnitude)},
+                    out / f"{name}_gh_reaction.png", published=pts if name == "generic" else None,
+                    title=f"Glenohumeral reaction, scapular-plane abduction ({name}); "
+                          "circles: Sarshari et al. 2021"))
+            if picture:
+                from ..plots import plot_model_poses
+                el = res.kinematics.elevation_deg
+                ks = [int(np.argmin(np.abs(el - a))) for a in (30.0, 90.0, 150.0)]
+                files.append(plot_model_poses(res.model, res.kinematics.q[ks], out / f"{name}_model.png",
+                                              labels=[f"elevation {el[i]:.0f}°" for i in ks]))
+        if parameter_study:
+            buf = _io.StringIO()
+            w = csv.writer(buf, lineterminator="\n")
+            w.writerow(header)
+            for r in rows:
+                w.writerow([_fmt(v) for v in r])
+            p = out / "parameter_study.csv"
+            atomic_write(p, buf.getvalue())
+            files.append(p)
+            if plot:
+                from ..plots import plot_reaction_study
+                curves = {k: (r.kinematics.elevation_deg, r.forces.reaction_magnitude)
+                          for k, (_, r) in results.items() if k != "subject"}
+                files.append(plot_reaction_study(curves, out / "parameter_study.png",
+                                                 published=PAPER_POINTS,
+                                                 title="Parameter study (after Fig. 5 of Sarshari et al. 2021); "
+                                                       "circles: their printed values"))
+    return {"results": results, "files": files, "table": (header, rows), "notes": notes}
+
+
+def format_table(header, rows) -> str:
+    """The study table as aligned text (the columns a reader compares)."""
+    keep = ["variant"] + [f"F{int(a)}_N" for a in SUMMARY_ANGLES] + [
+        "peak_N", "peak_deg", "percent_bw_90", "peak_change_percent", "mean_change_below_60_percent",
+        "sarshari2021_F20_N", "sarshari2021_F60_N", "sarshari2021_peak_N", "sarshari2021_peak_deg"]
+    idx = [header.index(k) for k in keep]
+    short = ["variant", "F20", "F60", "F90", "F120", "peak", "at°", "%BW90", "Δpeak%", "Δ<60°%",
+             "paper20", "paper60", "paperpk", "at°"]
+    lines = ["  ".join(f"{h:>9}" if i else f"{h:<15}" for i, h in enumerate(short))]
+    for r in rows:
+        cells = []
+        for i, j in enumerate(idx):
+            v = r[j]
+            t = (f"{v:.0f}" if isinstance(v, float) and not math.isnan(v) else ("" if isinstance(v, float) else str(v)))
+            cells.append(f"{t:>9}" if i else f"{t:<15}")
+        lines.append("  ".join(cells))
+    return "\n".join(lines)
+
+
+def run_demo(out_dir, subject: Subject | None = None, progress=None, elevation_deg=None) -> dict:
+    """``arthron demo``: the abduction of one subject (default the generic male of Sarshari et
+    al. 2021) on the built-in model, with the reaction plot and a picture of the model.
+    Returns :func:`run_study`'s dict plus ``summary`` (the subject's force summary)."""
+    r = run_study(out_dir, subject, progress=progress, picture=True, elevation_deg=elevation_deg)
+    r["summary"] = next(iter(r["results"].values()))[1].summary
+    return r

@@ -1,0 +1,264 @@
+"""The abduction study on the built-in shoulder–elbow model (Sarshari et al. 2021, Fig. 5):
+kinematics from the de Groot & Brand (2001) rhythm with the ribcage constraints held, IK
+reconstruction of its landmarks, load sharing with the constraint multipliers and the stability
+cone, the glenohumeral reaction checked by Newton's law on the arm, moment arms by two methods,
+the parameter study's directions, and the CLI.
+
+Few frames everywhere (the full 131-frame runs are in benchmarks/bench_shoulder_study.py)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from arthron.cli import main
+from arthron.multibody.constraints import compile_constraints
+from arthron.multibody.kinematics import compile_model, forward_kinematics, marker_positions
+from arthron.solvers.shoulder_kinematics import (DEGROOT_BRAND_2001, abduction_targets, degroot_brand_2001,
+                                                  euler_angles, euler_matrix)
+from arthron.solvers.shoulder_forces import moment_arm_check
+from arthron.solvers.shoulder_study import PARAMETER_STUDY, scale_subject
+from arthron.tools.shoulder_study_tool import default_model, run_study
+
+EL = np.array([20.0, 40.0, 60.0, 85.0, 100.0, 115.0, 130.0, 150.0])
+
+
+@pytest.fixture(scope="module")
+def generic():
+    model, spec = default_model()
+    return model, spec
+
+
+@pytest.fixture(scope="module")
+def study(generic, tmp_path_factory):
+    model, spec = generic
+    out = tmp_path_factory.mktemp("study")
+    return out, run_study(out, parameter_study=True, elevation_deg=EL, model=model, spec=spec)
+
+
+@pytest.fixture(scope="module")
+def run(study):
+    """The generic subject's abduction (run_abduction through the study)."""
+    return study[1]["results"]["generic"][1]
+
+
+def test_regression_and_euler_conventions():
+    # de Groot & Brand (2001) written out at Hy = 30°, Hz = 90°
+    C, S = degroot_brand_2001(30.0, 90.0)
+    assert S[0, 1] == pytest.approx(3.095 - 0.079 * 30 + 0.396 * 90 + 0.414 * 10.669)
+    assert C[0, 0] == pytest.approx(-4.983 + 0.120 * 30 - 0.242 * 90 + 0.851 * -28.573)
+    assert set(DEGROOT_BRAND_2001) == {"Cy", "Cz", "Sy", "Sz", "Sx"}
+    rng = np.random.default_rng(3)
+    a = np.column_stack([rng.uniform(-170, 170, 20), rng.uniform(-80, 80, 20), rng.uniform(-170, 170, 20)])
+    np.testing.assert_allclose(euler_angles("YZX", euler_matrix("YZX", a)), a, atol=1e-9)
+    b = a.copy()
+    b[:, 1] = rng.uniform(5, 175, 20)
+    np.testing.assert_allclose(euler_angles("YZY", euler_matrix("YZY", b)), b, atol=1e-9)
+    # humerus "no axial rotation": at elevation 0 the frame is the thorax's
+    R, _ = abduction_targets(np.array([1e-9]), 30.0)
+    np.testing.assert_allclose(R["humerus"][0], np.eye(3), atol=1e-9)
+
+
+def test_abduction_holds_the_constraints_and_follows_the_rhythm(run):
+    k = run.kinematics
+    assert k.constraint_residual.max() <= 1e-9
+    assert k.velocity_residual.max() <= 1e-9 and k.acceleration_residual.max() <= 1e-6
+    # the humerus has its own 3 rotations: it reaches the target; clavicle and scapula are held
+    # back by the ribcage constraints (within 15° of the regression on this model)
+    assert k.target_error_deg[:, 2].max() < 1e-3
+    assert k.target_error_deg[:, :2].max() < 15.0
+    np.testing.assert_allclose(k.angles["humerus"][:, 1], EL, atol=1e-3)
+    # landmark distances across rigid joints are constant (SC–AC on the clavicle, GH–AC on the scapula)
+    tree = compile_model(run.model)
+    _, P = marker_positions(tree, k.q, ["SC", "AC", "GH"])
+    for a, b in ((0, 1), (2, 1)):
+        d = np.linalg.norm(P[:, a] - P[:, b], axis=1)
+        assert np.ptp(d) < 1e-12
+
+
+def test_landmark_trial_reconstructs_the_motion_by_ik(run):
+    from arthron.solvers.inverse_kinematics import solve_ik
+    from arthron.tables import MarkerTrial
+    k = run.kinematics
+    tree = compile_model(run.model)
+    names, P = marker_positions(tree, k.q)
+    trial = MarkerTrial(frames=np.arange(1, len(k.time) + 1), time=k.time, labels=names, positions=P,
+                        data_rate=100.0, camera_rate=100.0, orig_data_rate=100.0, orig_start_frame=1,
+                        orig_num_frames=len(k.time), units="m")
+    res = solve_ik(run.model, trial, q0=tree.default_q)
+    assert res.max.max() < 1e-6                                   # m, marker errors
+    # the landmarks fix the scapula, humerus and forearm poses (the coordinates themselves may
+    # differ: GH's Y–Z–Y angles have two solutions, and the clavicle's axial rotation, which no
+    # landmark sees, trades against the AC angles)
+    k1, k2 = forward_kinematics(tree, res.q), forward_kinematics(tree, k.q)
+    for b in ("scapula", "humerus", "ulna", "radius"):
+        n = tree.body_node[tree.body_names.index(b)]
+        np.testing.assert_allclose(k1.R[:, n], k2.R[:, n], atol=1e-5)
+    cs = compile_constraints(run.model, tree)
+    assert np.abs(cs.residuals(res.q)).max() <= 1e-9
+
+
+def test_load_sharing_meets_the_equations_the_cone_and_newton(run):
+    f = run.forces
+    assert f.feasible.all()
+    assert f.residual.max() < 1e-6                                # N·m
+    assert (f.multipliers >= -1e-9).all()                         # the ribcage pushes
+    assert (f.cone_ratio <= 1.0 + 1e-6).all()
+    assert (f.forces >= -1e-9).all()
+    fmax = np.array([run.model.forces[m].max_isometric_force for m in f.muscles])
+    assert (f.forces <= fmax * (1 + 1e-9)).all()
+    # the reaction (Newton on the humerus-forearm subtree) equals the E-matrix reaction of the
+    # joint-reaction solver (Blajer & Czaplicki 2005) at the solved forces
+    from arthron.solvers.load_sharing_cone import reaction_map
+    from arthron.solvers.shoulder_forces import abduction_problem
+    model, k = run.model, run.kinematics
+    tree = compile_model(model)
+    prob = abduction_problem(model, k.q, k.qd, k.qdd, k.time, k.coordinates, muscles=f.muscles, tree=tree)
+    C, d = reaction_map(model, prob, run.cone.joint, tree)
+    fmax = prob.force_per_control[0, :len(f.muscles)]
+    x = np.hstack([f.forces / fmax, f.multipliers])
+    expected = np.einsum("tin,tn->ti", C, x) + d
+    np.testing.assert_allclose(f.extra["reaction_ground"], expected, atol=1e-9 * (1 + np.abs(expected).max()))
+    np.testing.assert_allclose(f.reaction_magnitude, np.linalg.norm(expected, axis=1), rtol=1e-9)
+
+
+def _wrap_class(model, muscle):
+    kinds = {w.name: type(w).__name__ for b in model.bodies.values() for w in b.wrap_objects}
+    ws = {kinds[pw.wrap_object] for pw in model.forces[muscle].path.wraps}
+    if "WrapTorus" in ws:
+        return "torus"
+    if "WrapEllipsoid" in ws:
+        return "ellipsoid"
+    return "sphere/cylinder" if ws else "none"
+
+
+def test_moment_arms_by_two_methods_agree(run):
+    k = run.kinematics
+    muscles = [n for n, f in run.model.forces.items() if f.is_muscle]
+    g, e = moment_arm_check(run.model, k.q[[1, 5]], list(k.coordinates), muscles=muscles)
+    d = np.abs(g - e)
+    cls = np.array([_wrap_class(run.model, m) for m in muscles])
+    assert np.abs(g).max() > 0.05
+    # straight paths and via points: the same derivative (central differences with h = 1e-6 rad:
+    # truncation ~h^2 times the third derivative, rounding ~1e-16 l / h, both < 1e-9 m)
+    assert d[:, cls == "none"].max() < 1e-9
+    # spheres and cylinders: OpenSim's wrap paths are length-stationary to its tolerance;
+    # 0.1 mm is 1 % of the smallest moment arms that matter (1 cm)
+    assert d[:, cls == "sphere/cylinder"].max() < 1e-4
+    # ellipsoid (the thorax under serratus anterior): OpenSim's ellipsoid wrap is not a geodesic,
+    # so the force direction at the tangent points is not the length gradient: within 2 mm
+    assert d[:, cls == "ellipsoid"].max() < 2e-3
+
+
+@pytest.mark.xfail(strict=True, reason="torus wrapping (FCR, FCU, ECRL, ECRB, ECU over the wrist): the "
+                                       "path-force moment arm differs from -dl/dq by up to 4.6 cm "
+                                       "(FCU about EL_x: -1.4 vs -6.0 cm); reported to the path owners")
+def test_moment_arms_agree_with_torus_wraps(run):
+    k = run.kinematics
+    muscles = [n for n, f in run.model.forces.items() if f.is_muscle and _wrap_class(run.model, n) == "torus"]
+    g, e = moment_arm_check(run.model, k.q[:1], list(k.coordinates), muscles=muscles)
+    assert np.abs(g - e).max() < 2e-3
+
+
+def test_scaling_checks_of_sarshari_2021(generic):
+    model, spec = generic
+    _, _, male = scale_subject(model, spec, spec.generic)
+    _, _, female = scale_subject(model, spec, replace(spec.generic, gender="f"))
+    assert male["r_m"] == pytest.approx(0.7767, abs=5e-5)
+    assert female["r_m"] == pytest.approx(0.6736, abs=5e-5)
+    assert male["arm_mass"] == pytest.approx(3.51, abs=0.01)
+    assert female["arm_mass"] == pytest.approx(2.99, abs=0.01)
+    # the generic subject keeps the generic ellipsoids (Eq. 14 reproduces their dilation)
+    for c in model.constraints:
+        d = male["dilation"][c.name]
+        np.testing.assert_allclose(np.asarray(c.properties["base_radii"]) + d, c.properties["radii"], atol=1e-9)
+    tall, _, rep = scale_subject(model, spec, replace(spec.generic, height=1.95))
+    tree = compile_model(tall)
+    assert np.abs(compile_constraints(tall, tree).residuals(tree.default_q)).max() < 1e-9
+
+
+def test_parameter_study_directions(study):
+    out, r = study
+    res = {k: v[1] for k, v in r["results"].items()}
+    F = {k: v.forces.reaction_magnitude for k, v in res.items()}
+    s = {k: v.summary for k, v in res.items()}
+    # rise from 20° to a peak between 100° and 130°, then fall
+    assert 95.0 <= s["generic"]["peak_deg"] <= 130.0
+    assert F["generic"][0] < 0.5 * s["generic"]["peak"] and F["generic"][-1] < 0.7 * s["generic"]["peak"]
+    # female lower than male throughout
+    assert (F["female"] < F["generic"]).all()
+    # weight: the largest effect; 60 kg about a third lower at the peak, 100 kg about a sixth higher
+    ch = {k: abs(s[k]["peak"] / s["generic"]["peak"] - 1) for k in s if k != "generic"}
+    assert max(ch, key=ch.get) == "mass_60"
+    assert -0.40 < s["mass_60"]["peak"] / s["generic"]["peak"] - 1 < -0.20
+    assert 0.10 < s["mass_100"]["peak"] / s["generic"]["peak"] - 1 < 0.25
+    # the same % of body weight at 90° for the three weights
+    bw = [s[k]["percent_bw_90"] for k in ("generic", "mass_60", "mass_100")]
+    assert np.ptp(bw) < 0.05 * np.mean(bw)
+    # height: almost no effect
+    for k in ("height_160", "height_195"):           # 1.60 m: +4 % near the peak on this model
+        assert abs(s[k]["peak"] / s["generic"]["peak"] - 1) < 0.06
+        assert np.abs(F[k][EL <= 90] / F["generic"][EL <= 90] - 1).max() < 0.05
+    # rotator cuff -50 %: little change below 60°
+    low = EL <= 60
+    assert np.abs(F["rc_pcsa_50"][low] / F["generic"][low] - 1).max() < 0.10
+    # the table and the figure
+    csv = (out / "parameter_study.csv").read_text().splitlines()
+    assert csv[0].startswith("variant,label,F20_N,F60_N,F90_N,F120_N,peak_N")
+    assert len(csv) == 1 + len(PARAMETER_STUDY)
+    assert "276" in csv[1] and "422" in csv[1] and "585" in csv[1]
+    assert (out / "parameter_study.png").stat().st_size > 10000
+
+
+@pytest.mark.xfail(strict=True, reason="open model: the stability cone barely changes the reaction's "
+                                       "magnitude (muscles are redistributed instead), so -7° inclination "
+                                       "does not lower the force below 60° as Sarshari et al. 2021 report")
+def test_lower_inclination_lowers_the_early_force(study):
+    _, r = study
+    F = {k: v[1].forces.reaction_magnitude for k, v in r["results"].items()}
+    low = EL <= 60
+    assert (F["inclination_-7"][low] < 0.97 * F["generic"][low]).all()
+
+
+@pytest.mark.xfail(strict=True, reason="open model without co-contraction: about 44 % of body weight at 90°, "
+                                       "not the about 70 % of Sarshari et al. 2021")
+def test_about_seventy_percent_body_weight_at_ninety(study):
+    _, r = study
+    assert 60.0 < r["results"]["generic"][1].summary["percent_bw_90"] < 80.0
+
+
+def test_cli_demo_and_bad_arguments(tmp_path, capsys, generic):
+    out = tmp_path / "demo"
+    assert main(["demo", "--step", "26", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "peak" in text and "Sarshari et al. 2021" in text and "outputs written to" in text
+    names = {p.name for p in out.iterdir()}
+    assert {"generic.osim", "generic_abduction.mot", "generic_abduction_markers.trc",
+            "generic_abduction_InverseDynamics.sto", "generic_abduction_StaticOptimization_force.sto",
+            "generic_abduction_JointReaction_ReactionLoads.sto", "generic_gh_reaction.png",
+            "generic_model.png"} <= names
+    from arthron.io.sto import read_sto
+    t = read_sto(out / "generic_abduction_JointReaction_ReactionLoads.sto")
+    gh = generic[1].glenohumeral_joint
+    assert t.labels[:3] == [f"{gh}_on_humerus_in_scapula_f{c}" for c in "xyz"]
+    assert t.labels[3:5] == [f"{gh}_magnitude", f"{gh}_cone_angle"]
+    for argv, word in ((["study", "--height", "0"], "height"), (["study", "--gender", "x"], "gender"),
+                       (["study", "--inclination", "90"], "inclination"), (["demo", "--mass", "-3"], "mass")):
+        assert main(argv + ["-o", str(tmp_path / "bad")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("arthron: error:") and word in err[0]
+        assert not (tmp_path / "bad").exists()
+
+
+def test_study_without_matplotlib_writes_the_rest(tmp_path, generic, monkeypatch):
+    # `pip install -e .` (no extra `plot`): the figures are skipped with a note, nothing fails
+    import sys
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    model, spec = generic
+    r = run_study(tmp_path, model=model, spec=spec, elevation_deg=np.array([20.0, 60.0, 100.0, 150.0]),
+                  picture=True)
+    assert r["notes"] and "matplotlib" in r["notes"][0]
+    names = {p.name for p in tmp_path.iterdir()}
+    assert "generic_abduction_JointReaction_ReactionLoads.sto" in names
+    assert not any(n.endswith(".png") for n in names)
