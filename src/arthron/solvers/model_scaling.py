@@ -183,8 +183,11 @@ def measurement_factor(model: Model, trial, meas: Measurement, time_range, *, tr
             if n not in trial.labels:
                 raise DataFileError(f"measurement '{meas.name}': marker '{n}' is not in the static "
                                     "trial", source or getattr(trial, "source", None))
-        _, P = marker_positions(tree, q[None], [a, b])
-        lm = float(np.linalg.norm(P[0, 0] - P[0, 1]))
+    # the model's markers of every pair at the pose: one kinematics pass
+    names = list(dict.fromkeys(n for pair in meas.pairs for n in pair))
+    _, Pall = marker_positions(tree, q[None], names) if names else (None, None)
+    for a, b in meas.pairs:
+        lm = float(np.linalg.norm(Pall[0, names.index(a)] - Pall[0, names.index(b)]))
         if not lm > 0.0:
             raise ModelFileError(f"measurement '{meas.name}': markers '{a}' and '{b}' coincide in "
                                  "the model (no distance to scale)", model.source)
