@@ -105,17 +105,19 @@ def cmd_demo(a):
 
 
 def _progress(label):
-    """A progress callback ``f(i, T)`` drawing a rich progress bar (silent for short trials)."""
-    try:
-        from rich.progress import Progress
-    except ImportError:  # rich is a dependency; stay quiet if it is missing
-        return None
+    """A progress callback ``f(i, T)`` drawing a rich progress bar (silent for short trials;
+    rich is imported only when a bar is drawn: ~20 ms of a short command's start-up)."""
     state = {}
 
     def cb(i, T):
-        if T < 200:
+        if T < 200 or state.get("off"):
             return
         if "p" not in state:
+            try:
+                from rich.progress import Progress
+            except ImportError:  # rich is a dependency; stay quiet if it is missing
+                state["off"] = True
+                return
             state["p"] = Progress(transient=True)
             state["p"].start()
             state["t"] = state["p"].add_task(label, total=T)
