@@ -162,8 +162,9 @@ class Measurement:
 
 
 def measurement_factor(model: Model, trial, meas: Measurement, time_range, *, tree=None,
-                       q=None, source=None) -> float:
-    """The factor of one measurement (see the module docstring).
+                       q=None, source=None, model_positions=None) -> float:
+    """The factor of one measurement (see the module docstring). ``model_positions``: the
+    model's marker positions at ``q`` (dict name -> (3,) m) if already computed.
 
     Raises
     ------
@@ -185,9 +186,11 @@ def measurement_factor(model: Model, trial, meas: Measurement, time_range, *, tr
                                     "trial", source or getattr(trial, "source", None))
     # the model's markers of every pair at the pose: one kinematics pass
     names = list(dict.fromkeys(n for pair in meas.pairs for n in pair))
-    _, Pall = marker_positions(tree, q[None], names) if names else (None, None)
+    if model_positions is None or any(n not in model_positions for n in names):
+        _, Pall = marker_positions(tree, q[None], names) if names else (None, np.zeros((1, 0, 3)))
+        model_positions = dict(zip(names, Pall[0]))
     for a, b in meas.pairs:
-        lm = float(np.linalg.norm(Pall[0, names.index(a)] - Pall[0, names.index(b)]))
+        lm = float(np.linalg.norm(model_positions[a] - model_positions[b]))
         if not lm > 0.0:
             raise ModelFileError(f"measurement '{meas.name}': markers '{a}' and '{b}' coincide in "
                                  "the model (no distance to scale)", model.source)
@@ -207,7 +210,7 @@ def measurement_factor(model: Model, trial, meas: Measurement, time_range, *, tr
 
 def compute_scale_set(model: Model, *, scaling_order=("measurements", "manualScale"),
                       measurements=(), manual=(), static_trial=None, time_range=None,
-                      source=None) -> tuple[list, dict]:
+                      source=None, tree=None) -> tuple[list, dict]:
     """The ModelScaler's scale set.
 
     Parameters
@@ -215,6 +218,7 @@ def compute_scale_set(model: Model, *, scaling_order=("measurements", "manualSca
     measurements : list of Measurement
     manual : list of ScaleEntry (manual scale set)
     static_trial : MarkerTrial for the measurements; time_range : (t0, t1) s
+    tree : the model's compiled tree, if already at hand (compiled here otherwise)
 
     Returns
     -------
@@ -228,7 +232,11 @@ def compute_scale_set(model: Model, *, scaling_order=("measurements", "manualSca
     entries = frame_scale_entries(model)
     names = {e.segment for e in entries}
     measured = {}
-    tree = compile_model(model)
+    tree = tree if tree is not None else compile_model(model)
+    # the model's markers of every applied measurement at the default pose: one kinematics pass
+    used = [n for m in measurements if m.apply for pair in m.pairs for n in pair if n in tree.markers]
+    used = list(dict.fromkeys(used))
+    positions = dict(zip(used, marker_positions(tree, tree.default_q[None], used)[1][0])) if used else {}
     for step in scaling_order:
         if step == "measurements":
             for m in measurements:
@@ -237,7 +245,8 @@ def compute_scale_set(model: Model, *, scaling_order=("measurements", "manualSca
                 if static_trial is None:
                     raise DataFileError("measurements are used but no static marker file is set",
                                         source)
-                f = measurement_factor(model, static_trial, m, time_range, tree=tree, source=source)
+                f = measurement_factor(model, static_trial, m, time_range, tree=tree, source=source,
+                                       model_positions=positions)
                 measured[m.name] = f
                 for body, axes in m.bodies:
                     hit = False
@@ -316,12 +325,13 @@ def _base_body_name(model: Model, frame_path: str) -> str:
     return "ground" if base == GROUND else base[len("/bodyset/"):]
 
 
-def default_path_lengths(model: Model, names=None) -> dict:
+def default_path_lengths(model: Model, names=None, *, tree=None) -> dict:
     """Default-pose lengths (m) of the model's path forces, by name (constraints assembled).
 
-    Uses :mod:`arthron.multibody.paths` (wrapping included)."""
+    Uses :mod:`arthron.multibody.paths` (wrapping included); ``tree``: the model's compiled
+    tree if already at hand."""
     from ..multibody.paths import compile_paths, path_lengths
-    tree = compile_model(model)
+    tree = tree if tree is not None else compile_model(model)
     q = tree.default_q.copy()
     if model.constraints and any(c.enabled for c in model.constraints):
         from ..multibody.constraints import assemble
