@@ -17,19 +17,33 @@ Both sides are timed as whole tools (read the setup, the model and the data, sol
 outputs; median of ``--repeat`` runs; OpenSim logging at error level). For IK the marker error of
 every frame is compared (arthron reaches the optimum; OpenSim stops at its accuracy), and the
 per-frame cost of arthron's solve alone is printed.
+
+``--commands`` also times the whole commands as fresh processes (interpreter start, imports,
+reading, solving, writing): ``arthron ik --setup`` on the walk and on the tiled trial and
+``arthron scale --setup``, against ``python -c "import opensim; <Tool>(setup).run()"``.
+
+BLAS runs single-threaded (``OPENBLAS_NUM_THREADS`` etc. set to 1 here unless set); the load
+average is printed before and after, since other jobs may share the machine: compare the
+ratios, which are measured in the same time window.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import sys
-import tempfile
-import time
-import warnings
-from pathlib import Path
 
-import numpy as np
+for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -228,6 +242,55 @@ def tsm_case(osim, frames: int, repeat: int):
               f"OpenSim per frame: max {1e3 * np.max(r.rms - err):+.5f} mm")
 
 
+def _load():
+    return "load average %.2f %.2f %.2f (%d CPUs)" % (*os.getloadavg(), os.cpu_count() or 0)
+
+
+def _fresh(cmd, cwd, env, n):
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+        ts.append(time.perf_counter() - t0)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(map(str, cmd[:4]))} failed:\n{r.stderr[-2000:]}")
+    return statistics.median(ts)
+
+
+def commands_case(frames: int, repeat: int):
+    """Whole commands as fresh processes, arthron and OpenSim alternating per case."""
+    ws = Path(tempfile.mkdtemp(prefix="bench_ik_cmd_"))
+    try:
+        for p in GAIT.iterdir():
+            if p.is_file():
+                shutil.copy(p, ws / p.name)
+        shutil.copy(GAIT / "OutputReference" / "subject01_simbody.osim", ws / "subject01_simbody.osim")
+        shutil.copy(MODELS / "Models" / "Gait2354_Simbody" / "gait2354_simbody.osim", ws)
+        write_trc(ws / "tiled.trc", tiled_trial(frames))
+        raw = (ws / "subject01_Setup_IK.xml").read_text()
+        (ws / "setup_tiled.xml").write_text(
+            raw.replace("subject01_walk1.trc", "tiled.trc").replace("subject01_walk1_ik.mot", "tiled_ik.mot")
+               .replace("<time_range> 0.4 1.6</time_range>", f"<time_range>0 {(frames - 1) / 60.0!r}</time_range>"))
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+        subprocess.run([sys.executable, "-c", "import opensim, arthron.cli"], cwd=ws, env=env)
+        osim = "import opensim\nopensim.Logger.setLevelString('error')\n"
+        cases = [("ik --setup, walk (73 frames)", ["ik", "--setup", "subject01_Setup_IK.xml"],
+                  "opensim.InverseKinematicsTool('subject01_Setup_IK.xml').run()", repeat),
+                 (f"ik --setup, tiled ({frames} frames)", ["ik", "--setup", "setup_tiled.xml"],
+                  "opensim.InverseKinematicsTool('setup_tiled.xml').run()", max(1, repeat - 2)),
+                 ("scale --setup", ["scale", "--setup", "subject01_Setup_Scale.xml"],
+                  "opensim.ScaleTool('subject01_Setup_Scale.xml').run()", repeat)]
+        print(f"\nWhole commands, fresh processes (median; {_load()})")
+        print(f"  {'command':34s} {'arthron (s)':>11s} {'OpenSim (s)':>11s} {'OpenSim/arthron':>16s}")
+        for name, a, o, n in cases:
+            ta = _fresh([sys.executable, "-m", "arthron.cli", *a], ws, env, n)
+            to = _fresh([sys.executable, "-c", osim + o], ws, env, n)
+            print(f"  {name:34s} {ta:11.2f} {to:11.2f} {to / ta:15.2f}x", flush=True)
+        print(f"  (python start alone: {_fresh([sys.executable, '-c', 'pass'], ws, env, repeat):.2f} s)")
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--frames", type=int, default=2000)
@@ -235,7 +298,13 @@ def main():
     ap.add_argument("--no-opensim", action="store_true")
     ap.add_argument("--tsm-frames", type=int, default=240)
     ap.add_argument("--only-tsm", action="store_true")
+    ap.add_argument("--no-tsm", action="store_true")
+    ap.add_argument("--commands", action="store_true", help="also time the whole commands as fresh processes")
     a = ap.parse_args()
+    from arthron.multibody.point_kinematics import compiled_available
+    from arthron.solvers.inverse_kinematics import use_compiled
+    print(f"{_load()}; BLAS threads OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}; "
+          f"station kernel compiled (numba): {use_compiled()} (numba installed: {compiled_available()})")
     osim = None
     if not a.no_opensim:
         try:
@@ -243,7 +312,8 @@ def main():
             osim.Logger.setLevelString("error")
         except ImportError:
             print("opensim not installed: arthron only")
-    tsm_case(osim, a.tsm_frames, a.repeat)
+    if not a.no_tsm:
+        tsm_case(osim, a.tsm_frames, a.repeat)
     if a.only_tsm:
         return
     base = Path(tempfile.mkdtemp(prefix="bench_ik_"))
@@ -257,6 +327,9 @@ def main():
     ik_case(osim, f"IK tiled walk", make_setup(base / "long", trc, 0.0, float(tr.time[-1])),
             max(1, a.repeat - 2))
     scale_case(osim, a.repeat)
+    if a.commands and osim is not None:
+        commands_case(a.frames, a.repeat)
+    print(f"\n{_load()}")
 
 
 if __name__ == "__main__":
