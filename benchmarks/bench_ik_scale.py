@@ -301,10 +301,13 @@ def main():
     ap.add_argument("--no-tsm", action="store_true")
     ap.add_argument("--commands", action="store_true", help="also time the whole commands as fresh processes")
     a = ap.parse_args()
-    from arthron.multibody.point_kinematics import compiled_available
-    from arthron.solvers.inverse_kinematics import use_compiled
+    try:
+        from arthron.solvers.inverse_kinematics import use_compiled
+        kernel = use_compiled()
+    except ImportError:                  # an older arthron (before the compiled kernel)
+        kernel = False
     print(f"{_load()}; BLAS threads OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}; "
-          f"station kernel compiled (numba): {use_compiled()} (numba installed: {compiled_available()})")
+          f"station kernel compiled (numba): {kernel}")
     osim = None
     if not a.no_opensim:
         try:

@@ -7,9 +7,11 @@ same geometry frame by frame in one compiled loop: the pose of every variable no
 (``R = R_parent R0 · Rodrigues(θ)`` for a rotation, ``o = o_parent + R_parent p0 + R_f p_local``
 for a translation or an ellipsoid), the hinge columns (``ω`` and origin of rotations, ``v`` of
 translations), station positions and ``J[m, :, c] = Σ_j A[m, j] (ω_j × (x_m − o_j) + v_j)`` over
-the columns j of coordinate c. Everything that depends on the model's functions (angles θ(q)
-and slopes, translations and their derivatives, the ellipsoid mobilizer) is evaluated in NumPy
-before the call, so the kernel needs no function types.
+the columns j of coordinate c. The axis functions are evaluated in the kernel too
+(:func:`stations_batch_q`) when they are identities, ``Constant``, ``LinearFunction`` or
+``SimmSpline``/``NaturalCubicSpline`` inside ``MultiplierFunction``s (encoded as tables by
+:func:`arthron.multibody.point_kinematics._encode_function`); any other function, and the
+ellipsoid mobilizer, is evaluated in NumPy before the call.
 
 Importing this module imports numba (≈0.3–0.5 s) and loads the kernel from numba's on-disk
 cache (compiled once per installation). :mod:`arthron.multibody.point_kinematics` imports it
@@ -21,7 +23,82 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["stations_batch"]
+__all__ = ["stations_batch", "stations_batch_q"]
+
+
+#: function kinds the kernel evaluates itself (others are evaluated in NumPy before the call)
+F_IDENTITY, F_CONSTANT, F_LINEAR, F_SPLINE = 0, 1, 2, 3
+#: arthron.models.functions._ROUNDOFF_ERROR (the knot tolerance of SimmSpline)
+_ROUNDOFF = 2e-13
+
+
+@numba.njit(cache=True, nogil=True)
+def _feval(ft, sc, off, n, p0, p1, X, Y, Bc, Cc, Dc, a):  # pragma: no cover - compiled
+    """Value and slope of an encoded function at a (``Function.value_and_derivative``): identity,
+    constant, linear, or a SimmSpline / NaturalCubicSpline (knots X[off:off+n], coefficients),
+    times the product ``sc`` of the MultiplierFunction scales around it."""
+    if ft == 0:
+        return a, 1.0
+    if ft == 1:
+        return sc * p0, 0.0
+    if ft == 2:
+        return sc * (p0 * a + p1), sc * p0
+    lo = 0
+    hi = n
+    while lo < hi:                    # searchsorted(side="right") - 1, clipped to [0, n - 2]
+        mid = (lo + hi) // 2
+        if a < X[off + mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    k = lo - 1
+    if k > n - 2:
+        k = n - 2
+    if k < 0:
+        k = 0
+    i = off + k
+    dx = a - X[i]
+    v = Y[i] + dx * (Bc[i] + dx * (Cc[i] + dx * Dc[i]))
+    dv = Bc[i] + dx * (2.0 * Cc[i] + 3.0 * dx * Dc[i])
+    if a < X[off] + _ROUNDOFF:
+        v = Y[off] + min(a - X[off], 0.0) * Bc[off]
+        dv = Bc[off]
+    last = off + n - 1
+    if a > X[last] - _ROUNDOFF:
+        v = Y[last] + max(a - X[last], 0.0) * Bc[last]
+        dv = Bc[last]
+    return sc * v, sc * dv
+
+
+@numba.njit(cache=True, nogil=True)
+def stations_batch_q(kind, parent, R0, p0, ident, axis, K, K2, th, d1, pl, vloc, col_node,
+                     col_coord, m_var, m_loc, A, nq, Q, pre, ncoord, fspec, fpar, X, Y, Bc, Cc, Dc,
+                     t_node, t_coord, t_col, t_axis, t_spec, t_par):  # pragma: no cover - compiled
+    """:func:`stations_batch` with the axis functions evaluated here from the poses Q (B, nq),
+    except for the nodes flagged ``pre`` (their th/d1 or pl/vloc are given). fspec (nv, 3) and
+    fpar (nv, 3) encode each rotation's function (kind, offset, n; scale, p0, p1) and ncoord (nv,)
+    its coordinate; the translation terms are t_node, t_coord, t_col (the term's column),
+    t_axis (nt, 3), t_spec (nt, 3), t_par (nt, 3)."""
+    B = Q.shape[0]
+    nv = kind.shape[0]
+    for b in range(B):
+        for k in range(nv):
+            if pre[k] or kind[k] != 0:
+                continue
+            v, d = _feval(fspec[k, 0], fpar[k, 0], fspec[k, 1], fspec[k, 2], fpar[k, 1],
+                          fpar[k, 2], X, Y, Bc, Cc, Dc, Q[b, ncoord[k]])
+            th[b, k] = v
+            d1[b, k] = d
+        for t in range(t_node.shape[0]):
+            k = t_node[t]
+            v, d = _feval(t_spec[t, 0], t_par[t, 0], t_spec[t, 1], t_spec[t, 2], t_par[t, 1],
+                          t_par[t, 2], X, Y, Bc, Cc, Dc, Q[b, t_coord[t]])
+            c = t_col[t]
+            for r in range(3):
+                pl[b, k, r] += v * t_axis[t, r]
+                vloc[b, c, r] += d * t_axis[t, r]
+    return stations_batch(kind, parent, R0, p0, ident, axis, K, K2, th, d1, pl, vloc, col_node,
+                          col_coord, m_var, m_loc, A, nq)
 
 
 @numba.njit(cache=True, nogil=True)
