@@ -344,16 +344,21 @@ def default_path_lengths(model: Model, names=None, *, tree=None) -> dict:
 
 
 def scale_model(model: Model, factors, *, mass: float | None = None,
-                preserve_mass_distribution: bool = True, path_lengths_before=None) -> Model:
+                preserve_mass_distribution: bool = True, path_lengths_before=None,
+                in_place: bool = False) -> Model:
     """Scale a copy of ``model`` by per-body factors (see the module docstring for the rules).
 
     Parameters
     ----------
-    model : Model (not modified)
+    model : Model (not modified, unless ``in_place``)
     factors : dict body name -> (3,) factors, or a list of ScaleEntry (body rows are used);
         bodies not listed keep factors 1
     mass : float, optional, kg: subject mass (all masses rescaled to sum to it)
     preserve_mass_distribution : bool, as ScaleTool's ModelScaler
+    path_lengths_before : dict, the path lengths of ``model`` if already computed
+        (:func:`default_path_lengths`)
+    in_place : bool, scale ``model`` itself instead of a copy (for a caller that owns it and
+        no longer needs it unscaled, like the ScaleTool: saves the copy)
 
     Returns
     -------
@@ -376,7 +381,7 @@ def scale_model(model: Model, factors, *, mass: float | None = None,
             fac[k] = np.broadcast_to(np.asarray(v, float), (3,)).copy()
     if path_lengths_before is None:
         path_lengths_before = default_path_lengths(model)
-    out = model.copy()
+    out = model if in_place else model.copy()
     out.source = None
 
     def sf(frame_path):

@@ -374,10 +374,12 @@ def _scale_from_setup(path, placeholders, search_dirs) -> ScaleResult:
         entries, measured = compute_scale_set(
             model, scaling_order=s.scaling_order, measurements=s.measurements, manual=s.manual,
             static_trial=st, time_range=s.scaler_time_range, source=s.path, tree=tree)
+        name = model.name
+        # the generic model was read for this run only: scaled in place (no copy)
         scaled = scale_model(model, entries, mass=s.mass,
                              preserve_mass_distribution=s.preserve_mass_distribution,
-                             path_lengths_before=default_path_lengths(model, tree=tree))
-        scaled.name = model.name
+                             path_lengths_before=default_path_lengths(model, tree=tree), in_place=True)
+        scaled.name = name
     placed, q, errs = scaled, None, {}
     if s.placer_apply and s.placer_marker_file is not None:
         static = trial(s.placer_marker_file)
