@@ -384,8 +384,13 @@ def scale_model(model: Model, factors, *, mass: float | None = None,
     out = model if in_place else model.copy()
     out.source = None
 
+    base_of: dict = {}          # frame path -> its base body (fixed while scaling)
+
     def sf(frame_path):
-        return fac[_base_body_name(out, frame_path)]
+        b = base_of.get(frame_path)
+        if b is None:
+            b = base_of[frame_path] = _base_body_name(out, frame_path)
+        return fac[b]
 
     # offset frames
     for f in out.frames.values():
