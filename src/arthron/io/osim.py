@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import posixpath
 import warnings
 from pathlib import Path
@@ -82,13 +83,14 @@ class _Ctx:
             raise self.err(f"missing <{tag}>", parent)
         txt = (elem.text or "").split()
         try:
-            vals = np.array([float(t) for t in txt])
+            nums = [float(t) for t in txt]
         except ValueError:
             raise self.err(f"<{tag or elem.tag}> holds non-numeric text {elem.text!r}", elem) from None
+        vals = np.array(nums)
         if n is not None and vals.size != n:
             raise self.err(f"<{tag or elem.tag}> needs {n} number{'s' if n > 1 else ''}, has "
                            f"{vals.size}", elem)
-        if finite and not np.all(np.isfinite(vals)):
+        if finite and not all(map(math.isfinite, nums)):
             raise self.err(f"<{tag or elem.tag}> holds a non-finite value {elem.text.strip()!r}", elem)
         return vals
 
