@@ -14,7 +14,7 @@ Cases
   at both, and so does arthron).
 
 Both sides are timed as whole tools (read the setup, the model and the data, solve, write the
-outputs; median of ``--repeat`` runs; OpenSim logging at error level). For IK the marker error of
+outputs; median of ``--repeat`` runs, the two tools alternating; OpenSim logging at error level). For IK the marker error of
 every frame is compared (arthron reaches the optimum; OpenSim stops at its accuracy), and the
 per-frame cost of arthron's solve alone is printed.
 
@@ -69,6 +69,20 @@ def median_time(fn, n):
     return statistics.median(ts), out
 
 
+def paired_medians(fa, fb, n):
+    """Median times of ``fa`` and ``fb`` run alternately n times each (a load that changes
+    during the measurement then weighs on both sides alike), and fa's last result."""
+    ta, tb, out = [], [], None
+    for _ in range(n):
+        t0 = time.perf_counter()
+        out = fa()
+        ta.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        fb()
+        tb.append(time.perf_counter() - t0)
+    return statistics.median(ta), statistics.median(tb), out
+
+
 def make_setup(folder: Path, trc: Path, t0: float, t1: float) -> Path:
     raw = IK_SETUP.read_text()
     raw = (raw.replace("<workdir>/gait2354/ResultsIK_refModel", str(folder))
@@ -108,18 +122,18 @@ def opensim_ik(osim, setup: Path, out: Path):
 
 def ik_case(osim, label, setup: Path, repeat: int):
     folder = setup.parent
-    res = {}
-    if osim is not None:
-        t_os, _ = median_time(lambda: opensim_ik(osim, setup, folder / "osim.mot"), repeat)
-        res["opensim"] = t_os
-        os_err = read_sto(folder / "subject01_ik_marker_errors.sto").column("marker_error_RMS")
-        os_mot = read_sto(folder / "osim.mot")
 
     def ours():
         r = run_ik_from_setup(setup)
         r.write(folder / "arthron.mot", folder / "arthron_errors.sto")
         return r
-    t_ar, r = median_time(ours, repeat)
+    if osim is not None:
+        t_ar, t_os, r = paired_medians(ours, lambda: opensim_ik(osim, setup, folder / "osim.mot"),
+                                       repeat)
+        os_err = read_sto(folder / "subject01_ik_marker_errors.sto").column("marker_error_RMS")
+        os_mot = read_sto(folder / "osim.mot")
+    else:
+        t_ar, r = median_time(ours, repeat)
     n = len(r.time)
     print(f"\n{label}: {n} frames")
     print(f"  arthron  tool {t_ar:8.3f} s   ({1e3 * t_ar / n:.2f} ms/frame; solve only "
@@ -148,10 +162,10 @@ def scale_case(osim, repeat: int):
             r = scale_from_setup(setup, search_dirs=search)
         r.write(out)
         return r
-    t_ar, _ = median_time(ours, repeat)
     print("\nScaleTool Gait2354 (measurements + manual scales + marker placement, files written)")
-    print(f"  arthron  {t_ar:8.3f} s")
     if osim is None:
+        t_ar, _ = median_time(ours, repeat)
+        print(f"  arthron  {t_ar:8.3f} s")
         return
     # 4.6 needs the generic model, marker set and static trial next to the setup
     work = Path(tempfile.mkdtemp(prefix="bench_scale_osim_"))
@@ -163,7 +177,8 @@ def scale_case(osim, repeat: int):
     def theirs():
         tool = osim.ScaleTool(str(work / "subject01_Setup_Scale.xml"))
         tool.run()
-    t_os, _ = median_time(theirs, repeat)
+    t_ar, t_os, _ = paired_medians(ours, theirs, repeat)
+    print(f"  arthron  {t_ar:8.3f} s")
     print(f"  OpenSim  {t_os:8.3f} s   ratio OpenSim/arthron {t_os / t_ar:.2f}x")
 
 
@@ -283,8 +298,11 @@ def commands_case(frames: int, repeat: int):
         print(f"\nWhole commands, fresh processes (median; {_load()})")
         print(f"  {'command':34s} {'arthron (s)':>11s} {'OpenSim (s)':>11s} {'OpenSim/arthron':>16s}")
         for name, a, o, n in cases:
-            ta = _fresh([sys.executable, "-m", "arthron.cli", *a], ws, env, n)
-            to = _fresh([sys.executable, "-c", osim + o], ws, env, n)
+            ta, to = [], []
+            for _ in range(n):         # alternately
+                ta.append(_fresh([sys.executable, "-m", "arthron.cli", *a], ws, env, 1))
+                to.append(_fresh([sys.executable, "-c", osim + o], ws, env, 1))
+            ta, to = statistics.median(ta), statistics.median(to)
             print(f"  {name:34s} {ta:11.2f} {to:11.2f} {to / ta:15.2f}x", flush=True)
         print(f"  (python start alone: {_fresh([sys.executable, '-c', 'pass'], ws, env, repeat):.2f} s)")
     finally:
