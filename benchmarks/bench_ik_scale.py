@@ -148,7 +148,44 @@ def ik_case(osim, label, setup: Path, repeat: int):
               f"{1e3 * r.rms.mean():.3f} mm, OpenSim {1e3 * os_err.mean():.3f} mm")
         print(f"  max |angle diff| {np.abs(d[:, rot]).max():.4f} deg, "
               f"|translation diff| {np.abs(d[:, ~rot]).max():.2e} m")
+        qo = np.column_stack([os_mot.column(c) for c in r.coordinate_names])
+        qo[:, rot] = np.deg2rad(qo[:, rot])
+        ja, jo = ik_objectives(setup, r.q, qo, r.time)
+        print(f"  IK objective (weighted squared marker and coordinate errors) arthron <= OpenSim in "
+              f"{int(np.sum(ja <= jo * (1 + 1e-9)))}/{len(ja)} frames (arthron/OpenSim: min "
+              f"{np.min(ja / jo):.6f}, max {np.max(ja / jo):.9f})")
     return r
+
+
+def ik_objectives(setup: Path, q_ours, q_theirs, times):
+    """OpenSim's IK objective per frame at both solutions: Σ w|x − x_obs|² / Σ w over the markers
+    present in the frame, plus Σ w (q − q_task)² of the coordinate tasks (Simbody's Markers goal
+    and the coordinate goals, both without their common factor 1/2)."""
+    from arthron.io.osim import read_osim
+    from arthron.io.setup import read_tool_setup
+    from arthron.solvers.inverse_kinematics import InverseKinematics
+    from arthron.tools.ik_tool import _ik_config
+    from arthron.tools.setup_files import find_setup_file
+    st = read_tool_setup(setup)
+    model = read_osim(find_setup_file(st, st.get("model_file"), None))
+    trial = read_trc(find_setup_file(st, st.get("marker_file"), None))
+    cfg = _ik_config(st, model, None)
+    ik = InverseKinematics(model, cfg["tasks"], cfg["constraint_weight"], trial.labels)
+    cols = [trial.labels.index(n) for n in ik.marker_names]
+    w = np.array(ik.ctask_w)
+    out = []
+    for q in (q_ours, q_theirs):
+        J = np.empty(len(times))
+        for k, t in enumerate(times):
+            o = trial.positions[int(np.argmin(np.abs(trial.time - t)))][cols]
+            P, _ = ik.chain.evaluate(q[k], None, False)
+            ok = np.all(np.isfinite(o), 1)
+            ref = ik.coordinate_targets(t, ik.tree.default_q)
+            wm = ik.marker_weights[ok]
+            J[k] = (np.sum(wm * np.sum((P - o)[ok] ** 2, 1)) / max(np.sum(wm), 1e-300)
+                    + np.sum(w * (q[k][ik.ctask_idx] - ref) ** 2))
+        out.append(J)
+    return out
 
 
 def scale_case(osim, repeat: int):
