@@ -535,8 +535,9 @@ class InverseKinematics(LevenbergMarquardtIK):
 # --------------------------------------------------------------------------------- helpers
 #: Frames from which the ``arthron`` command (``runtime.light_imports``) evaluates the station
 #: kinematics with the compiled kernel: importing numba and loading the cached kernel costs
-#: about 0.4 s, the kernel saves about 0.4 ms per frame on a full-body model.
-COMPILED_MIN_FRAMES = 1000
+#: 0.5–1 s, the kernel saves about 0.5 ms per frame on a full-body model (measured break-even
+#: 1,200–1,500 frames of Gait2354 as whole commands).
+COMPILED_MIN_FRAMES = 1500
 
 
 def use_compiled(n_frames: int | None = None) -> bool:
