@@ -14,22 +14,36 @@ Cases
   at both, and so does arthron).
 
 Both sides are timed as whole tools (read the setup, the model and the data, solve, write the
-outputs; median of ``--repeat`` runs; OpenSim logging at error level). For IK the marker error of
+outputs; median of ``--repeat`` runs, the two tools alternating; OpenSim logging at error level). For IK the marker error of
 every frame is compared (arthron reaches the optimum; OpenSim stops at its accuracy), and the
 per-frame cost of arthron's solve alone is printed.
+
+``--commands`` also times the whole commands as fresh processes (interpreter start, imports,
+reading, solving, writing): ``arthron ik --setup`` on the walk and on the tiled trial and
+``arthron scale --setup``, against ``python -c "import opensim; <Tool>(setup).run()"``.
+
+BLAS runs single-threaded (``OPENBLAS_NUM_THREADS`` etc. set to 1 here unless set); the load
+average is printed before and after, since other jobs may share the machine: compare the
+ratios, which are measured in the same time window.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import sys
-import tempfile
-import time
-import warnings
-from pathlib import Path
 
-import numpy as np
+for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -53,6 +67,20 @@ def median_time(fn, n):
         out = fn()
         ts.append(time.perf_counter() - t0)
     return statistics.median(ts), out
+
+
+def paired_medians(fa, fb, n):
+    """Median times of ``fa`` and ``fb`` run alternately n times each (a load that changes
+    during the measurement then weighs on both sides alike), and fa's last result."""
+    ta, tb, out = [], [], None
+    for _ in range(n):
+        t0 = time.perf_counter()
+        out = fa()
+        ta.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        fb()
+        tb.append(time.perf_counter() - t0)
+    return statistics.median(ta), statistics.median(tb), out
 
 
 def make_setup(folder: Path, trc: Path, t0: float, t1: float) -> Path:
@@ -94,18 +122,18 @@ def opensim_ik(osim, setup: Path, out: Path):
 
 def ik_case(osim, label, setup: Path, repeat: int):
     folder = setup.parent
-    res = {}
-    if osim is not None:
-        t_os, _ = median_time(lambda: opensim_ik(osim, setup, folder / "osim.mot"), repeat)
-        res["opensim"] = t_os
-        os_err = read_sto(folder / "subject01_ik_marker_errors.sto").column("marker_error_RMS")
-        os_mot = read_sto(folder / "osim.mot")
 
     def ours():
         r = run_ik_from_setup(setup)
         r.write(folder / "arthron.mot", folder / "arthron_errors.sto")
         return r
-    t_ar, r = median_time(ours, repeat)
+    if osim is not None:
+        t_ar, t_os, r = paired_medians(ours, lambda: opensim_ik(osim, setup, folder / "osim.mot"),
+                                       repeat)
+        os_err = read_sto(folder / "subject01_ik_marker_errors.sto").column("marker_error_RMS")
+        os_mot = read_sto(folder / "osim.mot")
+    else:
+        t_ar, r = median_time(ours, repeat)
     n = len(r.time)
     print(f"\n{label}: {n} frames")
     print(f"  arthron  tool {t_ar:8.3f} s   ({1e3 * t_ar / n:.2f} ms/frame; solve only "
@@ -120,7 +148,44 @@ def ik_case(osim, label, setup: Path, repeat: int):
               f"{1e3 * r.rms.mean():.3f} mm, OpenSim {1e3 * os_err.mean():.3f} mm")
         print(f"  max |angle diff| {np.abs(d[:, rot]).max():.4f} deg, "
               f"|translation diff| {np.abs(d[:, ~rot]).max():.2e} m")
+        qo = np.column_stack([os_mot.column(c) for c in r.coordinate_names])
+        qo[:, rot] = np.deg2rad(qo[:, rot])
+        ja, jo = ik_objectives(setup, r.q, qo, r.time)
+        print(f"  IK objective (weighted squared marker and coordinate errors) arthron <= OpenSim in "
+              f"{int(np.sum(ja <= jo * (1 + 1e-9)))}/{len(ja)} frames (arthron/OpenSim: min "
+              f"{np.min(ja / jo):.6f}, max {np.max(ja / jo):.9f})")
     return r
+
+
+def ik_objectives(setup: Path, q_ours, q_theirs, times):
+    """OpenSim's IK objective per frame at both solutions: Σ w|x − x_obs|² / Σ w over the markers
+    present in the frame, plus Σ w (q − q_task)² of the coordinate tasks (Simbody's Markers goal
+    and the coordinate goals, both without their common factor 1/2)."""
+    from arthron.io.osim import read_osim
+    from arthron.io.setup import read_tool_setup
+    from arthron.solvers.inverse_kinematics import InverseKinematics
+    from arthron.tools.ik_tool import _ik_config
+    from arthron.tools.setup_files import find_setup_file
+    st = read_tool_setup(setup)
+    model = read_osim(find_setup_file(st, st.get("model_file"), None))
+    trial = read_trc(find_setup_file(st, st.get("marker_file"), None))
+    cfg = _ik_config(st, model, None)
+    ik = InverseKinematics(model, cfg["tasks"], cfg["constraint_weight"], trial.labels)
+    cols = [trial.labels.index(n) for n in ik.marker_names]
+    w = np.array(ik.ctask_w)
+    out = []
+    for q in (q_ours, q_theirs):
+        J = np.empty(len(times))
+        for k, t in enumerate(times):
+            o = trial.positions[int(np.argmin(np.abs(trial.time - t)))][cols]
+            P, _ = ik.chain.evaluate(q[k], None, False)
+            ok = np.all(np.isfinite(o), 1)
+            ref = ik.coordinate_targets(t, ik.tree.default_q)
+            wm = ik.marker_weights[ok]
+            J[k] = (np.sum(wm * np.sum((P - o)[ok] ** 2, 1)) / max(np.sum(wm), 1e-300)
+                    + np.sum(w * (q[k][ik.ctask_idx] - ref) ** 2))
+        out.append(J)
+    return out
 
 
 def scale_case(osim, repeat: int):
@@ -134,10 +199,10 @@ def scale_case(osim, repeat: int):
             r = scale_from_setup(setup, search_dirs=search)
         r.write(out)
         return r
-    t_ar, _ = median_time(ours, repeat)
     print("\nScaleTool Gait2354 (measurements + manual scales + marker placement, files written)")
-    print(f"  arthron  {t_ar:8.3f} s")
     if osim is None:
+        t_ar, _ = median_time(ours, repeat)
+        print(f"  arthron  {t_ar:8.3f} s")
         return
     # 4.6 needs the generic model, marker set and static trial next to the setup
     work = Path(tempfile.mkdtemp(prefix="bench_scale_osim_"))
@@ -149,7 +214,8 @@ def scale_case(osim, repeat: int):
     def theirs():
         tool = osim.ScaleTool(str(work / "subject01_Setup_Scale.xml"))
         tool.run()
-    t_os, _ = median_time(theirs, repeat)
+    t_ar, t_os, _ = paired_medians(ours, theirs, repeat)
+    print(f"  arthron  {t_ar:8.3f} s")
     print(f"  OpenSim  {t_os:8.3f} s   ratio OpenSim/arthron {t_os / t_ar:.2f}x")
 
 
@@ -228,6 +294,58 @@ def tsm_case(osim, frames: int, repeat: int):
               f"OpenSim per frame: max {1e3 * np.max(r.rms - err):+.5f} mm")
 
 
+def _load():
+    return "load average %.2f %.2f %.2f (%d CPUs)" % (*os.getloadavg(), os.cpu_count() or 0)
+
+
+def _fresh(cmd, cwd, env, n):
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+        ts.append(time.perf_counter() - t0)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(map(str, cmd[:4]))} failed:\n{r.stderr[-2000:]}")
+    return statistics.median(ts)
+
+
+def commands_case(frames: int, repeat: int):
+    """Whole commands as fresh processes, arthron and OpenSim alternating per case."""
+    ws = Path(tempfile.mkdtemp(prefix="bench_ik_cmd_"))
+    try:
+        for p in GAIT.iterdir():
+            if p.is_file():
+                shutil.copy(p, ws / p.name)
+        shutil.copy(GAIT / "OutputReference" / "subject01_simbody.osim", ws / "subject01_simbody.osim")
+        shutil.copy(MODELS / "Models" / "Gait2354_Simbody" / "gait2354_simbody.osim", ws)
+        write_trc(ws / "tiled.trc", tiled_trial(frames))
+        raw = (ws / "subject01_Setup_IK.xml").read_text()
+        (ws / "setup_tiled.xml").write_text(
+            raw.replace("subject01_walk1.trc", "tiled.trc").replace("subject01_walk1_ik.mot", "tiled_ik.mot")
+               .replace("<time_range> 0.4 1.6</time_range>", f"<time_range>0 {(frames - 1) / 60.0!r}</time_range>"))
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+        subprocess.run([sys.executable, "-c", "import opensim, arthron.cli"], cwd=ws, env=env)
+        osim = "import opensim\nopensim.Logger.setLevelString('error')\n"
+        cases = [("ik --setup, walk (73 frames)", ["ik", "--setup", "subject01_Setup_IK.xml"],
+                  "opensim.InverseKinematicsTool('subject01_Setup_IK.xml').run()", repeat),
+                 (f"ik --setup, tiled ({frames} frames)", ["ik", "--setup", "setup_tiled.xml"],
+                  "opensim.InverseKinematicsTool('setup_tiled.xml').run()", max(1, repeat - 2)),
+                 ("scale --setup", ["scale", "--setup", "subject01_Setup_Scale.xml"],
+                  "opensim.ScaleTool('subject01_Setup_Scale.xml').run()", repeat)]
+        print(f"\nWhole commands, fresh processes (median; {_load()})")
+        print(f"  {'command':34s} {'arthron (s)':>11s} {'OpenSim (s)':>11s} {'OpenSim/arthron':>16s}")
+        for name, a, o, n in cases:
+            ta, to = [], []
+            for _ in range(n):         # alternately
+                ta.append(_fresh([sys.executable, "-m", "arthron.cli", *a], ws, env, 1))
+                to.append(_fresh([sys.executable, "-c", osim + o], ws, env, 1))
+            ta, to = statistics.median(ta), statistics.median(to)
+            print(f"  {name:34s} {ta:11.2f} {to:11.2f} {to / ta:15.2f}x", flush=True)
+        print(f"  (python start alone: {_fresh([sys.executable, '-c', 'pass'], ws, env, repeat):.2f} s)")
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--frames", type=int, default=2000)
@@ -235,7 +353,16 @@ def main():
     ap.add_argument("--no-opensim", action="store_true")
     ap.add_argument("--tsm-frames", type=int, default=240)
     ap.add_argument("--only-tsm", action="store_true")
+    ap.add_argument("--no-tsm", action="store_true")
+    ap.add_argument("--commands", action="store_true", help="also time the whole commands as fresh processes")
     a = ap.parse_args()
+    try:
+        from arthron.solvers.inverse_kinematics import use_compiled
+        kernel = use_compiled()
+    except ImportError:                  # an older arthron (before the compiled kernel)
+        kernel = False
+    print(f"{_load()}; BLAS threads OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}; "
+          f"station kernel compiled (numba): {kernel}")
     osim = None
     if not a.no_opensim:
         try:
@@ -243,7 +370,8 @@ def main():
             osim.Logger.setLevelString("error")
         except ImportError:
             print("opensim not installed: arthron only")
-    tsm_case(osim, a.tsm_frames, a.repeat)
+    if not a.no_tsm:
+        tsm_case(osim, a.tsm_frames, a.repeat)
     if a.only_tsm:
         return
     base = Path(tempfile.mkdtemp(prefix="bench_ik_"))
@@ -257,6 +385,9 @@ def main():
     ik_case(osim, f"IK tiled walk", make_setup(base / "long", trc, 0.0, float(tr.time[-1])),
             max(1, a.repeat - 2))
     scale_case(osim, a.repeat)
+    if a.commands and osim is not None:
+        commands_case(a.frames, a.repeat)
+    print(f"\n{_load()}")
 
 
 if __name__ == "__main__":

@@ -214,6 +214,41 @@ def test_gait2354_matches_converged_opensim(gait_result, tmp_path):
 
 
 @needs_data
+def test_compiled_and_numpy_kinematics_give_the_same_ik(gait_result, monkeypatch):
+    """IK with the station kinematics in NumPy equals IK with the compiled kernel (the
+    Gait2354 walk: same optima, same iterations)."""
+    from arthron.multibody.point_kinematics import compiled_kernel
+    from arthron.solvers import inverse_kinematics as ikm
+    from arthron.tools.ik_tool import run_ik_from_setup
+    if compiled_kernel() is None:
+        pytest.skip("numba not installed")
+    runs = {}
+    for fast in (False, True):
+        monkeypatch.setattr(ikm, "use_compiled", lambda n=None, f=fast: f)
+        runs[fast] = run_ik_from_setup(REF / "task2_gait2354" / "setups" / "ik_setup_refModel.xml",
+                                       search_dirs=GAIT_DIRS, placeholders=PH)
+    assert np.max(np.abs(runs[True].q - runs[False].q)) < 1e-10
+    np.testing.assert_allclose(runs[True].rms, runs[False].rms, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(runs[True].iterations, runs[False].iterations)
+
+
+def test_compiled_kernel_policy(monkeypatch):
+    """Library sessions use the kernel when numba is there; the arthron command only from
+    COMPILED_MIN_FRAMES frames on (numba's import costs more than it saves on short trials)."""
+    from arthron import runtime
+    from arthron.solvers import inverse_kinematics as ikm
+    monkeypatch.setattr(ikm, "compiled_available", lambda: True)
+    monkeypatch.setattr(runtime, "light_imports", False)
+    assert ikm.use_compiled(10) and ikm.use_compiled()
+    monkeypatch.setattr(runtime, "light_imports", True)
+    assert not ikm.use_compiled(ikm.COMPILED_MIN_FRAMES - 1) and not ikm.use_compiled()
+    assert ikm.use_compiled(ikm.COMPILED_MIN_FRAMES)
+    monkeypatch.setattr(ikm, "compiled_available", lambda: False)
+    monkeypatch.setattr(runtime, "light_imports", False)
+    assert not ikm.use_compiled(10 ** 6)
+
+
+@needs_data
 def test_block_solve_equals_sequential(gait_result):
     """Frames solved 16 at a time reach the same optima as frame-by-frame warm starts."""
     from arthron.tools.ik_tool import run_ik_from_setup

@@ -58,6 +58,58 @@ def test_read_trc_matches_loadtxt(path):
     assert np.all(np.diff(tr.time) > 0)
 
 
+def _read_trc_by_loop(path, monkeypatch):
+    """read_trc with its bulk parser switched off (every row through the checking loop)."""
+    from arthron.io import trc as trc_mod
+    with monkeypatch.context() as m:
+        m.setattr(trc_mod, "_bulk_rows", lambda *a: None)
+        return read_trc(path)
+
+
+def _same_trial(a, b):
+    np.testing.assert_array_equal(a.frames, b.frames)
+    assert a.time.tobytes() == b.time.tobytes()
+    assert a.positions.tobytes() == b.positions.tobytes()      # bit for bit, NaN included
+    assert a.labels == b.labels and a.units == b.units
+
+
+@needs_data
+@pytest.mark.parametrize("path", TRC_FILES, ids=_id)
+def test_read_trc_bulk_equals_checking_loop(path, monkeypatch):
+    """The bulk parser of regular data blocks gives the checking loop's numbers bit for bit."""
+    from arthron.io import trc as trc_mod
+    calls = []
+    real = trc_mod._bulk_rows
+    monkeypatch.setattr(trc_mod, "_bulk_rows", lambda *a: calls.append(1) or real(*a))
+    _same_trial(read_trc(path), _read_trc_by_loop(path, monkeypatch))
+    assert calls
+
+
+@pytest.mark.parametrize("units", ["mm", "cm", "m"])
+@pytest.mark.parametrize("edit", ["none", "gap", "exponent", "space", "nan", "trailing_tabs"])
+def test_read_trc_bulk_equals_checking_loop_random(units, edit, tmp_path, monkeypatch):
+    rng = np.random.default_rng(11)
+    tr = _random_trial(rng, units=units)
+    if edit != "gap":
+        tr.positions[np.isnan(tr.positions)] = 0.25
+    p = tmp_path / "r.trc"
+    write_trc(p, tr)
+    lines = p.read_text().split("\n")
+    k = 9
+    cells = lines[k].split("\t")
+    if edit == "exponent":
+        cells[4] = "1.5e+02"
+    elif edit == "space":
+        cells[4] = " " + cells[4]
+    elif edit == "nan":
+        cells[4] = "nan"
+    elif edit == "trailing_tabs":
+        lines = [ln + "\t\t" if ln and ln[0].isdigit() else ln for ln in lines]
+    lines[k] = "\t".join(cells) if edit != "trailing_tabs" else lines[k]
+    p.write_text("\n".join(lines))
+    _same_trial(read_trc(p), _read_trc_by_loop(p, monkeypatch))
+
+
 @needs_data
 def test_read_trc_header_values():
     tr = read_trc(GAIT_PIPE / "subject01_walk1.trc")

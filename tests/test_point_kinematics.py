@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import GAIT_REF_MODEL, ROOT, TSM, needs_data
+from conftest import GAIT_REF_MODEL, LENHART, ROOT, TSM, needs_data
 
 
 def _fd_check(tree, bodies, locs, q, h=1e-6, atol=1e-7):
@@ -51,6 +51,62 @@ def test_station_jacobian_matches_finite_differences_and_tree(path):
     names, Pm, Jm = marker_jacobian(tree, Q[0])
     assert names == list(tree.markers) and Pm.shape == (len(names), 3)
     assert Jm.shape == (len(names), 3, tree.nq)
+
+
+@needs_data
+@pytest.mark.parametrize("path", [GAIT_REF_MODEL, TSM, LENHART], ids=["gait2354", "thoracoscapular", "lenhart"])
+def test_compiled_kernel_equals_numpy(path):
+    """The numba kernel (multibody/station_kernel.py) gives the NumPy loop's positions and
+    Jacobians to 1e-12 (spline-driven translations, ellipsoid mobilizers, rotations coupled by
+    splines (Lenhart's knee), ground stations, one pose with row selection and a batch)."""
+    from arthron.io.osim import read_osim
+    from arthron.multibody.kinematics import compile_model
+    from arthron.multibody.point_kinematics import StationKinematics, compiled_kernel
+    if compiled_kernel() is None:
+        pytest.skip("numba not installed")
+    tree = compile_model(read_osim(path))
+    rng = np.random.default_rng(5)
+    bodies = np.array([-1] + list(range(tree.nb)) * 2)
+    locs = rng.normal(0, 0.1, (len(bodies), 3))
+    Q = tree.default_q + rng.normal(0, 0.5, (7, tree.nq))
+    ref = StationKinematics(tree, bodies, locs)
+    fast = StationKinematics(tree, bodies, locs)
+    fast.compiled = True
+    P0, J0 = ref.evaluate_batch(Q)
+    P1, J1 = fast.evaluate_batch(Q)
+    assert np.abs(P1 - P0).max() <= 1e-12 and np.abs(J1 - J0).max() <= 1e-12
+    rows = np.array([0, 3, 4])
+    p0, j0 = ref.evaluate(Q[2], rows)
+    p1, j1 = fast.evaluate(Q[2], rows)
+    assert np.abs(p1 - p0).max() <= 1e-12 and np.abs(j1 - j0).max() <= 1e-12
+    assert fast.evaluate(Q[2], None, jac=False)[1] is None
+
+
+def test_compiled_function_kinds_equal_value_and_derivative():
+    """The kernel's own evaluation of axis functions (Constant, LinearFunction, SimmSpline and
+    NaturalCubicSpline inside MultiplierFunctions) equals Function.value_and_derivative,
+    outside the knots, on them and between them; other kinds are left to NumPy."""
+    from arthron.models.functions import (Constant, LinearFunction, MultiplierFunction,
+                                          NaturalCubicSpline, PiecewiseLinearFunction, SimmSpline)
+    from arthron.multibody.point_kinematics import _encode_function, compiled_kernel
+    if compiled_kernel() is None:
+        pytest.skip("numba not installed")
+    from arthron.multibody.station_kernel import _feval
+    xk = np.array([-1.2, -0.3, 0.0, 0.4, 1.1, 2.0])
+    yk = np.array([0.01, -0.02, 0.015, 0.03, -0.01, 0.002])
+    funcs = [Constant(0.3), LinearFunction(-1.7, 0.2), SimmSpline(xk, yk), NaturalCubicSpline(xk, yk),
+             SimmSpline(xk[:2], yk[:2]), MultiplierFunction(SimmSpline(xk, yk), 1.3),
+             MultiplierFunction(MultiplierFunction(LinearFunction(2.0, 0.1), 0.5), -3.0), None]
+    a = np.concatenate([xk, xk + 1e-14, xk - 1e-14, np.linspace(-3, 4, 57)])
+    for f in funcs:
+        knots = []
+        (ft, off, n), (sc, p0, p1) = _encode_function(f, knots)
+        X, Y, Bc, Cc, Dc = (np.concatenate([k[i] for k in knots]) if knots else np.zeros(1) for i in range(5))
+        got = np.array([_feval(ft, sc, off, n, p0, p1, X, Y, Bc, Cc, Dc, float(x)) for x in a])
+        ref = (a, np.ones_like(a)) if f is None else f.value_and_derivative(a)
+        np.testing.assert_allclose(got[:, 0], ref[0], rtol=1e-14, atol=1e-15)
+        np.testing.assert_allclose(got[:, 1], ref[1], rtol=1e-14, atol=1e-15)
+    assert _encode_function(PiecewiseLinearFunction(xk, yk), []) is None
 
 
 @needs_data

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import posixpath
 import warnings
 from pathlib import Path
@@ -82,13 +83,14 @@ class _Ctx:
             raise self.err(f"missing <{tag}>", parent)
         txt = (elem.text or "").split()
         try:
-            vals = np.array([float(t) for t in txt])
+            nums = [float(t) for t in txt]
         except ValueError:
             raise self.err(f"<{tag or elem.tag}> holds non-numeric text {elem.text!r}", elem) from None
+        vals = np.array(nums)
         if n is not None and vals.size != n:
             raise self.err(f"<{tag or elem.tag}> needs {n} number{'s' if n > 1 else ''}, has "
                            f"{vals.size}", elem)
-        if finite and not np.all(np.isfinite(vals)):
+        if finite and not all(map(math.isfinite, nums)):
             raise self.err(f"<{tag or elem.tag}> holds a non-finite value {elem.text.strip()!r}", elem)
         return vals
 
@@ -101,7 +103,13 @@ class _Ctx:
 
 
 def _child(elem, tag):
-    return elem.find(tag) if elem is not None else None
+    """The first child element named ``tag`` (``elem.find(tag)``; a plain name is looked up with
+    lxml's C-level ``iterchildren``, twice as fast as ``find``, which parses a path)."""
+    if elem is None:
+        return None
+    if "/" in tag or "[" in tag or "*" in tag or tag.startswith("."):
+        return elem.find(tag)
+    return next(elem.iterchildren(tag), None)
 
 
 def _text(elem, tag, default=None):

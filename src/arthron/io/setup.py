@@ -46,7 +46,7 @@ def _inert(root, path):
     for e in root.iter(etree.Entity):
         raise DataFileError(f"entity reference {e.text} is not allowed (entities are not expanded, "
                             "as in OpenSim)", path, f"line {e.sourceline}")
-    xi = [e for e in root.iter() if isinstance(e.tag, str) and e.tag.startswith(_XINCLUDE)]
+    xi = list(root.iter(_XINCLUDE + "*"))       # elements of the XInclude namespace (C-level scan)
     if xi:
         for e in xi:
             if e.getparent() is not None:

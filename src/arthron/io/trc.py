@@ -130,6 +130,10 @@ def read_trc(path) -> MarkerTrial:
     i = 5
     while i < len(lines) and not lines[i].strip():
         i += 1
+    bulk = _bulk_rows(lines, i, ncell, exp)
+    if bulk is not None:
+        frames, times, rows = bulk
+        lines = lines[:i]          # the checking loop below then has nothing left to read
     ended_at = None
     for j in range(i, len(lines)):
         line = lines[j]
@@ -182,7 +186,7 @@ def read_trc(path) -> MarkerTrial:
 
     if len(rows) != n_frames_hdr:
         raise DataFileError(f"NumFrames={n_frames_hdr} but the file has {len(rows)} data rows", path, "line 3")
-    pos = np.array(rows, dtype=float).reshape(len(rows), n_markers, 3)
+    pos = np.asarray(rows, dtype=float).reshape(len(rows), n_markers, 3)
     return MarkerTrial(
         frames=np.array(frames, dtype=int),
         time=np.array(times, dtype=float),
@@ -196,6 +200,49 @@ def read_trc(path) -> MarkerTrial:
         units=units,
         source=path,
     )
+
+
+#: anything in a data block that the bulk parser leaves to the checking loop: characters other
+#: than digits, '.', signs, tabs and newlines (exponents, nan/inf, spaces), empty cells, blank lines
+_IRREGULAR = re.compile(r"[^0-9.\t\n+-]")
+
+
+def _bulk_rows(lines, start, ncell, exp):
+    """The data rows of a regular block parsed at once: (frames list, times list, positions
+    (T, ncell − 2) in metres), or None when anything is irregular (missing markers, exponents,
+    nan, spaces, a wrong cell count, blank lines, times not increasing, non-integer frames), so
+    that the checking loop of :func:`read_trc` reads the file and reports what is wrong.
+
+    Same numbers as the loop: every position cell is converted from its text with the decimal
+    point shifted (``float("<cell>e-<exp>")``, one rounding), Frame# and Time with ``float``.
+    """
+    end = len(lines)
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    if end <= start:
+        return None
+    data = [ln.rstrip("\t") for ln in lines[start:end]]
+    text = "\n".join(data)
+    if (_IRREGULAR.search(text) or "\t\t" in text or "\n\t" in text or "\n\n" in text
+            or text.startswith("\t") or any(ln.count("\t") != ncell - 1 for ln in data)):
+        return None
+    T = len(data)
+    try:
+        ft = np.array([ln.split("\t", 2)[:2] for ln in data], dtype=float).reshape(T, 2)
+        fr, t = ft[:, 0], ft[:, 1]
+        if exp:
+            sh = f"e-{exp}"
+            text = text.replace("\t", sh + "\t").replace("\n", sh + "\n") + sh
+        cells = text.split()
+        if len(cells) != T * ncell:
+            return None
+        vals = np.array(cells, dtype=float).reshape(T, ncell)[:, 2:]
+    except ValueError:            # e.g. a lone sign or a cell of dots
+        return None
+    if (not np.all(np.isfinite(t)) or not np.all(np.isfinite(vals)) or np.any(np.diff(t) <= 0)
+            or not np.all(np.isfinite(fr)) or np.any(fr != np.round(fr)) or np.any(np.abs(fr) >= 2 ** 62)):
+        return None
+    return [int(f) for f in fr], [float(x) for x in t], vals
 
 
 def _fmt_rate(x: float) -> str:

@@ -94,6 +94,10 @@ def _curve():
 _ALIASES = {"appliesForce": "applies_force"}
 
 
+#: class -> its property_fields (computed on first use)
+_PROPERTY_FIELDS: dict = {}
+
+
 class _FieldView(MutableMapping):
     """The modelled properties of a force as a mapping (field name -> value; None = absent)."""
 
@@ -185,7 +189,11 @@ class Force(metaclass=_ForceMeta):
     @classmethod
     def property_fields(cls):
         """(name, kind) of the OpenSim properties this class models, in writing order."""
-        return [(f.name, f.metadata["kind"]) for f in fields(cls) if "kind" in f.metadata]
+        pf = _PROPERTY_FIELDS.get(cls)
+        if pf is None:      # dataclass fields are fixed per class: computed once
+            pf = _PROPERTY_FIELDS[cls] = tuple((f.name, f.metadata["kind"]) for f in fields(cls)
+                                               if "kind" in f.metadata)
+        return list(pf)
 
     @property
     def properties(self) -> MutableMapping:

@@ -94,6 +94,16 @@ def _opensim_search(knots: np.ndarray, a: np.ndarray) -> np.ndarray:
     """
     n = len(knots)
     a = np.clip(a, knots[0], knots[-1])
+    if n >= 2:
+        # a point strictly between two knots has one interval, found by searchsorted; only
+        # points on a knot need the search's own choice
+        k = np.minimum(np.searchsorted(knots, a, side="right") - 1, n - 2)
+        on = (a == knots[k]) | (a == knots[np.minimum(k + 1, n - 1)])
+        if not on.any():
+            return k
+        if not on.all():
+            k[on] = _opensim_search(knots, a[on])
+            return k
     i = np.zeros(a.shape, dtype=np.intp)
     j = np.full(a.shape, n, dtype=np.intp)
     k = np.zeros(a.shape, dtype=np.intp)

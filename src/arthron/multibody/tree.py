@@ -266,7 +266,7 @@ def _rotations_about_z(nodes):
     instead of a 3×3 product.
     """
     for i, nd in enumerate(nodes):
-        if nd.kind != "rot" or np.allclose(nd.axis, (0.0, 0.0, 1.0), atol=0, rtol=0):
+        if nd.kind != "rot" or np.array_equal(nd.axis, (0.0, 0.0, 1.0)):     # exactly z already
             continue
         Q = frame_with_z(nd.axis)
         nd.R0 = nd.R0 @ Q

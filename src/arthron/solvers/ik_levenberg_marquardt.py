@@ -421,7 +421,7 @@ class LevenbergMarquardtIK:
             m = C.shape[1]
             Ja, ra = J[a], r[a]
             g = np.einsum("bmi,bm->bi", Ja, ra)
-            H = np.einsum("bmi,bmj->bij", Ja, Ja)
+            H = np.swapaxes(Ja, 1, 2) @ Ja          # batched GEMM (einsum here is 4x slower)
             dH = np.maximum(np.einsum("bii->bi", H), 1e-12)
             K = np.zeros((a.size, nx + m, nx + m))
             K[:, :nx, :nx] = H + (lam[a][:, None] * dH)[:, :, None] * eye
@@ -477,7 +477,7 @@ class LevenbergMarquardtIK:
                 break
             Ja, ra = J[a], r[a]
             g = np.einsum("bmi,bm->bi", Ja, ra)
-            H = np.einsum("bmi,bmj->bij", Ja, Ja)
+            H = np.swapaxes(Ja, 1, 2) @ Ja          # batched GEMM (einsum here is 4x slower)
             dH = np.maximum(np.einsum("bii->bi", H), 1e-12)
             A = H + (lam[a][:, None] * dH)[:, :, None] * eye
             if bounded:

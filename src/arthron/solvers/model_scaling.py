@@ -162,8 +162,9 @@ class Measurement:
 
 
 def measurement_factor(model: Model, trial, meas: Measurement, time_range, *, tree=None,
-                       q=None, source=None) -> float:
-    """The factor of one measurement (see the module docstring).
+                       q=None, source=None, model_positions=None) -> float:
+    """The factor of one measurement (see the module docstring). ``model_positions``: the
+    model's marker positions at ``q`` (dict name -> (3,) m) if already computed.
 
     Raises
     ------
@@ -183,8 +184,13 @@ def measurement_factor(model: Model, trial, meas: Measurement, time_range, *, tr
             if n not in trial.labels:
                 raise DataFileError(f"measurement '{meas.name}': marker '{n}' is not in the static "
                                     "trial", source or getattr(trial, "source", None))
-        _, P = marker_positions(tree, q[None], [a, b])
-        lm = float(np.linalg.norm(P[0, 0] - P[0, 1]))
+    # the model's markers of every pair at the pose: one kinematics pass
+    names = list(dict.fromkeys(n for pair in meas.pairs for n in pair))
+    if model_positions is None or any(n not in model_positions for n in names):
+        _, Pall = marker_positions(tree, q[None], names) if names else (None, np.zeros((1, 0, 3)))
+        model_positions = dict(zip(names, Pall[0]))
+    for a, b in meas.pairs:
+        lm = float(np.linalg.norm(model_positions[a] - model_positions[b]))
         if not lm > 0.0:
             raise ModelFileError(f"measurement '{meas.name}': markers '{a}' and '{b}' coincide in "
                                  "the model (no distance to scale)", model.source)
@@ -204,7 +210,7 @@ def measurement_factor(model: Model, trial, meas: Measurement, time_range, *, tr
 
 def compute_scale_set(model: Model, *, scaling_order=("measurements", "manualScale"),
                       measurements=(), manual=(), static_trial=None, time_range=None,
-                      source=None) -> tuple[list, dict]:
+                      source=None, tree=None) -> tuple[list, dict]:
     """The ModelScaler's scale set.
 
     Parameters
@@ -212,6 +218,7 @@ def compute_scale_set(model: Model, *, scaling_order=("measurements", "manualSca
     measurements : list of Measurement
     manual : list of ScaleEntry (manual scale set)
     static_trial : MarkerTrial for the measurements; time_range : (t0, t1) s
+    tree : the model's compiled tree, if already at hand (compiled here otherwise)
 
     Returns
     -------
@@ -225,7 +232,11 @@ def compute_scale_set(model: Model, *, scaling_order=("measurements", "manualSca
     entries = frame_scale_entries(model)
     names = {e.segment for e in entries}
     measured = {}
-    tree = compile_model(model)
+    tree = tree if tree is not None else compile_model(model)
+    # the model's markers of every applied measurement at the default pose: one kinematics pass
+    used = [n for m in measurements if m.apply for pair in m.pairs for n in pair if n in tree.markers]
+    used = list(dict.fromkeys(used))
+    positions = dict(zip(used, marker_positions(tree, tree.default_q[None], used)[1][0])) if used else {}
     for step in scaling_order:
         if step == "measurements":
             for m in measurements:
@@ -234,7 +245,8 @@ def compute_scale_set(model: Model, *, scaling_order=("measurements", "manualSca
                 if static_trial is None:
                     raise DataFileError("measurements are used but no static marker file is set",
                                         source)
-                f = measurement_factor(model, static_trial, m, time_range, tree=tree, source=source)
+                f = measurement_factor(model, static_trial, m, time_range, tree=tree, source=source,
+                                       model_positions=positions)
                 measured[m.name] = f
                 for body, axes in m.bodies:
                     hit = False
@@ -313,12 +325,13 @@ def _base_body_name(model: Model, frame_path: str) -> str:
     return "ground" if base == GROUND else base[len("/bodyset/"):]
 
 
-def default_path_lengths(model: Model, names=None) -> dict:
+def default_path_lengths(model: Model, names=None, *, tree=None) -> dict:
     """Default-pose lengths (m) of the model's path forces, by name (constraints assembled).
 
-    Uses :mod:`arthron.multibody.paths` (wrapping included)."""
+    Uses :mod:`arthron.multibody.paths` (wrapping included); ``tree``: the model's compiled
+    tree if already at hand."""
     from ..multibody.paths import compile_paths, path_lengths
-    tree = compile_model(model)
+    tree = tree if tree is not None else compile_model(model)
     q = tree.default_q.copy()
     if model.constraints and any(c.enabled for c in model.constraints):
         from ..multibody.constraints import assemble
@@ -331,16 +344,21 @@ def default_path_lengths(model: Model, names=None) -> dict:
 
 
 def scale_model(model: Model, factors, *, mass: float | None = None,
-                preserve_mass_distribution: bool = True, path_lengths_before=None) -> Model:
+                preserve_mass_distribution: bool = True, path_lengths_before=None,
+                in_place: bool = False) -> Model:
     """Scale a copy of ``model`` by per-body factors (see the module docstring for the rules).
 
     Parameters
     ----------
-    model : Model (not modified)
+    model : Model (not modified, unless ``in_place``)
     factors : dict body name -> (3,) factors, or a list of ScaleEntry (body rows are used);
         bodies not listed keep factors 1
     mass : float, optional, kg: subject mass (all masses rescaled to sum to it)
     preserve_mass_distribution : bool, as ScaleTool's ModelScaler
+    path_lengths_before : dict, the path lengths of ``model`` if already computed
+        (:func:`default_path_lengths`)
+    in_place : bool, scale ``model`` itself instead of a copy (for a caller that owns it and
+        no longer needs it unscaled, like the ScaleTool: saves the copy)
 
     Returns
     -------
@@ -363,11 +381,16 @@ def scale_model(model: Model, factors, *, mass: float | None = None,
             fac[k] = np.broadcast_to(np.asarray(v, float), (3,)).copy()
     if path_lengths_before is None:
         path_lengths_before = default_path_lengths(model)
-    out = model.copy()
+    out = model if in_place else model.copy()
     out.source = None
 
+    base_of: dict = {}          # frame path -> its base body (fixed while scaling)
+
     def sf(frame_path):
-        return fac[_base_body_name(out, frame_path)]
+        b = base_of.get(frame_path)
+        if b is None:
+            b = base_of[frame_path] = _base_body_name(out, frame_path)
+        return fac[b]
 
     # offset frames
     for f in out.frames.values():

@@ -26,7 +26,9 @@ from ..io.setup import parse_xml, read_tool_setup
 from ..io.sto import read_sto, write_sto
 from ..io.trc import read_trc
 from ..models.model import GROUND, Marker, Model
+from ..multibody.kinematics import compile_model
 from ..solvers.marker_placer import place_markers
+from ..solvers.model_scaling import default_path_lengths
 from ..solvers.scaling import (Measurement, ScaleEntry, compute_scale_set, frame_scale_entries,
                               scale_model)
 from ..tables import Table
@@ -378,12 +380,16 @@ def _scale_from_setup(path, placeholders, search_dirs, model_file=None, mass=Non
         st = trial(s.scaler_marker_file) if s.scaler_marker_file is not None else None
         if st is not None and s.scaler_time_range is None:
             raise DataFileError("ModelScaler time_range is unspecified", s.path)
+        tree = compile_model(model)     # one compilation of the generic model for both uses
         entries, measured = compute_scale_set(
             model, scaling_order=s.scaling_order, measurements=s.measurements, manual=s.manual,
-            static_trial=st, time_range=s.scaler_time_range, source=s.path)
+            static_trial=st, time_range=s.scaler_time_range, source=s.path, tree=tree)
+        name = model.name
+        # the generic model was read for this run only: scaled in place (no copy)
         scaled = scale_model(model, entries, mass=s.mass,
-                             preserve_mass_distribution=s.preserve_mass_distribution)
-        scaled.name = model.name
+                             preserve_mass_distribution=s.preserve_mass_distribution,
+                             path_lengths_before=default_path_lengths(model, tree=tree), in_place=True)
+        scaled.name = name
     placed, q, errs = scaled, None, {}
     if s.placer_apply and s.placer_marker_file is not None:
         static = trial(s.placer_marker_file)
