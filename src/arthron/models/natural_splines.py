@@ -19,9 +19,10 @@ __all__ = ["NaturalSpline"]
 
 
 #: up to this many knots the natural quintic (the splines of the coordinates in ID, JR and IK's
-#: tools) is solved here (block tridiagonal, ≈ 20 µs a knot) instead of importing
-#: scipy.interpolate (0.5–1 s of import time per command); beyond, scipy's B-spline solver
-_QUINTIC_DENSE_MAX = 5000
+#: tools) is solved here (block tridiagonal, by block cyclic reduction beyond 64 knots: ≈ 3 µs
+#: a knot for 23 coordinates) instead of importing scipy.interpolate (0.25–1 s of import time
+#: per command); beyond, scipy's B-spline solver
+_QUINTIC_DENSE_MAX = 50000
 
 
 def _block_tridiagonal_solve(Lo, Di, Up, R):
@@ -60,6 +61,57 @@ def _block_tridiagonal_solve(Lo, Di, Up, R):
     X[-1] = Ws[-1] @ Rp[-1]
     for i in range(n - 2, -1, -1):
         X[i] = Ws[i] @ (Rp[i] - Up[i] @ X[i + 1])
+    return X
+
+
+def _inv2(A):
+    """Inverses of a stack of 2×2 matrices (m, 2, 2)."""
+    a, b, c, d = A[:, 0, 0], A[:, 0, 1], A[:, 1, 0], A[:, 1, 1]
+    det = a * d - b * c
+    out = np.empty_like(A)
+    out[:, 0, 0] = d / det
+    out[:, 0, 1] = -b / det
+    out[:, 1, 0] = -c / det
+    out[:, 1, 1] = a / det
+    return out
+
+
+#: below this many knots the block Thomas algorithm; above, block cyclic reduction
+_CYCLIC_MIN = 64
+
+
+def _block_cyclic_reduction(Lo, Di, Up, R):
+    """Solve the block tridiagonal system of :func:`_block_tridiagonal_solve` by block cyclic
+    reduction (Heller 1976; Golub & Van Loan, Matrix Computations, 4th ed., § 4.5.4): the odd
+    unknowns are eliminated from the even equations, the half-size block tridiagonal system is
+    solved the same way, and the odd unknowns follow. About log2(n) levels of vectorized 2×2
+    algebra instead of n sequential steps; no pivoting, like the block Thomas algorithm it
+    replaces for long trials (same numbers to 1e-13 relative on the coordinate splines)."""
+    n = Di.shape[0]
+    if n < _CYCLIC_MIN:
+        return _block_tridiagonal_solve(Lo, Di, Up, R)
+    ne, no = (n + 1) // 2, n // 2
+    Lo_o, Up_o, R_o = Lo[1::2], Up[1::2], R[1::2]
+    Dinv = _inv2(Di[1::2])
+    alpha = Lo[2::2] @ Dinv[:ne - 1]                 # even 2e (e >= 1) <- odd 2e - 1
+    beta = Up[0::2][:no] @ Dinv                       # even 2e (e < no) <- odd 2e + 1
+    Lo2 = np.zeros((ne, 2, 2))
+    Up2 = np.zeros((ne, 2, 2))
+    Di2 = Di[0::2].copy()
+    R2 = R[0::2].copy()
+    Lo2[1:] = -(alpha @ Lo_o[:ne - 1])
+    Di2[1:] -= alpha @ Up_o[:ne - 1]
+    R2[1:] -= alpha @ R_o[:ne - 1]
+    Di2[:no] -= beta @ Lo_o
+    Up2[:no] = -(beta @ Up_o)
+    R2[:no] -= beta @ R_o
+    Xe = _block_cyclic_reduction(Lo2, Di2, Up2, R2)
+    rhs = R_o - Lo_o @ Xe[:no]
+    m = min(no, ne - 1)
+    rhs[:m] -= Up_o[:m] @ Xe[1:m + 1]
+    X = np.empty_like(R)
+    X[0::2] = Xe
+    X[1::2] = Dinv @ rhs
     return X
 
 
@@ -108,7 +160,7 @@ class _NaturalQuintic:
             Lo[j + 1, r] += c[:, 1:3]
             Di[j + 1, r] += c[:, 4:6]
             R[j + 1, r] -= c[:, :1] * y2[:-1] + c[:, 3:4] * y2[1:]
-        z = _block_tridiagonal_solve(Lo, Di, Up, R).reshape(2 * n, -1)
+        z = _block_cyclic_reduction(Lo, Di, Up, R).reshape(2 * n, -1)
         self.x = x
         self.y = y2
         self.d = z[0::2] / H
