@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .kinematics import Kinematics, Tree, _ellip_local, _fvals
+from .loads import body_wrenches_from_loads
 
 __all__ = ["inverse_dynamics_frames_last", "kinematics_frames_last"]
 
@@ -202,8 +203,6 @@ def inverse_dynamics_frames_last(tree: Tree, q, qd, qdd, loads=(), applied=None)
     T frames; applied: (T, nq) generalized forces moved to the right-hand side. Returns (T, nq)
     N·m or N, conjugate to q̇.
     """
-    from .inverse_dynamics import body_wrenches_from_loads
-
     kin = kinematics_frames_last(tree, q, qd, qdd)
     T = kin.o[0].shape[1]
     nb, nq = tree.nb, tree.nq
