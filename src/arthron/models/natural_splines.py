@@ -179,6 +179,9 @@ class _NaturalQuintic:
         a = np.asarray(a, float)
         i = np.clip(np.searchsorted(self.x, a, side="right") - 1, 0, self.x.size - 2)
         u = (a - self.x[i])[:, None]
+        if order <= 2 and not u.any():    # at the knots (the tools' solve times): the knot data,
+            knot = (self.y, self.d, self.s)[order][i]   # which Horner at u = 0 returns exactly
+            return knot.reshape(a.shape + self.trailing)
         c = self.coef[i]                                  # (N, degree + 1, k)
         out = np.zeros((a.size, c.shape[2]))
         for p in range(c.shape[1] - 1, order - 1, -1):    # Horner on the order-th derivative
@@ -221,6 +224,7 @@ class _NaturalCubic(_NaturalQuintic):
         self.x = x
         self.y = y2
         self.coef = np.stack([y2[:-1], c1, M[:-1] / 2, c3], 1)
+        self.s = M
         hl = h[-1]
         self.d = np.concatenate([c1, (c1[-1] + M[-2] * hl + 3 * c3[-1] * hl ** 2)[None]])
         self.trailing = y.shape[1:]
