@@ -9,7 +9,8 @@ the GRF; ID of a 10,000-frame trial made by tiling the walk, no filter, no loads
 no ``opensim-cmd``); ``info`` is OpenSim loading the model and building its system
 (``Model(file).initSystem()``), ``convert`` is ``Model(file).print(out)``. Prints the median
 of N runs (default 3), the ratio arthron / OpenSim (< 1: arthron faster) and its inverse
-(how many times faster arthron is), with the load average before and after (other jobs on the
+(how many times faster arthron is). Bytecode is cached as in an installed package (a private
+``PYTHONPYCACHEPREFIX``, even where ``PYTHONDONTWRITEBYTECODE`` is set), with the load average before and after (other jobs on the
 machine slow both sides alike: each pair runs back to back). BLAS is single-threaded on both
 sides (OMP/OPENBLAS/MKL_NUM_THREADS=1). ``--only id`` runs the commands whose name starts so.
 """
@@ -126,6 +127,9 @@ def main():
     args = ap.parse_args()
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                MKL_NUM_THREADS="1")
+    # bytecode cached as in an installed package (pip compiles it), in a folder of our own
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="arthron-bench-pyc-")
     print(f"load average before: {os.getloadavg()[0]:.2f} (cores: {os.cpu_count()})")
     ws = workspace()
     try:
