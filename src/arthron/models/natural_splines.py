@@ -165,11 +165,18 @@ class _NaturalQuintic:
         self.y = y2
         self.d = z[0::2] / H
         self.s = z[1::2] / H ** 2
-        # monomial coefficients per interval in u = t − x_i
-        c = np.einsum("ijk,ikc->ijc", L, np.stack([y2[:-1], self.d[:-1], self.s[:-1],
-                                                   y2[1:], self.d[1:], self.s[1:]], 1))
-        self.coef = np.concatenate([y2[:-1, None], self.d[:-1, None], self.s[:-1, None] / 2, c], 1)
+        self._L = L
         self.trailing = y.shape[1:]
+
+    def _coefficients(self):
+        """Monomial coefficients per interval in u = t − x_i, (n − 1, degree + 1, k): formed on
+        the first evaluation off the knots (at the knots the knot data are the values)."""
+        c = self.__dict__.get("coef")
+        if c is None:
+            y2, d, s = self.y, self.d, self.s
+            c = np.einsum("ijk,ikc->ijc", self._L, np.stack([y2[:-1], d[:-1], s[:-1], y2[1:], d[1:], s[1:]], 1))
+            c = self.coef = np.concatenate([y2[:-1, None], d[:-1, None], s[:-1, None] / 2, c], 1)
+        return c
 
     def end_derivatives(self, i):
         """(3, ...) value, first and second derivative at knot ``i`` (the ends' Taylor data)."""
@@ -182,7 +189,7 @@ class _NaturalQuintic:
         if order <= 2 and not u.any():    # at the knots (the tools' solve times): the knot data,
             knot = (self.y, self.d, self.s)[order][i]   # which Horner at u = 0 returns exactly
             return knot.reshape(a.shape + self.trailing)
-        c = self.coef[i]                                  # (N, degree + 1, k)
+        c = self._coefficients()[i]                       # (N, degree + 1, k)
         out = np.zeros((a.size, c.shape[2]))
         for p in range(c.shape[1] - 1, order - 1, -1):    # Horner on the order-th derivative
             f = math.factorial(p) / math.factorial(p - order)
