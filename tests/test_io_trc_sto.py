@@ -546,3 +546,22 @@ def test_sto_writer_keeps_the_c3d_adapter_header(tmp_path):
     row = (tmp_path / "b.sto").read_text().split("endheader")[1].splitlines()[2]
     assert row.split("\t")[1] == "NaN"
     assert np.isnan(read_sto(tmp_path / "b.sto").data[0, 0])
+
+
+@pytest.mark.parametrize("body", [
+    "0\t1\t2\n\n0.5\t 3 \t4\n",          # blank line, spaces around cells: the fast parser
+    "0 1 2\n  \n0.5   3 4\n",            # space-separated
+    "0\t1\t2\t\n0.5\t3\t4\t\t\n",        # trailing tabs: the cell-by-cell parser
+    "0\t\t2\n0.5\t3\t4\n",               # an empty cell reads as NaN
+])
+def test_sto_fast_and_cell_by_cell_row_parsers_agree(tmp_path, body):
+    from arthron.io import sto
+    p = tmp_path / "rows.sto"
+    p.write_text("rows\nversion=1\nendheader\ntime\ta\tb\n" + body)
+    t = read_sto(p)
+    lines = p.read_text().splitlines()
+    rows, linenos = sto._parse_rows(lines, 4, 3, ["time", "a", "b"], p)
+    np.testing.assert_array_equal(np.column_stack([t.time, t.data]), np.array(rows))
+    assert linenos == ([5, 7] if len(lines) == 7 else [5, 6])
+    fast = sto._parse_rows_fast(lines, 4, 3)
+    assert (fast is None) == (("\t\n" in body) or ("\t\t" in body))
