@@ -84,3 +84,15 @@ def test_unknown_core_is_refused():
     q = np.zeros((1, tree.nq))
     with pytest.raises(ValueError, match="core"):
         inverse_dynamics(tree, q, q, q, core="fast")
+
+
+@pytest.mark.parametrize("jtype", TYPES)
+def test_velocity_map_transpose_equals_reference(jtype):
+    from arthron.multibody.frames_last import velocity_map_transpose_frames_last
+    from arthron.multibody.kinematics import apply_velocity_map_transpose
+    tree = compile_model(chain_model(jtype))
+    q, _, _ = _states(tree, T=4)
+    rng = np.random.default_rng(2)
+    F, M = rng.normal(0, 10, (4, tree.nb, 3)), rng.normal(0, 3, (4, tree.nb, 3))
+    ref = apply_velocity_map_transpose(tree, forward_kinematics(tree, q), F, M)
+    _close(velocity_map_transpose_frames_last(tree, kinematics_frames_last(tree, q), F, M), ref)

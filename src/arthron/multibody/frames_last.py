@@ -21,7 +21,8 @@ import numpy as np
 from .kinematics import Kinematics, Tree, _ellip_local, _fvals
 from .loads import body_wrenches_from_loads
 
-__all__ = ["inverse_dynamics_frames_last", "kinematics_frames_last"]
+__all__ = ["inverse_dynamics_frames_last", "kinematics_frames_last", "velocity_map_transpose_frames_last",
+           "FramesLastKinematics"]
 
 
 def _cross(a, b):
@@ -229,8 +230,20 @@ def inverse_dynamics_frames_last(tree: Tree, q, qd, qdd, loads=(), applied=None)
         Mc -= Me.transpose(1, 2, 0)
     for b in range(nb):
         G[b] = Mc[b] + _cross(com[b], F[b])                             # about the ground origin
+    tau = _transpose_map(tree, kin, F, G)
+    if applied is not None:
+        tau = tau - applied
+    return tau
+
+
+def _transpose_map(tree, kin, F, G):
+    """``Dᵀw`` from forces F at the mass centres and moments G about the ground origin, both
+    (nb, 3, T): subtree sums (one matrix product), then each hinge's partial velocities.
+    Returns (T, nq)."""
+    T = F.shape[2]
+    nb = F.shape[0]
     hn, S = tree.hinges.nodes, tree.hinges.subtree
-    tau = np.zeros((nq, T))
+    tau = np.zeros((tree.nq, T))
     if hn:
         Fs = (S.T @ F.reshape(nb, -1)).reshape(-1, 3, T)                # subtree sums
         Gs = (S.T @ G.reshape(nb, -1)).reshape(-1, 3, T)
@@ -245,7 +258,27 @@ def inverse_dynamics_frames_last(tree: Tree, q, qd, qdd, loads=(), applied=None)
                 _, cl, Hv = h
                 for m, c in enumerate(cl):
                     tau[c] += Hv[0, m] * Fj[0] + Hv[1, m] * Fj[1] + Hv[2, m] * Fj[2]
-    tau = np.ascontiguousarray(tau.T)
-    if applied is not None:
-        tau = tau - applied
-    return tau
+    return np.ascontiguousarray(tau.T)
+
+
+def velocity_map_transpose_frames_last(tree: Tree, kin: FramesLastKinematics, F, M) -> np.ndarray:
+    """``Dᵀw`` for body wrenches w = (F, M) on the frames-last kinematics (same result as
+    :func:`arthron.multibody.kinematics.apply_velocity_map_transpose` to 1e-12 relative).
+
+    Parameters
+    ----------
+    kin : :func:`kinematics_frames_last` of the T frames (poses suffice)
+    F : (T, nb, 3) forces at the body mass centres (N), M : (T, nb, 3) moments (N·m), ground.
+
+    Returns
+    -------
+    (T, nq) generalized forces ``Σ_b (∂v_C/∂q̇)ᵀ F_b + (∂ω/∂q̇)ᵀ M_b``.
+    """
+    nb = tree.nb
+    Ft = np.ascontiguousarray(np.asarray(F, float).transpose(1, 2, 0))
+    Gt = np.ascontiguousarray(np.asarray(M, float).transpose(1, 2, 0))
+    for b in range(nb):
+        n = tree.body_node[b]
+        com = kin.o[n] + tree.com[b] @ kin.R[n]
+        Gt[b] += _cross(com, Ft[b])                                     # about the ground origin
+    return _transpose_map(tree, kin, Ft, Gt)
