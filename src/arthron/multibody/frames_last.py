@@ -50,6 +50,36 @@ def _is_identity(C):
     return C.shape == (3, 3) and bool((C == np.eye(3)).all())
 
 
+# Products with constant (pose-independent) factors are written out element-wise, skipping zero
+# entries (pre-transforms and inertias are mostly sparse): no BLAS call, whose threads stall
+# when other processes load the machine, and no work on zeros.
+def _comb(rows, coefs):
+    """Σ_k coefs[k] rows[k] for (…, T) rows and constant coefficients (a new array)."""
+    out = None
+    for x, c in zip(rows, coefs):
+        if c == 0.0:
+            continue
+        t = x * c if c != 1.0 else x
+        out = (t.copy() if t is x else t) if out is None else out + t
+    return np.zeros_like(rows[0]) if out is None else out
+
+
+def _rv(R, x):
+    """R x for R (3, 3, T) and a constant x (3,): (3, T)."""
+    return _comb((R[:, 0], R[:, 1], R[:, 2]), x)
+
+
+def _rc(R, C):
+    """R C for R (3, 3, T) and a constant C (3, 3): (3, 3, T), as three (3 × 3)(3 × T) products
+    (below OpenBLAS's threading threshold up to T ≈ 29,000)."""
+    return np.matmul(C.T, R)
+
+
+def _cv(C, x):
+    """C x for a constant C (3, 3) and x (3, T): (3, T)."""
+    return C @ x
+
+
 class FramesLastKinematics:
     """Node kinematics for T frames, frames last (see the module docstring).
 
@@ -106,9 +136,9 @@ def kinematics_frames_last(tree: Tree, q, qd=None, qdd=None) -> FramesLastKinema
         nd = tree.nodes[i]
         p = nd.parent
         Rp = R[p]
-        Rf = Rp if _is_identity(nd.R0) else np.matmul(nd.R0.T, Rp)     # Rp R0
+        Rf = Rp if _is_identity(nd.R0) else _rc(Rp, nd.R0)            # Rp R0
         if nd.p0.any():
-            r = nd.p0 @ Rp                                               # Rp p0
+            r = _rv(Rp, nd.p0)                                           # Rp p0
             of = o[p] + r
         else:
             r = None
@@ -157,7 +187,7 @@ def kinematics_frames_last(tree: Tree, q, qd=None, qdd=None) -> FramesLastKinema
             bias_g = None
             for c, f, ax in nd.terms:
                 val, d1, d2 = _fvals(f, qT[c], order)
-                RA = ax @ Rf                                            # axis in ground (3, T)
+                RA = _rv(Rf, ax)                                        # axis in ground (3, T)
                 pg += val * RA
                 Hv[:, cl.index(c)] += d1 * RA
                 if want_a and f is not None:
@@ -215,13 +245,13 @@ def inverse_dynamics_frames_last(tree: Tree, q, qd, qdd, loads=(), applied=None)
     for b in range(nb):
         n = tree.body_node[b]
         Rb, wb_, alb_ = kin.R[n], kin.w[n], kin.al[n]
-        rc = tree.com[b] @ Rb                                           # R c  (3, T)
+        rc = _rv(Rb, tree.com[b])                                       # R c  (3, T)
         aC = kin.a[n] + _cross(alb_, rc) + _cross(wb_, _cross(wb_, rc))
         F[b] = tree.mass[b] * (aC - g[:, None])                        # m (a_C − g)
         I = tree.inertia[b]
         wl = _mtv(Rb, wb_)                                              # body frame
         all_ = _mtv(Rb, alb_)
-        Mc[b] = _mv(Rb, I @ all_ + _cross(wl, I @ wl))                  # I α + ω × I ω, ground
+        Mc[b] = _mv(Rb, _cv(I, all_) + _cross(wl, _cv(I, wl)))          # I α + ω × I ω, ground
         com[b] = kin.o[n] + rc
     loads = list(loads or ())
     if loads:
@@ -238,19 +268,22 @@ def inverse_dynamics_frames_last(tree: Tree, q, qd, qdd, loads=(), applied=None)
 
 def _transpose_map(tree, kin, F, G):
     """``Dᵀw`` from forces F at the mass centres and moments G about the ground origin, both
-    (nb, 3, T): subtree sums (one matrix product), then each hinge's partial velocities.
-    Returns (T, nq)."""
+    (nb, 3, T) and overwritten by their subtree sums (element-wise, leaves first); then each
+    hinge's partial velocities. Returns (T, nq)."""
     T = F.shape[2]
-    nb = F.shape[0]
-    hn, S = tree.hinges.nodes, tree.hinges.subtree
+    hn = tree.hinges.nodes
     tau = np.zeros((tree.nq, T))
     if hn:
-        Fs = (S.T @ F.reshape(nb, -1)).reshape(-1, 3, T)                # subtree sums
-        Gs = (S.T @ G.reshape(nb, -1)).reshape(-1, 3, T)
-        for j, i in enumerate(hn):
+        for b in tree.body_order[::-1]:                                 # subtree sums
+            p = tree.body_parent[b]
+            if p >= 0:
+                F[p] += F[b]
+                G[p] += G[b]
+        nbody = tree.hinges.node_body                                   # a hinge moves its
+        for j, i in enumerate(hn):                                      # joint's child subtree
             h = kin.hinge[i]
-            Fj = Fs[j]
-            Mj = Gs[j] - _cross(kin.o[i], Fj)                           # about the node origin
+            Fj = F[nbody[j]]
+            Mj = G[nbody[j]] - _cross(kin.o[i], Fj)                     # about the node origin
             if h[0] == "rot":
                 _, c, k, d1 = h
                 tau[c] += d1 * (k[0] * Mj[0] + k[1] * Mj[1] + k[2] * Mj[2])
@@ -279,6 +312,6 @@ def velocity_map_transpose_frames_last(tree: Tree, kin: FramesLastKinematics, F,
     Gt = np.ascontiguousarray(np.asarray(M, float).transpose(1, 2, 0))
     for b in range(nb):
         n = tree.body_node[b]
-        com = kin.o[n] + tree.com[b] @ kin.R[n]
+        com = kin.o[n] + _rv(kin.R[n], tree.com[b])
         Gt[b] += _cross(com, Ft[b])                                     # about the ground origin
     return _transpose_map(tree, kin, Ft, Gt)
