@@ -115,6 +115,38 @@ def _block_cyclic_reduction(Lo, Di, Up, R):
     return X
 
 
+def _cyclic_reduction(a, b, c, d):
+    """Solve the tridiagonal system ``a_i x_{i−1} + b_i x_i + c_i x_{i+1} = d_i`` (a, b, c (m,);
+    d (m, k); ``a_0`` and ``c_{m−1}`` unused) by cyclic reduction (the scalar case of
+    :func:`_block_cyclic_reduction`), all k columns at once; the natural cubic's system is
+    diagonally dominant, where cyclic reduction needs no pivoting."""
+    m = b.shape[0]
+    if m == 1:
+        return d / b[:, None]
+    ne, no = (m + 1) // 2, m // 2
+    ao, bo, co, do = a[1::2], b[1::2], c[1::2], d[1::2]
+    alpha = a[2::2] / bo[:ne - 1]                    # even 2e (e >= 1) <- odd 2e - 1
+    beta = c[0::2][:no] / bo                          # even 2e (e < no) <- odd 2e + 1
+    a2 = np.zeros(ne)
+    c2 = np.zeros(ne)
+    b2 = b[0::2].copy()
+    d2 = d[0::2].copy()
+    a2[1:] = -alpha * ao[:ne - 1]
+    b2[1:] -= alpha * co[:ne - 1]
+    d2[1:] -= alpha[:, None] * do[:ne - 1]
+    b2[:no] -= beta * ao
+    c2[:no] = -beta * co
+    d2[:no] -= beta[:, None] * do
+    xe = _cyclic_reduction(a2, b2, c2, d2)
+    rhs = do - ao[:, None] * xe[:no]
+    k = min(no, ne - 1)
+    rhs[:k] -= co[:k, None] * xe[1:k + 1]
+    x = np.empty_like(d)
+    x[0::2] = xe
+    x[1::2] = rhs / bo[:, None]
+    return x
+
+
 class _NaturalQuintic:
     """The natural interpolating quintic spline (GCVSPL, half order 3, error variance 0) as
     piecewise quintic Hermite polynomials: unknown first and second derivatives at the knots
@@ -200,7 +232,8 @@ class _NaturalQuintic:
 class _NaturalCubic(_NaturalQuintic):
     """The natural interpolating cubic spline (GCVSPL half order 2, error variance 0): second
     derivatives M at the knots from the tridiagonal system (M = 0 at both ends), solved by the
-    Thomas algorithm (diagonally dominant) with numpy over columns; piecewise cubic monomials."""
+    Thomas algorithm (diagonally dominant) on plain floats, or by cyclic reduction over all
+    columns at once from 64 unknowns on; piecewise cubic monomials."""
 
     def __init__(self, x, y):
         n = x.size
@@ -208,7 +241,11 @@ class _NaturalCubic(_NaturalQuintic):
         h = np.diff(x)[:, None]
         slope = np.diff(y2, axis=0) / h
         M = np.zeros_like(y2)
-        if n > 2:
+        if n - 2 >= _CYCLIC_MIN:
+            hv = h[:, 0]
+            M[1:-1] = _cyclic_reduction(hv[:-1], 2.0 * (hv[:-1] + hv[1:]), hv[1:],
+                                        6.0 * np.diff(slope, axis=0))
+        elif n > 2:
             rhs = 6.0 * np.diff(slope, axis=0)                      # (n-2, k)
             hs = h[:, 0].tolist()
             diag = [2.0 * (a + b) for a, b in zip(hs[:-1], hs[1:])]
