@@ -565,3 +565,26 @@ def test_sto_fast_and_cell_by_cell_row_parsers_agree(tmp_path, body):
     assert linenos == ([5, 7] if len(lines) == 7 else [5, 6])
     fast = sto._parse_rows_fast(lines, 4, 3)
     assert (fast is None) == (("\t\n" in body) or ("\t\t" in body))
+
+
+def test_sto_rows_formatted_as_repr_by_either_route(monkeypatch):
+    """The orjson route of the .sto writer gives exactly ``repr`` of every value: random bit
+    patterns over the magnitudes it formats itself ([1e-4, 1e16) and zeros, rounded values
+    too), and rows with smaller or larger magnitudes (repr's exponent form) mixed in."""
+    from arthron.io import sto
+    rng = np.random.default_rng(3)
+    n = 60_000
+    e = rng.uniform(np.log2(1e-4), np.log2(1e16), n)
+    x = np.ldexp(rng.uniform(1, 2, n), np.floor(e).astype(int))
+    x = (x.view(np.uint64) ^ rng.integers(0, 2 ** 20, n, dtype=np.uint64)).view(np.float64)
+    x = x * np.where(rng.random(n) < 0.5, -1, 1)
+    x = np.concatenate([x, np.round(x[:6000], 3), [0.0, -0.0, 1e-4, 0.1, 1.0, 100.0, 2.0 ** 53]])
+    x = x[(np.abs(x) >= 1e-4) | (x == 0)]
+    full = x[: x.size // 6 * 6].reshape(-1, 6)
+    full[5, 2], full[9, 0], full[9, 4], full[11, 1] = 1e-05, -3.2e-7, 1e16, 5e-324
+    fmt = "\t".join(["%r"] * 6) + "\n"
+    expected = "".join(fmt % tuple(r) for r in full.tolist())
+    assert sto._orjson is not None                 # a core dependency: the fast route is tested
+    assert sto._format_rows(full, fmt) == expected
+    monkeypatch.setattr(sto, "_orjson", None)
+    assert sto._format_rows(full, fmt) == expected
