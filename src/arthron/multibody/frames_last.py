@@ -84,8 +84,9 @@ class FramesLastKinematics:
     """Node kinematics for T frames, frames last (see the module docstring).
 
     ``R[i]`` (3, 3, T), ``o[i]``, ``w[i]``, ``v[i]``, ``al[i]``, ``a[i]`` (3, T) per node, in
-    ground; ``hinge[i]`` per variable node: ``("rot", coord, k (3, T), dθ/dq (T,))`` or
-    ``("lin", coords, Hv (3, m, T))`` (origin velocity per unit speed of each coordinate).
+    ground (``v`` None when not asked for); ``hinge[i]`` per variable node:
+    ``("rot", coord, k (3, T), dθ/dq (T,) or None for θ = q)`` or ``("lin", coords, Hv (3, m, T))``
+    (origin velocity per unit speed of each coordinate).
     """
 
     def __init__(self, R, o, w, v, al, a, hinge):
@@ -100,12 +101,14 @@ class FramesLastKinematics:
                           v=tr(self.v, (1, 0)), al=tr(self.al, (1, 0)), a=tr(self.a, (1, 0)))
 
 
-def kinematics_frames_last(tree: Tree, q, qd=None, qdd=None) -> FramesLastKinematics:
+def kinematics_frames_last(tree: Tree, q, qd=None, qdd=None, origin_velocities: bool = True
+                           ) -> FramesLastKinematics:
     """Poses (and velocities, accelerations) of every node, frames last.
 
     Parameters
     ----------
     q, qd, qdd : (T, nq) coordinates (rad, m), speeds, accelerations; ``qdd`` needs ``qd``.
+    origin_velocities : False leaves ``v`` out (None): accelerations do not need it.
 
     Returns
     -------
@@ -127,7 +130,8 @@ def kinematics_frames_last(tree: Tree, q, qd=None, qdd=None) -> FramesLastKinema
     R = [eye] + [None] * (N - 1)
     o = [zero] + [None] * (N - 1)
     w = [zero] + [None] * (N - 1) if want_v else None
-    v = [zero] + [None] * (N - 1) if want_v else None
+    want_ov = want_v and origin_velocities
+    v = [zero] + [None] * (N - 1) if want_ov else None
     al = [zero] + [None] * (N - 1) if want_a else None
     a = [zero] + [None] * (N - 1) if want_a else None
     order = 2 if want_a else 1
@@ -145,7 +149,8 @@ def kinematics_frames_last(tree: Tree, q, qd=None, qdd=None) -> FramesLastKinema
             of = o[p]
         if want_v:
             wp = w[p]
-            vf = v[p] if r is None else v[p] + _cross(wp, r)
+            if want_ov:
+                vf = v[p] if r is None else v[p] + _cross(wp, r)
             if want_a:
                 alp = al[p]
                 af = a[p] if r is None else a[p] + _cross(alp, r) + _cross(wp, _cross(wp, r))
@@ -153,13 +158,18 @@ def kinematics_frames_last(tree: Tree, q, qd=None, qdd=None) -> FramesLastKinema
         if kind == "fixed":
             R[i], o[i] = Rf, of
             if want_v:
-                w[i], v[i] = wp, vf
+                w[i] = wp
+                if want_ov:
+                    v[i] = vf
                 if want_a:
                     al[i], a[i] = alp, af
             continue
         if kind == "rot":
             c = nd.coord
-            th, d1, d2 = _fvals(nd.func, qT[c], order)
+            if nd.func is None:                                         # θ = q: θ' = 1, θ'' = 0
+                th, d1, d2 = qT[c], None, None
+            else:
+                th, d1, d2 = _fvals(nd.func, qT[c], order)
             cs, sn = np.cos(th), np.sin(th)
             Ri = np.empty((3, 3, T))
             Ri[:, 0] = cs * Rf[:, 0] + sn * Rf[:, 1]                   # Rf Rz(θ)
@@ -169,14 +179,13 @@ def kinematics_frames_last(tree: Tree, q, qd=None, qdd=None) -> FramesLastKinema
             k = Ri[:, 2]                                                # rotation axis in ground
             hinge[i] = ("rot", c, k, d1)
             if want_v:
-                thd = d1 * qdT[c]
+                thd = qdT[c] if d1 is None else d1 * qdT[c]
                 wrel = k * thd
                 w[i] = wp + wrel
-                v[i] = vf
+                if want_ov:
+                    v[i] = vf
                 if want_a:
-                    thdd = d1 * qddT[c]
-                    if nd.func is not None:
-                        thdd = thdd + d2 * qdT[c] ** 2
+                    thdd = qddT[c] if d1 is None else d1 * qddT[c] + d2 * qdT[c] ** 2
                     al[i] = alp + k * thdd + _cross(wp, wrel)
                     a[i] = af
             continue
@@ -213,7 +222,8 @@ def kinematics_frames_last(tree: Tree, q, qd=None, qdd=None) -> FramesLastKinema
             for j in range(1, len(cl)):
                 vrel = vrel + Hv[:, j] * qdT[cl[j]]
             w[i] = wp
-            v[i] = vf + _cross(wp, pg) + vrel
+            if want_ov:
+                v[i] = vf + _cross(wp, pg) + vrel
             if want_a:
                 accrel = Hv[:, 0] * qddT[cl[0]]
                 for j in range(1, len(cl)):
@@ -234,7 +244,7 @@ def inverse_dynamics_frames_last(tree: Tree, q, qd, qdd, loads=(), applied=None)
     T frames; applied: (T, nq) generalized forces moved to the right-hand side. Returns (T, nq)
     N·m or N, conjugate to q̇.
     """
-    kin = kinematics_frames_last(tree, q, qd, qdd)
+    kin = kinematics_frames_last(tree, q, qd, qdd, origin_velocities=False)
     T = kin.o[0].shape[1]
     nb, nq = tree.nb, tree.nq
     g = np.asarray(tree.gravity, float)
@@ -286,7 +296,8 @@ def _transpose_map(tree, kin, F, G):
             Mj = G[nbody[j]] - _cross(kin.o[i], Fj)                     # about the node origin
             if h[0] == "rot":
                 _, c, k, d1 = h
-                tau[c] += d1 * (k[0] * Mj[0] + k[1] * Mj[1] + k[2] * Mj[2])
+                kM = k[0] * Mj[0] + k[1] * Mj[1] + k[2] * Mj[2]
+                tau[c] += kM if d1 is None else d1 * kM
             else:
                 _, cl, Hv = h
                 for m, c in enumerate(cl):
