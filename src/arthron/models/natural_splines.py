@@ -206,7 +206,8 @@ class _NaturalQuintic:
         c = self.__dict__.get("coef")
         if c is None:
             y2, d, s = self.y, self.d, self.s
-            c = np.einsum("ijk,ikc->ijc", self._L, np.stack([y2[:-1], d[:-1], s[:-1], y2[1:], d[1:], s[1:]], 1))
+            knots = np.stack([y2[:-1], d[:-1], s[:-1], y2[1:], d[1:], s[1:]], 1)
+            c = np.einsum("ijk,ikc->ijc", self._L, knots)
             c = self.coef = np.concatenate([y2[:-1, None], d[:-1, None], s[:-1, None] / 2, c], 1)
         return c
 
