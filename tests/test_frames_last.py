@@ -70,6 +70,23 @@ def test_gait2354_equals_reference():
 
 
 @needs_data
+def test_blocks_of_frames_give_the_same_numbers(monkeypatch):
+    """Long trials are solved in blocks of FRAME_BLOCK frames (loads and applied forces sliced
+    alike): same numbers as one pass."""
+    from arthron.multibody import frames_last
+    tree = compile_model(read_osim(GAIT_REF_MODEL))
+    rng = np.random.default_rng(5)
+    T = 23
+    q = tree.default_q + rng.uniform(-0.5, 0.5, (T, tree.nq))
+    qd, qdd = rng.normal(0, 2, (T, tree.nq)), rng.normal(0, 20, (T, tree.nq))
+    loads, applied = _loads(tree, T, rng), rng.normal(0, 1, (T, tree.nq))
+    one = inverse_dynamics(tree, q, qd, qdd, loads, applied=applied)
+    monkeypatch.setattr(frames_last, "FRAME_BLOCK", 7)
+    blocks = inverse_dynamics(tree, q, qd, qdd, loads, applied=applied)
+    np.testing.assert_array_equal(blocks, one)
+
+
+@needs_data
 def test_thoracoscapular_ellipsoid_equals_reference():
     tree = compile_model(read_osim(TSM))
     assert any(nd.kind == "ellip" for nd in tree.nodes)

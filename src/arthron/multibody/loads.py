@@ -3,13 +3,13 @@ mass centres (:func:`body_wrenches_from_loads`); both are importable from
 :mod:`arthron.multibody.inverse_dynamics` too."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .kinematics import Tree
 
-__all__ = ["ExternalLoad", "body_wrenches_from_loads"]
+__all__ = ["ExternalLoad", "body_wrenches_from_loads", "slice_loads"]
 
 
 @dataclass
@@ -82,3 +82,10 @@ def body_wrenches_from_loads(tree: Tree, kin, loads):
         if ld.torque is not None:
             M[:, b] += ld.torque if Rf is None else np.einsum("tij,tj->ti", Rf, ld.torque)
     return F, M
+
+
+def slice_loads(loads, s: slice) -> list:
+    """The :class:`ExternalLoad` list restricted to the frames ``s`` (arrays sliced, not copied)."""
+    def cut(a):
+        return a if a is None or np.ndim(a) < 2 else a[s]
+    return [replace(L, force=cut(L.force), point=cut(L.point), torque=cut(L.torque)) for L in loads]
