@@ -565,6 +565,38 @@ def test_sto_fast_and_cell_by_cell_row_parsers_agree(tmp_path, body):
     assert linenos == ([5, 7] if len(lines) == 7 else [5, 6])
     fast = sto._parse_rows_fast(lines, 4, 3)
     assert (fast is None) == (("\t\n" in body) or ("\t\t" in body))
+    if fast is not None:
+        np.testing.assert_array_equal(np.array(fast, float), np.array(rows))
+
+
+@pytest.mark.parametrize("body, numpy_route", [
+    ("0\t1\t2\n\n0.5\t-3.25e-2\t4\n", True),
+    ("0\t1\t-0\n0.5\t3\t+.5\n", True),              # signed zero, signs, bare fractions
+    ("0\tnan\t2\n0.5\tInfinity\t4\n", True),
+    ("0 1 2\n0.5 3 4\n", True),
+    ("0\t1\t2\n0.5 3 4\n", False),                    # mixed separators
+    ("0\t1_0\t2\n0.5\t3\t4\n", False),              # Python's float reads it, numpy not
+    ("0\t1\t2\n  \n0.5\t3\t4\n", False),            # a whitespace-only line
+    ("0\t1\t2\t9\n0.5\t3\t4\t9\n", False),        # rows longer than the labels
+])
+def test_sto_numpy_route_reads_what_float_reads(tmp_path, body, numpy_route):
+    """Rows read by numpy's parser hold the doubles Python's float gives (sign of zero
+    included); what it does not read goes the per-line routes (same values or the same error)."""
+    from arthron.io import sto
+    p = tmp_path / "n.sto"
+    p.write_text("n\nversion=1\nendheader\ntime\ta\tb\n" + body)
+    lines = p.read_text().splitlines()
+    assert (sto._parse_rows_numpy(lines, 4, 3) is not None) == numpy_route
+    cells = [ln.split("\t") if "\t" in ln else ln.split() for ln in lines[4:] if ln.strip()]
+    if any(len(c) != 3 for c in cells):
+        with pytest.raises(DataFileError, match="cells"):
+            read_sto(p)
+        return
+    t = read_sto(p)
+    expected = np.array([[float(c) for c in row] for row in cells])
+    got = np.column_stack([t.time, t.data])
+    np.testing.assert_array_equal(got, expected)
+    assert (np.signbit(got) == np.signbit(expected)).all()
 
 
 def test_sto_rows_formatted_as_repr_by_either_route(monkeypatch):
