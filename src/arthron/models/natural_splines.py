@@ -184,14 +184,14 @@ class _NaturalQuintic:
         for r, (cl, cr, sc) in enumerate(((d3l, d3r, H ** 3), (d4l, d4r, H ** 4))):
             # interval j's left end: knot j's equations (+ at the first knot, − at interior ones)
             c = cl * sc * col_scale * np.where(j == 0, 1.0, -1.0)[:, None]
-            Di[j, r] += c[:, 1:3]
-            Up[j, r] += c[:, 4:6]
-            R[j, r] -= c[:, :1] * y2[:-1] + c[:, 3:4] * y2[1:]
+            Di[:-1, r] += c[:, 1:3]                  # (slices: knots j = 0 .. n − 2)
+            Up[:-1, r] += c[:, 4:6]
+            R[:-1, r] -= c[:, :1] * y2[:-1] + c[:, 3:4] * y2[1:]
             # its right end: knot j + 1's equations (+)
             c = cr * sc * col_scale
-            Lo[j + 1, r] += c[:, 1:3]
-            Di[j + 1, r] += c[:, 4:6]
-            R[j + 1, r] -= c[:, :1] * y2[:-1] + c[:, 3:4] * y2[1:]
+            Lo[1:, r] += c[:, 1:3]
+            Di[1:, r] += c[:, 4:6]
+            R[1:, r] -= c[:, :1] * y2[:-1] + c[:, 3:4] * y2[1:]
         z = _block_cyclic_reduction(Lo, Di, Up, R).reshape(2 * n, -1)
         self.x = x
         self.y = y2
