@@ -30,9 +30,13 @@ def _cross(a, b):
     a0, a1, a2 = a
     b0, b1, b2 = b
     out = np.empty(a.shape if a.shape == b.shape else (3,) + np.broadcast_shapes(a0.shape, b0.shape))
-    out[0] = a1 * b2 - a2 * b1
-    out[1] = a2 * b0 - a0 * b2
-    out[2] = a0 * b1 - a1 * b0
+    o0, o1, o2 = out
+    np.multiply(a1, b2, out=o0)                # written in place: fewer passes over memory
+    o0 -= a2 * b1
+    np.multiply(a2, b0, out=o1)
+    o1 -= a0 * b2
+    np.multiply(a0, b1, out=o2)
+    o2 -= a1 * b0
     return out
 
 
