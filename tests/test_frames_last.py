@@ -113,3 +113,11 @@ def test_velocity_map_transpose_equals_reference(jtype):
     F, M = rng.normal(0, 10, (4, tree.nb, 3)), rng.normal(0, 3, (4, tree.nb, 3))
     ref = apply_velocity_map_transpose(tree, forward_kinematics(tree, q), F, M)
     _close(velocity_map_transpose_frames_last(tree, kinematics_frames_last(tree, q), F, M), ref)
+
+
+@pytest.mark.parametrize("jtype", TYPES)
+def test_mass_matrix_from_frames_last_kinematics_equals_reference(jtype):
+    from arthron.multibody.mass_matrix import mass_matrix
+    tree = compile_model(chain_model(jtype))
+    q, _, _ = _states(tree, T=4)
+    _close(mass_matrix(tree, q), mass_matrix(tree, q, forward_kinematics(tree, q)))
