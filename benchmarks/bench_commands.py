@@ -5,10 +5,14 @@ Run:  python benchmarks/bench_commands.py [--repeat N]
 Every command runs as a fresh process (interpreter start, imports, reading, solving, writing),
 ``cwd`` a temporary copy of the Gait2354 pipeline (subject01 walk, 73 frames of ID in 0.4–1.6 s;
 IK on 0.4–1.6 s of the TRC; the ScaleTool setup as shipped; a JointReaction of all joints with
-the GRF). OpenSim's side is ``python -c "import opensim; <Tool>(setup).run()"`` (this install has
+the GRF; ID of a 10,000-frame trial made by tiling the walk, no filter, no loads). OpenSim's side is ``python -c "import opensim; <Tool>(setup).run()"`` (this install has
 no ``opensim-cmd``); ``info`` is OpenSim loading the model and building its system
 (``Model(file).initSystem()``), ``convert`` is ``Model(file).print(out)``. Prints the median
-of N runs (default 3) and the ratio arthron / OpenSim (< 1: arthron faster).
+of N runs (default 3), the ratio arthron / OpenSim (< 1: arthron faster) and its inverse
+(how many times faster arthron is). Bytecode is cached as in an installed package (a private
+``PYTHONPYCACHEPREFIX``, even where ``PYTHONDONTWRITEBYTECODE`` is set), with the load average before and after (other jobs on the
+machine slow both sides alike: each pair runs back to back). BLAS is single-threaded on both
+sides (OMP/OPENBLAS/MKL_NUM_THREADS=1). ``--only id`` runs the commands whose name starts so.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA, GAIT, ROOT  # noqa: E402
+from _common import DATA, GAIT, ROOT, tiled_motion  # noqa: E402
 
 GENERIC = DATA / "opensim-models/Models/Gait2354_Simbody/gait2354_simbody.osim"
 
@@ -50,6 +54,21 @@ JR_SETUP = """<?xml version="1.0" encoding="UTF-8" ?>
 """
 
 
+ID_TILED_SETUP = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40600">
+  <InverseDynamicsTool name="tiled">
+    <results_directory>ResultsTiled</results_directory>
+    <model_file>subject01_simbody.osim</model_file>
+    <time_range>0 1000</time_range>
+    <forces_to_exclude>Muscles</forces_to_exclude>
+    <coordinates_file>tiled_10000.mot</coordinates_file>
+    <lowpass_cutoff_frequency_for_coordinates>-1</lowpass_cutoff_frequency_for_coordinates>
+    <output_gen_force_file>inverse_dynamics.sto</output_gen_force_file>
+  </InverseDynamicsTool>
+</OpenSimDocument>
+"""
+
+
 def workspace() -> Path:
     d = Path(tempfile.mkdtemp(prefix="arthron-bench-"))
     for p in GAIT.iterdir():
@@ -59,6 +78,9 @@ def workspace() -> Path:
         shutil.copy(GAIT / "OutputReference" / n, d / n)
     shutil.copy(GENERIC, d / GENERIC.name)
     (d / "subject01_Setup_JR.xml").write_text(JR_SETUP)
+    (d / "tiled_Setup_ID.xml").write_text(ID_TILED_SETUP)
+    from arthron.io.sto import write_sto
+    write_sto(d / "tiled_10000.mot", tiled_motion(10_000))
     return d
 
 
@@ -78,6 +100,8 @@ COMMANDS = [
      opensim("opensim.Model('gait2354_simbody.osim').printToXML('out_o.osim')")),
     ("id --setup", arthron("id", "--setup", "subject01_Setup_InverseDynamics.xml"),
      opensim("opensim.InverseDynamicsTool('subject01_Setup_InverseDynamics.xml').run()")),
+    ("id 10,000 frames", arthron("id", "--setup", "tiled_Setup_ID.xml"),
+     opensim("opensim.InverseDynamicsTool('tiled_Setup_ID.xml').run()")),
     ("ik --setup", arthron("ik", "--setup", "subject01_Setup_IK.xml"),
      opensim("opensim.InverseKinematicsTool('subject01_Setup_IK.xml').run()")),
     ("scale --setup", arthron("scale", "--setup", "subject01_Setup_Scale.xml"),
@@ -99,18 +123,26 @@ def run(cmd, cwd, env) -> float:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", default="", help="run only the commands whose name starts so")
     args = ap.parse_args()
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               MKL_NUM_THREADS="1")
+    # bytecode cached as in an installed package (pip compiles it), in a folder of our own
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="arthron-bench-pyc-")
+    print(f"load average before: {os.getloadavg()[0]:.2f} (cores: {os.cpu_count()})")
     ws = workspace()
     try:
         run([sys.executable, "-c", "import opensim, arthron.cli"], ws, env)     # warm the caches
-        print(f"{'command':15s} {'arthron (s)':>12s} {'OpenSim (s)':>12s} {'ratio':>7s}")
+        print(f"{'command':17s} {'arthron (s)':>12s} {'OpenSim (s)':>12s} {'ratio':>7s} {'faster':>7s}")
         for name, a, o in COMMANDS:
+            if not name.startswith(args.only):
+                continue
             ta = statistics.median(run(a, ws, env) for _ in range(args.repeat))
             to = statistics.median(run(o, ws, env) for _ in range(args.repeat))
-            print(f"{name:15s} {ta:12.2f} {to:12.2f} {ta / to:7.2f}", flush=True)
+            print(f"{name:17s} {ta:12.2f} {to:12.2f} {ta / to:7.2f} {to / ta:6.1f}×", flush=True)
         t = statistics.median(run([sys.executable, "-c", "pass"], ws, env) for _ in range(args.repeat))
-        print(f"(python start alone: {t:.2f} s)")
+        print(f"(python start alone: {t:.2f} s; load average after: {os.getloadavg()[0]:.2f})")
     finally:
         shutil.rmtree(ws, ignore_errors=True)
 

@@ -316,3 +316,21 @@ def test_numpy_natural_splines_equal_scipys(m, n, monkeypatch):
         for order in range(m):
             a, b = ours(q, order), ref(q, order)
             assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max(), (order, np.abs(a - b).max())
+
+
+@pytest.mark.parametrize("m", [2, 3])
+def test_numpy_natural_splines_at_their_knots_equal_horner(m, monkeypatch):
+    """Evaluated at the knots (the tools' solve times), the numpy splines return the knot data,
+    bit for bit what their Horner evaluation gives there (u = 0), for values, first and second
+    derivatives."""
+    import arthron.models.natural_splines as fn
+    from arthron import runtime
+    rng = np.random.default_rng(m)
+    x = np.cumsum(rng.uniform(0.5, 1.5, 300)) * 0.01
+    y = np.cumsum(rng.standard_normal((300, 4)), axis=0)
+    monkeypatch.setattr(runtime, "light_imports", True)
+    sp = fn._NaturalSpline(x, y, m)._quintic
+    for order in range(3):
+        fast = sp(x[:-1], order)
+        near = sp(np.concatenate([x[:-1], [x[0] + 1e-9]]), order)[:-1]   # not all at knots: Horner
+        assert np.array_equal(fast, near), order

@@ -598,3 +598,77 @@ def test_sto_writer_keeps_the_c3d_adapter_header(tmp_path):
     row = (tmp_path / "b.sto").read_text().split("endheader")[1].splitlines()[2]
     assert row.split("\t")[1] == "NaN"
     assert np.isnan(read_sto(tmp_path / "b.sto").data[0, 0])
+
+
+@pytest.mark.parametrize("body", [
+    "0\t1\t2\n\n0.5\t 3 \t4\n",          # blank line, spaces around cells: the fast parser
+    "0 1 2\n  \n0.5   3 4\n",            # space-separated
+    "0\t1\t2\t\n0.5\t3\t4\t\t\n",        # trailing tabs: the cell-by-cell parser
+    "0\t\t2\n0.5\t3\t4\n",               # an empty cell reads as NaN
+])
+def test_sto_fast_and_cell_by_cell_row_parsers_agree(tmp_path, body):
+    from arthron.io import sto
+    p = tmp_path / "rows.sto"
+    p.write_text("rows\nversion=1\nendheader\ntime\ta\tb\n" + body)
+    t = read_sto(p)
+    lines = p.read_text().splitlines()
+    rows, linenos = sto._parse_rows(lines, 4, 3, ["time", "a", "b"], p)
+    np.testing.assert_array_equal(np.column_stack([t.time, t.data]), np.array(rows))
+    assert linenos == ([5, 7] if len(lines) == 7 else [5, 6])
+    fast = sto._parse_rows_fast(lines, 4, 3)
+    assert (fast is None) == (("\t\n" in body) or ("\t\t" in body))
+    if fast is not None:
+        np.testing.assert_array_equal(np.array(fast, float), np.array(rows))
+
+
+@pytest.mark.parametrize("body, numpy_route", [
+    ("0\t1\t2\n\n0.5\t-3.25e-2\t4\n", True),
+    ("0\t1\t-0\n0.5\t3\t+.5\n", True),              # signed zero, signs, bare fractions
+    ("0\tnan\t2\n0.5\tInfinity\t4\n", True),
+    ("0 1 2\n0.5 3 4\n", True),
+    ("0\t1\t2\n0.5 3 4\n", False),                    # mixed separators
+    ("0\t1_0\t2\n0.5\t3\t4\n", False),              # Python's float reads it, numpy not
+    ("0\t1\t2\n  \n0.5\t3\t4\n", False),            # a whitespace-only line
+    ("0\t1\t2\t9\n0.5\t3\t4\t9\n", False),        # rows longer than the labels
+])
+def test_sto_numpy_route_reads_what_float_reads(tmp_path, body, numpy_route):
+    """Rows read by numpy's parser hold the doubles Python's float gives (sign of zero
+    included); what it does not read goes the per-line routes (same values or the same error)."""
+    from arthron.io import sto
+    p = tmp_path / "n.sto"
+    p.write_text("n\nversion=1\nendheader\ntime\ta\tb\n" + body)
+    lines = p.read_text().splitlines()
+    assert (sto._parse_rows_numpy(lines, 4, 3) is not None) == numpy_route
+    cells = [ln.split("\t") if "\t" in ln else ln.split() for ln in lines[4:] if ln.strip()]
+    if any(len(c) != 3 for c in cells):
+        with pytest.raises(DataFileError, match="cells"):
+            read_sto(p)
+        return
+    t = read_sto(p)
+    expected = np.array([[float(c) for c in row] for row in cells])
+    got = np.column_stack([t.time, t.data])
+    np.testing.assert_array_equal(got, expected)
+    assert (np.signbit(got) == np.signbit(expected)).all()
+
+
+def test_sto_rows_formatted_as_repr_by_either_route(monkeypatch):
+    """The orjson route of the .sto writer gives exactly ``repr`` of every value: random bit
+    patterns over the magnitudes it formats itself ([1e-4, 1e16) and zeros, rounded values
+    too), and rows with smaller or larger magnitudes (repr's exponent form) mixed in."""
+    from arthron.io import sto
+    rng = np.random.default_rng(3)
+    n = 60_000
+    e = rng.uniform(np.log2(1e-4), np.log2(1e16), n)
+    x = np.ldexp(rng.uniform(1, 2, n), np.floor(e).astype(int))
+    x = (x.view(np.uint64) ^ rng.integers(0, 2 ** 20, n, dtype=np.uint64)).view(np.float64)
+    x = x * np.where(rng.random(n) < 0.5, -1, 1)
+    x = np.concatenate([x, np.round(x[:6000], 3), [0.0, -0.0, 1e-4, 0.1, 1.0, 100.0, 2.0 ** 53]])
+    x = x[(np.abs(x) >= 1e-4) | (x == 0)]
+    full = x[: x.size // 6 * 6].reshape(-1, 6)
+    full[5, 2], full[9, 0], full[9, 4], full[11, 1] = 1e-05, -3.2e-7, 1e16, 5e-324
+    fmt = "\t".join(["%r"] * 6) + "\n"
+    expected = "".join(fmt % tuple(r) for r in full.tolist())
+    assert sto._orjson is not None                 # a core dependency: the fast route is tested
+    assert sto._format_rows(full, fmt) == expected
+    monkeypatch.setattr(sto, "_orjson", None)
+    assert sto._format_rows(full, fmt) == expected

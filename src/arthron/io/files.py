@@ -32,7 +32,6 @@ import contextvars
 import errno
 import os
 import re
-import secrets
 import stat
 from pathlib import Path
 
@@ -268,7 +267,7 @@ def _stage(target: Path, data, shown) -> Path:
     _mkdirs(folder, shown)
     _clean_stale_temps(folder)
     name = target.name if len(target.name) < 120 else target.name[:120]
-    tmp = folder / f".{name}.arthron-{os.getpid()}-{secrets.token_hex(4)}.tmp"
+    tmp = folder / f".{name}.arthron-{os.getpid()}-{os.urandom(4).hex()}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as e:

@@ -475,11 +475,11 @@ def applied_generalized_forces(model: Model, tree: Tree, q, qd, exclude=("Muscle
     pf = passive_forces(model, tree, q, qd, exclude)
     tau = pf.mobility
     if pf.loads:
-        from .inverse_dynamics import body_wrenches_from_loads
-        from .kinematics import apply_velocity_map_transpose, forward_kinematics
-        kin = forward_kinematics(tree, np.atleast_2d(q))
-        F, M = body_wrenches_from_loads(tree, kin, pf.loads)
-        tau = tau + apply_velocity_map_transpose(tree, kin, F, M)
+        from .frames_last import kinematics_frames_last, velocity_map_transpose_frames_last
+        from .loads import body_wrenches_from_loads
+        kin = kinematics_frames_last(tree, np.atleast_2d(q))
+        F, M = body_wrenches_from_loads(tree, kin.frames_first(), pf.loads)
+        tau = tau + velocity_map_transpose_frames_last(tree, kin, F, M)
     if pf.path_names:
         from .paths import compile_paths, path_generalized_forces
         ps = compile_paths(model, tree, forces=pf.path_names)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from .constrained_dynamics import constraint_bias
-from .inverse_dynamics import inertial_wrenches
-from .kinematics import Tree, apply_velocity_map_transpose, forward_kinematics
+from .frames_last import inverse_dynamics_frames_last, kinematics_frames_last
+from .kinematics import Tree, forward_kinematics
 from .mass_matrix import mass_matrix, node_mass_matrix
 
 __all__ = ["forward_accelerations"]
@@ -47,9 +47,8 @@ def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=
     q = np.atleast_2d(np.asarray(q, float))
     qd = np.atleast_2d(np.asarray(qd, float))
     T, nq = q.shape
-    kin0 = forward_kinematics(tree, q, qd, np.zeros_like(q))
-    F, Mc, com = inertial_wrenches(tree, kin0, None, loads)
-    bias = apply_velocity_map_transpose(tree, kin0, F, Mc, com=com)                    # Dᵀ(Mγ − h)
+    bias = inverse_dynamics_frames_last(tree, q, qd, np.zeros_like(q), loads)         # Dᵀ(Mγ − h)
+    kin = kinematics_frames_last(tree, q)                                              # poses
     rhs = -bias if generalized is None else np.asarray(generalized, float) - bias
     free = np.ones(nq, bool) if locked is None else ~np.asarray(locked, bool)
     fi = np.flatnonzero(free)
@@ -60,7 +59,7 @@ def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=
         # CRBA in node-column space, frames last; coordinates acting in several nodes (knee
         # translations as functions of the angle) have their columns summed into the first;
         # Cholesky over the frames.
-        Mk = node_mass_matrix(tree, kin0, T, lower=lay.identity)
+        Mk = node_mass_matrix(tree, kin, T, lower=lay.identity)
         for a, a0 in lay.dups:
             Mk[a0] += Mk[a]
         for a, a0 in lay.dups:
@@ -70,13 +69,13 @@ def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=
         if x is not None:
             qdd[:, lay.perm[cf]] = x.T
             return (qdd, np.zeros((T, 0))) if return_multipliers else qdd
-    Mb = mass_matrix(tree, q, kin0)                                                     # CRBA
+    Mb = mass_matrix(tree, q, kin)                                                      # CRBA
     if m == 0:
         qdd[:, fi] = np.linalg.solve(Mb[:, fi][:, :, fi], rhs[:, fi, None])[..., 0]
         mu = np.zeros((T, 0))
     else:
         G = constraints.jacobian(q)[:, :, fi]
-        b = constraint_bias(tree, q, qd, constraints, kin0)
+        b = constraint_bias(tree, q, qd, constraints, forward_kinematics(tree, q, qd, np.zeros_like(q)))
         nf = fi.size
         K = np.zeros((T, nf + m, nf + m))
         K[:, :nf, :nf] = Mb[:, fi][:, :, fi]

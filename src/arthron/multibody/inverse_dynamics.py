@@ -14,86 +14,14 @@ dense matrix. Constraints and coordinate locks are ignored (Simbody's
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..geometry.spatial import cross
+from .frames_last import inverse_dynamics_frames_last
 from .kinematics import Tree, apply_velocity_map_transpose, forward_kinematics
+from .loads import ExternalLoad, body_wrenches_from_loads
 
 __all__ = ["ExternalLoad", "body_wrenches_from_loads", "inertial_wrenches", "inverse_dynamics"]
-
-
-@dataclass
-class ExternalLoad:
-    """A load applied to a body, sampled at the solve times.
-
-    Attributes
-    ----------
-    body : str                body name the load is applied to
-    force : (T, 3) N or None  in ``force_frame`` (``"ground"`` or a body name)
-    point : (T, 3) m or None  in ``point_frame``; None = the body origin
-    torque : (T, 3) N·m or None, in ``force_frame``
-    """
-
-    body: str
-    force: np.ndarray | None = None
-    point: np.ndarray | None = None
-    torque: np.ndarray | None = None
-    force_frame: str = "ground"
-    point_frame: str = "ground"
-    name: str = ""
-
-
-def body_wrenches_from_loads(tree: Tree, kin, loads):
-    """External loads -> wrenches at the body mass centers.
-
-    Parameters
-    ----------
-    tree : compiled model; kin : its Kinematics for the T frames; loads : iterable of
-    :class:`ExternalLoad` sampled at those frames (force N, point m, torque N·m).
-
-    Returns
-    -------
-    F, M : (T, nb, 3) each, forces (N) and moments about the mass centers (N·m), ground frame.
-
-    Raises
-    ------
-    ModelFileError when a load names a body the tree lacks.
-    """
-    T = kin.R.shape[0]
-    F = np.zeros((T, tree.nb, 3))
-    M = np.zeros((T, tree.nb, 3))
-    Rb = kin.body_R(tree)
-    ob = kin.body_origin(tree)
-    com = kin.body_com(tree)
-
-    def frame_R(name):
-        if name in ("ground", "/ground", None, ""):
-            return None
-        return Rb[:, tree.body_index(name)]
-
-    for ld in loads:
-        b = tree.body_index(ld.body)
-        if b < 0:
-            continue  # loads on ground do nothing
-        Rf = frame_R(ld.force_frame)
-        if ld.force is not None:
-            f = ld.force if Rf is None else np.einsum("tij,tj->ti", Rf, ld.force)
-            if ld.point is None:
-                p = ob[:, b]
-            else:
-                Rp = frame_R(ld.point_frame)
-                if Rp is None:
-                    p = ld.point
-                else:
-                    pb = tree.body_index(ld.point_frame)
-                    p = ob[:, pb] + np.einsum("tij,tj->ti", Rp, ld.point)
-            F[:, b] += f
-            M[:, b] += np.cross(p - com[:, b], f)
-        if ld.torque is not None:
-            M[:, b] += ld.torque if Rf is None else np.einsum("tij,tj->ti", Rf, ld.torque)
-    return F, M
 
 
 def inertial_wrenches(tree: Tree, kin, bodies=None, loads=()):
@@ -133,7 +61,7 @@ def inertial_wrenches(tree: Tree, kin, bodies=None, loads=()):
     return F, Mc, kin.nodes("o", nodes) + rc
 
 
-def inverse_dynamics(tree: Tree, q, qd, qdd, loads=(), applied=None) -> np.ndarray:
+def inverse_dynamics(tree: Tree, q, qd, qdd, loads=(), applied=None, core: str = "frames_last") -> np.ndarray:
     """Generalized forces ``τ = Dᵀ(M(Dq̈ + γ) − h)`` for T frames at once.
 
     Parameters
@@ -148,7 +76,16 @@ def inverse_dynamics(tree: Tree, q, qd, qdd, loads=(), applied=None) -> np.ndarr
     -------
     (T, nq) generalized forces in model coordinate order (N·m or N), conjugate to q̇ (see
     :func:`arthron.multibody.kinematics.mobility_forces` for Simbody's speeds).
+
+    ``core`` chooses the implementation, same numbers to 1e-12 relative:
+    ``"frames_last"`` (default, :mod:`arthron.multibody.frames_last`: frames as the last axis,
+    about 3× faster on long trials) or ``"reference"`` (this module's frames-first passes over
+    :func:`~arthron.multibody.kinematics.forward_kinematics`). ValueError for another name.
     """
+    if core == "frames_last":
+        return inverse_dynamics_frames_last(tree, q, qd, qdd, loads, applied)
+    if core != "reference":
+        raise ValueError(f"unknown inverse-dynamics core {core!r} (frames_last or reference)")
     q = np.atleast_2d(np.asarray(q, float))
     kin = forward_kinematics(tree, q, qd, qdd)
     F, M, com = inertial_wrenches(tree, kin, None, loads)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kinematics import Tree, forward_kinematics
+from .frames_last import FramesLastKinematics, kinematics_frames_last
+from .kinematics import Tree
 
 __all__ = ["mass_matrix", "node_mass_matrix"]
 
@@ -27,14 +28,16 @@ def mass_matrix(tree: Tree, q, kin=None) -> np.ndarray:
 
     Parameters
     ----------
-    q : (T, nq); kin : optional Kinematics of q (velocities not needed)
+    q : (T, nq); kin : optional kinematics of q (velocities not needed), frames-last
+        (:func:`arthron.multibody.frames_last.kinematics_frames_last`, the default) or
+        frames-first (:class:`arthron.multibody.kinematics.Kinematics`)
 
     Returns
     -------
     (T, nq, nq) in model coordinate order (kg·m², kg·m, kg).
     """
     q = np.atleast_2d(np.asarray(q, float))
-    kin = kin or forward_kinematics(tree, q)
+    kin = kin or kinematics_frames_last(tree, q)
     lay = tree.hinges
     T, nq = q.shape[0], tree.nq
     Mk = node_mass_matrix(tree, kin, T)
@@ -50,7 +53,9 @@ def mass_matrix(tree: Tree, q, kin=None) -> np.ndarray:
 def node_mass_matrix(tree: Tree, kin, T: int, lower: bool = False) -> np.ndarray:
     """The CRBA mass matrix in node-column space, frames last: (K, K, T) (see
     :func:`mass_matrix`). Columns are ordered parents first, so the pairs (descendant,
-    ancestor) are the lower triangle; ``lower=True`` fills only that (and the diagonal blocks)."""
+    ancestor) are the lower triangle; ``lower=True`` fills only that (and the diagonal blocks).
+    ``kin`` frames-first or frames-last (:class:`~arthron.multibody.frames_last.FramesLastKinematics`,
+    read without transposing)."""
     lay = tree.hinges
     nb = tree.nb
     K = lay.P.shape[0]
@@ -58,14 +63,19 @@ def node_mass_matrix(tree: Tree, kin, T: int, lower: bool = False) -> np.ndarray
         return np.zeros((0, 0, T))
     # Frames on the last axis from here on: every operation is on contiguous (T,) rows.
     nodes = tree.body_node
+    fl = isinstance(kin, FramesLastKinematics)
+
+    def origin(n):                                                                # (3, T)
+        return kin.o[n] if fl else kin.node("o", n).T
+
     R = np.empty((nb, 3, 3, T))
     c = np.empty((nb, 3, T))
     for b, n in enumerate(nodes):
-        R[b] = kin.node("R", n).transpose(1, 2, 0)
-        c[b] = kin.node("o", n).T
+        R[b] = kin.R[n] if fl else kin.node("R", n).transpose(1, 2, 0)
+        c[b] = origin(n)
     # Spatial quantities about a point moving with the root body (its origin, per frame) rather
     # than the ground origin: the same M, without the cancellation m|c|² − … far from the origin.
-    ref = kin.node("o", nodes[tree.body_order[0]]).T.copy()                        # (3, T)
+    ref = origin(nodes[tree.body_order[0]]).copy()                                # (3, T)
     c += np.einsum("bijt,bj->bit", R, tree.com) - ref                             # mass centres
     m = tree.mass
     RI = np.einsum("bijt,bjl->bilt", R, tree.inertia)
@@ -93,12 +103,21 @@ def node_mass_matrix(tree: Tree, kin, T: int, lower: bool = False) -> np.ndarray
     Jc, hc, mcs = J[lay.node_body], hb[lay.node_body], ms[lay.node_body]
     Phi = np.empty((K, 6, T))
     for j, n in enumerate(lay.nodes):
-        _, Hw, Hv = kin.hinge[n]
         sl = lay.cols[j]
-        w = Hw.transpose(2, 1, 0)
+        if fl:
+            h = kin.hinge[n]
+            if h[0] == "rot":                                            # H_ω = k θ'
+                w = (h[2] if h[3] is None else h[2] * h[3])[None]
+            else:                                                        # H_ω = 0, H_v
+                Phi[sl, :3] = 0.0
+                Phi[sl, 3:] = h[2].transpose(1, 0, 2)
+                continue
+        else:
+            _, Hw, Hv = kin.hinge[n]
+            w = Hw.transpose(2, 1, 0)
         Phi[sl, :3] = w
         if tree.nodes[n].kind == "rot":
-            Phi[sl, 3:] = _cross_tl((kin.node("o", n).T - ref)[None], w)  # o × H_ω (H_v = 0)
+            Phi[sl, 3:] = _cross_tl((origin(n) - ref)[None], w)          # o × H_ω (H_v = 0)
         else:
             Phi[sl, 3:] = Hv.transpose(2, 1, 0)                          # H_ω = 0
     Mk = np.zeros((K, K, T))

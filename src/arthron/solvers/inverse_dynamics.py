@@ -30,7 +30,7 @@ ExternalForce does, and evaluated at the solve times.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from ..errors import ArthronWarning, ModelFileError, attach_source
 from ..multibody.forces import applied_generalized_forces
 from ..models.functions import Constant, GCVSpline, PiecewiseLinearFunction
 from ..multibody.inverse_dynamics import ExternalLoad, body_wrenches_from_loads, inverse_dynamics
+from ..multibody.loads import slice_loads
 from ..multibody.kinematics import Tree, compile_model, mobility_forces, qdot_from_speeds
 from ..models.model import Model
 from ..models.motion import coordinates_from_table
@@ -127,13 +128,6 @@ def frame_chunks(T: int, size: int | None = None) -> list:
     """Slices covering ``range(T)`` in chunks of ``size`` frames (default :data:`FRAME_CHUNK`)."""
     n = int(size or FRAME_CHUNK)
     return [slice(a, min(T, a + n)) for a in range(0, T, n)] or [slice(0, 0)]
-
-
-def slice_loads(loads, s: slice) -> list:
-    """The :class:`ExternalLoad` list restricted to the frames ``s`` (arrays sliced, not copied)."""
-    def cut(a):
-        return a if a is None or np.ndim(a) < 2 else a[s]
-    return [replace(L, force=cut(L.force), point=cut(L.point), torque=cut(L.torque)) for L in loads]
 
 
 def _labels(model: Model, names):
