@@ -6,25 +6,8 @@ import numpy as np
 
 def _binary_search(knots, a):
     """OpenSim's SIMM-style binary search, pass by pass (the reference the fast path keeps)."""
-    n = len(knots)
-    a = np.clip(a, knots[0], knots[-1])
-    i = np.zeros(a.shape, dtype=np.intp)
-    j = np.full(a.shape, n, dtype=np.intp)
-    k = np.zeros(a.shape, dtype=np.intp)
-    active = np.ones(a.shape, dtype=bool)
-    for _ in range(4 * max(n, 2).bit_length() + 8):
-        if not active.any():
-            break
-        kk = (i + j) // 2
-        kk1 = np.minimum(kk + 1, n - 1)
-        lt = a < knots[kk]
-        gt = ~lt & (a > knots[kk1])
-        j = np.where(active & lt, kk, j)
-        i = np.where(active & gt, kk, i)
-        done = active & ~lt & ~gt
-        k = np.where(done, kk, k)
-        active &= ~done
-    return np.minimum(k, max(n - 2, 0))
+    from arthron.models.functions import _simm_binary_search
+    return _simm_binary_search(knots, np.clip(a, knots[0], knots[-1]))
 
 
 def test_interval_search_equals_binary_search():

@@ -102,8 +102,15 @@ def _opensim_search(knots: np.ndarray, a: np.ndarray) -> np.ndarray:
         if not on.any():
             return k
         if not on.all():
-            k[on] = _opensim_search(knots, a[on])
+            k[on] = _simm_binary_search(knots, a[on])
             return k
+    return _simm_binary_search(knots, a)
+
+
+def _simm_binary_search(knots: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """OpenSim's SIMM-style binary search itself, pass by pass over all points at once (the
+    reference of :func:`_opensim_search`'s fast path); ``a`` within [knots[0], knots[-1]]."""
+    n = len(knots)
     i = np.zeros(a.shape, dtype=np.intp)
     j = np.full(a.shape, n, dtype=np.intp)
     k = np.zeros(a.shape, dtype=np.intp)
