@@ -37,18 +37,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import OptionError, SolverError, UnsupportedFeature
+from ..errors import OptionError, UnsupportedFeature
 from ..models.model import Model
 from ..multibody.inverse_dynamics import ExternalLoad
 from ..multibody.constrained_dynamics import constraint_loads
 from ..multibody.constraints import compile_constraints
 from ..multibody.kinematics import Tree, compile_model, forward_kinematics
 from ..multibody.paths import compile_paths, path_body_forces
-from .box_qp import solve_box_qp
 from .load_sharing import LoadSharingProblem, LoadSharingResult, _actuator_unit_loads, solve_problem
 from .reactions import joint_loads
 
-__all__ = ["StabilityCone", "reaction_map", "solve_with_stability_cone", "emg_activation",
+__all__ = ["StabilityCone", "reaction_map", "solve_with_stability_cone", "cone_resolve", "ConeSolution",
+           "emg_activation",
            "apply_emg_bounds", "DEFAULT_HALF_ANGLES"]
 
 #: (AP, SI) half-angles in degrees of the default elliptic cone (see the module docstring)
@@ -221,38 +221,68 @@ def solve_with_stability_cone(model: Model, prob: LoadSharingProblem, cone: Stab
     Frames where the cone cannot be met are infeasible (named by time: InfeasibleFrames with
     ``on_infeasible="raise"``).
     """
-    from .load_sharing import InfeasibleFrames
-    from .load_sharing_convex import cone_angle, solve_with_cone
     tree = tree or compile_model(model)
     cone.check(model)
     free = solve_problem(prob, weights=weights, on_infeasible=on_infeasible)
     C, d = reaction_map(model, prob, cone.joint, tree)
-    kin = forward_kinematics(tree, prob.q)
-    Rb = kin.R[:, tree.body_node[tree.body_names.index(cone.body)]]     # body → ground
-    Rc = np.einsum("ji,tkj->tik", cone.frame(), Rb)                     # ground → cone: (Rb Rf)ᵀ
+    Rb = forward_kinematics(tree, prob.q).R[:, tree.body_node[tree.body_names.index(cone.body)]]
+    w = np.ones(len(prob.names)) if weights is None else np.asarray(weights, float)
+    sol = cone_resolve(prob, free, C, d, cone, Rb, w, on_infeasible=on_infeasible)
+    res = _result(prob, sol.x, sol.feasible, weights)
+    res.extra.update(cone_active=sol.active, cone_angle_deg=sol.angle_deg, cone_ratio=sol.ratio,
+                     cone_off_outside=sol.outside, reaction=sol.reaction, objective_without_cone=free.objective,
+                     problem=prob)
+    return res
+
+
+@dataclass
+class ConeSolution:
+    """Load sharing with a stability cone, frame by frame (T frames, n controls).
+
+    x : (T, n) controls; feasible : (T,) bool; outside : (T,) bool, the unconstrained optimum
+    leaves the cone; active : (T,) bool, the cone changed the solution; reaction : (T, 3) N, the
+    reaction in the cone frame; angle_deg : (T,) its angle from the axis; ratio : (T,) ≤ 1 inside.
+    """
+
+    x: np.ndarray
+    feasible: np.ndarray
+    outside: np.ndarray
+    active: np.ndarray
+    reaction: np.ndarray
+    angle_deg: np.ndarray
+    ratio: np.ndarray
+
+
+def cone_resolve(prob: LoadSharingProblem, free: LoadSharingResult, C, d, cone: StabilityCone, R_body,
+                 weights, *, on_infeasible: str = "raise") -> ConeSolution:
+    """Keep the reaction ``C x + d`` (ground, (T, 3, n) and (T, 3)) inside ``cone``: frames whose
+    unconstrained optimum ``free`` leaves it are solved again with the cone (Clarabel,
+    :func:`arthron.solvers.load_sharing_convex.solve_with_cone`; a QP optimum inside the cone is
+    also the cone problem's optimum, so the other frames are exact as they are).
+
+    R_body : (T, 3, 3) rotation of ``cone.body`` (body → ground); weights : (n,) of Σ w x².
+    Frames where the cone cannot be met are infeasible and named by time (InfeasibleFrames with
+    ``on_infeasible="raise"``, a warning with ``"warn"``, nothing with ``"ignore"``).
+    """
+    from .load_sharing import InfeasibleFrames
+    from .load_sharing_convex import cone_angle, solve_with_cone
+    Rc = np.einsum("ji,tkj->tik", cone.frame(), R_body)                 # ground → cone: (Rb Rf)ᵀ
     Cc = np.einsum("tij,tjn->tin", Rc, C)
     dc = np.einsum("tij,tj->ti", Rc, d)
     tx, ty = (np.tan(np.radians(a)) for a in cone.half_angles_deg)
-    F0 = np.einsum("tin,tn->ti", Cc, free.activations) + dc
-    _, ratio0 = cone_angle(F0, tx, ty)
-    outside = ~(ratio0 <= 1.0 + 1e-9)
     x = free.activations.copy()
+    _, ratio0 = cone_angle(np.einsum("tin,tn->ti", Cc, x) + dc, tx, ty)
+    outside = ~(ratio0 <= 1.0 + 1e-9)
     ok = free.feasible.copy()
-    frames = np.flatnonzero(outside & free.feasible)
+    frames = np.flatnonzero(outside & ok)
     if frames.size:
-        A, b, N = prob.reduced()
-        w = np.ones(A.shape[2]) if weights is None else np.asarray(weights, float)
-        tx0, ty0 = (np.tan(np.radians(a)) for a in cone.half_angles_deg)
-        xs, oks = solve_with_cone(A, b, w, prob.lower, prob.upper, Cc, dc, tx0, ty0,
+        A, b, _ = prob.reduced()
+        xs, oks = solve_with_cone(A, b, np.asarray(weights, float), prob.lower, prob.upper, Cc, dc, tx, ty,
                                   n_planes=cone.n_planes, frames=frames)
         x[frames], ok[frames] = xs[frames], oks[frames]
     F = np.einsum("tin,tn->ti", Cc, x) + dc
     ang, ratio = cone_angle(F, tx, ty)
     ok &= ratio <= 1.0 + 1e-5
-    res = _result(prob, x, ok, weights)
-    res.extra.update(cone_active=outside & ok, cone_angle_deg=ang, cone_ratio=ratio,
-                     cone_off_outside=outside, reaction=F, objective_without_cone=free.objective,
-                     problem=prob)
     bad = np.flatnonzero(~ok)
     if bad.size and on_infeasible != "ignore":
         msg = ("stability cone on '" + cone.joint + "' cannot be met at t = "
@@ -262,7 +292,8 @@ def solve_with_stability_cone(model: Model, prob: LoadSharingProblem, cone: Stab
         import warnings
         from ..errors import ArthronWarning
         warnings.warn(msg, ArthronWarning)
-    return res
+    return ConeSolution(x=x, feasible=ok, outside=outside, active=outside & ok, reaction=F,
+                        angle_deg=ang, ratio=ratio)
 
 
 def _result(prob, x, ok, weights):
