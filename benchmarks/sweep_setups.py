@@ -368,6 +368,60 @@ def first_line(lines):
     return lines[-1].strip() if lines else ""
 
 
+def _has_states_file(setup):
+    from lxml import etree
+    el = etree.parse(str(setup)).getroot().find(".//states_file")
+    return el is not None and el.text is not None and el.text.strip() not in ("", "Unassigned")
+
+
+def edited_copy(setup, folder: Path, search, changes: dict) -> Path:
+    """A copy of ``setup`` in ``folder`` with every input file absolute (found as arthron
+    finds it, with ``search``) and the properties in ``changes`` replaced."""
+    from lxml import etree
+    folder.mkdir(parents=True, exist_ok=True)
+    tree = etree.parse(str(setup))
+    for el in tree.getroot().iter():
+        if not isinstance(el.tag, str):
+            continue
+        if el.tag in changes:
+            el.text = changes[el.tag]
+        elif el.tag in FILE_TAGS and el.text and el.text.strip() not in ("", "Unassigned"):
+            el.text = " ".join(str(find_in(n, setup.parent, search)) for n in el.text.split())
+    dst = folder / setup.name
+    tree.write(str(dst))
+    return dst
+
+
+def _run_setup(setup, label, tool, analyses, perr, search, a_out, o_out, cwd, have_opensim):
+    """The rows of one setup: each arthron command for it, and OpenSim's run of it."""
+    rows = []
+    o_out.mkdir()
+    if have_opensim and perr is None:
+        o_rc, o_dt, o_err = run_opensim(setup, tool, o_out, search)
+    else:
+        o_rc, o_dt, o_err = (None, 0.0, ["not run"] if perr is None else ["not XML: " + perr])
+    for cmd, cli in arthron_commands(setup, tool, analyses, a_out, search):
+        a_rc, a_dt, a_err, _ = run_arthron(cli, cwd)
+        both = a_rc == 0 and o_rc == 0
+        diff = compare(a_out, o_out) if both else None
+        obj = objectives(a_out, o_out) if both else ""
+        if cmd == "ik" and both:
+            try:
+                mot = next(iter(sorted(o_out.glob("*.mot"))))
+                obj += "; " + ik_weighted_objective(setup, search, a_out / mot.name, mot)
+            except Exception as e:      # the table says so rather than stopping
+                obj += f"; IK weighted objective not computed: {e}"
+        rows.append(dict(what=label, tool=tool.replace("Tool", ""),
+                         cmd=cmd + (" +search" if search else ""),
+                         a_rc=a_rc, a_dt=a_dt, a_msg=first_line(a_err) if a_rc else "",
+                         o_rc=o_rc, o_dt=o_dt,
+                         o_msg=("" if o_rc == 0 else first_line(o_err))
+                         if o_rc is not None else o_err[0],
+                         diff=diff, obj=obj))
+        _print_row(rows[-1])
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-opensim", action="store_true")
@@ -395,32 +449,28 @@ def main(argv=None):
             if search_dirs_for(setup) and perr is None:
                 variants.append(tuple(search_dirs_for(setup)))
             for k, search in enumerate(variants):
-                a_out = work / f"a{i}_{k}"
-                o_out = work / f"o{i}_{k}"
-                o_out.mkdir()
-                if have_opensim and perr is None:
-                    o_rc, o_dt, o_err = run_opensim(setup, tool, o_out, search)
-                else:
-                    o_rc, o_dt, o_err = (None, 0.0, ["not run"] if perr is None else
-                                         ["not XML: " + perr])
-                for cmd, cli in arthron_commands(setup, tool, analyses, a_out, search):
-                    a_rc, a_dt, a_err, _ = run_arthron(cli, cwd)
-                    diff = compare(a_out, o_out) if (a_rc == 0 and o_rc == 0) else None
-                    obj = objectives(a_out, o_out) if (a_rc == 0 and o_rc == 0) else ""
-                    if cmd == "ik" and a_rc == 0 and o_rc == 0:
-                        try:
-                            mot = next(iter(sorted(o_out.glob("*.mot"))))
-                            obj += "; " + ik_weighted_objective(setup, search, a_out / mot.name, mot)
-                        except Exception as e:      # the table says so rather than stopping
-                            obj += f"; IK weighted objective not computed: {e}"
-                    rows.append(dict(what=str(rel), tool=tool.replace("Tool", ""),
-                                     cmd=cmd + (" +search" if search else ""),
-                                     a_rc=a_rc, a_dt=a_dt, a_msg=first_line(a_err) if a_rc else "",
-                                     o_rc=o_rc, o_dt=o_dt,
-                                     o_msg=("" if o_rc == 0 else first_line(o_err))
-                                     if o_rc is not None else o_err[0],
-                                     diff=diff, obj=obj))
-                    _print_row(rows[-1])
+                rows += _run_setup(setup, str(rel), tool, analyses, perr, search,
+                                   work / f"a{i}_{k}", work / f"o{i}_{k}", cwd, have_opensim)
+            # what a user does after arthron's message about <states_file>: the IK motion instead
+            if tool == "AnalyzeTool" and perr is None and _has_states_file(setup):
+                ed = edited_copy(setup, work / f"e{i}", search_dirs_for(setup),
+                                 {"states_file": "", "controls_file": "",
+                                  "coordinates_file": str(PIPE / "OutputReference" /
+                                                          "subject01_walk1_ik.mot")})
+                rows += _run_setup(ed, f"{rel} (edited: coordinates_file = IK motion)", tool,
+                                   analyses, None, (), work / f"a{i}_e", work / f"o{i}_e", cwd,
+                                   have_opensim)
+        # ExternalLoads files: applied by the pipeline's ID setup in place of its own
+        id_setup = PIPE / "subject01_Setup_InverseDynamics.xml"
+        for j, loads in enumerate(sorted(DATA.rglob("*.xml"))):
+            rel = loads.relative_to(DATA)
+            if (_root_tool(loads)[0] != "ExternalLoads" or not id_setup.exists()
+                    or (args.only and args.only not in str(rel))):
+                continue
+            ed = edited_copy(id_setup, work / f"x{j}", search_dirs_for(id_setup),
+                             {"external_loads_file": str(loads)})
+            rows += _run_setup(ed, f"{rel} (in {id_setup.name})", "InverseDynamicsTool", [], None,
+                               (), work / f"ax{j}", work / f"ox{j}", cwd, have_opensim)
         if not args.no_models:
             for j, m in enumerate(models):
                 rel = m.relative_to(DATA)

@@ -198,3 +198,43 @@ def test_convert_check_of_a_model_with_plugin_components_passes_and_says_why(tmp
                  "--exclude", "Smith2018ArticularContactForce", "--exclude", "Smith2018ContactMesh"]) == 0
     out = capsys.readouterr().out
     assert "OpenSim 4: loaded" in out and "check passed" in out
+
+
+@needs_data
+@needs_opensim
+def test_analysis_names_name_the_files_as_in_opensim(tmp_path):
+    """OpenSim names an analysis' files ``<tool name>_<analysis name>_...`` (the name attribute,
+    even empty): the tutorial's StaticOptimization setup with its analyses renamed and a
+    MuscleAnalysis and a JointReaction added; arthron writes the same names, equal numbers."""
+    from lxml import etree
+    from arthron.errors import ArthronWarning
+    from arthron.io.sto import read_sto
+    src = TUT / "StaticOptimization" / "arm26_Setup_StaticOptimization.xml"
+    tree = etree.parse(str(src))
+    root = tree.getroot()
+    for tag, val in (("model_file", TUT / "arm26.osim"), ("final_time", "0.1"),
+                     ("coordinates_file", TUT / "InverseKinematics" / "arm26_InverseKinematics.mot"),
+                     ("results_directory", tmp_path / "o")):
+        root.find(f".//{tag}").text = str(val)
+    so = root.find(".//StaticOptimization")
+    so.set("name", "so1")
+    so.addnext(etree.fromstring(
+        '<MuscleAnalysis name="ma"><on>true</on><muscle_list>all</muscle_list>'
+        "<moment_arm_coordinate_list>r_elbow_flex</moment_arm_coordinate_list>"
+        "<compute_moments>true</compute_moments></MuscleAnalysis>"))
+    so.addnext(etree.fromstring('<JointReaction name=""><on>true</on><joint_names>r_elbow</joint_names>'
+                                "</JointReaction>"))
+    setup = tmp_path / "setup.xml"
+    tree.write(str(setup))
+    (tmp_path / "o").mkdir()
+    _opensim_run("AnalyzeTool", setup, tmp_path / "o", {})
+    with pytest.warns(ArthronWarning, match="without <forces_file>"):
+        assert main(["analyze", "--setup", str(setup), "--output-dir", str(tmp_path / "a")]) == 0
+    mine = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert mine == ["arm26__ReactionLoads.sto", "arm26_ma_Length.sto", "arm26_ma_MomentArm_r_elbow_flex.sto",
+                    "arm26_so1_activation.sto", "arm26_so1_force.sto"]
+    for name in mine:
+        assert (tmp_path / "o" / name).exists(), name
+    for name in ("arm26_ma_Length.sto", "arm26_ma_MomentArm_r_elbow_flex.sto"):
+        A, O = read_sto(tmp_path / "a" / name), read_sto(tmp_path / "o" / name)
+        assert A.labels == O.labels and np.abs(A.data - O.data).max() < 1e-7

@@ -481,7 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with the motion's accelerations: model-constraint forces by least squares "
                         "(auto: only when a forces file is given)")
     s.add_argument("-o", "--output", help="output .sto (with --setup: default "
-                                          "<results_directory>/<tool name>_JointReaction_ReactionLoads.sto)")
+                                          "<results_directory>/<tool name>_<analysis name>_ReactionLoads.sto)")
     s.set_defaults(func=cmd_jr)
     s = sub.add_parser("analyze", help="OpenSim AnalyzeTool setup: its JointReaction, MuscleAnalysis and "
                                        "StaticOptimization")

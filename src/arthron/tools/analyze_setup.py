@@ -143,6 +143,13 @@ def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetu
         analyses=analyses, setup=s)
 
 
+def analysis_name(el, kind: str) -> str:
+    """The name OpenSim puts in an analysis' result files, ``<tool name>_<analysis name>_...``:
+    the element's ``name`` attribute as written (``name=""`` gives ``arm26__ReactionLoads.sto``
+    in OpenSim 4.6 too), the class name when the attribute is absent."""
+    return el.get("name", kind) if el is not None else kind
+
+
 def model_with_force_sets(st: AnalyzeSetup) -> Model:
     """The setup's model with its ``force_set_files`` appended, or replacing its forces when
     ``replace_force_set`` (as OpenSim's AnalyzeTool loads it)."""
