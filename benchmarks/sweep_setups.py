@@ -163,8 +163,11 @@ def arthron_commands(setup, tool, analyses, out: Path, search=()):
     return cmds
 
 
+SRC = ROOT / "src"          # --src: another checkout's src (e.g. main, for a before/after table)
+
+
 def run_arthron(args, cwd):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env = dict(os.environ, PYTHONPATH=str(SRC))
     exe = shutil.which("arthron")
     cmd = [exe, *args] if exe else [sys.executable, "-c",
                                     "import sys; from arthron.cli import main; sys.exit(main())",
@@ -427,7 +430,12 @@ def main(argv=None):
     ap.add_argument("--no-opensim", action="store_true")
     ap.add_argument("--only", default=None, help="only setups/models whose path contains this")
     ap.add_argument("--no-models", action="store_true")
+    ap.add_argument("--src", default=None, help="run the arthron of this src folder (default: this "
+                                                "checkout's); the comparisons still use this one")
     args = ap.parse_args(argv)
+    global SRC
+    if args.src:
+        SRC = Path(args.src).resolve()
     try:
         import opensim  # noqa: F401
         have_opensim = not args.no_opensim
