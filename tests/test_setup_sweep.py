@@ -121,6 +121,11 @@ def test_options_the_setup_gives_are_refused_not_ignored(args, capsys):
     assert "does not go with --setup" in line
 
 
+def test_search_dir_without_setup_is_refused(tmp_path, capsys):
+    assert main(["id", "m.osim", "q.mot", "--search-dir", str(tmp_path), "-o", str(tmp_path / "x.sto")]) == 2
+    assert "--search-dir goes with --setup" in _one_line(capsys)
+
+
 # ------------------------------------------------------ tutorial setups with --search-dir
 @needs_data
 def test_tutorial_setup_needs_search_dir_and_says_which_file(tmp_path, capsys):

@@ -583,6 +583,8 @@ def main(argv=None) -> int:
         # no command writes onto a file it reads (the files named here, and every file a reader
         # opens while the command runs): arthron.io.files
         with input_guard([getattr(args, k) for k in _INPUT_ARGS if getattr(args, k, None)]):
+            if getattr(args, "search_dir", None) and not getattr(args, "setup", None):
+                raise OptionError("--search-dir goes with --setup (it finds the files a setup names)")
             if args.command in _FILE_OUTPUT and getattr(args, "output", None):
                 check_output(args.output)
             from .progress import progress_bar
