@@ -414,8 +414,10 @@ def _run_setup(setup, label, tool, analyses, perr, search, a_out, o_out, cwd, ha
                 obj += "; " + ik_weighted_objective(setup, search, a_out / mot.name, mot)
             except Exception as e:      # the table says so rather than stopping
                 obj += f"; IK weighted objective not computed: {e}"
+        errs = [ln for ln in a_err if ln.startswith("arthron: error:") or "Traceback" in ln]
         rows.append(dict(what=label, tool=tool.replace("Tool", ""),
                          cmd=cmd + (" +search" if search else ""),
+                         one_line=len(errs) == 1 and "Traceback" not in "\n".join(a_err),
                          a_rc=a_rc, a_dt=a_dt, a_msg=first_line(a_err) if a_rc else "",
                          o_rc=o_rc, o_dt=o_dt,
                          o_msg=("" if o_rc == 0 else first_line(o_err))
@@ -498,14 +500,39 @@ def main(argv=None):
         shutil.rmtree(work, ignore_errors=True)
     after = snapshot()
     changed = sorted(str(p) for p in set(after) | set(before) if before.get(p) != after.get(p))
-    n_fail = sum(1 for r in rows if r["a_rc"] != 0)
-    print(f"\n{len(rows)} runs ({len({r['what'] for r in rows})} files); arthron failed "
-          f"{n_fail}; OpenSim failed {sum(1 for r in rows if r['o_rc'] not in (0, None))}")
+    summary(rows)
     if changed:
         print("SHARED DATA CHANGED:", *changed, sep="\n  ")
         return 1
     print("shared data unchanged")
     return 0
+
+
+def summary(rows):
+    """Counts by outcome: both ran; arthron refused what it does not support (one line); the
+    setup is broken for OpenSim as well; arthron failed where OpenSim ran (bugs)."""
+    setup_rows = [r for r in rows if r["tool"] != "model"]
+    model_rows = [r for r in rows if r["tool"] == "model"]
+    both = [r for r in setup_rows if r["a_rc"] == 0 and r["o_rc"] == 0]
+    a_only = [r for r in setup_rows if r["a_rc"] == 0 and r["o_rc"] not in (0,)]
+    fail = [r for r in setup_rows if r["a_rc"] != 0]
+    unsupported = [r for r in fail if "not supported" in r["a_msg"]]
+    broken = [r for r in fail if r not in unsupported
+              and (r["o_rc"] not in (0, None) or r["o_msg"].startswith("not XML"))]
+    bugs = [r for r in fail if r not in unsupported and r not in broken]
+    unclear = [r for r in fail if not r.get("one_line", True)]
+    print(f"\n{len(setup_rows)} setup runs ({len({r['what'] for r in setup_rows})} setups and "
+          f"variants), {len(model_rows)} model runs ({len({r['what'] for r in model_rows})} models)")
+    print(f"  ran in arthron and OpenSim: {len(both)}; in arthron only (OpenSim not run or "
+          f"failing): {len(a_only)}")
+    print(f"  refused as unsupported, one line: {len(unsupported)}")
+    print(f"  failed in OpenSim too (missing files, not XML): {len(broken)}")
+    print(f"  failed in arthron where OpenSim ran or was not tried: {len(bugs)}" + "".join(
+        f"\n    {r['what']} {r['cmd']}: {r['a_msg'][:200]}" for r in bugs))
+    print(f"  failures not reported in one clear line: {len(unclear)}" + "".join(
+        f"\n    {r['what']} {r['cmd']}" for r in unclear))
+    print(f"  models failing info/convert --check: "
+          f"{sum(1 for r in model_rows if r['a_rc'] != 0)}")
 
 
 def _print_row(r):
