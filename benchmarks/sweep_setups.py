@@ -61,6 +61,29 @@ SEARCH = {
     DATA / "opensim-core" / "Applications" / "ID" / "tests" / "resources": [
         DATA / "opensim-core" / "OpenSim" / "Tests" / "shared"],
 }
+REFD = DATA / "opensim-reference"
+#: the reference's setup templates (``<workdir>`` placeholders: not XML until filled in) and
+#: where the files their placeholders stood for are kept
+TEMPLATE_SEARCH = {
+    REFD / "task1_arm26" / "setups": [M / "Tutorials" / "Computed_Muscle_Control" / "InverseKinematics",
+                                      REFD / "task1_arm26" / "IK", REFD / "task1_arm26" / "SO_phys"],
+    REFD / "task2_gait2354" / "setups": [REFD / "task2_gait2354", PIPE,
+                                         REFD / "task2_gait2354" / "IK_ourModel"],
+}
+
+
+def filled_template(setup, folder: Path):
+    """The template with ``<workdir>`` (a folder of its own) and ``<opensim-models>`` filled in,
+    written into ``folder``; (path, tool, analyses) or None when it is not a template."""
+    text = setup.read_text(errors="replace")
+    if "<workdir>" not in text:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    text = text.replace("<workdir>", str(folder / "workdir")).replace("<opensim-models>", str(M))
+    dst = folder / setup.name
+    dst.write_text(text)
+    tool, analyses, err = _root_tool(dst)
+    return None if err else (dst, tool, analyses)
 
 
 def search_dirs_for(setup):
@@ -461,6 +484,14 @@ def main(argv=None):
             for k, search in enumerate(variants):
                 rows += _run_setup(setup, str(rel), tool, analyses, perr, search,
                                    work / f"a{i}_{k}", work / f"o{i}_{k}", cwd, have_opensim)
+            # the reference's templates, placeholders filled as their README says
+            if perr is not None and setup.parent in TEMPLATE_SEARCH:
+                filled = filled_template(setup, work / f"t{i}")
+                if filled is not None:
+                    rows += _run_setup(filled[0], f"{rel} (placeholders filled)", filled[1],
+                                       filled[2], None,
+                                       tuple(d for d in TEMPLATE_SEARCH[setup.parent] if d.is_dir()),
+                                       work / f"a{i}_t", work / f"o{i}_t", cwd, have_opensim)
             # what a user does after arthron's message about <states_file>: the IK motion instead
             if tool == "AnalyzeTool" and perr is None and _has_states_file(setup):
                 ed = edited_copy(setup, work / f"e{i}", search_dirs_for(setup),
