@@ -38,7 +38,18 @@ def data_dir() -> Path:
 
 
 def _data_files():
-    return {p for p in DATA.rglob("*") if p.is_file()} if HAVE_DATA else set()
+    """Every file of the shared data with its (mtime, size): files added, changed or removed."""
+    if not HAVE_DATA:
+        return {}
+    out = {}
+    for p in DATA.rglob("*"):
+        try:
+            if p.is_file():
+                st = p.stat()
+                out[p] = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            pass
+    return out
 
 
 def pytest_sessionstart(session):
@@ -46,11 +57,14 @@ def pytest_sessionstart(session):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """The shared data is read in place and never written: fail the run if a test left files."""
+    """The shared data is read in place and never written: fail the run if a test left files,
+    or rewrote or removed one (a setup run without -o writes into the setup's folder)."""
     before = getattr(session.config, "_arthron_data_files", None)
     if before is None:
         return
-    added = sorted(_data_files() - before)
+    after = _data_files()
+    added = sorted(str(p) if p not in before else f"{p} (changed)" if p in after else f"{p} (removed)"
+                   for p in set(after) | set(before) if before.get(p) != after.get(p))
     if added:
         print("\ntests wrote into ../shared/data (not allowed):\n  " + "\n  ".join(map(str, added[:20])))
         session.exitstatus = 1

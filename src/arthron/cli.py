@@ -10,7 +10,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from .errors import ArthronError, ArthronWarning
+from .errors import ArthronError, ArthronWarning, OptionError
 
 
 def _warn_format(message, category, filename, lineno, line=None):
@@ -47,7 +47,7 @@ def cmd_convert(a):
     m = convert_model(a.input, a.output, exclude_types=tuple(a.exclude or ()))
     print(f"wrote {a.output}")
     if a.check:
-        res = check_conversion(m, a.output)
+        res = check_conversion(m, a.output, original_file=a.input, exclude_types=tuple(a.exclude or ()))
         print(res.report())
         return 0 if res.ok else 1
     return 0
@@ -76,7 +76,9 @@ def _names(values):
 def cmd_id(a):
     from .tools.id_tool import run_id, run_id_from_setup
     if a.setup:
-        run = run_id_from_setup(a.setup, output=a.output)
+        _setup_only(a, "model", "motion", "external_loads", "bodies", "rotate", "force_location",
+                    "lowpass", "time_range", "exclude")
+        run = run_id_from_setup(a.setup, output=a.output, search_dirs=a.search_dir)
     else:
         if not (a.model and a.motion and a.output):
             raise SystemExit("arthron id: give MODEL MOTION -o OUT.sto, or --setup SETUP.xml")
@@ -110,8 +112,16 @@ def cmd_ik(a):
     from .tools.ik_tool import run_ik, run_ik_from_setup
     from .tools.options import check_time_range
     if a.setup:
-        res = run_ik_from_setup(a.setup, progress=a.progress)
-        path = res.write(a.output) if a.output else res.write()
+        _setup_only(a, "model", "trial", "rotate", "time_range")
+        res = run_ik_from_setup(a.setup, progress=a.progress, search_dirs=a.search_dir)
+        if a.output:     # -o: the marker errors and locations go beside it, not into results_directory
+            out = Path(a.output).absolute()
+            path = res.write(out, *(None if p is None else out.parent / p.name
+                                    for p in (res.errors_file, res.locations_file)))
+            res.errors_file, res.locations_file = (None if p is None else out.parent / p.name
+                                                   for p in (res.errors_file, res.locations_file))
+        else:
+            path = res.write()
     else:
         if not (a.model and a.trial and a.output):
             raise SystemExit("arthron ik: give MODEL TRIAL.trc -o OUT.mot, or --setup SETUP.xml")
@@ -129,7 +139,8 @@ def cmd_scale(a):
     from .tools.anthropometric_tool import run_anthropometric_scale
     from .tools.scale_tool import scale_from_setup
     if a.setup:
-        res = scale_from_setup(a.setup)
+        _setup_only(a, "model", "static", "mass", "height", "output")
+        res = scale_from_setup(a.setup, search_dirs=a.search_dir)
         for p in res.write(a.output_dir):
             print(f"wrote {p}")
         return 0
@@ -149,7 +160,8 @@ def cmd_paths(a):
         if a.plot or a.muscles:
             raise SystemExit("arthron paths --setup: the setup's MuscleAnalysis says which muscles; "
                              "--plot and --muscles go with MODEL MOTION")
-        written = run_analyze(a.setup, only=("MuscleAnalysis",), results_dir=a.output)
+        written = run_analyze(a.setup, only=("MuscleAnalysis",), results_dir=a.output,
+                              search_dirs=a.search_dir)
     else:
         if not (a.model and a.motion and a.output):
             raise SystemExit("arthron paths: give MODEL MOTION -o DIR, or --setup ANALYZE_SETUP.xml")
@@ -172,7 +184,10 @@ def cmd_paths(a):
 def cmd_jr(a):
     from .tools.analyze_tool import run_analyze, run_joint_reaction, write_joint_reactions
     if a.setup:
-        written = run_analyze(a.setup, only=("JointReaction",), joint_reaction_file=a.output)
+        _setup_only(a, "model", "motion", "forces", "external_loads", "bodies", "rotate", "force_location",
+                    "joints", "on", "in", "lowpass", "time_range", "accelerations", "constraint_forces")
+        written = run_analyze(a.setup, only=("JointReaction",), joint_reaction_file=a.output,
+                              search_dirs=a.search_dir)
         from .io.sto import read_sto
         t = read_sto(written[0])
         print(f"wrote {written[0]} ({len(t.time)} frames, {len(t.labels) // 9} joint reactions)")
@@ -190,7 +205,7 @@ def cmd_jr(a):
 
 def cmd_analyze(a):
     from .tools.analyze_tool import run_analyze
-    for p in run_analyze(a.setup, results_dir=a.output_dir):
+    for p in run_analyze(a.setup, results_dir=a.output_dir, search_dirs=a.search_dir):
         print(f"wrote {p}")
     return 0
 
@@ -198,8 +213,12 @@ def cmd_analyze(a):
 def cmd_so(a):
     from .tools.static_optimization_tool import run_static_optimization_from_setup, write_static_optimization
     if a.setup:
+        _setup_only(a, "model", "motion", "external_loads", "bodies", "rotate", "force_location", "lowpass",
+                    "time_range", "activation_exponent", "no_physiology", "objective", "specific_tension",
+                    "pcsa", "cone", "emg", "emg_map", "reserves", "name")
         res, written = run_static_optimization_from_setup(a.setup, results_dir=a.output,
-                                                          joint_reactions=a.joint_reactions)
+                                                          joint_reactions=a.joint_reactions,
+                                                          search_dirs=a.search_dir)
     else:
         if not (a.model and a.motion and a.output):
             raise SystemExit("arthron so: give MODEL MOTION -o DIR, or --setup SETUP.xml")
@@ -552,7 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with the motion's accelerations: model-constraint forces by least squares "
                         "(auto: only when a forces file is given)")
     s.add_argument("-o", "--output", help="output .sto (with --setup: default "
-                                          "<results_directory>/<tool name>_JointReaction_ReactionLoads.sto)")
+                                          "<results_directory>/<tool name>_<analysis name>_ReactionLoads.sto)")
     s.set_defaults(func=cmd_jr)
     s = sub.add_parser("analyze", help="OpenSim AnalyzeTool setup: its JointReaction, MuscleAnalysis and "
                                        "StaticOptimization")
@@ -601,7 +620,34 @@ def build_parser() -> argparse.ArgumentParser:
     _add_batch_parser(sub)
     _add_picture_parsers(sub)
     _add_study_parsers(sub)
+    _add_setup_search_options(sub)
     return p
+
+
+def _add_setup_search_options(sub):
+    """``--search-dir DIR`` (repeatable) on every command that runs a setup: where to look, by file
+    name, for the files a setup names that do not exist as written (a tutorial's setup naming a
+    model one folder up, a setup copied from another machine); :mod:`arthron.tools.setup_files`."""
+    for name in ("ik", "id", "scale", "analyze", "so", "jr", "paths"):
+        sub.choices[name].add_argument(
+            "--search-dir", action="append", metavar="DIR",
+            help="with --setup: a folder searched (then its subfolders) for the files the setup names "
+                 "that do not exist as written; repeatable")
+
+
+def _setup_only(a, *dests):
+    """Refuse, with --setup, the options the setup itself gives (they would be ignored silently)."""
+    sp = build_parser()._subparsers._group_actions[0].choices[a.command]
+    for d in dests:
+        v = getattr(a, d, None)
+        if v not in (None, False, [], sp.get_default(d)):
+            opt = next((o for act in sp._actions if act.dest == d for o in act.option_strings
+                        if o.startswith("--")), None)
+            what = opt or d.upper()
+            if d == "output":
+                raise OptionError(f"{what} does not go with --setup: give the folder with --output-dir")
+            raise OptionError(f"{what} does not go with --setup: the setup file gives it "
+                              f"(edit the setup, or run without --setup)")
 
 
 _INPUT_ARGS = ("model", "motion", "trial", "input", "setup", "forces", "external_loads", "static",
@@ -625,6 +671,8 @@ def main(argv=None) -> int:
         # no command writes onto a file it reads (the files named here, and every file a reader
         # opens while the command runs): arthron.io.files
         with input_guard([getattr(args, k) for k in _INPUT_ARGS if getattr(args, k, None)]):
+            if getattr(args, "search_dir", None) and not getattr(args, "setup", None):
+                raise OptionError("--search-dir goes with --setup (it finds the files a setup names)")
             if args.command in _FILE_OUTPUT and getattr(args, "output", None):
                 check_output(args.output)
             from .progress import progress_bar

@@ -16,7 +16,7 @@ from ..io.osim import read_force_set, read_osim
 from ..io.setup import ToolSetup, read_tool_setup
 from ..models.model import Model
 from .setup_files import setting_bool, setting_float, setting_list
-from .setup_files import find_setup_file, is_unassigned, require_setup_file
+from .setup_files import check_tool, find_setup_file, is_unassigned, require_setup_file
 
 __all__ = ["step_rows", "read_force_set_file", "AnalyzeSetup", "read_analyze_setup",
            "model_with_force_sets"]
@@ -112,10 +112,14 @@ def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetu
     UnsupportedFeature (``states_file`` instead of ``coordinates_file``).
     """
     s = read_tool_setup(path, placeholders)
-    if s.tool != "AnalyzeTool":
-        raise DataFileError(f"expected an <AnalyzeTool> setup, found <{s.tool}>", s.path)
+    check_tool(s, "AnalyzeTool")
     if not is_unassigned(s.get("states_file")):
-        raise UnsupportedFeature("AnalyzeTool states_file (use coordinates_file)", s.path)
+        el = s.element.find("states_file")
+        raise UnsupportedFeature(
+            f"<states_file> {s.get('states_file').strip()!r}: running the analyses on a states file "
+            "(the output of CMC or a forward simulation) is not supported; give the motion (e.g. "
+            "the IK .mot) as <coordinates_file> and leave <states_file> empty", s.path,
+            *((f"line {el.sourceline}",) if el is not None else ()))
     if not s.get("model_file") or not s.get("coordinates_file"):
         raise DataFileError("the setup needs model_file and coordinates_file", s.path)
     analyses = []
@@ -137,6 +141,13 @@ def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetu
         time_range=(setting_float(s.get("initial_time"), -math.inf, s.path, "initial_time"),
                     setting_float(s.get("final_time"), math.inf, s.path, "final_time")),
         analyses=analyses, setup=s)
+
+
+def analysis_name(el, kind: str) -> str:
+    """The name OpenSim puts in an analysis' result files, ``<tool name>_<analysis name>_...``:
+    the element's ``name`` attribute as written (``name=""`` gives ``arm26__ReactionLoads.sto``
+    in OpenSim 4.6 too), the class name when the attribute is absent."""
+    return el.get("name", kind) if el is not None else kind
 
 
 def model_with_force_sets(st: AnalyzeSetup) -> Model:

@@ -5,7 +5,8 @@ MuscleAnalysis and StaticOptimization analyses, and the same analyses on files g
 Results are written with OpenSim's names into the setup's ``results_directory`` (created when
 missing): ``<tool name>_JointReaction_ReactionLoads.sto``,
 ``<tool name>_MuscleAnalysis_Length.sto``, ``<tool name>_MuscleAnalysis_MomentArm_<coordinate>.sto``,
-``<tool name>_StaticOptimization_activation.sto`` and ``_force.sto``.
+``<tool name>_StaticOptimization_activation.sto`` and ``_force.sto``, where ``JointReaction``
+... stand for each analysis' name in the setup (:func:`analysis_name`), as OpenSim 4.6 names them.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from ..solvers.reactions import JointReactionResult, joint_reactions
 from ..models.motion import coordinates_from_table
 from .analyze_setup import (AnalyzeSetup, model_with_force_sets, read_analyze_setup,  # noqa: F401
                             read_force_set_file, step_rows)
+from .analyze_setup import analysis_name
 from .options import check_lowpass, check_time_range
 from .setup_files import setting_list, setting_text, step_interval
 from .setup_files import find_setup_file, results_directory
@@ -54,6 +56,16 @@ def _external_loads(path):
 def _joint_reaction(st: AnalyzeSetup, jr, model: Model, motion, accelerations, search_dirs, tree=None):
     fpath = find_setup_file(st.setup, setting_text(jr, "forces_file"), search_dirs)
     forces = read_sto(fpath) if fpath is not None else None
+    if (forces is None and accelerations == "forward"
+            and any(m.applies_force for m in model.muscles.values())):
+        # OpenSim then takes the muscle forces from the muscles' default states (with
+        # solve_for_equilibrium_for_auxiliary_states false, unequilibrated fibres: reactions of
+        # 10^5 N on the Gait2354 pipeline's Analyze_Reactions setup); arthron applies none
+        warnings.warn(f"{st.path}: JointReaction without <forces_file>: the muscles and actuators "
+                      "apply no force, so the reactions are those of the model moved by gravity and "
+                      "the external loads alone (OpenSim uses the muscles' default states instead); "
+                      "give the StaticOptimization _force.sto as <forces_file>",
+                      ArthronWarning, stacklevel=3)
     ext, loads_table = _external_loads(st.external_loads_file)
     names = setting_list(setting_text(jr, "joint_names")) or ["ALL"]
     on = setting_list(setting_text(jr, "apply_on_bodies")) or ["child"]
@@ -214,13 +226,14 @@ def muscle_analysis_from_setup(setup_path, placeholders=None, *, search_dirs=Non
     return _muscle_analysis(st, ma, model_with_force_sets(st), read_sto(st.coordinates_file))[0]
 
 
-def _path_table_files(coords, out: Path, prefix: str) -> list:
-    return [out / f"{prefix}_MuscleAnalysis_Length.sto"] + [
-        out / f"{prefix}_MuscleAnalysis_MomentArm_{c}.sto" for c in coords]
+def _path_table_files(coords, out: Path, prefix: str, analysis: str = "MuscleAnalysis") -> list:
+    return [out / f"{prefix}_{analysis}_Length.sto"] + [
+        out / f"{prefix}_{analysis}_MomentArm_{c}.sto" for c in coords]
 
 
-def _write_path_tables(res: PathAnalysis, coords, out: Path, prefix: str) -> list:
-    files = _path_table_files(coords, out, prefix)
+def _write_path_tables(res: PathAnalysis, coords, out: Path, prefix: str,
+                       analysis: str = "MuscleAnalysis") -> list:
+    files = _path_table_files(coords, out, prefix, analysis)
     for f in files:
         make_output_folder(f)
     with output_group():
@@ -268,6 +281,7 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
 
     Writes into ``results_dir`` (default the setup's ``results_directory``, relative to the
     setup's folder; created when missing), with OpenSim's names:
+    (``JointReaction`` ... standing for the analysis' name in the setup, :func:`analysis_name`)
     ``<tool name>_JointReaction_ReactionLoads.sto``, ``<tool name>_MuscleAnalysis_Length.sto``
     ``<tool name>_MuscleAnalysis_MomentArm_<coordinate>.sto`` (every coordinate of
     ``moment_arm_coordinate_list``; with ``all``, those the paths cross; OpenSim writes them
@@ -330,11 +344,12 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
     for kind, el, n, res in results:
         if kind == "JointReaction":
             plan.append([Path(joint_reaction_file) if joint_reaction_file is not None
-                         else out / f"{st.name}_JointReaction_ReactionLoads.sto"])
+                         else out / f"{st.name}_{analysis_name(el, kind)}_ReactionLoads.sto"])
         elif kind == "StaticOptimization":
-            plan.append([out / f"{st.name}_StaticOptimization_{k}.sto" for k in ("activation", "force")])
+            plan.append([out / f"{st.name}_{analysis_name(el, kind)}_{k}.sto"
+                         for k in ("activation", "force")])
         else:
-            plan.append(_path_table_files(res[1], out, st.name))
+            plan.append(_path_table_files(res[1], out, st.name, analysis_name(el, kind)))
     for f in (f for fs in plan for f in fs):     # every output checked before anything is created
         check_output(f)
     written = []
@@ -346,9 +361,10 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
             elif kind == "StaticOptimization":
                 from .static_optimization_tool import write_static_optimization
                 rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0)
-                written += write_static_optimization(res, out, st.name, rows if n > 1 else None)
+                written += write_static_optimization(res, out, st.name, rows if n > 1 else None,
+                                                     analysis=analysis_name(el, kind))
             else:
                 pa, coords = res
                 pa = pa.rows(step_rows(motion.time, pa.time, n, st.lowpass_hz > 0)) if n > 1 else pa
-                written += _write_path_tables(pa, coords, out, st.name)
+                written += _write_path_tables(pa, coords, out, st.name, analysis_name(el, kind))
     return written

@@ -11,12 +11,12 @@ from pathlib import Path
 from ..errors import ArthronWarning, DataFileError
 from ..io.files import check_output, input_guard, make_output_folder, note_input
 from ..io.osim import read_osim
-from ..io.setup import InverseDynamicsSetup, read_external_loads, read_id_setup
+from ..io.setup import InverseDynamicsSetup, read_external_loads, read_id_setup, read_tool_setup
 from ..io.sto import read_sto, write_sto
 from ..models.model import Model
 from ..solvers.inverse_dynamics import InverseDynamicsResult, run_inverse_dynamics
 from .options import check_lowpass, check_time_range
-from .setup_files import find_setup_file, require_setup_file, results_directory
+from .setup_files import check_tool, find_setup_file, require_setup_file, results_directory
 
 __all__ = ["run_id", "run_id_from_setup", "InverseDynamicsRun", "write_inverse_dynamics",
            "DEFAULT_OUTPUT"]
@@ -146,7 +146,11 @@ def run_id_from_setup(path, *, placeholders=None, search_dirs=None, output=None)
 
 
 def _run_id_from_setup(path, placeholders, search_dirs, output) -> InverseDynamicsRun:
-    st = read_id_setup(path, placeholders)
+    try:
+        st = read_id_setup(path, placeholders)
+    except DataFileError:        # another tool's setup: say which command runs it, or that none does
+        check_tool(read_tool_setup(path, placeholders), "InverseDynamicsTool")
+        raise
     ts = st.setup
     model_file = require_setup_file(ts, "model_file", search_dirs, value=str(st.model_file or ""))
     motion_file = require_setup_file(ts, "coordinates_file", search_dirs,

@@ -23,7 +23,7 @@ from ..io.trc import read_trc
 from ..models.model import Model
 from ..solvers.inverse_kinematics import (CoordinateTask, IKResult, IKTasks, check_ik_options,
                                           coordinate_reference, solve_ik)
-from .setup_files import find_setup_file, results_directory
+from .setup_files import check_tool, find_setup_file, results_directory
 
 __all__ = ["IKToolResult", "read_ik_tasks", "run_ik", "run_ik_from_setup", "write_ik_result"]
 
@@ -288,8 +288,7 @@ def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=Non
 
 def _run_ik_from_setup(path, search_dirs, placeholders, progress, block, penalty) -> IKToolResult:
     st = read_tool_setup(path, placeholders)
-    if st.tool != "InverseKinematicsTool":
-        raise DataFileError(f"not an InverseKinematicsTool setup (root <{st.tool}>)", st.path)
+    check_tool(st, "InverseKinematicsTool")
     mf = find_setup_file(st, st.get("model_file"), search_dirs)
     if mf is None:
         raise DataFileError("model_file is not set", st.path)

@@ -33,7 +33,7 @@ from ..solvers.scaling import (Measurement, ScaleEntry, compute_scale_set, frame
                               scale_model)
 from ..tables import Table
 from .ik_tool import read_ik_tasks
-from .setup_files import find_setup_file
+from .setup_files import check_tool, find_setup_file
 
 __all__ = ["ScaleSetup", "ScaleResult", "place_markers", "read_scale_setup", "scale_from_setup",
            "write_scale_set", "read_marker_set", "write_marker_set"]
@@ -189,8 +189,7 @@ def read_scale_setup(path, *, placeholders=None, search_dirs=None,
     DataFileError on a malformed setup (not a ScaleTool, bad numbers, missing files).
     """
     st = read_tool_setup(path, placeholders)
-    if st.tool != "ScaleTool":
-        raise DataFileError(f"not a ScaleTool setup (root <{st.tool}>)", st.path)
+    check_tool(st, "ScaleTool")
     el = st.element
 
     def f(name):

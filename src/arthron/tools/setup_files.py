@@ -14,11 +14,46 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..errors import DataFileError
+from ..errors import DataFileError, UnsupportedFeature
 
-__all__ = ["is_unassigned", "find_setup_file", "require_setup_file", "results_directory",
+__all__ = ["check_tool", "is_unassigned", "find_setup_file", "require_setup_file", "results_directory",
            "output_file", "setting_text", "setting_bool", "setting_list", "setting_float",
            "step_interval"]
+
+
+#: the OpenSim tool of each setup arthron runs, and the command that runs it
+TOOL_COMMANDS = {"InverseKinematicsTool": "ik", "InverseDynamicsTool": "id", "ScaleTool": "scale",
+                 "AnalyzeTool": "analyze"}
+#: OpenSim tools arthron does not implement (what they do, for the message)
+UNSUPPORTED_TOOLS = {"CMCTool": "computed muscle control", "RRATool": "residual reduction",
+                     "ForwardTool": "forward simulation",
+                     "StaticOptimizationTool": "static optimization tool (use an AnalyzeTool)",
+                     "MocoStudy": "Moco optimal control", "MocoTrack": "Moco tracking",
+                     "MocoInverse": "Moco inverse"}
+
+
+def check_tool(setup, expected: str, element=None) -> None:
+    """Refuse a setup of another tool than ``expected`` in one line that says what to do.
+
+    ``setup``: a ToolSetup (``tool``, ``path``); ``element``: lxml element for the line number.
+
+    Raises
+    ------
+    UnsupportedFeature for the OpenSim tools arthron does not run (CMC, RRA, forward
+    simulation, Moco), DataFileError for any other tool (naming the command that runs it).
+    """
+    tool = setup.tool
+    if tool == expected:
+        return
+    where = (f"line {element.sourceline}",) if getattr(element, "sourceline", None) else ()
+    runs = ", ".join(TOOL_COMMANDS)
+    if tool in UNSUPPORTED_TOOLS:
+        raise UnsupportedFeature(f"<{tool}> ({UNSUPPORTED_TOOLS[tool]}) is not supported by arthron "
+                                 f"(it runs {runs} setups)", setup.path, *where)
+    if tool in TOOL_COMMANDS:
+        raise DataFileError(f"expected an {expected} setup, found <{tool}>: run it with "
+                            f"'arthron {TOOL_COMMANDS[tool]} --setup'", setup.path, *where)
+    raise DataFileError(f"expected an {expected} setup, found <{tool}>", setup.path, *where)
 
 
 def is_unassigned(name) -> bool:

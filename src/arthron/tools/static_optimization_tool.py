@@ -26,7 +26,7 @@ from ..models.forces import CoordinateActuator
 from ..models.model import Model
 from ..solvers.load_sharing import LoadSharingResult, static_optimization
 from ..io.files import output_group
-from .analyze_setup import AnalyzeSetup, model_with_force_sets, read_analyze_setup, step_rows
+from .analyze_setup import AnalyzeSetup, analysis_name, model_with_force_sets, read_analyze_setup, step_rows
 from .options import check_lowpass, check_time_range
 from .setup_files import setting_bool, setting_float, setting_text, step_interval
 from .setup_files import results_directory
@@ -83,9 +83,10 @@ def coordinate_actuator_model(model: Model) -> Model:
 
 
 def write_static_optimization(result: LoadSharingResult, out_dir, name: str, rows=None,
-                              report: bool = False) -> list:
-    """Write ``<name>_StaticOptimization_activation.sto`` and ``_force.sto`` into ``out_dir``
-    (created); ``rows`` the frames to keep; with ``report`` also
+                              report: bool = False, analysis: str = "StaticOptimization") -> list:
+    """Write ``<name>_<analysis>_activation.sto`` and ``_force.sto`` into ``out_dir``
+    (created; ``analysis``: the analysis' name in its setup, as OpenSim names the files);
+    ``rows`` the frames to keep; with ``report`` also
     ``<name>_StaticOptimization_report.sto`` (objective, residual, feasibility, cone per frame).
     All tables are computed before the first file is written. Returns the paths."""
     out = Path(out_dir)
@@ -97,7 +98,7 @@ def write_static_optimization(result: LoadSharingResult, out_dir, name: str, row
     for kind, table in tables:
         if rows is not None:
             table.time, table.data = table.time[rows], table.data[rows]
-        f = out / f"{name}_StaticOptimization_{kind}.sto"
+        f = out / f"{name}_{analysis}_{kind}.sto"
         write_sto(f, table)
         written.append(f)
     return written
@@ -176,7 +177,8 @@ def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_
         n = step_interval(so, st.path)
         rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0) if n > 1 else None
         with output_group():
-            written = write_static_optimization(res, out, st.name, rows)
+            written = write_static_optimization(res, out, st.name, rows,
+                                                analysis=analysis_name(so, "StaticOptimization"))
             if joint_reactions:       # as analyze_tool.write_joint_reactions writes it
                 table = res.extra["joint_reactions"].to_table()
                 if rows is not None:
