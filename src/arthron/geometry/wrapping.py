@@ -38,6 +38,7 @@ from .spatial import cross as _cross
 from .wrap_common import (INSIDE, MANDATORY, NO_WRAP, WRAPPED, _dot, _norm, _rotate,  # noqa: F401
                           _sgn, _unit)
 from .wrap_ellipsoid import wrap_ellipsoid
+from .wrap_kernels import kernels, use_kernel
 from .wrap_obstacles import (DC_BOTH, DC_INSIDE, DC_NONE, DC_U, DC_V, _double_cylinder_obstacle,  # noqa: F401
                              wrap_cylinder_obstacle, wrap_double_cylinder_obstacle,
                              wrap_sphere_obstacle)
@@ -362,8 +363,13 @@ def _adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter=100, thresh=np.deg2rad
     the *corrected* r1 with the angle and rise of the uncorrected one (OpenSim evaluates it
     through a lambda that reads the current r1). Repeated, at most ``max_iter`` times, on the
     frames where a point moved."""
-    r1 = r1.copy()
-    r2 = r2.copy()
+    r1 = np.array(r1, float)
+    r2 = np.array(r2, float)
+    if use_kernel():
+        kernels().adjust_spiral(np.ascontiguousarray(p1, float), np.ascontiguousarray(p2, float),
+                                r1, r2, float(R), np.ascontiguousarray(long_wrap, bool),
+                                int(max_iter), float(thresh))
+        return r1, r2
     idx = np.arange(len(r1))
     sense_all = np.where(long_wrap, -1.0, 1.0)
     for _ in range(max_iter):
