@@ -130,3 +130,21 @@ def test_kernel_choice_by_problem_size(monkeypatch):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}).stdout
     assert out.split() == ["False", "True", "True"]
+
+
+def test_surface_path_kernel_equals_numpy(both):
+    rng = np.random.default_rng(5)
+    a = np.array([0.8, 1.3, 0.9])
+    u = rng.normal(size=(300, 3))
+    u /= np.linalg.norm(u / a, axis=1, keepdims=True)
+    r1 = u
+    r2 = np.roll(u, 1, 0) * rng.uniform(0.98, 1.0, (300, 1))
+    r2[:5] = r1[:5] + 1e-4                       # shorter than one chord
+    vs = np.cross(r1, r2)
+    vs /= np.linalg.norm(vs, axis=1, keepdims=True)
+    vs4 = -np.einsum("ij,ij->i", vs, r1)
+    far = rng.uniform(size=300) < 0.3
+    for factor in (1.0, 12.0):
+        x, y = both(lambda: WE._surface_path(r1, r2, a, vs, vs4, far, factor))
+        assert np.array_equal(x[3], y[3]) and x[3].max() > 100
+        _close(x, y)

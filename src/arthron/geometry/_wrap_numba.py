@@ -9,6 +9,7 @@ order (no fastmath, so no reassociation or fused multiply-adds):
 * :func:`closest_general` — ``_closest_ellipsoid`` for points off the coordinate planes;
 * :func:`tangent_lm` — ``_tangent_lm`` (OpenSim's damped tangent-point search);
 * :func:`adjust_spiral` — ``wrapping._adjust_spiral`` (the cylinder's axial sliding).
+* :func:`surface_path` — ``_surface_path`` (the chord sum over the ellipsoid).
 """
 from __future__ import annotations
 
@@ -345,3 +346,109 @@ def adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter, thresh):
             r2[i, 2] = n2z
             if not (m1 or m2) or same:
                 break
+
+
+@numba.njit(**_JIT)
+def surface_path(r1, r2, a, vs, vs4, far, factor, seg, L, first, last, npts):
+    """``wrap_ellipsoid._surface_path`` row by row (OpenSim's ``CalcDistanceOnEllipsoid``):
+    the chord sum (scaled) L, the first and last interior points and the number of points."""
+    for i in range(r1.shape[0]):
+        dx = r1[i, 0] - r2[i, 0]
+        dy = r1[i, 1] - r2[i, 1]
+        dz = r1[i, 2] - r2[i, 2]
+        ln = math.sqrt(dx * dx + dy * dy + dz * dz) / factor
+        if ln < seg:
+            L[i] = ln * factor
+            npts[i] = 2
+            for j in range(3):
+                first[i, j] = r1[i, j]
+                last[i, j] = r2[i, j]
+            continue
+        q = ln / seg
+        nseg = 499 if q >= 499.0 else max(int(q), 1)
+        im = 0
+        big = abs(vs[i, 0])
+        for j in range(1, 3):
+            if abs(vs[i, j]) > big:
+                big = abs(vs[i, j])
+                im = j
+        mu = (-vs4[i]) / vs[i, im]
+        a0 = np.zeros(3)
+        a0[im] = mu
+        u1 = np.empty(3)
+        u2 = np.empty(3)
+        for j in range(3):
+            u1[j] = r1[i, j] - a0[j]
+            u2[j] = r2[i, j] - a0[j]
+        n1 = math.sqrt(u1[0] * u1[0] + u1[1] * u1[1] + u1[2] * u1[2])
+        n2 = math.sqrt(u2[0] * u2[0] + u2[1] * u2[1] + u2[2] * u2[2])
+        for j in range(3):
+            u1[j] = u1[j] / n1 if n1 > 0 else 0.0
+            u2[j] = u2[j] / n2 if n2 > 0 else 0.0
+        c = u1[0] * u2[0] + u1[1] * u2[1] + u1[2] * u2[2]
+        phi0 = math.acos(_clip1(c))
+        dphi = (-(2 * np.pi - phi0) if far[i] else phi0) / nseg
+        z0 = u1[1] * u2[2] - u1[2] * u2[1]
+        z1 = u1[2] * u2[0] - u1[0] * u2[2]
+        z2 = u1[0] * u2[1] - u1[1] * u2[0]
+        nz = math.sqrt(z0 * z0 + z1 * z1 + z2 * z2)
+        if nz > 0:
+            z0 = z0 / nz
+            z1 = z1 / nz
+            z2 = z2 / nz
+        else:
+            z0 = 0.0
+            z1 = 0.0
+            z2 = 0.0
+        y0 = z1 * u1[2] - z2 * u1[1]
+        y1 = z2 * u1[0] - z0 * u1[2]
+        y2 = z0 * u1[1] - z1 * u1[0]
+        f20 = a0[0] / a[0]
+        f21 = a0[1] / a[1]
+        f22 = a0[2] / a[2]
+        qc = f20 * f20 + f21 * f21 + f22 * f22 - 1.0
+        px = r1[i, 0]
+        py = r1[i, 1]
+        pz = r1[i, 2]
+        tot = 0.0
+        for k in range(1, nseg):
+            phi = k * dphi
+            cp = math.cos(phi)
+            sp = math.sin(phi)
+            d0 = cp * u1[0] + sp * y0
+            d1 = cp * u1[1] + sp * y1
+            d2 = cp * u1[2] + sp * y2
+            g0 = d0 / a[0]
+            g1 = d1 / a[1]
+            g2 = d2 / a[2]
+            qa = g0 * g0 + g1 * g1 + g2 * g2
+            qb = 2 * (g0 * f20 + g1 * f21 + g2 * f22)
+            disc = qb * qb - 4 * qa * qc
+            m3 = (-qb + math.sqrt(0.0 if disc < 0.0 else disc)) / (2 * qa)
+            sx = a0[0] + m3 * d0
+            sy = a0[1] + m3 * d1
+            sz = a0[2] + m3 * d2
+            ex = sx - px
+            ey = sy - py
+            ez = sz - pz
+            tot += math.sqrt(ex * ex + ey * ey + ez * ez)
+            if k == 1:
+                first[i, 0] = sx
+                first[i, 1] = sy
+                first[i, 2] = sz
+            px = sx
+            py = sy
+            pz = sz
+        if nseg > 1:
+            last[i, 0] = px
+            last[i, 1] = py
+            last[i, 2] = pz
+        else:
+            for j in range(3):
+                first[i, j] = r1[i, j]
+                last[i, j] = r2[i, j]
+        ex = r2[i, 0] - px
+        ey = r2[i, 1] - py
+        ez = r2[i, 2] - pz
+        L[i] = tot + math.sqrt(ex * ex + ey * ey + ez * ez)
+        npts[i] = nseg + 1

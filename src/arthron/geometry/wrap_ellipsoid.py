@@ -334,6 +334,12 @@ def _surface_path(r1, r2, a, vs, vs4, far, factor):
     by chords (about 1 mm long, at most 499). Returns (length (scaled), first interior point,
     last interior point, number of points)."""
     N = len(r1)
+    if use_kernel():
+        L, first, last, npts = np.empty(N), np.empty((N, 3)), np.empty((N, 3)), np.empty(N, int)
+        kernels().surface_path(*(np.ascontiguousarray(x, float) for x in (r1, r2, a, vs, vs4)),
+                               np.ascontiguousarray(far, bool), float(factor), _SEG, L, first,
+                               last, npts)
+        return L, first, last, npts
     dr = r1 - r2
     ln = _norm(dr) / factor
     nseg = np.where(ln < _SEG, 1, np.minimum((ln / _SEG).astype(int), 499))
