@@ -6,9 +6,8 @@ order (no fastmath, so no reassociation or fused multiply-adds):
 * :func:`fan_blades` — ``wrap_ellipsoid``'s fan: for each frame the 298 chord points, their
   closest ellipsoid points (``_closest_ellipsoid``, Eberly's Newton iteration) and the sum of
   the unit vectors from chord to surface;
-* :func:`closest_general` — ``_closest_ellipsoid`` for points off the coordinate planes;
 * :func:`tangent_lm` — ``_tangent_lm`` (OpenSim's damped tangent-point search);
-* :func:`adjust_spiral` — ``wrapping._adjust_spiral`` (the cylinder's axial sliding).
+* :func:`adjust_spiral` — ``wrapping._adjust_spiral`` (the cylinder's axial sliding);
 * :func:`surface_path` — ``_surface_path`` (the chord sum over the ellipsoid).
 """
 from __future__ import annotations
@@ -59,18 +58,6 @@ def _newton_point(u, v, w, a0, a1, a2, amax):
         fp = fp * 2.0
         t = t - f / fp
     return A2 * u / (t + A2), B2 * v / (t + B2), C2 * w / (t + C2)
-
-
-@numba.njit(**_JIT)
-def closest_general(p, a, out):
-    """Closest ellipsoid points (out, (N, 3)) of points p (N, 3) none of whose coordinates is
-    within round-off of 0 (the caller handles those)."""
-    amax = max(a[0], max(a[1], a[2]))
-    for i in range(p.shape[0]):
-        x, y, z = _newton_point(p[i, 0], p[i, 1], p[i, 2], a[0], a[1], a[2], amax)
-        out[i, 0] = x
-        out[i, 1] = y
-        out[i, 2] = z
 
 
 @numba.njit(**_JIT)

@@ -20,11 +20,12 @@ import sys
 
 _KERNELS = None
 _FAILED = False
-#: Newton solves (fan points) that NumPy may spend in this process before numba is imported:
-#: the import and the loading of the cached kernels (≈0.2–0.5 s here) cost about as much as
-#: NumPy's wrapping of this many points, so a process never pays more than about twice the
-#: better of the two (the rent-or-buy rule).
-MIN_POINTS_TO_IMPORT = 300_000
+#: Newton solves (fan points) that NumPy may spend in this process before numba is imported.
+#: Importing numba and loading the cached kernels costs ≈0.3–0.6 s here, about what NumPy
+#: spends wrapping paths with this many fan points (arm26: 36k per 121 frames, ≈17 ms; the
+#: shoulder–elbow model: 282k per 130 frames, ≈0.5 s), so a process never pays much more
+#: than the better of the two (the rent-or-buy rule).
+MIN_POINTS_TO_IMPORT = 250_000
 _numpy_work = 0
 #: None: decide by problem size (:func:`use_kernel`); False: always NumPy; True: always the
 #: kernels where numba is installed (tests compare the two).
