@@ -285,11 +285,9 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
         Ruv = np.einsum("tji,tjk->tik", Rw, Rv)   # ... in the U frame
         ouv = np.einsum("tji,tj->ti", Rw, ov - ow)
     best_k = np.full(T, -1)
-    best_dl = np.full(T, np.inf)
     nodes = np.zeros((T, ns, 3))                  # tangent points, wrap (U) frame
     lens = np.zeros((T, ns))                      # surface length ending at the node
     valid = np.zeros((T, ns), bool)
-    mand = np.zeros(T, bool)
     # every candidate segment of every frame in one wrap call (rows are independent), then
     # OpenSim's choice replayed segment by segment: a mandatory wrap ends the search
     pair = (anyact[:, None] & (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0)
@@ -326,26 +324,29 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
             vd = np.ones((len(ti_), 2), bool)
             dl = (_wr._norm(r1 - g1) + L + _wr._norm(g2 - r2)
                   - straight)
-        bounds = np.searchsorted(kk_, np.arange(K))
-        for k in range(K - 1):
-            b0, b1 = bounds[k], bounds[k + 1]
-            if b0 == b1:
-                continue
-            rows = np.arange(b0, b1)
-            rows = rows[~mand[ti_[b0:b1]]]
-            if not len(rows):
-                continue
-            ci = ti_[rows]
-            st_r = status[rows]
-            code[ci] = st_r
-            is_m = st_r == _wr.MANDATORY
-            take = is_m | ((st_r == _wr.WRAPPED) & (dl[rows] < best_dl[ci]))
-            tk = ci[take]
-            rt = rows[take]
-            nodes[tk], lens[tk], valid[tk] = nd[rt], ln[rt], vd[rt]
-            best_dl[tk] = dl[rt]
-            best_k[tk] = k
-            mand[ci[is_m]] = True
+        # OpenSim tries the segments in order: a mandatory wrap is taken and ends the search,
+        # else the optional wrap that lengthens the path least (the first of equals); the
+        # code kept is that of the last segment tried. Per frame, over its rows at once:
+        order = np.argsort(ti_, kind="stable")    # rows by frame, then segment
+        ts, ss = ti_[order], status[order]
+        n = len(ts)
+        starts = np.flatnonzero(np.r_[True, ts[1:] != ts[:-1]])
+        ends = np.r_[starts[1:], n]
+        fr = ts[starts]
+        pos = np.arange(n)
+        fm = np.minimum.reduceat(np.where(ss == _wr.MANDATORY, pos, n), starts)
+        hasm = fm < n
+        code[fr] = ss[np.where(hasm, fm, ends - 1)]
+        ds = dl[order]
+        key = np.where((ss == _wr.WRAPPED) & (ds < np.inf), ds, np.inf)
+        kmin = np.minimum.reduceat(key, starts)
+        grp = np.repeat(np.arange(len(starts)), ends - starts)
+        fmin = np.minimum.reduceat(np.where(key == kmin[grp], pos, n), starts)
+        chosen = np.where(hasm, fm, np.where(kmin < np.inf, fmin, -1))
+        ok = chosen >= 0
+        tk, rt = fr[ok], order[chosen[ok]]
+        nodes[tk], lens[tk], valid[tk] = nd[rt], ln[rt], vd[rt]
+        best_k[tk] = kk_[rt]
     has = best_k >= 0
     if not has.any():
         return (P, loc, body, tag, wobj, wlen), code
