@@ -72,15 +72,18 @@ def test_fan_kernel_equals_numpy(both):
     _close([f], [k])
 
 
-def test_cylinder_tangent_correction_kernel_equals_numpy(both):
+def test_cylinder_kernel_equals_numpy(both):
     rng = np.random.default_rng(3)
     p1, p2 = _segments(rng, 500, 0.05)
     p1[:, 2] += 0.05
-    for axis, sign in ((-1, 0), (1, 1)):
-        a, b = both(lambda: W.wrap_cylinder(p1, p2, 0.02, 0.3, axis, sign, adjust_tangents=True))
-        assert (a[0] >= W.WRAPPED).sum() > 100
-        assert np.array_equal(a[0], b[0])
-        _close(a[1:], b[1:])
+    mask = rng.uniform(size=500) < 0.5
+    for axis, sign in ((-1, 0), (1, 1), (0, -1)):
+        for length, adj in ((0.3, True), (0.3, mask), (0.04, False)):
+            a, b = both(lambda: W.wrap_cylinder(p1, p2, 0.02, length, axis, sign,
+                                                adjust_tangents=adj))
+            assert (a[0] >= W.WRAPPED).sum() > 100
+            assert np.array_equal(a[0], b[0])
+            _close(a[1:], b[1:])
 
 
 @needs_data

@@ -181,6 +181,13 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
     p2 = np.asarray(p2, float)
     T = p1.shape[0]
     R = float(radius)
+    if use_kernel():
+        status, r1, r2, L = np.empty(T, int), np.empty((T, 3)), np.empty((T, 3)), np.empty(T)
+        adj = np.ascontiguousarray(np.broadcast_to(np.asarray(adjust_tangents, bool), (T,)))
+        kernels().wrap_cylinder(np.ascontiguousarray(p1), np.ascontiguousarray(p2), R,
+                                float(length), int(axis), int(sign), adj, 100,
+                                float(np.deg2rad(0.1)), status, r1, r2, L)
+        return status, r1, r2, L
     r2sq = R * R
     dn = np.array([0.0, 0.0, 1.0])
     constrained = axis >= 0
