@@ -1,17 +1,18 @@
 """Compiled (numba) kernels of the wrapping loops that NumPy evaluates slowly: the ellipsoid's
-"fan" of closest-point Newton solves, its damped tangent-point search and the cylinder's
-iterative tangent correction.
+"fan" of closest-point Newton solves, its damped tangent-point search and its chord sum, and
+the cylinder's wrap with its iterative tangent correction.
 
-Each kernel replays, row by row, the same arithmetic as the NumPy reference in
-:mod:`arthron.geometry.wrap_ellipsoid` and :mod:`arthron.geometry.wrapping` (OpenSim 4.6's
-``WrapEllipsoid::findClosestPoint`` / ``calcTangentPoint`` and ``WrapCylinder::
-_make_spiral_path``), so results agree with it to rounding (tests: 1e-12). The NumPy code stays
-the reference and the fallback.
+Each kernel (:mod:`arthron.geometry._wrap_numba`) replays, row by row, the same arithmetic as
+the NumPy reference in :mod:`arthron.geometry.wrap_ellipsoid` and
+:mod:`arthron.geometry.wrapping` (OpenSim 4.6's ``WrapEllipsoid::wrapLine`` /
+``findClosestPoint`` / ``calcTangentPoint`` and ``WrapCylinder::wrapLine`` /
+``_make_spiral_path``), so results agree with it to rounding (tests: 1e-12). The NumPy code
+stays the reference and the fallback.
 
-Importing this module imports numba (≈0.2–0.5 s) and loads the kernels from numba's on-disk
-cache; :func:`kernels` does that lazily, only when :func:`use_kernel` judges the problem large
-enough to pay for it (or numba is loaded already), so commands with small wrapping problems
-never import numba.
+This module does not import numba; :func:`kernels` imports it (≈0.2–0.5 s) and loads the
+kernels from numba's on-disk cache (compiled there at the first run, ≈5 s) lazily, only when
+:func:`use_kernel` judges the problem large enough to pay for it (or numba is loaded
+already), so commands with small wrapping problems never import numba.
 """
 from __future__ import annotations
 
