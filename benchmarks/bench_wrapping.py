@@ -114,8 +114,8 @@ def main():
     t_first = time.perf_counter() - t0
     t_len = med(lambda: P.path_lengths(ps, tree, q), 3)
     t_ma = med(lambda: P.moment_arms(ps, tree, q, return_lengths=True), 3)
-    print(f"shoulder-elbow, 130 frames x {len(m.forces)} strings: path_lengths {t_len * 1e3:6.1f} ms "
-          f"(first call in the process {t_first * 1e3:6.1f} ms), moment_arms+lengths "
+    print(f"shoulder-elbow, 130 frames x {len(m.forces)} strings: path_lengths "
+          f"{t_len * 1e3:6.1f} ms (first call in the process {t_first * 1e3:6.1f} ms), moment_arms+lengths "
           f"{t_ma * 1e3:6.1f} ms")
 
 
