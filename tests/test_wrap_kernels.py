@@ -151,3 +151,13 @@ def test_surface_path_kernel_equals_numpy(both):
         x, y = both(lambda: WE._surface_path(r1, r2, a, vs, vs4, far, factor))
         assert np.array_equal(x[3], y[3]) and x[3].max() > 100
         _close(x, y)
+
+
+def test_torus_kernel_equals_numpy(both):
+    rng = np.random.default_rng(6)
+    p1, p2 = _segments(rng, 400, 0.04)
+    for axis, sign, adj in ((-1, 0, False), (0, 1, True)):
+        a, b = both(lambda: W.wrap_torus(p1, p2, 0.01, 0.05, axis, sign, adjust_tangents=adj))
+        assert (a[0] >= W.WRAPPED).sum() > 100 and np.isfinite(a[3]).sum() > 100
+        assert np.array_equal(a[0], b[0])
+        _close(a[1:], b[1:])

@@ -9,7 +9,9 @@ order (no fastmath, so no reassociation or fused multiply-adds):
 * :func:`tangent_lm` — ``_tangent_lm`` (OpenSim's damped tangent-point search);
 * :func:`adjust_spiral` — ``wrapping._adjust_spiral`` (the cylinder's axial sliding);
 * :func:`wrap_cylinder` — ``wrapping.wrap_cylinder`` whole, that correction included;
-* :func:`surface_path` — ``_surface_path`` (the chord sum over the ellipsoid).
+* :func:`surface_path` — ``_surface_path`` (the chord sum over the ellipsoid);
+* :func:`torus_line_point` — ``wrapping._torus_line_point`` (MINPACK's lmdif on OpenSim's
+  torus residual).
 """
 from __future__ import annotations
 
@@ -663,3 +665,150 @@ def surface_path(r1, r2, a, vs, vs4, far, factor, seg, L, first, last, npts):
         ez = r2[i, 2] - pz
         L[i] = tot + math.sqrt(ex * ex + ey * ey + ez * ez)
         npts[i] = nseg + 1
+
+
+_EPSMCH = np.finfo(np.float64).eps
+_DWARF = np.finfo(np.float64).tiny
+
+
+@numba.njit(**_JIT)
+def _torus_fun(u, c2, c3, c4, c5, r):
+    g = c4 * u + c3
+    return c2 + 2.0 * u - 2.0 * r * (2.0 * g) / math.sqrt(u * u * c4 + 2.0 * c3 * u + c5)
+
+
+@numba.njit(**_JIT)
+def _lmpar1(r, qtb, d, delta, par):
+    """``wrapping._lmpar1`` for one problem: (par, x)."""
+    xg = qtb / r if r != 0.0 else 0.0
+    dx = abs(d * xg)
+    fp = dx - delta
+    gn = fp <= 0.1 * delta
+    parl = 0.0
+    if r != 0.0:
+        t = abs(d * (d * xg / dx) / r)
+        parl = ((fp / delta) / t) / t
+    gnorm = abs(r * qtb / d)
+    paru = gnorm / delta
+    if paru == 0.0:
+        paru = _DWARF / min(delta, 0.1)
+    par = min(max(par, parl), paru)
+    if par == 0.0:
+        par = gnorm / dx
+    x = xg
+    act = not gn
+    for it in range(1, 11):
+        if not act:
+            break
+        if par == 0.0:
+            par = max(_DWARF, 0.001 * paru)
+        s2 = r * r + par * d * d
+        xn = r * qtb / s2
+        x = xn
+        dxn = abs(d * xn)
+        temp = fp
+        fpn = dxn - delta
+        fp = fpn
+        stop = (abs(fpn) <= 0.1 * delta) or ((parl == 0.0) and (fpn <= temp) and (temp < 0.0)) \
+            or (it == 10)
+        t = abs(d * (d * xn / dxn)) / math.sqrt(s2)
+        parc = ((fpn / delta) / t) / t
+        if not stop:
+            if fpn > 0.0:
+                parl = max(parl, par)
+            if fpn < 0.0:
+                paru = min(paru, par)
+            par = max(parl, par + parc)
+        act = not stop
+    return (0.0 if gn else par), x
+
+
+@numba.njit(**_JIT)
+def torus_line_point(p, q, r, out):
+    """``wrapping._torus_line_point`` row by row: MINPACK's lmdif (one unknown, tolerances
+    1e-4, step bound 0.2, at most 500 evaluations) on OpenSim's residual along the line from p
+    towards q; the point reached in out (N, 3)."""
+    eps = math.sqrt(_EPSMCH)
+    ftol = 1e-4
+    xtol = 1e-4
+    factor = 0.2
+    maxfev = 500
+    for i in range(p.shape[0]):
+        n, _ = _unit3((q[i, 0] - p[i, 0], q[i, 1] - p[i, 1], q[i, 2] - p[i, 2]))
+        P = (p[i, 0], p[i, 1], p[i, 2])
+        c2 = 2.0 * _dot3(P, n)
+        c3 = P[0] * n[0] + P[1] * n[1]
+        c4 = n[0] * n[0] + n[1] * n[1]
+        c5 = P[0] * P[0] + P[1] * P[1]
+        x = 0.0
+        f = _torus_fun(x, c2, c3, c4, c5, r)
+        fnorm = abs(f)
+        nfev = 1
+        it1 = True
+        needj = True
+        J = 0.0
+        diag = 1.0
+        delta = 0.0
+        xnorm = 0.0
+        par = 0.0
+        done = fnorm == 0.0
+        for _ in range(4 * maxfev):
+            if done:
+                break
+            if needj:
+                h = eps * abs(x)
+                if h == 0.0:
+                    h = eps
+                J = (_torus_fun(x + h, c2, c3, c4, c5, r) - f) / h
+                nfev += 1
+                acn = abs(J)
+                dg = 1.0 if acn == 0.0 else acn
+                diag = dg if it1 else max(diag, acn)
+                xn = abs(diag * x)
+                dl = factor * xn
+                if it1:
+                    delta = factor if dl == 0.0 else dl
+                    xnorm = xn
+                needj = False
+                if fnorm == 0.0:
+                    break
+            par, xs = _lmpar1(J, f, diag, delta, par)
+            step = -xs
+            xt = x + step
+            pnorm = abs(diag * step)
+            if it1:
+                delta = min(delta, pnorm)
+            ft = _torus_fun(xt, c2, c3, c4, c5, r)
+            nfev += 1
+            fn1 = abs(ft)
+            fn = fnorm
+            actred = 1.0 - (fn1 / fn) ** 2 if 0.1 * fn1 < fn else -1.0
+            t1 = abs(J * step) / fn
+            t2 = math.sqrt(par) * pnorm / fn
+            prered = t1 * t1 + t2 * t2 / 0.5
+            dirder = -(t1 * t1 + t2 * t2)
+            ratio = actred / prered if prered != 0.0 else 0.0
+            tmp = 0.5 if actred >= 0.0 else 0.5 * dirder / (dirder + 0.5 * actred)
+            if 0.1 * fn1 >= fn or tmp < 0.1:
+                tmp = 0.1
+            if ratio <= 0.25:
+                delta = tmp * min(delta, pnorm / 0.1)
+                par = par / tmp
+            elif par == 0.0 or ratio >= 0.75:
+                delta = pnorm / 0.5
+                par = 0.5 * par
+            ok = ratio >= 1e-4
+            if ok:
+                x = xt
+                f = ft
+                fnorm = fn1
+                xnorm = abs(diag * xt)
+            it1 = it1 and not ok
+            needj = ok
+            done = ((abs(actred) <= ftol) and (prered <= ftol) and (0.5 * ratio <= 1.0)) \
+                or (delta <= xtol * xnorm) or (nfev >= maxfev) \
+                or ((abs(actred) <= _EPSMCH) and (prered <= _EPSMCH) and (0.5 * ratio <= 1.0)) \
+                or (delta <= _EPSMCH * xnorm) or (fnorm == 0.0)
+        out[i, 0] = P[0] + x * n[0]
+        out[i, 1] = P[1] + x * n[1]
+        out[i, 2] = P[2] + x * n[2]

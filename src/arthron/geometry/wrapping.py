@@ -552,6 +552,11 @@ def _torus_line_point(p, q, r):
     distance to a circle of radius ``2 r`` in the z = 0 plane (as OpenSim writes it); where it
     has no root near p the search stops near a minimum of its magnitude. Returns the point on
     the line (T, 3)."""
+    if use_kernel():
+        out = np.empty((len(p), 3))
+        kernels().torus_line_point(np.ascontiguousarray(p, float), np.ascontiguousarray(q, float),
+                                   float(r), out)
+        return out
     n = _unit(q - p)[0]
     c2 = 2.0 * _dot(p, n)
     c3 = p[:, 0] * n[:, 0] + p[:, 1] * n[:, 1]
