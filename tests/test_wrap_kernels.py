@@ -4,6 +4,7 @@ fan, cylinders with the iterative tangent correction, obstacle sets), and the ru
 between them."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import warnings
@@ -121,18 +122,24 @@ def test_kernel_choice_by_problem_size(monkeypatch):
     assert not WK.use_kernel(10 ** 9)
     monkeypatch.delenv("ARTHRON_NO_NUMBA")
     assert WK.use_kernel(0) == (WK._KERNELS is not None or "numba" in sys.modules)
-    # a fresh process: importing the path code, and a small wrapping problem, leave numba out
+    # a fresh process: importing the path code, and a small wrapping problem, leave numba out;
+    # it is imported once the NumPy work reaches the threshold (higher while the kernels are
+    # not in numba's cache)
     code = ("import sys, numpy as np\n"
             "from arthron.multibody import paths\n"
             "from arthron.geometry import wrap_ellipsoid as WE, wrap_kernels as WK\n"
             "rng = np.random.default_rng(0)\n"
             "p = rng.normal(size=(50, 3)); WE.wrap_ellipsoid(p, -p, [0.5, 0.7, 0.6])\n"
             "small = 'numba' in sys.modules\n"
-            "big = WK.use_kernel(WK.MIN_POINTS_TO_IMPORT)\n"
-            "print(small, big, 'numba' in sys.modules)\n")
+            "a = WK.use_kernel(WK.MIN_POINTS_TO_IMPORT - WK._numpy_work)\n"
+            "b = WK.use_kernel(WK.MIN_POINTS_TO_COMPILE)\n"
+            "print(small, a == WK._cached(), b, 'numba' in sys.modules)\n")
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    if "NUMBA_CACHE_DIR" in os.environ:
+        env["NUMBA_CACHE_DIR"] = os.environ["NUMBA_CACHE_DIR"]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}).stdout
-    assert out.split() == ["False", "True", "True"]
+                         env=env).stdout
+    assert out.split() == ["False", "True", "True", "True"]
 
 
 def test_surface_path_kernel_equals_numpy(both):

@@ -7,8 +7,8 @@ order (no fastmath, so no reassociation or fused multiply-adds):
   closest ellipsoid points (``_closest_ellipsoid``, Eberly's Newton iteration) and the sum of
   the unit vectors from chord to surface;
 * :func:`tangent_lm` — ``_tangent_lm`` (OpenSim's damped tangent-point search);
-* :func:`adjust_spiral` — ``wrapping._adjust_spiral`` (the cylinder's axial sliding);
-* :func:`wrap_cylinder` — ``wrapping.wrap_cylinder`` whole, that correction included;
+* :func:`wrap_cylinder` — ``wrapping.wrap_cylinder`` whole, with ``_adjust_spiral`` (the
+  iterative axial sliding of the tangent points, :func:`_adjust_row`);
 * :func:`surface_path` — ``_surface_path`` (the chord sum over the ellipsoid);
 * :func:`torus_line_point` — ``wrapping._torus_line_point`` (MINPACK's lmdif on OpenSim's
   torus residual).
@@ -335,13 +335,6 @@ def _adjust_row(p1, p2, r1, r2, i, R, lw, max_iter, thresh):
         r2[i, 2] = n2z
         if not (m1 or m2) or same:
             break
-
-
-@numba.njit(**_JIT)
-def adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter, thresh):
-    """``wrapping._adjust_spiral`` row by row (r1, r2 (N, 3) updated in place)."""
-    for i in range(r1.shape[0]):
-        _adjust_row(p1, p2, r1, r2, i, R, long_wrap[i], max_iter, thresh)
 
 
 @numba.njit(**_JIT)

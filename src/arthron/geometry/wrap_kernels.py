@@ -10,46 +10,84 @@ the NumPy reference in :mod:`arthron.geometry.wrap_ellipsoid` and
 stays the reference and the fallback.
 
 This module does not import numba; :func:`kernels` imports it (≈0.2–0.5 s) and loads the
-kernels from numba's on-disk cache (compiled there at the first run, ≈5 s) lazily, only when
-:func:`use_kernel` judges the problem large enough to pay for it (or numba is loaded
-already), so commands with small wrapping problems never import numba.
+kernels from numba's on-disk cache (compiled there at the first use, ≈5–10 s) lazily, only
+when :func:`use_kernel` judges the work large enough to pay for it, so commands with small
+wrapping problems never import numba, and a fresh installation compiles the kernels only for
+large work.
 """
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 _KERNELS = None
 _FAILED = False
-#: Newton solves (fan points) that NumPy may spend in this process before numba is imported.
-#: Importing numba and loading the cached kernels costs ≈0.3–0.6 s here, about what NumPy
-#: spends wrapping paths with this many fan points (arm26: 36k per 121 frames, ≈17 ms; the
-#: shoulder–elbow model: 282k per 130 frames, ≈0.5 s), so a process never pays much more
-#: than the better of the two (the rent-or-buy rule).
+_CACHED = None
+#: The compiled kernels (names in :mod:`arthron.geometry._wrap_numba`).
+KERNEL_NAMES = ("fan_blades", "tangent_lm", "surface_path", "wrap_cylinder", "torus_line_point")
+#: Newton solves (fan points) that NumPy may spend in this process before numba is imported,
+#: when numba's on-disk cache holds the kernels. Importing numba and loading the cached
+#: kernels costs ≈0.3–0.6 s here, about what NumPy spends wrapping paths with this many fan
+#: points (arm26: 36k per 121 frames, ≈17 ms; the shoulder–elbow model: 282k per 130 frames,
+#: ≈0.5 s), so a process never pays much more than the better of the two (the rent-or-buy
+#: rule).
 MIN_POINTS_TO_IMPORT = 250_000
+#: The same when the kernels are not in the cache yet: compiling them costs ≈5–10 s (once per
+#: installation; the tests compile them too).
+MIN_POINTS_TO_COMPILE = 10_000_000
 _numpy_work = 0
 #: None: decide by problem size (:func:`use_kernel`); False: always NumPy; True: always the
 #: kernels where numba is installed (tests compare the two).
 FORCE = None
 
 
+def _cached() -> bool:
+    """Whether numba's cache index holds every kernel, newer than the kernels' source (in
+    ``NUMBA_CACHE_DIR`` when set, else in ``__pycache__`` beside the module; elsewhere, e.g.
+    numba's user-wide cache of a read-only installation, counts as not cached); checked once
+    per process."""
+    global _CACHED
+    if _CACHED is None:
+        src = Path(__file__).with_name("_wrap_numba.py")
+        found = set()
+        try:
+            t_src = src.stat().st_mtime
+            if os.environ.get("NUMBA_CACHE_DIR"):
+                files = Path(os.environ["NUMBA_CACHE_DIR"]).rglob("_wrap_numba.*.nbi")
+            else:
+                files = src.with_name("__pycache__").glob("_wrap_numba.*.nbi")
+            found = {f.name.split(".")[1].split("-")[0] for f in files
+                     if f.stat().st_mtime >= t_src}
+        except OSError:
+            pass
+        _CACHED = set(KERNEL_NAMES) <= found
+    return _CACHED
+
+
 def use_kernel(work: int = 0) -> bool:
     """Whether to run the compiled kernels on a problem of ``work`` Newton points (fan points
     of the ellipsoid; 0 for the cheaper loops): never when the environment variable
-    ``ARTHRON_NO_NUMBA`` is set or numba cannot be loaded; always once numba is imported (by
-    arthron or anything else in the process); otherwise when the Newton points of this call
-    and of the earlier NumPy calls of the process reach :data:`MIN_POINTS_TO_IMPORT`."""
+    ``ARTHRON_NO_NUMBA`` is set or numba cannot be loaded; always once arthron has loaded the
+    kernels, or numba is imported already (by anything in the process) and its cache holds
+    them; otherwise when the Newton points of this call and of the earlier NumPy calls of the
+    process reach :data:`MIN_POINTS_TO_IMPORT` (:data:`MIN_POINTS_TO_COMPILE` while the
+    kernels are not compiled yet)."""
     global _numpy_work
     if FORCE is not None:
         return bool(FORCE) and kernels() is not None
     if _FAILED or os.environ.get("ARTHRON_NO_NUMBA"):
         return False
-    if _KERNELS is not None or "numba" in sys.modules:
+    if _KERNELS is not None:
+        return True
+    cached = _cached()
+    if cached and "numba" in sys.modules:
         return kernels() is not None
     if work <= 0:
         return False
     _numpy_work += work
-    return _numpy_work >= MIN_POINTS_TO_IMPORT and kernels() is not None
+    need = MIN_POINTS_TO_IMPORT if cached else MIN_POINTS_TO_COMPILE
+    return _numpy_work >= need and kernels() is not None
 
 
 def kernels():
@@ -64,4 +102,4 @@ def kernels():
     return _KERNELS
 
 
-__all__ = ["use_kernel", "kernels", "MIN_POINTS_TO_IMPORT"]
+__all__ = ["use_kernel", "kernels", "MIN_POINTS_TO_IMPORT", "MIN_POINTS_TO_COMPILE", "KERNEL_NAMES"]

@@ -363,11 +363,6 @@ def _adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter=100, thresh=np.deg2rad
     frames where a point moved."""
     r1 = np.array(r1, float)
     r2 = np.array(r2, float)
-    if use_kernel():
-        kernels().adjust_spiral(np.ascontiguousarray(p1, float), np.ascontiguousarray(p2, float),
-                                r1, r2, float(R), np.ascontiguousarray(long_wrap, bool),
-                                int(max_iter), float(thresh))
-        return r1, r2
     # only z of the tangent points moves: x, y and the helix angle are fixed per frame
     x1, y1, z1a = r1[:, 0], r1[:, 1], r1[:, 2].copy()
     x2, y2, z2a = r2[:, 0], r2[:, 1], r2[:, 2].copy()
