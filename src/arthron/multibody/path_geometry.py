@@ -114,28 +114,68 @@ def compute_paths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None
 
 
 def _run(gen):
-    """Drive one path computation (a generator yielding wrap requests) to its result, each
-    request answered by its own :func:`arthron.geometry.wrapping.wrap_segment` call."""
+    memo = {}
     try:
         req = next(gen)
         while True:
-            req = gen.send(_wrap_request(req, [req]))
+            req = gen.send(_wrap_request(req, [req], memo))
     except StopIteration as e:
         return e.value
 
 
-def _wrap_request(req, group):
+#: Wrap classes whose rows cost far more than looking them up: rows already wrapped on the
+#: same object within one path computation (later passes of applyWrapObjects, where the
+#: neighbouring wrap did not move the segment) are reused (a row's result depends only on it).
+_MEMO_TYPES = ("WrapEllipsoid", "WrapTorus")
+
+
+def _wrap_rows(wo, method, x1, x2, single, memo):
+    """``wrap_segment`` over rows x1, x2 (n, 3) with ``single`` (bool or (n,)); rows equal
+    bit for bit to rows wrapped before on ``wo`` with ``method`` (recorded in ``memo``, a dict
+    for one path computation) are taken from there."""
+    if memo is None or wo.type not in _MEMO_TYPES or len(x1) == 0:
+        return _wr.wrap_segment(wo, x1, x2, method, single=single)
+    sg = np.broadcast_to(np.asarray(single, bool), (len(x1),))
+    key = np.ascontiguousarray(np.column_stack([x1, x2, sg]).astype(float))
+    kv = key.view(np.dtype((np.void, key.itemsize * key.shape[1]))).ravel()
+    ent = memo.get((id(wo), method))
+    if ent is None:
+        res = _wr.wrap_segment(wo, x1, x2, method, single=sg)
+        memo[(id(wo), method)] = (kv, tuple(np.array(o) for o in res))
+        return res
+    old_k, old_res = ent
+    n0 = len(old_k)
+    _, first, inv = np.unique(np.concatenate([old_k, kv]), return_index=True,
+                              return_inverse=True)
+    src = first[inv.ravel()[n0:]]
+    found = src < n0
+    if not found.any():
+        res = _wr.wrap_segment(wo, x1, x2, method, single=sg)
+    else:
+        res = tuple(o[np.minimum(src, n0 - 1)] for o in old_res)
+        new = ~found
+        if new.any():
+            part = _wr.wrap_segment(wo, x1[new], x2[new], method, single=sg[new])
+            for o, r in zip(res, part):
+                o[new] = r
+    new = ~found
+    memo[(id(wo), method)] = (np.concatenate([old_k, kv[new]]),
+                              tuple(np.concatenate([o, r[new]]) for o, r in zip(old_res, res)))
+    return res
+
+
+def _wrap_request(req, group, memo=None):
     """Answer the wrap requests ``group`` (same wrap object and method; ``req`` the first)
-    with one wrap_segment call over their stacked rows; a list of (status, r1, r2, L)
-    for a group of several, the tuple for a group of one."""
+    with one wrap_segment call over their stacked rows (:func:`_wrap_rows`); a list of
+    (status, r1, r2, L) for a group of several, the tuple for a group of one."""
     _, wo, method, x1, x2, single, name = req
     try:
         if len(group) == 1:
-            return _wr.wrap_segment(wo, x1, x2, method, single=single)
+            return _wrap_rows(wo, method, x1, x2, single, memo)
         n = [len(g[3]) for g in group]
         sg = np.concatenate([np.full(k, g[5]) for k, g in zip(n, group)])
-        res = _wr.wrap_segment(wo, np.concatenate([g[3] for g in group]),
-                               np.concatenate([g[4] for g in group]), method, single=sg)
+        res = _wrap_rows(wo, method, np.concatenate([g[3] for g in group]),
+                         np.concatenate([g[4] for g in group]), sg, memo)
     except UnsupportedFeature as e:
         raise UnsupportedFeature(f"path of '{name}': {e.message}") from None
     cut = np.cumsum(n)[:-1]
@@ -151,6 +191,7 @@ def _compute_many(pathset: PathSet, paths, q, Rb, ob):
     gens = [_compute_gen(pathset, p, q, Rb, ob) for p in paths]
     out = [None] * len(gens)
     pending = {}
+    memo = {}
     try:
         for i, g in enumerate(gens):
             try:
@@ -163,7 +204,7 @@ def _compute_many(pathset: PathSet, paths, q, Rb, ob):
                 groups.setdefault((req[0], req[2]), []).append(i)
             nxt = {}
             for idx in groups.values():
-                res = _wrap_request(pending[idx[0]], [pending[i] for i in idx])
+                res = _wrap_request(pending[idx[0]], [pending[i] for i in idx], memo)
                 res = [res] if len(idx) == 1 else res
                 for i, r in zip(idx, res):
                     try:
