@@ -335,7 +335,7 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
             & ~((wobj[:, :-1] >= 0) & (wobj[:, :-1] == wobj[:, 1:])))
     kr = np.arange(K - 1)
     pair &= (kr >= start[:, None]) & (kr < end[:, None])
-    kk_, ti_ = np.nonzero(pair.T)                 # rows ordered by segment, then frame
+    ti_, kk_ = np.nonzero(pair)                   # rows ordered by frame, then segment
     if len(ti_):
         g1, g2 = Gl[ti_, kk_], Gl[ti_, kk_ + 1]
         x1, x2 = Xl[ti_, kk_], Xl[ti_, kk_ + 1]
@@ -368,24 +368,21 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
         # OpenSim tries the segments in order: a mandatory wrap is taken and ends the search,
         # else the optional wrap that lengthens the path least (the first of equals); the
         # code kept is that of the last segment tried. Per frame, over its rows at once:
-        order = np.argsort(ti_, kind="stable")    # rows by frame, then segment
-        ts, ss = ti_[order], status[order]
-        n = len(ts)
-        starts = np.flatnonzero(np.r_[True, ts[1:] != ts[:-1]])
+        n = len(ti_)
+        starts = np.flatnonzero(np.r_[True, ti_[1:] != ti_[:-1]])
         ends = np.r_[starts[1:], n]
-        fr = ts[starts]
+        fr = ti_[starts]
         pos = np.arange(n)
-        fm = np.minimum.reduceat(np.where(ss == _wr.MANDATORY, pos, n), starts)
+        fm = np.minimum.reduceat(np.where(status == _wr.MANDATORY, pos, n), starts)
         hasm = fm < n
-        code[fr] = ss[np.where(hasm, fm, ends - 1)]
-        ds = dl[order]
-        key = np.where((ss == _wr.WRAPPED) & (ds < np.inf), ds, np.inf)
+        code[fr] = status[np.where(hasm, fm, ends - 1)]
+        key = np.where((status == _wr.WRAPPED) & (dl < np.inf), dl, np.inf)
         kmin = np.minimum.reduceat(key, starts)
         grp = np.repeat(np.arange(len(starts)), ends - starts)
         fmin = np.minimum.reduceat(np.where(key == kmin[grp], pos, n), starts)
         chosen = np.where(hasm, fm, np.where(kmin < np.inf, fmin, -1))
         ok = chosen >= 0
-        tk, rt = fr[ok], order[chosen[ok]]
+        tk, rt = fr[ok], chosen[ok]
         nodes[tk], lens[tk], valid[tk] = nd[rt], ln[rt], vd[rt]
         best_k[tk] = kk_[rt]
     has = best_k >= 0
