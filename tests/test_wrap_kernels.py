@@ -168,3 +168,36 @@ def test_torus_kernel_equals_numpy(both):
         assert (a[0] >= W.WRAPPED).sum() > 100 and np.isfinite(a[3]).sum() > 100
         assert np.array_equal(a[0], b[0])
         _close(a[1:], b[1:])
+
+
+@needs_data
+def test_reused_wrap_rows_change_nothing(monkeypatch):
+    """Rows already wrapped on an ellipsoid within one path computation are reused
+    (path_geometry._wrap_rows): lengths and moment arms equal bit for bit those computed
+    without reuse, and reuse happens on arm26 (its later wrap passes repeat rows)."""
+    from arthron.io.osim import read_osim
+    from arthron.multibody import path_geometry as PG
+    from arthron.multibody import paths as P
+    from arthron.multibody.kinematics import compile_model
+    from conftest import ARM26
+    m = read_osim(ARM26)
+    tree = compile_model(m)
+    ps = P.compile_paths(m, tree)
+    rng = np.random.default_rng(8)
+    q = tree.default_q + rng.uniform(-0.5, 0.5, (60, tree.nq))
+    calls = []
+    orig = W.wrap_segment
+
+    def counted(wo, x1, *a, **k):
+        calls.append((wo.type, len(x1)))
+        return orig(wo, x1, *a, **k)
+    monkeypatch.setattr(PG._wr, "wrap_segment", counted)
+    with_reuse = P.moment_arms(ps, tree, q, return_lengths=True)
+    n_reuse = sum(n for t, n in calls if t == "WrapEllipsoid")
+    calls.clear()
+    monkeypatch.setattr(PG, "_MEMO_TYPES", ())
+    without = P.moment_arms(ps, tree, q, return_lengths=True)
+    n_all = sum(n for t, n in calls if t == "WrapEllipsoid")
+    assert n_reuse < n_all
+    for a, b in zip(with_reuse, without):
+        assert np.array_equal(a, b)
