@@ -11,6 +11,7 @@ import numpy as np
 
 from .spatial import cross as _cross
 from .wrap_common import INSIDE, MANDATORY, NO_WRAP, _dot, _norm, _sgn, _unit
+from .wrap_kernels import kernels, use_kernel
 
 __all__ = ["wrap_ellipsoid"]
 
@@ -200,12 +201,44 @@ def _closest_ellipsoid(a, dims, p, axis=-1):
     return out
 
 
+def _fan_blades(R1, d12, a, dims):
+    """The fan's sum of unit vectors from the chord points ``R1 + k/300 d12`` (k = 1..298) to
+    their closest ellipsoid points, (N, 3): the compiled kernel when
+    :func:`~arthron.geometry.wrap_kernels.use_kernel` says so (rows with a chord point on a
+    coordinate plane go through NumPy), else NumPy in blocks of ~2**18 points."""
+    N = len(R1)
+    blades = np.empty((N, 3))
+    todo = np.arange(N)
+    if use_kernel(N * (_NUM_FAN - 2)):
+        special = np.empty(N, bool)
+        kernels().fan_blades(np.ascontiguousarray(R1), np.ascontiguousarray(d12),
+                             np.ascontiguousarray(a), _NUM_FAN, blades, special)
+        todo = np.where(special)[0]
+    if len(todo) == 0:
+        return blades
+    tt = np.arange(1, _NUM_FAN - 1) / _NUM_FAN
+    nb = max(1, (1 << 18) // len(tt))   # frames per block: memory ~2**18 points
+    for b0 in range(0, len(todo), nb):
+        fb = todo[b0:b0 + nb]
+        sv = R1[fb, None, :] + tt[None, :, None] * d12[fb, None, :]
+        cp = _closest_ellipsoid(a, dims, sv.reshape(-1, 3)).reshape(sv.shape)
+        blades[fb] = _unit(cp - sv)[0].sum(1)
+    return blades
+
+
 def _tangent_lm(pe, r, p, a, vs, vs4):
     """OpenSim's ``WrapEllipsoid::calcTangentPoint``: from the start ``r`` (N,3), a damped
     Gauss-Newton search for a point on the ellipsoid, in the plane (vs, vs4), whose tangent
     plane holds p. Replayed step by step (damping, step doubling, tolerance 1e-8 on the sum of
     squared residuals, 50 iterations) because OpenSim uses the point where the search stops,
     which is not always the exact tangent point. Scaled coordinates, centre at the origin."""
+    if use_kernel():
+        out = np.empty((len(r), 3))
+        kernels().tangent_lm(np.ascontiguousarray(pe, float), np.ascontiguousarray(r, float),
+                             np.ascontiguousarray(p, float), np.ascontiguousarray(a, float),
+                             np.ascontiguousarray(vs, float), np.ascontiguousarray(vs4, float),
+                             out)
+        return out
     r = np.array(r, float)
     N = len(r)
     a2 = a * a
@@ -301,6 +334,12 @@ def _surface_path(r1, r2, a, vs, vs4, far, factor):
     by chords (about 1 mm long, at most 499). Returns (length (scaled), first interior point,
     last interior point, number of points)."""
     N = len(r1)
+    if use_kernel():
+        L, first, last, npts = np.empty(N), np.empty((N, 3)), np.empty((N, 3)), np.empty(N, int)
+        kernels().surface_path(*(np.ascontiguousarray(x, float) for x in (r1, r2, a, vs, vs4)),
+                               np.ascontiguousarray(far, bool), float(factor), _SEG, L, first,
+                               last, npts)
+        return L, first, last, npts
     dr = r1 - r2
     ln = _norm(dr) / factor
     nseg = np.where(ln < _SEG, 1, np.minimum((ln / _SEG).astype(int), 499))
@@ -430,14 +469,7 @@ def wrap_ellipsoid(p1, p2, radii, axis: int = -1, sign: int = 0, method: str = "
             if fan.any():
                 fi = np.where(fan)[0]
                 mid = R1[fi] + 0.5 * d12[fi]
-                tt = np.arange(1, _NUM_FAN - 1) / _NUM_FAN
-                blades = np.empty((len(fi), 3))
-                nb = max(1, (1 << 18) // len(tt))   # frames per block: memory ~2**18 points
-                for b0 in range(0, len(fi), nb):
-                    fb = fi[b0:b0 + nb]
-                    sv = R1[fb, None, :] + tt[None, :, None] * d12[fb, None, :]
-                    cp = _closest_ellipsoid(a, dims, sv.reshape(-1, 3)).reshape(sv.shape)
-                    blades[b0:b0 + nb] = _unit(cp - sv)[0].sum(1)
+                blades = _fan_blades(R1[fi], d12[fi], a, dims)
                 vsum = _unit(blades)[0]
                 tc = mid + vsum
                 cfan = _closest_ellipsoid(a, dims, tc)

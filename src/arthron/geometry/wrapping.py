@@ -38,6 +38,7 @@ from .spatial import cross as _cross
 from .wrap_common import (INSIDE, MANDATORY, NO_WRAP, WRAPPED, _dot, _norm, _rotate,  # noqa: F401
                           _sgn, _unit)
 from .wrap_ellipsoid import wrap_ellipsoid
+from .wrap_kernels import kernels, use_kernel
 from .wrap_obstacles import (DC_BOTH, DC_INSIDE, DC_NONE, DC_U, DC_V, _double_cylinder_obstacle,  # noqa: F401
                              wrap_cylinder_obstacle, wrap_double_cylinder_obstacle,
                              wrap_sphere_obstacle)
@@ -180,6 +181,13 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
     p2 = np.asarray(p2, float)
     T = p1.shape[0]
     R = float(radius)
+    if use_kernel():
+        status, r1, r2, L = np.empty(T, int), np.empty((T, 3)), np.empty((T, 3)), np.empty(T)
+        adj = np.ascontiguousarray(np.broadcast_to(np.asarray(adjust_tangents, bool), (T,)))
+        kernels().wrap_cylinder(np.ascontiguousarray(p1), np.ascontiguousarray(p2), R,
+                                float(length), int(axis), int(sign), adj, 100,
+                                float(np.deg2rad(0.1)), status, r1, r2, L)
+        return status, r1, r2, L
     r2sq = R * R
     dn = np.array([0.0, 0.0, 1.0])
     constrained = axis >= 0
@@ -323,35 +331,26 @@ def _spiral_length(r1, r2, R, long_wrap):
     return np.sqrt((R * th) ** 2 + (r2[:, 2] - r1[:, 2]) ** 2)
 
 
-def _spiral_point(r, th, dz, sense, t):
-    """Helix point at fraction t (T,): ``r`` turned by ``sense t th`` about the axis and moved
-    ``t dz`` along it (OpenSim 4.6 evaluates it from the current start tangent point)."""
-    a = sense * t * th
-    c, s = np.cos(a), np.sin(a)
-    return np.stack([c * r[:, 0] - s * r[:, 1], s * r[:, 0] + c * r[:, 1], r[:, 2] + t * dz], 1)
-
-
-def _adjust_one(p, r, w, thresh):
-    """OpenSim's tangent correction of one tangent point ``r`` (T,3) against the helix point
-    ``w``: when the angles of p->r and r->w to the axis differ by more than ``thresh``, r slides
-    along the axis 1.5 times towards the point of its axial line closest to the line p-w
-    (OpenSim's ``IntersectLines`` with a vertical second line, written out: x and y of r do
-    not change). Returns (new r, moved)."""
-    pr = r - p
-    rw = w - r
+def _adjust_z(px, py, pz, x, y, z, wx, wy, wz, thresh):
+    """OpenSim's tangent correction of one tangent point r = (x, y, z) (arrays (n,)) against
+    the helix point w: when the angles of p->r and r->w to the axis differ by more than
+    ``thresh``, r slides along the axis 1.5 times towards the point of its axial line closest
+    to the line p-w (OpenSim's ``IntersectLines`` with a vertical second line, written out:
+    x and y of r do not change). Returns (new z, moved)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        a = np.arccos(np.clip(pr[:, 2] / _norm(pr), -1, 1))
-        o = np.arccos(np.clip(rw[:, 2] / _norm(rw), -1, 1))
-        d = w - p
-        d = d / _norm(d)[:, None]
-        den = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1]
-        along = (r[:, 0] - p[:, 0]) * d[:, 0] + (r[:, 1] - p[:, 1]) * d[:, 1]
-        z = p[:, 2] + d[:, 2] * along / den
-        nz = r[:, 2] + 1.5 * (z - r[:, 2])
+        ax, ay, az = x - px, y - py, z - pz
+        a = np.arccos(np.clip(az / np.sqrt(ax * ax + ay * ay + az * az), -1, 1))
+        bx, by, bz = wx - x, wy - y, wz - z
+        o = np.arccos(np.clip(bz / np.sqrt(bx * bx + by * by + bz * bz), -1, 1))
+        dx, dy, dz = wx - px, wy - py, wz - pz
+        nd = np.sqrt(dx * dx + dy * dy + dz * dz)
+        dx, dy, dz = dx / nd, dy / nd, dz / nd
+        den = dx * dx + dy * dy
+        along = ax * dx + ay * dy
+        zz = pz + dz * along / den
+        nz = z + 1.5 * (zz - z)
     need = (np.abs(a - o) > thresh) & np.isfinite(nz)
-    out = r.copy()
-    out[:, 2] = np.where(need, nz, r[:, 2])
-    return out, need
+    return np.where(need, nz, z), need
 
 
 def _adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter=100, thresh=np.deg2rad(0.1)):
@@ -362,33 +361,49 @@ def _adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter=100, thresh=np.deg2rad
     the *corrected* r1 with the angle and rise of the uncorrected one (OpenSim evaluates it
     through a lambda that reads the current r1). Repeated, at most ``max_iter`` times, on the
     frames where a point moved."""
-    r1 = r1.copy()
-    r2 = r2.copy()
-    idx = np.arange(len(r1))
+    r1 = np.array(r1, float)
+    r2 = np.array(r2, float)
+    # only z of the tangent points moves: x, y and the helix angle are fixed per frame
+    x1, y1, z1a = r1[:, 0], r1[:, 1], r1[:, 2].copy()
+    x2, y2, z2a = r2[:, 0], r2[:, 1], r2[:, 2].copy()
+    th_all = _spiral_angle(r1, r2, long_wrap)
     sense_all = np.where(long_wrap, -1.0, 1.0)
+    idx = np.arange(len(r1))
     for _ in range(max_iter):
         if len(idx) == 0:
             break
-        a1, a2, lw = r1[idx], r2[idx], long_wrap[idx]
-        th = _spiral_angle(a1, a2, lw)
-        dz = a2[:, 2] - a1[:, 2]
+        z1, z2, th = z1a[idx], z2a[idx], th_all[idx]
+        dz = z2 - z1
         L = np.sqrt((R * th) ** 2 + dz ** 2)
         nseg = np.maximum((L / 0.002).astype(int), 1)
         ok = nseg >= 2        # the check happens at the second of >= 2 helix points
         if not ok.all():
-            idx, a1, a2, th, dz, nseg = idx[ok], a1[ok], a2[ok], th[ok], dz[ok], nseg[ok]
+            idx, z1, z2, th, dz, nseg = idx[ok], z1[ok], z2[ok], th[ok], dz[ok], nseg[ok]
             if len(idx) == 0:
                 break
         sense = sense_all[idx]
         t = 1.0 / nseg
-        n1, m1 = _adjust_one(p1[idx], a1, _spiral_point(a1, th, dz, sense, t), thresh)
-        n2, m2 = _adjust_one(p2[idx], a2, _spiral_point(n1, th, dz, sense, 1.0 - t), thresh)
+        xa, ya = x1[idx], y1[idx]
+        # helix point after the first segment, from r1
+        ang = sense * t * th
+        c, sn = np.cos(ang), np.sin(ang)
+        n1, m1 = _adjust_z(p1[idx, 0], p1[idx, 1], p1[idx, 2], xa, ya, z1,
+                           c * xa - sn * ya, sn * xa + c * ya, z1 + t * dz, thresh)
+        # helix point one segment before the end, turned from the corrected r1
+        t2 = 1.0 - t
+        ang = sense * t2 * th
+        c, sn = np.cos(ang), np.sin(ang)
+        n2, m2 = _adjust_z(p2[idx, 0], p2[idx, 1], p2[idx, 2], x2[idx], y2[idx], z2,
+                           c * xa - sn * ya, sn * xa + c * ya, n1 + t2 * dz, thresh)
         # a frame whose points did not change at all would repeat the same step until the
         # iteration limit: it is final already
-        same = np.all(n1 == a1, -1) & np.all(n2 == a2, -1)
-        r1[idx] = n1
-        r2[idx] = n2
+        same = (n1 == z1) & (n2 == z2)
+        z1a[idx] = n1
+        z2a[idx] = n2
         idx = idx[(m1 | m2) & ~same]
+    r1[:, 2] = z1a
+    r2[:, 2] = z2a
+    return r1, r2
     return r1, r2
 
 
@@ -532,6 +547,11 @@ def _torus_line_point(p, q, r):
     distance to a circle of radius ``2 r`` in the z = 0 plane (as OpenSim writes it); where it
     has no root near p the search stops near a minimum of its magnitude. Returns the point on
     the line (T, 3)."""
+    if use_kernel():
+        out = np.empty((len(p), 3))
+        kernels().torus_line_point(np.ascontiguousarray(p, float), np.ascontiguousarray(q, float),
+                                   float(r), out)
+        return out
     n = _unit(q - p)[0]
     c2 = 2.0 * _dot(p, n)
     c3 = p[:, 0] * n[:, 0] + p[:, 1] * n[:, 1]

@@ -114,28 +114,68 @@ def compute_paths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None
 
 
 def _run(gen):
-    """Drive one path computation (a generator yielding wrap requests) to its result, each
-    request answered by its own :func:`arthron.geometry.wrapping.wrap_segment` call."""
+    memo = {}
     try:
         req = next(gen)
         while True:
-            req = gen.send(_wrap_request(req, [req]))
+            req = gen.send(_wrap_request(req, [req], memo))
     except StopIteration as e:
         return e.value
 
 
-def _wrap_request(req, group):
+#: Wrap classes whose rows cost far more than looking them up: rows already wrapped on the
+#: same object within one path computation (later passes of applyWrapObjects, where the
+#: neighbouring wrap did not move the segment) are reused (a row's result depends only on it).
+_MEMO_TYPES = ("WrapEllipsoid", "WrapTorus")
+
+
+def _wrap_rows(wo, method, x1, x2, single, memo):
+    """``wrap_segment`` over rows x1, x2 (n, 3) with ``single`` (bool or (n,)); rows equal
+    bit for bit to rows wrapped before on ``wo`` with ``method`` (recorded in ``memo``, a dict
+    for one path computation) are taken from there."""
+    if memo is None or wo.type not in _MEMO_TYPES or len(x1) == 0:
+        return _wr.wrap_segment(wo, x1, x2, method, single=single)
+    sg = np.broadcast_to(np.asarray(single, bool), (len(x1),))
+    key = np.ascontiguousarray(np.column_stack([x1, x2, sg]).astype(float))
+    kv = key.view(np.dtype((np.void, key.itemsize * key.shape[1]))).ravel()
+    ent = memo.get((id(wo), method))
+    if ent is None:
+        res = _wr.wrap_segment(wo, x1, x2, method, single=sg)
+        memo[(id(wo), method)] = (kv, tuple(np.array(o) for o in res))
+        return res
+    old_k, old_res = ent
+    n0 = len(old_k)
+    _, first, inv = np.unique(np.concatenate([old_k, kv]), return_index=True,
+                              return_inverse=True)
+    src = first[inv.ravel()[n0:]]
+    found = src < n0
+    if not found.any():
+        res = _wr.wrap_segment(wo, x1, x2, method, single=sg)
+    else:
+        res = tuple(o[np.minimum(src, n0 - 1)] for o in old_res)
+        new = ~found
+        if new.any():
+            part = _wr.wrap_segment(wo, x1[new], x2[new], method, single=sg[new])
+            for o, r in zip(res, part):
+                o[new] = r
+    new = ~found
+    memo[(id(wo), method)] = (np.concatenate([old_k, kv[new]]),
+                              tuple(np.concatenate([o, r[new]]) for o, r in zip(old_res, res)))
+    return res
+
+
+def _wrap_request(req, group, memo=None):
     """Answer the wrap requests ``group`` (same wrap object and method; ``req`` the first)
-    with one wrap_segment call over their stacked rows; a list of (status, r1, r2, L)
-    for a group of several, the tuple for a group of one."""
+    with one wrap_segment call over their stacked rows (:func:`_wrap_rows`); a list of
+    (status, r1, r2, L) for a group of several, the tuple for a group of one."""
     _, wo, method, x1, x2, single, name = req
     try:
         if len(group) == 1:
-            return _wr.wrap_segment(wo, x1, x2, method, single=single)
+            return _wrap_rows(wo, method, x1, x2, single, memo)
         n = [len(g[3]) for g in group]
         sg = np.concatenate([np.full(k, g[5]) for k, g in zip(n, group)])
-        res = _wr.wrap_segment(wo, np.concatenate([g[3] for g in group]),
-                               np.concatenate([g[4] for g in group]), method, single=sg)
+        res = _wrap_rows(wo, method, np.concatenate([g[3] for g in group]),
+                         np.concatenate([g[4] for g in group]), sg, memo)
     except UnsupportedFeature as e:
         raise UnsupportedFeature(f"path of '{name}': {e.message}") from None
     cut = np.cumsum(n)[:-1]
@@ -151,6 +191,7 @@ def _compute_many(pathset: PathSet, paths, q, Rb, ob):
     gens = [_compute_gen(pathset, p, q, Rb, ob) for p in paths]
     out = [None] * len(gens)
     pending = {}
+    memo = {}
     try:
         for i, g in enumerate(gens):
             try:
@@ -163,7 +204,7 @@ def _compute_many(pathset: PathSet, paths, q, Rb, ob):
                 groups.setdefault((req[0], req[2]), []).append(i)
             nxt = {}
             for idx in groups.values():
-                res = _wrap_request(pending[idx[0]], [pending[i] for i in idx])
+                res = _wrap_request(pending[idx[0]], [pending[i] for i in idx], memo)
                 res = [res] if len(idx) == 1 else res
                 for i, r in zip(idx, res):
                     try:
@@ -285,18 +326,16 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
         Ruv = np.einsum("tji,tjk->tik", Rw, Rv)   # ... in the U frame
         ouv = np.einsum("tji,tj->ti", Rw, ov - ow)
     best_k = np.full(T, -1)
-    best_dl = np.full(T, np.inf)
     nodes = np.zeros((T, ns, 3))                  # tangent points, wrap (U) frame
     lens = np.zeros((T, ns))                      # surface length ending at the node
     valid = np.zeros((T, ns), bool)
-    mand = np.zeros(T, bool)
     # every candidate segment of every frame in one wrap call (rows are independent), then
     # OpenSim's choice replayed segment by segment: a mandatory wrap ends the search
     pair = (anyact[:, None] & (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0)
             & ~((wobj[:, :-1] >= 0) & (wobj[:, :-1] == wobj[:, 1:])))
     kr = np.arange(K - 1)
     pair &= (kr >= start[:, None]) & (kr < end[:, None])
-    kk_, ti_ = np.nonzero(pair.T)                 # rows ordered by segment, then frame
+    ti_, kk_ = np.nonzero(pair)                   # rows ordered by frame, then segment
     if len(ti_):
         g1, g2 = Gl[ti_, kk_], Gl[ti_, kk_ + 1]
         x1, x2 = Xl[ti_, kk_], Xl[ti_, kk_ + 1]
@@ -326,26 +365,26 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
             vd = np.ones((len(ti_), 2), bool)
             dl = (_wr._norm(r1 - g1) + L + _wr._norm(g2 - r2)
                   - straight)
-        bounds = np.searchsorted(kk_, np.arange(K))
-        for k in range(K - 1):
-            b0, b1 = bounds[k], bounds[k + 1]
-            if b0 == b1:
-                continue
-            rows = np.arange(b0, b1)
-            rows = rows[~mand[ti_[b0:b1]]]
-            if not len(rows):
-                continue
-            ci = ti_[rows]
-            st_r = status[rows]
-            code[ci] = st_r
-            is_m = st_r == _wr.MANDATORY
-            take = is_m | ((st_r == _wr.WRAPPED) & (dl[rows] < best_dl[ci]))
-            tk = ci[take]
-            rt = rows[take]
-            nodes[tk], lens[tk], valid[tk] = nd[rt], ln[rt], vd[rt]
-            best_dl[tk] = dl[rt]
-            best_k[tk] = k
-            mand[ci[is_m]] = True
+        # OpenSim tries the segments in order: a mandatory wrap is taken and ends the search,
+        # else the optional wrap that lengthens the path least (the first of equals); the
+        # code kept is that of the last segment tried. Per frame, over its rows at once:
+        n = len(ti_)
+        starts = np.flatnonzero(np.r_[True, ti_[1:] != ti_[:-1]])
+        ends = np.r_[starts[1:], n]
+        fr = ti_[starts]
+        pos = np.arange(n)
+        fm = np.minimum.reduceat(np.where(status == _wr.MANDATORY, pos, n), starts)
+        hasm = fm < n
+        code[fr] = status[np.where(hasm, fm, ends - 1)]
+        key = np.where((status == _wr.WRAPPED) & (dl < np.inf), dl, np.inf)
+        kmin = np.minimum.reduceat(key, starts)
+        grp = np.repeat(np.arange(len(starts)), ends - starts)
+        fmin = np.minimum.reduceat(np.where(key == kmin[grp], pos, n), starts)
+        chosen = np.where(hasm, fm, np.where(kmin < np.inf, fmin, -1))
+        ok = chosen >= 0
+        tk, rt = fr[ok], chosen[ok]
+        nodes[tk], lens[tk], valid[tk] = nd[rt], ln[rt], vd[rt]
+        best_k[tk] = kk_[rt]
     has = best_k >= 0
     if not has.any():
         return (P, loc, body, tag, wobj, wlen), code

@@ -1,0 +1,807 @@
+"""numba kernels of :mod:`arthron.geometry.wrap_kernels` (imported lazily from there).
+
+Every kernel is the row-by-row form of a NumPy reference, with the same operations in the same
+order (no fastmath, so no reassociation or fused multiply-adds):
+
+* :func:`fan_blades` — ``wrap_ellipsoid``'s fan: for each frame the 298 chord points, their
+  closest ellipsoid points (``_closest_ellipsoid``, Eberly's Newton iteration) and the sum of
+  the unit vectors from chord to surface;
+* :func:`tangent_lm` — ``_tangent_lm`` (OpenSim's damped tangent-point search);
+* :func:`wrap_cylinder` — ``wrapping.wrap_cylinder`` whole, with ``_adjust_spiral`` (the
+  iterative axial sliding of the tangent points, :func:`_adjust_row`);
+* :func:`surface_path` — ``_surface_path`` (the chord sum over the ellipsoid);
+* :func:`torus_line_point` — ``wrapping._torus_line_point`` (MINPACK's lmdif on OpenSim's
+  torus residual).
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+_ROUNDOFF = 2e-13
+_JIT = dict(cache=True, nogil=True, error_model="numpy")
+
+
+@numba.njit(**_JIT)
+def _newton_point(u, v, w, a0, a1, a2, amax):
+    """Closest point of the ellipsoid (radii a0, a1, a2) to (u, v, w), Eberly's Newton steps
+    on the Lagrange multiplier (at most 64, until |f| < 1e-9), as ``_newton_ellipsoid``."""
+    A2 = a0 * a0
+    B2 = a1 * a1
+    C2 = a2 * a2
+    A = A2 * u * u
+    B = B2 * v * v
+    C = C2 * w * w
+    su = u / a0
+    sv = v / a1
+    sw = w / a2
+    if su * su + sv * sv + sw * sw < 1.0:
+        t = 0.0
+    else:
+        t = amax * math.sqrt(u * u + v * v + w * w)
+    for _ in range(64):
+        P = t + A2
+        Q = t + B2
+        R = t + C2
+        P2 = P * P
+        Q2 = Q * Q
+        R2 = R * R
+        f = P2 * Q2 * R2 - A * Q2 * R2 - B * P2 * R2 - C * P2 * Q2
+        if abs(f) < 1e-9:
+            break
+        PQ = P * Q
+        PR = P * R
+        QR = Q * R
+        fp = PQ * R * (QR + PR + PQ)
+        fp = fp - A * QR * (Q + R)
+        fp = fp - B * PR * (P + R)
+        fp = fp - C * PQ * (P + Q)
+        fp = fp * 2.0
+        t = t - f / fp
+    return A2 * u / (t + A2), B2 * v / (t + B2), C2 * w / (t + C2)
+
+
+@numba.njit(**_JIT)
+def fan_blades(R1, d12, a, num_fan, blades, special):
+    """For each row: the chord points ``R1 + (k / num_fan) d12`` (k = 1 .. num_fan - 2), their
+    closest ellipsoid points and the sum of the unit vectors from point to surface
+    (``blades``, (N, 3)). A row with a chord point within round-off of a coordinate plane
+    (the reference then takes the 2-D ellipse branch) gets ``special`` True and is left to the
+    caller."""
+    amax = max(a[0], max(a[1], a[2]))
+    for i in range(R1.shape[0]):
+        bx = 0.0
+        by = 0.0
+        bz = 0.0
+        special[i] = False
+        for k in range(1, num_fan - 1):
+            tk = k / num_fan
+            u = R1[i, 0] + tk * d12[i, 0]
+            v = R1[i, 1] + tk * d12[i, 1]
+            w = R1[i, 2] + tk * d12[i, 2]
+            if abs(u) <= _ROUNDOFF or abs(v) <= _ROUNDOFF or abs(w) <= _ROUNDOFF:
+                special[i] = True
+                break
+            x, y, z = _newton_point(u, v, w, a[0], a[1], a[2], amax)
+            dx = x - u
+            dy = y - v
+            dz = z - w
+            n = math.sqrt(dx * dx + dy * dy + dz * dz)
+            if n > 0:
+                bx += dx / n
+                by += dy / n
+                bz += dz / n
+        blades[i, 0] = bx
+        blades[i, 1] = by
+        blades[i, 2] = bz
+
+
+@numba.njit(**_JIT)
+def _resid(r, d1, p, vs, vs4, a, a2, ee):
+    n0 = 2.0 * r[0] / a2[0]
+    n1 = 2.0 * r[1] / a2[1]
+    n2 = 2.0 * r[2] / a2[2]
+    e0 = vs[0] * r[0] + vs[1] * r[1] + vs[2] * r[2] + vs4
+    s0 = r[0] / a[0]
+    s1 = r[1] / a[1]
+    s2 = r[2] / a[2]
+    e1 = s0 * s0 + s1 * s1 + s2 * s2 - 1.0
+    e2 = n0 * r[0] + n1 * r[1] + n2 * r[2] + d1
+    e3 = n0 * p[0] + n1 * p[1] + n2 * p[2] + d1
+    ee[0] = e0
+    ee[1] = e1
+    ee[2] = e2
+    ee[3] = e3
+    return e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3
+
+
+@numba.njit(**_JIT)
+def _inv4(M, inv):
+    """Inverse of the 4x4 matrix M (overwritten by its LU factors) into inv: LU with partial
+    pivoting, then the columns of the identity solved for (as LAPACK's gesv does for
+    ``numpy.linalg.inv``); a zero pivot gives inf/NaN instead of an exception."""
+    piv = np.empty(4, np.int64)
+    for j in range(4):
+        piv[j] = j
+    for k in range(4):
+        m = k
+        big = abs(M[k, k])
+        for i in range(k + 1, 4):
+            if abs(M[i, k]) > big:
+                big = abs(M[i, k])
+                m = i
+        if m != k:
+            for c in range(4):
+                tmp = M[k, c]
+                M[k, c] = M[m, c]
+                M[m, c] = tmp
+            tp = piv[k]
+            piv[k] = piv[m]
+            piv[m] = tp
+        for i in range(k + 1, 4):
+            M[i, k] = M[i, k] / M[k, k]
+            for c in range(k + 1, 4):
+                M[i, c] -= M[i, k] * M[k, c]
+    for j in range(4):
+        y = np.empty(4)
+        for i in range(4):
+            s = 1.0 if piv[i] == j else 0.0
+            for c in range(i):
+                s -= M[i, c] * y[c]
+            y[i] = s
+        for i in range(3, -1, -1):
+            s = y[i]
+            for c in range(i + 1, 4):
+                s -= M[i, c] * inv[c, j]
+            inv[i, j] = s / M[i, i]
+
+
+@numba.njit(**_JIT)
+def tangent_lm(pe, r0, p, a, vs, vs4, out):
+    """``_tangent_lm`` row by row: OpenSim's ``WrapEllipsoid::calcTangentPoint`` from the
+    starts r0 (N, 3) towards the points p (N, 3) in the planes (vs, vs4); result in out."""
+    a2 = a * a
+    ee = np.empty(4)
+    D = np.empty((4, 4))
+    D2 = np.empty((4, 4))
+    M = np.empty((4, 4))
+    v = np.empty(4)
+    vt = np.empty(4)
+    dg = np.empty(4)
+    r = np.empty(3)
+    inv = np.empty((4, 4))
+    for i in range(r0.shape[0]):
+        pi = p[i]
+        vsi = vs[i]
+        if abs(pe[i]) < 1e-4:
+            out[i, 0] = pi[0]
+            out[i, 1] = pi[1]
+            out[i, 2] = pi[2]
+            continue
+        r[0] = r0[i, 0]
+        r[1] = r0[i, 1]
+        r[2] = r0[i, 2]
+        d1 = -((2.0 * r[0] / a2[0]) * r[0] + (2.0 * r[1] / a2[1]) * r[1]
+               + (2.0 * r[2] / a2[2]) * r[2])
+        ssq = _resid(r, d1, pi, vsi, vs4[i], a, a2, ee)
+        ssqo = ssq
+        alpha = 0.01
+        pn = math.sqrt(pi[0] * pi[0] + pi[1] * pi[1] + pi[2] * pi[2])
+        pu0 = pi[0] / pn if pn > 0 else 0.0
+        pu1 = pi[1] / pn if pn > 0 else 0.0
+        pu2 = pi[2] / pn if pn > 0 else 0.0
+        nit = 0
+        while ssq > 1e-8 and nit < 50:
+            nit += 1
+            for j in range(3):
+                D[j, 0] = vsi[j]
+                D[j, 1] = 2.0 * r[j] / a2[j]
+                D[j, 2] = 2.0 * (2.0 * r[j]) / a2[j]
+                D[j, 3] = 2.0 * pi[j] / a2[j]
+            D[3, 0] = 0.0
+            D[3, 1] = 0.0
+            D[3, 2] = 1.0
+            D[3, 3] = 1.0
+            q0 = pi[0] - r[0]
+            q1 = pi[1] - r[1]
+            q2 = pi[2] - r[2]
+            qn = math.sqrt(q0 * q0 + q1 * q1 + q2 * q2)
+            if qn > 0:
+                pcos = (q0 / qn) * pu0 + (q1 / qn) * pu1 + (q2 / qn) * pu2
+            else:
+                pcos = 0.0
+            dd = 1.0 - abs(pcos) ** 100.0 if pcos > 0.1 else 1.0
+            for j in range(4):
+                v[j] = -(D[j, 0] * ee[0] + D[j, 1] * ee[1] + D[j, 2] * ee[2] + D[j, 3] * ee[3])
+            for j in range(4):
+                for k in range(4):
+                    D2[j, k] = D[j, 0] * D[k, 0] + D[j, 1] * D[k, 1] + D[j, 2] * D[k, 2] \
+                        + D[j, 3] * D[k, 3]
+                dg[j] = D2[j, j]
+            k2 = 0
+            while True:
+                for j in range(4):
+                    for k in range(4):
+                        M[j, k] = D2[j, k]
+                    M[j, j] = dg[j] * (1.0 + alpha)
+                _inv4(M, inv)
+                for j in range(4):
+                    vt[j] = dd * (inv[j, 0] * v[0] + inv[j, 1] * v[1] + inv[j, 2] * v[2]
+                                  + inv[j, 3] * v[3]) / 16.0
+                r[0] += vt[0]
+                r[1] += vt[1]
+                r[2] += vt[2]
+                d1 += vt[3]
+                ssqo = ssq
+                ssq = _resid(r, d1, pi, vsi, vs4[i], a, a2, ee)
+                alpha *= 4.0
+                k2 += 1
+                if not (ssq >= ssqo) or k2 >= 1000:
+                    break
+            alpha /= 8.0
+            fakt = 0.5
+            k2 = 0
+            while True:
+                fakt *= 2.0
+                r[0] += vt[0] * fakt
+                r[1] += vt[1] * fakt
+                r[2] += vt[2] * fakt
+                d1 += vt[3] * fakt
+                ssqo = ssq
+                ssq = _resid(r, d1, pi, vsi, vs4[i], a, a2, ee)
+                k2 += 1
+                if not (ssq <= ssqo) or k2 >= 1000:
+                    break
+            r[0] -= vt[0] * fakt
+            r[1] -= vt[1] * fakt
+            r[2] -= vt[2] * fakt
+            d1 -= vt[3] * fakt
+            ssq = _resid(r, d1, pi, vsi, vs4[i], a, a2, ee)
+            ssqo = ssq
+        out[i, 0] = r[0]
+        out[i, 1] = r[1]
+        out[i, 2] = r[2]
+
+
+@numba.njit(**_JIT)
+def _clip1(x):
+    if x < -1.0:
+        return -1.0
+    if x > 1.0:
+        return 1.0
+    return x
+
+
+@numba.njit(**_JIT)
+def _adjust_z(px, py, pz, rx, ry, rz, wx, wy, wz, thresh):
+    """``wrapping._adjust_one`` for one point: (new z of r, moved)."""
+    a0 = rx - px
+    a1 = ry - py
+    a2 = rz - pz
+    b0 = wx - rx
+    b1 = wy - ry
+    b2 = wz - rz
+    a = math.acos(_clip1(a2 / math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)))
+    o = math.acos(_clip1(b2 / math.sqrt(b0 * b0 + b1 * b1 + b2 * b2)))
+    d0 = wx - px
+    d1 = wy - py
+    d2 = wz - pz
+    nd = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    d0 = d0 / nd
+    d1 = d1 / nd
+    d2 = d2 / nd
+    den = d0 * d0 + d1 * d1
+    along = (rx - px) * d0 + (ry - py) * d1
+    z = pz + d2 * along / den
+    nz = rz + 1.5 * (z - rz)
+    if abs(a - o) > thresh and math.isfinite(nz):
+        return nz, True
+    return rz, False
+
+
+@numba.njit(**_JIT)
+def _adjust_row(p1, p2, r1, r2, i, R, lw, max_iter, thresh):
+    """``wrapping._adjust_spiral`` for row i of r1, r2 (in place)."""
+    sense = -1.0 if lw else 1.0
+    for _ in range(max_iter):
+        x1, y1, z1 = r1[i, 0], r1[i, 1], r1[i, 2]
+        x2, y2, z2 = r2[i, 0], r2[i, 1], r2[i, 2]
+        cz = x1 * y2 - y1 * x2
+        cd = x1 * x2 + y1 * y2
+        th = math.atan2(cz, cd)
+        if lw:
+            th = 2 * np.pi - th
+        dz = z2 - z1
+        L = math.sqrt((R * th) ** 2 + dz ** 2)
+        q = L / 0.002
+        if not (q >= 2.0) or q > 9e18:
+            break
+        t = 1.0 / int(q)
+        ang = sense * t * th
+        c = math.cos(ang)
+        s = math.sin(ang)
+        n1z, m1 = _adjust_z(p1[i, 0], p1[i, 1], p1[i, 2], x1, y1, z1,
+                            c * x1 - s * y1, s * x1 + c * y1, z1 + t * dz, thresh)
+        t2 = 1.0 - t
+        ang = sense * t2 * th
+        c = math.cos(ang)
+        s = math.sin(ang)
+        n2z, m2 = _adjust_z(p2[i, 0], p2[i, 1], p2[i, 2], x2, y2, z2,
+                            c * x1 - s * y1, s * x1 + c * y1, n1z + t2 * dz, thresh)
+        same = n1z == z1 and n2z == z2
+        r1[i, 2] = n1z
+        r2[i, 2] = n2z
+        if not (m1 or m2) or same:
+            break
+
+
+@numba.njit(**_JIT)
+def _dot3(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@numba.njit(**_JIT)
+def _cross3(a, b):
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+@numba.njit(**_JIT)
+def _sub3(a, b):
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
+
+
+@numba.njit(**_JIT)
+def _add3(a, b):
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+@numba.njit(**_JIT)
+def _mul3(k, a):
+    return (k * a[0], k * a[1], k * a[2])
+
+
+@numba.njit(**_JIT)
+def _norm3(a):
+    return math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+
+
+@numba.njit(**_JIT)
+def _unit3(a):
+    n = _norm3(a)
+    if n > 0:
+        return (a[0] / n, a[1] / n, a[2] / n), n
+    return (0.0, 0.0, 0.0), n
+
+
+@numba.njit(**_JIT)
+def _sgn(x):
+    return 1 if x >= 0.0 else -1
+
+
+@numba.njit(**_JIT)
+def _slide(r, pn2, dpl, other_z, own_z):
+    a = (r[0] - 10.0 * 0.0, r[1] - 10.0 * 0.0, r[2] - 10.0 * 1.0)
+    b = (r[0] + 10.0 * 0.0, r[1] + 10.0 * 0.0, r[2] + 10.0 * 1.0)
+    vec = _sub3(b, a)
+    dp = _dot3(vec, pn2)
+    ok = abs(dp) >= 1e-5
+    t = (-dpl - _dot3(pn2, a)) / dp
+    ok = ok and (t >= -1e-5) and (t <= 1 + 1e-5)
+    rp = _add3(a, _mul3(t if ok else 0.0, vec))
+    if ok and abs(rp[2] - other_z) < abs(own_z - other_z):
+        return rp
+    return r
+
+
+@numba.njit(**_JIT)
+def wrap_cylinder(p1, p2, R, length, axis, sign, adjust, max_iter, thresh,
+                  status, r1o, r2o, Lo):
+    """``wrapping.wrap_cylinder`` row by row (OpenSim 4.6's ``WrapCylinder::wrapLine``, the
+    tangent correction on the rows with ``adjust``); outputs status, r1o, r2o, Lo."""
+    r2sq = R * R
+    dn = (0.0, 0.0, 1.0)
+    constrained = axis >= 0
+    cs = (0.0, 0.0, -0.5 * length)
+    ce = (0.0, 0.0, 0.5 * length)
+    v2, m2 = _unit3(_sub3(ce, cs))
+    for i in range(p1.shape[0]):
+        P1 = (p1[i, 0], p1[i, 1], p1[i, 2])
+        P2 = (p2[i, 0], p2[i, 1], p2[i, 2])
+        rho1 = math.hypot(P1[0], P1[1])
+        rho2 = math.hypot(P2[0], P2[1])
+        inside = rho1 ** 2 < r2sq or rho2 ** 2 < r2sq
+        # closest points of the segment's line and the axis
+        v1, m1 = _unit3(_sub3(P2, P1))
+        cr = _cross3(v1, v2)
+        den = _dot3(cr, cr)
+        w = _sub3(cs, P1)
+        t = _dot3(w, _cross3(v1, cr)) / den
+        s = _dot3(w, _cross3(v2, cr)) / den
+        near12 = _add3(P1, _mul3(s, v1))
+        t12 = s / m1
+        near00 = _add3(cs, _mul3(t, v2))
+        dnn = _sub3(near12, near00)
+        pierce = _dot3(dnn, dnn) < r2sq and t12 > 0 and t12 < 1
+        st = 2
+        if not constrained:
+            st = 3 if pierce else 0
+        p11 = (0.0, 0.0, P1[2])
+        p22 = (0.0, 0.0, P2[2])
+        # tangent points of each end point to the cross-section
+        vv, _ = _unit3(_sub3(P1, p11))
+        sin_t = R / max(rho1, 1e-300)
+        pp = _add3(p11, _mul3(R * sin_t, vv))
+        h = math.sqrt(max(r2sq - (R * sin_t) ** 2, 0.0))
+        uu = _cross3(dn, vv)
+        r1a = _add3(pp, _mul3(h, uu))
+        r1b = _sub3(pp, _mul3(h, uu))
+        vv, _ = _unit3(_sub3(P2, p22))
+        sin_t = R / max(rho2, 1e-300)
+        pp = _add3(p22, _mul3(R * sin_t, vv))
+        h = math.sqrt(max(r2sq - (R * sin_t) ** 2, 0.0))
+        uu = _cross3(dn, vv)
+        r2a = _add3(pp, _mul3(h, uu))
+        r2b = _sub3(pp, _mul3(h, uu))
+        far = False
+        long_wrap = False
+        if constrained:
+            ws = sign
+            s1 = _sgn(P1[axis])
+            s2 = _sgn(P2[axis])
+            either = s1 == ws or s2 == ws
+            opt = s1 != s2 and _sgn(near12[axis]) != ws
+            st_c = 3 if pierce else (2 if opt else 0)
+            st = st_c if either else 2
+            r1am = _sub3(r1a, p11)
+            r1bm = _sub3(r1b, p11)
+            r2am = _sub3(r2a, p22)
+            r2bm = _sub3(r2b, p22)
+            cosa = _dot3(r1am, r2bm) / (_norm3(r1am) * _norm3(r2bm))
+            cosb = _dot3(r1bm, r2am) / (_norm3(r1bm) * _norm3(r2am))
+            alpha = math.acos(_clip1(cosa))
+            beta = math.acos(_clip1(cosb))
+            a_on = _sgn(r1a[axis]) == ws
+            b_on = _sgn(r1b[axis]) == ws
+            r2a_on = _sgn(r2a[axis]) == ws
+            r2b_on = _sgn(r2b[axis]) == ws
+            ab = alpha > beta
+            if a_on and b_on:
+                choose_ba = r2a_on
+            elif a_on:
+                choose_ba = False
+            elif b_on:
+                choose_ba = True
+            elif r2a_on:
+                choose_ba = True
+            elif r2b_on:
+                choose_ba = False
+            else:
+                choose_ba = not ab
+            far = (not ab) if choose_ba else ab
+            if not a_on and not b_on and not r2a_on and not r2b_on:
+                far = True
+            r1 = r1b if choose_ba else r1a
+            r2 = r2a if choose_ba else r2b
+            sum_musc = _add3(_sub3(r1, P1), _sub3(r2, P2))
+            sum_r = _add3(_sub3(r1, p11), _sub3(r2, p22))
+            long_wrap = _dot3(sum_r, sum_musc) < 0.0
+        else:
+            n1a, _ = _unit3(_sub3(r1a, p11))
+            n1b, _ = _unit3(_sub3(r1b, p11))
+            n2a, _ = _unit3(_sub3(r2a, p22))
+            n2b, _ = _unit3(_sub3(r2b, p22))
+            d1 = _dot3(n1a, n2a)
+            d2 = _dot3(n1a, n2b)
+            d3 = _dot3(n1b, n2a)
+            d4 = _dot3(n1b, n2b)
+            if d1 > d2 and d1 > d3 and d1 > d4:
+                r1, r2 = r1a, r2a
+            elif d2 > d3 and d2 > d4:
+                r1, r2 = r1a, r2b
+            elif d3 > d4:
+                r1, r2 = r1b, r2a
+            else:
+                r1, r2 = r1b, r2b
+        # apex line of the cylinder between the two points
+        tt = rho1 / (rho1 + rho2)
+        mpt = _add3(P1, _mul3(tt, _sub3(P2, P1)))
+        axispt = (0.0, 0.0, mpt[2])
+        l1, _ = _unit3(_sub3(P1, axispt))
+        l2, _ = _unit3(_sub3(P2, axispt))
+        pn, _ = _unit3(_cross3(l1, l2))
+        vert1, _ = _unit3(_cross3(dn, pn))
+        vert2, _ = _unit3(_cross3(pn, dn))
+        apex1 = _add3(axispt, _mul3(R, vert1))
+        apex2 = _add3(axispt, _mul3(R, vert2))
+        e1 = _sub3(mpt, apex1)
+        e2 = _sub3(mpt, apex2)
+        dd1 = _dot3(e1, e1)
+        dd2 = _dot3(e2, e2)
+        first = (not (dd1 < dd2)) if far else (dd1 < dd2)
+        apex = apex1 if first else apex2
+        uu, _ = _unit3(_sub3(P1, apex))
+        vv, _ = _unit3(_sub3(P2, apex))
+        pn2, _ = _unit3(_cross3(uu, vv))
+        dpl = -_dot3(P1, pn2)
+        r1 = _slide(r1, pn2, dpl, p22[2], p11[2])
+        r2 = _slide(r2, pn2, dpl, p11[2], p22[2])
+        halfL = 0.5 * length
+        out1 = r1[2] < -halfL or r1[2] > halfL
+        out2 = r2[2] < -halfL or r2[2] > halfL
+        if inside:
+            st = 1
+        if st >= 2 and out1 and out2:
+            st = 0
+        status[i] = st
+        for j in range(3):
+            r1o[i, j] = r1[j]
+            r2o[i, j] = r2[j]
+        if st >= 2 and adjust[i]:
+            _adjust_row(p1, p2, r1o, r2o, i, R, long_wrap, max_iter, thresh)
+        if st >= 2:
+            x1, y1 = r1o[i, 0], r1o[i, 1]
+            x2, y2 = r2o[i, 0], r2o[i, 1]
+            th = math.atan2(x1 * y2 - y1 * x2, x1 * x2 + y1 * y2)
+            if long_wrap:
+                th = 2 * np.pi - th
+            Lo[i] = math.sqrt((R * th) ** 2 + (r2o[i, 2] - r1o[i, 2]) ** 2)
+        else:
+            Lo[i] = 0.0
+            for j in range(3):
+                r1o[i, j] = 0.0
+                r2o[i, j] = 0.0
+
+
+@numba.njit(**_JIT)
+def surface_path(r1, r2, a, vs, vs4, far, factor, seg, L, first, last, npts):
+    """``wrap_ellipsoid._surface_path`` row by row (OpenSim's ``CalcDistanceOnEllipsoid``):
+    the chord sum (scaled) L, the first and last interior points and the number of points."""
+    for i in range(r1.shape[0]):
+        dx = r1[i, 0] - r2[i, 0]
+        dy = r1[i, 1] - r2[i, 1]
+        dz = r1[i, 2] - r2[i, 2]
+        ln = math.sqrt(dx * dx + dy * dy + dz * dz) / factor
+        if ln < seg:
+            L[i] = ln * factor
+            npts[i] = 2
+            for j in range(3):
+                first[i, j] = r1[i, j]
+                last[i, j] = r2[i, j]
+            continue
+        q = ln / seg
+        nseg = 499 if q >= 499.0 else max(int(q), 1)
+        im = 0
+        big = abs(vs[i, 0])
+        for j in range(1, 3):
+            if abs(vs[i, j]) > big:
+                big = abs(vs[i, j])
+                im = j
+        mu = (-vs4[i]) / vs[i, im]
+        a0 = np.zeros(3)
+        a0[im] = mu
+        u1 = np.empty(3)
+        u2 = np.empty(3)
+        for j in range(3):
+            u1[j] = r1[i, j] - a0[j]
+            u2[j] = r2[i, j] - a0[j]
+        n1 = math.sqrt(u1[0] * u1[0] + u1[1] * u1[1] + u1[2] * u1[2])
+        n2 = math.sqrt(u2[0] * u2[0] + u2[1] * u2[1] + u2[2] * u2[2])
+        for j in range(3):
+            u1[j] = u1[j] / n1 if n1 > 0 else 0.0
+            u2[j] = u2[j] / n2 if n2 > 0 else 0.0
+        c = u1[0] * u2[0] + u1[1] * u2[1] + u1[2] * u2[2]
+        phi0 = math.acos(_clip1(c))
+        dphi = (-(2 * np.pi - phi0) if far[i] else phi0) / nseg
+        z0 = u1[1] * u2[2] - u1[2] * u2[1]
+        z1 = u1[2] * u2[0] - u1[0] * u2[2]
+        z2 = u1[0] * u2[1] - u1[1] * u2[0]
+        nz = math.sqrt(z0 * z0 + z1 * z1 + z2 * z2)
+        if nz > 0:
+            z0 = z0 / nz
+            z1 = z1 / nz
+            z2 = z2 / nz
+        else:
+            z0 = 0.0
+            z1 = 0.0
+            z2 = 0.0
+        y0 = z1 * u1[2] - z2 * u1[1]
+        y1 = z2 * u1[0] - z0 * u1[2]
+        y2 = z0 * u1[1] - z1 * u1[0]
+        f20 = a0[0] / a[0]
+        f21 = a0[1] / a[1]
+        f22 = a0[2] / a[2]
+        qc = f20 * f20 + f21 * f21 + f22 * f22 - 1.0
+        px = r1[i, 0]
+        py = r1[i, 1]
+        pz = r1[i, 2]
+        tot = 0.0
+        for k in range(1, nseg):
+            phi = k * dphi
+            cp = math.cos(phi)
+            sp = math.sin(phi)
+            d0 = cp * u1[0] + sp * y0
+            d1 = cp * u1[1] + sp * y1
+            d2 = cp * u1[2] + sp * y2
+            g0 = d0 / a[0]
+            g1 = d1 / a[1]
+            g2 = d2 / a[2]
+            qa = g0 * g0 + g1 * g1 + g2 * g2
+            qb = 2 * (g0 * f20 + g1 * f21 + g2 * f22)
+            disc = qb * qb - 4 * qa * qc
+            m3 = (-qb + math.sqrt(0.0 if disc < 0.0 else disc)) / (2 * qa)
+            sx = a0[0] + m3 * d0
+            sy = a0[1] + m3 * d1
+            sz = a0[2] + m3 * d2
+            ex = sx - px
+            ey = sy - py
+            ez = sz - pz
+            tot += math.sqrt(ex * ex + ey * ey + ez * ez)
+            if k == 1:
+                first[i, 0] = sx
+                first[i, 1] = sy
+                first[i, 2] = sz
+            px = sx
+            py = sy
+            pz = sz
+        if nseg > 1:
+            last[i, 0] = px
+            last[i, 1] = py
+            last[i, 2] = pz
+        else:
+            for j in range(3):
+                first[i, j] = r1[i, j]
+                last[i, j] = r2[i, j]
+        ex = r2[i, 0] - px
+        ey = r2[i, 1] - py
+        ez = r2[i, 2] - pz
+        L[i] = tot + math.sqrt(ex * ex + ey * ey + ez * ez)
+        npts[i] = nseg + 1
+
+
+_EPSMCH = np.finfo(np.float64).eps
+_DWARF = np.finfo(np.float64).tiny
+
+
+@numba.njit(**_JIT)
+def _torus_fun(u, c2, c3, c4, c5, r):
+    g = c4 * u + c3
+    return c2 + 2.0 * u - 2.0 * r * (2.0 * g) / math.sqrt(u * u * c4 + 2.0 * c3 * u + c5)
+
+
+@numba.njit(**_JIT)
+def _lmpar1(r, qtb, d, delta, par):
+    """``wrapping._lmpar1`` for one problem: (par, x)."""
+    xg = qtb / r if r != 0.0 else 0.0
+    dx = abs(d * xg)
+    fp = dx - delta
+    gn = fp <= 0.1 * delta
+    parl = 0.0
+    if r != 0.0:
+        t = abs(d * (d * xg / dx) / r)
+        parl = ((fp / delta) / t) / t
+    gnorm = abs(r * qtb / d)
+    paru = gnorm / delta
+    if paru == 0.0:
+        paru = _DWARF / min(delta, 0.1)
+    par = min(max(par, parl), paru)
+    if par == 0.0:
+        par = gnorm / dx
+    x = xg
+    act = not gn
+    for it in range(1, 11):
+        if not act:
+            break
+        if par == 0.0:
+            par = max(_DWARF, 0.001 * paru)
+        s2 = r * r + par * d * d
+        xn = r * qtb / s2
+        x = xn
+        dxn = abs(d * xn)
+        temp = fp
+        fpn = dxn - delta
+        fp = fpn
+        stop = (abs(fpn) <= 0.1 * delta) or ((parl == 0.0) and (fpn <= temp) and (temp < 0.0)) \
+            or (it == 10)
+        t = abs(d * (d * xn / dxn)) / math.sqrt(s2)
+        parc = ((fpn / delta) / t) / t
+        if not stop:
+            if fpn > 0.0:
+                parl = max(parl, par)
+            if fpn < 0.0:
+                paru = min(paru, par)
+            par = max(parl, par + parc)
+        act = not stop
+    return (0.0 if gn else par), x
+
+
+@numba.njit(**_JIT)
+def torus_line_point(p, q, r, out):
+    """``wrapping._torus_line_point`` row by row: MINPACK's lmdif (one unknown, tolerances
+    1e-4, step bound 0.2, at most 500 evaluations) on OpenSim's residual along the line from p
+    towards q; the point reached in out (N, 3)."""
+    eps = math.sqrt(_EPSMCH)
+    ftol = 1e-4
+    xtol = 1e-4
+    factor = 0.2
+    maxfev = 500
+    for i in range(p.shape[0]):
+        n, _ = _unit3((q[i, 0] - p[i, 0], q[i, 1] - p[i, 1], q[i, 2] - p[i, 2]))
+        P = (p[i, 0], p[i, 1], p[i, 2])
+        c2 = 2.0 * _dot3(P, n)
+        c3 = P[0] * n[0] + P[1] * n[1]
+        c4 = n[0] * n[0] + n[1] * n[1]
+        c5 = P[0] * P[0] + P[1] * P[1]
+        x = 0.0
+        f = _torus_fun(x, c2, c3, c4, c5, r)
+        fnorm = abs(f)
+        nfev = 1
+        it1 = True
+        needj = True
+        J = 0.0
+        diag = 1.0
+        delta = 0.0
+        xnorm = 0.0
+        par = 0.0
+        done = fnorm == 0.0
+        for _ in range(4 * maxfev):
+            if done:
+                break
+            if needj:
+                h = eps * abs(x)
+                if h == 0.0:
+                    h = eps
+                J = (_torus_fun(x + h, c2, c3, c4, c5, r) - f) / h
+                nfev += 1
+                acn = abs(J)
+                dg = 1.0 if acn == 0.0 else acn
+                diag = dg if it1 else max(diag, acn)
+                xn = abs(diag * x)
+                dl = factor * xn
+                if it1:
+                    delta = factor if dl == 0.0 else dl
+                    xnorm = xn
+                needj = False
+                if fnorm == 0.0:
+                    break
+            par, xs = _lmpar1(J, f, diag, delta, par)
+            step = -xs
+            xt = x + step
+            pnorm = abs(diag * step)
+            if it1:
+                delta = min(delta, pnorm)
+            ft = _torus_fun(xt, c2, c3, c4, c5, r)
+            nfev += 1
+            fn1 = abs(ft)
+            fn = fnorm
+            actred = 1.0 - (fn1 / fn) ** 2 if 0.1 * fn1 < fn else -1.0
+            t1 = abs(J * step) / fn
+            t2 = math.sqrt(par) * pnorm / fn
+            prered = t1 * t1 + t2 * t2 / 0.5
+            dirder = -(t1 * t1 + t2 * t2)
+            ratio = actred / prered if prered != 0.0 else 0.0
+            tmp = 0.5 if actred >= 0.0 else 0.5 * dirder / (dirder + 0.5 * actred)
+            if 0.1 * fn1 >= fn or tmp < 0.1:
+                tmp = 0.1
+            if ratio <= 0.25:
+                delta = tmp * min(delta, pnorm / 0.1)
+                par = par / tmp
+            elif par == 0.0 or ratio >= 0.75:
+                delta = pnorm / 0.5
+                par = 0.5 * par
+            ok = ratio >= 1e-4
+            if ok:
+                x = xt
+                f = ft
+                fnorm = fn1
+                xnorm = abs(diag * xt)
+            it1 = it1 and not ok
+            needj = ok
+            done = ((abs(actred) <= ftol) and (prered <= ftol) and (0.5 * ratio <= 1.0)) \
+                or (delta <= xtol * xnorm) or (nfev >= maxfev) \
+                or ((abs(actred) <= _EPSMCH) and (prered <= _EPSMCH) and (0.5 * ratio <= 1.0)) \
+                or (delta <= _EPSMCH * xnorm) or (fnorm == 0.0)
+        out[i, 0] = P[0] + x * n[0]
+        out[i, 1] = P[1] + x * n[1]
+        out[i, 2] = P[2] + x * n[2]

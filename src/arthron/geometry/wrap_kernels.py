@@ -1,0 +1,105 @@
+"""Compiled (numba) kernels of the wrapping loops that NumPy evaluates slowly: the ellipsoid's
+"fan" of closest-point Newton solves, its damped tangent-point search and its chord sum, and
+the cylinder's wrap with its iterative tangent correction.
+
+Each kernel (:mod:`arthron.geometry._wrap_numba`) replays, row by row, the same arithmetic as
+the NumPy reference in :mod:`arthron.geometry.wrap_ellipsoid` and
+:mod:`arthron.geometry.wrapping` (OpenSim 4.6's ``WrapEllipsoid::wrapLine`` /
+``findClosestPoint`` / ``calcTangentPoint`` and ``WrapCylinder::wrapLine`` /
+``_make_spiral_path``), so results agree with it to rounding (tests: 1e-12). The NumPy code
+stays the reference and the fallback.
+
+This module does not import numba; :func:`kernels` imports it (≈0.2–0.5 s) and loads the
+kernels from numba's on-disk cache (compiled there at the first use, ≈5–10 s) lazily, only
+when :func:`use_kernel` judges the work large enough to pay for it, so commands with small
+wrapping problems never import numba, and a fresh installation compiles the kernels only for
+large work.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+_KERNELS = None
+_FAILED = False
+_CACHED = None
+#: The compiled kernels (names in :mod:`arthron.geometry._wrap_numba`).
+KERNEL_NAMES = ("fan_blades", "tangent_lm", "surface_path", "wrap_cylinder", "torus_line_point")
+#: Newton solves (fan points) that NumPy may spend in this process before numba is imported,
+#: when numba's on-disk cache holds the kernels. Importing numba and loading the cached
+#: kernels costs ≈0.3–0.6 s here, about what NumPy spends wrapping paths with this many fan
+#: points (arm26: 36k per 121 frames, ≈17 ms; the shoulder–elbow model: 282k per 130 frames,
+#: ≈0.5 s), so a process never pays much more than the better of the two (the rent-or-buy
+#: rule).
+MIN_POINTS_TO_IMPORT = 250_000
+#: The same when the kernels are not in the cache yet: compiling them costs ≈5–10 s (once per
+#: installation; the tests compile them too).
+MIN_POINTS_TO_COMPILE = 10_000_000
+_numpy_work = 0
+#: None: decide by problem size (:func:`use_kernel`); False: always NumPy; True: always the
+#: kernels where numba is installed (tests compare the two).
+FORCE = None
+
+
+def _cached() -> bool:
+    """Whether numba's cache index holds every kernel, newer than the kernels' source (in
+    ``NUMBA_CACHE_DIR`` when set, else in ``__pycache__`` beside the module; elsewhere, e.g.
+    numba's user-wide cache of a read-only installation, counts as not cached); checked once
+    per process."""
+    global _CACHED
+    if _CACHED is None:
+        src = Path(__file__).with_name("_wrap_numba.py")
+        found = set()
+        try:
+            t_src = src.stat().st_mtime
+            if os.environ.get("NUMBA_CACHE_DIR"):
+                files = Path(os.environ["NUMBA_CACHE_DIR"]).rglob("_wrap_numba.*.nbi")
+            else:
+                files = src.with_name("__pycache__").glob("_wrap_numba.*.nbi")
+            found = {f.name.split(".")[1].split("-")[0] for f in files
+                     if f.stat().st_mtime >= t_src}
+        except OSError:
+            pass
+        _CACHED = set(KERNEL_NAMES) <= found
+    return _CACHED
+
+
+def use_kernel(work: int = 0) -> bool:
+    """Whether to run the compiled kernels on a problem of ``work`` Newton points (fan points
+    of the ellipsoid; 0 for the cheaper loops): never when the environment variable
+    ``ARTHRON_NO_NUMBA`` is set or numba cannot be loaded; always once arthron has loaded the
+    kernels, or numba is imported already (by anything in the process) and its cache holds
+    them; otherwise when the Newton points of this call and of the earlier NumPy calls of the
+    process reach :data:`MIN_POINTS_TO_IMPORT` (:data:`MIN_POINTS_TO_COMPILE` while the
+    kernels are not compiled yet)."""
+    global _numpy_work
+    if FORCE is not None:
+        return bool(FORCE) and kernels() is not None
+    if _FAILED or os.environ.get("ARTHRON_NO_NUMBA"):
+        return False
+    if _KERNELS is not None:
+        return True
+    cached = _cached()
+    if cached and "numba" in sys.modules:
+        return kernels() is not None
+    if work <= 0:
+        return False
+    _numpy_work += work
+    need = MIN_POINTS_TO_IMPORT if cached else MIN_POINTS_TO_COMPILE
+    return _numpy_work >= need and kernels() is not None
+
+
+def kernels():
+    """The compiled kernels (a namespace), or None where numba is not installed."""
+    global _KERNELS, _FAILED
+    if _KERNELS is None and not _FAILED:
+        try:
+            from . import _wrap_numba
+            _KERNELS = _wrap_numba
+        except Exception:  # numba missing or unusable: NumPy reference instead
+            _FAILED = True
+    return _KERNELS
+
+
+__all__ = ["use_kernel", "kernels", "MIN_POINTS_TO_IMPORT", "MIN_POINTS_TO_COMPILE", "KERNEL_NAMES"]
