@@ -278,7 +278,9 @@ def plot_reaction_study(curves: dict, path, *, published=None, mass: dict | None
         ax.legend(fontsize=7, loc="best")
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
-    fig.suptitle(title, fontsize=10)
+    import textwrap
+    # wrapped to the figure's width (about 11 characters per inch at 10 pt)
+    fig.suptitle("\n".join(textwrap.wrap(title, width=max(30, int(11 * 4.6 * cols)))), fontsize=10)
     fig.tight_layout()
     return _save(plt, fig, path, dpi)
 
