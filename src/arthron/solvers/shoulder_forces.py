@@ -5,7 +5,8 @@ scaled-generic modeling of shoulder and elbow", Sci Rep 11:20806, Eq. 12.
 Per frame the unknowns are the muscle forces f (0 ≤ f ≤ f_max) and the multipliers λ of the
 model's constraints (the scapulothoracic ellipsoid constraints: λ_TS, λ_AI, Eq. 11), with::
 
-    minimize   Σ_i (f_i / PCSA_i)² + ε Σ_k λ_k²
+    minimize   Σ_i (f_i / PCSA_i)² + ε Σ_k λ_k²       (i over the strings; with ``groups``
+               Σ_m Σ_{s∈m} (A_s/A_m)(f_s/A_s)², = Σ_m (f_m/PCSA_m)² at equal string stress)
     subject to Σ_i r_i(q) f_i + G(q)ᵀ λ = τ_ID(q, q̇, q̈) − τ_passive      (Eq. 11, one row per coordinate)
                λ ≥ 0                                                        (the ribcage pushes, never pulls)
                F_GH(f) inside the glenohumeral stability cone                (ψ ≤ 0 of Eq. 12)
@@ -245,10 +246,17 @@ def reaction_force_map(model: Model, prob: LoadSharingProblem, joint: str, tree:
 
 def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: StabilityCone, pcsa: dict, *,
                           tree: Tree | None = None, on_infeasible: str = "raise",
-                          elevation_deg=None) -> ShoulderForces:
+                          elevation_deg=None, groups: dict | None = None) -> ShoulderForces:
     """Solve :func:`abduction_problem`'s problem with Σ (f/PCSA)² and the stability cone.
 
     pcsa : {muscle: m²} (muscles missing from it: F_max / 0.6 MPa, with a warning)
+    groups : {muscle: [strings]} when the problem's "muscles" are strings of fewer muscles
+        (Sarshari et al.'s 42 muscles of up to 20 strings each). Each string s of muscle m
+        (PCSA A_m = Σ A_s) then weighs (A_s/A_m)(f_s/A_s)² = f_s²/(A_m A_s): the muscle's term is
+        the volume-weighted mean squared stress of its strings, (f_m/A_m)² when they carry equal
+        stress, so Eq. 12's Σ over the 42 muscle forces does not depend on how many strings a
+        muscle is drawn with. Without ``groups`` every string is its own muscle: Σ_s (f_s/A_s)²,
+        which counts a muscle of k equal strings k times ((f_s/A_s)² = (f_m/A_m)² per string).
 
     All frames are solved first without the cone (batched box QP,
     :func:`arthron.solvers.load_sharing.solve_problem`); the frames whose reaction leaves the
@@ -276,6 +284,13 @@ def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: Stabilit
         if not (a > 0):
             raise OptionError(f"PCSA of '{prob.names[i]}' must be positive, got {a!r}")
         w[i] = (fh[i] / (a * 1e6)) ** 2           # (f / PCSA)², stress in MPa: dimensionless
+    if groups:
+        idx = {prob.names[i]: i for i in mus}
+        for g, strings in groups.items():
+            ks = [idx[s] for s in strings if s in idx]
+            if len(ks) > 1:
+                a_s = fh[ks] / np.sqrt(w[ks]) / 1e6      # the strings' PCSAs (m²)
+                w[ks] *= a_s / a_s.sum()                   # f_s² / (A_m A_s)
     if missing:
         warnings.warn(f"no PCSA for {', '.join(missing[:8])}: F_max / 0.6 MPa used", ArthronWarning)
     if mul:
