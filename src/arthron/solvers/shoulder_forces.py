@@ -43,7 +43,7 @@ from ..multibody.kinematics import Tree, compile_model, forward_kinematics
 from ..multibody.paths import compile_paths, moment_arms, moment_arms_and_node_forces, moment_arms_excursion
 from ..tables import Table
 from .load_sharing import LoadSharingProblem
-from .load_sharing_cone import StabilityCone
+from .load_sharing_cone import StabilityCone, cone_resolve
 
 __all__ = ["ShoulderForces", "ShoulderProblem", "abduction_problem", "shoulder_load_sharing", "moment_arm_check",
            "reaction_force_map",
@@ -266,8 +266,7 @@ def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: Stabilit
     Raises OptionError for non-positive PCSAs; InfeasibleFrames (``on_infeasible="raise"``)
     naming the frames where the equations of motion or the cone cannot be met.
     """
-    from .load_sharing import InfeasibleFrames, solve_problem
-    from .load_sharing_convex import cone_angle, solve_with_cone
+    from .load_sharing import solve_problem
     tree = tree or compile_model(model)
     cone.check(model)
     n_all = len(prob.names)
@@ -298,32 +297,9 @@ def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: Stabilit
     free = solve_problem(prob, weights=w, on_infeasible=on_infeasible)
     pre = getattr(prob, "reaction", None)
     C, d = pre[1:] if pre is not None and pre[0] == cone.joint else reaction_force_map(model, prob, cone.joint, tree)
-    kin = forward_kinematics(tree, prob.q)
-    Rb = kin.R[:, tree.body_node[tree.body_names.index(cone.body)]]          # body → ground
-    Rc = np.einsum("ji,tkj->tik", cone.frame(), Rb)                          # ground → cone
-    Cc = np.einsum("tij,tjn->tin", Rc, C)
-    dc = np.einsum("tij,tj->ti", Rc, d)
-    tx, ty = (np.tan(np.radians(a)) for a in cone.half_angles_deg)
-    x = free.activations.copy()
-    _, ratio0 = cone_angle(np.einsum("tin,tn->ti", Cc, x) + dc, tx, ty)
-    outside = ~(ratio0 <= 1.0 + 1e-9)
-    ok = free.feasible.copy()
-    frames = np.flatnonzero(outside & ok)
-    if frames.size:
-        A, b, _ = prob.reduced()
-        xs, oks = solve_with_cone(A, b, w, prob.lower, prob.upper, Cc, dc, tx, ty,
-                                  n_planes=cone.n_planes, frames=frames)
-        x[frames], ok[frames] = xs[frames], oks[frames]
-    Fc = np.einsum("tin,tn->ti", Cc, x) + dc
-    ang, ratio = cone_angle(Fc, tx, ty)
-    ok &= ratio <= 1.0 + 1e-5
-    bad = np.flatnonzero(~ok)
-    if bad.size and on_infeasible != "ignore":
-        msg = (f"stability cone on '{cone.joint}' cannot be met at t = "
-               + ", ".join(f"{prob.time[k]:.6g} s" for k in bad[:20]) + (" ..." if bad.size > 20 else ""))
-        if on_infeasible == "raise":
-            raise InfeasibleFrames(msg, [(float(prob.time[k]), {}) for k in bad])
-        warnings.warn(msg, ArthronWarning)
+    Rb = forward_kinematics(tree, prob.q).R[:, tree.body_node[tree.body_names.index(cone.body)]]
+    sol = cone_resolve(prob, free, C, d, cone, Rb, w, on_infeasible=on_infeasible)
+    x, ok, outside, Fc, ang, ratio = sol.x, sol.feasible, sol.outside, sol.reaction, sol.angle_deg, sol.ratio
     rows = prob.free_rows
     rest = prob.tau - np.einsum("tqn,tn->tq", prob.B, x)
     rest[:, ~rows] = 0.0
