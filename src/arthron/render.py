@@ -45,7 +45,7 @@ from .io.files import atomic_write, check_output
 from .models.model import Model
 from .multibody.kinematics import compile_model, forward_kinematics, marker_positions
 
-__all__ = ["offscreen_backend", "ModelScene", "parse_frames", "select_frames", "show", "wrap_arc"]
+__all__ = ["offscreen_backend", "ModelScene", "parse_frames", "select_frames", "show", "render_poses", "wrap_arc"]
 
 BONE = (0.93, 0.90, 0.82)
 MUSCLE = (0.78, 0.08, 0.08)
@@ -540,7 +540,27 @@ def show(model, output, *, motion=None, frames=None, times=None, gif=None, geome
         tree = compile_model(m)
         q_all, t_all = np.atleast_2d(tree.default_q), np.zeros(1)
     idx = select_frames(t_all, frames, times, gif=gif, max_frames=max_frames)
-    scene = ModelScene.build(m, q_all[idx], t_all[idx], geometry_dirs=geometry_dirs)
+    r = render_poses(m, q_all[idx], out, time=t_all[idx], gif=gif, geometry_dirs=geometry_dirs, size=size,
+                     progress=progress)
+    r["frames"] = idx
+    return r
+
+
+def render_poses(model: Model, q, output, *, time=None, gif: bool = False, geometry_dirs=(),
+                 size=(800, 800), progress=None) -> dict:
+    """Render ``model`` at the poses ``q`` ((K, nq) generalized coordinates in the compiled tree's
+    order, rad/m) to ``output``: one PNG with the K images side by side, or a GIF (``gif``)
+    timed by ``time`` ((K,) s). What :func:`show` does once it has the poses; the file is written
+    whole or not at all (inside an output group, with the group).
+
+    Returns a dict: ``output``, ``time``, ``meshes`` (number drawn), ``missing`` (mesh files not
+    found), ``images`` (the arrays). Raises UnsupportedFeature when nothing can render off-screen.
+    """
+    out = Path(output)
+    m = model
+    q = np.atleast_2d(np.asarray(q, float))
+    t = np.arange(len(q), dtype=float) if time is None else np.asarray(time, float)
+    scene = ModelScene.build(m, q, t, geometry_dirs=geometry_dirs)
     if scene.missing:
         shown = ", ".join(scene.missing[:5]) + (" ..." if len(scene.missing) > 5 else "")
         warnings.warn(f"{m.source or m.name}: {len(scene.missing)} mesh file(s) not found beside the "
@@ -548,12 +568,13 @@ def show(model, output, *, motion=None, frames=None, times=None, gif=None, geome
                       ArthronWarning, stacklevel=2)
     if hasattr(progress, "stage"):
         progress.stage("drawing")
-    images = render_frames(scene, range(len(idx)), size=size, progress=progress)
+    K = len(q)
+    images = render_frames(scene, range(K), size=size, progress=progress)
     if gif:
-        dt = np.diff(scene.time) * 1e3 if len(idx) > 1 else np.array([100.0])
-        dur = np.clip(np.append(dt, dt[-1]) if len(idx) > 1 else dt, 20, 200)
+        dt = np.diff(scene.time) * 1e3 if K > 1 else np.array([100.0])
+        dur = np.clip(np.append(dt, dt[-1]) if K > 1 else dt, 20, 200)
         atomic_write(out, _gif_bytes(images, dur))
     else:
         atomic_write(out, _png_bytes(np.concatenate(images, axis=1)))
-    return {"output": out, "frames": idx, "time": t_all[idx], "meshes": len(scene.bodies),
-            "missing": scene.missing, "images": images}
+    return {"output": out, "time": t, "meshes": len(scene.bodies), "missing": scene.missing,
+            "images": images}

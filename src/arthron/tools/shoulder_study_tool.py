@@ -29,13 +29,13 @@ import numpy as np
 
 from ..errors import UnsupportedFeature
 from ..io.files import atomic_write, output_group
-from ..io.osim import write_osim
 from ..io.sto import write_sto
 from ..io.trc import write_trc
 from ..multibody.kinematics import compile_model, marker_positions
 from ..solvers.shoulder_study import (PARAMETER_STUDY, SARSHARI_2021, SUMMARY_ANGLES, StudySpec, Subject,
                                       run_abduction)
 from ..tables import MarkerTrial, Table
+from .shoulder_elbow_tool import export_shoulder_elbow
 
 __all__ = ["run_study", "run_demo", "default_model", "study_table", "PAPER_POINTS"]
 
@@ -67,13 +67,31 @@ def _slug(s: Subject, spec: StudySpec) -> str:
     return "_".join(parts)
 
 
+def _model_picture(res, path: Path, notes: list) -> Path:
+    """The model at 30°, 90° and 150° of elevation side by side: bone meshes, muscle paths and
+    landmarks rendered off-screen (:func:`arthron.render.render_poses`), or, where nothing can
+    render off-screen, the matplotlib line drawing of :func:`arthron.plots.plot_model_poses`."""
+    from ..models.shoulder_elbow import MESH_DIR
+    from ..render import offscreen_backend, render_poses
+    el = res.kinematics.elevation_deg
+    ks = [int(np.argmin(np.abs(el - a))) for a in (30.0, 90.0, 150.0)]
+    window, why = offscreen_backend()
+    if window is not None:
+        render_poses(res.model, res.kinematics.q[ks], path, time=res.kinematics.time[ks],
+                     geometry_dirs=(MESH_DIR,), size=(600, 600))
+        return path
+    notes.append(f"model picture drawn as lines: no off-screen rendering here ({why})")
+    from ..plots import plot_model_poses
+    return plot_model_poses(res.model, res.kinematics.q[ks], path,
+                            labels=[f"elevation {el[i]:.0f}°" for i in ks])
+
+
 def _write_subject(out: Path, name: str, res) -> list:
     k, f, model = res.kinematics, res.forces, res.model
     tree = compile_model(model)
     files = []
     p = out / f"{name}.osim"
-    write_osim(p, model)
-    files.append(p)
+    files += export_shoulder_elbow(model, p)          # with its meshes in Geometry/ for the GUI
     cols = [tree.coordinate_index(c) for c in model.coordinates]
     mot = Table(name=f"{name}_abduction", time=k.time, labels=list(model.coordinates),
                 data=np.degrees(k.q[:, cols]), in_degrees=True)
@@ -201,11 +219,7 @@ def run_study(out_dir, subject: Subject | None = None, *, parameter_study: bool 
                     title=f"Glenohumeral reaction, scapular-plane abduction ({name}); "
                           "circles: Sarshari et al. 2021"))
             if picture:
-                from ..plots import plot_model_poses
-                el = res.kinematics.elevation_deg
-                ks = [int(np.argmin(np.abs(el - a))) for a in (30.0, 90.0, 150.0)]
-                files.append(plot_model_poses(res.model, res.kinematics.q[ks], out / f"{name}_model.png",
-                                              labels=[f"elevation {el[i]:.0f}°" for i in ks]))
+                files.append(_model_picture(res, out / f"{name}_model.png", notes))
         if parameter_study:
             buf = _io.StringIO()
             w = csv.writer(buf, lineterminator="\n")
