@@ -244,6 +244,19 @@ class _Checker:
                 if k in allowed and k not in ("name", "trials", "markers")}
 
 
+
+def _entry_name(c, entry: dict, key: str, seen: set, kind: str, index: int, scope: str) -> str:
+    """The ``name`` of a subject or trial entry, checked (letters, digits, '.', '_', '-'; unique
+    among ``seen``, to which it is added); a bad name is reported and replaced by kind+index."""
+    name = entry.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        c.err(f"{key}.name", f"each {kind} needs a name of letters, digits, '.', '_' or '-', got {name!r}")
+        name = f"{kind}{index}"
+    elif name in seen:
+        c.err(f"{key}.name", f"{kind} '{name}' is named twice{scope}")
+    seen.add(name)
+    return name
+
 def read_study(path) -> Study:
     """Read and check a study file (TOML, or YAML by its suffix).
 
@@ -290,13 +303,7 @@ def read_study(path) -> Study:
         sd = c.keys(sd, _SUBJECT_KEYS, key)
         if not sd:
             continue
-        nm = sd.get("name")
-        if not isinstance(nm, str) or not _NAME.match(nm):
-            c.err(f"{key}.name", f"each subject needs a name of letters, digits, '.', '_' or '-', got {nm!r}")
-            nm = f"subject{i}"
-        elif nm in seen:
-            c.err(f"{key}.name", f"subject '{nm}' is named twice")
-        seen.add(nm)
+        nm = _entry_name(c, sd, key, seen, "subject", i, "")
         key = f"subjects[{i}] ('{nm}')"
         s = SubjectSpec(name=nm, key=key)
         for k, v in sd.items():
@@ -326,13 +333,7 @@ def read_study(path) -> Study:
             td = c.keys(td, _TRIAL_KEYS, tkey)
             if not td:
                 continue
-            tn = td.get("name")
-            if not isinstance(tn, str) or not _NAME.match(tn):
-                c.err(f"{tkey}.name", f"each trial needs a name of letters, digits, '.', '_' or '-', got {tn!r}")
-                tn = f"trial{j}"
-            elif tn in tseen:
-                c.err(f"{tkey}.name", f"trial '{tn}' is named twice in subject '{nm}'")
-            tseen.add(tn)
+            tn = _entry_name(c, td, tkey, tseen, "trial", j, f" in subject '{nm}'")
             tkey = f"{key}.trials[{j}] ('{tn}')"
             t = TrialSpec(subject=nm, name=tn, markers=None, key=tkey, problems=list(default_problems))
             if "markers" not in td:
