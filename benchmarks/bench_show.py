@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -41,15 +38,8 @@ from arthron.render import ModelScene, render_frames  # noqa: E402
 
 WALK = GAIT_PIPE / "subject01_walk1_ik.mot"
 GEOMETRY = MODELS / "Geometry"
-
-
-def _median(f, n):
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import median_time as _median  # noqa: E402
 
 
 def main():

@@ -37,15 +37,7 @@ from arthron.io.osim import read_osim  # noqa: E402
 from arthron.io.sto import read_sto  # noqa: E402
 from arthron.multibody import paths as P  # noqa: E402
 from arthron.multibody.kinematics import compile_model  # noqa: E402
-
-
-def med(fn, n):
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+from _common import median_time as med  # noqa: E402
 
 
 def main():
