@@ -278,7 +278,9 @@ class ScaleResult:
     scale_set : list of ScaleEntry (all frames, OpenSim order)
     measured : dict measurement name -> factor
     scaled_model : Model after ModelScaler (before marker placement)
-    model : Model after MarkerPlacer (= scaled_model when placement is off)
+    model : Model after MarkerPlacer (= scaled_model when placement is off); it has its own
+        markers (and joints when a coordinate file set default values) and shares the other
+        components with ``scaled_model`` (``.copy()`` one of them before changing it)
     static_q : (nq,) static pose (rad/m) or None; static_errors : dict marker -> m
     """
 
@@ -406,6 +408,7 @@ def _scale_from_setup(path, placeholders, search_dirs, model_file=None, mass=Non
         unit = {"mm": 1e-3, "cm": 1e-2, "m": 1.0}.get(str(static.units).strip().lower(), 1.0)
         placed, q, errs = place_markers(scaled, static, tasks, s.placer_time_range,
                                         coordinate_values=coord_values,
-                                        max_marker_movement=s.max_marker_movement * unit)
+                                        max_marker_movement=s.max_marker_movement * unit,
+                                        share=True)
     return ScaleResult(setup=s, scale_set=entries, measured=measured, scaled_model=scaled,
                        model=placed, static_q=q, static_errors=errs)
