@@ -18,7 +18,6 @@ from __future__ import annotations
 import io
 import math
 import re
-from decimal import Decimal, InvalidOperation
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -259,6 +258,7 @@ def _fmt_rate(x: float) -> str:
 
 def _shift(tok: str, exp: int) -> str:
     """Decimal string ``tok`` times 10**exp, exactly (no binary rounding)."""
+    from decimal import Decimal         # imported on use: reading a regular file needs none
     d = Decimal(tok).scaleb(exp)
     return format(d, "f") if -7 < d.adjusted() < 21 else str(d)
 
@@ -278,6 +278,7 @@ def _from_file_text(tok: str, exp: int) -> float:
     if exp == 0:
         return float(tok)
     if "e" in tok or "E" in tok or tok.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        from decimal import Decimal, InvalidOperation
         try:
             return float(Decimal(tok).scaleb(-exp))
         except (InvalidOperation, ValueError):
