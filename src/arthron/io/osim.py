@@ -1335,7 +1335,13 @@ def _read_prop(elem, kind, ctx):
         # OpenSim's control bounds default to +-Inf; every other property must be finite.
         if elem.tag in _INFINITE_OK:
             return _float_or_inf(elem, ctx)
-        return float(ctx.floats(elem, 1)[0])
+        try:                                    # one finite number: the common case
+            v = float(elem.text)
+        except (TypeError, ValueError):
+            v = math.nan
+        if math.isfinite(v):
+            return v
+        return float(ctx.floats(elem, 1)[0])    # the checks and their messages
     if kind == "str":
         return (elem.text or "").strip()
     if kind == "bool":
