@@ -98,6 +98,8 @@ _ALIASES = {"appliesForce": "applies_force"}
 
 #: class -> its property_fields (computed on first use)
 _PROPERTY_FIELDS: dict = {}
+#: class -> the names its property view knows (computed on first use)
+_VIEW_KEYS: dict = {}
 
 
 class _FieldView(MutableMapping):
@@ -109,6 +111,14 @@ class _FieldView(MutableMapping):
         self._f = f
 
     def _keys(self):
+        """The property names of the force's class (a frozenset, made once per class)."""
+        cls = type(self._f)
+        keys = _VIEW_KEYS.get(cls)
+        if keys is None:
+            keys = _VIEW_KEYS[cls] = frozenset(self._ordered_keys())
+        return keys
+
+    def _ordered_keys(self):
         return [n for n, _ in self._f.property_fields()] + ["applies_force"]
 
     def __getitem__(self, k):
@@ -142,7 +152,7 @@ class _FieldView(MutableMapping):
 
     def __iter__(self):
         extra = getattr(self._f, "extra", None) or {}
-        return iter([k for k in self._keys() if getattr(self._f, k) is not None] + list(extra))
+        return iter([k for k in self._ordered_keys() if getattr(self._f, k) is not None] + list(extra))
 
     def __len__(self):
         return sum(1 for _ in self)
