@@ -71,3 +71,50 @@ def test_shared_placement_equals_deep_copy():
     assert shared.forces is model.forces and shared.markers is not model.markers
     assert shared.coordinates["knee_angle_r"].default_value == -0.1
     assert model.coordinates["knee_angle_r"].default_value != -0.1
+
+
+def test_record_behaves_as_dataclass():
+    """``models.records.record`` gives the repr, equality and hashability ``dataclass`` gives
+    (fields with repr=False / compare=False, subclasses, recursion, explicit methods kept)."""
+    import dataclasses
+    from dataclasses import field
+
+    from arthron.models.records import record
+
+    def make(deco):
+        @deco
+        class A:
+            name: str
+            x: float = 1.0
+            hidden: str = field(default="h", repr=False)
+            loose: int = field(default=0, compare=False)
+            ref: object = None
+
+        @deco(eq=False)
+        class B(A):
+            y: list = field(default_factory=list)
+
+        @deco
+        class C:
+            v: int = 0
+
+            def __repr__(self):
+                return "mine"
+        return A, B, C
+
+    for (A1, B1, C1), (A2, B2, C2) in [(make(dataclasses.dataclass), make(record))]:
+        a1, a2 = A1("a", 2.5, loose=3), A2("a", 2.5, loose=3)
+        assert repr(a1) == repr(a2)
+        assert (a1 == A1("a", 2.5, loose=4)) and (a2 == A2("a", 2.5, loose=4))
+        assert not (a2 == A2("b")) and a2 != A2("a", 2.0) and (a2 == 5) is False
+        assert A1.__hash__ is None and A2.__hash__ is None
+        a1.ref, a2.ref = a1, a2                          # recursion: '...'
+        assert repr(a1) == repr(a2) and "ref=..." in repr(a2)
+        assert A1.__repr__.__qualname__ == A2.__repr__.__qualname__
+        b1, b2 = B1("b", y=[1]), B2("b", y=[1])          # B inherits A's repr-less eq
+        assert repr(b1).replace("B1", "B") == repr(b2).replace("B2", "B")
+        assert (b1 == B1("b", y=[2])) == (b2 == B2("b", y=[2])) is True   # A's fields only
+        assert (b1 == B1("c")) == (b2 == B2("c")) is False
+        assert repr(C1()) == repr(C2()) == "mine" and C2(1) == C2(1)
+        assert dataclasses.is_dataclass(A2) and [f.name for f in dataclasses.fields(B2)] == \
+            [f.name for f in dataclasses.fields(B1)]
