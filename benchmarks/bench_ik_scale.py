@@ -354,6 +354,7 @@ def main():
     ap.add_argument("--tsm-frames", type=int, default=240)
     ap.add_argument("--only-tsm", action="store_true")
     ap.add_argument("--no-tsm", action="store_true")
+    ap.add_argument("--only-scale", action="store_true", help="the ScaleTool case only")
     ap.add_argument("--commands", action="store_true", help="also time the whole commands as fresh processes")
     a = ap.parse_args()
     try:
@@ -370,6 +371,10 @@ def main():
             osim.Logger.setLevelString("error")
         except ImportError:
             print("opensim not installed: arthron only")
+    if a.only_scale:
+        scale_case(osim, a.repeat)
+        print(f"\n{_load()}")
+        return
     if not a.no_tsm:
         tsm_case(osim, a.tsm_frames, a.repeat)
     if a.only_tsm:

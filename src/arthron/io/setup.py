@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +24,7 @@ from lxml import etree
 
 from .files import note_input
 from ..errors import ArthronWarning, DataFileError
+from ..models.records import record
 
 __all__ = [
     "ToolSetup", "InverseDynamicsSetup", "ExternalForce", "ExternalLoads", "ResolvedExternalForce",
@@ -187,7 +188,7 @@ def _resolve(folder: Path, name: str | None) -> Path | None:
 # --------------------------------------------------------------------------------------
 # generic tool setup
 # --------------------------------------------------------------------------------------
-@dataclass
+@record
 class ToolSetup:
     """Any OpenSim tool setup (``InverseKinematicsTool``, ``ScaleTool``, ``AnalyzeTool`` ...).
 
@@ -255,7 +256,7 @@ def read_tool_setup(path, placeholders: dict | None = None) -> ToolSetup:
 # --------------------------------------------------------------------------------------
 # inverse dynamics
 # --------------------------------------------------------------------------------------
-@dataclass
+@record
 class InverseDynamicsSetup:
     """An ``InverseDynamicsTool`` setup.
 
@@ -388,7 +389,7 @@ def _is_assigned(identifier: str) -> bool:
     return bool(identifier.strip()) and identifier.strip() != "Unassigned"
 
 
-@dataclass
+@record
 class ExternalForce:
     """One ``ExternalForce`` of an ExternalLoads file.
 
@@ -421,7 +422,7 @@ class ExternalForce:
         return _is_assigned(self.torque_identifier)
 
 
-@dataclass
+@record
 class ResolvedExternalForce:
     """An ExternalForce's data pulled from the table, at the table's rows.
 
@@ -443,7 +444,7 @@ class ResolvedExternalForce:
     columns: dict[str, list[str]]
 
 
-@dataclass
+@record
 class ExternalLoads:
     """An ExternalLoads file.
 

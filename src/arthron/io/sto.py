@@ -86,23 +86,39 @@ def _atomic_write_text(path: Path, text: str, sources=()) -> None:
     atomic_write(path, text, sources=[s for s in sources if s is not None])
 
 
-try:                                       # Ryu-based shortest float formatting in C
-    import orjson as _orjson
-except ImportError:                        # pragma: no cover - a core dependency
-    _orjson = None
+class _LazyOrjson:
+    """orjson (Ryu-based shortest float formatting in C), imported on first use: its import
+    (with uuid, zoneinfo and json, about 5 ms) costs more than ``repr`` formatting of a
+    table below :data:`_ORJSON_MIN` values, which is what most commands write."""
+
+    def __getattr__(self, name):
+        import orjson
+        return getattr(orjson, name)
+
+
+_orjson = _LazyOrjson()
+#: tables of fewer values are formatted by ``repr`` (the same text; no orjson import)
+_ORJSON_MIN = 20_000
 
 
 def _format_rows(full: np.ndarray, row_fmt: str) -> str:
-    """Finite rows (n, m) as tab-separated lines of ``repr(value)``.
+    """Finite rows (n, m) as tab-separated lines of ``repr(value)`` (by ``repr`` itself below
+    :data:`_ORJSON_MIN` values).
 
     orjson prints the same shortest round-trip digits as Python's ``repr`` and the same text
     for every value 0 or of magnitude in [1e-4, 1e16) (checked on 3 million values,
     ``tests/test_io_trc_sto.py``), about 5× faster; rows holding other magnitudes (which
     ``repr`` writes with an exponent such as ``1e-05``) are formatted by ``repr`` itself."""
-    if _orjson is None:
+    dumps = None
+    if _orjson is not None and np.size(full) >= _ORJSON_MIN:
+        try:
+            dumps, option = _orjson.dumps, _orjson.OPT_SERIALIZE_NUMPY
+        except ImportError:                # pragma: no cover - a core dependency
+            dumps = None
+    if dumps is None:
         return (row_fmt * full.shape[0]) % tuple(full.ravel().tolist())
     full = np.ascontiguousarray(full, dtype=np.float64)
-    text = (_orjson.dumps(full, option=_orjson.OPT_SERIALIZE_NUMPY)[2:-2]
+    text = (dumps(full, option=option)[2:-2]
             .replace(b"],[", b"\n").replace(b",", b"\t").decode("ascii"))
     a = np.abs(full)
     odd = (((a < 1e-4) & (a != 0)) | (a >= 1e16)).any(axis=1)

@@ -15,9 +15,9 @@ in metres.
 """
 from __future__ import annotations
 
+import io
 import math
 import re
-from decimal import Decimal, InvalidOperation
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,9 +202,9 @@ def read_trc(path) -> MarkerTrial:
     )
 
 
-#: anything in a data block that the bulk parser leaves to the checking loop: characters other
-#: than digits, '.', signs, tabs and newlines (exponents, nan/inf, spaces), empty cells, blank lines
-_IRREGULAR = re.compile(r"[^0-9.\t\n+-]")
+#: the characters a regular data block holds (digits, '.', signs, tabs, newlines); anything
+#: else (exponents, nan/inf, spaces, non-ASCII) leaves the block to the checking loop
+_REGULAR_BYTES = b"0123456789.\t\n+-"
 
 
 def _bulk_rows(lines, start, ncell, exp):
@@ -214,7 +214,8 @@ def _bulk_rows(lines, start, ncell, exp):
     that the checking loop of :func:`read_trc` reads the file and reports what is wrong.
 
     Same numbers as the loop: every position cell is converted from its text with the decimal
-    point shifted (``float("<cell>e-<exp>")``, one rounding), Frame# and Time with ``float``.
+    point shifted (``<cell>e-<exp>``, one correctly rounded conversion by numpy's text reader,
+    as ``float`` does), Frame# and Time with ``float``.
     """
     end = len(lines)
     while end > start and not lines[end - 1].strip():
@@ -223,20 +224,25 @@ def _bulk_rows(lines, start, ncell, exp):
         return None
     data = [ln.rstrip("\t") for ln in lines[start:end]]
     text = "\n".join(data)
-    if (_IRREGULAR.search(text) or "\t\t" in text or "\n\t" in text or "\n\n" in text
-            or text.startswith("\t") or any(ln.count("\t") != ncell - 1 for ln in data)):
+    try:
+        raw = text.encode("ascii")
+    except UnicodeEncodeError:
         return None
+    if raw.translate(None, _REGULAR_BYTES) or raw.startswith(b"\t"):
+        return None
+    # empty cells and rows with another number of cells raise loadtxt's ValueError, blank
+    # lines (which loadtxt skips) give a row count other than T: all left to the loop
     T = len(data)
     try:
         ft = np.array([ln.split("\t", 2)[:2] for ln in data], dtype=float).reshape(T, 2)
         fr, t = ft[:, 0], ft[:, 1]
         if exp:
-            sh = f"e-{exp}"
-            text = text.replace("\t", sh + "\t").replace("\n", sh + "\n") + sh
-        cells = text.split()
-        if len(cells) != T * ncell:
+            sh = b"e-%d" % exp
+            raw = raw.replace(b"\t", sh + b"\t").replace(b"\n", sh + b"\n") + sh
+        vals = np.loadtxt(io.BytesIO(raw), dtype=float, delimiter="\t", ndmin=2)
+        if vals.shape != (T, ncell):
             return None
-        vals = np.array(cells, dtype=float).reshape(T, ncell)[:, 2:]
+        vals = vals[:, 2:]
     except ValueError:            # e.g. a lone sign or a cell of dots
         return None
     if (not np.all(np.isfinite(t)) or not np.all(np.isfinite(vals)) or np.any(np.diff(t) <= 0)
@@ -252,6 +258,7 @@ def _fmt_rate(x: float) -> str:
 
 def _shift(tok: str, exp: int) -> str:
     """Decimal string ``tok`` times 10**exp, exactly (no binary rounding)."""
+    from decimal import Decimal         # imported on use: reading a regular file needs none
     d = Decimal(tok).scaleb(exp)
     return format(d, "f") if -7 < d.adjusted() < 21 else str(d)
 
@@ -271,6 +278,7 @@ def _from_file_text(tok: str, exp: int) -> float:
     if exp == 0:
         return float(tok)
     if "e" in tok or "E" in tok or tok.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        from decimal import Decimal, InvalidOperation
         try:
             return float(Decimal(tok).scaleb(-exp))
         except (InvalidOperation, ValueError):

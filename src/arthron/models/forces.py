@@ -29,10 +29,12 @@ it returns the registered dataclass of ``type`` with ``properties`` set as field
 from __future__ import annotations
 
 from collections.abc import MutableMapping
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any, ClassVar
 
 import numpy as np
+
+from .records import record
 
 __all__ = [
     "Force", "UnmodelledForce", "FORCE_TYPES", "register_force", "make_force",
@@ -96,6 +98,8 @@ _ALIASES = {"appliesForce": "applies_force"}
 
 #: class -> its property_fields (computed on first use)
 _PROPERTY_FIELDS: dict = {}
+#: class -> the names its property view knows (computed on first use)
+_VIEW_KEYS: dict = {}
 
 
 class _FieldView(MutableMapping):
@@ -107,6 +111,14 @@ class _FieldView(MutableMapping):
         self._f = f
 
     def _keys(self):
+        """The property names of the force's class (a frozenset, made once per class)."""
+        cls = type(self._f)
+        keys = _VIEW_KEYS.get(cls)
+        if keys is None:
+            keys = _VIEW_KEYS[cls] = frozenset(self._ordered_keys())
+        return keys
+
+    def _ordered_keys(self):
         return [n for n, _ in self._f.property_fields()] + ["applies_force"]
 
     def __getitem__(self, k):
@@ -140,7 +152,7 @@ class _FieldView(MutableMapping):
 
     def __iter__(self):
         extra = getattr(self._f, "extra", None) or {}
-        return iter([k for k in self._keys() if getattr(self._f, k) is not None] + list(extra))
+        return iter([k for k in self._ordered_keys() if getattr(self._f, k) is not None] + list(extra))
 
     def __len__(self):
         return sum(1 for _ in self)
@@ -171,7 +183,7 @@ class _ForceMeta(type):
         return super().__call__(*args, **kw)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Force(metaclass=_ForceMeta):
     """Base of the force elements. Fields common to all: ``name``, ``type`` (OpenSim class),
     ``path`` (GeometryPath of path-based forces, else None), ``applies_force`` (OpenSim
@@ -204,7 +216,7 @@ class Force(metaclass=_ForceMeta):
         return self.type in MUSCLE_TYPES
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class UnmodelledForce(Force):
     """A force class arthron does not model (contact, bushings, plugins ...): ``raw`` is its file
     element (written back verbatim by ``arthron.io``), ``extra`` scalar properties known (for a
@@ -218,7 +230,7 @@ class UnmodelledForce(Force):
 
 
 # ----------------------------------------------------------------------------- muscles
-@dataclass(eq=False)
+@record(eq=False)
 class Muscle(Force):
     """Common muscle properties (OpenSim ``Muscle``; defaults as OpenSim's): max isometric force
     (N), optimal fiber length (m), tendon slack length (m), pennation angle at optimal fiber
@@ -232,7 +244,7 @@ class Muscle(Force):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class Thelen2003Muscle(Muscle):
     """OpenSim ``Thelen2003Muscle`` (Thelen 2003): curve shape parameters as OpenSim's."""
 
@@ -247,7 +259,7 @@ class Thelen2003Muscle(Muscle):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class Thelen2003Muscle_Deprecated(Thelen2003Muscle):
     type: str = "Thelen2003Muscle_Deprecated"
     opensim_type: ClassVar[str] = "Thelen2003Muscle_Deprecated"
@@ -260,7 +272,7 @@ class Thelen2003Muscle_Deprecated(Thelen2003Muscle):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class Millard2012EquilibriumMuscle(Muscle):
     """OpenSim ``Millard2012EquilibriumMuscle`` (Millard et al. 2013). The curve properties of
     its ``ActiveForceLengthCurve``, ``FiberForceLengthCurve`` and ``ForceVelocityCurve``
@@ -275,35 +287,35 @@ class Millard2012EquilibriumMuscle(Muscle):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class Millard2012AccelerationMuscle(Millard2012EquilibriumMuscle):
     type: str = "Millard2012AccelerationMuscle"
     opensim_type: ClassVar[str] = "Millard2012AccelerationMuscle"
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class RigidTendonMuscle(Muscle):
     type: str = "RigidTendonMuscle"
     opensim_type: ClassVar[str] = "RigidTendonMuscle"
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class DeGrooteFregly2016Muscle(Muscle):
     type: str = "DeGrooteFregly2016Muscle"
     opensim_type: ClassVar[str] = "DeGrooteFregly2016Muscle"
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class Schutte1993Muscle_Deprecated(Muscle):
     type: str = "Schutte1993Muscle_Deprecated"
     opensim_type: ClassVar[str] = "Schutte1993Muscle_Deprecated"
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class Delp1990Muscle_Deprecated(Muscle):
     type: str = "Delp1990Muscle_Deprecated"
     opensim_type: ClassVar[str] = "Delp1990Muscle_Deprecated"
@@ -311,7 +323,7 @@ class Delp1990Muscle_Deprecated(Muscle):
 
 # ----------------------------------------------------------------------------- path forces
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class Ligament(Force):
     """OpenSim ``Ligament``: tension ``pcsa_force * f(l / resting_length)`` (N) beyond the
     resting length (m); ``force_length_curve`` is a :class:`arthron.models.functions.Function`."""
@@ -324,7 +336,7 @@ class Ligament(Force):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class Blankevoort1991Ligament(Force):
     """OpenSim ``Blankevoort1991Ligament`` (Blankevoort et al. 1991): slack length (m), linear
     stiffness (N per unit strain), transition strain, damping coefficient (N·s per unit
@@ -339,7 +351,7 @@ class Blankevoort1991Ligament(Force):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class PathActuator(Force):
     """OpenSim ``PathActuator``: tension = control × ``optimal_force`` (N)."""
 
@@ -349,7 +361,7 @@ class PathActuator(Force):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class McKibbenActuator(PathActuator):
     type: str = "McKibbenActuator"
     opensim_type: ClassVar[str] = "McKibbenActuator"
@@ -359,7 +371,7 @@ class McKibbenActuator(PathActuator):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class PathSpring(Force):
     """OpenSim ``PathSpring``: tension ``stiffness (l - resting_length)(1 + dissipation l̇)``
     beyond the resting length (m)."""
@@ -372,7 +384,7 @@ class PathSpring(Force):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class ClutchedPathSpring(Force):
     type: str = "ClutchedPathSpring"
     opensim_type: ClassVar[str] = "ClutchedPathSpring"
@@ -383,7 +395,7 @@ class ClutchedPathSpring(Force):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class PointToPointSpring(Force):
     """OpenSim ``PointToPointSpring`` (Simbody ``Force::TwoPointLinearSpring``): a force
     ``stiffness (d − rest_length)`` (N/m, m) along the line between ``point1`` fixed on ``body1``
@@ -406,7 +418,7 @@ class PointToPointSpring(Force):
 
 # ----------------------------------------------------------------------------- coordinate forces
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class SpringGeneralizedForce(Force):
     """OpenSim ``SpringGeneralizedForce``: ``τ = −stiffness (q − rest_length) − viscosity q̇``
     on ``coordinate`` (N·m/rad or N/m; rad or m; N·m·s/rad or N·s/m)."""
@@ -420,7 +432,7 @@ class SpringGeneralizedForce(Force):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class BushingForce(Force):
     """OpenSim ``BushingForce``: linear rotational and translational springs and dampers on the
     deflection of ``frame2`` relative to ``frame1`` (socket paths): body-fixed X-Y-Z angles
@@ -439,7 +451,7 @@ class BushingForce(Force):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class SmoothSphereHalfSpaceForce(Force):
     """OpenSim ``SmoothSphereHalfSpaceForce`` (Serrancolí et al. 2019; Simbody's smooth
     Hertz / Hunt–Crossley contact with Stribeck friction) between a ``ContactSphere`` and a
@@ -462,7 +474,7 @@ class SmoothSphereHalfSpaceForce(Force):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class ExpressionBasedPointToPointForce(Force):
     """OpenSim ``ExpressionBasedPointToPointForce``: a force of magnitude ``expression(d, ddot)``
     (N; d the distance between ``point1`` on ``body1`` and ``point2`` on ``body2``, m, ddot its
@@ -479,7 +491,7 @@ class ExpressionBasedPointToPointForce(Force):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class ExpressionBasedCoordinateForce(Force):
     """OpenSim ``ExpressionBasedCoordinateForce``: generalized force ``expression(q, qdot)`` on
     ``coordinate`` (N·m or N), the expression in OpenSim's (Lepton's) grammar:
@@ -492,7 +504,7 @@ class ExpressionBasedCoordinateForce(Force):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class CoordinateLimitForce(Force):
     """OpenSim ``CoordinateLimitForce``. As in OpenSim, limits and transition are in degrees and
     stiffnesses in N·m/deg (damping N·m·s/deg) for rotational coordinates; metres and N/m for
@@ -510,7 +522,7 @@ class CoordinateLimitForce(Force):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class CoordinateActuator(Force):
     """OpenSim ``CoordinateActuator``: generalized force = control × ``optimal_force``."""
 
@@ -521,7 +533,7 @@ class CoordinateActuator(Force):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class PointActuator(Force):
     """OpenSim ``PointActuator``: force ``control × optimal_force × direction`` (unit vector) at
     ``point`` on ``body`` (a body name); point and direction in the body frame unless
@@ -538,7 +550,7 @@ class PointActuator(Force):
 
 
 @register_force
-@dataclass(eq=False)
+@record(eq=False)
 class TorqueActuator(Force):
     """OpenSim ``TorqueActuator``: torque ``control × optimal_force × axis`` on ``bodyA`` and its
     opposite on ``bodyB`` (body names); axis in ground if ``torque_is_global``, else in bodyA."""

@@ -21,12 +21,13 @@ OpenSim class to its dataclass (:func:`register_wrap_object`); other classes are
 from __future__ import annotations
 
 from collections.abc import MutableMapping
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import ModelFileError
+from .records import record
 
 __all__ = ["WrapObject", "UnmodelledWrapObject", "WRAP_TYPES", "register_wrap_object",
            "WrapSphere", "WrapCylinder", "WrapEllipsoid", "WrapTorus", "WrapSphereObst",
@@ -84,7 +85,7 @@ class _DimView(MutableMapping):
         return sum(1 for _ in self)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class WrapObject:
     """Base of the wrap objects (see the module docstring)."""
 
@@ -123,7 +124,7 @@ class WrapObject:
         return out
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class UnmodelledWrapObject(WrapObject):
     """A wrap class arthron does not model: ``raw`` is its file element (io only)."""
 
@@ -132,7 +133,7 @@ class UnmodelledWrapObject(WrapObject):
 
 
 @register_wrap_object
-@dataclass(eq=False)
+@record(eq=False)
 class WrapSphere(WrapObject):
     type: str = "WrapSphere"
     opensim_type: ClassVar[str] = "WrapSphere"
@@ -141,7 +142,7 @@ class WrapSphere(WrapObject):
 
 
 @register_wrap_object
-@dataclass(eq=False)
+@record(eq=False)
 class WrapCylinder(WrapObject):
     type: str = "WrapCylinder"
     opensim_type: ClassVar[str] = "WrapCylinder"
@@ -151,7 +152,7 @@ class WrapCylinder(WrapObject):
 
 
 @register_wrap_object
-@dataclass(eq=False)
+@record(eq=False)
 class WrapEllipsoid(WrapObject):
     """``dimensions``: the ellipsoid's radii along its x, y, z axes (m)."""
 
@@ -191,7 +192,7 @@ class _EllipsoidDims(_DimView):
 
 
 @register_wrap_object
-@dataclass(eq=False)
+@record(eq=False)
 class WrapTorus(WrapObject):
     type: str = "WrapTorus"
     opensim_type: ClassVar[str] = "WrapTorus"
@@ -212,7 +213,7 @@ def _direction(w, tag, txt):
 
 
 @register_wrap_object
-@dataclass(eq=False)
+@record(eq=False)
 class WrapSphereObst(WrapObject):
     type: str = "WrapSphereObst"
     opensim_type: ClassVar[str] = "WrapSphereObst"
@@ -221,7 +222,7 @@ class WrapSphereObst(WrapObject):
 
 
 @register_wrap_object
-@dataclass(eq=False)
+@record(eq=False)
 class WrapCylinderObst(WrapObject):
     type: str = "WrapCylinderObst"
     opensim_type: ClassVar[str] = "WrapCylinderObst"
@@ -237,7 +238,7 @@ class WrapCylinderObst(WrapObject):
 
 
 @register_wrap_object
-@dataclass(eq=False)
+@record(eq=False)
 class WrapDoubleCylinderObst(WrapObject):
     """Garner & Pandy's double-cylinder obstacle: the U cylinder is this object's frame; the V
     cylinder sits on ``wrapVcylHomeBody`` at ``translationVcyl`` / ``xyz_body_rotationVcyl``."""

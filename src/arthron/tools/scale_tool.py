@@ -21,7 +21,7 @@ from lxml import etree
 
 from ..errors import DataFileError, ModelFileError
 from ..io.files import atomic_write, check_output, input_guard, make_output_folder, output_group
-from ..io.osim import read_osim, write_osim
+from ..io.osim import read_osim, write_osims
 from ..io.setup import parse_xml, read_tool_setup
 from ..io.sto import read_sto, write_sto
 from ..io.trc import read_trc
@@ -277,7 +277,9 @@ class ScaleResult:
     scale_set : list of ScaleEntry (all frames, OpenSim order)
     measured : dict measurement name -> factor
     scaled_model : Model after ModelScaler (before marker placement)
-    model : Model after MarkerPlacer (= scaled_model when placement is off)
+    model : Model after MarkerPlacer (= scaled_model when placement is off); it has its own
+        markers (and joints when a coordinate file set default values) and shares the other
+        components with ``scaled_model`` (``.copy()`` one of them before changing it)
     static_q : (nq,) static pose (rad/m) or None; static_errors : dict marker -> m
     """
 
@@ -312,12 +314,16 @@ class ScaleResult:
             check_output(p)
         for p in targets:
             make_output_folder(p)
-        if (p := where(s.scaled_model_file)) is not None:
-            out.append(write_osim(p, self.scaled_model))
+        p_scaled, p_placed = where(s.scaled_model_file), where(s.placer_model_file)
+        models = [(p, m) for p, m in ((p_scaled, self.scaled_model), (p_placed, self.model))
+                  if p is not None]
+        write_osims(models)     # the placed model's shared components written once
+        if p_scaled is not None:
+            out.append(p_scaled)
         if (p := where(s.scale_file)) is not None:
             out.append(write_scale_set(p, self.scale_set))
-        if (p := where(s.placer_model_file)) is not None:
-            out.append(write_osim(p, self.model))
+        if p_placed is not None:
+            out.append(p_placed)
         if (p := where(s.placer_marker_set_file)) is not None and self.static_q is not None:
             out.append(write_marker_set(p, self.model))
         if (p := where(s.placer_motion_file)) is not None and self.static_q is not None:
@@ -405,6 +411,7 @@ def _scale_from_setup(path, placeholders, search_dirs, model_file=None, mass=Non
         unit = {"mm": 1e-3, "cm": 1e-2, "m": 1.0}.get(str(static.units).strip().lower(), 1.0)
         placed, q, errs = place_markers(scaled, static, tasks, s.placer_time_range,
                                         coordinate_values=coord_values,
-                                        max_marker_movement=s.max_marker_movement * unit)
+                                        max_marker_movement=s.max_marker_movement * unit,
+                                        share=True)
     return ScaleResult(setup=s, scale_set=entries, measured=measured, scaled_model=scaled,
                        model=placed, static_q=q, static_errors=errs)
