@@ -3,8 +3,7 @@
 Python 3.11's ``dataclass`` compiles generated source for ``__init__``, ``__repr__`` and
 ``__eq__`` of every class (about 0.3 ms per class, 50+ component classes on every command's
 import path). ``record`` lets ``dataclass`` generate ``__init__`` only and gives the class a
-``__repr__`` and ``__eq__`` made by closures over its field names (nothing compiled) that do
-what the generated ones do: the repr
+shared ``__repr__`` and ``__eq__`` that do what the generated ones do: the repr
 ``Name(field=value!r, ...)`` over the fields with ``repr=True`` (``...`` on recursion), and
 equality of the tuples of the ``compare=True`` fields between instances of exactly the same
 class (``NotImplemented`` otherwise), ``__hash__`` set to None as ``dataclass(eq=True)`` does.
@@ -19,20 +18,18 @@ import reprlib
 __all__ = ["record"]
 
 
-def _repr_of(names):
-    @reprlib.recursive_repr()
-    def __repr__(self):
-        return (f"{self.__class__.__qualname__}("
-                + ", ".join(f"{n}={getattr(self, n)!r}" for n in names) + ")")
-    return __repr__
+@reprlib.recursive_repr()
+def _repr(self):
+    return (f"{self.__class__.__qualname__}("
+            + ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self) if f.repr)
+            + ")")
 
 
-def _eq_of(names):
-    def __eq__(self, other):
-        if other.__class__ is self.__class__:
-            return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
-        return NotImplemented
-    return __eq__
+def _eq(self, other):
+    if other.__class__ is self.__class__:
+        names = [f.name for f in dataclasses.fields(self) if f.compare]
+        return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+    return NotImplemented
 
 
 def record(cls=None, /, *, repr=True, eq=True, **kw):
@@ -44,13 +41,10 @@ def record(cls=None, /, *, repr=True, eq=True, **kw):
         own = c.__dict__
         has_repr, has_eq, has_hash = "__repr__" in own, "__eq__" in own, "__hash__" in own
         c = dataclasses.dataclass(c, repr=False, eq=False, **kw)
-        fs = dataclasses.fields(c)      # this class's fields, as the generated methods use
         if repr and not has_repr:
-            c.__repr__ = _repr_of(tuple(f.name for f in fs if f.repr))
-            c.__repr__.__qualname__ = f"{c.__qualname__}.__repr__"
+            c.__repr__ = _repr
         if eq and not has_eq:
-            c.__eq__ = _eq_of(tuple(f.name for f in fs if f.compare))
-            c.__eq__.__qualname__ = f"{c.__qualname__}.__eq__"
+            c.__eq__ = _eq
             if not has_hash:
                 c.__hash__ = None
         return c
