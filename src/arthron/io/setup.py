@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +24,6 @@ from lxml import etree
 
 from .files import note_input
 from ..errors import ArthronWarning, DataFileError
-from ..models.records import record
 
 __all__ = [
     "ToolSetup", "InverseDynamicsSetup", "ExternalForce", "ExternalLoads", "ResolvedExternalForce",
@@ -188,7 +187,7 @@ def _resolve(folder: Path, name: str | None) -> Path | None:
 # --------------------------------------------------------------------------------------
 # generic tool setup
 # --------------------------------------------------------------------------------------
-@record
+@dataclass
 class ToolSetup:
     """Any OpenSim tool setup (``InverseKinematicsTool``, ``ScaleTool``, ``AnalyzeTool`` ...).
 
@@ -256,7 +255,7 @@ def read_tool_setup(path, placeholders: dict | None = None) -> ToolSetup:
 # --------------------------------------------------------------------------------------
 # inverse dynamics
 # --------------------------------------------------------------------------------------
-@record
+@dataclass
 class InverseDynamicsSetup:
     """An ``InverseDynamicsTool`` setup.
 
@@ -389,7 +388,7 @@ def _is_assigned(identifier: str) -> bool:
     return bool(identifier.strip()) and identifier.strip() != "Unassigned"
 
 
-@record
+@dataclass
 class ExternalForce:
     """One ``ExternalForce`` of an ExternalLoads file.
 
@@ -422,7 +421,7 @@ class ExternalForce:
         return _is_assigned(self.torque_identifier)
 
 
-@record
+@dataclass
 class ResolvedExternalForce:
     """An ExternalForce's data pulled from the table, at the table's rows.
 
@@ -444,7 +443,7 @@ class ResolvedExternalForce:
     columns: dict[str, list[str]]
 
 
-@record
+@dataclass
 class ExternalLoads:
     """An ExternalLoads file.
 

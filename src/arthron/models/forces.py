@@ -29,12 +29,10 @@ it returns the registered dataclass of ``type`` with ``properties`` set as field
 from __future__ import annotations
 
 from collections.abc import MutableMapping
-from dataclasses import field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 import numpy as np
-
-from .records import record
 
 __all__ = [
     "Force", "UnmodelledForce", "FORCE_TYPES", "register_force", "make_force",
@@ -183,7 +181,7 @@ class _ForceMeta(type):
         return super().__call__(*args, **kw)
 
 
-@record(eq=False)
+@dataclass(eq=False)
 class Force(metaclass=_ForceMeta):
     """Base of the force elements. Fields common to all: ``name``, ``type`` (OpenSim class),
     ``path`` (GeometryPath of path-based forces, else None), ``applies_force`` (OpenSim
@@ -216,7 +214,7 @@ class Force(metaclass=_ForceMeta):
         return self.type in MUSCLE_TYPES
 
 
-@record(eq=False)
+@dataclass(eq=False)
 class UnmodelledForce(Force):
     """A force class arthron does not model (contact, bushings, plugins ...): ``raw`` is its file
     element (written back verbatim by ``arthron.io``), ``extra`` scalar properties known (for a
@@ -230,7 +228,7 @@ class UnmodelledForce(Force):
 
 
 # ----------------------------------------------------------------------------- muscles
-@record(eq=False)
+@dataclass(eq=False)
 class Muscle(Force):
     """Common muscle properties (OpenSim ``Muscle``; defaults as OpenSim's): max isometric force
     (N), optimal fiber length (m), tendon slack length (m), pennation angle at optimal fiber
@@ -244,7 +242,7 @@ class Muscle(Force):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class Thelen2003Muscle(Muscle):
     """OpenSim ``Thelen2003Muscle`` (Thelen 2003): curve shape parameters as OpenSim's."""
 
@@ -259,7 +257,7 @@ class Thelen2003Muscle(Muscle):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class Thelen2003Muscle_Deprecated(Thelen2003Muscle):
     type: str = "Thelen2003Muscle_Deprecated"
     opensim_type: ClassVar[str] = "Thelen2003Muscle_Deprecated"
@@ -272,7 +270,7 @@ class Thelen2003Muscle_Deprecated(Thelen2003Muscle):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class Millard2012EquilibriumMuscle(Muscle):
     """OpenSim ``Millard2012EquilibriumMuscle`` (Millard et al. 2013). The curve properties of
     its ``ActiveForceLengthCurve``, ``FiberForceLengthCurve`` and ``ForceVelocityCurve``
@@ -287,35 +285,35 @@ class Millard2012EquilibriumMuscle(Muscle):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class Millard2012AccelerationMuscle(Millard2012EquilibriumMuscle):
     type: str = "Millard2012AccelerationMuscle"
     opensim_type: ClassVar[str] = "Millard2012AccelerationMuscle"
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class RigidTendonMuscle(Muscle):
     type: str = "RigidTendonMuscle"
     opensim_type: ClassVar[str] = "RigidTendonMuscle"
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class DeGrooteFregly2016Muscle(Muscle):
     type: str = "DeGrooteFregly2016Muscle"
     opensim_type: ClassVar[str] = "DeGrooteFregly2016Muscle"
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class Schutte1993Muscle_Deprecated(Muscle):
     type: str = "Schutte1993Muscle_Deprecated"
     opensim_type: ClassVar[str] = "Schutte1993Muscle_Deprecated"
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class Delp1990Muscle_Deprecated(Muscle):
     type: str = "Delp1990Muscle_Deprecated"
     opensim_type: ClassVar[str] = "Delp1990Muscle_Deprecated"
@@ -323,7 +321,7 @@ class Delp1990Muscle_Deprecated(Muscle):
 
 # ----------------------------------------------------------------------------- path forces
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class Ligament(Force):
     """OpenSim ``Ligament``: tension ``pcsa_force * f(l / resting_length)`` (N) beyond the
     resting length (m); ``force_length_curve`` is a :class:`arthron.models.functions.Function`."""
@@ -336,7 +334,7 @@ class Ligament(Force):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class Blankevoort1991Ligament(Force):
     """OpenSim ``Blankevoort1991Ligament`` (Blankevoort et al. 1991): slack length (m), linear
     stiffness (N per unit strain), transition strain, damping coefficient (N·s per unit
@@ -351,7 +349,7 @@ class Blankevoort1991Ligament(Force):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class PathActuator(Force):
     """OpenSim ``PathActuator``: tension = control × ``optimal_force`` (N)."""
 
@@ -361,7 +359,7 @@ class PathActuator(Force):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class McKibbenActuator(PathActuator):
     type: str = "McKibbenActuator"
     opensim_type: ClassVar[str] = "McKibbenActuator"
@@ -371,7 +369,7 @@ class McKibbenActuator(PathActuator):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class PathSpring(Force):
     """OpenSim ``PathSpring``: tension ``stiffness (l - resting_length)(1 + dissipation l̇)``
     beyond the resting length (m)."""
@@ -384,7 +382,7 @@ class PathSpring(Force):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class ClutchedPathSpring(Force):
     type: str = "ClutchedPathSpring"
     opensim_type: ClassVar[str] = "ClutchedPathSpring"
@@ -395,7 +393,7 @@ class ClutchedPathSpring(Force):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class PointToPointSpring(Force):
     """OpenSim ``PointToPointSpring`` (Simbody ``Force::TwoPointLinearSpring``): a force
     ``stiffness (d − rest_length)`` (N/m, m) along the line between ``point1`` fixed on ``body1``
@@ -418,7 +416,7 @@ class PointToPointSpring(Force):
 
 # ----------------------------------------------------------------------------- coordinate forces
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class SpringGeneralizedForce(Force):
     """OpenSim ``SpringGeneralizedForce``: ``τ = −stiffness (q − rest_length) − viscosity q̇``
     on ``coordinate`` (N·m/rad or N/m; rad or m; N·m·s/rad or N·s/m)."""
@@ -432,7 +430,7 @@ class SpringGeneralizedForce(Force):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class BushingForce(Force):
     """OpenSim ``BushingForce``: linear rotational and translational springs and dampers on the
     deflection of ``frame2`` relative to ``frame1`` (socket paths): body-fixed X-Y-Z angles
@@ -451,7 +449,7 @@ class BushingForce(Force):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class SmoothSphereHalfSpaceForce(Force):
     """OpenSim ``SmoothSphereHalfSpaceForce`` (Serrancolí et al. 2019; Simbody's smooth
     Hertz / Hunt–Crossley contact with Stribeck friction) between a ``ContactSphere`` and a
@@ -474,7 +472,7 @@ class SmoothSphereHalfSpaceForce(Force):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class ExpressionBasedPointToPointForce(Force):
     """OpenSim ``ExpressionBasedPointToPointForce``: a force of magnitude ``expression(d, ddot)``
     (N; d the distance between ``point1`` on ``body1`` and ``point2`` on ``body2``, m, ddot its
@@ -491,7 +489,7 @@ class ExpressionBasedPointToPointForce(Force):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class ExpressionBasedCoordinateForce(Force):
     """OpenSim ``ExpressionBasedCoordinateForce``: generalized force ``expression(q, qdot)`` on
     ``coordinate`` (N·m or N), the expression in OpenSim's (Lepton's) grammar:
@@ -504,7 +502,7 @@ class ExpressionBasedCoordinateForce(Force):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class CoordinateLimitForce(Force):
     """OpenSim ``CoordinateLimitForce``. As in OpenSim, limits and transition are in degrees and
     stiffnesses in N·m/deg (damping N·m·s/deg) for rotational coordinates; metres and N/m for
@@ -522,7 +520,7 @@ class CoordinateLimitForce(Force):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class CoordinateActuator(Force):
     """OpenSim ``CoordinateActuator``: generalized force = control × ``optimal_force``."""
 
@@ -533,7 +531,7 @@ class CoordinateActuator(Force):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class PointActuator(Force):
     """OpenSim ``PointActuator``: force ``control × optimal_force × direction`` (unit vector) at
     ``point`` on ``body`` (a body name); point and direction in the body frame unless
@@ -550,7 +548,7 @@ class PointActuator(Force):
 
 
 @register_force
-@record(eq=False)
+@dataclass(eq=False)
 class TorqueActuator(Force):
     """OpenSim ``TorqueActuator``: torque ``control × optimal_force × axis`` on ``bodyA`` and its
     opposite on ``bodyB`` (body names); axis in ground if ``torque_is_global``, else in bodyA."""

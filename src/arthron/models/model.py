@@ -19,14 +19,13 @@ The model is data: solvers never mutate it (compile it with
 from __future__ import annotations
 
 import copy
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import ModelFileError
 from ..geometry.spatial import rotation_xyz  # noqa: F401  (OpenSim's X-Y-Z convention; re-exported)
-from .records import record
 
 GROUND = "/ground"
 
@@ -36,7 +35,7 @@ def body_path(name: str) -> str:
     return GROUND if name == "ground" else f"/bodyset/{name}"
 
 
-@record
+@dataclass
 class Transform:
     """A rigid transform ``X_AB``: rotation ``R`` (3, 3) and translation ``p`` (3,) in metres.
 
@@ -56,7 +55,7 @@ class Transform:
         return np.asarray(x, float) @ self.R.T + self.p
 
 
-@record
+@dataclass
 class OffsetFrame:
     """A PhysicalOffsetFrame: a fixed frame on a parent frame.
 
@@ -83,7 +82,7 @@ class OffsetFrame:
         return Transform(rotation_xyz(self.orientation), np.asarray(self.translation, float))
 
 
-@record
+@dataclass
 class Geometry:
     """Attached display geometry (Mesh or primitive): the mesh file name and scale factors (the
     rest, e.g. appearance, in ``unmodelled_xml``)."""
@@ -99,7 +98,7 @@ class Geometry:
 from .wrap_objects import WRAP_TYPES, UnmodelledWrapObject, WrapObject  # noqa: E402,F401
 
 
-@record
+@dataclass
 class Body:
     """A rigid body: mass (kg), mass center (3,) m in the body frame, inertia (3, 3) kg·m² about
     the mass center in the body frame.
@@ -121,7 +120,7 @@ class Body:
         return body_path(self.name)
 
 
-@record
+@dataclass
 class ContactGeometry:
     """An OpenSim ``ContactSphere`` or ``ContactHalfSpace``: on ``frame`` (a frame path), placed
     by ``location`` (3,) m and body-fixed X-Y-Z ``orientation`` (3,) rad; ``radius`` m for a
@@ -136,7 +135,7 @@ class ContactGeometry:
     radius: float = 0.0
 
 
-@record
+@dataclass
 class Coordinate:
     """A generalized coordinate (radians or metres).
 
@@ -156,7 +155,7 @@ class Coordinate:
     unmodelled_xml: str = field(default="", repr=False)
 
 
-@record
+@dataclass
 class TransformAxis:
     """One of a CustomJoint's six TransformAxis (rotation1..3, translation1..3).
 
@@ -178,7 +177,7 @@ JOINT_TYPES = (
 )
 
 
-@record
+@dataclass
 class Joint:
     """A joint between a parent frame F and a child frame M (absolute frame paths).
 
@@ -198,7 +197,7 @@ class Joint:
     unmodelled_xml: str = field(default="", repr=False)
 
 
-@record
+@dataclass
 class Marker:
     """A marker fixed to a frame: ``location`` (3,) m in that frame."""
 
@@ -209,7 +208,7 @@ class Marker:
     unmodelled_xml: str = field(default="", repr=False)
 
 
-@record
+@dataclass
 class PathPoint:
     """A path point on a frame.
 
@@ -229,7 +228,7 @@ class PathPoint:
     unmodelled_xml: str = field(default="", repr=False)
 
 
-@record
+@dataclass
 class PathWrap:
     """A wrap object referenced by a path: ``method`` hybrid/midpoint/axial, ``range`` of path
     points (1-based, -1 = all)."""
@@ -241,7 +240,7 @@ class PathWrap:
     unmodelled_xml: str = field(default="", repr=False)
 
 
-@record
+@dataclass
 class GeometryPath:
     """A path force's GeometryPath: its points and wraps (``name``: the component's name,
     ``geometrypath`` by default; empty = unnamed)."""
@@ -256,7 +255,7 @@ class GeometryPath:
 from .forces import FORCE_TYPES, MUSCLE_TYPES, PATH_FORCE_TYPES, Force, UnmodelledForce  # noqa: E402,F401
 
 
-@record
+@dataclass
 class Constraint:
     """A kinematic constraint.
 
@@ -296,7 +295,7 @@ class Constraint:
     unmodelled_xml: str = field(default="", repr=False)
 
 
-@record
+@dataclass
 class Model:
     """An OpenSim model as data. See the module docstring.
 

@@ -21,13 +21,12 @@ OpenSim class to its dataclass (:func:`register_wrap_object`); other classes are
 from __future__ import annotations
 
 from collections.abc import MutableMapping
-from dataclasses import field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import ModelFileError
-from .records import record
 
 __all__ = ["WrapObject", "UnmodelledWrapObject", "WRAP_TYPES", "register_wrap_object",
            "WrapSphere", "WrapCylinder", "WrapEllipsoid", "WrapTorus", "WrapSphereObst",
@@ -85,7 +84,7 @@ class _DimView(MutableMapping):
         return sum(1 for _ in self)
 
 
-@record(eq=False)
+@dataclass(eq=False)
 class WrapObject:
     """Base of the wrap objects (see the module docstring)."""
 
@@ -124,7 +123,7 @@ class WrapObject:
         return out
 
 
-@record(eq=False)
+@dataclass(eq=False)
 class UnmodelledWrapObject(WrapObject):
     """A wrap class arthron does not model: ``raw`` is its file element (io only)."""
 
@@ -133,7 +132,7 @@ class UnmodelledWrapObject(WrapObject):
 
 
 @register_wrap_object
-@record(eq=False)
+@dataclass(eq=False)
 class WrapSphere(WrapObject):
     type: str = "WrapSphere"
     opensim_type: ClassVar[str] = "WrapSphere"
@@ -142,7 +141,7 @@ class WrapSphere(WrapObject):
 
 
 @register_wrap_object
-@record(eq=False)
+@dataclass(eq=False)
 class WrapCylinder(WrapObject):
     type: str = "WrapCylinder"
     opensim_type: ClassVar[str] = "WrapCylinder"
@@ -152,7 +151,7 @@ class WrapCylinder(WrapObject):
 
 
 @register_wrap_object
-@record(eq=False)
+@dataclass(eq=False)
 class WrapEllipsoid(WrapObject):
     """``dimensions``: the ellipsoid's radii along its x, y, z axes (m)."""
 
@@ -192,7 +191,7 @@ class _EllipsoidDims(_DimView):
 
 
 @register_wrap_object
-@record(eq=False)
+@dataclass(eq=False)
 class WrapTorus(WrapObject):
     type: str = "WrapTorus"
     opensim_type: ClassVar[str] = "WrapTorus"
@@ -213,7 +212,7 @@ def _direction(w, tag, txt):
 
 
 @register_wrap_object
-@record(eq=False)
+@dataclass(eq=False)
 class WrapSphereObst(WrapObject):
     type: str = "WrapSphereObst"
     opensim_type: ClassVar[str] = "WrapSphereObst"
@@ -222,7 +221,7 @@ class WrapSphereObst(WrapObject):
 
 
 @register_wrap_object
-@record(eq=False)
+@dataclass(eq=False)
 class WrapCylinderObst(WrapObject):
     type: str = "WrapCylinderObst"
     opensim_type: ClassVar[str] = "WrapCylinderObst"
@@ -238,7 +237,7 @@ class WrapCylinderObst(WrapObject):
 
 
 @register_wrap_object
-@record(eq=False)
+@dataclass(eq=False)
 class WrapDoubleCylinderObst(WrapObject):
     """Garner & Pandy's double-cylinder obstacle: the U cylinder is this object's frame; the V
     cylinder sits on ``wrapVcylHomeBody`` at ``translationVcyl`` / ``xyz_body_rotationVcyl``."""
