@@ -682,6 +682,10 @@ def main(argv=None) -> int:
     except ArthronError as e:
         print(f"arthron: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:       # Ctrl-C: one line, no traceback; files not yet renamed into place
+        print("arthron: interrupted (files already written are whole; none is half-written)",
+              file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

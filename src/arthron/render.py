@@ -534,6 +534,12 @@ def show(model, output, *, motion=None, frames=None, times=None, gif=None, geome
         table = read_sto(motion)
         if len(table.time) == 0:
             raise DataFileError("the motion has no rows", motion)
+        names = {lab.strip("/").split("/")[-2] if lab.startswith("/") and lab.endswith("/value") else lab
+                 for lab in table.labels}
+        if m.coordinates and not names & set(m.coordinates):
+            shown = ", ".join(list(table.labels)[:6]) + (" ..." if len(table.labels) > 6 else "")
+            raise DataFileError(f"no column names a coordinate of model '{m.name}' (columns: {shown})",
+                                motion, "column labels")
         q_all = coordinates_from_table(m, table, missing="default")
         t_all = np.asarray(table.time, float)
     else:
