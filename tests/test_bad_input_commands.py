@@ -38,17 +38,16 @@ _NAN = [float("nan")] * 9
 
 
 def _noplat_c3d(path):
-    """A C3D with two markers and no force platform (ezc3d)."""
-    import ezc3d
-    import numpy as np
-    c = ezc3d.c3d()
-    c["parameters"]["POINT"]["RATE"]["value"] = [100]
-    c["parameters"]["POINT"]["LABELS"]["value"] = ("A", "B")
-    c["parameters"]["POINT"]["UNITS"]["value"] = ["mm"]
-    pts = np.ones((4, 2, 5))
-    pts[:3] *= 100.0
-    c["data"]["points"] = pts
-    c.write(str(path))
+    """A C3D with two markers and no force platform, written by ezc3d in a child process (its
+    writer registers SWIG std::vector types that then break OpenSim's, as in test_c3d.py)."""
+    import subprocess
+    import sys
+    code = ("import sys, numpy as np, ezc3d\nc = ezc3d.c3d()\n"
+            "c['parameters']['POINT']['RATE']['value'] = [100]\n"
+            "c['parameters']['POINT']['LABELS']['value'] = ('A', 'B')\n"
+            "c['parameters']['POINT']['UNITS']['value'] = ['mm']\n"
+            "p = np.ones((4, 2, 5)); p[:3] *= 100.0\nc['data']['points'] = p\nc.write(sys.argv[1])\n")
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True)
 
 
 _STUDY = """[study]
