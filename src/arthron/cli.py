@@ -277,7 +277,7 @@ def cmd_show(a):
     try:
         size = (int(w), int(h or w))
     except ValueError:
-        raise SystemExit(f"arthron show: --size {a.size!r}: give WIDTHxHEIGHT in pixels, e.g. 800x600")
+        raise OptionError(f"--size {a.size!r}: give WIDTHxHEIGHT in pixels, e.g. 800x600") from None
     check_positive_int(size[0], "--size width")
     check_positive_int(size[1], "--size height")
     a.progress.stage("posing the model")
