@@ -147,6 +147,9 @@ CASES = {
     "batch-output-is-its-study": ({"s.toml": _STUDY.format(mass=70, height=1.7, trials=_TRIAL.format("t")),
                                    "t.trc": _trc([_GOOD])},
                                   ["batch", "s.toml", "-j", "1", "-o", "s.toml"], 2, ["s.toml", "is a file"]),
+    "batch-scheduler-not-an-address": ({"s.toml": _STUDY.format(mass=70, height=1.7, trials=_TRIAL.format("t")),
+                                        "t.trc": _trc([_GOOD])},
+                                       ["batch", "s.toml", "--scheduler", "garbage"], 2, ["scheduler"]),
     "batch-jobs-0": ({"s.toml": _STUDY.format(mass=70, height=1.7, trials=_TRIAL.format("t")),
                       "t.trc": _trc([_GOOD])}, ["batch", "s.toml", "-j", "0"], 2, ["jobs", "0"]),
 }
@@ -190,13 +193,15 @@ def test_batch_trial_with_empty_or_single_frame_markers(tmp_path, monkeypatch, c
     monkeypatch.chdir(tmp_path)
     (tmp_path / "arm26.osim").write_bytes(ARM26.read_bytes())
     _make(tmp_path, {"s.toml": _STUDY.format(mass=70, height=1.7, trials="".join(
-                         _TRIAL.format(n) for n in ("single", "nan", "good"))),
+                         _TRIAL.format(n) for n in ("single", "nan", "good", "dir"))),
+                     "dir.trc/x": "",
                      "single.trc": _trc([_GOOD]), "nan.trc": _trc([_NAN] * 3),
                      "good.trc": _trc([[v + 0.001 * i for v in _GOOD] for i in range(4)])})
     assert main(["batch", "s.toml", "-j", "1"]) == 1
     out = capsys.readouterr().out
     assert "s1/nan: failed at ik: " in out and "nan.trc" in out and "no marker data" in out
     assert "s1/single: ok" in out and "s1/good: ok" in out
+    assert "s1/dir: failed at inputs: " in out and "'dir.trc' is a folder, not a file" in out
     assert not (tmp_path / "s_results" / "s1" / "nan").exists() or \
         not any((tmp_path / "s_results" / "s1" / "nan").glob("*.mot"))
 

@@ -204,7 +204,8 @@ class _Checker:
             p = Path(v.strip()).expanduser()
             p = p if p.is_absolute() else self.folder / p
             if kind == "file" and not p.is_file():
-                problems.append(f"{self.path}: {key}: file '{v}' does not exist")
+                what = "is a folder, not a file" if p.is_dir() else "does not exist"
+                problems.append(f"{self.path}: {key}: file '{v}' {what}")
             return p
         if kind == "str":
             if not isinstance(v, str):
