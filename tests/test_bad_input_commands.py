@@ -102,6 +102,9 @@ CASES = {
                                      ["--geometry", "nowhere", "no such folder"]),
     "show-nan-coordinate": ({"m.mot": _sto(["time", "r_shoulder_elev", "r_elbow_flex"], [[0, "nan", 20], [1, 1, 2]])},
                             ["show", str(ARM26), "--motion", "m.mot", "-o", "s.png"], 2, ["m.mot", "r_shoulder_elev"]),
+    "show-model-without-bodies": ({"e.osim": '<?xml version="1.0"?>\n<OpenSimDocument Version="40000">'
+                                             '<Model name="x"></Model></OpenSimDocument>\n'},
+                                  ["show", "e.osim", "-o", "s.png"], 2, ["e.osim", "no body"]),
     "show-output-is-a-folder": ({"d/x": ""}, ["show", str(ARM26), "-o", "d"], 2, ["folder"]),
     "show-output-not-a-picture": ({}, ["show", str(ARM26), "-o", "s.txt"], 2, ["s.txt", ".png"]),
     # arthron study / demo: the subject and the output folder are checked before the computation

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ArthronWarning, DataFileError, OptionError, UnsupportedFeature
+from .errors import ArthronWarning, DataFileError, ModelFileError, OptionError, UnsupportedFeature
 from .io.files import atomic_write, check_output
 from .models.model import Model
 from .multibody.kinematics import compile_model, forward_kinematics, marker_positions
@@ -545,6 +545,9 @@ def show(model, output, *, motion=None, frames=None, times=None, gif=None, geome
     else:
         from .io.osim import read_osim
         m = read_osim(model)
+    if not m.bodies:
+        raise ModelFileError("the model has no body (an empty <BodySet>): nothing to draw",
+                             getattr(m, "source", None) or (None if isinstance(model, Model) else model))
     if motion is not None:
         from .io.sto import read_sto
         from .models.motion import coordinates_from_table
