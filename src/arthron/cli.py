@@ -277,7 +277,7 @@ def cmd_show(a):
     try:
         size = (int(w), int(h or w))
     except ValueError:
-        raise SystemExit(f"arthron show: --size {a.size!r}: give WIDTHxHEIGHT in pixels, e.g. 800x600")
+        raise OptionError(f"--size {a.size!r}: give WIDTHxHEIGHT in pixels, e.g. 800x600") from None
     check_positive_int(size[0], "--size width")
     check_positive_int(size[1], "--size height")
     a.progress.stage("posing the model")
@@ -682,6 +682,10 @@ def main(argv=None) -> int:
     except ArthronError as e:
         print(f"arthron: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:       # Ctrl-C: one line, no traceback; files not yet renamed into place
+        print("arthron: interrupted (files already written are whole; none is half-written)",
+              file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import DataFileError, ModelFileError, UnsupportedFeature
+from .errors import DataFileError, ModelFileError, OptionError, UnsupportedFeature
 from .io.files import atomic_write
 from .models.model import Model
 from .multibody.kinematics import Tree, compile_model
@@ -170,14 +170,22 @@ def select_columns(table, patterns, source=None) -> list:
     """Column labels of ``table`` matching ``patterns`` (exact names or shell globs such as
     ``hip_flexion_*`` or ``*_moment``), in the order given, each once.
 
-    Raises DataFileError naming the file and the pattern that matches no column."""
+    Raises OptionError when no pattern is given; DataFileError naming the file and the pattern
+    that matches no column, or the column the file has twice (which of them is meant is unknown)."""
     import fnmatch
+    patterns = [p for p in patterns if p]
+    if not patterns:
+        raise OptionError("--columns: give at least one column name or glob (e.g. 'hip_flexion_*')")
     out = []
     for pat in patterns:
         hits = [pat] if pat in table.labels else fnmatch.filter(table.labels, pat)
         if not hits:
             near = ", ".join(table.labels[:8]) + (" ..." if len(table.labels) > 8 else "")
             raise DataFileError(f"no column '{pat}' (columns: {near})", source or table.source)
+        for h in hits:
+            if list(table.labels).count(h) > 1:
+                raise DataFileError(f"column '{h}' appears {list(table.labels).count(h)} times in the file",
+                                    source or table.source)
         out += [h for h in hits if h not in out]
     return out
 
@@ -201,6 +209,8 @@ def plot_time_series(table, columns, out=None, *, model=None, title=None, dpi: i
     Raises UnsupportedFeature without matplotlib (extra ``plot``); DataFileError for an unknown
     column or a table without rows.
     """
+    if out is not None and Path(out).suffix.lower() != ".png":
+        raise OptionError(f"output {out}: give a .png file name (the figure is written as PNG)")
     plt = _pyplot()
     labels = select_columns(table, columns)
     if len(table.time) == 0:

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ArthronWarning, DataFileError, OptionError, UnsupportedFeature
+from .errors import ArthronWarning, DataFileError, ModelFileError, OptionError, UnsupportedFeature
 from .io.files import atomic_write, check_output
 from .models.model import Model
 from .multibody.kinematics import compile_model, forward_kinematics, marker_positions
@@ -449,9 +449,13 @@ def parse_frames(text: str | None, *, kind: str = "frames") -> list | None:
                 parts = [int(p) if p.strip() else None for p in item.split(":")]
                 if len(parts) > 3:
                     raise ValueError
+                if len(parts) == 3 and parts[2] == 0:
+                    raise OptionError(f"--frames: '{item}': a slice step cannot be 0")
                 out.append(slice(*parts))
             else:
                 out.append(int(item) if kind == "frames" else float(item))
+        except OptionError:
+            raise
         except ValueError:
             raise OptionError(f"--{kind}: '{item}' is not a {'frame index or slice' if kind == 'frames' else 'time in seconds'}") from None
     if not out:
@@ -491,6 +495,12 @@ def select_frames(time, frames=None, times=None, *, gif=False, max_frames: int =
 
 
 # ------------------------------------------------------------------------------------ the command
+#: largest side (pixels) of one image, and most pixels of all the images of one ``show`` (held in
+#: memory together: 3 bytes each), beyond which ``show`` refuses instead of running out of memory
+MAX_SIDE = 8192
+MAX_PIXELS = 200_000_000
+
+
 def show(model, output, *, motion=None, frames=None, times=None, gif=None, geometry_dirs=(),
          size=(800, 800), max_frames: int = 40, progress=None) -> dict:
     """``arthron show``: render a model (optionally posed over a motion) to a PNG or a GIF.
@@ -513,8 +523,9 @@ def show(model, output, *, motion=None, frames=None, times=None, gif=None, geome
 
     Raises
     ------
-    ModelFileError / DataFileError for unreadable inputs; OptionError for bad frames, times or
-    an output that is neither ``.png`` nor ``.gif``; UnsupportedFeature when nothing can render
+    ModelFileError / DataFileError for unreadable inputs; OptionError for bad frames, times,
+    size (:data:`MAX_SIDE`, :data:`MAX_PIXELS`), a geometry folder that does not exist or an
+    output that is neither ``.png`` nor ``.gif``; UnsupportedFeature when nothing can render
     off-screen on this machine (:func:`offscreen_backend`).
     """
     out = Path(output)
@@ -522,24 +533,42 @@ def show(model, output, *, motion=None, frames=None, times=None, gif=None, geome
     gif = (suffix == ".gif") if gif is None else bool(gif)
     if suffix not in (".png", ".gif") or (gif and suffix != ".gif") or (not gif and suffix != ".png"):
         raise OptionError(f"output {output}: give a .png file name (a picture) or a .gif one (an animation, --gif)")
+    w, h = size
+    if not (1 <= w <= MAX_SIDE and 1 <= h <= MAX_SIDE):
+        raise OptionError(f"--size {w}x{h}: each side must lie in [1, {MAX_SIDE}] pixels")
+    for d in geometry_dirs:
+        if not Path(d).is_dir():
+            raise OptionError(f"--geometry {d}: no such folder")
     check_output(out)
     if isinstance(model, Model):
         m = model
     else:
         from .io.osim import read_osim
         m = read_osim(model)
+    if not m.bodies:
+        raise ModelFileError("the model has no body (an empty <BodySet>): nothing to draw",
+                             getattr(m, "source", None) or (None if isinstance(model, Model) else model))
     if motion is not None:
         from .io.sto import read_sto
         from .models.motion import coordinates_from_table
         table = read_sto(motion)
         if len(table.time) == 0:
             raise DataFileError("the motion has no rows", motion)
+        names = {lab.strip("/").split("/")[-2] if lab.startswith("/") and lab.endswith("/value") else lab
+                 for lab in table.labels}
+        if m.coordinates and not names & set(m.coordinates):
+            shown = ", ".join(list(table.labels)[:6]) + (" ..." if len(table.labels) > 6 else "")
+            raise DataFileError(f"no column names a coordinate of model '{m.name}' (columns: {shown})",
+                                motion, "column labels")
         q_all = coordinates_from_table(m, table, missing="default")
         t_all = np.asarray(table.time, float)
     else:
         tree = compile_model(m)
         q_all, t_all = np.atleast_2d(tree.default_q), np.zeros(1)
     idx = select_frames(t_all, frames, times, gif=gif, max_frames=max_frames)
+    if len(idx) * w * h > MAX_PIXELS:
+        raise OptionError(f"{len(idx)} frames of {w}x{h} pixels are more than {MAX_PIXELS / 1e6:g} million pixels "
+                          "held at once: draw fewer frames (a slice step, 0:200:10) or a smaller --size")
     r = render_poses(m, q_all[idx], out, time=t_all[idx], gif=gif, geometry_dirs=geometry_dirs, size=size,
                      progress=progress)
     r["frames"] = idx

@@ -74,6 +74,9 @@ _STUDY_KEYS = {"name": "str", "output": "path", "steps": "strs"}
 _SUBJECT_KEYS = {"name": "str", "model": "file", "marker_set": "file", "scale_setup": "file",
                  "mass": "pos", "height": "pos", "gender": "str", "static": "file",
                  "trials": "list"}
+#: a subject's mass and height beyond any human's are refused (grams, millimetres): the bounds of
+#: arthron.tools.options.SUBJECT_MASS_KG and SUBJECT_HEIGHT_M (io does not import tools)
+_SUBJECT_BOUNDS = {"mass": (1.0, 700.0, "kg"), "height": (0.3, 3.0, "m")}
 _TRIAL_KEYS = {"name": "str", "markers": "file", **{k: v[0] for k, v in TRIAL_OPTIONS.items()}}
 
 
@@ -201,7 +204,8 @@ class _Checker:
             p = Path(v.strip()).expanduser()
             p = p if p.is_absolute() else self.folder / p
             if kind == "file" and not p.is_file():
-                problems.append(f"{self.path}: {key}: file '{v}' does not exist")
+                what = "is a folder, not a file" if p.is_dir() else "does not exist"
+                problems.append(f"{self.path}: {key}: file '{v}' {what}")
             return p
         if kind == "str":
             if not isinstance(v, str):
@@ -222,6 +226,9 @@ class _Checker:
             if kind == "pos" and not v > 0:
                 self.err(key, f"must be positive, got {v!r}")
                 return None
+            lo, hi, unit = _SUBJECT_BOUNDS.get(key.rsplit(".", 1)[-1], (-math.inf, math.inf, ""))
+            if ".trials" not in key and key.startswith("subjects") and not lo <= v <= hi:
+                self.err(key, f"must lie in [{lo:g}, {hi:g}] {unit} (a human subject's), got {v!r}")
             return float(v)
         if kind == "range":
             if (not isinstance(v, list) or len(v) != 2 or any(isinstance(x, bool) or not isinstance(x, (int, float))

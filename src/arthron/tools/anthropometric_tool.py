@@ -13,7 +13,7 @@ from ..io.osim import read_osim, write_osim
 from ..io.trc import read_trc
 from ..models.model import Model
 from ..solvers.scaling import landmark_factors, scale_anthropometric
-from .options import check_positive
+from .options import check_subject_size
 
 __all__ = ["run_anthropometric_scale", "gender_name"]
 
@@ -43,11 +43,10 @@ def run_anthropometric_scale(model, mass, height, gender="m", *, static=None, ou
 
     Raises
     ------
-    OptionError (mass or height not a positive number, unknown gender), the readers' and the
+    OptionError (mass or height not a positive number or beyond a human's, unknown gender), the readers' and the
     solver's errors.
     """
-    mass = check_positive(mass, "mass (kg)")
-    height = check_positive(height, "height (m)")
+    mass, height = check_subject_size(mass, height)
     g = gender_name(gender)
     model = model if isinstance(model, Model) else read_osim(model)
     factors = None

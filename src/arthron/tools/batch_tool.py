@@ -540,8 +540,9 @@ class _Dask:
         if client is None:
             try:
                 client = distributed.Client(address, timeout=20)
-            except (OSError, TimeoutError) as e:
-                raise OptionError(f"cannot reach the Dask scheduler at {address!r}: {e}") from None
+            except (OSError, TimeoutError, ValueError) as e:     # ValueError: not an address
+                hint = " (give tcp://HOST:PORT)" if isinstance(e, ValueError) else ""
+                raise OptionError(f"cannot reach the Dask scheduler at {address!r}: {e}{hint}") from None
         self.client = client
 
     def submit(self, fn, *args):

@@ -80,9 +80,11 @@ def export_c3d(c3d_path, out_dir, *, force_location: str = "origin", rotation=No
 
     Raises DataFileError (bad or missing file, unwritable output) or OptionError."""
     trial = read_c3d(c3d_path, force_location=force_location, rotation=rotation, units=units)
+    if bodies is not None and not trial.platforms:
+        trial.require_forces()       # DataFileError naming the file: it has no force platform
     if bodies is not None and len(bodies) != len(trial.platforms):
         raise OptionError(f"--bodies names {len(bodies)} bodies for {len(trial.platforms)} "
-                          "force platforms")
+                          "force platforms", trial.source)
     out = Path(out_dir)
     stem = Path(c3d_path).stem
     trc = out / f"{stem}.trc"
@@ -118,7 +120,7 @@ def c3d_external_loads(c3d_path, *, bodies, rotation=None, force_location: str =
         raise OptionError(f"ground reactions from a C3D file need the body on each of its {n} "
                           "force platforms (--bodies calcn_r,calcn_l)")
     if len(bodies) != n:
-        raise OptionError(f"--bodies names {len(bodies)} bodies for {n} force platforms")
+        raise OptionError(f"--bodies names {len(bodies)} bodies for {n} force platforms", trial.source)
     forces = [ExternalForce(name=f"platform{p.number}", applied_to_body=b,
                             force_identifier=f"f{p.number}_", point_identifier=f"p{p.number}_",
                             torque_identifier=f"m{p.number}_", data_source_name=table.name)

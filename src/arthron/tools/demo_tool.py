@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..io.files import make_output_folder
 from ..io.osim import write_osim
 from ..io.sto import write_sto
 from ..models.demo import build_demo_arm, elbow_flexion_trial
@@ -33,7 +34,7 @@ def run_demo(out_dir) -> dict:
     ((min, max) N of the elbow reaction on the forearm along it), ``files`` (sorted paths).
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    make_output_folder(out / "demo_arm.osim")     # DataFileError naming a file given as the folder
     model = build_demo_arm()
     write_osim(out / "demo_arm.osim", model)
     t, labels, vals = elbow_flexion_trial()

@@ -9,7 +9,14 @@ import math
 
 from ..errors import OptionError
 
-__all__ = ["check_time_range", "check_lowpass", "check_positive_int", "check_positive"]
+__all__ = ["check_time_range", "check_lowpass", "check_positive_int", "check_positive", "check_subject_size",
+           "SUBJECT_MASS_KG", "SUBJECT_HEIGHT_M"]
+
+#: bounds (kg) of a subject's body mass and (m) of its height beyond any human's (the heaviest and
+#: tallest recorded, 635 kg and 2.72 m): a value outside is a typing slip (grams, millimetres)
+#: and is refused, never scaled into a model. arthron.io.study checks a study's subjects the same.
+SUBJECT_MASS_KG = (1.0, 700.0)
+SUBJECT_HEIGHT_M = (0.3, 3.0)
 
 
 def check_time_range(time_range):
@@ -59,3 +66,14 @@ def check_positive(value, what: str) -> float:
     if not math.isfinite(x) or x <= 0:
         raise OptionError(f"{what} must be a positive number, got {value!r}")
     return x
+
+
+def check_subject_size(mass, height) -> tuple[float, float]:
+    """(mass kg, height m) as floats: positive, finite and within :data:`SUBJECT_MASS_KG` and
+    :data:`SUBJECT_HEIGHT_M`; OptionError naming the value otherwise (``--height 1750`` in mm)."""
+    mass = check_positive(mass, "mass (kg)")
+    height = check_positive(height, "height (m)")
+    for v, what, (lo, hi) in ((mass, "mass (kg)", SUBJECT_MASS_KG), (height, "height (m)", SUBJECT_HEIGHT_M)):
+        if not lo <= v <= hi:
+            raise OptionError(f"{what} must lie in [{lo:g}, {hi:g}] (a human subject's), got {v:g}")
+    return mass, height

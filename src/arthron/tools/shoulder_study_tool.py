@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UnsupportedFeature
-from ..io.files import atomic_write, output_group
+from ..io.files import atomic_write, make_output_folder, output_group
 from ..io.sto import write_sto
 from ..io.trc import write_trc
 from ..multibody.kinematics import compile_model, marker_positions
@@ -177,6 +177,9 @@ def run_study(out_dir, subject: Subject | None = None, *, parameter_study: bool 
         model, spec = default_model()
     subject = (subject or spec.generic).check()
     out = Path(out_dir)
+    # the folder before the computation: an existing file as -o, or one that cannot be created,
+    # fails at once in one line naming it (DataFileError), not after the solve with a traceback
+    make_output_folder(out / "summary.csv")
     results = {}
     if parameter_study:
         motions = {}        # the kinematics depend on the geometry only (height, shoulder width)
@@ -195,7 +198,6 @@ def run_study(out_dir, subject: Subject | None = None, *, parameter_study: bool 
         say(f"subject {key}")
         results[key] = (key, run_abduction(model, spec, subject, elevation_deg=elevation_deg, progress=say))
     files, notes = [], []
-    out.mkdir(parents=True, exist_ok=True)
     header, rows = study_table(results, spec)
     if plot or picture:
         try:
