@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import DataFileError
+from ..models.subject import SUBJECT_HEIGHT_M, SUBJECT_MASS_KG
 
 __all__ = ["STEPS", "STEP_TITLES", "Study", "SubjectSpec", "TrialSpec", "read_study", "TRIAL_OPTIONS"]
 
@@ -75,8 +76,7 @@ _SUBJECT_KEYS = {"name": "str", "model": "file", "marker_set": "file", "scale_se
                  "mass": "pos", "height": "pos", "gender": "str", "static": "file",
                  "trials": "list"}
 #: a subject's mass and height beyond any human's are refused (grams, millimetres): the bounds of
-#: arthron.tools.options.SUBJECT_MASS_KG and SUBJECT_HEIGHT_M (io does not import tools)
-_SUBJECT_BOUNDS = {"mass": (1.0, 700.0, "kg"), "height": (0.3, 3.0, "m")}
+_SUBJECT_BOUNDS = {"mass": (*SUBJECT_MASS_KG, "kg"), "height": (*SUBJECT_HEIGHT_M, "m")}
 _TRIAL_KEYS = {"name": "str", "markers": "file", **{k: v[0] for k, v in TRIAL_OPTIONS.items()}}
 
 

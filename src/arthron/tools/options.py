@@ -8,15 +8,11 @@ from __future__ import annotations
 import math
 
 from ..errors import OptionError
+from ..models.subject import SUBJECT_HEIGHT_M, SUBJECT_MASS_KG  # noqa: F401  (re-exported)
 
 __all__ = ["check_time_range", "check_lowpass", "check_positive_int", "check_positive", "check_subject_size",
            "SUBJECT_MASS_KG", "SUBJECT_HEIGHT_M"]
 
-#: bounds (kg) of a subject's body mass and (m) of its height beyond any human's (the heaviest and
-#: tallest recorded, 635 kg and 2.72 m): a value outside is a typing slip (grams, millimetres)
-#: and is refused, never scaled into a model. arthron.io.study checks a study's subjects the same.
-SUBJECT_MASS_KG = (1.0, 700.0)
-SUBJECT_HEIGHT_M = (0.3, 3.0)
 
 
 def check_time_range(time_range):
