@@ -477,9 +477,7 @@ def reaction_columns(model: Model, tree: Tree, loads: JointLoads, on="child", in
     n = len(loads.names)
     ons = _per_joint(on, n, "apply_on_bodies")
     frames = _per_joint(in_frame, n, "express_in_frame")
-    kin = loads.kin
-    Rb = kin.R[:, tree.body_node]
-    ob = kin.o[:, tree.body_node]
+    kin = loads.kin                      # body frames read per joint (none stacked for ground)
     T = loads.Lambda.shape[0]
     labels, cols = [], []
     for k, info in enumerate(loads.infos):
@@ -496,8 +494,8 @@ def reaction_columns(model: Model, tree: Tree, loads: JointLoads, on="child", in
             p = pF
             body = info.parent_name
         if fb >= 0 or X is not None:
-            R = np.broadcast_to(np.eye(3), (T, 3, 3)) if fb < 0 else Rb[:, fb]
-            o = np.zeros((T, 3)) if fb < 0 else ob[:, fb]
+            R = np.broadcast_to(np.eye(3), (T, 3, 3)) if fb < 0 else kin.node("R", tree.body_node[fb])
+            o = np.zeros((T, 3)) if fb < 0 else kin.node("o", tree.body_node[fb])
             if X is not None:
                 o = o + R @ X.p
                 R = R @ X.R
