@@ -635,9 +635,21 @@ def _add_setup_search_options(sub):
                  "that do not exist as written; repeatable")
 
 
+_PARSER = None
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line's parser, built once per process (a few ms: ``main`` and the ``--setup``
+    checks share it; argparse parsers are reusable across ``parse_args`` calls)."""
+    global _PARSER
+    if _PARSER is None:
+        _PARSER = build_parser()
+    return _PARSER
+
+
 def _setup_only(a, *dests):
     """Refuse, with --setup, the options the setup itself gives (they would be ignored silently)."""
-    sp = build_parser()._subparsers._group_actions[0].choices[a.command]
+    sp = _parser()._subparsers._group_actions[0].choices[a.command]
     for d in dests:
         v = getattr(a, d, None)
         if v not in (None, False, [], sp.get_default(d)):
@@ -665,7 +677,7 @@ def main(argv=None) -> int:
     runtime.light_imports = True     # a command's start-up: no scipy.interpolate/signal import on short trials
     warnings.formatwarning = _warn_format
     warnings.simplefilter("default", ArthronWarning)
-    args = build_parser().parse_args(argv)
+    args = _parser().parse_args(argv)
     from .io.files import check_output, input_guard
     try:
         # no command writes onto a file it reads (the files named here, and every file a reader

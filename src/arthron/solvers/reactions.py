@@ -107,6 +107,7 @@ from ..multibody.constrained_dynamics import motion_constraint_multipliers as _m
 from ..multibody.forces import passive_forces
 from ..multibody.forward_dynamics import forward_accelerations
 from ..multibody.inverse_dynamics import inertial_wrenches, inverse_dynamics
+from ..multibody.frames_last import kinematics_frames_last
 from ..multibody.kinematics import Tree, compile_model, forward_kinematics
 from ..multibody.mass_matrix import mass_matrix
 from .actuators import actuator_forces, path_loads
@@ -214,6 +215,7 @@ class JointLoads:
     tree: Tree | None = field(repr=False, default=None)
     kin: object = field(repr=False, default=None)
     _S: dict = field(repr=False, default_factory=dict)
+    _q: object = field(repr=False, default=None)
 
     def index(self, name: str) -> int:
         try:
@@ -233,6 +235,8 @@ class JointLoads:
         """S_j (T, 6, k_j) in M axes, rows [v of the child point at c_j; ω], and its coordinates."""
         if k not in self._S:
             info = self.infos[k]
+            if self.kin.hinge is None:        # frames-last kinematics carry no frames-first hinge
+                self.kin = forward_kinematics(self.tree, self._q)     # data: the partial velocities
             S = _motion_subspace(self.tree, self.kin, info, self.centre[:, k], self.R_M[:, k])
             self._S[k] = S
         return self._S[k], [self.tree.coordinate_names[c] for c in self.infos[k].coords]
@@ -295,7 +299,8 @@ def _frames_of(tree, kin, infos, sel):
     return c, RM, pF
 
 
-def joint_loads(model: Model, tree: Tree, q, qd, qdd, loads=(), joints=None, kin=None) -> JointLoads:
+def joint_loads(model: Model, tree: Tree, q, qd, qdd, loads=(), joints=None, kin=None,
+                core: str = "frames_last") -> JointLoads:
     """Blajer & Czaplicki 2005, Eq. 2.10: ``Λ_j = E_jᵀ(h − M(D q̈ + γ))``, for the chosen joints, all frames at once.
 
     Parameters
@@ -306,6 +311,10 @@ def joint_loads(model: Model, tree: Tree, q, qd, qdd, loads=(), joints=None, kin
         frames (external loads and body forces of actuators/muscles, which enter ``h``)
     joints : None or "ALL" (every joint, JointSet order) or joint names
     kin : optional :class:`Kinematics` of (q, qd, qdd), to share
+    core : "frames_last" (default) computes the kinematics on the frames-last core
+        (:func:`arthron.multibody.frames_last.kinematics_frames_last`, seen as frames-first views);
+        "reference" by :func:`arthron.multibody.kinematics.forward_kinematics`. Both agree to
+        1e-12 relative (``tests/test_reactions_frames_last.py``).
 
     Returns
     -------
@@ -322,7 +331,12 @@ def joint_loads(model: Model, tree: Tree, q, qd, qdd, loads=(), joints=None, kin
     sel = _select(model, tree, joints)
     infos = _joint_infos(tree)
     if kin is None:
-        kin = forward_kinematics(tree, q, qd, qdd)
+        if core == "reference":
+            kin = forward_kinematics(tree, q, qd, qdd)
+        elif core == "frames_last":
+            kin = kinematics_frames_last(tree, q, qd, qdd).frames_first()
+        else:
+            raise ValueError(f"core must be 'frames_last' or 'reference', got {core!r}")
     U = _subtree_union(tree, sel)
     Ui = np.asarray(U, int)
     F, Mc, Cg = inertial_wrenches(tree, kin, Ui, loads)                # M a − h, bodies of U
@@ -345,7 +359,7 @@ def joint_loads(model: Model, tree: Tree, q, qd, qdd, loads=(), joints=None, kin
         Lam[:, k, 3:] = -_rot_apply_T(RM[:, k], Ms)
     return JointLoads(names=[infos[j].name for j in sel], Lambda=Lam, centre=c, R_M=RM,
                       parent_origin=pF, work={"bodies": len(U), "columns": 6 * len(sel)},
-                      infos=[infos[j] for j in sel], tree=tree, kin=kin)
+                      infos=[infos[j] for j in sel], tree=tree, kin=kin, _q=q)
 
 
 def open_constraint_map(model: Model, tree: Tree, q, joints=None, kin=None) -> np.ndarray:
@@ -463,9 +477,7 @@ def reaction_columns(model: Model, tree: Tree, loads: JointLoads, on="child", in
     n = len(loads.names)
     ons = _per_joint(on, n, "apply_on_bodies")
     frames = _per_joint(in_frame, n, "express_in_frame")
-    kin = loads.kin
-    Rb = kin.R[:, tree.body_node]
-    ob = kin.o[:, tree.body_node]
+    kin = loads.kin                      # body frames read per joint (none stacked for ground)
     T = loads.Lambda.shape[0]
     labels, cols = [], []
     for k, info in enumerate(loads.infos):
@@ -482,8 +494,8 @@ def reaction_columns(model: Model, tree: Tree, loads: JointLoads, on="child", in
             p = pF
             body = info.parent_name
         if fb >= 0 or X is not None:
-            R = np.broadcast_to(np.eye(3), (T, 3, 3)) if fb < 0 else Rb[:, fb]
-            o = np.zeros((T, 3)) if fb < 0 else ob[:, fb]
+            R = np.broadcast_to(np.eye(3), (T, 3, 3)) if fb < 0 else kin.node("R", tree.body_node[fb])
+            o = np.zeros((T, 3)) if fb < 0 else kin.node("o", tree.body_node[fb])
             if X is not None:
                 o = o + R @ X.p
                 R = R @ X.R
