@@ -216,6 +216,7 @@ def test_ctrl_c_is_one_line_and_status_130(monkeypatch, capsys):
     def interrupted(a):
         raise KeyboardInterrupt
     monkeypatch.setattr(cli, "cmd_study", interrupted)
+    monkeypatch.setattr(cli, "_PARSER", None)       # the cached parser holds the unpatched handler
     assert main(["study", "-o", "never"]) == 130
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [err.strip()] and err.startswith("arthron: interrupted")
