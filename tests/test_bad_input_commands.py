@@ -107,6 +107,7 @@ CASES = {
                                   ["show", "e.osim", "-o", "s.png"], 2, ["e.osim", "no body"]),
     "show-output-is-a-folder": ({"d/x": ""}, ["show", str(ARM26), "-o", "d"], 2, ["folder"]),
     "show-output-not-a-picture": ({}, ["show", str(ARM26), "-o", "s.txt"], 2, ["s.txt", ".png"]),
+    "show-gif-to-a-png-name": ({}, ["show", str(ARM26), "--gif", "-o", "s.png"], 2, ["s.png", "--gif", ".gif file"]),
     # arthron study / demo: the subject and the output folder are checked before the computation
     "study-mass-negative": ({}, ["study", "--mass", "-5", "-o", "out"], 2, ["mass", "-5"]),
     "study-height-5m": ({}, ["study", "--height", "5", "-o", "out"], 2, ["height", "5"]),

@@ -179,3 +179,25 @@ def test_a_long_command_draws_its_bar_on_a_terminal(tmp_path):
     drawn = b"".join(chunks).decode("utf-8", "replace")
     assert "inverse kinematics" in drawn and "/121" in drawn        # the frames, counted
     assert r.stdout.decode().startswith("wrote ")                    # stdout (a pipe) stays clean
+
+
+def test_non_finite_values_are_drawn_as_gaps_and_named(tmp_path):
+    """A column with NaN or infinite values is drawn with gaps, and a warning names it and how
+    many values are missing; finite columns raise no warning."""
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    from arthron.errors import ArthronWarning
+    from arthron.plots import plot_time_series
+    from arthron.tables import Table
+    t = np.linspace(0.0, 1.0, 6)
+    data = np.column_stack([t, t ** 2])
+    data[2, 0], data[4, 0] = np.nan, np.inf
+    table = Table(name="gaps", time=t, labels=["knee_angle_r", "hip_flexion_r"], data=data, in_degrees=True)
+    with pytest.warns(ArthronWarning, match=r"knee_angle_r \(2 of 6\)"):
+        fig = plot_time_series(table, ["knee_angle_r", "hip_flexion_r"])
+    plt.close(fig)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ArthronWarning)
+        plt.close(plot_time_series(table, ["hip_flexion_r"]))

@@ -4,11 +4,12 @@ matplotlib (extra ``plot``); it sits beside the solvers and tools and never insi
 from __future__ import annotations
 
 import io
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from .errors import DataFileError, ModelFileError, OptionError, UnsupportedFeature
+from .errors import ArthronWarning, DataFileError, ModelFileError, OptionError, UnsupportedFeature
 from .io.files import atomic_write
 from .models.model import Model
 from .multibody.kinematics import Tree, compile_model
@@ -207,7 +208,8 @@ def plot_time_series(table, columns, out=None, *, model=None, title=None, dpi: i
     Returns the matplotlib Figure (closed from pyplot's registry when written).
 
     Raises UnsupportedFeature without matplotlib (extra ``plot``); DataFileError for an unknown
-    column or a table without rows.
+    column or a table without rows. Columns holding NaN or infinite values are drawn with gaps
+    and named in an ArthronWarning.
     """
     if out is not None and Path(out).suffix.lower() != ".png":
         raise OptionError(f"output {out}: give a .png file name (the figure is written as PNG)")
@@ -215,6 +217,13 @@ def plot_time_series(table, columns, out=None, *, model=None, title=None, dpi: i
     labels = select_columns(table, columns)
     if len(table.time) == 0:
         raise DataFileError("the file has no rows to plot", table.source)
+    gaps = {lab: int((~np.isfinite(table.column(lab))).sum()) for lab in labels}
+    gaps = {lab: k for lab, k in gaps.items() if k}
+    if gaps:
+        shown = ", ".join(f"{lab} ({k} of {len(table.time)})" for lab, k in list(gaps.items())[:6])
+        warnings.warn(f"{table.source or table.name}: not-a-number or infinite values are left out of "
+                      f"the lines (gaps): {shown}" + (" ..." if len(gaps) > 6 else ""), ArthronWarning,
+                      stacklevel=2)
     groups = {}
     for lab in labels:
         groups.setdefault(column_unit(lab, table, model), []).append(lab)

@@ -531,7 +531,9 @@ def show(model, output, *, motion=None, frames=None, times=None, gif=None, geome
     out = Path(output)
     suffix = out.suffix.lower()
     gif = (suffix == ".gif") if gif is None else bool(gif)
-    if suffix not in (".png", ".gif") or (gif and suffix != ".gif") or (not gif and suffix != ".png"):
+    if gif and suffix != ".gif":
+        raise OptionError(f"output {output}: an animation (--gif) is written to a .gif file name")
+    if suffix not in (".png", ".gif") or (not gif and suffix != ".png"):
         raise OptionError(f"output {output}: give a .png file name (a picture) or a .gif one (an animation, --gif)")
     w, h = size
     if not (1 <= w <= MAX_SIDE and 1 <= h <= MAX_SIDE):
