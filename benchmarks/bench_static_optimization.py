@@ -25,7 +25,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA, GAIT, GAIT_IK, GAIT_MODEL, REF, median_time  # noqa: E402
+from _common import DATA, GAIT, GAIT_IK, GAIT_MODEL, REF, ROOT, median_time  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tests"))
+from conftest import static_optimization_setup  # noqa: E402
 
 from arthron.io.sto import read_sto  # noqa: E402
 from arthron.tools.static_optimization_tool import run_static_optimization_from_setup  # noqa: E402
@@ -35,21 +38,7 @@ ARM_IK = REF / "task1_arm26/IK/arm26_InverseKinematics.mot"
 
 
 def setup_xml(name, model, ik, out, phys, t0, t1, force_set=None, grf=None):
-    return f"""<?xml version="1.0" encoding="UTF-8" ?>
-<OpenSimDocument Version="40000"><AnalyzeTool name="{name}">
-<model_file>{model}</model_file><replace_force_set>false</replace_force_set>
-<force_set_files>{force_set or ''}</force_set_files><results_directory>{out}</results_directory>
-<initial_time>{t0}</initial_time><final_time>{t1}</final_time>
-<AnalysisSet name="Analyses"><objects><StaticOptimization name="StaticOptimization">
-<on>true</on><start_time>{t0}</start_time><end_time>{t1}</end_time><step_interval>1</step_interval>
-<use_model_force_set>true</use_model_force_set><activation_exponent>2</activation_exponent>
-<use_muscle_physiology>{'true' if phys else 'false'}</use_muscle_physiology>
-<optimizer_convergence_criterion>0.0001</optimizer_convergence_criterion>
-<optimizer_max_iterations>100</optimizer_max_iterations>
-</StaticOptimization></objects></AnalysisSet>
-<external_loads_file>{grf or ''}</external_loads_file><coordinates_file>{ik}</coordinates_file>
-<lowpass_cutoff_frequency_for_coordinates>6</lowpass_cutoff_frequency_for_coordinates>
-</AnalyzeTool></OpenSimDocument>"""
+    return static_optimization_setup(name, model, ik, out, t0, t1, physiology=phys, force_set=force_set, grf=grf)
 
 
 def main():

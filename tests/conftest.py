@@ -30,6 +30,29 @@ LENHART = DATA / "opensim-jam" / "models" / "knee_healthy" / "lenhart2015" / "le
 ARM26_TUT = MODELS / "Tutorials" / "Computed_Muscle_Control"
 
 
+def static_optimization_setup(name, model, coordinates, results, t0, t1, *, physiology,
+                              force_set=None, grf=None) -> str:
+    """The XML text of an OpenSim AnalyzeTool setup ``name`` running StaticOptimization from
+    ``t0`` to ``t1`` s on every frame (activation exponent 2, OpenSim's default optimizer
+    settings, coordinates low-passed at 6 Hz), with ``force_set`` appended to the model's forces
+    and the ExternalLoads file ``grf`` when given. Used by the tests and the benchmarks."""
+    return f"""<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40000"><AnalyzeTool name="{name}">
+<model_file>{model}</model_file><replace_force_set>false</replace_force_set>
+<force_set_files>{force_set or ''}</force_set_files><results_directory>{results}</results_directory>
+<initial_time>{t0}</initial_time><final_time>{t1}</final_time>
+<AnalysisSet name="Analyses"><objects><StaticOptimization name="StaticOptimization">
+<on>true</on><start_time>{t0}</start_time><end_time>{t1}</end_time><step_interval>1</step_interval>
+<use_model_force_set>true</use_model_force_set><activation_exponent>2</activation_exponent>
+<use_muscle_physiology>{'true' if physiology else 'false'}</use_muscle_physiology>
+<optimizer_convergence_criterion>0.0001</optimizer_convergence_criterion>
+<optimizer_max_iterations>100</optimizer_max_iterations>
+</StaticOptimization></objects></AnalysisSet>
+<external_loads_file>{grf or ''}</external_loads_file><coordinates_file>{coordinates}</coordinates_file>
+<lowpass_cutoff_frequency_for_coordinates>6</lowpass_cutoff_frequency_for_coordinates>
+</AnalyzeTool></OpenSimDocument>"""
+
+
 @pytest.fixture
 def data_dir() -> Path:
     if not HAVE_DATA:

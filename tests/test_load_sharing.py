@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ARM26_TUT, DATA, GAIT_PIPE, GAIT_REF_MODEL, REF, ROOT, needs_data, needs_opensim
+from conftest import (ARM26_TUT, DATA, GAIT_PIPE, GAIT_REF_MODEL, REF, ROOT, needs_data, needs_opensim,
+                      static_optimization_setup)
 
 from arthron.errors import OptionError
 from arthron.solvers.box_qp import solve_box_qp
@@ -186,23 +187,10 @@ def test_cli_so(tmp_path):
 
 # ------------------------------------------------------------------------------ Gait2354
 def _gait_setup(tmp_path, phys, t0=0.5, t1=0.7):
-    xml = f"""<?xml version="1.0" encoding="UTF-8" ?>
-<OpenSimDocument Version="40000"><AnalyzeTool name="gait">
-<model_file>{GAIT_REF_MODEL}</model_file><replace_force_set>false</replace_force_set>
-<force_set_files>{GAIT_PIPE / 'gait2354_CMC_Actuators.xml'}</force_set_files>
-<results_directory>{tmp_path / 'osim'}</results_directory>
-<initial_time>{t0}</initial_time><final_time>{t1}</final_time>
-<AnalysisSet name="Analyses"><objects><StaticOptimization name="StaticOptimization">
-<on>true</on><start_time>{t0}</start_time><end_time>{t1}</end_time><step_interval>1</step_interval>
-<use_model_force_set>true</use_model_force_set><activation_exponent>2</activation_exponent>
-<use_muscle_physiology>{'true' if phys else 'false'}</use_muscle_physiology>
-<optimizer_convergence_criterion>0.0001</optimizer_convergence_criterion>
-<optimizer_max_iterations>100</optimizer_max_iterations>
-</StaticOptimization></objects></AnalysisSet>
-<external_loads_file>{GAIT_PIPE / 'subject01_walk1_grf.xml'}</external_loads_file>
-<coordinates_file>{GAIT_PIPE / 'OutputReference' / 'subject01_walk1_ik.mot'}</coordinates_file>
-<lowpass_cutoff_frequency_for_coordinates>6</lowpass_cutoff_frequency_for_coordinates>
-</AnalyzeTool></OpenSimDocument>"""
+    xml = static_optimization_setup("gait", GAIT_REF_MODEL, GAIT_PIPE / "OutputReference" / "subject01_walk1_ik.mot",
+                                    tmp_path / "osim", t0, t1, physiology=phys,
+                                    force_set=GAIT_PIPE / "gait2354_CMC_Actuators.xml",
+                                    grf=GAIT_PIPE / "subject01_walk1_grf.xml")
     p = tmp_path / f"so_{int(phys)}.xml"
     p.write_text(xml)
     return p

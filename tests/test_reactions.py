@@ -21,7 +21,7 @@ from arthron.solvers.reactions_classic import classic_joint_loads
 from arthron.tools.analyze_tool import joint_reactions_from_setup, write_joint_reactions
 from test_conformance_joints import newton_euler  # the independent recursion, shared
 from conftest import (ARM26, GAIT_PIPE, GAIT_REF_MODEL, REF, TSM, TSM_ID, needs_data,
-                      needs_opensim)
+                      needs_opensim, static_optimization_setup)
 
 PEND = REF / "task6_pendulum"
 ARM = REF / "task1_arm26"
@@ -582,32 +582,6 @@ def test_gait2354_residual_and_reserve_actuators_equal_opensim(tmp_path):
     assert err < 1e-5
 
 
-SO_SETUP = """<?xml version="1.0" encoding="UTF-8" ?>
-<OpenSimDocument Version="40600">
-  <AnalyzeTool name="gait">
-    <model_file>{model}</model_file>
-    <replace_force_set>false</replace_force_set>
-    <force_set_files>{actuators}</force_set_files>
-    <results_directory>{out}</results_directory>
-    <initial_time>0.6</initial_time>
-    <final_time>0.7</final_time>
-    <AnalysisSet name="Analyses"><objects>
-      <StaticOptimization name="StaticOptimization">
-        <on>true</on><start_time>0.6</start_time><end_time>0.7</end_time><step_interval>1</step_interval>
-        <use_model_force_set>true</use_model_force_set><activation_exponent>2</activation_exponent>
-        <use_muscle_physiology>true</use_muscle_physiology>
-        <optimizer_convergence_criterion>0.0001</optimizer_convergence_criterion>
-        <optimizer_max_iterations>100</optimizer_max_iterations>
-      </StaticOptimization>
-    </objects><groups /></AnalysisSet>
-    <external_loads_file>{grf}</external_loads_file>
-    <coordinates_file>{coords}</coordinates_file>
-    <lowpass_cutoff_frequency_for_coordinates>6</lowpass_cutoff_frequency_for_coordinates>
-  </AnalyzeTool>
-</OpenSimDocument>
-"""
-
-
 @needs_data
 @needs_opensim
 @pytest.mark.parametrize("with_actuators", [True, False])
@@ -623,8 +597,8 @@ def test_static_optimization_force_file_as_opensim_wrote_it(tmp_path, with_actua
     osim.Logger.setLevelString("error")
     acts = GAIT_PIPE / "gait2354_CMC_Actuators.xml"
     so = tmp_path / "so.xml"
-    so.write_text(SO_SETUP.format(model=GAIT_REF_MODEL, actuators=acts, out=tmp_path / "so",
-                                  grf=GAIT_GRF, coords=GAIT_IK))
+    so.write_text(static_optimization_setup("gait", GAIT_REF_MODEL, GAIT_IK, tmp_path / "so", 0.6, 0.7,
+                                            physiology=True, force_set=acts, grf=GAIT_GRF))
     with _cwd(tmp_path):
         osim.AnalyzeTool(str(so)).run()
     forces = tmp_path / "so" / "gait_StaticOptimization_force.sto"
