@@ -340,13 +340,8 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
                 f = _read_offset_frame(fe, jpath, f"joint:{je.get('name')}", ctx)
                 frames[f.path] = f
     # Offset frames owned by constraints (4.x WeldConstraint keeps its frames like a joint).
-    for ce in _objects(_child(melem, "ConstraintSet")):
-        fr = _child(ce, "frames")
-        for fe in fr if fr is not None else []:
-            if fe.tag == "PhysicalOffsetFrame":
-                f = _read_offset_frame(fe, f"/constraintset/{ce.get('name', '')}",
-                                       f"constraint:{ce.get('name')}", ctx)
-                frames[f.path] = f
+    for f, _ in _constraint_frames(melem, ctx):
+        frames[f.path] = f
     all_frames = set(frames) | {GROUND} | {b.path for b in model.bodies.values()}
     for f in frames.values():
         f.parent = _resolve(f.parent, f.path, all_frames, ctx, None)
@@ -365,12 +360,7 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
                   parameters=_joint_params(je, ctx), unmodelled_xml=_rest(je, _JOINT_WRITTEN))
         model.joints[name] = j
     _classify_coordinates(model)
-    # Constraints.
-    for ce in _objects(_child(melem, "ConstraintSet")):
-        model.constraints.append(_read_constraint(ce, all_frames, ctx, v4=True))
-    for ce in _objects(_child(melem, ELLIPSOID_CONSTRAINT_SET)):
-        if ce.tag == ELLIPSOID_CONSTRAINT:
-            model.constraints.append(_read_ellipsoid_constraint(ce, all_frames, ctx))
+    _read_constraints(melem, model, all_frames, ctx)
     # Markers.
     for me in _objects(_child(melem, "MarkerSet")):
         loc = _child(me, "location")
@@ -703,17 +693,29 @@ def _read_v3_geometry(body, vo, ctx):
 def _read_v3_constraints(melem, model, frames, all_frames, ctx):
     """Constraints of an upgraded 3.x model: in their 4.x form (sockets, offset frames of
     WeldConstraint), read like 4.x constraints."""
+    for f, fe in _constraint_frames(melem, ctx):
+        f.parent = _resolve(f.parent, f.path, all_frames, ctx, fe)
+        frames[f.path] = f
+    model.frames = frames
+    all_frames |= set(frames)
+    _classify_coordinates(model)
+    _read_constraints(melem, model, all_frames, ctx)
+
+
+def _constraint_frames(melem, ctx):
+    """(frame, element) of the PhysicalOffsetFrames constraints own (WeldConstraint keeps its
+    frames like a joint), parents not resolved yet."""
     for ce in _objects(_child(melem, "ConstraintSet")):
         fr = _child(ce, "frames")
         for fe in fr if fr is not None else []:
             if fe.tag == "PhysicalOffsetFrame":
                 f = _read_offset_frame(fe, f"/constraintset/{ce.get('name', '')}",
                                        f"constraint:{ce.get('name')}", ctx)
-                f.parent = _resolve(f.parent, f.path, all_frames, ctx, fe)
-                frames[f.path] = f
-    model.frames = frames
-    all_frames |= set(frames)
-    _classify_coordinates(model)
+                yield f, fe
+
+
+def _read_constraints(melem, model, all_frames, ctx):
+    """The ConstraintSet (4.x form) and arthron's point-on-ellipsoid constraints."""
     for ce in _objects(_child(melem, "ConstraintSet")):
         model.constraints.append(_read_constraint(ce, all_frames, ctx, v4=True))
     for ce in _objects(_child(melem, ELLIPSOID_CONSTRAINT_SET)):
