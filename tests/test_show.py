@@ -123,6 +123,41 @@ def test_scene_poses_meshes_markers_and_paths_as_opensim(model_path, motion, fra
     assert (n_wrap_nodes > 0) == wraps   # arm26's comparison includes wrap tangent points
 
 
+def test_torus_and_ellipsoid_stretches_are_drawn_on_their_surfaces():
+    """The built-in shoulder–elbow model wraps the wrist muscles over DAS4's tori and the
+    elbow's ellipsoid: each drawn polyline is as long as the path arthron computes (which
+    equals OpenSim 4.6's getLength on the exported model, tests/test_shoulder_elbow*.py), so
+    no wrapped stretch is cut short as a chord. Before the torus helix and the ellipsoid's
+    planar section were drawn, the worst was 11 % (FCU over the elbow ellipsoid)."""
+    from arthron.models.shoulder_elbow import build_shoulder_elbow_model
+    from arthron.multibody.kinematics import compile_model
+
+    model = build_shoulder_elbow_model()
+    tree = compile_model(model)
+    rng = np.random.default_rng(0)
+    q = tree.default_q[None] + 0.3 * rng.standard_normal((6, len(tree.default_q)))
+    scene = ModelScene.build(model, q, None, meshes=False)
+    from arthron.multibody.path_geometry import compute_paths
+    from arthron.multibody.paths import compile_paths
+    ps = compile_paths(model, tree)
+    kinds = {i: w.type for i, w in enumerate(ps.wrap_objects)}
+    states = compute_paths(ps, tree, q)
+    worst, wrapped = 0.0, set()
+    for k in range(len(q)):
+        for i, st in enumerate(states):
+            keep = st.tag[k] >= 0
+            w = st.wobj[k][keep]
+            on = [kinds[int(x)] for x, y in zip(w[:-1], w[1:]) if x >= 0 and x == y]
+            drawn = scene.paths[k][scene.path_names.index(ps.names[i])]
+            L = float(np.linalg.norm(np.diff(drawn, axis=0), axis=1).sum())
+            worst = max(worst, abs(L - st.length[k]) / st.length[k])
+            if on:
+                wrapped.update(on)
+                assert len(drawn) > len(st.P[k][keep]), (ps.names[i], on)   # arcs, not chords
+    assert {"WrapTorus", "WrapEllipsoid"} <= wrapped, wrapped
+    assert worst < 1e-4, worst      # 24 chords per torus arc; the ellipsoid's are OpenSim's own
+
+
 # ------------------------------------------------------------------------------- the pictures
 @needs_data
 @needs_render

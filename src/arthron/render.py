@@ -15,7 +15,8 @@ What is drawn, as OpenSim's visualizer draws it:
 * every path force's path as a polyline through its active path points and wrap tangent
   points (:func:`arthron.multibody.path_geometry.compute_paths`, the path OpenSim 4.6 computes),
   with the stretch on a wrap surface drawn on the surface (:func:`wrap_arc`: great-circle arc on a
-  sphere, helix on a cylinder, scaled great circle on an ellipsoid);
+  sphere, helix on a cylinder or on the cylinder a torus wrap lays on its tube, scaled great
+  circle on an ellipsoid; the two stretches of a double-cylinder obstacle as chords);
 * markers as spheres (radius 1 cm), at their locations on their bodies;
 * wrap objects (sphere, cylinder, ellipsoid, torus; the U cylinder of a double-cylinder
   obstacle) as translucent surfaces in their frames.
@@ -226,7 +227,8 @@ def _with_arcs(st, t, wobjs, Rb, ob, nb, n_arc: int = 24) -> np.ndarray:
             Rw = wo.R if wo.body == nb else Rb[wo.body] @ wo.R
             pw = wo.p if wo.body == nb else Rb[wo.body] @ wo.p + ob[wo.body]
             a, b = (P[k] - pw) @ Rw, (P[k + 1] - pw) @ Rw
-            arc = wrap_arc(wo.type, wo.dims, a, b, wl[k + 1], n_arc)
+            before = (P[k - 1] - pw) @ Rw if k > 0 else None
+            arc = wrap_arc(wo.type, wo.dims, a, b, wl[k + 1], n_arc, plane_point=before)
             if arc is not None:
                 pts.append(arc @ Rw.T + pw)
         pts.append(P[k + 1:k + 2])
@@ -252,17 +254,29 @@ def _length(pts):
     return float(np.linalg.norm(np.diff(pts, axis=0), axis=1).sum())
 
 
-def wrap_arc(kind: str, dims: dict, a, b, length: float, n: int = 24):
+def wrap_arc(kind: str, dims: dict, a, b, length: float, n: int = 24, plane_point=None):
     """Interior points (n-1, 3) of the path on a wrap surface between tangent points ``a`` and
     ``b`` (wrap-frame coordinates, m), or None to draw the chord.
 
     Sphere: the great-circle arc through both points; cylinder (axis z): the helix between
-    them; ellipsoid: the great-circle arc of the sphere the ellipsoid is scaled from, scaled
-    back; each way round is tried and the one whose length is nearest the wrap length
-    ``length`` that OpenSim's wrapping computed (``PathState.wlen``) is drawn. Other surfaces
-    (torus, double-cylinder obstacles): None.
+    them; ellipsoid: with ``plane_point`` (the path point before ``a``, wrap frame), the section
+    of the ellipsoid by the plane through it and both tangent points, sampled as OpenSim 4.6's
+    ``WrapEllipsoid`` samples it (rays at equal angles from where the plane crosses the
+    coordinate axis most normal to it, :func:`arthron.geometry.wrap_ellipsoid._surface_path`);
+    without it, the great-circle arc of the sphere the ellipsoid is scaled from, scaled back;
+    torus: the helix on the cylinder of the tube's radius that OpenSim 4.6's
+    ``WrapTorus`` lays tangent to the torus circle (:func:`arthron.geometry.wrapping.wrap_torus`;
+    both tangent points lie on it, which fixes where it touches the circle); each way round is
+    tried and the one whose length is nearest the wrap length ``length`` that OpenSim's
+    wrapping computed (``PathState.wlen``) is drawn. Double-cylinder obstacles: None.
     """
     a, b = np.asarray(a, float), np.asarray(b, float)
+    if kind == "WrapTorus":
+        return _torus_arc(dims, a, b, length, n)
+    if kind == "WrapEllipsoid" and plane_point is not None:
+        arc = _ellipsoid_section_arc(dims, a, b, np.asarray(plane_point, float), length)
+        if arc is not None:
+            return arc
     full = np.linspace(0.0, 1.0, n + 1)
     cands = []
     if kind in ("WrapSphere", "WrapSphereObst", "WrapEllipsoid"):
@@ -288,6 +302,83 @@ def wrap_arc(kind: str, dims: dict, a, b, length: float, n: int = 24):
         return None
     best = min(cands, key=lambda c: abs(_length(c) - length))
     return best[1:-1]
+
+
+def _ellipsoid_section_arc(dims: dict, a, b, p, length: float):
+    """:func:`wrap_arc` on an ellipsoid along its section by the plane through ``p``, ``a``
+    and ``b``, with OpenSim's number of chords (|a − b| / 1 mm, at least 1, at most 499: its
+    wrap length is the sum of those chords); None when the three points are collinear or the
+    radii are not positive."""
+    from .geometry.wrap_ellipsoid import SURFACE_CHORD
+    n = int(min(max(np.linalg.norm(b - a) // SURFACE_CHORD, 1), 499))
+    radii = np.asarray(dims.get("radii"), float)
+    vs = np.cross(a - p, b - p)
+    nv = np.linalg.norm(vs)
+    if radii.shape != (3,) or np.any(radii <= 0) or nv < 1e-14:
+        return None
+    vs /= nv
+    i = int(np.argmax(np.abs(vs)))
+    a0 = np.zeros(3)
+    a0[i] = (vs @ a) / vs[i]                            # the plane meets axis i there
+    u, v = a - a0, b - a0
+    if min(np.linalg.norm(u), np.linalg.norm(v)) < 1e-14:
+        return None
+    u /= np.linalg.norm(u)
+    w = np.cross(u, v / np.linalg.norm(v))
+    if np.linalg.norm(w) < 1e-14:
+        return None
+    w = np.cross(w / np.linalg.norm(w), u)               # in the plane, ⟂ u, towards b
+    phi0 = float(np.arccos(np.clip(u @ (v / np.linalg.norm(v)), -1.0, 1.0)))
+    f2 = a0 / radii
+    qc = f2 @ f2 - 1.0
+    cands = []
+    for sweep in (phi0, -(2.0 * np.pi - phi0)):
+        phi = np.linspace(0.0, sweep, n + 1)
+        rdir = np.cos(phi)[:, None] * u + np.sin(phi)[:, None] * w
+        f1 = rdir / radii
+        qa = np.einsum("ij,ij->i", f1, f1)
+        qb = 2.0 * f1 @ f2
+        m = (-qb + np.sqrt(np.maximum(qb * qb - 4.0 * qa * qc, 0.0))) / (2.0 * qa)
+        pts = a0 + m[:, None] * rdir
+        pts[0], pts[-1] = a, b
+        cands.append(pts)
+    best = min(cands, key=lambda c: abs(_length(c) - length))
+    return best[1:-1]
+
+
+def _torus_cylinder(phi: float, R: float):
+    """Origin (3,) and axes (rows X, Y, Z; Z the cylinder's axis) of the cylinder
+    :func:`arthron.geometry.wrapping.wrap_torus` lays tangent to the torus circle (radius R,
+    z = 0 plane) at the circle's angle ``phi``."""
+    c = np.array([R * np.cos(phi), R * np.sin(phi), 0.0])
+    X = -c / R
+    Y = np.array([0.0, 0.0, -1.0])
+    return c, np.stack([X, Y, np.cross(X, Y)])
+
+
+def _torus_arc(dims: dict, a, b, length: float, n: int):
+    """:func:`wrap_arc` on a torus: the circle angle φ of the tangent cylinder is the one that
+    puts both tangent points at the tube's radius r from its axis (least squares, bounded
+    scalar search around the angle of their midpoint), then the cylinder's helix."""
+    from scipy.optimize import minimize_scalar
+
+    r = float(dims.get("inner_radius", 0.01))
+    R = float(dims.get("outer_radius", 0.05))
+    m = 0.5 * (a + b)
+    if r <= 0.0 or R <= 0.0 or np.hypot(m[0], m[1]) < 1e-12:
+        return None
+    phi0 = float(np.arctan2(m[1], m[0]))
+
+    def miss(phi):
+        c, Rm = _torus_cylinder(phi, R)
+        da, db = Rm @ (a - c), Rm @ (b - c)
+        return (np.hypot(da[0], da[1]) - r) ** 2 + (np.hypot(db[0], db[1]) - r) ** 2
+
+    phi = float(minimize_scalar(miss, bounds=(phi0 - 0.5, phi0 + 0.5), method="bounded",
+                                options={"xatol": 1e-12}).x)
+    c, Rm = _torus_cylinder(phi, R)
+    arc = wrap_arc("WrapCylinder", {"radius": r}, Rm @ (a - c), Rm @ (b - c), length, n)
+    return None if arc is None else arc @ Rm + c
 
 
 def _wrap_surfaces(model, tree) -> list:

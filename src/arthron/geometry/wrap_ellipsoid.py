@@ -23,6 +23,7 @@ _MU_BLEND_MAX = 0.9        # above: the axis-plane ("Frans") estimate only
 _NUM_FAN = 300
 _SV_BLEND = 0.3
 _SEG = 0.001               # m, length of the chords of the surface path
+SURFACE_CHORD = _SEG       # (public name: the renderer draws the same chords)
 _NEWTON_CHUNK = 16384      # points per block of the closest-point Newton iteration
 
 
