@@ -63,10 +63,19 @@ class ConstraintSet:
             else:
                 raise UnsupportedFeature(f"constraint type {c.type} ('{c.name}')", model.source)
 
+    _ROWS = {"point": ("x", "y", "z"), "weld": ("rx", "ry", "rz", "x", "y", "z"),
+             "distance": ("",), "coupler": ("",), "ellipsoid": ("",)}
+
     @property
     def size(self) -> int:
-        return sum({"point": 3, "weld": 6, "distance": 1, "coupler": 1, "ellipsoid": 1}[it[0]]
-                   for it in self.items)
+        return sum(len(self._ROWS[it[0]]) for it in self.items)
+
+    def row_labels(self) -> list:
+        """(m,) [(constraint name, kind, row label)] in the order of the residual rows; kind is
+        "point", "weld", "distance", "coupler" or "ellipsoid" (a PointOnEllipsoidConstraint);
+        the label names the row (``<name>_x`` ...; the name itself for one-row constraints)."""
+        return [(it[1], it[0], f"{it[1]}_{r}" if r else it[1]) for it in self.items
+                for r in self._ROWS[it[0]]]
 
     def _points(self, kin, b, loc):
         if b < 0:

@@ -127,7 +127,8 @@ class ShoulderProblem(LoadSharingProblem):
 
 def abduction_problem(model: Model, q, qd, qdd, time, coordinates, *, constraints=None,
                       muscles=None, tree: Tree | None = None, multiplier_signs=None,
-                      multiplier_names=None, reaction_joint: str | None = None) -> ShoulderProblem:
+                      multiplier_names=None, reaction_joint: str | None = None,
+                      unilateral=None) -> ShoulderProblem:
     """The per-frame problem of the module docstring as a :class:`LoadSharingProblem` whose
     unknowns are the muscles' activations (force per activation F̂ = max isometric force, no
     force–length–velocity scaling: Sarshari et al. bound the forces by f_max) followed by one
@@ -140,6 +141,9 @@ def abduction_problem(model: Model, q, qd, qdd, time, coordinates, *, constraint
     constraints : constraint set (residuals/jacobian; default the model's)
     muscles : names (default every enabled muscle)
     multiplier_signs : (m,) ±1 per constraint row (default +1)
+    unilateral : (m,) bool per constraint row: True (default), the multiplier is bounded below
+        by 0 (a contact that can only push, as the scapula on the ribcage, Sarshari et al.'s
+        0 ≤ f̃ in Eq. 12); False, it is free (a bilateral joint such as a PointConstraint)
     reaction_joint : a joint whose reaction map (:func:`reaction_force_map`) is computed from
         the same path geometry as the moment arms (one pass) and kept in ``reaction``
     """
@@ -171,6 +175,13 @@ def abduction_problem(model: Model, q, qd, qdd, time, coordinates, *, constraint
         rows[tree.coordinate_index(c)] = True
     n = len(muscles)
     lower = np.zeros((T, n + m))
+    if unilateral is not None:
+        uni = np.asarray(unilateral, bool).reshape(-1)
+        if uni.shape != (m,):
+            raise OptionError(f"unilateral needs one flag per constraint row ({m}), got {uni.size}")
+        lower[:, n:][:, ~uni] = -np.inf
+    if len(names) != m:
+        raise OptionError(f"multiplier_names needs one name per constraint row ({m}), got {len(names)}")
     upper = np.concatenate([np.ones((T, n)), np.full((T, m), np.inf)], axis=1)
     fhat = np.concatenate([np.broadcast_to(fmax, (T, n)), np.ones((T, m))], axis=1)
     prob = ShoulderProblem(time=np.asarray(time, float), names=list(muscles) + names,

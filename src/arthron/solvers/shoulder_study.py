@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..errors import OptionError
-from ..models.model import Model
+from ..models.model import GROUND, Model
 from ..multibody.constraints import compile_constraints
 from ..multibody.kinematics import compile_model, forward_kinematics, marker_positions
 from .load_sharing_cone import DEFAULT_HALF_ANGLES, StabilityCone
@@ -109,6 +109,11 @@ class StudySpec:
     weighted by its share of its muscle's PCSA (Σ_m (f_m/A_m)² at equal string stress, invariant
     to how many strings a muscle has; :func:`arthron.solvers.shoulder_forces.shoulder_load_sharing`'s
     ``groups``). The generic reaction's peak is 375 N at 102° with False, 357 N at 91° with True.
+    landmarks : {role: marker} for :func:`arthron.solvers.shoulder_kinematics.solve_abduction`
+    (default its ``LANDMARKS``); rotator_cuff : the groups the rotator-cuff factor acts on;
+    scale : False: the model is used as it is for its generic subject (a model that is not
+    the built-in one, :meth:`for_model`, until a subject of its own is given); builtin : the
+    built-in model, whose results are compared with Sarshari et al.'s printed values.
     """
 
     coordinates: tuple
@@ -124,6 +129,10 @@ class StudySpec:
     half_angles_deg: tuple = DEFAULT_HALF_ANGLES
     generic_shoulder_width: float | None = None
     stress_per_muscle: bool = False
+    landmarks: dict = field(default_factory=dict)
+    rotator_cuff: tuple = ROTATOR_CUFF
+    scale: bool = True
+    builtin: bool = True
 
     @classmethod
     def from_info(cls, info) -> "StudySpec":
@@ -138,6 +147,82 @@ class StudySpec:
                    generic=gen, ribcage_constraints=tuple(info.ribcage_constraints),
                    segment_map=dict(info.segment_map),
                    generic_shoulder_width=float(info.generic_shoulder_width))
+
+
+def _for_model(model: Model, *, glenohumeral_joint: str, cone_body: str, cone_axis,
+               half_angles_deg=DEFAULT_HALF_ANGLES, coordinates=None, landmarks=None,
+               rotator_cuff=(), specific_tension: float | None = None,
+               generic: Subject | None = None) -> StudySpec:
+    from .load_sharing import DEFAULT_SPECIFIC_TENSION
+    from .shoulder_kinematics import LANDMARKS
+    if glenohumeral_joint not in model.joints:
+        raise OptionError(f"model '{model.name}' has no joint '{glenohumeral_joint}'")
+    if cone_body not in model.bodies:
+        raise OptionError(f"model '{model.name}' has no body '{cone_body}'")
+    axis = np.asarray(cone_axis, float).reshape(-1)
+    if axis.shape != (3,) or not np.all(np.isfinite(axis)) or np.linalg.norm(axis) < 1e-12:
+        raise OptionError(f"the cone axis must be 3 finite numbers, not all zero, got {cone_axis!r}")
+    roles = dict(LANDMARKS, **(landmarks or {}))
+    bad = [r for r in (landmarks or {}) if r not in LANDMARKS]
+    if bad:
+        raise OptionError(f"unknown landmark role(s) {', '.join(bad)}; roles: {', '.join(LANDMARKS)}")
+    missing = [f"{r}={m}" for r, m in roles.items() if m not in model.markers]
+    if missing:
+        raise OptionError(f"model '{model.name}' lacks the landmark marker(s) {', '.join(missing)}: "
+                          "name the model's markers with --landmarks ROLE=MARKER,...")
+    if coordinates is None:
+        grounded = {j.name for j in model.joints.values() if model.frame_in_base(j.parent_frame)[0] == GROUND}
+        coordinates = [c for c, co in model.coordinates.items()
+                       if not co.locked and not co.prescribed and co.joint not in grounded]
+    for c in coordinates:
+        if c not in model.coordinates:
+            raise OptionError(f"model '{model.name}' has no coordinate '{c}'")
+    muscles = [n for n, f in model.forces.items() if f.is_muscle and getattr(f, "max_isometric_force", None)]
+    if not muscles:
+        raise OptionError(f"model '{model.name}' has no muscles to share the load")
+    sigma = DEFAULT_SPECIFIC_TENSION if specific_tension is None else float(specific_tension)
+    if not (np.isfinite(sigma) and sigma > 0):
+        raise OptionError(f"specific tension must be a positive number (N/m²), got {specific_tension!r}")
+    rc = tuple(rotator_cuff)
+    bad = [m for m in rc if m not in model.forces]
+    if bad:
+        raise OptionError(f"rotator-cuff muscle(s) {', '.join(bad)} are not forces of model '{model.name}'")
+    from ..multibody.kinematics import compile_model as _cm
+    tree = _cm(model)
+    _, P = marker_positions(tree, tree.default_q[None], [roles["AA"], roles["AI"], roles["TS"]])
+    aa, ai, ts = P[0]
+    Rb = forward_kinematics(tree, tree.default_q[None]).R[0, tree.body_node[tree.body_names.index(cone_body)]]
+    ys = Rb.T @ np.cross(aa - ai, aa - ts)
+    return StudySpec(coordinates=tuple(coordinates), glenohumeral_joint=glenohumeral_joint,
+                     cone_body=cone_body, cone_axis=tuple(axis / np.linalg.norm(axis)),
+                     scapular_plane_normal=tuple(ys / np.linalg.norm(ys)),
+                     muscle_groups={n: (n,) for n in muscles},
+                     pcsa_cm2={n: model.forces[n].max_isometric_force / sigma * 1e4 for n in muscles},
+                     generic=generic or Subject(), ribcage_constraints=(), segment_map={},
+                     half_angles_deg=tuple(half_angles_deg), landmarks=dict(landmarks or {}),
+                     rotator_cuff=rc, scale=generic is not None, builtin=False)
+
+
+StudySpec.for_model = staticmethod(_for_model)
+StudySpec.for_model.__doc__ = """The study's description of any model (not the built-in one).
+
+    glenohumeral_joint, cone_body : names; cone_axis : (3,) in the cone body's frame, from the
+    glenoid into the joint; half_angles_deg : (AP, SI) of the stability cone;
+    coordinates : the solved coordinates (default: every unlocked coordinate of the joints
+    not attached to ground, i.e. the thorax stays where the model puts it); landmarks : {role:
+    marker} for the roles of :data:`arthron.solvers.shoulder_kinematics.LANDMARKS` the model
+    names differently; rotator_cuff : muscle names the rotator-cuff factor acts on;
+    specific_tension : N/m² (PCSA = max_isometric_force / σ; default
+    :data:`arthron.solvers.load_sharing.DEFAULT_SPECIFIC_TENSION`), each muscle its own group;
+    generic : the subject the model stands for: given, the parameter study's subjects are
+    scaled from it (:func:`scale_subject`); None, the model is used as it is.
+
+    The scapular-plane normal ŷ_s (the axis of glenoid inclination changes) is (AA − AI) ×
+    (AA − TS) at the default pose, in the cone body's frame.
+
+    Raises OptionError naming what the model lacks (joint, body, landmark markers, muscles,
+    coordinates) or a bad value.
+    """
 
 
 #: the variants of Fig. 5 of Sarshari et al. (2021): (key, label, changes to the generic subject)
@@ -156,8 +241,9 @@ PARAMETER_STUDY = (
 
 def _rc_strings(spec: StudySpec) -> list:
     out = []
+    rc = {g.lower().replace(" ", "_") for g in spec.rotator_cuff}
     for g, strings in spec.muscle_groups.items():
-        if g.lower().replace(" ", "_") in ROTATOR_CUFF:
+        if g.lower().replace(" ", "_") in rc:
             out += list(strings)
     return out
 
@@ -170,6 +256,21 @@ def scale_subject(model: Model, spec: StudySpec, subject: Subject):
     """
     subject = subject.check()
     gen = spec.generic
+    if not spec.scale:
+        if (subject.gender, subject.height, subject.mass, subject.shoulder_width) != \
+                (gen.gender, gen.height, gen.mass, gen.shoulder_width):
+            raise OptionError(f"model '{model.name}' is used as it is: give the subject it stands for "
+                              "before scaling it to another one")
+        out = model.copy()
+        rc = set(_rc_strings(spec))
+        pcsa = {}
+        for n, a in spec.pcsa_cm2.items():
+            if n in out.forces:
+                pcsa[n] = float(a) * 1e-4 * (subject.rc_pcsa_factor if n in rc else 1.0)
+                if n in rc:
+                    out.forces[n].max_isometric_force *= subject.rc_pcsa_factor
+        return out, pcsa, {"S": np.ones(3), "r_m": 1.0, "r_m_generic": 1.0, "dilation": {},
+                           "arm_mass": float("nan")}
     out, rep = scale_anthropometric(model, subject.mass, subject.height, subject.gender,
                                     generic_mass=gen.mass, generic_height=gen.height,
                                     generic_gender=gen.gender, shoulder_width=subject.shoulder_width,
@@ -284,19 +385,23 @@ def run_abduction(model: Model, spec: StudySpec, subject: Subject | None = None,
     else:
         say("generating the abduction (de Groot & Brand 2001)")
         kin = solve_abduction(scaled, spec.coordinates, elevation_deg=elevation_deg, duration=duration,
-                              plane_deg=plane_deg, constraints=cs, tree=tree)
+                              plane_deg=plane_deg, constraints=cs, tree=tree,
+                              landmarks=spec.landmarks or None)
     say("load sharing with the stability cone")
     muscles = [n for n in pcsa]
-    names = [c.name for c in scaled.constraints if c.enabled]
+    rows = cs.row_labels()
     prob = abduction_problem(scaled, kin.q, kin.qd, kin.qdd, kin.time, spec.coordinates,
-                             constraints=cs, muscles=muscles, tree=tree, multiplier_names=names,
-                             reaction_joint=cone.joint)
+                             constraints=cs, muscles=muscles, tree=tree,
+                             multiplier_names=[r[2] for r in rows], reaction_joint=cone.joint,
+                             unilateral=[r[1] == "ellipsoid" for r in rows])
     forces = shoulder_load_sharing(scaled, prob, cone, pcsa, tree=tree, on_infeasible=on_infeasible,
                                    elevation_deg=kin.elevation_deg,
                                    groups=spec.muscle_groups if spec.stress_per_muscle else None)
     res = AbductionResult(subject=subject, model=scaled, kinematics=kin, forces=forces, cone=cone,
                           pcsa=pcsa, report=rep)
-    res.summary = summarize(kin.elevation_deg, forces.reaction_magnitude, subject.mass)
+    known = spec.scale or spec.builtin           # a model used as it is has no body mass given
+    res.summary = summarize(kin.elevation_deg, forces.reaction_magnitude,
+                            subject.mass if known else float("nan"))
     return res
 
 

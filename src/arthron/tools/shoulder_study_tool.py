@@ -1,7 +1,9 @@
 """``arthron study`` and ``arthron demo``: the glenohumeral joint reaction during scapular-plane
 abduction on the built-in shoulder–elbow model (Sarshari et al. 2021, "A Matlab toolbox for
 scaled-generic modeling of shoulder and elbow", Sci Rep 11:20806; shoulder rhythm of de Groot &
-Brand 2001), for one subject or as the parameter study of their Fig. 5.
+Brand 2001), for one subject or as the parameter study of their Fig. 5; or on any model that names its
+glenohumeral joint, cone and landmarks (:func:`study_spec_of_model`, ``arthron study --model``;
+files then named after the model and no paper figures drawn beside).
 
 Files written into the output folder (all of a run together, whole or not at all):
 
@@ -27,17 +29,18 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UnsupportedFeature
+from ..errors import OptionError, UnsupportedFeature
 from ..io.files import atomic_write, make_output_folder, output_group
 from ..io.sto import write_sto
 from ..io.trc import write_trc
 from ..multibody.kinematics import compile_model, marker_positions
+from ..solvers.load_sharing import InfeasibleFrames
 from ..solvers.shoulder_study import (PARAMETER_STUDY, SARSHARI_2021, SUMMARY_ANGLES, StudySpec, Subject,
                                       run_abduction)
 from ..tables import MarkerTrial, Table
 from .shoulder_elbow_tool import export_shoulder_elbow
 
-__all__ = ["run_study", "run_demo", "default_model", "study_table", "PAPER_POINTS"]
+__all__ = ["run_study", "run_demo", "default_model", "study_table", "study_spec_of_model", "PAPER_POINTS"]
 
 #: points of Sarshari et al. (2021) drawn beside the curves: {variant: [(elevation, N), ...]}
 #: (the 684 N peak of 100 kg has no printed elevation: it is in the table only)
@@ -50,6 +53,46 @@ def default_model():
     from ..models.shoulder_elbow import build_shoulder_elbow_model, shoulder_elbow_info
     model = build_shoulder_elbow_model()
     return model, StudySpec.from_info(shoulder_elbow_info())
+
+
+def study_spec_of_model(path, *, cone, landmarks=None, coordinates=None, rotator_cuff=None,
+                        specific_tension=None, model_subject=None):
+    """(Model, StudySpec) of an ``.osim`` for the study (:meth:`StudySpec.for_model`), from the
+    command's text options: ``cone`` ``JOINT:BODY:AX,AY,AZ:AP_DEG:SI_DEG``; ``landmarks``
+    ``ROLE=MARKER,...``; ``coordinates`` and ``rotator_cuff`` comma-separated names;
+    ``model_subject`` ``GENDER,HEIGHT_M,MASS_KG``.
+
+    Raises OptionError (one line) for a missing or malformed option; the model's reader errors
+    name the file."""
+    from ..io.osim import read_osim
+    from .load_sharing_extras import parse_cone
+    if not cone:
+        raise OptionError("--model needs --cone JOINT:BODY:AX,AY,AZ:AP_DEG:SI_DEG (the glenohumeral joint, the "
+                          "glenoid's body and the cone's axis and half-angles)")
+    c = parse_cone(cone)
+    lm = {}
+    for item in filter(None, (landmarks or "").split(",")):
+        role, sep, marker = item.partition("=")
+        if not sep or not role.strip() or not marker.strip():
+            raise OptionError(f"--landmarks must be ROLE=MARKER,..., got {item!r}")
+        lm[role.strip()] = marker.strip()
+    subj = None
+    if model_subject:
+        bits = [b.strip() for b in model_subject.split(",")]
+        try:
+            subj = Subject(gender=bits[0], height=float(bits[1]), mass=float(bits[2])) if len(bits) == 3 else None
+        except ValueError:
+            subj = None
+        if subj is None:
+            raise OptionError(f"--model-subject must be GENDER,HEIGHT_M,MASS_KG, got {model_subject!r}")
+        subj = subj.check()
+    model = read_osim(path)
+    names = lambda t: [n.strip() for n in t.split(",") if n.strip()] if t else None   # noqa: E731
+    spec = StudySpec.for_model(model, glenohumeral_joint=c.joint, cone_body=c.body, cone_axis=c.axis,
+                               half_angles_deg=c.half_angles_deg, coordinates=names(coordinates),
+                               landmarks=lm, rotator_cuff=names(rotator_cuff) or (),
+                               specific_tension=specific_tension, generic=subj)
+    return model, spec
 
 
 def _slug(s: Subject, spec: StudySpec) -> str:
@@ -67,7 +110,7 @@ def _slug(s: Subject, spec: StudySpec) -> str:
     return "_".join(parts)
 
 
-def _model_picture(res, path: Path, notes: list) -> Path:
+def _model_picture(res, path: Path, notes: list, builtin: bool = True) -> Path:
     """The model at 30°, 90° and 150° of elevation side by side: bone meshes, muscle paths and
     landmarks rendered off-screen (:func:`arthron.render.render_poses`), or, where nothing can
     render off-screen, the matplotlib line drawing of :func:`arthron.plots.plot_model_poses`."""
@@ -78,7 +121,7 @@ def _model_picture(res, path: Path, notes: list) -> Path:
     window, why = offscreen_backend()
     if window is not None:
         render_poses(res.model, res.kinematics.q[ks], path, time=res.kinematics.time[ks],
-                     geometry_dirs=(MESH_DIR,), size=(600, 600))
+                     geometry_dirs=(MESH_DIR,) if builtin else (), size=(600, 600))
         return path
     notes.append(f"model picture drawn as lines: no off-screen rendering here ({why})")
     from ..plots import plot_model_poses
@@ -86,12 +129,16 @@ def _model_picture(res, path: Path, notes: list) -> Path:
                             labels=[f"elevation {el[i]:.0f}°" for i in ks])
 
 
-def _write_subject(out: Path, name: str, res) -> list:
+def _write_subject(out: Path, name: str, res, builtin: bool = True) -> list:
     k, f, model = res.kinematics, res.forces, res.model
     tree = compile_model(model)
     files = []
     p = out / f"{name}.osim"
-    files += export_shoulder_elbow(model, p)          # with its meshes in Geometry/ for the GUI
+    if builtin:
+        files += export_shoulder_elbow(model, p)      # with its meshes in Geometry/ for the GUI
+    else:
+        from ..io.osim_write import write_osim
+        files.append(write_osim(p, model))
     cols = [tree.coordinate_index(c) for c in model.coordinates]
     mot = Table(name=f"{name}_abduction", time=k.time, labels=list(model.coordinates),
                 data=np.degrees(k.q[:, cols]), in_degrees=True)
@@ -135,7 +182,7 @@ def study_table(results: dict, spec: StudySpec) -> tuple[list, list]:
             m = el <= 60.0
             f0 = np.interp(el[m], gen.kinematics.elevation_deg, gen.forces.reaction_magnitude)
             below = 100.0 * float(np.mean(res.forces.reaction_magnitude[m] / f0 - 1.0))
-        paper = SARSHARI_2021.get(key, {})
+        paper = SARSHARI_2021.get(key, {}) if spec.builtin else {}
         note = "; ".join(f"{k2}={v}" for k2, v in paper.items() if k2 not in (20, 60, "peak", "peak_deg"))
         rows.append([key, label] + [s[a] for a in SUMMARY_ANGLES] + [
             s["peak"], s["peak_deg"], s["percent_bw_90"], ch, below,
@@ -176,6 +223,9 @@ def run_study(out_dir, subject: Subject | None = None, *, parameter_study: bool 
     if model is None or spec is None:
         model, spec = default_model()
     subject = (subject or spec.generic).check()
+    if parameter_study and not spec.scale:
+        raise OptionError(f"the parameter study scales model '{model.name}' to other subjects: give the "
+                          "subject it stands for (StudySpec.for_model(generic=...), --model-subject)")
     out = Path(out_dir)
     # the folder before the computation: an existing file as -o, or one that cannot be created,
     # fails at once in one line naming it (DataFileError), not after the solve with a traceback
@@ -187,7 +237,10 @@ def run_study(out_dir, subject: Subject | None = None, *, parameter_study: bool 
             s = replace(spec.generic, **change).check()
             say(f"[{len(results) + 1}/{len(PARAMETER_STUDY)}] {label}")
             geo = (s.height, s.shoulder_width)
-            res = run_abduction(model, spec, s, elevation_deg=elevation_deg, kinematics=motions.get(geo))
+            try:
+                res = run_abduction(model, spec, s, elevation_deg=elevation_deg, kinematics=motions.get(geo))
+            except InfeasibleFrames as e:
+                raise InfeasibleFrames(f"variant '{label}': {e}", e.report) from None
             motions.setdefault(geo, res.kinematics)
             results[key] = (label, res)
         if _slug(subject, spec) != "generic":
@@ -211,17 +264,20 @@ def run_study(out_dir, subject: Subject | None = None, *, parameter_study: bool 
             if parameter_study and key not in ("generic", "subject"):
                 continue
             name = key if key != "subject" else _slug(subject, spec)
-            files += _write_subject(out, name, res)
+            if name == "generic" and not spec.builtin:
+                name = model.name or "model"
+            files += _write_subject(out, name, res, spec.builtin)
             if plot:
                 from ..plots import plot_reaction_study
                 pts = {name: [p for p in PAPER_POINTS["generic"]]}
+                paper = spec.builtin and name == "generic"
                 files.append(plot_reaction_study(
                     {name: (res.kinematics.elevation_deg, res.forces.reaction_magnitude)},
-                    out / f"{name}_gh_reaction.png", published=pts if name == "generic" else None,
-                    title=f"Glenohumeral reaction, scapular-plane abduction ({name}); "
-                          "circles: Sarshari et al. 2021"))
+                    out / f"{name}_gh_reaction.png", published=pts if paper else None,
+                    title=f"Glenohumeral reaction, scapular-plane abduction ({name})"
+                          + ("; circles: Sarshari et al. 2021" if paper else "")))
             if picture:
-                files.append(_model_picture(res, out / f"{name}_model.png", notes))
+                files.append(_model_picture(res, out / f"{name}_model.png", notes, spec.builtin))
         if parameter_study:
             buf = _io.StringIO()
             w = csv.writer(buf, lineterminator="\n")
@@ -236,7 +292,7 @@ def run_study(out_dir, subject: Subject | None = None, *, parameter_study: bool 
                 curves = {k: (r.kinematics.elevation_deg, r.forces.reaction_magnitude)
                           for k, (_, r) in results.items() if k != "subject"}
                 files.append(plot_reaction_study(curves, out / "parameter_study.png",
-                                                 published=PAPER_POINTS,
+                                                 published=PAPER_POINTS if spec.builtin else None,
                                                  title="Parameter study (after Fig. 5 of Sarshari et al. 2021); "
                                                        "circles: their printed values"))
     return {"results": results, "files": files, "table": (header, rows), "notes": notes}
