@@ -135,6 +135,78 @@ class StudySpec:
     builtin: bool = True
 
     @classmethod
+    def for_model(cls, model: Model, *, glenohumeral_joint: str, cone_body: str, cone_axis,
+                      half_angles_deg=DEFAULT_HALF_ANGLES, coordinates=None, landmarks=None,
+                      rotator_cuff=(), specific_tension: float | None = None,
+                      generic: Subject | None = None) -> "StudySpec":
+        """The study's description of any model (not the built-in one).
+
+        glenohumeral_joint, cone_body : names; cone_axis : (3,) in the cone body's frame, from the
+        glenoid into the joint; half_angles_deg : (AP, SI) of the stability cone;
+        coordinates : the solved coordinates (default: every unlocked coordinate of the joints
+        not attached to ground, i.e. the thorax stays where the model puts it); landmarks : {role:
+        marker} for the roles of :data:`arthron.solvers.shoulder_kinematics.LANDMARKS` the model
+        names differently; rotator_cuff : muscle names the rotator-cuff factor acts on;
+        specific_tension : N/m² (PCSA = max_isometric_force / σ; default
+        :data:`arthron.solvers.load_sharing.DEFAULT_SPECIFIC_TENSION`), each muscle its own group;
+        generic : the subject the model stands for: given, the parameter study's subjects are
+        scaled from it (:func:`scale_subject`); None, the model is used as it is.
+
+        The scapular-plane normal ŷ_s (the axis of glenoid inclination changes) is (AA − AI) ×
+        (AA − TS) at the default pose, in the cone body's frame.
+
+        Raises OptionError naming what the model lacks (joint, body, landmark markers, muscles,
+        coordinates) or a bad value.
+        """
+        from .load_sharing import DEFAULT_SPECIFIC_TENSION
+        from .shoulder_kinematics import LANDMARKS
+        if glenohumeral_joint not in model.joints:
+            raise OptionError(f"model '{model.name}' has no joint '{glenohumeral_joint}'")
+        if cone_body not in model.bodies:
+            raise OptionError(f"model '{model.name}' has no body '{cone_body}'")
+        axis = np.asarray(cone_axis, float).reshape(-1)
+        if axis.shape != (3,) or not np.all(np.isfinite(axis)) or np.linalg.norm(axis) < 1e-12:
+            raise OptionError(f"the cone axis must be 3 finite numbers, not all zero, got {cone_axis!r}")
+        roles = dict(LANDMARKS, **(landmarks or {}))
+        bad = [r for r in (landmarks or {}) if r not in LANDMARKS]
+        if bad:
+            raise OptionError(f"unknown landmark role(s) {', '.join(bad)}; roles: {', '.join(LANDMARKS)}")
+        missing = [f"{r}={m}" for r, m in roles.items() if m not in model.markers]
+        if missing:
+            raise OptionError(f"model '{model.name}' lacks the landmark marker(s) {', '.join(missing)}: "
+                              "name the model's markers with --landmarks ROLE=MARKER,...")
+        if coordinates is None:
+            grounded = {j.name for j in model.joints.values() if model.frame_in_base(j.parent_frame)[0] == GROUND}
+            coordinates = [c for c, co in model.coordinates.items()
+                           if not co.locked and not co.prescribed and co.joint not in grounded]
+        for c in coordinates:
+            if c not in model.coordinates:
+                raise OptionError(f"model '{model.name}' has no coordinate '{c}'")
+        muscles = [n for n, f in model.forces.items() if f.is_muscle and getattr(f, "max_isometric_force", None)]
+        if not muscles:
+            raise OptionError(f"model '{model.name}' has no muscles to share the load")
+        sigma = DEFAULT_SPECIFIC_TENSION if specific_tension is None else float(specific_tension)
+        if not (np.isfinite(sigma) and sigma > 0):
+            raise OptionError(f"specific tension must be a positive number (N/m²), got {specific_tension!r}")
+        rc = tuple(rotator_cuff)
+        bad = [m for m in rc if m not in model.forces]
+        if bad:
+            raise OptionError(f"rotator-cuff muscle(s) {', '.join(bad)} are not forces of model '{model.name}'")
+        tree = compile_model(model)
+        _, P = marker_positions(tree, tree.default_q[None], [roles["AA"], roles["AI"], roles["TS"]])
+        aa, ai, ts = P[0]
+        Rb = forward_kinematics(tree, tree.default_q[None]).R[0, tree.body_node[tree.body_names.index(cone_body)]]
+        ys = Rb.T @ np.cross(aa - ai, aa - ts)
+        return cls(coordinates=tuple(coordinates), glenohumeral_joint=glenohumeral_joint,
+                   cone_body=cone_body, cone_axis=tuple(axis / np.linalg.norm(axis)),
+                   scapular_plane_normal=tuple(ys / np.linalg.norm(ys)),
+                   muscle_groups={n: (n,) for n in muscles},
+                   pcsa_cm2={n: model.forces[n].max_isometric_force / sigma * 1e4 for n in muscles},
+                   generic=generic or Subject(), ribcage_constraints=(), segment_map={},
+                   half_angles_deg=tuple(half_angles_deg), landmarks=dict(landmarks or {}),
+                   rotator_cuff=rc, scale=generic is not None, builtin=False)
+
+    @classmethod
     def from_info(cls, info) -> "StudySpec":
         """From :class:`arthron.models.shoulder_elbow.ShoulderElbowInfo`."""
         from ..models.shoulder_elbow import COORDINATES
@@ -147,82 +219,6 @@ class StudySpec:
                    generic=gen, ribcage_constraints=tuple(info.ribcage_constraints),
                    segment_map=dict(info.segment_map),
                    generic_shoulder_width=float(info.generic_shoulder_width))
-
-
-def _for_model(model: Model, *, glenohumeral_joint: str, cone_body: str, cone_axis,
-               half_angles_deg=DEFAULT_HALF_ANGLES, coordinates=None, landmarks=None,
-               rotator_cuff=(), specific_tension: float | None = None,
-               generic: Subject | None = None) -> StudySpec:
-    from .load_sharing import DEFAULT_SPECIFIC_TENSION
-    from .shoulder_kinematics import LANDMARKS
-    if glenohumeral_joint not in model.joints:
-        raise OptionError(f"model '{model.name}' has no joint '{glenohumeral_joint}'")
-    if cone_body not in model.bodies:
-        raise OptionError(f"model '{model.name}' has no body '{cone_body}'")
-    axis = np.asarray(cone_axis, float).reshape(-1)
-    if axis.shape != (3,) or not np.all(np.isfinite(axis)) or np.linalg.norm(axis) < 1e-12:
-        raise OptionError(f"the cone axis must be 3 finite numbers, not all zero, got {cone_axis!r}")
-    roles = dict(LANDMARKS, **(landmarks or {}))
-    bad = [r for r in (landmarks or {}) if r not in LANDMARKS]
-    if bad:
-        raise OptionError(f"unknown landmark role(s) {', '.join(bad)}; roles: {', '.join(LANDMARKS)}")
-    missing = [f"{r}={m}" for r, m in roles.items() if m not in model.markers]
-    if missing:
-        raise OptionError(f"model '{model.name}' lacks the landmark marker(s) {', '.join(missing)}: "
-                          "name the model's markers with --landmarks ROLE=MARKER,...")
-    if coordinates is None:
-        grounded = {j.name for j in model.joints.values() if model.frame_in_base(j.parent_frame)[0] == GROUND}
-        coordinates = [c for c, co in model.coordinates.items()
-                       if not co.locked and not co.prescribed and co.joint not in grounded]
-    for c in coordinates:
-        if c not in model.coordinates:
-            raise OptionError(f"model '{model.name}' has no coordinate '{c}'")
-    muscles = [n for n, f in model.forces.items() if f.is_muscle and getattr(f, "max_isometric_force", None)]
-    if not muscles:
-        raise OptionError(f"model '{model.name}' has no muscles to share the load")
-    sigma = DEFAULT_SPECIFIC_TENSION if specific_tension is None else float(specific_tension)
-    if not (np.isfinite(sigma) and sigma > 0):
-        raise OptionError(f"specific tension must be a positive number (N/m²), got {specific_tension!r}")
-    rc = tuple(rotator_cuff)
-    bad = [m for m in rc if m not in model.forces]
-    if bad:
-        raise OptionError(f"rotator-cuff muscle(s) {', '.join(bad)} are not forces of model '{model.name}'")
-    from ..multibody.kinematics import compile_model as _cm
-    tree = _cm(model)
-    _, P = marker_positions(tree, tree.default_q[None], [roles["AA"], roles["AI"], roles["TS"]])
-    aa, ai, ts = P[0]
-    Rb = forward_kinematics(tree, tree.default_q[None]).R[0, tree.body_node[tree.body_names.index(cone_body)]]
-    ys = Rb.T @ np.cross(aa - ai, aa - ts)
-    return StudySpec(coordinates=tuple(coordinates), glenohumeral_joint=glenohumeral_joint,
-                     cone_body=cone_body, cone_axis=tuple(axis / np.linalg.norm(axis)),
-                     scapular_plane_normal=tuple(ys / np.linalg.norm(ys)),
-                     muscle_groups={n: (n,) for n in muscles},
-                     pcsa_cm2={n: model.forces[n].max_isometric_force / sigma * 1e4 for n in muscles},
-                     generic=generic or Subject(), ribcage_constraints=(), segment_map={},
-                     half_angles_deg=tuple(half_angles_deg), landmarks=dict(landmarks or {}),
-                     rotator_cuff=rc, scale=generic is not None, builtin=False)
-
-
-StudySpec.for_model = staticmethod(_for_model)
-StudySpec.for_model.__doc__ = """The study's description of any model (not the built-in one).
-
-    glenohumeral_joint, cone_body : names; cone_axis : (3,) in the cone body's frame, from the
-    glenoid into the joint; half_angles_deg : (AP, SI) of the stability cone;
-    coordinates : the solved coordinates (default: every unlocked coordinate of the joints
-    not attached to ground, i.e. the thorax stays where the model puts it); landmarks : {role:
-    marker} for the roles of :data:`arthron.solvers.shoulder_kinematics.LANDMARKS` the model
-    names differently; rotator_cuff : muscle names the rotator-cuff factor acts on;
-    specific_tension : N/m² (PCSA = max_isometric_force / σ; default
-    :data:`arthron.solvers.load_sharing.DEFAULT_SPECIFIC_TENSION`), each muscle its own group;
-    generic : the subject the model stands for: given, the parameter study's subjects are
-    scaled from it (:func:`scale_subject`); None, the model is used as it is.
-
-    The scapular-plane normal ŷ_s (the axis of glenoid inclination changes) is (AA − AI) ×
-    (AA − TS) at the default pose, in the cone body's frame.
-
-    Raises OptionError naming what the model lacks (joint, body, landmark markers, muscles,
-    coordinates) or a bad value.
-    """
 
 
 #: the variants of Fig. 5 of Sarshari et al. (2021): (key, label, changes to the generic subject)
