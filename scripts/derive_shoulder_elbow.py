@@ -27,9 +27,10 @@ import numpy as np
 
 from arthron.geometry.spatial import rotation_xyz, xyz_from_matrix
 from arthron.io.osim import read_osim
-from arthron.models.shoulder_elbow import build_shoulder_elbow_model
+from arthron.models.shoulder_elbow import MASS_CENTER_MAP, build_shoulder_elbow_model
 from arthron.multibody.constraints import assemble
 from arthron.multibody.kinematics import compile_model, forward_kinematics, marker_positions
+from arthron.solvers.dumas2007 import DUMAS2007_COM_PERCENT, HAND_LENGTH_PER_HEIGHT, dumas_mass_centers
 from arthron.solvers.scaling import ellipsoid_dilation
 
 REPO = Path(__file__).resolve().parents[1]
@@ -597,6 +598,7 @@ def derive(das4=DAS4, *, meshes: bool = True) -> dict:
                                      "reference_point": _r(M[p], 15)}
     T["ribcage"]["fit_to_ribs"] = _rib_fit(d)
     T["subject"]["shoulder_width_m"] = _r(2.0 * abs(M["AA"][0]))
+    _dumas_mass_centers(T, sk)
     kin = forward_kinematics(tree, q[None])
     n = tree.body_node[tree.body_index("clavicle")]
     ins_w = kin.R[0, n] @ insertion + kin.o[0, n]
@@ -659,6 +661,17 @@ dynamics. IEEE Trans Biomed Eng 61(7):1947–1956. The tables are regenerated fr
    and AI on the base ellipsoid dilated by 38.8 and 26.8 mm (the Delft model's rest dilations, as
    quoted in arthron's design notes); the humerus is aligned with the thorax, the elbow extended.
    The ellipsoids' dilations are Eq. 14 at that pose (equal to those values).
+5. Mass centres: DAS4 puts the humerus's mass centre 78 mm from GH, 27 % of the GH–elbow length
+   (every published table: 44–58 %). The humerus, and the ulna and radius (the latter carrying
+   the hand) together, have their mass centres where Dumas, Chèze & Verriest (2007, J Biomech
+   40:543–553; the shoulder–elbow paper's BSIP source) put the upper arm's and the forearm +
+   hand's for the generic (male) subject, in the ISB segment frames built from GH, EL, EM, US,
+   RS (hand length 0.108 × body height, Winter 2009, as no finger landmark exists); the two
+   forearm bodies keep their DAS4 share of the mass and move by the same vector. Values read
+   from HuMoD's implementation (Wojtusch & von Stryk 2015, BSD licence). DAS4's values are kept
+   in `model.json` as `das4_mass_center`; masses and inertias (about the mass centre) are
+   DAS4's. Scaling recomputes these mass centres for the subject's gender and landmarks
+   (`arthron.solvers.dumas2007`).
 
 ## Choices
 - Elbow (Eqs. 1–4): flexion EL_x about x̂_u through HU (midpoint of EL and EM), x̂_u along
@@ -692,6 +705,33 @@ dynamics. IEEE Trans Biomed Eng 61(7):1947–1956. The tables are regenerated fr
   through pyvista) to about 1,400 and 1,000 triangles and the scapula to 1,000; Wavefront OBJ,
   metres. DAS4 has no hand mesh attached to its bodies; none is shipped.
 """
+
+
+def _dumas_mass_centers(T: dict, model) -> None:
+    """The upper limb's mass centres of the generic subject (male, 1.86 m) where Dumas, Chèze &
+    Verriest 2007 put them (arthron.solvers.dumas2007, the same code scaling uses for a subject),
+    from the model's landmarks at its default pose; DAS4's values kept as ``das4_mass_center``."""
+    subj = T["subject"]
+    g = subj["gender"]
+    mc = dumas_mass_centers(model, g, MASS_CENTER_MAP,
+                            hand_length=HAND_LENGTH_PER_HEIGHT * float(subj["height_m"]))
+    com = DUMAS2007_COM_PERCENT[g]
+    for b, c in mc.items():
+        segs = MASS_CENTER_MAP[b]
+        B = T["bodies"][b]
+        B["das4_mass_center"] = B["mass_center"]
+        B["mass_center"] = _r(c)
+        what = ("the upper arm's" if segs == ("arm",) else
+                "with the other forearm body, the forearm and hand's (mass-weighted: forearm "
+                "and hand fractions; each body keeps its DAS4 share of the mass and both move by "
+                "the same vector at the default pose, pronation PS_y = 0)")
+        B["mass_center_source"] = (
+            f"Dumas R, Chèze L, Verriest J-P (2007) J Biomech 40:543-553, {g}: {what} mass centre, "
+            + "; ".join(f"{s} {com[s]} % of its length in its ISB frame" for s in segs)
+            + " (values read from HuMoD, Wojtusch & von Stryk 2015, SubjectParameterEstimation.m, "
+            "BSD licence); frames from the landmarks GH, EL, EM, US, RS (Wu et al. 2005 axes, "
+            "Dumas's joint-centre origins); hand length 0.108 x body height (Winter 2009, as "
+            "HuMoD); DAS4's value in das4_mass_center; inertia about the mass centre: DAS4's")
 
 
 def _as_read(tables: dict) -> dict:

@@ -3,7 +3,8 @@ tables equal what scripts/derive_shoulder_elbow.py derives from DAS4; the built 
 kinematics (constant SC–AC and GH–AC distances, elbow frames of Eqs. 1–4 rebuilt from the
 landmarks, ribcage constraints at rest, Eq. 14 dilations), its inverse dynamics against OpenSim
 4.6 on the exported file, the export (masses, landmark positions, ribcage ellipsoids, constraint
-round trip), the arm masses of the paper with scale_anthropometric, bad arguments."""
+round trip), the arm masses of the paper with scale_anthropometric, the upper limb's mass
+centres of Dumas et al. 2007 rebuilt from the landmarks (generic and scaled), bad arguments."""
 from __future__ import annotations
 
 import csv
@@ -472,3 +473,90 @@ def test_export_folder_has_the_meshes_opensim_finds(se, tmp_path):
     assert names == {g.mesh_file for b in m.bodies.values() for g in b.geometry}
     for p in written[1:]:
         assert p.parent.name == "Geometry" and p.read_bytes() == (MESH_DIR / p.name).read_bytes()
+
+
+# ----------------------------------------------------------------------------- mass centres
+#: Dumas, Chèze & Verriest 2007 (as HuMoD, Wojtusch & von Stryk 2015, implements them): mass %
+#: and mass centre in % of segment length, right side, ISB axes (X anterior, Y proximal, Z right)
+DUMAS = {"male": {"arm": (2.4, (1.7, -45.2, -2.6)), "forearm": (1.7, (1.0, -41.7, 1.4)),
+                  "hand": (0.6, (3.5, -35.7, 3.2))},
+         "female": {"arm": (2.2, (-7.3, -45.4, -2.8)), "forearm": (1.3, (2.1, -41.1, 1.9)),
+                    "hand": (0.5, (3.3, -32.7, 2.1))}}
+
+
+def _check_dumas_mass_centres(m, gender, height):
+    """Rebuild the ISB frames from the landmarks (X ⟂ the landmarks' plane, its sign from the
+    thorax's forward direction IJ − C7; Z = X × Y must then point right, towards AC) and check
+    the humerus's and the forearm bodies' combined mass centres against Dumas's percentages."""
+    tree = compile_model(m)
+    q = tree.default_q[None]
+    kin = forward_kinematics(tree, q)
+    P = {k: v[0] for k, v in _markers(tree, q).items()}
+    fwd, right = P["IJ"] - P["C7"], P["AC"] - P["IJ"]
+
+    def frame(o, top, bottom, a, b):
+        y = (top - bottom) / np.linalg.norm(top - bottom)
+        x = np.cross(a - o, b - o)
+        x = x / np.linalg.norm(x) * np.sign(x @ fwd)
+        z = np.cross(x, y)
+        assert z @ right > 0 and abs(x @ y) < 1e-12
+        return np.column_stack([x, y, z])
+    ejc, wjc = 0.5 * (P["EL"] + P["EM"]), 0.5 * (P["US"] + P["RS"])
+    Ra = frame(P["GH"], P["GH"], ejc, P["EL"], P["EM"])
+    Rf = frame(ejc, ejc, wjc, P["US"], P["RS"])
+
+    def com(bodies):
+        c = sum(m.bodies[b].mass * (kin.R[0, tree.body_node[tree.body_index(b)]] @ m.bodies[b].mass_center
+                                    + kin.o[0, tree.body_node[tree.body_index(b)]]) for b in bodies)
+        return c / sum(m.bodies[b].mass for b in bodies)
+    d = DUMAS[gender]
+    La, Lf, Lh = np.linalg.norm(P["GH"] - ejc), np.linalg.norm(ejc - wjc), 0.108 * height
+    np.testing.assert_allclose(Ra.T @ (com(["humerus"]) - P["GH"]) / La * 100, d["arm"][1], atol=1e-7)
+    cf = ejc + Rf @ np.array(d["forearm"][1]) / 100 * Lf
+    ch = wjc + Rf @ np.array(d["hand"][1]) / 100 * Lh
+    want = (d["forearm"][0] * cf + d["hand"][0] * ch) / (d["forearm"][0] + d["hand"][0])
+    np.testing.assert_allclose(com(["ulna", "radius"]), want, atol=1e-9)
+    return La
+
+
+def test_mass_centres_are_dumas_2007_from_the_landmarks(se):
+    """Generic (male 1.86 m): the humerus's mass centre 45.2 % of GH–EJC from GH (DAS4: 27 %),
+    the ulna + radius (with the hand) at the forearm and hand's; the female subject, and an
+    anisotropically scaled one, get the female values from their own scaled landmarks; the
+    bodies keep their masses (3.51 / 2.99 kg checks elsewhere) and DAS4's shares."""
+    m, _, _ = se
+    info = shoulder_elbow_info()
+    T = load_tables()["model"]
+    assert np.linalg.norm(T["bodies"]["humerus"]["das4_mass_center"]) == pytest.approx(0.0778, abs=1e-3)
+    assert "Dumas" in T["bodies"]["humerus"]["mass_center_source"]
+    La = _check_dumas_mass_centres(m, "male", 1.86)
+    assert La == pytest.approx(0.2885, abs=1e-4)
+    assert np.linalg.norm(m.bodies["humerus"].mass_center) == pytest.approx(0.452 * La, rel=0.01)
+    kw = dict(generic_mass=info.generic_mass, generic_height=info.generic_height,
+              generic_gender=info.generic_gender, segment_map=info.segment_map,
+              mass_centers=info.mass_center_map)
+    same, rep = scale_anthropometric(m, 85.5, 1.86, "male", **kw)
+    for b in info.mass_center_map:       # one code path: the generic subject gets the shipped values
+        np.testing.assert_allclose(same.bodies[b].mass_center, m.bodies[b].mass_center, atol=1e-9)
+    fem, rep = scale_anthropometric(m, 62.0, 1.62, "female", shoulder_width=0.31,
+                                    generic_shoulder_width=info.generic_shoulder_width, **kw)
+    assert set(rep["mass_centers"]) == {"humerus", "ulna", "radius"}
+    _check_dumas_mass_centres(fem, "female", 1.62)
+    ratio = fem.bodies["ulna"].mass / fem.bodies["radius"].mass
+    assert ratio == pytest.approx(m.bodies["ulna"].mass / m.bodies["radius"].mass, rel=1e-12)
+
+
+def test_dumas_mass_centres_bad_input_is_a_clear_error(se):
+    from arthron.errors import DataFileError, ModelFileError
+    from arthron.solvers.dumas2007 import dumas_mass_centers
+    m, _, _ = se
+    with pytest.raises(ModelFileError, match="RS"):
+        dumas_mass_centers(m, "male", {"humerus": ("arm",)}, hand_length=0.2, landmarks={"RS": "nowhere"})
+    with pytest.raises(DataFileError, match="leg"):
+        dumas_mass_centers(m, "male", {"humerus": ("leg",)}, hand_length=0.2)
+    with pytest.raises(ModelFileError, match="femur"):
+        dumas_mass_centers(m, "male", {"femur": ("arm",)}, hand_length=0.2)
+    with pytest.raises(DataFileError, match="gender"):
+        dumas_mass_centers(m, "x", {"humerus": ("arm",)}, hand_length=0.2)
+    with pytest.raises(DataFileError, match="hand length"):
+        dumas_mass_centers(m, "f", {"humerus": ("arm",)}, hand_length=0.0)

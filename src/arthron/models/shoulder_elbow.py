@@ -15,7 +15,10 @@ Model (SI units, radians; body frames are DAS4's):
 
 * bodies ``thorax`` (welded to ground), ``clavicle``, ``scapula``, ``humerus``, ``ulna``,
   ``radius`` (the hand, DAS4's ``palm``, carpal and finger bodies at the neutral wrist, added
-  by the parallel-axis theorem);
+  by the parallel-axis theorem); the humerus's and the forearm + hand's mass centres where
+  Dumas, Chèze & Verriest (2007, J Biomech 40:543–553; values as HuMoD, Wojtusch & von Stryk
+  2015, implements them) put them for the generic male, from the landmarks (DAS4's masses and
+  inertias; :data:`MASS_CENTER_MAP`);
 * 11 coordinates: ``SC_y SC_z SC_x`` (CustomJoint ``sc``: body-fixed Y–Z–X rotations of the
   clavicle about the SC landmark), ``AC_y AC_z AC_x`` (``ac``: of the scapula about the AC
   landmark), ``GH_y GH_z GH_yy`` (Y–Z–Y about GH: as DAS4, joints ``gh1 gh2 gh3`` through
@@ -50,7 +53,7 @@ from .model import (Body, Constraint, Coordinate, Geometry, GeometryPath, Joint,
 from .wrap_objects import WRAP_TYPES, WrapEllipsoid
 
 __all__ = ["build_shoulder_elbow_model", "shoulder_elbow_info", "ShoulderElbowInfo", "DATA_DIR",
-           "MESH_DIR", "load_tables", "RIBCAGE_CONSTRAINTS", "COORDINATES"]
+           "MESH_DIR", "load_tables", "RIBCAGE_CONSTRAINTS", "COORDINATES", "MASS_CENTER_MAP"]
 
 #: Folder of the shipped tables (model.json, strings.csv, path_points.csv, SOURCES.md, LICENSE)
 DATA_DIR = Path(__file__).resolve().parent / "data" / "shoulder_elbow"
@@ -58,6 +61,8 @@ DATA_DIR = Path(__file__).resolve().parent / "data" / "shoulder_elbow"
 MESH_DIR = DATA_DIR / "meshes"
 #: Names of the two scapulothoracic PointOnEllipsoidConstraints (Eq. 10)
 RIBCAGE_CONSTRAINTS = ("TS_on_ribcage", "AI_on_ribcage")
+#: Body -> the Dumas et al. (2007) segments whose mass centre it takes (the radius carries the hand)
+MASS_CENTER_MAP = {"humerus": ("arm",), "ulna": ("forearm", "hand"), "radius": ("forearm", "hand")}
 #: The 11 generalized coordinates (q1..q11 of the paper, in this order)
 COORDINATES = ("SC_y", "SC_z", "SC_x", "AC_y", "AC_z", "AC_x", "GH_y", "GH_z", "GH_yy", "EL_x",
                "PS_y")
@@ -95,6 +100,9 @@ class ShoulderElbowInfo:
     ribcage_dilation : dict "TS"/"AI" -> δ (m, Eq. 14)
     segment_map : body -> segments for :func:`arthron.solvers.scaling.scale_anthropometric`
         (humerus: arm, ulna and radius: forearm; the other bodies scale with body mass)
+    mass_center_map : body -> Dumas et al. 2007 segments whose mass centre the body (group)
+        takes (humerus: arm; ulna and radius, which carries the hand: forearm and hand), for
+        ``scale_anthropometric(mass_centers=...)``; the shipped tables hold the male values
     landmarks : marker names
     """
 
@@ -121,6 +129,7 @@ class ShoulderElbowInfo:
     ribcage_dilation: dict
     segment_map: dict = field(default_factory=dict)
     landmarks: tuple = ()
+    mass_center_map: dict = field(default_factory=dict)
 
 
 @lru_cache(maxsize=2)
@@ -311,4 +320,4 @@ def shoulder_elbow_info(*, subclavius: bool = True, tables: dict | None = None) 
         ribcage_center=tuple(rib["center"]), ribcage_base_radii=tuple(rib["base_radii"]),
         ribcage_dilation={k: float(v["delta"]) for k, v in rib["points"].items()},
         segment_map={"humerus": ("arm",), "ulna": ("forearm",), "radius": ("forearm",)},
-        landmarks=tuple(T["landmarks"]))
+        landmarks=tuple(T["landmarks"]), mass_center_map=dict(MASS_CENTER_MAP))

@@ -12,6 +12,8 @@ from ..errors import DataFileError, ModelFileError
 from ..multibody.kinematics import compile_model, marker_positions
 from ..geometry.spatial import rotation_xyz, xyz_from_matrix as _xyz_from_matrix
 from ..models.model import GROUND, Model
+from .dumas2007 import (DUMAS2007_COM_PERCENT, DUMAS2007_MASS_PERCENT, HAND_LENGTH_PER_HEIGHT,
+                        dumas_mass_centers)
 from .model_scaling import (  # noqa: F401  (re-exported: the ScaleTool part)
     Measurement, ScaleEntry, _base_body_name, _inertia_scaled, _num_equal, average_static,
     body_factors, compute_scale_set, default_path_lengths, frame_range, frame_scale_entries,
@@ -21,43 +23,20 @@ from .model_scaling import (  # noqa: F401  (re-exported: the ScaleTool part)
 __all__ = ["ScaleEntry", "Measurement", "frame_scale_entries",
            "average_static", "frame_range", "measurement_factor", "compute_scale_set",
            "scale_model", "body_factors", "default_path_lengths",
-           "DUMAS2007_MASS_PERCENT", "DEFAULT_SEGMENT_MAP", "body_muscle_fraction",
+           "DUMAS2007_MASS_PERCENT", "DUMAS2007_COM_PERCENT", "dumas_mass_centers", "DEFAULT_SEGMENT_MAP", "body_muscle_fraction",
            "default_segment_map", "segment_masses", "scale_anthropometric", "landmark_factors",
            "ellipsoid_dilation", "dilate_ribcage_ellipsoid", "dilate_point_on_ellipsoid", "scapula_frame", "glenoid_angles",
            "adapt_glenoid"]
 
 
+# ------------------------------------------------------------------ anthropometric (the shoulder–elbow model paper)
+# Segment masses (% of body mass) and the upper limb's mass centres: Dumas, Chèze & Verriest
+# 2007 (the shoulder–elbow model paper's ref. 38), in arthron.solvers.dumas2007 (with what they
+# were verified against); DUMAS2007_MASS_PERCENT is re-exported here.
+
 #: Default body -> segments map for common OpenSim body names (Gait23xx, Rajagopal, arm26,
 #: Thoracoscapular). A body listing several segments carries their summed mass; bodies of the
 #: same side mapped to the same segments share it in proportion to their generic masses.
-# ------------------------------------------------------------------ anthropometric (the shoulder–elbow model paper)
-#: Segment masses in % of body mass, by gender, attributed to Dumas R, Chèze L, Verriest J-P
-#: (2007) "Adjustments to McConville et al. and Young et al. body segment inertial parameters",
-#: J Biomech 40:543–553 (the shoulder–elbow model paper's ref. 38, its "3D predictive equations"; the table number and
-#: page in Dumas et al. are NOT verified). ``torso`` is the thorax with the abdomen.
-#:
-#: Verification status (the shoulder–elbow model paper does not reproduce its Table 1, only its caption):
-#:
-#: * verified against the seed's figures (Discussion: generic subject 85.5 kg, "arm weight from
-#:   almost 3.51 kg to 2.99 kg"; "each extra kilogram ... scaled up the arm weight by almost
-#:   1.17 %"): arm + forearm = 4.1 % male (3.506 kg) and 3.5 % female (2.993 kg); the figures
-#:   match upper arm + forearm of this table (with the hand they would be 4.02 / 3.42 kg), and
-#:   1.17 %/kg = 1/85.5 is the proportionality any mass fraction gives;
-#: * consistent with a secondary source citing Dumas et al. 2007 (CusToM toolbox,
-#:   ``WholeBodySegMass.m``: trunk incl. head and pelvis 54.2 %, upper limb 4.7 %, lower limb
-#:   18.3 %, male) for the male sums 6.7 + 33.3 + 14.2, 2.4 + 1.7 + 0.6 and 12.3 + 4.8 + 1.2;
-#: * NOT verified individually: every other per-segment value (male head_neck, torso, pelvis,
-#:   hand, thigh, leg, foot split; all female values except the arm + forearm sum). They were
-#:   entered from memory by a previous developer; check them against Dumas et al. 2007 before
-#:   relying on them.
-DUMAS2007_MASS_PERCENT = {
-    "male": {"head_neck": 6.7, "torso": 33.3, "pelvis": 14.2, "arm": 2.4, "forearm": 1.7,
-             "hand": 0.6, "thigh": 12.3, "leg": 4.8, "foot": 1.2},
-    "female": {"head_neck": 6.7, "torso": 30.4, "pelvis": 14.7, "arm": 2.2, "forearm": 1.3,
-               "hand": 0.5, "thigh": 14.6, "leg": 4.5, "foot": 1.0},
-}
-
-
 DEFAULT_SEGMENT_MAP = {
     "pelvis": ("pelvis",), "torso": ("torso", "head_neck"), "thorax": ("torso", "head_neck"),
     "clavicle": ("torso", "head_neck"), "scapula": ("torso", "head_neck"),
@@ -160,7 +139,8 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
                          ribcage_landmarks: dict | None = None,
                          delta_glenoid_inclination: float = 0.0, delta_glenoid_version: float = 0.0,
                          scapula_landmarks: dict | None = None,
-                         glenohumeral_joint: str = "GlenoHumeral") -> tuple[Model, dict]:
+                         glenohumeral_joint: str = "GlenoHumeral",
+                         mass_centers: dict | None = None) -> tuple[Model, dict]:
     """Scale a model from the subject's gender, mass and height (the shoulder–elbow model paper, "Model scaling").
 
     * Geometry: every body is scaled by the anisotropic matrix ``S`` of the paper's Eq. 13,
@@ -174,6 +154,12 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
       bodies are scaled by ``mass / generic_mass``. Inertias are the generic ones scaled
       geometrically by S (OpenSim's rule, cylinder fit for anisotropic S) and by the mass
       ratio of the body.
+    * Mass centres (``mass_centers``: body → Dumas segments, e.g. ``{"humerus": ("arm",),
+      "ulna": ("forearm", "hand"), "radius": ("forearm", "hand")}``): the mapped bodies' mass
+      centres are put where Dumas et al. 2007 put them for ``gender``, in the ISB segment frames
+      built from the scaled model's landmarks GH, EL, EM, US, RS at its default pose, hand length
+      0.108 × ``height`` (:func:`arthron.solvers.dumas2007.dumas_mass_centers`; inertias about
+      the mass centre stay as above). Without it mass centres follow S.
     * Muscle strength: ``max_isometric_force`` (∝ PCSA) × ``r_m / r_m,generic``, the body
       muscle fractions of the paper's Eq. 17 (:func:`body_muscle_fraction`); forces named in
       ``keep_max_isometric_force`` get the given values instead (user PCSAs).
@@ -189,10 +175,11 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
       model's scapula markers filling in the rest).
 
     Not implemented: segment lengths from tabulated length fractions and inertias from radii
-    of gyration. the shoulder–elbow model paper says its Table 1 gives masses and lengths as fractions of body mass
-    and height by gender, but the table's values are not in the seed text available to this
-    project and no value was verified, so none is used: lengths follow S and inertias the
-    generic ones (OpenSim's geometric rule × mass ratio).
+    of gyration. The shoulder–elbow model paper says its Table 1 gives masses and lengths as
+    fractions of body mass and height by gender, but does not print it: lengths follow S and
+    inertias the generic ones (OpenSim's geometric rule × mass ratio). Dumas et al.'s radii of
+    gyration are not used: the signs of their products of inertia could not be checked against
+    the paper (the open implementations disagree or drop them).
 
     Parameters
     ----------
@@ -203,7 +190,8 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
 
     Returns
     -------
-    (scaled Model, report dict with ``S``, ``r_m``, ``r_m_generic``, ``masses``)
+    (scaled Model, report dict with ``S``, ``r_m``, ``r_m_generic``, ``masses``,
+    ``mass_centers`` {body: (3,) m} when ``mass_centers`` is given)
 
     Raises
     ------
@@ -243,6 +231,12 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
         if m0 > 0:
             body.inertia = body.inertia * (m1 / m0)
         body.mass = m1
+    mc = {}
+    if mass_centers:
+        mc = dumas_mass_centers(out, gender, mass_centers,
+                                hand_length=HAND_LENGTH_PER_HEIGHT * float(height))
+        for b, c in mc.items():
+            out.bodies[b].mass_center = c
     rib = {}
     if ribcage not in ("dilate", "opensim"):
         raise DataFileError(f"ribcage must be 'dilate' or 'opensim', got {ribcage!r}")
@@ -276,6 +270,8 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
     report = {"S": S, "height_ratio": rh, "width_ratio": rw, "generic_height": generic_height,
               "generic_mass": gm_total, "r_m": rm, "r_m_generic": rmg, "masses": masses,
               "total_mass": out.total_mass(), "ribcage": rib}
+    if mc:
+        report["mass_centers"] = mc
     return out, report
 
 

@@ -5,6 +5,8 @@ toolbox for scaled-generic modeling of shoulder and elbow", Sci Rep 11:20806 (th
 Pipeline for one subject (:func:`run_abduction`):
 
 1. scale the generic model (:func:`scale_subject`): segment masses from gender and body mass,
+   the upper limb's mass centres where Dumas, Chèze & Verriest (2007) put them for the gender
+   (from the scaled landmarks GH, EL, EM, US, RS; :mod:`arthron.solvers.dumas2007`),
    geometry by the matrix S of their Eq. 13 (height; shoulder width), the ribcage ellipsoids
    re-dilated by Eq. 14 through the scaled TS and AI, PCSAs and maximum forces × r_m / r_m,generic
    (Eq. 17), optionally the rotator cuff's PCSAs × a factor (:func:`arthron.solvers.scaling.scale_anthropometric`
@@ -102,13 +104,16 @@ class StudySpec:
     inclination changes); muscle_groups : {group: strings}; pcsa_cm2 : {string: cm²};
     generic : the generic :class:`Subject` (inclination_deg its glenoid inclination);
     ribcage_constraints : names of the PointOnEllipsoidConstraints re-dilated by Eq. 14;
-    segment_map : body → segments for the masses; half_angles_deg : cone (AP, SI);
+    segment_map : body → segments for the masses; mass_center_map : body → Dumas et al. 2007
+    segments whose mass centre the body takes for the subject's gender (see
+    :func:`arthron.solvers.dumas2007.dumas_mass_centers`; empty: mass centres follow S);
+    half_angles_deg : cone (AP, SI);
     stress_per_muscle : False (default): Sarshari et al.'s Eq. 12 as printed, whose unknowns are
     the strings' forces ("42 times the number of strings"), each string a muscle of its share of
     the PCSA, Σ_s (f_s/A_s)²; True: the stress of the muscles of ``muscle_groups``, each string
     weighted by its share of its muscle's PCSA (Σ_m (f_m/A_m)² at equal string stress, invariant
     to how many strings a muscle has; :func:`arthron.solvers.shoulder_forces.shoulder_load_sharing`'s
-    ``groups``). The generic reaction's peak is 375 N at 102° with False, 357 N at 91° with True.
+    ``groups``). The generic reaction's peak is 411 N at 102° with False, 392 N at 91° with True.
     landmarks : {role: marker} for :func:`arthron.solvers.shoulder_kinematics.solve_abduction`
     (default its ``LANDMARKS``); rotator_cuff : the groups the rotator-cuff factor acts on;
     scale : False: the model is used as it is for its generic subject (a model that is not
@@ -133,6 +138,7 @@ class StudySpec:
     rotator_cuff: tuple = ROTATOR_CUFF
     scale: bool = True
     builtin: bool = True
+    mass_center_map: dict = field(default_factory=dict)
 
     @classmethod
     def for_model(cls, model: Model, *, glenohumeral_joint: str, cone_body: str, cone_axis,
@@ -218,7 +224,8 @@ class StudySpec:
                    muscle_groups=dict(info.muscle_groups), pcsa_cm2=dict(info.string_pcsa_cm2),
                    generic=gen, ribcage_constraints=tuple(info.ribcage_constraints),
                    segment_map=dict(info.segment_map),
-                   generic_shoulder_width=float(info.generic_shoulder_width))
+                   generic_shoulder_width=float(info.generic_shoulder_width),
+                   mass_center_map=dict(info.mass_center_map))
 
 
 #: the variants of Fig. 5 of Sarshari et al. (2021): (key, label, changes to the generic subject)
@@ -272,7 +279,8 @@ def scale_subject(model: Model, spec: StudySpec, subject: Subject):
                                     generic_gender=gen.gender, shoulder_width=subject.shoulder_width,
                                     generic_shoulder_width=None if subject.shoulder_width is None
                                     else spec.generic_shoulder_width,
-                                    segment_map=spec.segment_map or None, ribcage="dilate")
+                                    segment_map=spec.segment_map or None, ribcage="dilate",
+                                    mass_centers=spec.mass_center_map or None)
     dil = {n: float(v["delta"]) for n, v in rep.get("ribcage", {}).items()
            if not spec.ribcage_constraints or n in spec.ribcage_constraints}
     pcsa = {}
