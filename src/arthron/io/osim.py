@@ -342,6 +342,8 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
     # Offset frames owned by constraints (4.x WeldConstraint keeps its frames like a joint).
     for f, _ in _constraint_frames(melem, ctx):
         frames[f.path] = f
+    for f, _ in _force_frames(melem, ctx):
+        frames[f.path] = f
     all_frames = set(frames) | {GROUND} | {b.path for b in model.bodies.values()}
     for f in frames.values():
         f.parent = _resolve(f.parent, f.path, all_frames, ctx, None)
@@ -507,6 +509,9 @@ def _read_force(fe, all_frames, model, ctx, v4=True):
         return UnmodelledForce(name=name, type=fe.tag, path=path, applies_force=applies, raw=fe,
                                extra=extra)
     f = reader(fe, ctx)
+    if _child(fe, "frames") is not None:    # read into model.frames (see _force_frames)
+        f.unmodelled_xml = _unmodelled_to_text(
+            [e for e in _unmodelled_from_text(f.unmodelled_xml) if e.tag != "frames"])
     f.path = path
     f.applies_force = applies
     return f
@@ -631,6 +636,10 @@ def _read_v3(melem, ctx: _Ctx, version: int = 0) -> Model:
             name=me.get("name", ""), parent_frame=_resolve(body_path(bn), "/", all_frames, ctx, me),
             location=ctx.floats(_child(me, "location"), 3) if _child(me, "location") is not None
             else np.zeros(3), fixed=_bool(me, "fixed"))
+    for f, fe in _force_frames(melem, ctx):     # upgraded two-frame linkers (BushingForce)
+        f.parent = _resolve(f.parent, f.path, all_frames, ctx, fe)
+        model.frames[f.path] = f
+        all_frames.add(f.path)
     for fe in _objects(_child(melem, "ForceSet")):
         f = _read_force(fe, all_frames, model, ctx, v4=False)
         model.forces[f.name] = f
@@ -712,6 +721,22 @@ def _constraint_frames(melem, ctx):
                 f = _read_offset_frame(fe, f"/constraintset/{ce.get('name', '')}",
                                        f"constraint:{ce.get('name')}", ctx)
                 yield f, fe
+
+
+def _force_frames(melem, ctx):
+    """(frame, element) of the PhysicalOffsetFrames that modelled forces own (a 4.x
+    BushingForce keeps the offsets of its two frames in its ``<frames>``, as OpenSim's
+    ``TwoFrameLinker`` and its 3.x upgrade do), parents not resolved yet. Their paths are
+    ``/forceset/<force>/<frame>``; the writer puts them back in the force."""
+    for fe in _objects(_child(melem, "ForceSet")):
+        if fe.tag not in READERS:
+            continue        # unmodelled forces are written back verbatim, frames included
+        fr = _child(fe, "frames")
+        for e in fr if fr is not None else []:
+            if e.tag == "PhysicalOffsetFrame":
+                f = _read_offset_frame(e, f"/forceset/{fe.get('name', '')}",
+                                       f"force:{fe.get('name', '')}", ctx)
+                yield f, e
 
 
 def _read_constraints(melem, model, all_frames, ctx):

@@ -136,6 +136,11 @@ def _force_elem(f, model: Model):
     if writer is None:
         raise ModelFileError(f"force '{f.name}': no writer for class {f.type}", model.source)
     e = writer(f)
+    owned = [fr for fr in model.frames.values() if fr.owner == f"force:{f.name}"]
+    if owned:           # the offset frames of a BushingForce (OpenSim's TwoFrameLinker)
+        fe = _set(e, "frames", None)
+        for fr in owned:
+            fe.append(_frame_elem(fr))
     if f.path is not None:
         e.append(_path_elem(f.path, model))
     return e

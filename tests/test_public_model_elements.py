@@ -1,0 +1,291 @@
+"""Elements of OpenSim's public example models (github opensim-org/opensim-models) that arthron
+read wrongly or refused, each reproduced here in a small model written by the test, as the
+public models use it, and checked against OpenSim 4.6 at random states (path lengths, moment
+arms, inverse dynamics within 1e-9) and after an arthron write (OpenSim loads the file and gives
+the same numbers). The public models themselves are not copied (see the README's
+"OpenSim models arthron has not seen")."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import oracle
+from conftest import needs_opensim
+from arthron.io.osim import read_osim, write_osim
+from arthron.multibody.forces import applied_generalized_forces
+from arthron.multibody.kinematics import compile_model
+from arthron.multibody.paths import compile_paths, moment_arms, path_lengths
+from arthron.solvers.inverse_dynamics import inverse_dynamics
+
+
+def _doc(bodies, joints, forces="", version=40000):
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<OpenSimDocument Version="{version}"><Model name="probe"><gravity>0 -9.80665 0</gravity>
+<Ground name="ground"/>
+<BodySet name="bodyset"><objects>{bodies}</objects></BodySet>
+<JointSet name="jointset"><objects>{joints}</objects></JointSet>
+<ForceSet name="forceset"><objects>{forces}</objects></ForceSet>
+</Model></OpenSimDocument>"""
+
+
+def _body(name, mass, com, inertia):
+    return (f"<Body name='{name}'><mass>{mass}</mass><mass_center>{com}</mass_center>"
+            f"<inertia>{inertia}</inertia></Body>")
+
+
+def _spline(x, y, tag="SimmSpline"):
+    return f"<{tag}><x>{' '.join(repr(float(v)) for v in x)}</x><y>{' '.join(repr(float(v)) for v in y)}</y></{tag}>"
+
+
+def _axis(name, coord, axis, fn):
+    return (f"<TransformAxis name='{name}'><coordinates>{coord}</coordinates><axis>{axis}</axis>"
+            f"<function>{fn}</function></TransformAxis>")
+
+
+_LIN = "<LinearFunction><coefficients>1 0</coefficients></LinearFunction>"
+_ZERO = "<Constant><value>0</value></Constant>"
+_NO_TRANSLATION = "".join(_axis(f"translation{k}", "", ax, _ZERO)
+                          for k, ax in ((1, "1 0 0"), (2, "0 1 0"), (3, "0 0 1")))
+
+
+def _custom(name, parent, child, coords, axes, ptrans="0 0 0", porient="0 0 0"):
+    """A CustomJoint as OpenSim 4 writes the public models' joints: offset frames owned by the
+    joint, one coordinate per driven axis."""
+    cxml = "".join(f"<Coordinate name='{c}'><default_value>0</default_value><range>{lo} {hi}</range>"
+                   f"<clamped>true</clamped><locked>false</locked></Coordinate>" for c, lo, hi in coords)
+    return f"""<CustomJoint name='{name}'><socket_parent_frame>{parent}_offset</socket_parent_frame>
+<socket_child_frame>{child}_offset</socket_child_frame><coordinates>{cxml}</coordinates>
+<frames><PhysicalOffsetFrame name='{parent}_offset'><socket_parent>{'/ground' if parent == 'ground' else '/bodyset/' + parent}</socket_parent>
+<translation>{ptrans}</translation><orientation>{porient}</orientation></PhysicalOffsetFrame>
+<PhysicalOffsetFrame name='{child}_offset'><socket_parent>/bodyset/{child}</socket_parent>
+<translation>0 0 0</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame></frames>
+<SpatialTransform>{axes}</SpatialTransform></CustomJoint>"""
+
+
+def _hip_knee(knee_range=(-2.0944, 0.17453)):
+    """Thigh on ground (3 rotations) and shank on a Gait2392-style knee: rotation about z, the
+    tibia's translations SimmSplines of the knee angle over the knee's range."""
+    kx = np.linspace(-2.0944, 0.17453, 8)
+    hip = _custom("hip_r", "ground", "femur_r",
+                  [("hip_flexion_r", -2, 2), ("hip_adduction_r", -1, 1), ("hip_rotation_r", -1, 1)],
+                  _axis("rotation1", "hip_flexion_r", "0 0 1", _LIN)
+                  + _axis("rotation2", "hip_adduction_r", "1 0 0", _LIN)
+                  + _axis("rotation3", "hip_rotation_r", "0 1 0", _LIN)
+                  + _NO_TRANSLATION, ptrans="0 0.9 0")
+    knee = _custom("knee_r", "femur_r", "tibia_r", [("knee_angle_r",) + tuple(knee_range)],
+                   _axis("rotation1", "", "1 0 0", _ZERO) + _axis("rotation2", "", "0 1 0", _ZERO)
+                   + _axis("rotation3", "knee_angle_r", "0 0 1", _LIN)
+                   + _axis("translation1", "knee_angle_r", "1 0 0",
+                           _spline(kx, -0.0032 + 0.00179 * kx - 0.00084 * kx ** 2))
+                   + _axis("translation2", "knee_angle_r", "0 1 0",
+                           _spline(kx, -0.4 + 0.0052 * kx ** 2))
+                   + _axis("translation3", "", "0 0 1", _ZERO))
+    bodies = (_body("femur_r", 8.5, "0 -0.17 0", "0.17 0.044 0.18 0.001 0 0")
+              + _body("tibia_r", 3.4, "0 -0.18 0", "0.05 0.005 0.05 0 0 0"))
+    return bodies, hip + knee
+
+
+def _mult(fn, scale):
+    return f"<MultiplierFunction><function>{fn}</function><scale>{scale}</scale></MultiplierFunction>"
+
+
+def _rect_fem():
+    """A rect_fem_r-like muscle of the scaled Gait2392/Gait2354 subjects: a MovingPathPoint on
+    the tibia whose x and y are MultiplierFunction(SimmSpline) of the knee angle, the spline's
+    knots reaching beyond the knee's range (the splines of the public models span
+    -2.0944..0.17453 while the Rajagopal knee, for one, ranges over 0..2.0944)."""
+    kx = np.linspace(-2.6, 0.6, 9)
+    mpp = f"""<MovingPathPoint name='rect_fem_r-P3'><socket_parent_frame>/bodyset/tibia_r</socket_parent_frame>
+<x_location>{_mult(_spline(kx, 0.0155 + 0.03 * np.cos(kx) + 0.004 * kx), 1.07)}</x_location>
+<y_location>{_mult(_spline(kx, 0.0234 + 0.012 * kx), 1.07)}</y_location>
+<z_location>{_mult(_spline(kx, 0.0014 + 0.001 * kx), 1.0)}</z_location>
+<socket_x_coordinate>/jointset/knee_r/knee_angle_r</socket_x_coordinate>
+<socket_y_coordinate>/jointset/knee_r/knee_angle_r</socket_y_coordinate>
+<socket_z_coordinate>/jointset/knee_r/knee_angle_r</socket_z_coordinate></MovingPathPoint>"""
+    return f"""<Thelen2003Muscle name='rect_fem_r'><GeometryPath name='geometrypath'><PathPointSet><objects>
+<PathPoint name='rect_fem_r-P1'><socket_parent_frame>/bodyset/femur_r</socket_parent_frame><location>-0.03 0.02 0.09</location></PathPoint>
+<PathPoint name='rect_fem_r-P2'><socket_parent_frame>/bodyset/femur_r</socket_parent_frame><location>0.033 -0.403 0.0019</location></PathPoint>
+{mpp}</objects></PathPointSet></GeometryPath>
+<max_isometric_force>1169</max_isometric_force><optimal_fiber_length>0.114</optimal_fiber_length>
+<tendon_slack_length>0.31</tendon_slack_length><pennation_angle_at_optimal>0.087</pennation_angle_at_optimal>
+</Thelen2003Muscle>"""
+
+
+def _opensim_paths(m, s, names, q, force_names):
+    """OpenSim's path lengths (T, n) and moment arms (T, n, nq) at the states q (T, nq)."""
+    import opensim as osim
+    cs = m.getCoordinateSet()
+    T = q.shape[0]
+    L = np.empty((T, len(force_names)))
+    R = np.empty((T, len(force_names), len(names)))
+    for t in range(T):
+        for j, c in enumerate(names):
+            cs.get(c).setValue(s, q[t, j], False)
+        m.realizeVelocity(s)
+        for k, fn in enumerate(force_names):
+            gp = osim.Muscle.safeDownCast(m.getForceSet().get(fn)).getGeometryPath()
+            L[t, k] = gp.getLength(s)
+            for j, c in enumerate(names):
+                R[t, k, j] = gp.computeMomentArm(s, cs.get(c))
+    return L, R
+
+
+def _opensim_id(m, s, names, q, qd, qdd):
+    """OpenSim's InverseDynamicsSolver (all applied forces of the model) at the states (T, nq)."""
+    import opensim as osim
+    cs = m.getCoordinateSet()
+    solver = osim.InverseDynamicsSolver(m)
+    out = np.empty_like(q)
+    for t in range(q.shape[0]):
+        for j, c in enumerate(names):
+            cs.get(c).setValue(s, q[t, j], False)
+        uidx = {}
+        for j, c in enumerate(names):         # the speed index of each coordinate
+            u0 = s.getU().to_numpy().copy()
+            cs.get(c).setSpeedValue(s, 1e4)
+            uidx[c] = int(np.argmax(np.abs(s.getU().to_numpy() - u0)))
+            cs.get(c).setSpeedValue(s, qd[t, j])
+        m.realizeVelocity(s)
+        udot = osim.Vector(s.getNU(), 0.0)
+        for j, c in enumerate(names):
+            udot.set(uidx[c], qdd[t, j])
+        r = solver.solve(s, udot).to_numpy()
+        out[t] = [r[uidx[c]] for c in names]
+    return out
+
+
+# ------------------------------------------------------------------ MovingPathPoint beyond range
+@needs_opensim
+def test_moving_path_point_beyond_its_coordinate_range_like_opensim(tmp_path):
+    """OpenSim 4.6 places a MovingPathPoint at its coordinate clamped to the coordinate's range
+    (beyond the range the point stands still), while the moment arm takes the function's
+    derivative at the coordinate itself. arthron used the unclamped coordinate: lengths were
+    off by up to ~1 mm beyond the range. Checked at knee angles inside and on both sides of the
+    range, on the file as written and on arthron's rewrite of it."""
+    bodies, joints = _hip_knee()
+    src = tmp_path / "knee.osim"
+    src.write_text(_doc(bodies, joints, _rect_fem()))
+    rng = np.random.default_rng(5)
+    T = 12
+    q = np.column_stack([rng.uniform(-0.5, 0.8, T), rng.uniform(-0.3, 0.3, T),
+                         rng.uniform(-0.3, 0.3, T), np.linspace(-2.5, 0.55, T)])
+    lo, hi = -2.0944, 0.17453
+    assert (q[:, 3] < lo).sum() >= 2 and (q[:, 3] > hi).sum() >= 2
+    for path in (src, write_osim(tmp_path / "rewritten.osim", read_osim(src))):
+        model = read_osim(path)
+        tree = compile_model(model)
+        assert list(tree.coordinate_names) == ["hip_flexion_r", "hip_adduction_r",
+                                               "hip_rotation_r", "knee_angle_r"]
+        ps = compile_paths(model, tree)
+        L, R = path_lengths(ps, tree, q), moment_arms(ps, tree, q)
+        m, s = oracle.load(path)
+        Lo, Ro = _opensim_paths(m, s, tree.coordinate_names, q, ["rect_fem_r"])
+        np.testing.assert_allclose(L, Lo, atol=1e-9, rtol=0)
+        np.testing.assert_allclose(R, Ro, atol=1e-9, rtol=0)
+    # the case matters: beyond the range the spline moves the point by more than 0.1 mm
+    fx = next(p for p in model.forces["rect_fem_r"].path.points
+              if p.kind == "MovingPathPoint").location_functions[0]
+    assert abs(fx.value(np.array([q[-1, 3]]))[0] - fx.value(np.array([hi]))[0]) > 1e-4
+
+
+# -------------------------------------------------------------- BushingForce on frames it owns
+def _bushing_model():
+    """Pelvis on ground, torso on a 3-rotation lumbar joint, thigh and shank: the ToyLanding
+    models' BackBushing (frame1 a PhysicalOffsetFrame the bushing owns, by relative path;
+    frame2 a body) and an AFO-like ankle bushing between two frames it owns."""
+    lumbar = _custom("back", "pelvis", "torso",
+                     [("lumbar_extension", -1.5, 1.5), ("lumbar_bending", -1, 1), ("lumbar_rotation", -1, 1)],
+                     _axis("rotation1", "lumbar_extension", "0 0 1", _LIN)
+                     + _axis("rotation2", "lumbar_bending", "1 0 0", _LIN)
+                     + _axis("rotation3", "lumbar_rotation", "0 1 0", _LIN)
+                     + _NO_TRANSLATION, ptrans="-0.1007 0.0815 0")
+    pelvis = _custom("ground_pelvis", "ground", "pelvis",
+                     [("pelvis_tilt", -1.5, 1.5), ("pelvis_tx", -5, 5), ("pelvis_ty", -1, 2)],
+                     _axis("rotation1", "pelvis_tilt", "0 0 1", _LIN)
+                     + _axis("rotation2", "", "1 0 0", _ZERO) + _axis("rotation3", "", "0 1 0", _ZERO)
+                     + _axis("translation1", "pelvis_tx", "1 0 0", _LIN)
+                     + _axis("translation2", "pelvis_ty", "0 1 0", _LIN)
+                     + _axis("translation3", "", "0 0 1", _ZERO))
+    ankle = """<PinJoint name='ankle_r'><socket_parent_frame>pelvis_offset</socket_parent_frame>
+<socket_child_frame>shank_offset</socket_child_frame><coordinates><Coordinate name='ankle_angle_r'>
+<default_value>0</default_value><range>-1 1</range></Coordinate></coordinates><frames>
+<PhysicalOffsetFrame name='pelvis_offset'><socket_parent>/bodyset/pelvis</socket_parent>
+<translation>0 -0.5 0.08</translation><orientation>0 0.2 0</orientation></PhysicalOffsetFrame>
+<PhysicalOffsetFrame name='shank_offset'><socket_parent>/bodyset/shank</socket_parent>
+<translation>0 0.2 0</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame></frames></PinJoint>"""
+    bodies = (_body("pelvis", 11.8, "-0.07 0 0", "0.1 0.09 0.06 0 0 0")
+              + _body("torso", 26.9, "-0.03 0.32 0", "1.47 0.75 1.43 0 0 0")
+              + _body("shank", 3.7, "0 -0.18 0", "0.05 0.005 0.05 0.001 0 0"))
+    forces = """<BushingForce name='BackBushing'><appliesForce>true</appliesForce>
+<socket_frame1>pelvis_offset</socket_frame1><socket_frame2>/bodyset/torso</socket_frame2>
+<frames><PhysicalOffsetFrame name='pelvis_offset'><socket_parent>/bodyset/pelvis</socket_parent>
+<translation>-0.1007 0.0815 0.01</translation><orientation>0.05 -0.1 0.2</orientation></PhysicalOffsetFrame></frames>
+<rotational_stiffness>50 50 10</rotational_stiffness><translational_stiffness>300 200 100</translational_stiffness>
+<rotational_damping>1 1 0.3</rotational_damping><translational_damping>3 2 1</translational_damping></BushingForce>
+<BushingForce name='ankle_r_bushing'><appliesForce>true</appliesForce>
+<socket_frame1>tibia_r_offset</socket_frame1><socket_frame2>calcn_r_offset</socket_frame2>
+<frames><PhysicalOffsetFrame name='tibia_r_offset'><socket_parent>/bodyset/shank</socket_parent>
+<translation>0 -0.43 0</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame>
+<PhysicalOffsetFrame name='calcn_r_offset'><socket_parent>/bodyset/pelvis</socket_parent>
+<translation>0.04877 -0.9 0.00792</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame></frames>
+<rotational_stiffness>20 5 5</rotational_stiffness><translational_stiffness>0 0 0</translational_stiffness>
+<rotational_damping>0.1 0.1 0.1</rotational_damping><translational_damping>0 0 0</translational_damping></BushingForce>"""
+    return bodies, pelvis + lumbar + ankle, forces
+
+
+def _check_id(path, seed, n=6):
+    model = read_osim(path)
+    tree = compile_model(model)
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(-0.6, 0.6, (n, tree.nq))
+    qd, qdd = rng.uniform(-2, 2, q.shape), rng.uniform(-3, 3, q.shape)
+    app, not_applied = applied_generalized_forces(model, tree, q, qd)
+    assert not_applied == []
+    tau = inverse_dynamics(tree, q, qd, qdd) - app
+    m, s = oracle.load(path)
+    ref = _opensim_id(m, s, tree.coordinate_names, q, qd, qdd)
+    np.testing.assert_allclose(tau, ref, atol=1e-9, rtol=1e-12)
+    # the bushings matter (newton-metres), so agreement checks them
+    assert np.abs(app).max() > 1.0
+    return model
+
+
+@needs_opensim
+def test_bushing_on_offset_frames_it_owns_like_opensim(tmp_path):
+    """ToyLandingModel (and _AFO, _activeAFO) keep the offsets of their BushingForces as
+    PhysicalOffsetFrames inside the force (``<frames>``, sockets by relative path); arthron
+    refused them in inverse dynamics. Now read as frames of the model
+    (``/forceset/<force>/<frame>``): OpenSim 4.6's InverseDynamicsSolver on random states
+    equals arthron's, and the rewritten file keeps the frames in the force."""
+    bodies, joints, forces = _bushing_model()
+    src = tmp_path / "bushings.osim"
+    src.write_text(_doc(bodies, joints, forces))
+    model = _check_id(src, seed=7)
+    assert model.frames["/forceset/BackBushing/pelvis_offset"].owner == "force:BackBushing"
+    out = write_osim(tmp_path / "rewritten.osim", model)
+    from lxml import etree
+    bush = etree.parse(str(out)).find(".//BushingForce[@name='ankle_r_bushing']")
+    assert [f.get("name") for f in bush.find("frames")] == ["tibia_r_offset", "calcn_r_offset"]
+    assert len(bush.findall("frames")) == 1
+    _check_id(out, seed=8)
+
+
+@needs_opensim
+def test_3x_bushing_with_body_offsets_like_opensim(tmp_path):
+    """The 3.x form of the same bushings (``body_1``/``location_body_1``/``orientation_body_1``,
+    as in ToyLandingModel before its 4.0 conversion): upgraded as OpenSim's TwoFrameLinker
+    upgrade does, into frames the bushing owns, and applied."""
+    from test_convert_legacy import _two_bodies, _v3
+    bush = """<BushingForce name="knee_bushing"><isDisabled>false</isDisabled>
+<body_1>thigh</body_1><body_2>shank</body_2>
+<location_body_1>0.01 -0.38 0.02</location_body_1><orientation_body_1>0.1 0 0.2</orientation_body_1>
+<location_body_2>0.04877 0.04195 0.00792</location_body_2><orientation_body_2>0 0 0</orientation_body_2>
+<rotational_stiffness>20 5 5</rotational_stiffness><translational_stiffness>400 300 200</translational_stiffness>
+<rotational_damping>0.1 0.2 0.3</rotational_damping><translational_damping>1 2 3</translational_damping>
+</BushingForce>"""
+    src = tmp_path / "legacy.osim"
+    src.write_text(_v3(_two_bodies(), forces=bush))
+    model = _check_id(src, seed=9)
+    assert {f.path for f in model.frames.values() if f.owner == "force:knee_bushing"} == {
+        "/forceset/knee_bushing/thigh_offset", "/forceset/knee_bushing/shank_offset"}
+    _check_id(write_osim(tmp_path / "upgraded.osim", model), seed=10)
