@@ -348,3 +348,47 @@ def test_ellipsoid_quadrant_wrap_each_method_like_opensim(tmp_path, method):
     model.forces["glut_r"].path.wraps = []
     straight = path_lengths(compile_paths(model, tree), tree, q)
     assert (L[:, 0] - straight[:, 0] > 1e-4).sum() >= 3
+
+
+# ------------------------------------------------------------------ ActivationCoordinateActuator
+@needs_opensim
+def test_activation_coordinate_actuator_in_id_like_opensims_tool(tmp_path):
+    """An ActivationCoordinateActuator (Moco-era versions of the Rajagopal models drive arms and
+    lumbar with them) applies activation × optimal_force, its activation a state. OpenSim 4.6's
+    InverseDynamicsTool (forces_to_exclude Muscles) runs in the model's default state, so it
+    applies default_activation × optimal_force; arthron treated it as an actuator without
+    control (0), 50 N·m off here. Now typed, applied like that, written back and equal to the
+    tool's output on the file and its rewrite."""
+    from arthron.io.sto import read_sto, write_sto
+    from arthron.solvers.inverse_dynamics import run_inverse_dynamics
+    from arthron.tables import Table
+    bodies, joints, _ = _bushing_model()
+    acts = """<ActivationCoordinateActuator name='lumbar_rot_act'><coordinate>lumbar_rotation</coordinate>
+<optimal_force>100</optimal_force><activation_time_constant>0.02</activation_time_constant>
+<default_activation>0.3</default_activation></ActivationCoordinateActuator>
+<ActivationCoordinateActuator name='ankle_act'><coordinate>ankle_angle_r</coordinate>
+<optimal_force>40</optimal_force></ActivationCoordinateActuator>
+<CoordinateActuator name='tilt_act'><coordinate>pelvis_tilt</coordinate><optimal_force>500</optimal_force></CoordinateActuator>"""
+    src = tmp_path / "acts.osim"
+    src.write_text(_doc(bodies, joints, acts))
+    model = read_osim(src)
+    f = model.forces["ankle_act"]
+    assert f.type == "ActivationCoordinateActuator" and f.default_activation == 0.5
+    names = list(model.coordinates)
+    t = np.linspace(0, 1, 51)
+    q = np.column_stack([0.3 * np.sin(2.5 * t + k) for k in range(len(names))])
+    mot = tmp_path / "q.mot"
+    write_sto(mot, Table(name="q", time=t, labels=names, data=q, in_degrees=False))
+    for path in (src, write_osim(tmp_path / "rewritten.osim", model)):
+        labels, tt, ref = oracle.run_id_tool(path, mot, tmp_path, (0.1, 0.9))
+        res = run_inverse_dynamics(read_osim(path), read_sto(mot), time_range=(0.1, 0.9))
+        np.testing.assert_allclose(res.time, tt, atol=1e-12)
+        for k, lab in enumerate(labels):
+            np.testing.assert_allclose(res.column(lab), ref[:, k], atol=1e-6, rtol=1e-8, err_msg=lab)
+    # the actuators' share is what the check sees: −0.3 × 100 and −0.5 × 40
+    bare = run_inverse_dynamics(read_osim(src), read_sto(mot), time_range=(0.1, 0.9),
+                                forces_to_exclude=("Muscles", "Actuators"))
+    np.testing.assert_allclose(res.column("lumbar_rotation_moment") - bare.column("lumbar_rotation_moment"),
+                               -30.0, atol=1e-9)
+    np.testing.assert_allclose(res.column("ankle_angle_r_moment") - bare.column("ankle_angle_r_moment"),
+                               -20.0, atol=1e-9)

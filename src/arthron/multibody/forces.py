@@ -36,7 +36,9 @@ evaluates, vectorized over frames:
   points (OpenSim's Lepton grammar, :func:`arthron.models.functions.lepton_expression`);
 * actuators (CoordinateActuator, PathActuator, muscles when not excluded, ...) produce force
   only from controls or activations, which inverse dynamics does not have: CoordinateActuator
-  and PathActuator give zero (control 0), muscles are reported as not applied.
+  and PathActuator give zero (control 0), muscles are reported as not applied; an
+  ActivationCoordinateActuator applies ``default_activation × optimal_force``, as OpenSim's
+  InverseDynamicsTool does with the model's default activation state.
 
 OpenSim's own force classes that need what arthron does not evaluate (expression-based and
 coupled bushings, clutched springs, prescribed forces: :data:`REFUSED_FORCES`; contact on
@@ -164,6 +166,11 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
             other = [g for g in names if g not in model.contact_geometry]
             if other:
                 refused.append(f"ElasticFoundationForce '{f.name}' (on {', '.join(other)})")
+        elif f.type == "ActivationCoordinateActuator":
+            # its force follows an activation state; OpenSim's tools evaluate it in the
+            # model's default state: default_activation × optimal_force
+            c = _coordinate_index(model, tree, f)
+            tau[:, c] += float(f.default_activation) * float(f.optimal_force)
         elif f.type in ZERO_WITHOUT_CONTROLS:
             continue
         elif f.type in REFUSED_FORCES:
