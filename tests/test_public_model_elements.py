@@ -392,3 +392,109 @@ def test_activation_coordinate_actuator_in_id_like_opensims_tool(tmp_path):
                                -30.0, atol=1e-9)
     np.testing.assert_allclose(res.column("ankle_angle_r_moment") - bare.column("ankle_angle_r_moment"),
                                -20.0, atol=1e-9)
+
+
+# ------------------------------------------------------------------------ PointOnLineConstraint
+def _point_on_line_model():
+    """BouncingBlock-like: a block on a 6-coordinate CustomJoint, its point held on an oblique
+    line of the ground, and a link on a pin carrying a line that a ground point stays on."""
+    six = _custom("ground_block", "ground", "block",
+                  [("rx", -3, 3), ("ry", -3, 3), ("rz", -3, 3), ("tx", -3, 3), ("ty", -3, 3), ("tz", -3, 3)],
+                  _axis("rotation1", "rx", "1 0 0", _LIN) + _axis("rotation2", "ry", "0 1 0", _LIN)
+                  + _axis("rotation3", "rz", "0 0 1", _LIN) + _axis("translation1", "tx", "1 0 0", _LIN)
+                  + _axis("translation2", "ty", "0 1 0", _LIN) + _axis("translation3", "tz", "0 0 1", _LIN))
+    pin = """<PinJoint name='pin1'><socket_parent_frame>block_offset</socket_parent_frame>
+<socket_child_frame>link_offset</socket_child_frame><coordinates><Coordinate name='pin1_q'>
+<default_value>0</default_value><range>-3 3</range></Coordinate></coordinates><frames>
+<PhysicalOffsetFrame name='block_offset'><socket_parent>/bodyset/block</socket_parent>
+<translation>0 -0.25 0</translation><orientation>0.3 0 0</orientation></PhysicalOffsetFrame>
+<PhysicalOffsetFrame name='link_offset'><socket_parent>/bodyset/link</socket_parent>
+<translation>0 0.2 0</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame></frames></PinJoint>"""
+    bodies = (_body("block", 20, "0 0 0", "0.13 0.13 0.13 0 0 0")
+              + _body("link", 5, "0 0 0", "0.02 0.01 0.02 0 0 0"))
+    cons = """<ConstraintSet name='constraintset'><objects>
+<PointOnLineConstraint name='lock_block'><isEnforced>true</isEnforced>
+<socket_line_body>/ground</socket_line_body><line_direction_vec>0.3 1 0.2</line_direction_vec>
+<point_on_line>0.2 0 0.1</point_on_line><socket_follower_body>/bodyset/block</socket_follower_body>
+<point_on_follower>0.1 0.05 -0.02</point_on_follower></PointOnLineConstraint>
+<PointOnLineConstraint name='lock_link'><isEnforced>true</isEnforced>
+<socket_line_body>/bodyset/link</socket_line_body><line_direction_vec>1 0 0.5</line_direction_vec>
+<point_on_line>0 -0.2 0.05</point_on_line><socket_follower_body>/ground</socket_follower_body>
+<point_on_follower>0.3 0.2 0.1</point_on_follower></PointOnLineConstraint>
+</objects></ConstraintSet>"""
+    return _doc(bodies, six + pin).replace("<ForceSet", cons + "<ForceSet")
+
+
+@needs_opensim
+def test_point_on_line_constraint_assembles_like_opensim(tmp_path):
+    """PointOnLineConstraint (BouncingBlock, both 4.x files and the 2.x original): arthron
+    refused it in IK and assembly. Now two equations (the follower point's offset from the
+    line along two normals): the Jacobian equals finite differences, OpenSim 4.6's assembled
+    poses satisfy arthron's equations to 1e-12, and arthron's assembly of the same perturbed
+    poses equals Model::assemble's to 1e-5 rad/m (Simbody stops within its accuracy; arthron's
+    pose is the closer one), on the file and on arthron's rewrite."""
+    from arthron.multibody.constraints import assemble, compile_constraints
+    src = tmp_path / "pol.osim"
+    src.write_text(_point_on_line_model())
+    rng = np.random.default_rng(4)
+    for path in (src, write_osim(tmp_path / "rewritten.osim", read_osim(src))):
+        model = read_osim(path)
+        c = model.constraints[1]
+        assert (c.properties["line_body"], c.properties["follower_body"]) == ("/bodyset/link", "/ground")
+        tree = compile_model(model)
+        cs = compile_constraints(model, tree)
+        assert cs.size == 4
+        q0 = rng.uniform(-0.4, 0.4, (3, tree.nq))
+        J = cs.jacobian(q0)
+        h = 1e-6
+        for k in range(tree.nq):
+            dq = np.zeros_like(q0)
+            dq[:, k] = h
+            fd = (cs.residuals(q0 + dq) - cs.residuals(q0 - dq)) / (2 * h)
+            np.testing.assert_allclose(J[:, :, k], fd, atol=1e-8)
+        qa = assemble(model, tree, q0)
+        assert np.abs(cs.residuals(qa)).max() < 1e-9
+        m, s = oracle.load(path)
+        ocs = m.getCoordinateSet()
+        for t in range(q0.shape[0]):
+            for j, n in enumerate(tree.coordinate_names):
+                ocs.get(n).setValue(s, q0[t, j], False)
+            m.assemble(s)
+            q_os = np.array([ocs.get(n).getValue(s) for n in tree.coordinate_names])
+            # Simbody's assembler stops within its accuracy, a little short of the optimum:
+            # its pose satisfies arthron's constraint equations, and arthron's pose is as
+            # close to the requested one or closer (the objective Σ (q − q₀)², unit weights)
+            assert np.abs(cs.residuals(q_os[None])).max() < 1e-12
+            np.testing.assert_allclose(qa[t], q_os, atol=1e-5)
+            assert np.sum((qa[t] - q0[t]) ** 2) <= np.sum((q_os - q0[t]) ** 2) + 1e-12
+            assert np.abs(qa[t] - q0[t]).max() > 1e-3     # assembly moved the pose
+
+
+def test_ik_holds_point_on_line_constraints(tmp_path):
+    """IK on the PointOnLine model (arthron refused it before): markers computed at assembled,
+    smoothly varying poses are tracked back to those poses with the constraints held."""
+    from arthron.models.model import Marker
+    from arthron.multibody.constraints import assemble, compile_constraints
+    from arthron.multibody.kinematics import forward_kinematics
+    from arthron.solvers.inverse_kinematics import InverseKinematics
+    src = tmp_path / "pol.osim"
+    src.write_text(_point_on_line_model())
+    model = read_osim(src)
+    rng = np.random.default_rng(2)
+    for k in range(4):
+        model.markers[f"b{k}"] = Marker(f"b{k}", "/bodyset/block", rng.uniform(-0.2, 0.2, 3))
+        model.markers[f"l{k}"] = Marker(f"l{k}", "/bodyset/link", rng.uniform(-0.2, 0.2, 3))
+    tree = compile_model(model)
+    t = np.linspace(0, 1, 12)
+    wish = 0.3 * np.sin(np.outer(t, rng.uniform(1, 3, tree.nq)) + rng.uniform(0, 3, tree.nq))
+    q_true = assemble(model, tree, wish)
+    kin = forward_kinematics(tree, q_true)
+    R, o = kin.body_R(tree), kin.body_origin(tree)
+    ik = InverseKinematics(model)
+    obs = np.stack([o[:, tree.body_names.index(model.markers[n].parent_frame.split("/")[-1])]
+                    + np.einsum("tij,j->ti", R[:, tree.body_names.index(model.markers[n].parent_frame.split("/")[-1])],
+                                model.markers[n].location) for n in ik.marker_names], axis=1)
+    res = ik.solve(t, obs, q0=q_true[0])
+    cs = compile_constraints(model, tree)
+    assert np.abs(cs.residuals(res.q)).max() < 1e-8
+    np.testing.assert_allclose(res.q, q_true, atol=1e-6)

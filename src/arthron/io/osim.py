@@ -427,6 +427,11 @@ def _read_constraint(ce, all_frames, ctx, v4=True):
                 if not v4:
                     ref = body_path(ref)
                 props[f"body_{k}"] = _resolve(ref, cpath, all_frames, ctx, ce, f"body_{k}")
+        if t == "PointOnLineConstraint":     # 4.x sockets (3.x line_body/follower_body upgraded)
+            for k in ("line_body", "follower_body"):
+                ref = _text(ce, f"socket_{k}") if v4 else _text(ce, k)
+                if ref is not None:
+                    props[k] = _resolve(ref if v4 else body_path(ref), cpath, all_frames, ctx, ce, k)
         for tag in ("location_body_1", "location_body_2", "line_direction_vec", "point_on_line",
                     "point_on_follower", "location_body_1", "constant_distance"):
             if _child(ce, tag) is not None:

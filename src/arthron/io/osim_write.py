@@ -180,6 +180,9 @@ def _constraint_elem(c: Constraint, model: Model):
                 ref = p[f"body_{k}"]
                 pre = f"/constraintset/{c.name}/"
                 _set(e, tag, ref[len(pre):] if ref.startswith(pre) else ref)
+        for k in ("line_body", "follower_body"):        # PointOnLineConstraint
+            if k in p:
+                _set(e, f"socket_{k}", p[k])
         for tag in ("location_body_1", "location_body_2", "line_direction_vec", "point_on_line",
                     "point_on_follower", "constant_distance"):
             if tag in p:
