@@ -498,3 +498,36 @@ def test_ik_holds_point_on_line_constraints(tmp_path):
     cs = compile_constraints(model, tree)
     assert np.abs(cs.residuals(res.q)).max() < 1e-8
     np.testing.assert_allclose(res.q, q_true, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------ FunctionBasedPath
+@needs_opensim
+def test_function_based_path_is_named_kept_and_written_back(tmp_path):
+    """A muscle whose path is an OpenSim 4.5+ FunctionBasedPath (a fitted polynomial of the
+    coordinates) is not evaluated by arthron: reading names it in one warning (it used to be
+    left out of moment arms and static optimization silently), and the written file keeps
+    the path, so OpenSim 4.6 gives the same length from it."""
+    import opensim as osim
+    from arthron.errors import ArthronWarning
+    bodies, joints = _hip_knee()
+    fbp = """<Thelen2003Muscle name='vas_fbp'><FunctionBasedPath name='path'>
+<coordinate_paths>/jointset/hip_r/hip_flexion_r /jointset/knee_r/knee_angle_r</coordinate_paths>
+<length_function><MultivariatePolynomialFunction><coefficients>0.3 0.01 0.02 0.003 0.004 0.005</coefficients>
+<dimension>2</dimension><order>2</order></MultivariatePolynomialFunction></length_function></FunctionBasedPath>
+<max_isometric_force>1000</max_isometric_force><optimal_fiber_length>0.09</optimal_fiber_length>
+<tendon_slack_length>0.2</tendon_slack_length></Thelen2003Muscle>"""
+    src = tmp_path / "fbp.osim"
+    src.write_text(_doc(bodies, joints, _rect_fem() + fbp))
+    with pytest.warns(ArthronWarning, match="FunctionBasedPath.*: vas_fbp$"):
+        model = read_osim(src)
+    tree = compile_model(model)
+    assert list(compile_paths(model, tree).names) == ["rect_fem_r"]
+    out = write_osim(tmp_path / "rewritten.osim", model)
+    q = {"hip_flexion_r": 0.4, "knee_angle_r": -0.9}
+    lengths = []
+    for path in (src, out):
+        m, s = oracle.load(path)
+        oracle.set_coordinates(m, s, q)
+        mus = osim.Muscle.safeDownCast(m.getForceSet().get("vas_fbp"))
+        lengths.append(mus.getLength(s))
+    assert lengths[0] == lengths[1] and abs(lengths[0] - 0.3) > 1e-3

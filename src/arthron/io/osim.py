@@ -105,7 +105,23 @@ def read_osim(path) -> Model:
     model.version = version
     model.source = str(path)
     _check_tree(model, ctx)
+    _warn_function_based_paths(model, ctx)
     return model
+
+
+def _warn_function_based_paths(model: Model, ctx):
+    """One ArthronWarning naming the forces whose path is an OpenSim 4.5+ ``FunctionBasedPath``
+    (length and moment arms as fitted functions of coordinates): arthron keeps the element and
+    writes it back, but does not evaluate it, so those forces have no path in arthron (moment
+    arms, muscle analysis and static optimization leave them out)."""
+    names = [f.name for f in model.forces.values() if f.path is None and any(
+        "<FunctionBasedPath" in x for x in (getattr(f, "unmodelled_xml", "") or "",
+                                            etree.tostring(f.raw, encoding="unicode")
+                                            if getattr(f, "raw", None) is not None else ""))]
+    if names:
+        warnings.warn(f"{ctx.path}: {len(names)} force(s) with a FunctionBasedPath, which arthron "
+                      f"keeps but does not evaluate (no path: moment arms, muscle analysis and "
+                      f"static optimization leave them out): {', '.join(names)}", ArthronWarning)
 
 
 def _version(root, path) -> int:
