@@ -531,3 +531,38 @@ def test_function_based_path_is_named_kept_and_written_back(tmp_path):
         mus = osim.Muscle.safeDownCast(m.getForceSet().get("vas_fbp"))
         lengths.append(mus.getLength(s))
     assert lengths[0] == lengths[1] and abs(lengths[0] - 0.3) > 1e-3
+
+
+@needs_opensim
+def test_point_on_line_constraint_forward_dynamics_like_opensim(tmp_path):
+    """The PointOnLine rows in the equations of motion (what joint reactions solve): at
+    constraint-consistent states, arthron's forward accelerations under gravity equal OpenSim
+    4.6's (realizeAcceleration) to 1e-8, and the multipliers' body loads (constraint_loads)
+    make the joints' inverse-dynamics torques vanish, as the unactuated model requires."""
+    from arthron.multibody.constrained_dynamics import constraint_loads
+    from arthron.multibody.constraints import assemble, compile_constraints
+    from arthron.multibody.forward_dynamics import forward_accelerations
+    src = tmp_path / "pol.osim"
+    src.write_text(_point_on_line_model())
+    model = read_osim(src)
+    tree = compile_model(model)
+    cs = compile_constraints(model, tree)
+    rng = np.random.default_rng(6)
+    q = assemble(model, tree, rng.uniform(-0.4, 0.4, (4, tree.nq)))
+    G = cs.jacobian(q)
+    qd = rng.uniform(-1.5, 1.5, q.shape)
+    qd = qd - np.einsum("tkm,tm->tk", np.linalg.pinv(G), np.einsum("tmk,tk->tm", G, qd))
+    assert np.abs(np.einsum("tmk,tk->tm", G, qd)).max() < 1e-12
+    qdd, mu = forward_accelerations(tree, q, qd, constraints=cs, return_multipliers=True)
+    m, s = oracle.load(src)
+    ocs = m.getCoordinateSet()
+    for t in range(q.shape[0]):
+        for j, n in enumerate(tree.coordinate_names):
+            ocs.get(n).setValue(s, q[t, j], False)
+            ocs.get(n).setSpeedValue(s, qd[t, j])
+        m.realizeAcceleration(s)
+        ref = [ocs.get(n).getAccelerationValue(s) for n in tree.coordinate_names]
+        np.testing.assert_allclose(qdd[t], ref, atol=1e-8)
+    loads, gen = constraint_loads(tree, q, cs, mu)
+    assert np.abs(gen).max() == 0.0 and np.abs(mu).max() > 1.0
+    np.testing.assert_allclose(inverse_dynamics(tree, q, qd, qdd, loads), 0.0, atol=1e-9)
