@@ -353,8 +353,8 @@ def test_ellipsoid_quadrant_wrap_each_method_like_opensim(tmp_path, method):
 # ------------------------------------------------------------------ ActivationCoordinateActuator
 @needs_opensim
 def test_activation_coordinate_actuator_in_id_like_opensims_tool(tmp_path):
-    """An ActivationCoordinateActuator (Moco-era versions of the Rajagopal models drive arms and
-    lumbar with them) applies activation × optimal_force, its activation a state. OpenSim 4.6's
+    """An ActivationCoordinateActuator (a CoordinateActuator with first-order activation
+    dynamics) applies activation × optimal_force, its activation a state. OpenSim 4.6's
     InverseDynamicsTool (forces_to_exclude Muscles) runs in the model's default state, so it
     applies default_activation × optimal_force; arthron treated it as an actuator without
     control (0), 50 N·m off here. Now typed, applied like that, written back and equal to the
