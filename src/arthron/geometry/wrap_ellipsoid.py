@@ -495,14 +495,17 @@ def wrap_ellipsoid(p1, p2, radii, axis: int = -1, sign: int = 0, method: str = "
             c1f[:, axis] = -c1f[:, axis]
             start1 = np.where(flip[:, None], c1f, start1)
             start2 = np.where(flip[:, None], c1f, start2)
-            fw = np.where(np.isinf(fan_w),
-                          1.0 - (mub - _MU_BLEND_MIN) / (_MU_BLEND_MAX - _MU_BLEND_MIN), fan_w)
-            fw = np.minimum(fw, 1.0)
-            bis = 0.5 * (orig + c1f[:, axis])
-            moved = c1f.copy()
-            moved[:, axis] = c1f[:, axis] + fw * (bis - c1f[:, axis])
-            proj = _closest_ellipsoid(a, dims, moved)
-            c1f = np.where((fw > 0)[:, None], proj, c1f)
+            # OpenSim recomputes an unset fan weight (-inf) only when
+            # EQUAL_WITHIN_ERROR(fanWeight, -Infinity) holds, which it never does (-inf - -inf
+            # is NaN): without the fan (the "midpoint" and "axial" methods, "hybrid" above
+            # MU_BLEND_MAX) the flipped c1 is kept as it is
+            fw = np.minimum(fan_w, 1.0)
+            mv = flip & (fw > 0)
+            if mv.any():
+                bis = 0.5 * (orig[mv] + c1f[mv, axis])
+                moved = c1f[mv].copy()
+                moved[:, axis] = c1f[mv, axis] + fw[mv] * (bis - c1f[mv, axis])
+                c1f[mv] = _closest_ellipsoid(a, dims, moved)
             c1 = np.where(flip[:, None], c1f, c1)
     vs = _unit(_cross(p1p2, P1 - c1))[0]
     vs4 = -_dot(vs, c1)

@@ -105,7 +105,23 @@ def read_osim(path) -> Model:
     model.version = version
     model.source = str(path)
     _check_tree(model, ctx)
+    _warn_function_based_paths(model, ctx)
     return model
+
+
+def _warn_function_based_paths(model: Model, ctx):
+    """One ArthronWarning naming the forces whose path is an OpenSim 4.5+ ``FunctionBasedPath``
+    (length and moment arms as fitted functions of coordinates): arthron keeps the element and
+    writes it back, but does not evaluate it, so those forces have no path in arthron (moment
+    arms, muscle analysis and static optimization leave them out)."""
+    names = [f.name for f in model.forces.values() if f.path is None and any(
+        "<FunctionBasedPath" in x for x in (getattr(f, "unmodelled_xml", "") or "",
+                                            etree.tostring(f.raw, encoding="unicode")
+                                            if getattr(f, "raw", None) is not None else ""))]
+    if names:
+        warnings.warn(f"{ctx.path}: {len(names)} force(s) with a FunctionBasedPath, which arthron "
+                      f"keeps but does not evaluate (no path: moment arms, muscle analysis and "
+                      f"static optimization leave them out): {', '.join(names)}", ArthronWarning)
 
 
 def _version(root, path) -> int:
@@ -342,6 +358,8 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
     # Offset frames owned by constraints (4.x WeldConstraint keeps its frames like a joint).
     for f, _ in _constraint_frames(melem, ctx):
         frames[f.path] = f
+    for f, _ in _force_frames(melem, ctx):
+        frames[f.path] = f
     all_frames = set(frames) | {GROUND} | {b.path for b in model.bodies.values()}
     for f in frames.values():
         f.parent = _resolve(f.parent, f.path, all_frames, ctx, None)
@@ -425,6 +443,11 @@ def _read_constraint(ce, all_frames, ctx, v4=True):
                 if not v4:
                     ref = body_path(ref)
                 props[f"body_{k}"] = _resolve(ref, cpath, all_frames, ctx, ce, f"body_{k}")
+        if t == "PointOnLineConstraint":     # 4.x sockets (3.x line_body/follower_body upgraded)
+            for k in ("line_body", "follower_body"):
+                ref = _text(ce, f"socket_{k}") if v4 else _text(ce, k)
+                if ref is not None:
+                    props[k] = _resolve(ref if v4 else body_path(ref), cpath, all_frames, ctx, ce, k)
         for tag in ("location_body_1", "location_body_2", "line_direction_vec", "point_on_line",
                     "point_on_follower", "location_body_1", "constant_distance"):
             if _child(ce, tag) is not None:
@@ -507,6 +530,9 @@ def _read_force(fe, all_frames, model, ctx, v4=True):
         return UnmodelledForce(name=name, type=fe.tag, path=path, applies_force=applies, raw=fe,
                                extra=extra)
     f = reader(fe, ctx)
+    if _child(fe, "frames") is not None:    # read into model.frames (see _force_frames)
+        f.unmodelled_xml = _unmodelled_to_text(
+            [e for e in _unmodelled_from_text(f.unmodelled_xml) if e.tag != "frames"])
     f.path = path
     f.applies_force = applies
     return f
@@ -631,6 +657,10 @@ def _read_v3(melem, ctx: _Ctx, version: int = 0) -> Model:
             name=me.get("name", ""), parent_frame=_resolve(body_path(bn), "/", all_frames, ctx, me),
             location=ctx.floats(_child(me, "location"), 3) if _child(me, "location") is not None
             else np.zeros(3), fixed=_bool(me, "fixed"))
+    for f, fe in _force_frames(melem, ctx):     # upgraded two-frame linkers (BushingForce)
+        f.parent = _resolve(f.parent, f.path, all_frames, ctx, fe)
+        model.frames[f.path] = f
+        all_frames.add(f.path)
     for fe in _objects(_child(melem, "ForceSet")):
         f = _read_force(fe, all_frames, model, ctx, v4=False)
         model.forces[f.name] = f
@@ -712,6 +742,22 @@ def _constraint_frames(melem, ctx):
                 f = _read_offset_frame(fe, f"/constraintset/{ce.get('name', '')}",
                                        f"constraint:{ce.get('name')}", ctx)
                 yield f, fe
+
+
+def _force_frames(melem, ctx):
+    """(frame, element) of the PhysicalOffsetFrames that modelled forces own (a 4.x
+    BushingForce keeps the offsets of its two frames in its ``<frames>``, as OpenSim's
+    ``TwoFrameLinker`` and its 3.x upgrade do), parents not resolved yet. Their paths are
+    ``/forceset/<force>/<frame>``; the writer puts them back in the force."""
+    for fe in _objects(_child(melem, "ForceSet")):
+        if fe.tag not in READERS:
+            continue        # unmodelled forces are written back verbatim, frames included
+        fr = _child(fe, "frames")
+        for e in fr if fr is not None else []:
+            if e.tag == "PhysicalOffsetFrame":
+                f = _read_offset_frame(e, f"/forceset/{fe.get('name', '')}",
+                                       f"force:{fe.get('name', '')}", ctx)
+                yield f, e
 
 
 def _read_constraints(melem, model, all_frames, ctx):

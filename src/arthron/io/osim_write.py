@@ -136,6 +136,11 @@ def _force_elem(f, model: Model):
     if writer is None:
         raise ModelFileError(f"force '{f.name}': no writer for class {f.type}", model.source)
     e = writer(f)
+    owned = [fr for fr in model.frames.values() if fr.owner == f"force:{f.name}"]
+    if owned:           # the offset frames of a BushingForce (OpenSim's TwoFrameLinker)
+        fe = _set(e, "frames", None)
+        for fr in owned:
+            fe.append(_frame_elem(fr))
     if f.path is not None:
         e.append(_path_elem(f.path, model))
     return e
@@ -175,6 +180,9 @@ def _constraint_elem(c: Constraint, model: Model):
                 ref = p[f"body_{k}"]
                 pre = f"/constraintset/{c.name}/"
                 _set(e, tag, ref[len(pre):] if ref.startswith(pre) else ref)
+        for k in ("line_body", "follower_body"):        # PointOnLineConstraint
+            if k in p:
+                _set(e, f"socket_{k}", p[k])
         for tag in ("location_body_1", "location_body_2", "line_direction_vec", "point_on_line",
                     "point_on_follower", "constant_distance"):
             if tag in p:

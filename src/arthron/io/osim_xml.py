@@ -120,7 +120,7 @@ _CONSTRAINT_WRITTEN = (
     "dependent_coordinate_name", "coupled_coordinates_function", "scale_factor", "socket_body_1",
     "socket_body_2", "socket_frame1", "socket_frame2", "body_1", "body_2", "location_body_1",
     "location_body_2", "line_direction_vec", "point_on_line", "point_on_follower",
-    "constant_distance")
+    "constant_distance", "socket_line_body", "socket_follower_body")
 _PATH_WRITTEN = ("PathPointSet", "PathWrapSet", "VisibleObject", "display_preference",
                  "default_color")
 

@@ -43,7 +43,8 @@ __all__ = [
     "PathSpring", "ClutchedPathSpring", "McKibbenActuator", "SpringGeneralizedForce", "PointToPointSpring",
     "ExpressionBasedCoordinateForce", "ExpressionBasedPointToPointForce",
     "SmoothSphereHalfSpaceForce", "BushingForce",
-    "CoordinateLimitForce", "CoordinateActuator", "PointActuator", "TorqueActuator",
+    "CoordinateLimitForce", "CoordinateActuator", "ActivationCoordinateActuator", "PointActuator",
+    "TorqueActuator",
 ]
 
 MUSCLE_TYPES = (
@@ -528,6 +529,21 @@ class CoordinateActuator(Force):
     opensim_type: ClassVar[str] = "CoordinateActuator"
     coordinate: str | None = _txt()
     optimal_force: float = _num(1.0)
+
+
+@register_force
+@dataclass(eq=False)
+class ActivationCoordinateActuator(CoordinateActuator):
+    """OpenSim ``ActivationCoordinateActuator``: generalized force = activation ×
+    ``optimal_force``, the activation a state with first-order dynamics
+    (``activation_time_constant``, s). Without states, OpenSim's tools evaluate it at
+    ``default_activation`` (so OpenSim 4.6's InverseDynamicsTool applies
+    ``default_activation × optimal_force`` unless actuators are excluded)."""
+
+    type: str = "ActivationCoordinateActuator"
+    opensim_type: ClassVar[str] = "ActivationCoordinateActuator"
+    activation_time_constant: float = _num(0.01)
+    default_activation: float = _num(0.5)
 
 
 @register_force

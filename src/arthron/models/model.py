@@ -262,7 +262,9 @@ class Constraint:
     ``type``: CoordinateCouplerConstraint (``properties``: ``independent_coordinates``,
     ``dependent_coordinate``, ``function``, ``scale_factor``), PointConstraint
     (``body1``/``body2`` frame paths, ``location_body_1``/``_2``), WeldConstraint,
-    PointOnLineConstraint, ...
+    PointOnLineConstraint (``line_body``/``follower_body`` frame paths, ``line_direction_vec``
+    and ``point_on_line`` in the line body, ``point_on_follower`` in the follower body: the
+    follower point stays on the line, two equations), ...
 
     ``PointOnEllipsoidConstraint`` (arthron's own; OpenSim 4.6 has no such class): a point of
     one body stays on an ellipsoid fixed to another frame, one equation

@@ -1,7 +1,7 @@
 """Constrained dynamics: the model constraints' bias, loads and multipliers.
 
 Model constraints (closed chains: PointConstraint, ConstantDistanceConstraint,
-CoordinateCouplerConstraint, PointOnEllipsoidConstraint; :mod:`arthron.multibody.constraints`) enter the equations of motion
+CoordinateCouplerConstraint, PointOnLineConstraint, PointOnEllipsoidConstraint; :mod:`arthron.multibody.constraints`) enter the equations of motion
 with Lagrange multipliers μ: ``M q̈ = Q + Dᵀh − DᵀMγ + Gᵀμ``, ``G q̈ + Ġq̇ = 0``
 (Blajer & Czaplicki 2005, Eq. 2.2 form; G = ∂c/∂q). This module gives the constraint bias
 ``Ġq̇`` (:func:`constraint_bias`), the body loads and mobility forces of given multipliers
@@ -95,9 +95,30 @@ def constraint_bias(tree: Tree, q, qd, constraints, kin=None) -> np.ndarray:
             out.append((-sc * f.derivative(q[:, ind], 2) * qd[:, ind] ** 2)[:, None])
         elif kind == "ellipsoid":
             out.append(_ellipsoid_bias(tree, kin0, cs, it, pt)[:, None])
+        elif kind == "line":
+            out.append(_line_bias(tree, kin0, cs, it, pt))
         else:
             raise UnsupportedFeature(f"{kind} constraint '{it[1]}' in forward dynamics for joint reactions")
     return np.concatenate(out, -1) if out else np.zeros((T, 0))
+
+
+def _line_bias(tree, kin0, cs, it, pt):
+    """Φ̈ at q̈ = 0 of a PointOnLineConstraint's two rows (m/s²): Φ_k = n_k·r with r = P_f − P_l
+    (follower point minus the line's point) and n_k fixed in the line body (ṅ = ω × n), so
+    Φ̈_k = (α × n_k + ω × (ω × n_k))·r + 2 (ω × n_k)·ṙ + n_k·r̈."""
+    T = kin0.o.shape[0]
+    P, vf, af = pt(it[4], it[5])
+    Pl, vl, al = pt(it[2], it[3])
+    if it[2] >= 0:
+        n = tree.body_node[it[2]]
+        w, alpha = kin0.w[:, n], kin0.al[:, n]
+    else:
+        w = alpha = np.zeros((T, 3))
+    N = cs._line_normals(kin0, it)                                   # (T, 2, 3)
+    wn = np.cross(w[:, None, :], N)
+    ndd = np.cross(alpha[:, None, :], N) + np.cross(w[:, None, :], wn)
+    return (np.einsum("tki,ti->tk", ndd, P - Pl) + 2.0 * np.einsum("tki,ti->tk", wn, vf - vl)
+            + np.einsum("tki,ti->tk", N, af - al))
 
 
 def _ellipsoid_bias(tree, kin0, cs, it, pt):
@@ -133,6 +154,8 @@ def constraint_loads(tree: Tree, q, constraints, mu, kin=None):
     PointOnEllipsoidConstraint: ``mu g`` on the point's body at the point and ``−mu g`` on the
     ellipsoid's body there (g = world gradient of Φ, 1/m; mu in N·m);
     ConstantDistanceConstraint: ``mu u`` and ``−mu u`` along the line of the points;
+    PointOnLineConstraint: ``Σ mu_k n_k`` (N; n_k the two normals to the line) on the follower
+    at its point, its opposite on the line's body at the same point;
     CoordinateCouplerConstraint: mobility forces ``mu`` on the dependent and
     ``−mu s f'(q_ind)`` on the independent coordinate (transmitted by their joints).
 
@@ -165,6 +188,16 @@ def constraint_loads(tree: Tree, q, constraints, mu, kin=None):
             gen[:, dep] += mu[:, r0]
             gen[:, ind] -= mu[:, r0] * sc * fn.derivative(q[:, ind], 1)
             r0 += 1
+            continue
+        elif kind == "line":
+            # Σ μ_k n_k on the follower at its point, the opposite on the line's body there
+            f = np.einsum("tk,tki->ti", mu[:, r0:r0 + 2], cs._line_normals(kin0, it))
+            P = pos(it[4], it[5]) if it[4] >= 0 else np.broadcast_to(it[5], (T, 3))
+            r0 += 2
+            for b, sgn in ((it[4], 1.0), (it[2], -1.0)):
+                if b >= 0:
+                    loads.append(ExternalLoad(body=tree.body_names[b], force=sgn * f, point=P,
+                                              name=f"constraint_{it[1]}"))
             continue
         elif kind == "ellipsoid":
             # μ g on the point's body at P, −μ g on the ellipsoid's body at the same point

@@ -29,18 +29,20 @@ evaluates, vectorized over frames:
   refused by name;
 * ``BushingForce`` on frames of the model: ``f = −K dq − D dq̇`` on the deflection dq
   (body-fixed X-Y-Z angles and translation of frame2 in frame1), mapped to a force and moment on
-  each frame as OpenSim's ``TwoFrameLinker`` does (bushings on offset frames they own are
-  refused by name);
+  each frame as OpenSim's ``TwoFrameLinker`` does; the frames may be offset frames the
+  bushing owns (its ``<frames>``, as in OpenSim's ToyLanding models and 3.x bushings upgraded);
 * ``ExpressionBasedCoordinateForce``: ``expression(q, qdot)`` on its coordinate, and
   ``ExpressionBasedPointToPointForce``: ``expression(d, ddot)`` along the line between its two
   points (OpenSim's Lepton grammar, :func:`arthron.models.functions.lepton_expression`);
 * actuators (CoordinateActuator, PathActuator, muscles when not excluded, ...) produce force
   only from controls or activations, which inverse dynamics does not have: CoordinateActuator
-  and PathActuator give zero (control 0), muscles are reported as not applied.
+  and PathActuator give zero (control 0), muscles are reported as not applied; an
+  ActivationCoordinateActuator applies ``default_activation × optimal_force``, as OpenSim's
+  InverseDynamicsTool does with the model's default activation state.
 
 OpenSim's own force classes that need what arthron does not evaluate (expression-based and
-coupled bushings, clutched springs, prescribed forces: :data:`REFUSED_FORCES`; bushings on
-frames they own; contact on meshes or between spheres) make
+coupled bushings, clutched springs, prescribed forces: :data:`REFUSED_FORCES`; contact on
+meshes or between spheres) make
 :func:`passive_forces` raise :class:`~arthron.errors.UnsupportedFeature` naming them, unless they
 are excluded (``forces_to_exclude``), since leaving them out would change the result silently.
 Other classes (plugins such as ``Smith2018ArticularContactForce``, which OpenSim itself only
@@ -48,6 +50,7 @@ applies with its plugin library) are listed as not applied, so callers can warn.
 """
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 
 import numpy as np
@@ -163,6 +166,11 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
             other = [g for g in names if g not in model.contact_geometry]
             if other:
                 refused.append(f"ElasticFoundationForce '{f.name}' (on {', '.join(other)})")
+        elif f.type == "ActivationCoordinateActuator":
+            # its force follows an activation state; OpenSim's tools evaluate it in the
+            # model's default state: default_activation × optimal_force
+            c = _coordinate_index(model, tree, f)
+            tau[:, c] += float(f.default_activation) * float(f.optimal_force)
         elif f.type in ZERO_WITHOUT_CONTROLS:
             continue
         elif f.type in REFUSED_FORCES:
@@ -267,12 +275,19 @@ def _bushing_loads(model, tree, kin, f):
             raise UnsupportedFeature(f"BushingForce '{f.name}' names no socket_frame1/2 (the 3.x "
                                      "body_1/location_body_1 form is not applied by arthron)",
                                      model.source)
-        try:
-            base, X = model.frame_in_base(ref if (ref or "").startswith("/") else f"/{ref}")
-        except ModelFileError:
+        # a relative socket path is resolved from the force first (the offset frames a
+        # bushing owns are /forceset/<name>/<frame>), then from the model's root
+        owned = posixpath.normpath(posixpath.join(f"/forceset/{f.name}", ref))
+        cands = [ref] if ref.startswith("/") else [owned, f"/{ref}"]
+        for cand in cands:
+            try:
+                base, X = model.frame_in_base(cand)
+                break
+            except ModelFileError:
+                continue
+        else:
             raise UnsupportedFeature(f"BushingForce '{f.name}': frame '{ref}' is not a frame of "
-                                     "the model (bushings on offset frames they own are not "
-                                     "applied by arthron)", model.source) from None
+                                     "the model", model.source)
         if base == GROUND:
             z = np.zeros((T, 3))
             return None, np.broadcast_to(np.eye(3), (T, 3, 3)), z, z, z, X

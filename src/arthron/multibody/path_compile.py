@@ -34,7 +34,8 @@ class _Path:
     body: np.ndarray        # (np,) body index (nb for ground)
     loc: np.ndarray         # (np, 3) location in the base body frame (default for moving)
     cond: list              # [(k, coord, lo, hi)]
-    moving: list            # [(k, R_BF (3,3), p_BF (3,), [(axis, func, coord)])]
+    moving: list            # [(k, R_BF (3,3), p_BF (3,), [(axis, func, coord, lo, hi)])]:
+                            # the coordinate is clamped to its range [lo, hi] (as OpenSim 4.6)
     wraps: list             # [_Wrap]
     slots: list = field(default_factory=list)   # first tag offset of each wrap's nodes
     nslots: int = 0         # tag offsets in all (2 per wrap, 4 per WrapDoubleCylinderObst)
@@ -229,16 +230,17 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
                     fn = pt.location_functions[ax] if pt.location_functions else None
                     cn = pt.location_coordinates[ax] if pt.location_coordinates else None
                     if fn is None:
-                        terms.append((ax, None, -1))
+                        terms.append((ax, None, -1, -np.inf, np.inf))
                         continue
                     if cn is None or cn not in cidx:
                         if cn is None and fn.is_constant:
-                            terms.append((ax, fn, -1))
+                            terms.append((ax, fn, -1, -np.inf, np.inf))
                             continue
                         raise ModelFileError(f"MovingPathPoint '{pt.name}' of '{name}' names "
                                              f"coordinate '{cn}', which the model does not have",
                                              model.source)
-                    terms.append((ax, fn, cidx[cn]))
+                    lo, hi = (float(v) for v in model.coordinates[cn].range)
+                    terms.append((ax, fn, cidx[cn], min(lo, hi), max(lo, hi)))
                 moving.append((k, X.R.copy(), X.p.copy(), terms))
         wraps = []
         for pw in f.path.wraps:

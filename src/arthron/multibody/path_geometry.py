@@ -63,11 +63,15 @@ def _point_locals(path: _Path, q):
     for k, R, p, terms in path.moving:
         v = np.zeros((T, 3))
         per_c = {}
-        for ax, fn, c in terms:
+        for ax, fn, c, lo, hi in terms:
             if fn is None:
                 continue
             x = q[:, c] if c >= 0 else np.zeros(T)
-            v[:, ax] = fn.value(x)
+            # As OpenSim 4.6's MovingPathPoint: the location at the coordinate clamped to
+            # its range (outside it the point stands still), while the derivative (moment
+            # arms, speeds) is the function's at the coordinate itself
+            xc = np.clip(x, lo, hi)
+            v[:, ax] = fn.value(xc)
             if c >= 0:
                 d = per_c.setdefault(c, np.zeros((T, 3)))
                 d[:, ax] += fn.derivative(x, 1)

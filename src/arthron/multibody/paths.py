@@ -5,7 +5,10 @@ A path (OpenSim ``GeometryPath``) is an ordered list of path points on bodies:
 * ``PathPoint``: fixed on its frame;
 * ``ConditionalPathPoint``: part of the path only while its coordinate lies in ``range``
   (bounds widened by 1e-5, as OpenSim's ``isActive`` does);
-* ``MovingPathPoint``: its x, y, z in the frame are functions of coordinates;
+* ``MovingPathPoint``: its x, y, z in the frame are functions of coordinates, evaluated (as
+  OpenSim 4.6 does) at the coordinate clamped to its ``range``, so that beyond the range the
+  point stands still; their derivatives (moment arms, speeds) are taken at the coordinate
+  itself, as OpenSim's are;
 
 plus ``PathWrap`` entries that let the path wrap over wrap objects (WrapSphere, WrapCylinder,
 WrapEllipsoid, WrapTorus, with or without a quadrant; see :mod:`arthron.geometry.wrapping`).

@@ -300,9 +300,8 @@ class InverseKinematics(LevenbergMarquardtIK):
     Raises
     ------
     OptionError for bad task weights, task values or constraint weight.
-    UnsupportedFeature for model constraints other than CoordinateCoupler, Point and
-    ConstantDistance constraints (Weld: :mod:`arthron.multibody.constraints` has no residuals for
-    it yet).
+    UnsupportedFeature for model constraints other than CoordinateCoupler, Point,
+    ConstantDistance, PointOnLine and PointOnEllipsoid constraints (Weld).
     """
 
     def __init__(self, model: Model, tasks: IKTasks | None = None, constraint_weight=math.inf,
@@ -375,9 +374,9 @@ class InverseKinematics(LevenbergMarquardtIK):
                                     source=model.source, name=model.name)
             self.cset = compile_constraints(proxy, tr)
             for it in self.cset.items:
-                if it[0] not in ("point", "distance", "ellipsoid"):
+                if it[0] not in ("point", "distance", "ellipsoid", "line"):
                     raise UnsupportedFeature(f"IK with a {it[0]} constraint ('{it[1]}'): only Point, "
-                                             "ConstantDistance, PointOnEllipsoid and "
+                                             "ConstantDistance, PointOnLine, PointOnEllipsoid and "
                                              "CoordinateCoupler constraints", model.source)
             # Simbody's position error of a ConstantDistance (Rod) constraint is
             # (|p|² − d²)/2, which is what a finite constraint weight penalises
@@ -386,7 +385,7 @@ class InverseKinematics(LevenbergMarquardtIK):
             for it in self.cset.items:
                 if it[0] == "distance":
                     self._dist_rows.append((row, float(it[6])))
-                row += {"point": 3, "distance": 1, "ellipsoid": 1}[it[0]]
+                row += {"point": 3, "distance": 1, "ellipsoid": 1, "line": 2}[it[0]]
         self.exact = self.cset is not None and math.isinf(self.constraint_weight)
         # PointConstraints only: their two points as stations (one cheap evaluation gives
         # residuals and Jacobian)
