@@ -88,9 +88,10 @@ def _compare(files, ref_dir, *, accelerations=True) -> dict:
 @needs_data
 @needs_opensim
 def test_arm26_without_muscles_every_column_as_opensim(tmp_path, monkeypatch):
-    """arm26, IK motion filtered at 6 Hz, every body in degrees, the coordinates, a hand point:
-    positions, velocities and (gravity-driven) accelerations as OpenSim's to its 8 decimals
-    (measured worst: 5e-9 everywhere, i.e. the rounding of OpenSim's file)."""
+    """arm26 with its force set replaced by an empty one, IK motion filtered at 6 Hz, every body
+    in degrees, the coordinates, a hand point: positions, velocities and (gravity-driven)
+    accelerations as OpenSim's to its 8 decimals (measured worst: 5e-9 everywhere, i.e. the
+    rounding of OpenSim's file)."""
     setup = _setup(tmp_path, "arm", ARM26, ARM_MOT, [
         BODY.format(name="BodyKinematics", n=1, deg="true", bodies="all", local="false"),
         KIN.format(name="Kinematics", n=1, deg="true", coords="all"),
@@ -110,30 +111,39 @@ def test_arm26_without_muscles_every_column_as_opensim(tmp_path, monkeypatch):
 @needs_data
 @needs_opensim
 def test_arm26_options_and_joint_reaction_in_one_setup(tmp_path, monkeypatch):
-    """arm26 with its muscles, as a user's setup: a subset of bodies with the whole-body COM,
-    results in the bodies' frames, radians, step_interval 4; a subset of coordinates; a point
-    relative to the humerus; and a JointReaction in the same AnalysisSet. Positions and velocities
-    as OpenSim's (worst 5e-9); the accelerations are not: OpenSim drives them with the muscles at
-    their default, unequilibrated states, arthron with none, and says so."""
-    setup = _setup(tmp_path, "arm", ARM26, ARM_MOT, [
+    """arm26 with its muscles, as a user's setup (BIClong given a default_fiber_length of
+    0.12 m): a subset of bodies with the whole-body COM, results in the bodies' frames, radians,
+    step_interval 4; a subset of coordinates; a point relative to the humerus; and a
+    JointReaction in the same AnalysisSet. Every column as OpenSim's, the accelerations too:
+    OpenSim drives them with the muscles' tendon forces at their default, unequilibrated states
+    (elbow accelerations of −2.6e5 deg/s²), and so does arthron. Measured worst: 5e-9 (file
+    rounding) except dudt, 1.2e-8 deg/s² on 2.6e5."""
+    text = ARM26.read_text().replace('<Thelen2003Muscle name="BIClong">',
+                                     '<Thelen2003Muscle name="BIClong"><default_fiber_length>0.12'
+                                     "</default_fiber_length>", 1)
+    assert "0.12</default_fiber_length>" in text
+    (tmp_path / "arm26_dfl.osim").write_text(text)
+    setup = _setup(tmp_path, "arm", tmp_path / "arm26_dfl.osim", ARM_MOT, [
         BODY.format(name="BK", n=4, deg="false", bodies="r_humerus center_of_mass", local="true"),
         KIN.format(name="Kinematics", n=1, deg="true", coords="r_elbow_flex"),
         POINT.format(n=3, body="r_ulna_radius_hand", rel="r_humerus", pname="wrist", point="0 -0.25 0"),
         JR.format(forces=ARM_SO)], t0=0.1, t1=0.9)
     _opensim(setup, monkeypatch)
-    with pytest.warns(ArthronWarning, match="default, unequilibrated"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")       # every muscle is a Thelen2003Muscle: nothing left out
         files = run_analyze(setup, results_dir=tmp_path / "arthron")
     names = sorted(f.name for f in files)
     assert names == sorted(p.name for p in (tmp_path / "osim").iterdir())
     assert "arm_BK_vel_bodyLocal.sto" in names and "arm_PointKinematics_wrist_acc.sto" in names
-    worst = _compare([f for f in files if "Reaction" not in f.name], tmp_path / "osim",
-                     accelerations=False)
-    assert max(worst.values()) < 1e-8
+    worst = _compare([f for f in files if "Reaction" not in f.name], tmp_path / "osim")
+    assert max(worst.values()) < 1e-7
     bk = read_sto(tmp_path / "arthron" / "arm_BK_pos_global.sto")
     assert bk.labels == ["r_humerus_X", "r_humerus_Y", "r_humerus_Z", "r_humerus_Ox", "r_humerus_Oy",
                          "r_humerus_Oz", "center_of_mass_X", "center_of_mass_Y", "center_of_mass_Z"]
+    assert len(bk.time) < len(read_sto(tmp_path / "arthron" / "arm_Kinematics_q.sto").time) / 3
     # the JointReaction of the mixed setup is the one a setup with it alone gives
-    alone = _setup(tmp_path, "jr", ARM26, ARM_MOT, [JR.format(forces=ARM_SO)], t0=0.1, t1=0.9)
+    alone = _setup(tmp_path, "jr", tmp_path / "arm26_dfl.osim", ARM_MOT, [JR.format(forces=ARM_SO)],
+                   t0=0.1, t1=0.9)
     (ref,) = run_analyze(alone, results_dir=tmp_path / "alone")
     got = read_sto(tmp_path / "arthron" / "arm_JointReaction_ReactionLoads.sto")
     np.testing.assert_array_equal(got.data, read_sto(ref).data)
@@ -142,15 +152,16 @@ def test_arm26_options_and_joint_reaction_in_one_setup(tmp_path, monkeypatch):
 @needs_data
 @needs_opensim
 def test_gait2354_walk_with_ground_reactions_as_opensim(tmp_path, monkeypatch):
-    """The Gait2354 walk (subject01_simbody, its IK motion filtered at 6 Hz, 0.6–1.4 s) with its
-    ground reactions, muscles replaced: every body, three coordinates every third frame, the
-    heel relative to the pelvis. Worst differences: 5e-9 (file rounding) except the bodies'
-    accelerations, 6.4e-7 deg/s² on angular accelerations of 1.6e6 deg/s² (4e-13 relative)."""
+    """The Gait2354 walk (subject01_simbody with its 54 muscles, its IK motion filtered at 6 Hz,
+    0.6–1.4 s) with its ground reactions: every body, three coordinates every third frame, the
+    heel relative to the pelvis. Worst differences: 5e-9 (file rounding) except the
+    accelerations, 1.6e-6 deg/s² on body angular accelerations of 6.0e6 deg/s² (3e-13 relative)
+    and 2.4e-7 on coordinate accelerations of 8.0e6."""
     setup = _setup(tmp_path, "walk", GAIT2354_SUBJECT, GAIT_MOT, [
         BODY.format(name="BodyKinematics", n=1, deg="true", bodies="all", local="false"),
         KIN.format(name="Kin", n=3, deg="true", coords="pelvis_tx hip_flexion_r knee_angle_r"),
         POINT.format(n=1, body="calcn_r", rel="pelvis", pname="heel", point="0 0.01 -0.005")],
-        t0=0.6, t1=1.4, grf=GAIT_GRF, no_muscles=True)
+        t0=0.6, t1=1.4, grf=GAIT_GRF)
     _opensim(setup, monkeypatch)
     files = run_analyze(setup, results_dir=tmp_path / "arthron")
     assert sorted(f.name for f in files) == sorted(p.name for p in (tmp_path / "osim").iterdir())

@@ -11,11 +11,15 @@ the forces the model applies at these states (gravity, the external loads of the
 limit forces, ligaments; muscles and actuators see below). arthron computes them with
 :func:`arthron.multibody.forward_dynamics.forward_accelerations`, as its JointReaction does.
 
-Muscles: OpenSim applies each muscle's force at its *default* (unequilibrated) state, since the
-coordinates file gives no muscle state; arthron applies no muscle or actuator force (a warning
-says so). The accelerations of models with muscles therefore differ from OpenSim's unless the
-setup replaces the force set (``replace_force_set``) by one without muscles; positions and
-velocities never depend on forces.
+Muscles: the coordinates file gives no muscle state, so OpenSim applies each muscle's force at its
+*default* (unequilibrated) state: fiber length ``default_fiber_length`` (0.1 m unless the model
+says otherwise), activation ``default_activation``. For ``Thelen2003Muscle`` that force is the
+tendon's, ``F_iso f_se(l_T / l_s)`` with ``l_T = L − l_M cos φ`` (fixed-width pennation, fiber
+clamped at its minimum length; Thelen 2003's tendon curve with OpenSim's exact toe constants),
+whatever the activation: arthron applies exactly that along the paths
+(:func:`thelen_default_state_tensions`). Other muscle models and actuators apply no force in
+arthron (a warning names them), so the accelerations of such models differ from OpenSim's;
+positions and velocities never depend on forces.
 
 Results are typed objects whose ``to_table`` gives the tables OpenSim writes (labels, units,
 names, descriptions); writing them is :mod:`arthron.tools.analyze_tool`.
@@ -42,7 +46,7 @@ from .actuators import path_loads
 from .filtering import prepare_coordinates
 from .inverse_dynamics import external_loads_from_setup, frame_chunks, slice_loads
 
-__all__ = ["AnalysisStates", "analysis_states", "BodyKinematicsResult", "body_kinematics",
+__all__ = ["AnalysisStates", "analysis_states", "thelen_default_state_tensions", "BodyKinematicsResult", "body_kinematics",
            "CoordinateKinematicsResult", "coordinate_kinematics", "PointKinematicsResult",
            "point_kinematics", "body_fixed_xyz", "CENTER_OF_MASS"]
 
@@ -79,7 +83,8 @@ class AnalysisStates:
 
 
 def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, external_loads=None,
-                    loads_table=None, tree: Tree | None = None) -> AnalysisStates:
+                    loads_table=None, tree: Tree | None = None,
+                    default_fiber_lengths: dict | None = None) -> AnalysisStates:
     """The states of OpenSim 4.6's AnalyzeTool on a coordinates file (see the module docstring).
 
     Parameters
@@ -87,7 +92,9 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
     model : Model; motion : Table of coordinates (degrees honoured; missing coordinates at their
     defaults); lowpass_hz : cut-off (Hz) or None/≤ 0 for none; time_range : (t0, t1) s or None;
     external_loads : arthron.io.setup.ExternalLoads or None (``loads_table``: its data, default
-    its ``datafile``); tree : compiled tree (default compiled from ``model``).
+    its ``datafile``); tree : compiled tree (default compiled from ``model``);
+    default_fiber_lengths : {muscle name: (default_fiber_length m, maximum_pennation_angle rad)}
+    for the muscles whose file gives them (each of the two may be None: OpenSim's defaults).
 
     Returns
     -------
@@ -108,12 +115,19 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
     if tree.angular_velocity_groups:
         from ..multibody.kinematics import qdot_from_speeds
         qd = qdot_from_speeds(tree, q, u)
-    muscles = [n for n, m in model.muscles.items() if m.applies_force]
-    if muscles:
-        warnings.warn(f"model '{model.name}': accelerations without muscle forces (OpenSim applies "
-                      f"{len(muscles)} muscles at their default, unequilibrated states): the "
-                      "accelerations differ from OpenSim's; positions and velocities do not",
-                      ArthronWarning, stacklevel=2)
+    applied = [m for m in model.muscles.values() if m.applies_force]
+    thelen = [m for m in applied if m.type == "Thelen2003Muscle"]
+    others = [m for m in applied if m.type != "Thelen2003Muscle"]
+    if others:
+        warnings.warn(f"model '{model.name}': {len(others)} muscles ({', '.join(sorted({m.type for m in others}))}) "
+                      "apply no force to the accelerations (OpenSim applies them at their default, "
+                      "unequilibrated states): the accelerations differ from OpenSim's; positions "
+                      "and velocities do not", ArthronWarning, stacklevel=2)
+    paths = None
+    if thelen:
+        from ..multibody.paths import compile_paths
+        paths = compile_paths(model, tree, forces=[m.name for m in thelen])
+        fiber = default_fiber_lengths or {}
     loads = []
     if external_loads is not None:
         if loads_table is None:
@@ -127,9 +141,49 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
     qdd = np.empty_like(q)
     for s in frame_chunks(len(t)):
         gen, chunk_loads = _applied(model, tree, q[s], qd[s], list(slice_loads(loads, s)))
+        if paths is not None:
+            from ..multibody.paths import path_lengths
+            tension = thelen_default_state_tensions(thelen, path_lengths(paths, tree, q[s]), fiber)
+            m_loads, m_gen = path_loads(paths, tree, q[s], tension)
+            chunk_loads += m_loads
+            if m_gen.any():
+                gen = m_gen if gen is None else gen + m_gen
         qdd[s] = forward_accelerations(tree, q[s], qd[s], gen, chunk_loads, locked=locked,
                                        constraints=cs)
     return AnalysisStates(time=t, q=q, u=u, qd=qd, qdd=qdd)
+
+
+def _thelen_fse(x, e0):
+    """Thelen 2003's normalized tendon force at strain x (OpenSim's exact toe constants)."""
+    t1 = np.exp(3.0)
+    e_toe = 99.0 * e0 * t1 / (166.0 * t1 - 67.0)
+    k_lin = 0.67 / (e0 - e_toe)
+    toe = 0.33 / (np.exp(3.0) - 1.0) * (np.exp(3.0 * x / e_toe) - 1.0)
+    return np.where(x > e_toe, k_lin * (x - e_toe) + 0.33, np.where(x > 0.0, toe, 0.0))
+
+
+def thelen_default_state_tensions(muscles, lengths, default_fiber_lengths=None) -> np.ndarray:
+    """Tensions (T, m) N of ``Thelen2003Muscle`` s at their default states and path lengths
+    ``lengths`` (T, m) m: ``F_iso f_se((L − l_M cos φ)/l_s − 1)``, l_M the default fiber length
+    (0.1 m, or ``default_fiber_lengths[name][0]``) clamped at the fixed-width pennation model's
+    minimum ``h / sin φ_max`` (h = l_opt sin φ_opt, φ_max = acos 0.1 or
+    ``default_fiber_lengths[name][1]``), sin φ = h / l_M; f_se Thelen (2003)'s tendon curve with
+    ``FmaxTendonStrain`` (0.04 when absent) and OpenSim's exact toe constants
+    (``Thelen2003Muscle::calcfse``). What OpenSim's ``computeActuation`` returns there."""
+    L = np.atleast_2d(np.asarray(lengths, float))
+    out = np.zeros_like(L)
+    given = default_fiber_lengths or {}
+    for k, m in enumerate(muscles):
+        lce, pmax = given.get(m.name, (None, None))
+        lce = 0.1 if lce is None else float(lce)
+        pmax = np.arccos(0.1) if pmax is None else float(pmax)
+        h = float(m.optimal_fiber_length) * np.sin(float(m.pennation_angle_at_optimal))
+        lce = max(lce, h / np.sin(pmax))
+        cos_phi = np.sqrt(1.0 - (h / lce) ** 2)
+        e0 = 0.04 if m.FmaxTendonStrain is None else float(m.FmaxTendonStrain)
+        strain = (L[:, k] - lce * cos_phi) / float(m.tendon_slack_length) - 1.0
+        out[:, k] = float(m.max_isometric_force) * _thelen_fse(strain, e0)
+    return out
 
 
 def _applied(model, tree, q, qd, loads):

@@ -13,6 +13,7 @@ in the bodies' frames), ``<tool name>_Kinematics_q.sto`` / ``_u`` / ``_dudt``,
 """
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -287,7 +288,27 @@ def _kinematics_states(st: AnalyzeSetup, model: Model, motion, tree: Tree) -> An
     ext, loads_table = _external_loads(st.external_loads_file)
     lp = st.lowpass_hz if st.lowpass_hz > 0 else None
     return analysis_states(model, motion, lowpass_hz=lp, time_range=st.time_range,
-                           external_loads=ext, loads_table=loads_table, tree=tree)
+                           external_loads=ext, loads_table=loads_table, tree=tree,
+                           default_fiber_lengths=_muscle_defaults(model))
+
+
+def _muscle_defaults(model: Model) -> dict:
+    """{muscle: (default_fiber_length, maximum_pennation_angle)} of the muscles whose file gives
+    either (kept verbatim by the reader among the properties arthron does not model)."""
+    out = {}
+    for name, m in model.muscles.items():
+        xml = getattr(m, "unmodelled_xml", "") or ""
+        vals = []
+        for tag in ("default_fiber_length", "maximum_pennation_angle"):
+            hit = re.search(rf"<{tag}>\s*([^<]+?)\s*</{tag}>", xml)
+            try:
+                vals.append(float(hit.group(1)) if hit else None)
+            except ValueError:
+                raise DataFileError(f"muscle '{name}': <{tag}> {hit.group(1)!r} is not a number",
+                                    model.source) from None
+        if any(v is not None for v in vals):
+            out[name] = tuple(vals)
+    return out
 
 
 def _setting_error(st: AnalyzeSetup, el, tag: str, what: str) -> DataFileError:
@@ -378,8 +399,9 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     files as ``arthron so --setup``; each analysis solves on its own, as in OpenSim, where
     StaticOptimization works on its own copy of the model), and the kinematics analyses' files
     (:func:`_kinematics_files`; computed by :mod:`arthron.solvers.kinematics_analyses` over
-    AnalyzeTool's states, the accelerations by forward dynamics as OpenSim realizes them; a
-    model's muscles apply no force there, with a warning). Each analysis' ``step_interval`` keeps the
+    AnalyzeTool's states, the accelerations by forward dynamics as OpenSim realizes them, with
+    Thelen2003Muscles at their default states; other muscle models apply no force there, with a
+    warning). Each analysis' ``step_interval`` keeps the
     frames OpenSim records (:func:`step_rows`). Other analyses are skipped with a warning.
     ``only``: the analysis classes to run (default :data:`SUPPORTED_ANALYSES`);
     ``joint_reaction_file``: write the JointReaction result there instead.
