@@ -6,9 +6,9 @@ Run:  python benchmarks/bench_kinematics_analyses.py [n_frames_long]
 
 Cases
 -----
-* The Gait2354 walk (subject01_simbody, its IK motion 0.6–1.4 s filtered at 6 Hz, its ground
-  reactions; force set replaced by an empty one so that both apply the same forces): every body,
-  every coordinate, a heel point. Medians of 3 runs.
+* The Gait2354 walk (subject01_simbody with its 54 Thelen2003Muscles at their default states,
+  its IK motion 0.6–1.4 s filtered at 6 Hz, its ground reactions): every body, every coordinate,
+  a heel point. Medians of 3 runs.
 * The same model on the walk tiled to ``n_frames_long`` frames (default 5000; no filter, no
   ground reactions). One OpenSim run, median of 3 for arthron.
 
@@ -33,7 +33,6 @@ from arthron.tools.analyze_tool import run_analyze  # noqa: E402
 SETUP = """<?xml version="1.0" encoding="UTF-8"?>
 <OpenSimDocument Version="40600"><AnalyzeTool name="walk">
   <model_file>{model}</model_file>
-  <replace_force_set>true</replace_force_set><force_set_files>{fs}</force_set_files>
   <results_directory>{out}</results_directory>
   <initial_time>{t0}</initial_time><final_time>{t1}</final_time>
   <AnalysisSet name="Analyses"><objects>
@@ -52,11 +51,8 @@ SETUP = """<?xml version="1.0" encoding="UTF-8"?>
 def _case(tmp: Path, label, motion, t0, t1, lowpass, grf, runs_opensim):
     import opensim
     opensim.Logger.setLevelString("error")
-    fs = tmp / "none.xml"
-    fs.write_text('<?xml version="1.0"?><OpenSimDocument Version="40000"><ForceSet name="none">'
-                  "<objects /><groups /></ForceSet></OpenSimDocument>")
     setup = tmp / f"{label}.xml"
-    setup.write_text(SETUP.format(model=GAIT_MODEL, fs=fs, out=tmp / f"{label}_osim", t0=t0, t1=t1,
+    setup.write_text(SETUP.format(model=GAIT_MODEL, out=tmp / f"{label}_osim", t0=t0, t1=t1,
                                   grf=grf or "", motion=motion, lowpass=lowpass))
     t_os = median_time(lambda: opensim.AnalyzeTool(str(setup)).run(), runs_opensim)
     with warnings.catch_warnings():
