@@ -40,7 +40,7 @@ from ..models.model import Model
 from ..models.motion import coordinates_from_table
 from ..multibody.forces import passive_forces
 from ..multibody.forward_dynamics import forward_accelerations
-from ..multibody.kinematics import Tree, compile_model, forward_kinematics
+from ..multibody.kinematics import Tree, _euler_xyz_rate_matrix, compile_model, forward_kinematics
 from ..tables import Table
 from .actuators import path_loads
 from .filtering import prepare_coordinates
@@ -48,7 +48,7 @@ from .inverse_dynamics import external_loads_from_setup, frame_chunks, slice_loa
 
 __all__ = ["AnalysisStates", "analysis_states", "thelen_default_state_tensions", "BodyKinematicsResult", "body_kinematics",
            "CoordinateKinematicsResult", "coordinate_kinematics", "PointKinematicsResult",
-           "point_kinematics", "body_fixed_xyz", "CENTER_OF_MASS"]
+           "point_kinematics", "body_fixed_xyz", "speed_derivatives", "CENTER_OF_MASS"]
 
 #: the special body name of BodyKinematics for the whole-body centre of mass
 CENTER_OF_MASS = "center_of_mass"
@@ -67,7 +67,8 @@ class AnalysisStates:
     time : (T,) s; q : (T, nq) coordinates (rad, m), model order; u : (T, nq) the speeds OpenSim
     sets (spline derivatives, rad/s, m/s); qd, qdd : (T, nq) coordinate rates and accelerations
     (forward dynamics); udot : (T, nq) the speeds' derivatives OpenSim reports (equal to qdd
-    except for the coordinates of ``tree.angular_velocity_groups``, where arthron reports q̈ too).
+    except for the coordinates of ``tree.angular_velocity_groups``, whose speeds are the
+    mobilizer's angular velocity: u̇ = A q̈ + Ȧ q̇, :func:`speed_derivatives`).
     """
 
     time: np.ndarray
@@ -150,7 +151,29 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
                 gen = m_gen if gen is None else gen + m_gen
         qdd[s] = forward_accelerations(tree, q[s], qd[s], gen, chunk_loads, locked=locked,
                                        constraints=cs)
-    return AnalysisStates(time=t, q=q, u=u, qd=qd, qdd=qdd)
+    return AnalysisStates(time=t, q=q, u=u, qd=qd, qdd=qdd, udot=speed_derivatives(tree, q, qd, qdd))
+
+
+def speed_derivatives(tree: Tree, q, qd, qdd) -> np.ndarray:
+    """u̇ (T, nq) of coordinate rates: q̈, except for the coordinates of
+    ``tree.angular_velocity_groups`` (body-fixed X-Y-Z angles whose Simbody speeds are ω_FM in F,
+    u = A(q) q̇), where u̇ = A q̈ + Ȧ q̇ (the inverse of
+    :func:`arthron.multibody.kinematics.qdot_from_speeds`)."""
+    udot = np.array(qdd, float, copy=True)
+    for g in tree.angular_velocity_groups:
+        c0, s0, c1, s1 = (np.cos(q[:, g[0]]), np.sin(q[:, g[0]]), np.cos(q[:, g[1]]),
+                          np.sin(q[:, g[1]]))
+        d0, d1 = qd[:, g[0]], qd[:, g[1]]
+        A = _euler_xyz_rate_matrix(q[:, g[0]], q[:, g[1]])
+        Ad = np.zeros_like(A)
+        Ad[:, 1, 1] = -s0 * d0
+        Ad[:, 2, 1] = c0 * d0
+        Ad[:, 0, 2] = c1 * d1
+        Ad[:, 1, 2] = -c0 * c1 * d0 + s0 * s1 * d1
+        Ad[:, 2, 2] = -s0 * c1 * d0 - c0 * s1 * d1
+        udot[:, g] = (np.einsum("tij,tj->ti", A, qdd[:, g])
+                      + np.einsum("tij,tj->ti", Ad, qd[:, g]))
+    return udot
 
 
 def _thelen_fse(x, e0):
