@@ -221,3 +221,25 @@ def test_bad_values_name_the_setup_and_the_element(tmp_path, analysis, element, 
             run_analyze(setup, results_dir=tmp_path / "out")
     assert str(setup) in str(e.value) and "line " in str(e.value)
     assert not (tmp_path / "out").exists()        # nothing written, not even the valid analysis
+
+
+@needs_data
+def test_cli_analyze_runs_the_kinematics_analyses_and_refuses_bad_ones(tmp_path, capsys):
+    """``arthron analyze --setup``: the nine files written and printed; a bad body name is one
+    line naming the setup, its line and the element, exit status 2, nothing written."""
+    from arthron.cli import main
+    good = [BODY.format(name="BodyKinematics", n=1, deg="true", bodies="all", local="false"),
+            KIN.format(name="Kinematics", n=1, deg="false", coords="all"),
+            POINT.format(n=1, body="r_ulna_radius_hand", rel="none", pname="hand", point="0 -0.3 0")]
+    setup = _setup(tmp_path, "arm", ARM26, ARM_MOT, good, t0=0, t1=1)
+    assert main(["analyze", "--setup", str(setup), "--output-dir", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert len(list((tmp_path / "a").iterdir())) == 9 and out.count("arm_") == 9
+    q = read_sto(tmp_path / "a" / "arm_Kinematics_q.sto")
+    assert q.in_degrees is False and q.labels == ["r_shoulder_elev", "r_elbow_flex"]
+    bad = _setup(tmp_path, "bad", ARM26, ARM_MOT, [good[0].replace("<bodies>all", "<bodies>r_humerus femur")],
+                 t0=0, t1=1)
+    assert main(["analyze", "--setup", str(bad), "--output-dir", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(bad) in err[0] and "<bodies>" in err[0] and "'femur'" in err[0]
+    assert not (tmp_path / "b").exists()
