@@ -108,7 +108,7 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
     tree = compile_model(model) if tree is None else tree
     vals = coordinates_from_table(model, motion, missing="default")
     lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
-    t, q, u, ud = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range)
+    t, q, u, _ = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range)
     if any(c.enabled for c in model.constraints):
         from ..multibody.constraints import assemble
         q = assemble(model, tree, q)
@@ -461,11 +461,6 @@ class PointKinematicsResult:
                                      self.relative_to, self.point_name)
 
 
-def _frame_index(tree: Tree, name: str) -> int:
-    """Body index of a body name or ``/bodyset/`` path; −1 for ground; ModelFileError else."""
-    return tree.body_index(name)
-
-
 def point_kinematics(tree: Tree, states: AnalysisStates, body: str, point, *, relative_to=None,
                      point_name: str = "NONAME") -> PointKinematicsResult:
     """OpenSim's PointKinematics of ``point`` (3,) m, fixed in ``body`` (a body name, a
@@ -474,9 +469,9 @@ def point_kinematics(tree: Tree, states: AnalysisStates, body: str, point, *, re
     acceleration expressed in it).
 
     Raises ModelFileError naming a body the model does not have."""
-    b = _frame_index(tree, body)
+    b = tree.body_index(body)
     rel = None if relative_to is None or str(relative_to).lower() == "none" else relative_to
-    rb = None if rel is None else _frame_index(tree, rel)
+    rb = None if rel is None else tree.body_index(rel)
     c = np.asarray(point, float).reshape(3)
     T = len(states.time)
     kin = forward_kinematics(tree, states.q, states.qd, states.qdd)
