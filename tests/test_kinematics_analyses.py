@@ -243,3 +243,28 @@ def test_cli_analyze_runs_the_kinematics_analyses_and_refuses_bad_ones(tmp_path,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(bad) in err[0] and "<bodies>" in err[0] and "'femur'" in err[0]
     assert not (tmp_path / "b").exists()
+
+
+@needs_data
+def test_long_trials_in_chunks_of_frames_give_the_same_numbers(monkeypatch):
+    """States, body and point kinematics computed in chunks of 7 frames (bounded memory for long
+    trials) equal the one-chunk computation bit for bit."""
+    import arthron.solvers.inverse_dynamics as inverse_dynamics
+    from arthron.io.osim import read_osim
+    from arthron.multibody.kinematics import compile_model
+    from arthron.solvers.kinematics_analyses import analysis_states, body_kinematics, point_kinematics
+    model = read_osim(ARM26)
+    tree = compile_model(model)
+    mot = read_sto(ARM_MOT)
+
+    def run():
+        st = analysis_states(model, mot, lowpass_hz=6, tree=tree)
+        bk = body_kinematics(tree, st, ["all"], local=True)
+        pk = point_kinematics(tree, st, "r_ulna_radius_hand", [0, -0.25, 0], relative_to="r_humerus")
+        return [st.qdd, st.udot] + [bk.to_table(k).data for k in ("pos", "vel", "acc")] + \
+               [pk.to_table(k).data for k in ("pos", "vel", "acc")]
+    whole = run()
+    monkeypatch.setattr(inverse_dynamics, "FRAME_CHUNK", 7)
+    assert len(inverse_dynamics.frame_chunks(len(mot.time))) > 10
+    for a, b in zip(run(), whole):
+        np.testing.assert_array_equal(a, b)

@@ -350,27 +350,28 @@ def body_kinematics(tree: Tree, states: AnalysisStates, bodies=None, *, local: b
         if n not in tree.body_names:
             raise ModelFileError(f"model '{tree.model_name}' has no body '{n}'")
         sel.append(tree.body_names.index(n))
-    kin = forward_kinematics(tree, states.q, states.qd, states.qdd)
     T = len(states.time)
     P, A, V, W, Acc, Al = (np.zeros((T, len(sel), 3)) for _ in range(6))
-    for k, b in enumerate(sel):
-        n = tree.body_node[b]
-        R = kin.node("R", n)
-        P[:, k], V[:, k], Acc[:, k] = _com_kinematics(tree, kin, b, R)
-        A[:, k] = body_fixed_xyz(R)
-        W[:, k], Al[:, k] = kin.node("w", n), kin.node("al", n)
-        if local:
-            for X in (V, W, Acc, Al):
-                X[:, k] = np.einsum("tji,tj->ti", R, X[:, k])
-    whole = None
+    m = np.asarray(tree.mass, float)
+    whole = {k: np.zeros((T, 3)) for k in ("pos", "vel", "acc")} if com else None
+    for s in frame_chunks(T):             # bounded memory whatever the trial's length
+        kin = forward_kinematics(tree, states.q[s], states.qd[s], states.qdd[s])
+        for k, b in enumerate(sel):
+            n = tree.body_node[b]
+            R = kin.node("R", n)
+            P[s, k], V[s, k], Acc[s, k] = _com_kinematics(tree, kin, b, R)
+            A[s, k] = body_fixed_xyz(R)
+            W[s, k], Al[s, k] = kin.node("w", n), kin.node("al", n)
+            if local:
+                for X in (V, W, Acc, Al):
+                    X[s, k] = np.einsum("tji,tj->ti", R, X[s, k])
+        if com:
+            for b in range(tree.nb):
+                if m[b] != 0.0:
+                    for x, y in zip(whole.values(), _com_kinematics(tree, kin, b)):
+                        x[s] += m[b] * y
     if com:
-        m = np.asarray(tree.mass, float)
-        acc = [np.zeros((T, 3)) for _ in range(3)]
-        for b in range(tree.nb):
-            if m[b] != 0.0:
-                for x, y in zip(acc, _com_kinematics(tree, kin, b)):
-                    x += m[b] * y
-        whole = {k: x / m.sum() for k, x in zip(("pos", "vel", "acc"), acc)}
+        whole = {k: x / m.sum() for k, x in whole.items()}
     return BodyKinematicsResult(np.array(states.time, float), [tree.body_names[b] for b in sel],
                                 P, A, V, W, Acc, Al, whole, bool(local), bool(in_degrees),
                                 tree.model_name)
@@ -474,20 +475,22 @@ def point_kinematics(tree: Tree, states: AnalysisStates, body: str, point, *, re
     rb = None if rel is None else tree.body_index(rel)
     c = np.asarray(point, float).reshape(3)
     T = len(states.time)
-    kin = forward_kinematics(tree, states.q, states.qd, states.qdd)
-    if b < 0:
-        p, v, a = np.broadcast_to(c, (T, 3)).copy(), np.zeros((T, 3)), np.zeros((T, 3))
-    else:
-        n = tree.body_node[b]
-        r = np.einsum("tij,j->ti", kin.node("R", n), c)
-        w, al = kin.node("w", n), kin.node("al", n)
-        p = kin.node("o", n) + r
-        v = kin.node("v", n) + cross(w, r)
-        a = kin.node("a", n) + cross(al, r) + cross(w, cross(w, r))
-    if rb is not None and rb >= 0:
-        n = tree.body_node[rb]
-        R = kin.node("R", n)
-        p = np.einsum("tji,tj->ti", R, p - kin.node("o", n))
-        v = np.einsum("tji,tj->ti", R, v)
-        a = np.einsum("tji,tj->ti", R, a)
+    p, v, a = (np.zeros((T, 3)) for _ in range(3))
+    for s in frame_chunks(T):             # bounded memory whatever the trial's length
+        kin = forward_kinematics(tree, states.q[s], states.qd[s], states.qdd[s])
+        if b < 0:
+            p[s] = c
+        else:
+            n = tree.body_node[b]
+            r = np.einsum("tij,j->ti", kin.node("R", n), c)
+            w, al = kin.node("w", n), kin.node("al", n)
+            p[s] = kin.node("o", n) + r
+            v[s] = kin.node("v", n) + cross(w, r)
+            a[s] = kin.node("a", n) + cross(al, r) + cross(w, cross(w, r))
+        if rb is not None and rb >= 0:
+            n = tree.body_node[rb]
+            R = kin.node("R", n)
+            p[s] = np.einsum("tji,tj->ti", R, p[s] - kin.node("o", n))
+            v[s] = np.einsum("tji,tj->ti", R, v[s])
+            a[s] = np.einsum("tji,tj->ti", R, a[s])
     return PointKinematicsResult(np.array(states.time, float), p, v, a, body, rel, point_name)
