@@ -607,8 +607,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", help="output .sto (with --setup: default "
                                           "<results_directory>/<tool name>_<analysis name>_ReactionLoads.sto)")
     s.set_defaults(func=cmd_jr)
-    s = sub.add_parser("analyze", help="OpenSim AnalyzeTool setup: its JointReaction, MuscleAnalysis and "
-                                       "StaticOptimization")
+    s = sub.add_parser("analyze", help="OpenSim AnalyzeTool setup: its JointReaction, MuscleAnalysis, "
+                                       "StaticOptimization, BodyKinematics, Kinematics and PointKinematics")
     s.add_argument("--setup", required=True, help="OpenSim AnalyzeTool setup file")
     s.add_argument("--output-dir", help="folder for the outputs (default: the setup's results_directory)")
     s.set_defaults(func=cmd_analyze)

@@ -1,21 +1,25 @@
 """OpenSim's AnalyzeTool on arthron's solvers: setups whose AnalysisSet holds JointReaction,
-MuscleAnalysis and StaticOptimization analyses, and the same analyses on files given directly
-(``arthron jr``, ``arthron paths``, ``arthron analyze``).
+MuscleAnalysis, StaticOptimization, BodyKinematics, Kinematics and PointKinematics analyses, and
+the first two on files given directly (``arthron jr``, ``arthron paths``, ``arthron analyze``).
 
 Results are written with OpenSim's names into the setup's ``results_directory`` (created when
 missing): ``<tool name>_JointReaction_ReactionLoads.sto``,
 ``<tool name>_MuscleAnalysis_Length.sto``, ``<tool name>_MuscleAnalysis_MomentArm_<coordinate>.sto``,
-``<tool name>_StaticOptimization_activation.sto`` and ``_force.sto``, where ``JointReaction``
+``<tool name>_StaticOptimization_activation.sto`` and ``_force.sto``,
+``<tool name>_BodyKinematics_pos_global.sto`` / ``_vel_global`` / ``_acc_global`` (``_bodyLocal``
+in the bodies' frames), ``<tool name>_Kinematics_q.sto`` / ``_u`` / ``_dudt``,
+``<tool name>_PointKinematics_<point_name>_pos.sto`` / ``_vel`` / ``_acc``, where ``JointReaction``
 ... stand for each analysis' name in the setup (:func:`analysis_name`), as OpenSim 4.6 names them.
 """
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import ArthronWarning, DataFileError, OptionError, SolverError
+from ..errors import ArthronWarning, DataFileError, ModelFileError, OptionError, SolverError
 from ..io.files import check_output, input_guard, make_output_folder, output_group
 from ..io.osim import read_osim
 from ..io.setup import read_external_loads
@@ -24,6 +28,8 @@ from ..models.model import Model
 from ..multibody.constraints import assemble
 from ..multibody.kinematics import Tree, compile_model
 from ..solvers.filtering import prepare_coordinates
+from ..solvers.kinematics_analyses import (CENTER_OF_MASS, AnalysisStates, analysis_states,
+                                           body_kinematics, coordinate_kinematics, point_kinematics)
 from ..solvers.muscle_analysis import PathAnalysis, coordinates_of_motion, path_analysis
 from ..solvers.reactions import JointReactionResult, joint_reactions
 from ..models.motion import coordinates_from_table
@@ -31,7 +37,7 @@ from .analyze_setup import (AnalyzeSetup, model_with_force_sets, read_analyze_se
                             read_force_set_file, step_rows)
 from .analyze_setup import analysis_name
 from .options import check_lowpass, check_time_range
-from .setup_files import setting_list, setting_text, step_interval
+from .setup_files import setting_bool, setting_list, setting_text, step_interval
 from .setup_files import find_setup_file, results_directory
 
 __all__ = ["read_force_set_file", "model_with_force_sets", "AnalyzeSetup", "read_analyze_setup", "joint_reactions_from_setup",
@@ -39,7 +45,10 @@ __all__ = ["read_force_set_file", "model_with_force_sets", "AnalyzeSetup", "read
            "write_joint_reactions", "SUPPORTED_ANALYSES"]
 
 #: the AnalysisSet members arthron runs
-SUPPORTED_ANALYSES = ("JointReaction", "MuscleAnalysis", "StaticOptimization")
+SUPPORTED_ANALYSES = ("JointReaction", "MuscleAnalysis", "StaticOptimization", "BodyKinematics",
+                      "Kinematics", "PointKinematics")
+#: the kinematics analyses (:mod:`arthron.solvers.kinematics_analyses`)
+KINEMATICS_ANALYSES = ("BodyKinematics", "Kinematics", "PointKinematics")
 
 
 def _external_loads(path):
@@ -272,12 +281,111 @@ def write_path_analysis(model: Model, motion_table, out_dir, muscles=None, prefi
 
 
 # --------------------------------------------------------------------------------------
+# BodyKinematics, Kinematics, PointKinematics
+# --------------------------------------------------------------------------------------
+def _kinematics_states(st: AnalyzeSetup, model: Model, motion, tree: Tree) -> AnalysisStates:
+    """The states the kinematics analyses record (one set for all of them)."""
+    ext, loads_table = _external_loads(st.external_loads_file)
+    lp = st.lowpass_hz if st.lowpass_hz > 0 else None
+    return analysis_states(model, motion, lowpass_hz=lp, time_range=st.time_range,
+                           external_loads=ext, loads_table=loads_table, tree=tree,
+                           default_fiber_lengths=_muscle_defaults(model))
+
+
+def _muscle_defaults(model: Model) -> dict:
+    """{muscle: (default_fiber_length, maximum_pennation_angle)} of the muscles whose file gives
+    either (kept verbatim by the reader among the properties arthron does not model)."""
+    out = {}
+    for name, m in model.muscles.items():
+        xml = getattr(m, "unmodelled_xml", "") or ""
+        vals = []
+        for tag in ("default_fiber_length", "maximum_pennation_angle"):
+            hit = re.search(rf"<{tag}>\s*([^<]+?)\s*</{tag}>", xml)
+            try:
+                vals.append(float(hit.group(1)) if hit else None)
+            except ValueError:
+                raise DataFileError(f"muscle '{name}': <{tag}> {hit.group(1)!r} is not a number",
+                                    model.source) from None
+        if any(v is not None for v in vals):
+            out[name] = tuple(vals)
+    return out
+
+
+def _setting_error(st: AnalyzeSetup, el, tag: str, what: str) -> DataFileError:
+    """A DataFileError naming the setup, the analysis element and its setting."""
+    c = el.find(tag)
+    line = (c if c is not None else el).sourceline
+    return DataFileError(f"<{el.tag} name='{analysis_name(el, el.tag)}'> <{tag}>: {what}", st.path,
+                         f"line {line}" if line else None)
+
+
+def _kinematics_analysis(st: AnalyzeSetup, kind: str, el, model: Model, tree: Tree,
+                         states: AnalysisStates):
+    """One BodyKinematics / Kinematics / PointKinematics of a setup, over ``states``."""
+    deg = setting_bool(el, "in_degrees", True)
+    if kind == "BodyKinematics":
+        bodies = setting_list(setting_text(el, "bodies")) or ["all"]
+        bad = [b for b in bodies if b not in ("all", CENTER_OF_MASS) and b not in tree.body_names]
+        if bad:
+            raise _setting_error(st, el, "bodies", f"model '{model.name}' has no body "
+                                 f"{', '.join(map(repr, bad))}")
+        return body_kinematics(tree, states, bodies, in_degrees=deg,
+                               local=setting_bool(el, "express_results_in_body_local_frame", False))
+    if kind == "Kinematics":
+        coords = setting_list(setting_text(el, "coordinates")) or ["all"]
+        bad = [c for c in coords if c != "all" and c not in tree.coordinate_names]
+        if bad:
+            raise _setting_error(st, el, "coordinates", f"model '{model.name}' has no coordinate "
+                                 f"{', '.join(map(repr, bad))}")
+        return coordinate_kinematics(model, tree, states, coords, in_degrees=deg)
+    names = {}
+    for tag, default in (("body_name", "ground"), ("relative_to_body_name", "none")):
+        name = setting_text(el, tag, default)
+        if not (tag == "relative_to_body_name" and name.lower() == "none"):
+            try:
+                tree.body_index(name)
+            except ModelFileError:
+                raise _setting_error(st, el, tag, f"model '{model.name}' has no body {name!r}") from None
+        names[tag] = name
+    text = setting_list(setting_text(el, "point", "0 0 0"))
+    try:
+        point = np.array([float(x) for x in text], float)
+    except ValueError:
+        point = np.array([])
+    if point.shape != (3,) or not np.isfinite(point).all():
+        raise _setting_error(st, el, "point", f"three numbers expected (m), got {' '.join(text)!r}")
+    return point_kinematics(tree, states, names["body_name"], point,
+                            relative_to=names["relative_to_body_name"],
+                            point_name=setting_text(el, "point_name", "NONAME"))
+
+
+def _kinematics_files(tool: str, kind: str, el, res) -> list:
+    """The file names OpenSim 4.6 gives a kinematics analysis' results, with the kind of each
+    table (``[(name, kind)]``)."""
+    a = analysis_name(el, kind)
+    if kind == "BodyKinematics":
+        sfx = "_bodyLocal" if res.local else "_global"
+        return [(f"{tool}_{a}_pos_global.sto", "pos"), (f"{tool}_{a}_vel{sfx}.sto", "vel"),
+                (f"{tool}_{a}_acc{sfx}.sto", "acc")]
+    if kind == "Kinematics":
+        return [(f"{tool}_{a}_{k}.sto", k) for k in ("q", "u", "dudt")]
+    return [(f"{tool}_{a}_{res.point_name}_{k}.sto", k) for k in ("pos", "vel", "acc")]
+
+
+def _write_kinematics(res, files) -> list:
+    for f, kind in files:
+        make_output_folder(f)
+        write_sto(f, res.to_table(kind))
+    return [Path(f) for f, _ in files]
+
+
+# --------------------------------------------------------------------------------------
 # the whole AnalyzeTool
 # --------------------------------------------------------------------------------------
 def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=None,
                 accelerations="forward", only=None, joint_reaction_file=None) -> list:
-    """Run an OpenSim AnalyzeTool setup: each enabled JointReaction, MuscleAnalysis and
-    StaticOptimization.
+    """Run an OpenSim AnalyzeTool setup: each enabled JointReaction, MuscleAnalysis,
+    StaticOptimization, BodyKinematics, Kinematics and PointKinematics.
 
     Writes into ``results_dir`` (default the setup's ``results_directory``, relative to the
     setup's folder; created when missing), with OpenSim's names:
@@ -289,7 +397,11 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     ``<tool name>_StaticOptimization_activation.sto`` and ``_force.sto``
     (:func:`arthron.tools.static_optimization_tool.static_optimization_of_setup`: the same
     files as ``arthron so --setup``; each analysis solves on its own, as in OpenSim, where
-    StaticOptimization works on its own copy of the model). Each analysis' ``step_interval`` keeps the
+    StaticOptimization works on its own copy of the model), and the kinematics analyses' files
+    (:func:`_kinematics_files`; computed by :mod:`arthron.solvers.kinematics_analyses` over
+    AnalyzeTool's states, the accelerations by forward dynamics as OpenSim realizes them, with
+    Thelen2003Muscles at their default states; other muscle models apply no force there, with a
+    warning). Each analysis' ``step_interval`` keeps the
     frames OpenSim records (:func:`step_rows`). Other analyses are skipped with a warning.
     ``only``: the analysis classes to run (default :data:`SUPPORTED_ANALYSES`);
     ``joint_reaction_file``: write the JointReaction result there instead.
@@ -301,7 +413,8 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     Raises
     ------
     DataFileError (not an AnalyzeTool, no analysis arthron runs, missing files, an output that
-    would replace an input), UnsupportedFeature (states_file), SolverError (InfeasibleFrames
+    would replace an input, a kinematics analysis naming a body, coordinate or point the model
+    lacks: the setup, the element and its line), UnsupportedFeature (states_file), SolverError (InfeasibleFrames
     of a StaticOptimization).
     """
     with input_guard():
@@ -317,6 +430,7 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
     if bad:
         raise OptionError(f"analyses arthron runs are {', '.join(SUPPORTED_ANALYSES)}; not {', '.join(bad)}")
     todo = [(k, el) for k, el in st.analyses if k in kinds]
+    kin_states = None
     skipped = [k for k, _ in st.analyses if k not in SUPPORTED_ANALYSES]
     if skipped and only is None:
         warnings.warn(f"{st.path}: analyses arthron does not run are skipped: {', '.join(skipped)}",
@@ -337,6 +451,9 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
         elif kind == "StaticOptimization":
             from .static_optimization_tool import static_optimization_of_setup
             results.append((kind, el, n, static_optimization_of_setup(st, el, model, motion)))
+        elif kind in KINEMATICS_ANALYSES:
+            kin_states = kin_states or _kinematics_states(st, model, motion, tree)
+            results.append((kind, el, n, _kinematics_analysis(st, kind, el, model, tree, kin_states)))
         else:
             results.append((kind, el, n, _muscle_analysis(st, el, model, motion, tree)))
     out = results_directory(st.setup, results_dir, create=False)
@@ -348,10 +465,12 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
         elif kind == "StaticOptimization":
             plan.append([out / f"{st.name}_{analysis_name(el, kind)}_{k}.sto"
                          for k in ("activation", "force")])
+        elif kind in KINEMATICS_ANALYSES:
+            plan.append([(out / f, k) for f, k in _kinematics_files(st.name, kind, el, res)])
         else:
             plan.append(_path_table_files(res[1], out, st.name, analysis_name(el, kind)))
     for f in (f for fs in plan for f in fs):     # every output checked before anything is created
-        check_output(f)
+        check_output(f[0] if isinstance(f, tuple) else f)
     written = []
     with output_group():
         for (kind, el, n, res), files in zip(results, plan):
@@ -363,6 +482,9 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
                 rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0)
                 written += write_static_optimization(res, out, st.name, rows if n > 1 else None,
                                                      analysis=analysis_name(el, kind))
+            elif kind in KINEMATICS_ANALYSES:
+                res = res.rows(step_rows(motion.time, res.time, n, st.lowpass_hz > 0)) if n > 1 else res
+                written += _write_kinematics(res, files)
             else:
                 pa, coords = res
                 pa = pa.rows(step_rows(motion.time, pa.time, n, st.lowpass_hz > 0)) if n > 1 else pa
