@@ -241,6 +241,20 @@ def test_unsupported_function_in_function_based_path_is_named(tmp_path):
     assert "FancyFittedFunction" in out.read_text()
 
 
+JR_SETUP = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40600"><AnalyzeTool name="fbp">
+<model_file>{model}</model_file><replace_force_set>false</replace_force_set><force_set_files />
+<results_directory>{out}</results_directory><initial_time>0</initial_time><final_time>0.1</final_time>
+<solve_for_equilibrium_for_auxiliary_states>false</solve_for_equilibrium_for_auxiliary_states>
+<AnalysisSet name="Analyses"><objects><JointReaction name="JointReaction">
+<on>true</on><start_time>0</start_time><end_time>0.1</end_time><step_interval>1</step_interval>
+<forces_file>{forces}</forces_file><joint_names>ALL</joint_names><apply_on_bodies>child</apply_on_bodies>
+<express_in_frame>ground</express_in_frame></JointReaction></objects><groups /></AnalysisSet>
+<coordinates_file>{coords}</coordinates_file>
+<lowpass_cutoff_frequency_for_coordinates>6</lowpass_cutoff_frequency_for_coordinates>
+</AnalyzeTool></OpenSimDocument>"""
+
+
 @needs_data
 @needs_opensim
 def test_function_based_path_static_optimization_like_opensim(tmp_path):
@@ -276,3 +290,17 @@ def test_function_based_path_static_optimization_like_opensim(tmp_path):
     assert np.all(res.objective <= (a ** 2).sum(axis=1) + 1e-12)
     assert np.abs(res.residual).max() < 1e-5
     assert a[:, [res.names.index(n) for n in MUSCLES]].max() > 0.02      # the FBP muscles work
+    # JointReaction on OpenSim's SO forces: the FBP muscles load the joints only through their
+    # generalized forces (no body forces), in OpenSim as in arthron
+    from arthron.tools.analyze_tool import joint_reactions_from_setup
+    jr = tmp_path / "jr.xml"
+    jr.write_text(JR_SETUP.format(model=src, out=tmp_path / "jr", coords=ik,
+                                  forces=tmp_path / "osim" / "fbp_StaticOptimization_force.sto"))
+    with oracle._cwd(tmp_path):
+        osim.AnalyzeTool(str(jr)).run()
+    ref = read_sto(tmp_path / "jr" / "fbp_JointReaction_ReactionLoads.sto")
+    r = joint_reactions_from_setup(jr)
+    assert r.labels == ref.labels
+    err = np.abs(r.data - ref.data).max()
+    print(f"JR with FBP muscles: max |arthron − OpenSim| = {err:.1e} (up to {np.abs(ref.data).max():.0f})")
+    assert err < 1e-6 * max(1.0, np.abs(ref.data).max())
