@@ -304,3 +304,38 @@ def test_function_based_path_static_optimization_like_opensim(tmp_path):
     err = np.abs(r.data - ref.data).max()
     print(f"JR with FBP muscles: max |arthron − OpenSim| = {err:.1e} (up to {np.abs(ref.data).max():.0f})")
     assert err < 1e-6 * max(1.0, np.abs(ref.data).max())
+
+
+@needs_data
+@needs_opensim
+def test_function_based_path_built_in_python_is_written_for_opensim(tmp_path):
+    """A FunctionBasedPath made in Python (coordinate names only, no component paths) is
+    written with the coordinates' component paths: OpenSim 4.6 loads the file and gives
+    arthron's lengths and moment arms (to 1e-15)."""
+    import opensim as osim
+    from arthron.models.functions import LinearFunction
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ArthronWarning)
+        model = read_osim(ARM26)
+    model.forces["BRA"].path = FunctionBasedPath(
+        coordinates=["r_elbow_flex"],
+        length_function=MultivariatePolynomialFunction([0.13, -0.02, 0.004, 0.001], 1, 3),
+        moment_arm_functions=[LinearFunction(0.005, 0.02)])
+    model.forces["BIClong"].path = FunctionBasedPath(
+        coordinates=COORDS, length_function=MultivariatePolynomialFunction(C_BIC, 2, 3))
+    out = write_osim(tmp_path / "py_fbp.osim", model)
+    assert "/jointset/r_elbow/r_elbow_flex" in out.read_text()
+    tree = compile_model(model)
+    ps = P.compile_paths(model, tree, forces=MUSCLES[::2])             # BIClong, BRA
+    q, qd = _states(tree, T=3, seed=4)
+    m, s = oracle.load(out)
+    cs = m.getCoordinateSet()
+    la, ma = P.path_lengths(ps, tree, q), P.moment_arms(ps, tree, q)
+    for t in range(q.shape[0]):
+        oracle.set_coordinates(m, s, dict(zip(tree.coordinate_names, q[t])))
+        for k, n in enumerate(("BIClong", "BRA")):
+            fbp = osim.FunctionBasedPath.safeDownCast(
+                osim.PathActuator.safeDownCast(m.getForceSet().get(n)).getPath())
+            assert abs(fbp.getLength(s) - la[t, k]) < 1e-15
+            j = tree.coordinate_names.index("r_elbow_flex")
+            assert abs(fbp.computeMomentArm(s, cs.get("r_elbow_flex")) - ma[t, k, j]) < 1e-15

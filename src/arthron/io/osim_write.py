@@ -142,16 +142,21 @@ def _force_elem(f, model: Model):
         for fr in owned:
             fe.append(_frame_elem(fr))
     if isinstance(f.path, FunctionBasedPath):
-        e.append(_function_based_path_elem(f.path))
+        e.append(_function_based_path_elem(f.path, model))
     elif f.path is not None:
         e.append(_path_elem(f.path, model))
     return e
 
 
-def _function_based_path_elem(p: FunctionBasedPath):
-    """An OpenSim 4.5+ ``<FunctionBasedPath>`` from its fields (kept properties after them)."""
+def _function_based_path_elem(p: FunctionBasedPath, model: Model):
+    """An OpenSim 4.5+ ``<FunctionBasedPath>`` from its fields (kept properties after them).
+    The coordinates are written as the component paths read (``coordinate_paths``) when they
+    still name the same coordinates, else as ``/jointset/<joint>/<coordinate>``."""
     e = etree.Element("FunctionBasedPath", name=p.name) if p.name else etree.Element("FunctionBasedPath")
-    paths = p.coordinate_paths if len(p.coordinate_paths) == len(p.coordinates) else p.coordinates
+    same = [c.rstrip("/").split("/")[-1] for c in p.coordinate_paths] == list(p.coordinates)
+    paths = p.coordinate_paths if same else [
+        f"/jointset/{model.coordinates[c].joint}/{c}" if c in model.coordinates else c
+        for c in p.coordinates]
     _sub(e, "coordinate_paths", " ".join(paths))
     for tag, fns in (("length_function", [p.length_function]),
                      ("moment_arm_functions", list(p.moment_arm_functions)),

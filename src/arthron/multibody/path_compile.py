@@ -191,8 +191,13 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         object that no body of the model carries.
         A WrapDoubleCylinderObst without radiusUcyl / radiusVcyl, with a wrapVcylHomeBody that
         is not a body of the model or a wrap direction other than righthand / lefthand.
+        A FunctionBasedPath without coordinates or length function, naming a coordinate the
+        model does not have, or whose functions take a number of arguments other than its
+        coordinates (twice them for the lengthening-speed function).
     UnsupportedFeature
-        naming the force, when it wraps over a wrap object type arthron does not reproduce.
+        naming the force, when it wraps over a wrap object type arthron does not reproduce,
+        or when its FunctionBasedPath depends on a rotation of a Ball, Free, Ellipsoid or
+        Scapulothoracic joint (whose generalized speeds are angular velocities).
     """
     nb = tree.nb
     bidx = {f"/bodyset/{n}": i for i, n in enumerate(tree.body_names)}

@@ -300,6 +300,12 @@ def moment_arms(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
     Source: OpenSim ``MomentArmSolver::solve`` with ``GeometryPath::addInEquivalentForces``.
     """
     q = np.atleast_2d(np.asarray(q, float))
+    fb = pathset.function_based
+    if pathset.paths and len(fb) == len(pathset.paths):     # no geometry: no kinematics needed
+        ma = np.stack([_fn_row(p, q, tree.nq) for p in pathset.paths], 1)
+        if return_lengths:
+            return ma, np.stack([_fn_length(p, q) for p in pathset.paths], 1)
+        return ma
     if kin is None:
         kin = forward_kinematics(tree, q)
     sd = path_states(pathset, tree, q, kin) if states is None else states
@@ -310,7 +316,7 @@ def moment_arms(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
         C = coupling_vectors(pathset, tree, q, kin)
         if C is not None:
             ma = np.einsum("tfj,tjk->tfk", ma, C)
-        for i in pathset.function_based:          # OpenSim returns these as they are
+        for i in fb:                              # OpenSim returns these as they are
             ma[:, i] = _fn_row(pathset.paths[i], q, tree.nq)
     if return_lengths:
         return ma, np.stack([_fn_length(pathset.paths[i], q) if s is None else s.length
