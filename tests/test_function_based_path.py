@@ -339,3 +339,31 @@ def test_function_based_path_built_in_python_is_written_for_opensim(tmp_path):
             assert abs(fbp.getLength(s) - la[t, k]) < 1e-15
             j = tree.coordinate_names.index("r_elbow_flex")
             assert abs(fbp.computeMomentArm(s, cs.get("r_elbow_flex")) - ma[t, k, j]) < 1e-15
+
+
+def test_bad_function_based_paths_are_refused_by_name(tmp_path):
+    """Typed errors naming the file or force, where OpenSim 4.6 refuses the model too: a
+    coefficient count that does not fit dimension and order (ModelFileError at reading, with
+    the element's line), a coordinate the model does not have and a length function whose
+    number of arguments differs from the coordinates' (ModelFileError at compiling)."""
+    from arthron.errors import ModelFileError
+    from test_public_model_elements import _doc, _hip_knee, _rect_fem
+    bodies, joints = _hip_knee()
+
+    def model(coords, coefs, dim):
+        fbp = f"""<Thelen2003Muscle name='vas_fbp'><FunctionBasedPath name='path'>
+<coordinate_paths>{coords}</coordinate_paths><length_function><MultivariatePolynomialFunction>
+<coefficients>{coefs}</coefficients><dimension>{dim}</dimension><order>1</order>
+</MultivariatePolynomialFunction></length_function></FunctionBasedPath></Thelen2003Muscle>"""
+        src = tmp_path / "bad.osim"
+        src.write_text(_doc(bodies, joints, _rect_fem() + fbp))
+        return src
+
+    with pytest.raises(ModelFileError, match=r"bad.osim: <MultivariatePolynomialFunction> \(line \d+\).*needs 3 coefficients"):
+        read_osim(model("/jointset/hip_r/hip_flexion_r /jointset/knee_r/knee_angle_r", "0.3 0.1", 2))
+    m = read_osim(model("/jointset/hip_r/no_such_coordinate", "0.3 0.1", 1))
+    with pytest.raises(ModelFileError, match="vas_fbp.*no_such_coordinate"):
+        P.compile_paths(m, compile_model(m))
+    m = read_osim(model("/jointset/hip_r/hip_flexion_r", "0.3 0.1 0.2", 2))
+    with pytest.raises(ModelFileError, match="vas_fbp.*length_function takes 2 argument"):
+        P.compile_paths(m, compile_model(m))
