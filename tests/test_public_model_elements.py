@@ -502,13 +502,16 @@ def test_ik_holds_point_on_line_constraints(tmp_path):
 
 # ------------------------------------------------------------------------------ FunctionBasedPath
 @needs_opensim
-def test_function_based_path_is_named_kept_and_written_back(tmp_path):
+def test_function_based_path_is_evaluated_and_written_back(tmp_path):
     """A muscle whose path is an OpenSim 4.5+ FunctionBasedPath (a fitted polynomial of the
-    coordinates) is not evaluated by arthron: reading names it in one warning (it used to be
-    left out of moment arms and static optimization silently), and the written file keeps
-    the path, so OpenSim 4.6 gives the same length from it."""
+    coordinates) is read without warning and evaluated (it used to be named in a warning and
+    left out of moment arms and static optimization), and the written file keeps the path, so
+    OpenSim 4.6 gives the same length from it as from the input, and as arthron."""
+    import warnings
+
     import opensim as osim
     from arthron.errors import ArthronWarning
+    from arthron.multibody.paths import path_lengths
     bodies, joints = _hip_knee()
     fbp = """<Thelen2003Muscle name='vas_fbp'><FunctionBasedPath name='path'>
 <coordinate_paths>/jointset/hip_r/hip_flexion_r /jointset/knee_r/knee_angle_r</coordinate_paths>
@@ -518,10 +521,12 @@ def test_function_based_path_is_named_kept_and_written_back(tmp_path):
 <tendon_slack_length>0.2</tendon_slack_length></Thelen2003Muscle>"""
     src = tmp_path / "fbp.osim"
     src.write_text(_doc(bodies, joints, _rect_fem() + fbp))
-    with pytest.warns(ArthronWarning, match="FunctionBasedPath.*: vas_fbp$"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ArthronWarning)
         model = read_osim(src)
     tree = compile_model(model)
-    assert list(compile_paths(model, tree).names) == ["rect_fem_r"]
+    ps = compile_paths(model, tree)
+    assert list(ps.names) == ["rect_fem_r", "vas_fbp"]
     out = write_osim(tmp_path / "rewritten.osim", model)
     q = {"hip_flexion_r": 0.4, "knee_angle_r": -0.9}
     lengths = []
@@ -531,6 +536,10 @@ def test_function_based_path_is_named_kept_and_written_back(tmp_path):
         mus = osim.Muscle.safeDownCast(m.getForceSet().get("vas_fbp"))
         lengths.append(mus.getLength(s))
     assert lengths[0] == lengths[1] and abs(lengths[0] - 0.3) > 1e-3
+    qv = np.zeros((1, tree.nq))
+    for c, v in q.items():
+        qv[0, tree.coordinate_names.index(c)] = v
+    assert abs(path_lengths(ps, tree, qv)[0, 1] - lengths[0]) < 1e-14
 
 
 @needs_opensim

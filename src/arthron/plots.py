@@ -320,7 +320,8 @@ def plot_model_poses(model: Model, q, path, *, labels=None, muscles=None, tree: 
     kin = forward_kinematics(tree, q)
     _, P = marker_positions(tree, q, kin=kin)
     muscles = list(muscles) if muscles is not None else [n for n, f in model.forces.items() if f.is_muscle]
-    states = compute_paths(compile_paths(model, tree, forces=muscles), tree, q, kin) if muscles else []
+    states = (compute_paths(compile_paths(model, tree, forces=muscles).geometric(), tree, q, kin)
+              if muscles else [])       # FunctionBasedPaths have no points to draw
     order = [i for i in range(3) if i != up] + [up]          # horizontal, horizontal, vertical
     O = kin.body_origin(tree)
     fig = plt.figure(figsize=(4.2 * len(q), 4.6))

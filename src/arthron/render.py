@@ -199,7 +199,7 @@ def _path_polylines(model, tree, q, kin) -> list:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ArthronWarning)
-            pathset = compile_paths(model, tree)
+            pathset = compile_paths(model, tree).geometric()   # FunctionBasedPaths: nothing to draw
         states = compute_paths(pathset, tree, q, kin=kin) if pathset.paths else []
     except ArthronError as e:
         warnings.warn(f"{model.source or model.name}: muscle paths not drawn: {e}", ArthronWarning, stacklevel=3)

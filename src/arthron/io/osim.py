@@ -42,7 +42,7 @@ from ..models.forces import UnmodelledForce
 from ..models.wrap_objects import WRAP_TYPES, UnmodelledWrapObject
 from ..models.model import (
     GROUND, JOINT_TYPES, Body, Constraint, ContactGeometry, Coordinate, Geometry,
-    GeometryPath, Joint, Marker, Model, OffsetFrame, PathPoint, PathWrap, TransformAxis,
+    FunctionBasedPath, GeometryPath, Joint, Marker, Model, OffsetFrame, PathPoint, PathWrap, TransformAxis,
     body_path,
 )
 from .osim_xml import (  # noqa: F401  (READERS, WRITERS, register, _Ctx: public or used by tests)
@@ -111,17 +111,22 @@ def read_osim(path) -> Model:
 
 def _warn_function_based_paths(model: Model, ctx):
     """One ArthronWarning naming the forces whose path is an OpenSim 4.5+ ``FunctionBasedPath``
-    (length and moment arms as fitted functions of coordinates): arthron keeps the element and
-    writes it back, but does not evaluate it, so those forces have no path in arthron (moment
-    arms, muscle analysis and static optimization leave them out)."""
+    that arthron cannot evaluate (a function type it does not read, named in the message):
+    arthron keeps the element and writes it back, but those forces have no path in arthron
+    (moment arms, muscle analysis and static optimization leave them out). FunctionBasedPaths
+    of functions arthron reads (MultivariatePolynomialFunction, the one-argument functions) are
+    read into :class:`FunctionBasedPath` and evaluated."""
     names = [f.name for f in model.forces.values() if f.path is None and any(
         "<FunctionBasedPath" in x for x in (getattr(f, "unmodelled_xml", "") or "",
                                             etree.tostring(f.raw, encoding="unicode")
                                             if getattr(f, "raw", None) is not None else ""))]
     if names:
+        why = getattr(ctx, "fbp_unsupported", {})
         warnings.warn(f"{ctx.path}: {len(names)} force(s) with a FunctionBasedPath, which arthron "
                       f"keeps but does not evaluate (no path: moment arms, muscle analysis and "
-                      f"static optimization leave them out): {', '.join(names)}", ArthronWarning)
+                      f"static optimization leave them out): "
+                      + ", ".join(f"{n} ({why[n]})" if n in why else n for n in names),
+                      ArthronWarning)
 
 
 def _version(root, path) -> int:
@@ -511,6 +516,9 @@ def _read_force(fe, all_frames, model, ctx, v4=True):
     name = fe.get("name", "")
     pe = _child(fe, "GeometryPath")
     path = _read_path(pe, f"/forceset/{name}", all_frames, model, ctx, v4=v4) if pe is not None else None
+    fbp = _child(fe, "FunctionBasedPath") if pe is None else None
+    if fbp is not None:
+        path = _read_function_based_path(fbp, name, ctx)
     applies = _bool(fe, "appliesForce", True) and not _bool(fe, "isDisabled", False)
     reader = READERS.get(fe.tag)
     if reader is None:
@@ -533,9 +541,40 @@ def _read_force(fe, all_frames, model, ctx, v4=True):
     if _child(fe, "frames") is not None:    # read into model.frames (see _force_frames)
         f.unmodelled_xml = _unmodelled_to_text(
             [e for e in _unmodelled_from_text(f.unmodelled_xml) if e.tag != "frames"])
+    if isinstance(path, FunctionBasedPath):   # read into f.path (written from it)
+        f.unmodelled_xml = _unmodelled_to_text(
+            [e for e in _unmodelled_from_text(f.unmodelled_xml) if e.tag != "FunctionBasedPath"])
     f.path = path
     f.applies_force = applies
     return f
+
+
+_FBP_FUNCTIONS = ("length_function", "moment_arm_functions", "lengthening_speed_function")
+
+
+def _read_function_based_path(pe, force, ctx):
+    """A ``FunctionBasedPath`` element as :class:`FunctionBasedPath`, or None (the element then
+    stays in the force's kept XML, and :func:`_warn_function_based_paths` names the force and
+    the reason) when one of its functions is of a type arthron cannot evaluate."""
+    from .osim_functions import read_function
+    cps = (_text(pe, "coordinate_paths") or "").split()
+    fns = {}
+    try:
+        for tag in _FBP_FUNCTIONS:
+            holder = _child(pe, tag)
+            kids = [] if holder is None else [c for c in holder if isinstance(c.tag, str)]
+            fns[tag] = [read_function(c, ctx.path) for c in kids]
+    except UnsupportedFeature as e:
+        ctx.fbp_unsupported = getattr(ctx, "fbp_unsupported", {})
+        ctx.fbp_unsupported[force] = e.message
+        return None
+    return FunctionBasedPath(
+        coordinates=[c.rstrip("/").split("/")[-1] for c in cps], coordinate_paths=cps,
+        length_function=(fns["length_function"] or [None])[0],
+        moment_arm_functions=fns["moment_arm_functions"],
+        lengthening_speed_function=(fns["lengthening_speed_function"] or [None])[0],
+        unmodelled_xml=_rest(pe, ("coordinate_paths",) + _FBP_FUNCTIONS),
+        name=pe.get("name", ""))
 
 
 def _classify_coordinates(model: Model):

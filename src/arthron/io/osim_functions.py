@@ -12,7 +12,8 @@ from lxml import etree
 
 from ..errors import ModelFileError, UnsupportedFeature
 from ..models.functions import (
-    Constant, Function, GCVSpline, LinearFunction, MultiplierFunction, NaturalCubicSpline,
+    Constant, Function, GCVSpline, LinearFunction, MultiplierFunction, MultivariatePolynomialFunction,
+    NaturalCubicSpline,
     PiecewiseConstantFunction, PiecewiseLinearFunction, PolynomialFunction, SimmSpline, Sine,
     StepFunction, _fmt, _fmt_list, _XYFunction,
 )
@@ -37,7 +38,11 @@ def function_to_xml(f: Function) -> etree._Element:
     e = etree.Element(f.xml_tag)
     if f.name:
         e.set("name", f.name)
-    if isinstance(f, MultiplierFunction):
+    if isinstance(f, MultivariatePolynomialFunction):
+        _sub(e, "coefficients", _fmt_list(f.coefficients))
+        _sub(e, "dimension", str(f.dimension))
+        _sub(e, "order", str(f.order))
+    elif isinstance(f, MultiplierFunction):
         h = etree.SubElement(e, "function")
         h.append(function_to_xml(f.function))
         _sub(e, "scale", _fmt(f.scale))
@@ -76,6 +81,7 @@ FUNCTION_TAGS = frozenset({
     "Constant", "LinearFunction", "PolynomialFunction", "SimmSpline", "NaturalCubicSpline",
     "natCubicSpline", "NatCubicSpline", "GCVSpline", "PiecewiseLinearFunction",
     "PiecewiseConstantFunction", "StepFunction", "Sine", "MultiplierFunction",
+    "MultivariatePolynomialFunction",
 })
 
 
@@ -213,6 +219,13 @@ def read_function(elem, path=None) -> Function:
             return Sine(_number(elem, "amplitude", path, 1.0), _number(elem, "omega", path, 1.0),
                         _number(elem, "phase", path, 0.0), _number(elem, "offset", path, 0.0),
                         name=name)
+        if tag == "MultivariatePolynomialFunction":
+            d = _number(elem, "dimension", path, 0)
+            o = _number(elem, "order", path, 0)
+            if d != int(d) or o != int(o):
+                raise ModelFileError("<dimension> and <order> must be integers", path, _where(elem))
+            c = _numbers(elem, "coefficients", path, required=False, default=np.zeros(0))
+            return MultivariatePolynomialFunction(c, int(d), int(o), name=name)
         if tag == "MultiplierFunction":
             scale = _number(elem, "scale", path, 1.0)
             fe = _child(elem, "function")

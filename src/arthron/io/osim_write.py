@@ -14,7 +14,7 @@ from ..errors import ArthronWarning, DataFileError, ModelFileError
 from ..models import functions as fn
 from .files import atomic_write, check_output
 from .osim_functions import function_to_xml
-from ..models.model import GROUND, Constraint, GeometryPath, Joint, Model, OffsetFrame
+from ..models.model import GROUND, Constraint, FunctionBasedPath, GeometryPath, Joint, Model, OffsetFrame
 from .osim_xml import (
     _ELLIPSOID_VECTORS, ELLIPSOID_CONSTRAINT, ELLIPSOID_CONSTRAINT_SET, WRAPS_WRITERS, WRITERS,
     _element, _fmt, _function_holder, _geometry_elems, _set, _sub, _unmodelled_from_text,
@@ -141,8 +141,32 @@ def _force_elem(f, model: Model):
         fe = _set(e, "frames", None)
         for fr in owned:
             fe.append(_frame_elem(fr))
-    if f.path is not None:
+    if isinstance(f.path, FunctionBasedPath):
+        e.append(_function_based_path_elem(f.path, model))
+    elif f.path is not None:
         e.append(_path_elem(f.path, model))
+    return e
+
+
+def _function_based_path_elem(p: FunctionBasedPath, model: Model):
+    """An OpenSim 4.5+ ``<FunctionBasedPath>`` from its fields (kept properties after them).
+    The coordinates are written as the component paths read (``coordinate_paths``) when they
+    still name the same coordinates, else as ``/jointset/<joint>/<coordinate>``."""
+    e = etree.Element("FunctionBasedPath", name=p.name) if p.name else etree.Element("FunctionBasedPath")
+    same = [c.rstrip("/").split("/")[-1] for c in p.coordinate_paths] == list(p.coordinates)
+    paths = p.coordinate_paths if same else [
+        f"/jointset/{model.coordinates[c].joint}/{c}" if c in model.coordinates else c
+        for c in p.coordinates]
+    _sub(e, "coordinate_paths", " ".join(paths))
+    for tag, fns in (("length_function", [p.length_function]),
+                     ("moment_arm_functions", list(p.moment_arm_functions)),
+                     ("lengthening_speed_function", [p.lengthening_speed_function])):
+        h = _sub(e, tag)
+        for f in fns:
+            if f is not None:
+                h.append(function_to_xml(f))
+    for c in _unmodelled_from_text(p.unmodelled_xml):
+        e.append(c)
     return e
 
 

@@ -251,6 +251,41 @@ class GeometryPath:
     name: str = "geometrypath"
 
 
+@dataclass
+class FunctionBasedPath:
+    """An OpenSim 4.5+ ``FunctionBasedPath``: a path force's length as a function of
+    coordinates instead of points (e.g. a polynomial fitted by OpenSim's PolynomialPathFitter).
+
+    ``coordinates``: the coordinate names, in the order of the functions' arguments
+    (the file's component paths are kept in ``coordinate_paths`` for writing); ``length_function``: the length
+    (m) of the coordinate values; ``moment_arm_functions``: one function per coordinate giving
+    its moment arm (empty: the moment arms are ``-∂length/∂q``); ``lengthening_speed_function``:
+    the lengthening speed (m/s) of the coordinate values followed by their speeds (None:
+    ``-Σ moment arm × q̇``). Functions are :mod:`arthron.models.functions` objects of one
+    argument (one coordinate) or :class:`~arthron.models.functions.MultivariatePolynomialFunction`.
+    The path has no points: ``points`` and ``wraps`` are empty, and nothing is drawn (OpenSim
+    draws no geometry for it either).
+    """
+
+    coordinates: list = field(default_factory=list)
+    coordinate_paths: list = field(default_factory=list)
+    length_function: Any = None
+    moment_arm_functions: list = field(default_factory=list)
+    lengthening_speed_function: Any = None
+    unmodelled_xml: str = field(default="", repr=False)
+    name: str = "path"
+
+    @property
+    def points(self) -> tuple:
+        """No path points (a function-based path has none)."""
+        return ()
+
+    @property
+    def wraps(self) -> tuple:
+        """No wraps."""
+        return ()
+
+
 # Force elements are typed dataclasses of their own module (one per OpenSim class).
 from .forces import FORCE_TYPES, MUSCLE_TYPES, PATH_FORCE_TYPES, Force, UnmodelledForce  # noqa: E402,F401
 

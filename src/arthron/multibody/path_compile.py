@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import ArthronWarning, ModelFileError, UnsupportedFeature
 from ..geometry import wrapping as _wr
 from .kinematics import Tree
-from ..models.model import GROUND, Model, rotation_xyz
+from ..models.model import GROUND, FunctionBasedPath, Model, rotation_xyz
 
 
 # ---------------------------------------------------------------------------------- compile
@@ -39,6 +39,18 @@ class _Path:
     wraps: list             # [_Wrap]
     slots: list = field(default_factory=list)   # first tag offset of each wrap's nodes
     nslots: int = 0         # tag offsets in all (2 per wrap, 4 per WrapDoubleCylinderObst)
+
+
+@dataclass
+class _FunctionPath:
+    """A compiled FunctionBasedPath: coordinate indices (model order) of the functions'
+    arguments, and the functions (see :class:`arthron.models.model.FunctionBasedPath`)."""
+    name: str
+    type: str
+    coords: np.ndarray      # (d,) coordinate indices
+    length: object          # Function: one argument (d == 1) or MultivariatePolynomialFunction
+    moment_arms: list       # [Function] per coordinate, or [] (then -∂length/∂q)
+    speed: object           # Function of (q, q̇) (2d arguments), or None (then -Σ r q̇)
 
 
 @dataclass
@@ -91,6 +103,17 @@ class PathSet:
             return self.names.index(name)
         except ValueError:
             raise ModelFileError(f"no path force named '{name}'") from None
+
+    @property
+    def function_based(self) -> list:
+        """Indices of the paths that are FunctionBasedPaths (no geometry: length, moment arms
+        and speeds from functions of coordinates)."""
+        return [i for i, p in enumerate(self.paths) if isinstance(p, _FunctionPath)]
+
+    def geometric(self) -> "PathSet":
+        """The PathSet without its FunctionBasedPaths (the paths that have points to draw)."""
+        fb = set(self.function_based)
+        return self if not fb else self.select([n for i, n in enumerate(self.names) if i not in fb])
 
     def select(self, names) -> "PathSet":
         """A PathSet restricted to the named forces (in the order given)."""
@@ -168,8 +191,13 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         object that no body of the model carries.
         A WrapDoubleCylinderObst without radiusUcyl / radiusVcyl, with a wrapVcylHomeBody that
         is not a body of the model or a wrap direction other than righthand / lefthand.
+        A FunctionBasedPath without coordinates or length function, naming a coordinate the
+        model does not have, or whose functions take a number of arguments other than its
+        coordinates (twice them for the lengthening-speed function).
     UnsupportedFeature
-        naming the force, when it wraps over a wrap object type arthron does not reproduce.
+        naming the force, when it wraps over a wrap object type arthron does not reproduce,
+        or when its FunctionBasedPath depends on a rotation of a Ball, Free, Ellipsoid or
+        Scapulothoracic joint (whose generalized speeds are angular velocities).
     """
     nb = tree.nb
     bidx = {f"/bodyset/{n}": i for i, n in enumerate(tree.body_names)}
@@ -201,6 +229,12 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         if f.path is None:
             if sel is not None:
                 raise ModelFileError(f"force '{name}' has no geometry path", model.source)
+            continue
+        if isinstance(f.path, FunctionBasedPath):
+            names.append(name)
+            types.append(f.type)
+            props.append(dict(f.properties))
+            paths.append(_compile_function_path(name, f, model, tree, cidx))
             continue
         pts = f.path.points
         if len(pts) < 2:
@@ -277,6 +311,45 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
     ang = [tuple(g) for g in tree.angular_velocity_groups]
     return PathSet(names, types, paths, wobjs, nb, list(tree.coordinate_names), props, cons,
                    locked, ang, approx)
+
+
+def _compile_function_path(name, f, model, tree, cidx) -> _FunctionPath:
+    """Check a FunctionBasedPath as OpenSim's ``extendFinalizeFromProperties`` /
+    ``extendConnectToModel`` do, and compile it."""
+    p = f.path
+    if not p.coordinates:
+        raise ModelFileError(f"FunctionBasedPath of '{name}' names no coordinate", model.source)
+    for c in p.coordinates:
+        if c not in cidx:
+            raise ModelFileError(f"FunctionBasedPath of '{name}' names coordinate '{c}', which "
+                                 "the model does not have", model.source)
+    idx = np.array([cidx[c] for c in p.coordinates], int)
+    ang = {i for g in tree.angular_velocity_groups for i in g}
+    if ang & set(idx.tolist()):
+        raise UnsupportedFeature(f"FunctionBasedPath of '{name}' depends on a rotation of a joint "
+                                 "whose generalized speeds are angular velocities (Ball, Free, "
+                                 "Ellipsoid, Scapulothoracic)", model.source)
+    d = len(idx)
+
+    def nargs(fn):
+        return getattr(fn, "dimension", 1)
+
+    if p.length_function is None:
+        raise ModelFileError(f"FunctionBasedPath of '{name}' has no length_function", model.source)
+    checks = [("length_function", p.length_function, d)]
+    if p.moment_arm_functions:
+        if len(p.moment_arm_functions) != d:
+            raise ModelFileError(f"FunctionBasedPath of '{name}' has {len(p.moment_arm_functions)} "
+                                 f"moment_arm_functions for {d} coordinates", model.source)
+        checks += [("moment_arm_functions", fn, d) for fn in p.moment_arm_functions]
+    if p.lengthening_speed_function is not None:
+        checks.append(("lengthening_speed_function", p.lengthening_speed_function, 2 * d))
+    for tag, fn, n in checks:
+        if nargs(fn) != n:
+            raise ModelFileError(f"FunctionBasedPath of '{name}': {tag} takes {nargs(fn)} "
+                                 f"argument(s), {n} expected", model.source)
+    return _FunctionPath(name, f.type, idx, p.length_function, list(p.moment_arm_functions),
+                         p.lengthening_speed_function)
 
 
 def _compile_constraints(model, tree, bidx, cidx):

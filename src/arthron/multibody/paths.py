@@ -45,6 +45,17 @@ objects, among them Infraspinatus, Teres major, Subscapularis and Supraspinatus_
 cylinder and another object) over whole motions, and all 120 Lenhart2015 muscles and
 ligaments.
 
+FunctionBasedPaths (OpenSim 4.5+, :class:`arthron.models.model.FunctionBasedPath`) have no
+points: their length is a function of some coordinates, their moment arms the moment-arm
+functions or ``-∂length/∂q`` (OpenSim 4.6's ``FunctionBasedPath::computeMomentArm``, which
+neither couples them through constraints nor maps them to angular-velocity speeds), their
+lengthening speed the speed function of ``(q, q̇)`` or ``-Σ r q̇``; their tension applies only
+the generalized forces ``tension × r`` on their coordinates (OpenSim's ``addInEquivalentForces``
+applies mobility forces, no body forces): :func:`path_body_forces` puts them in ``mobility``,
+and :func:`moment_arms_and_node_forces` (the node pulls of the E-matrix reaction) refuses such
+paths. They are evaluated here, above the geometry of :mod:`arthron.multibody.path_geometry`;
+agreement with OpenSim 4.6 in ``tests/test_function_based_path.py``.
+
 Everything is vectorized over frames: coordinates ``q`` are (T, nq) in model order (radians,
 metres); results are (T, n_paths) or (T, n_paths, nq). There is a loop over paths and over a
 path's points, never over frames.
@@ -57,7 +68,7 @@ import numpy as np
 
 from ..errors import UnsupportedFeature
 from .kinematics import Kinematics, Tree, _euler_xyz_rate_matrix, forward_kinematics, velocity_map
-from .path_compile import PathSet, WrapObjectData, compile_paths  # noqa: F401  (public API)
+from .path_compile import PathSet, WrapObjectData, _FunctionPath, compile_paths  # noqa: F401
 from .path_geometry import (PathState, _compute_many, _compute_one, _frames,  # noqa: F401
                             compute_paths)
 
@@ -65,6 +76,44 @@ __all__ = ["moment_arms_and_node_forces", "PathSet", "compile_paths", "path_leng
            "path_generalized_forces", "path_body_forces", "PathLoads", "PathState",
            "compute_paths", "moment_arms_excursion", "coupling_vectors", "speed_map",
            "WrapObjectData"]
+
+
+# ------------------------------------------------------------------------ FunctionBasedPath
+def _fn_values(fn, X):
+    """A path function at arguments X (T, n): a MultivariatePolynomialFunction (``values``) or
+    a one-argument Function of X[:, 0]."""
+    return fn.values(X) if hasattr(fn, "values") else fn.value(X[:, 0])
+
+
+def _fn_length(p: _FunctionPath, q):
+    return _fn_values(p.length, q[:, p.coords])
+
+
+def _fn_moment_arms(p: _FunctionPath, q):
+    """(T, d): the moment-arm functions, or ``-∂length/∂q`` (OpenSim 4.6)."""
+    X = q[:, p.coords]
+    if p.moment_arms:
+        return np.stack([_fn_values(f, X) for f in p.moment_arms], 1)
+    if hasattr(p.length, "gradient"):
+        return -p.length.gradient(X)
+    return -p.length.derivative(X[:, 0], 1)[:, None]
+
+
+def _fn_row(p: _FunctionPath, q, nq):
+    row = np.zeros((q.shape[0], nq))
+    np.add.at(row.T, p.coords, _fn_moment_arms(p, q).T)
+    return row
+
+
+def _geometry_states(pathset: PathSet, q, Rb, ob):
+    """``_compute_many`` over the geometric paths; ``(None, [])`` in place of each
+    FunctionBasedPath (aligned with ``pathset.paths``)."""
+    fb = set(pathset.function_based)
+    if not fb:
+        return _compute_many(pathset, pathset.paths, q, Rb, ob)
+    geo = [p for i, p in enumerate(pathset.paths) if i not in fb]
+    sd = iter(_compute_many(pathset, geo, q, Rb, ob) if geo else ())
+    return [(None, []) if i in fb else next(sd) for i in range(len(pathset.paths))]
 
 
 # ---------------------------------------------------------------------------------- public API
@@ -85,20 +134,32 @@ def path_lengths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None)
 
     Source: OpenSim ``GeometryPath::computePath`` / ``calcLengthAfterPathComputation``.
     """
-    states = compute_paths(pathset, tree, q, kin)
-    return np.stack([s.length for s in states], 1)
+    q = np.atleast_2d(np.asarray(q, float))
+    fb = pathset.function_based
+    if not fb:
+        states = compute_paths(pathset, tree, q, kin)
+        return np.stack([s.length for s in states], 1)
+    L = np.empty((q.shape[0], len(pathset.paths)))
+    geo = [i for i in range(len(pathset.paths)) if i not in fb]
+    if geo:
+        for i, st in zip(geo, compute_paths(pathset, tree, q, kin, which=geo)):
+            L[:, i] = st.length
+    for i in fb:
+        L[:, i] = _fn_length(pathset.paths[i], q)
+    return L
 
 
 def path_states(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None) -> list:
     """The rebuilt paths at ``q`` (T, nq), one ``(PathState, moving-point terms)`` pair per path
-    of ``pathset`` (all paths in lockstep, as :func:`moment_arms` computes them). Pass them as
+    of ``pathset`` (all paths in lockstep, as :func:`moment_arms` computes them; ``(None, [])``
+    for a FunctionBasedPath). Pass them as
     ``states=`` to :func:`moment_arms` and :func:`path_body_forces` at the same ``q`` to wrap
     the paths once for both."""
     q = np.atleast_2d(np.asarray(q, float))
     if kin is None:
         kin = forward_kinematics(tree, q)
     Rb, ob = _frames(tree, kin)
-    return _compute_many(pathset, pathset.paths, q, Rb, ob)
+    return _geometry_states(pathset, q, Rb, ob)
 
 
 def _node_forces(st: PathState, nb: int):
@@ -127,6 +188,9 @@ def _moment_arms_from_states(pathset, tree, q, kin, states_dloc):
     out = np.empty((T, len(states_dloc), nq))
     tt = np.arange(T)[:, None]
     for i, (st, dloc) in enumerate(states_dloc):
+        if st is None:                                              # FunctionBasedPath
+            out[:, i] = _fn_row(pathset.paths[i], q, nq)
+            continue
         f = _node_forces(st, pathset.nb)
         b = st.body
         r = st.P - ob[tt, b]
@@ -236,6 +300,12 @@ def moment_arms(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
     Source: OpenSim ``MomentArmSolver::solve`` with ``GeometryPath::addInEquivalentForces``.
     """
     q = np.atleast_2d(np.asarray(q, float))
+    fb = pathset.function_based
+    if pathset.paths and len(fb) == len(pathset.paths):     # no geometry: no kinematics needed
+        ma = np.stack([_fn_row(p, q, tree.nq) for p in pathset.paths], 1)
+        if return_lengths:
+            return ma, np.stack([_fn_length(p, q) for p in pathset.paths], 1)
+        return ma
     if kin is None:
         kin = forward_kinematics(tree, q)
     sd = path_states(pathset, tree, q, kin) if states is None else states
@@ -246,8 +316,11 @@ def moment_arms(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
         C = coupling_vectors(pathset, tree, q, kin)
         if C is not None:
             ma = np.einsum("tfj,tjk->tfk", ma, C)
+        for i in fb:                              # OpenSim returns these as they are
+            ma[:, i] = _fn_row(pathset.paths[i], q, tree.nq)
     if return_lengths:
-        return ma, np.stack([s.length for s, _ in sd], 1)
+        return ma, np.stack([_fn_length(pathset.paths[i], q) if s is None else s.length
+                             for i, (s, _) in enumerate(sd)], 1)
     return ma
 
 
@@ -259,6 +332,12 @@ def moment_arms_and_node_forces(pathset: PathSet, tree: Tree, q, kin: Kinematics
     q = np.atleast_2d(np.asarray(q, float))
     if kin is None:
         kin = forward_kinematics(tree, q)
+    fb = pathset.function_based
+    if fb:
+        raise UnsupportedFeature(
+            f"the E-matrix reaction needs the forces a path applies on bodies; the "
+            f"FunctionBasedPath of {', '.join(repr(pathset.names[i]) for i in fb)} applies "
+            "generalized forces only (as OpenSim's FunctionBasedPath does), not body forces")
     Rb, ob = _frames(tree, kin)
     sd = _compute_many(pathset, pathset.paths, q, Rb, ob)
     ma = _moment_arms_from_states(pathset, tree, q, kin, sd)
@@ -285,13 +364,27 @@ def moment_arms_excursion(pathset: PathSet, tree: Tree, q, coordinates=None,
     return out
 
 
-def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | None = None):
-    """Lengthening speeds ``dl/dt = -r(q) · q̇`` (T, n_paths), m/s.
+def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | None = None,
+                       moment_arms_uncoupled=None):
+    """Lengthening speeds ``dl/dt = -r(q) · q̇`` (T, n_paths), m/s; for a FunctionBasedPath with
+    a ``lengthening_speed_function``, that function of ``(q, q̇)`` of its coordinates.
 
-    Source: OpenSim ``GeometryPath::getLengtheningSpeed`` (same quantity).
+    Source: OpenSim ``GeometryPath::getLengtheningSpeed`` (same quantity),
+    ``FunctionBasedPath::getLengtheningSpeed``. ``moment_arms_uncoupled``: the moment arms
+    (T, n_paths, nq) of :func:`moment_arms` with ``coupled=False`` at ``q``, when already
+    computed (the paths are then not rebuilt).
     """
     qd = np.atleast_2d(np.asarray(qd, float))
-    return -np.einsum("tfq,tq->tf", moment_arms(pathset, tree, q, kin, coupled=False), qd)
+    q = np.atleast_2d(np.asarray(q, float))
+    R = (moment_arms(pathset, tree, q, kin, coupled=False) if moment_arms_uncoupled is None
+         else moment_arms_uncoupled)
+    v = -np.einsum("tfq,tq->tf", R, qd)
+    for i in pathset.function_based:
+        p = pathset.paths[i]
+        if p.speed is not None:
+            qd_ = np.broadcast_to(qd, q.shape)
+            v[:, i] = _fn_values(p.speed, np.concatenate([q[:, p.coords], qd_[:, p.coords]], 1))
+    return v
 
 
 def path_generalized_forces(pathset: PathSet, tree: Tree, q, tensions,
@@ -311,7 +404,9 @@ class PathLoads:
              position, force (T, K, 3) N in ground); padding rows have zero force.
     force : (T, nb, 3) total force on each body, ground frame (N)
     moment : (T, nb, 3) total moment about each body's origin, ground frame (N·m)
-    mobility : (T, nq) generalized forces from moving path points sliding on their bodies
+    mobility : (T, nq) generalized forces from moving path points sliding on their bodies,
+               and those of FunctionBasedPaths (``tension × r`` on their coordinates; their
+               ``points`` entry is empty)
     """
 
     points: list
@@ -343,8 +438,12 @@ def path_body_forces(pathset: PathSet, tree: Tree, q, tensions,
     pts = []
     tt = np.arange(T)[:, None]
     if states is None:     # all paths in lockstep (bit for bit what one at a time gives)
-        states = _compute_many(pathset, pathset.paths, q, Rb, ob)
+        states = _geometry_states(pathset, q, Rb, ob)
     for i, (p, (st, dloc)) in enumerate(zip(pathset.paths, states)):
+        if st is None:     # FunctionBasedPath: generalized forces only (OpenSim's mobility forces)
+            pts.append((np.full((T, 0), nb), np.zeros((T, 0, 3)), np.zeros((T, 0, 3))))
+            mob += _fn_row(p, q, tree.nq) * ten[:, i, None]
+            continue
         f = _node_forces(st, nb) * ten[:, i, None, None]
         pts.append((st.body, st.P, f))
         r = st.P - ob[tt, st.body]

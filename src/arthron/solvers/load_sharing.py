@@ -42,7 +42,7 @@ from ..multibody.constraints import assemble, compile_constraints
 from ..multibody.forces import applied_generalized_forces
 from ..multibody.inverse_dynamics import ExternalLoad, inverse_dynamics
 from ..multibody.kinematics import Tree, compile_model, forward_kinematics, qdot_from_speeds
-from ..multibody.paths import compile_paths, moment_arms, path_states
+from ..multibody.paths import compile_paths, lengthening_speeds, moment_arms, path_states
 from ..tables import Table
 from .box_qp import solve_box_qp
 from .filtering import prepare_coordinates
@@ -365,7 +365,7 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
         R, L = moment_arms(ps, tree, q, kin, return_lengths=True, coupled=False, states=sd)
         par = muscle_parameters(model, mus)
         if use_muscle_physiology or passive_fiber_force:
-            v = -np.einsum("tmq,tq->tm", R, qd)      # GeometryPath::getLengtheningSpeed
+            v = lengthening_speeds(ps, tree, q, qd, kin, R)   # -R q̇, or a FunctionBasedPath's
             fl, fp, fv, cosa = force_length_velocity(par, L, v)
         fmax = np.broadcast_to(par.max_isometric_force, (T, len(mus)))
         fm = fmax * fl * fv * cosa if use_muscle_physiology else fmax
