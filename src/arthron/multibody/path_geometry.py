@@ -86,11 +86,20 @@ def _active(path: _Path, q):
     return act
 
 
+def _gather(idx, arrays):
+    """``[np.take_along_axis(a, idx, 1) for a in arrays]`` for arrays (T, K) and (T, K, d)
+    with idx (T, K') (the same values by one flat ``np.take`` each, which costs a fraction of
+    fancy indexing on the small arrays of a path)."""
+    T, K = arrays[0].shape[:2]
+    flat = (np.arange(T)[:, None] * K + idx).ravel()
+    return [np.take(a.reshape(T * K, -1), flat, axis=0).reshape(idx.shape + a.shape[2:])
+            for a in arrays]
+
+
 def _compact(valid, *arrays):
     """Stable reorder putting valid entries first along axis 1."""
     order = np.argsort(~valid, axis=1, kind="stable")
-    tt = np.arange(valid.shape[0])[:, None]
-    return [valid[tt, order]] + [a[tt, order] for a in arrays]
+    return [np.take_along_axis(valid, order, 1)] + _gather(order, arrays)
 
 
 def _seg_lengths(st_P, tag, wobj, wlen):
@@ -226,7 +235,7 @@ def _compute_gen(pathset: PathSet, path: _Path, q, Rb, ob):
     npts = len(path.body)
     loc, dloc = _point_locals(path, q)
     body = np.broadcast_to(path.body, (T, npts))
-    P = ob[:, path.body] + np.einsum("tkij,tkj->tki", Rb[:, path.body], loc)
+    P = ob[:, path.body] + (Rb[:, path.body] @ loc[..., None])[..., 0]
     act = _active(path, q)
     tag = np.where(act, np.arange(npts), -1)
     K = npts + path.nslots
@@ -315,9 +324,9 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
     end = np.argmax(tag == emp[:, None], 1)
     Rw = Rb[:, wo.body] @ wo.R                    # wrap frame in ground
     ow = ob[:, wo.body] + Rb[:, wo.body] @ wo.p
-    Xl = np.einsum("tji,tkj->tki", Rw, P - ow[:, None])   # nodes in the wrap frame
+    Xl = (P - ow[:, None]) @ Rw                   # nodes in the wrap frame
     Gp = _cached_positions(P, tag, npts, cache)
-    Gl = Xl if Gp is P else np.einsum("tji,tkj->tki", Rw, Gp - ow[:, None])
+    Gl = Xl if Gp is P else (Gp - ow[:, None]) @ Rw
     if dbl:
         d = wo.dims
         vb = d["v_body"]
@@ -390,7 +399,7 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
         return (P, loc, body, tag, wobj, wlen), code
     # node locations in their bodies' frames and in ground
     nloc = nodes @ wo.R.T + wo.p                  # in the wrap object's body frame
-    nG = ob[:, wo.body, None] + np.einsum("tij,tkj->tki", Rb[:, wo.body], nloc)
+    nG = ob[:, wo.body, None] + nloc @ np.swapaxes(Rb[:, wo.body], 1, 2)
     nbody = np.full((T, ns), wo.body)
     nobj = np.full((T, ns), w.obj_id)
     if dbl:   # T, t sit on the V cylinder's body
@@ -406,15 +415,13 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
     isn = (slot >= 0) & (slot < ns)
     si = np.clip(slot, 0, ns - 1)
 
-    tt = np.arange(T)[:, None]
-
-    def ins(arr, v):
-        isn_ = isn.reshape(isn.shape + (1,) * (arr.ndim - 2))
-        return np.where(isn_, v[tt, si], arr[tt, src])
-
     ntag = np.where(valid, t0 + np.arange(ns), -1)
-    out = (ins(P, nG), ins(loc, nloc), ins(body, nbody), ins(tag, ntag), ins(wobj, nobj),
-           ins(wlen, lens))
+    # each node list with the new nodes appended, then gathered: old nodes up to the
+    # segment, the new ones, the rest shifted by ns
+    idx = np.where(isn, K + si, src)
+    out = tuple(_gather(idx, [np.concatenate([a, v], 1) for a, v in
+                              ((P, nG), (loc, nloc), (body, nbody), (tag, ntag), (wobj, nobj),
+                               (wlen, lens))]))
     if dbl:   # drop the nodes of a cylinder not wrapped
         keep = out[3] >= 0
         out = out[:4] + (np.where(keep, out[4], -1), np.where(keep, out[5], 0.0))
