@@ -346,8 +346,10 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
     pair &= (kr >= start[:, None]) & (kr < end[:, None])
     ti_, kk_ = np.nonzero(pair)                   # rows ordered by frame, then segment
     if len(ti_):
-        g1, g2 = Gl[ti_, kk_], Gl[ti_, kk_ + 1]
-        x1, x2 = Xl[ti_, kk_], Xl[ti_, kk_ + 1]
+        fi = ti_ * K + kk_                        # flat node index of each row's first node
+        Glf, Xlf = Gl.reshape(-1, 3), Xl.reshape(-1, 3)
+        g1, g2 = Glf.take(fi, 0), Glf.take(fi + 1, 0)
+        x1, x2 = (g1.copy(), g2.copy()) if Gl is Xl else (Xlf.take(fi, 0), Xlf.take(fi + 1, 0))
         straight = _wr._norm(g2 - g1)
         if dbl:
             case, q1, Q1, T1, t1, _, Lu, Lv = _wr._double_cylinder_obstacle(
@@ -370,7 +372,8 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
             single = len(path.wraps) == 1
             status, r1, r2, L = yield (w.obj_id, wo, w.method, x1, x2, single, path.name)
             nd = np.stack([r1, r2], 1)
-            ln = np.stack([np.zeros_like(L), L], 1)
+            ln = np.zeros((len(L), 2))
+            ln[:, 1] = L
             vd = np.ones((len(ti_), 2), bool)
             dl = (_wr._norm(r1 - g1) + L + _wr._norm(g2 - r2)
                   - straight)
@@ -378,8 +381,11 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
         # else the optional wrap that lengthens the path least (the first of equals); the
         # code kept is that of the last segment tried. Per frame, over its rows at once:
         n = len(ti_)
-        starts = np.flatnonzero(np.r_[True, ti_[1:] != ti_[:-1]])
-        ends = np.r_[starts[1:], n]
+        first_row = np.empty(n, bool)
+        first_row[0] = True
+        np.not_equal(ti_[1:], ti_[:-1], out=first_row[1:])
+        starts = np.flatnonzero(first_row)
+        ends = np.append(starts[1:], n)
         fr = ti_[starts]
         pos = np.arange(n)
         fm = np.minimum.reduceat(np.where(status == _wr.MANDATORY, pos, n), starts)
@@ -410,7 +416,7 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
         nobj[:, 2:] = w.obj_id + len(pathset.wrap_objects)
     j = np.arange(K)[None, :]
     kk = np.where(has, best_k, K)[:, None]
-    src = np.clip(np.where(j <= kk, j, j - ns), 0, K - 1)
+    src = np.where(j <= kk, j, np.maximum(j - ns, 0))
     slot = j - kk - 1                             # 0..ns-1 on the inserted nodes
     isn = (slot >= 0) & (slot < ns)
     si = np.clip(slot, 0, ns - 1)
