@@ -150,15 +150,28 @@ def _moment_arms_from_states(pathset, tree, q, kin, states_dloc):
     m = np.cross(r, f)
     # the pulls (force, moment about the body origin) summed per path and body, then through
     # the bodies' velocity maps: ma[t, p] = Σ_β S[t, p, β] · D[t, β]
+    # the pulls (force, moment about the body origin) summed per (path, body) pair present,
+    # then through that body's velocity map: ma[t, p] = Σ_β S[t, (p, β)] · D[t, β]
     nb1 = D.shape[1]
-    path_of = np.repeat(np.arange(n_paths), Ks)
-    slot = (tt * (n_paths * nb1) + path_of * nb1 + body).ravel()
-    size = T * n_paths * nb1
-    S = np.empty((6, size))
+    key = np.repeat(np.arange(n_paths), Ks) * nb1 + body             # (T, ΣK) pair of each node
+    present = np.zeros(n_paths * nb1, bool)
+    present[key.ravel()] = True
+    pairs = np.flatnonzero(present)
+    lut = np.zeros(n_paths * nb1, np.intp)
+    lut[pairs] = np.arange(pairs.size)
+    npair = pairs.size
+    slot = (tt * npair + lut[key]).ravel()
+    S = np.empty((6, T, npair))
     for j in range(3):
-        S[j] = np.bincount(slot, weights=f[..., j].ravel(), minlength=size)
-        S[3 + j] = np.bincount(slot, weights=m[..., j].ravel(), minlength=size)
-    out[:] = S.T.reshape(T, n_paths, nb1 * 6) @ D.reshape(T, nb1 * 6, nq)
+        S[j] = np.bincount(slot, weights=f[..., j].ravel(), minlength=T * npair).reshape(T, npair)
+        S[3 + j] = np.bincount(slot, weights=m[..., j].ravel(), minlength=T * npair).reshape(T, npair)
+    S = np.moveaxis(S, 0, -1)                                        # (T, npair, 6)
+    pair_path, pair_body = np.divmod(pairs, nb1)
+    for beta in np.unique(pair_body):
+        if beta == nb1 - 1:                                          # ground: no motion
+            continue
+        sel = np.flatnonzero(pair_body == beta)                      # one pair per path
+        out[:, pair_path[sel]] += S[:, sel] @ D[:, beta]
     # moving points: motion of the point on its body
     for i, (st, dloc) in enumerate(states_dloc):
         if not dloc:
