@@ -30,11 +30,14 @@ KERNEL_NAMES = ("fan_blades", "tangent_lm", "surface_path", "wrap_cylinder", "to
 _KERNEL_MODULES = ("_wrap_numba", "_wrap_numba_ellipsoid")
 #: Newton solves (fan points) that NumPy may spend in this process before numba is imported,
 #: when numba's on-disk cache holds the kernels. Importing numba and loading the cached
-#: kernels costs ≈0.3–0.6 s here, about what NumPy spends wrapping paths with this many fan
-#: points (arm26: 36k per 121 frames, ≈17 ms; the shoulder–elbow model: 282k per 130 frames,
-#: ≈0.5 s), so a process never pays much more than the better of the two (the rent-or-buy
-#: rule).
-MIN_POINTS_TO_IMPORT = 250_000
+#: kernels a model uses costs ≈0.45–0.7 s here (measured in a fresh ``arthron so`` process:
+#: numba 0.2 s, its BLAS check importing scipy.linalg, ≈0.1 s per cached kernel loaded);
+#: the kernels save ≈0.3 µs (arm26: 16 -> 5 ms of wrapping per 36k fan points) to ≈1.1 µs
+#: (DAS4, cylinders and tori included: 0.65 -> 0.28 s per 332k fan points) of NumPy work per
+#: fan point, so about a million fan points pay for the import and a process never pays
+#: much more than twice the better of the two (the rent-or-buy rule). A single command on
+#: DAS4 (151 frames) stays with NumPy; repeated runs in one process switch to the kernels.
+MIN_POINTS_TO_IMPORT = 1_000_000
 #: The same when the kernels are not in the cache yet: compiling them costs ≈5–10 s (once per
 #: installation; the tests compile them too).
 MIN_POINTS_TO_COMPILE = 10_000_000
