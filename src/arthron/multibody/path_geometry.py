@@ -296,7 +296,7 @@ def _remove_wrap_nodes(st, t0, t1, mask):
     return tuple(_compact(keep, P, loc, body, tag, wobj, wlen)[1:])
 
 
-def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
+def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache, const=None):
     """Remove wrap ``wi``'s tangent points and wrap again (frames in ``mask`` only), as one
     step of OpenSim's ``GeometryPath::applyWrapObjects``. Returns the new node lists and the
     result code OpenSim keeps for the wrap (the last segment tried, or the mandatory one).
@@ -316,14 +316,19 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
     code = np.zeros(T, int)
     if not wo.active:
         return (P, loc, body, tag, wobj, wlen), code
-    sub = act[:, w.start:w.end + 1]
-    anyact = sub.any(1) & mask
-    smp = w.start + np.argmax(sub, 1)
-    emp = w.end - np.argmax(sub[:, ::-1], 1)
+    # what does not change between the passes of one path computation (``const``: per wrap)
+    c = None if const is None else const.get(wi)
+    if c is None:
+        sub = act[:, w.start:w.end + 1]
+        c = (sub.any(1), w.start + np.argmax(sub, 1), w.end - np.argmax(sub[:, ::-1], 1),
+             Rb[:, wo.body] @ wo.R,                           # wrap frame in ground
+             ob[:, wo.body] + Rb[:, wo.body] @ wo.p)
+        if const is not None:
+            const[wi] = c
+    act_any, smp, emp, Rw, ow = c
+    anyact = act_any & mask
     start = np.argmax(tag == smp[:, None], 1)
     end = np.argmax(tag == emp[:, None], 1)
-    Rw = Rb[:, wo.body] @ wo.R                    # wrap frame in ground
-    ow = ob[:, wo.body] + Rb[:, wo.body] @ wo.p
     Xl = (P - ow[:, None]) @ Rw                   # nodes in the wrap frame
     Gp = _cached_positions(P, tag, npts, cache)
     Gl = Xl if Gp is P else (Gp - ow[:, None]) @ Rw
@@ -451,6 +456,7 @@ def _apply_wraps(pathset, path, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
     st = (P, loc, body, tag, wobj, wlen)
     ns = max(path.nslots, 1)
     cache = (np.zeros((T, ns, 3)), np.zeros((T, ns), bool))
+    const = {}
     niter = 1 if nw < 2 else 8
     last = np.full(T, np.inf)
     done = np.zeros(T, bool)
@@ -461,12 +467,12 @@ def _apply_wraps(pathset, path, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
         for i in range(nw):
             if nw >= 2 and i < 2 and swapped.any():
                 st, c_a = yield from _wrap_one(pathset, path, i, st, act, Rb, ob,
-                                               todo & ~swapped, cache)
+                                               todo & ~swapped, cache, const)
                 st, c_b = yield from _wrap_one(pathset, path, 1 - i, st, act, Rb, ob,
-                                               todo & swapped, cache)
+                                               todo & swapped, cache, const)
                 codes.append(np.where(swapped, c_b, c_a))
             else:
-                st, c = yield from _wrap_one(pathset, path, i, st, act, Rb, ob, todo, cache)
+                st, c = yield from _wrap_one(pathset, path, i, st, act, Rb, ob, todo, cache, const)
                 codes.append(c)
         _update_cache(st, npts, cache, todo)
         if nw < 2:
