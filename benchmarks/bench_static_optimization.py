@@ -34,6 +34,19 @@ ends and over all frames. The Gait2354 walk's whole command is timed too.
 
 Every figure depends on the machine's load (other sessions share its 2 cores): the load
 average is printed at the start and the end.
+
+Measured 2026-11-24 (2 cores shared with three other sessions):
+
+* arm26, load ≈2 (OpenSim 0.370 / 0.367 s, its quiet-machine figure): arthron 17-18 ms with
+  the kernels (≈21×, no physiology and physiology), 31-32 ms with NumPy (≈12×); the code before
+  this change: 22.3 ms with the kernels (16.6×), 34 ms with NumPy (10.9×). A full run of this
+  script at load ≈3 (OpenSim 0.77-0.79 s): 17.8× / 17.6× with the kernels, 10.9× / 10.6× NumPy.
+* Gait2354 walk, load ≈3: 31.7× / 38.4× (kernels), 30.5× / 28.1× (NumPy).
+* DAS4 whole command (151 frames, 203 actuators): 1.0-1.7 s depending on load (before:
+  1.4-2.0 s), OpenSim 226 s (load ≈3); activations agree within 0.007 on frames 7-143, not at
+  the first and last 6 frames (up to 0.77 on the thorax reserves). Gait2354 walk whole
+  command 0.30-0.34 s.
+* cone: 1.31-1.36× the unconstrained problem (SOC and 8 planes).
 """
 from __future__ import annotations
 
