@@ -1,7 +1,8 @@
 """Static optimization: OpenSim 4.6's AnalyzeTool + StaticOptimization vs arthron's load sharing,
-side by side in one process, with and without muscle physiology.
+side by side in one process, with and without muscle physiology; the whole ``arthron so
+--setup`` command on the largest muscle model of the data; the stability cone.
 
-Run:  python benchmarks/bench_static_optimization.py
+Run:  python benchmarks/bench_static_optimization.py [--quick]
 
 Cases
 -----
@@ -11,15 +12,49 @@ Cases
   ``subject01_walk1_grf.xml``, 6 Hz.
 
 Both sides: construct the tool from the setup XML and run it, model loading and writing the
-two result files included (arthron: ``run_static_optimization_from_setup``). Then arthron's
-parts: building the stacked problem (filtering, inverse dynamics, paths, moment arms, F̂) and
-the batched QP alone. Times are wall-clock medians of 3 runs. The agreement of activations
-(max |arthron − OpenSim|) is printed too.
+two result files included (arthron: ``run_static_optimization_from_setup``, outputs fsynced).
+OpenSim and arthron run interleaved (rounds of one OpenSim run and, per mode, three arthron
+runs; 7 rounds for arm26, 3 for Gait2354; medians over the rounds), arthron after 2 warm-up
+runs, once with the compiled wrapping kernels loaded (``numba``: what any process that has wrapped a
+million fan points runs) and once with the NumPy reference (``NumPy``: a fresh process's
+first commands; arm26 wraps 36k fan points per run). Then arthron's parts: building the
+stacked problem (filtering, inverse dynamics, paths, moment arms, F̂) and the batched QP
+alone. The agreement of activations (max |arthron − OpenSim|) is printed too.
+
+Whole command: the issue's 92-muscle gait model is not in ../shared/data; the largest muscle
+model there, DAS4 (``arm-model/das4_v4.osim``, 164 muscle elements of
+Schutte1993Muscle_Deprecated over 47 cylinders, 8 ellipsoids, 9 tori and 2 spheres; two wrist
+couplers), runs instead: a generated 151-frame motion (1.5 s; elbow flexion, humeral elevation
+and pronation; couplers' dependent coordinates filled from their functions), a reserve
+CoordinateActuator (optimal force 100) on every independent coordinate, without muscle
+physiology. ``arthron so --setup`` is timed as a fresh process (imports included, median of 3);
+OpenSim's AnalyzeTool in process (one run, results in their own folder; about 4 minutes), with
+the largest activation difference (muscles and reserves) over the frames away from the motion's
+ends and over all frames. The Gait2354 walk's whole command is timed too.
+
+Every figure depends on the machine's load (other sessions share its 2 cores): the load
+average is printed at the start and the end.
+
+Measured 2026-11-24 (2 cores shared with three other sessions):
+
+* arm26, load ≈2 (OpenSim 0.370 / 0.367 s, its quiet-machine figure): arthron 17-18 ms with
+  the kernels (≈21×, no physiology and physiology), 31-32 ms with NumPy (≈12×); the code before
+  this change: 22.3 ms with the kernels (16.6×), 34 ms with NumPy (10.9×). A full run of this
+  script at load ≈3 (OpenSim 0.77-0.79 s): 17.8× / 17.6× with the kernels, 10.9× / 10.6× NumPy.
+* Gait2354 walk, load ≈3: 31.7× / 38.4× (kernels), 30.5× / 28.1× (NumPy).
+* DAS4 whole command (151 frames, 203 actuators): 1.0-1.7 s depending on load (before:
+  1.4-2.0 s), OpenSim 226 s (load ≈3); activations agree within 0.007 on frames 7-143, not at
+  the first and last 6 frames (up to 0.77 on the thorax reserves). Gait2354 walk whole
+  command 0.30-0.34 s.
+* cone: 1.31-1.36× the unconstrained problem (SOC and 8 planes).
 """
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -30,65 +65,167 @@ from _common import DATA, GAIT, GAIT_IK, GAIT_MODEL, REF, ROOT, median_time  # n
 sys.path.insert(0, str(ROOT / "tests"))
 from conftest import static_optimization_setup  # noqa: E402
 
+from arthron.geometry import wrap_kernels  # noqa: E402
 from arthron.io.sto import read_sto  # noqa: E402
 from arthron.tools.static_optimization_tool import run_static_optimization_from_setup  # noqa: E402
 
 ARM_MODEL = DATA / "opensim-models/Tutorials/Computed_Muscle_Control/InverseKinematics/arm26.osim"
 ARM_IK = REF / "task1_arm26/IK/arm26_InverseKinematics.mot"
+DAS4 = DATA / "arm-model/das4_v4.osim"
 
 
 def setup_xml(name, model, ik, out, phys, t0, t1, force_set=None, grf=None):
     return static_optimization_setup(name, model, ik, out, t0, t1, physiology=phys, force_set=force_set, grf=grf)
 
 
-def main():
+def _load():
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _warm_median(fn, n=9, warm=2):
+    for _ in range(warm):
+        fn()
+    return median_time(fn, n)
+
+
+def main(quick=False):
     import opensim as osim
     osim.Logger.setLevelString("error")
     tmp = Path(tempfile.mkdtemp(prefix="arthron-bench-so-"))
     cases = [("arm26", ARM_MODEL, ARM_IK, 0.0, 1.0, None, None),
              ("gait2354", GAIT_MODEL, GAIT_IK, 0.4, 1.6, GAIT / "gait2354_CMC_Actuators.xml",
               GAIT / "subject01_walk1_grf.xml")]
-    print(f"{'case':<10} {'physiology':<10} {'frames':>6} {'OpenSim s':>10} {'arthron s':>10} "
+    have_kernels = wrap_kernels.kernels() is not None      # numba imported, kernels loaded
+    modes = ["numba", "NumPy"] if have_kernels else ["NumPy"]
+    print(f"{'case':<10} {'physiology':<10} {'frames':>6} {'OpenSim s':>10} {'wrap':>6} {'arthron s':>10} "
           f"{'ratio':>7} {'build s':>8} {'QP s':>7} {'max|Δa|':>8}")
+    setups = {}
     for name, model, ik, t0, t1, fs, grf in cases:
         for phys in (False, True):
             d = tmp / f"{name}_{int(phys)}"
             d.mkdir()
             setup = d / "setup.xml"
             setup.write_text(setup_xml(name, model, ik, d / "osim", phys, t0, t1, fs, grf))
-            t_os = median_time(lambda: osim.AnalyzeTool(str(setup)).run())
+            setups[(name, phys)] = setup
             holder = {}
 
             def ours():
                 holder["r"] = run_static_optimization_from_setup(setup, results_dir=d / "ours")
-            t_ar = median_time(ours)
-            res, _ = holder["r"]
-            prob = res.extra["problem"]
-            from arthron.io.setup import read_external_loads
-            from arthron.solvers.load_sharing import build_problem, solve_problem
-            from arthron.tools.analyze_tool import model_with_force_sets
-            from arthron.tools.analyze_tool import read_analyze_setup
-            from arthron.tools.static_optimization_tool import control_bounds
-            st = read_analyze_setup(setup)
-            m = model_with_force_sets(st)
-            mot = read_sto(ik)
-            ext = read_external_loads(grf) if grf else None
-            t_build = median_time(lambda: build_problem(m, mot, external_loads=ext, lowpass_hz=6,
-                                                        time_range=(t0, t1), use_muscle_physiology=phys,
-                                                        controls=control_bounds(m)))
-            t_qp = median_time(lambda: solve_problem(prob))
+            # OpenSim and arthron's modes interleaved, so that all see the same load: per round
+            # one OpenSim run and, per mode, the median of 3 arthron runs
+            t_os, t_ar = [], {mode: [] for mode in modes}
+            for mode in modes:
+                wrap_kernels.FORCE = mode == "numba"
+                _warm_median(ours, 1, 2)
+            for _ in range(1 if quick else (7 if name == "arm26" else 3)):
+                t_os.append(median_time(lambda: osim.AnalyzeTool(str(setup)).run(), 1))
+                for mode in modes:
+                    wrap_kernels.FORCE = mode == "numba"
+                    t_ar[mode].append(median_time(ours, 3))
+            t_os = float(np.median(t_os))
             ref = read_sto(d / "osim" / f"{name}_StaticOptimization_activation.sto")
-            a = ref.data[:, [ref.labels.index(n) for n in res.names]]
-            da = np.abs(res.activations - a).max() if a.shape == res.activations.shape else float("nan")
-            print(f"{name:<10} {str(phys):<10} {len(res.time):>6} {t_os:>10.3f} {t_ar:>10.3f} "
-                  f"{t_os / t_ar:>7.1f} {t_build:>8.3f} {t_qp:>7.3f} {da:>8.4f}")
+            for mode in modes:
+                wrap_kernels.FORCE = mode == "numba"
+                t_m = float(np.median(t_ar[mode]))
+                ours()
+                res, _ = holder["r"]
+                prob = res.extra["problem"]
+                from arthron.io.setup import read_external_loads
+                from arthron.solvers.load_sharing import build_problem, solve_problem
+                from arthron.tools.analyze_tool import model_with_force_sets, read_analyze_setup
+                from arthron.tools.static_optimization_tool import control_bounds
+                st = read_analyze_setup(setup)
+                m = model_with_force_sets(st)
+                mot = read_sto(ik)
+                ext = read_external_loads(grf) if grf else None
+                t_build = _warm_median(lambda: build_problem(
+                    m, mot, external_loads=ext, lowpass_hz=6, time_range=(t0, t1), use_muscle_physiology=phys,
+                    controls=control_bounds(m)), 3 if quick else 7, 1)
+                t_qp = _warm_median(lambda: solve_problem(prob), 3 if quick else 7, 1)
+                a = ref.data[:, [ref.labels.index(n) for n in res.names]]
+                da = np.abs(res.activations - a).max() if a.shape == res.activations.shape else float("nan")
+                print(f"{name:<10} {str(phys):<10} {len(res.time):>6} {t_os:>10.3f} {mode:>6} {t_m:>10.4f} "
+                      f"{t_os / t_m:>7.1f} {t_build:>8.4f} {t_qp:>7.4f} {da:>8.4f}", flush=True)
+            wrap_kernels.FORCE = None
+    return tmp, setups
+
+
+def large_model_inputs(folder: Path, n_frames: int = 151, physiology: bool = False) -> Path:
+    """DAS4 with a reserve on every independent coordinate and a generated motion (see the
+    module docstring); returns the AnalyzeTool setup written into ``folder``."""
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import write_sto
+    from arthron.tables import Table
+    model = read_osim(DAS4)
+    t = np.linspace(0.0, 1.5, n_frames)
+    s = 0.5 - 0.5 * np.cos(2 * np.pi * t / 1.5)
+    names = list(model.coordinates)
+    vals = np.array([[model.coordinates[c].default_value for c in names]] * n_frames)
+    vals[:, names.index("EL_x")] = 0.2 + 1.6 * s
+    vals[:, names.index("GH_z")] += 0.4 * s
+    vals[:, names.index("PS_y")] = 0.3 + 1.0 * s
+    dependent = set()
+    for con in model.constraints:
+        if con.type == "CoordinateCouplerConstraint" and con.enabled:
+            dep = con.properties["dependent_coordinate"]
+            ind = con.properties["independent_coordinates"][0]
+            vals[:, names.index(dep)] = con.properties["function"].value(vals[:, names.index(ind)])
+            dependent.add(dep)
+    mot = folder / "das4_motion.mot"
+    write_sto(mot, Table(name="das4 motion", time=t, labels=names, data=vals, in_degrees=False))
+    acts = "".join(f'<CoordinateActuator name="{c}_reserve"><coordinate>{c}</coordinate>'
+                   f"<optimal_force>100</optimal_force></CoordinateActuator>"
+                   for c in names if c not in dependent and not model.coordinates[c].locked)
+    fs = folder / "das4_reserves.xml"
+    fs.write_text('<?xml version="1.0" encoding="UTF-8" ?>\n<OpenSimDocument Version="40000">'
+                  f'<ForceSet name="reserves"><objects>{acts}</objects></ForceSet></OpenSimDocument>\n')
+    for results in ("results", "results_opensim"):
+        (folder / f"setup_{results}.xml").write_text(static_optimization_setup(
+            "das4", DAS4, mot, folder / results, 0.0, 1.5, physiology=physiology, force_set=fs))
+    return folder / "setup_results.xml"
+
+
+def _command_time(setup: Path, n: int = 3) -> float:
+    """Median wall time of a fresh ``arthron so --setup`` process (imports included)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    cmd = [sys.executable, "-c", "import sys; from arthron.cli import main; sys.exit(main())",
+           "so", "--setup", str(setup)]
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=setup.parent)
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts))
+
+
+def whole_command(setups, quick=False):
+    import opensim as osim
+    folder = Path(tempfile.mkdtemp(prefix="arthron-bench-so-das4-"))
+    setup = large_model_inputs(folder)
+    t_cmd = _command_time(setup, 1 if quick else 3)
+    res = read_sto(folder / "results" / "das4_StaticOptimization_activation.sto")
+    line = (f"whole command, DAS4 ({res.data.shape[1]} actuators, {len(res.time)} frames, no physiology): "
+            f"arthron so --setup {t_cmd:.2f} s")
+    if not quick:
+        t0 = time.perf_counter()
+        osim.AnalyzeTool(str(folder / "setup_results_opensim.xml")).run()
+        t_os = time.perf_counter() - t0
+        ref = read_sto(folder / "results_opensim" / "das4_StaticOptimization_activation.sto")
+        da = np.abs(res.data - ref.data[:, [ref.labels.index(n) for n in res.labels]]).max(axis=1)
+        line += (f"; OpenSim AnalyzeTool (in process, model loading included) {t_os:.1f} s, ratio "
+                 f"{t_os / t_cmd:.1f}; max|Δa| frames 7..{len(da) - 8}: {da[7:-7].max():.4f}, "
+                 f"all frames: {da.max():.3f}")
+    print(line, flush=True)
+    g = setups.get(("gait2354", True))
+    if g is not None:
+        print(f"whole command, Gait2354 walk (73 frames, physiology): arthron so --setup "
+              f"{_command_time(g, 1 if quick else 3):.2f} s", flush=True)
 
 
 def cone_case():
     """Thoracoscapular model (33 muscles, reserves 10 N·m), 21 frames of scapular-plane
     elevation: the whole problem without and with a glenohumeral cone (8° × 12°, SOC), and
     with 8 planes."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from test_load_sharing import _elevation_motion
     from arthron.io.osim import read_osim
     from arthron.solvers.load_sharing import build_problem, solve_problem
@@ -112,5 +249,9 @@ def cone_case():
 
 
 if __name__ == "__main__":
-    main()
+    quick = "--quick" in sys.argv
+    print(_load(), flush=True)
+    _, setups = main(quick)
+    whole_command(setups, quick)
     cone_case()
+    print(_load())

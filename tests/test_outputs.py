@@ -278,6 +278,47 @@ def test_disk_full_leaves_no_partial_file_patched_writer(tmp_path, monkeypatch):
     assert len(written) == 5 and all(Path(p).stat().st_size > 0 for p in written)
 
 
+def test_group_fsyncs_every_file_before_any_rename(tmp_path, monkeypatch):
+    """Inside an output group the staged files are fsynced together when the group ends, all
+    before the first rename; an fsync that fails (ENOSPC from the file system) leaves every
+    target as it was and no temporary file."""
+    (tmp_path / "a.sto").write_text("old a\n")
+    synced, renamed = [], []
+    real_sync, real_replace = files_mod._fsync_path, os.replace
+
+    def sync(tmp):
+        synced.append(Path(tmp).name)
+        real_sync(tmp)
+
+    def replace(a, b):
+        renamed.append((len(synced), Path(b).name))
+        real_replace(a, b)
+
+    monkeypatch.setattr(files_mod, "_fsync_path", sync)
+    monkeypatch.setattr(files_mod.os, "replace", replace)
+    with files_mod.output_group():
+        for n in ("a.sto", "b.sto", "c.sto"):
+            files_mod.atomic_write(tmp_path / n, f"new {n}\n")
+        assert synced == []                      # nothing synced or renamed inside the group
+    assert len(synced) == 3 and [k for k, _ in renamed] == [3, 3, 3]
+    assert (tmp_path / "a.sto").read_text() == "new a.sto\n"
+    monkeypatch.setattr(files_mod.os, "replace", real_replace)
+
+    def second_fails(tmp):
+        if ".b.sto" in Path(tmp).name:
+            raise OSError(28, "No space left on device")
+        real_sync(tmp)
+
+    monkeypatch.setattr(files_mod, "_fsync_path", second_fails)
+    with pytest.raises(DataFileError, match="disk is full"):
+        with files_mod.output_group():
+            for n in ("a.sto", "b.sto", "c.sto"):
+                files_mod.atomic_write(tmp_path / n, f"newer {n}\n")
+    assert [(tmp_path / n).read_text() for n in ("a.sto", "b.sto", "c.sto")] == \
+        ["new a.sto\n", "new b.sto\n", "new c.sto\n"]
+    assert _no_temps(tmp_path)
+
+
 @pytest.fixture
 def small_tmpfs(tmp_path):
     """A 96 KiB tmpfs (skipped where it cannot be mounted)."""

@@ -201,3 +201,28 @@ def test_reused_wrap_rows_change_nothing(monkeypatch):
     assert n_reuse < n_all
     for a, b in zip(with_reuse, without):
         assert np.array_equal(a, b)
+
+
+def test_cache_check_finds_the_kernels_of_both_modules(tmp_path, monkeypatch):
+    """numba names a kernel's cache index after the module defining it: the check sees the
+    ellipsoid kernels (``_wrap_numba_ellipsoid.*.nbi``) beside the others, and a missing one
+    (or one older than its source) means not cached."""
+    where = {"fan_blades": "_wrap_numba_ellipsoid", "tangent_lm": "_wrap_numba_ellipsoid",
+             "surface_path": "_wrap_numba_ellipsoid", "wrap_cylinder": "_wrap_numba",
+             "torus_line_point": "_wrap_numba"}
+    assert set(where) == set(WK.KERNEL_NAMES)
+    sub = tmp_path / "arthron" / "geometry"
+    sub.mkdir(parents=True)
+    files = {k: sub / f"{m}.{k}-10.py311.nbi" for k, m in where.items()}
+    for f in files.values():
+        f.write_bytes(b"")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+
+    def cached():
+        monkeypatch.setattr(WK, "_CACHED", None)
+        return WK._cached()
+    assert cached()
+    os.utime(files["tangent_lm"], (0, 0))          # older than _wrap_numba_ellipsoid.py
+    assert not cached()
+    files["tangent_lm"].unlink()
+    assert not cached()

@@ -18,43 +18,8 @@ _ROUNDOFF = 2e-13
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 
-@numba.njit(**_JIT)
-def _newton_point(u, v, w, a0, a1, a2, amax):
-    """Closest point of the ellipsoid (radii a0, a1, a2) to (u, v, w), Eberly's Newton steps
-    on the Lagrange multiplier (at most 64, until |f| < 1e-9), as ``_newton_ellipsoid``."""
-    A2 = a0 * a0
-    B2 = a1 * a1
-    C2 = a2 * a2
-    A = A2 * u * u
-    B = B2 * v * v
-    C = C2 * w * w
-    su = u / a0
-    sv = v / a1
-    sw = w / a2
-    if su * su + sv * sv + sw * sw < 1.0:
-        t = 0.0
-    else:
-        t = amax * math.sqrt(u * u + v * v + w * w)
-    for _ in range(64):
-        P = t + A2
-        Q = t + B2
-        R = t + C2
-        P2 = P * P
-        Q2 = Q * Q
-        R2 = R * R
-        f = P2 * Q2 * R2 - A * Q2 * R2 - B * P2 * R2 - C * P2 * Q2
-        if abs(f) < 1e-9:
-            break
-        PQ = P * Q
-        PR = P * R
-        QR = Q * R
-        fp = PQ * R * (QR + PR + PQ)
-        fp = fp - A * QR * (Q + R)
-        fp = fp - B * PR * (P + R)
-        fp = fp - C * PQ * (P + Q)
-        fp = fp * 2.0
-        t = t - f / fp
-    return A2 * u / (t + A2), B2 * v / (t + B2), C2 * w / (t + C2)
+#: fan points whose Newton iterations run side by side in :func:`fan_blades`
+_LANES = 8
 
 
 @numba.njit(**_JIT)
@@ -63,12 +28,33 @@ def fan_blades(R1, d12, a, num_fan, blades, special):
     closest ellipsoid points and the sum of the unit vectors from point to surface
     (``blades``, (N, 3)). A row with a chord point within round-off of a coordinate plane
     (the reference then takes the 2-D ellipse branch) gets ``special`` True and is left to the
-    caller."""
+    caller.
+
+    The closest points: Eberly's Newton steps on the Lagrange multiplier (at most 64, until
+    |f| < 1e-9) in the order of ``wrap_ellipsoid._newton_ellipsoid``, on
+    :data:`_LANES` fan points at a time (each point keeps its own start and its own stop at
+    |f| < 1e-9; a stopped point is not updated), so that the processor overlaps the
+    dependent divisions of independent points; the sum is taken in fan order. The result
+    is bit for bit that of one point at a time."""
     amax = max(a[0], max(a[1], a[2]))
+    a0 = a[0]
+    a1 = a[1]
+    a2 = a[2]
+    A2 = a0 * a0
+    B2 = a1 * a1
+    C2 = a2 * a2
+    L = _LANES
+    nk = max(num_fan - 2, 0)
+    us = np.empty(nk)
+    vs = np.empty(nk)
+    ws = np.empty(nk)
+    ts = np.empty(nk)
+    AA = np.zeros(L)
+    BB = np.zeros(L)
+    CC = np.zeros(L)
+    t = np.zeros(L)
+    go = np.zeros(L, np.bool_)
     for i in range(R1.shape[0]):
-        bx = 0.0
-        by = 0.0
-        bz = 0.0
         special[i] = False
         for k in range(1, num_fan - 1):
             tk = k / num_fan
@@ -78,7 +64,72 @@ def fan_blades(R1, d12, a, num_fan, blades, special):
             if abs(u) <= _ROUNDOFF or abs(v) <= _ROUNDOFF or abs(w) <= _ROUNDOFF:
                 special[i] = True
                 break
-            x, y, z = _newton_point(u, v, w, a[0], a[1], a[2], amax)
+            us[k - 1] = u
+            vs[k - 1] = v
+            ws[k - 1] = w
+        blades[i, 0] = 0.0
+        blades[i, 1] = 0.0
+        blades[i, 2] = 0.0
+        if special[i]:
+            continue
+        for s0 in range(0, nk, L):
+            nl = min(L, nk - s0)
+            for j in range(L):
+                go[j] = j < nl
+                if j >= nl:
+                    t[j] = 0.0
+                    continue
+                u = us[s0 + j]
+                v = vs[s0 + j]
+                w = ws[s0 + j]
+                AA[j] = A2 * u * u
+                BB[j] = B2 * v * v
+                CC[j] = C2 * w * w
+                su = u / a0
+                sv = v / a1
+                sw = w / a2
+                if su * su + sv * sv + sw * sw < 1.0:
+                    t[j] = 0.0
+                else:
+                    t[j] = amax * math.sqrt(u * u + v * v + w * w)
+            for _ in range(64):
+                busy = False
+                for j in range(L):
+                    P = t[j] + A2
+                    Q = t[j] + B2
+                    R = t[j] + C2
+                    P2 = P * P
+                    Q2 = Q * Q
+                    R2 = R * R
+                    f = P2 * Q2 * R2 - AA[j] * Q2 * R2 - BB[j] * P2 * R2 - CC[j] * P2 * Q2
+                    if go[j]:
+                        if abs(f) < 1e-9:
+                            go[j] = False
+                        else:
+                            PQ = P * Q
+                            PR = P * R
+                            QR = Q * R
+                            fp = PQ * R * (QR + PR + PQ)
+                            fp = fp - AA[j] * QR * (Q + R)
+                            fp = fp - BB[j] * PR * (P + R)
+                            fp = fp - CC[j] * PQ * (P + Q)
+                            fp = fp * 2.0
+                            t[j] = t[j] - f / fp
+                            busy = True
+                if not busy:
+                    break
+            for j in range(nl):
+                ts[s0 + j] = t[j]
+        bx = 0.0
+        by = 0.0
+        bz = 0.0
+        for k in range(nk):
+            u = us[k]
+            v = vs[k]
+            w = ws[k]
+            x = A2 * u / (ts[k] + A2)
+            y = B2 * v / (ts[k] + B2)
+            z = C2 * w / (ts[k] + C2)
             dx = x - u
             dy = y - v
             dz = z - w

@@ -26,13 +26,18 @@ _FAILED = False
 _CACHED = None
 #: The compiled kernels (names in :mod:`arthron.geometry._wrap_numba`).
 KERNEL_NAMES = ("fan_blades", "tangent_lm", "surface_path", "wrap_cylinder", "torus_line_point")
+#: the modules that define them (numba names its cache files after the defining module)
+_KERNEL_MODULES = ("_wrap_numba", "_wrap_numba_ellipsoid")
 #: Newton solves (fan points) that NumPy may spend in this process before numba is imported,
 #: when numba's on-disk cache holds the kernels. Importing numba and loading the cached
-#: kernels costs ≈0.3–0.6 s here, about what NumPy spends wrapping paths with this many fan
-#: points (arm26: 36k per 121 frames, ≈17 ms; the shoulder–elbow model: 282k per 130 frames,
-#: ≈0.5 s), so a process never pays much more than the better of the two (the rent-or-buy
-#: rule).
-MIN_POINTS_TO_IMPORT = 250_000
+#: kernels a model uses costs ≈0.45–0.7 s here (measured in a fresh ``arthron so`` process:
+#: numba 0.2 s, its BLAS check importing scipy.linalg, ≈0.1 s per cached kernel loaded);
+#: the kernels save ≈0.3 µs (arm26: 16 -> 5 ms of wrapping per 36k fan points) to ≈1.1 µs
+#: (DAS4, cylinders and tori included: 0.65 -> 0.28 s per 332k fan points) of NumPy work per
+#: fan point, so about a million fan points pay for the import and a process never pays
+#: much more than twice the better of the two (the rent-or-buy rule). A single command on
+#: DAS4 (151 frames) stays with NumPy; repeated runs in one process switch to the kernels.
+MIN_POINTS_TO_IMPORT = 1_000_000
 #: The same when the kernels are not in the cache yet: compiling them costs ≈5–10 s (once per
 #: installation; the tests compile them too).
 MIN_POINTS_TO_COMPILE = 10_000_000
@@ -43,22 +48,23 @@ FORCE = None
 
 
 def _cached() -> bool:
-    """Whether numba's cache index holds every kernel, newer than the kernels' source (in
-    ``NUMBA_CACHE_DIR`` when set, else in ``__pycache__`` beside the module; elsewhere, e.g.
-    numba's user-wide cache of a read-only installation, counts as not cached); checked once
-    per process."""
+    """Whether numba's cache index holds every kernel, newer than the source of its module
+    (``_wrap_numba.py`` and ``_wrap_numba_ellipsoid.py``; in ``NUMBA_CACHE_DIR`` when set, else
+    in ``__pycache__`` beside the modules; elsewhere, e.g. numba's user-wide cache of a
+    read-only installation, counts as not cached); checked once per process."""
     global _CACHED
     if _CACHED is None:
-        src = Path(__file__).with_name("_wrap_numba.py")
         found = set()
         try:
-            t_src = src.stat().st_mtime
-            if os.environ.get("NUMBA_CACHE_DIR"):
-                files = Path(os.environ["NUMBA_CACHE_DIR"]).rglob("_wrap_numba.*.nbi")
-            else:
-                files = src.with_name("__pycache__").glob("_wrap_numba.*.nbi")
-            found = {f.name.split(".")[1].split("-")[0] for f in files
-                     if f.stat().st_mtime >= t_src}
+            for mod in _KERNEL_MODULES:
+                src = Path(__file__).with_name(mod + ".py")
+                t_src = src.stat().st_mtime
+                if os.environ.get("NUMBA_CACHE_DIR"):
+                    files = Path(os.environ["NUMBA_CACHE_DIR"]).rglob(f"{mod}.*.nbi")
+                else:
+                    files = src.with_name("__pycache__").glob(f"{mod}.*.nbi")
+                found |= {f.name.split(".")[1].split("-")[0] for f in files
+                          if f.stat().st_mtime >= t_src}
         except OSError:
             pass
         _CACHED = set(KERNEL_NAMES) <= found

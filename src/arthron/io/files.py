@@ -21,7 +21,9 @@ Every writer (``.sto``/``.mot``, ``.trc``, ``.osim``, scale-set and marker-set X
 Several files written inside one :func:`output_group` are all staged first and renamed only
 when every one of them is written whole: the group leaves all new files, or none when a file
 fails to stage; if a rename itself fails, the error names the files already replaced and the
-ones that are stale (old or missing).
+ones that are stale (old or missing). A group's staged files are fsynced together when it ends
+(side by side, so that they share the file system's journal commit), every one before the
+first rename; a failed fsync removes them all and renames nothing.
 
 All errors are :class:`arthron.errors.DataFileError` naming the file (one line at the CLI).
 """
@@ -262,7 +264,7 @@ def _pieces(data):
             yield d.encode("utf-8") if isinstance(d, str) else bytes(d)
 
 
-def _stage(target: Path, data, shown) -> Path:
+def _stage(target: Path, data, shown, sync: bool = True) -> Path:
     folder = target.parent
     _mkdirs(folder, shown)
     _clean_stale_temps(folder)
@@ -276,7 +278,8 @@ def _stage(target: Path, data, shown) -> Path:
         try:
             for piece in _pieces(data):
                 _write_all(fd, piece)
-            os.fsync(fd)
+            if sync:            # in a group: fsynced together when the group ends
+                os.fsync(fd)
             os.fchmod(fd, 0o666 & ~_umask()) if hasattr(os, "fchmod") else None
         finally:
             os.close(fd)
@@ -303,7 +306,7 @@ def atomic_write(path, data, *, sources=()) -> Path:
         for t, _, shown in grp:
             if t == target:
                 raise DataFileError("two outputs of this command have the same name", shown)
-    tmp = _stage(target, data, path)
+    tmp = _stage(target, data, path, sync=grp is None)
     if grp is not None:
         grp.append((target, tmp, path))
         return Path(path)
@@ -314,6 +317,46 @@ def atomic_write(path, data, *, sources=()) -> Path:
             os.unlink(tmp)
         raise DataFileError(f"cannot write file: {e.strerror or e}", path) from None
     return Path(path)
+
+
+def _fsync_path(tmp: Path) -> None:
+    fd = os.open(tmp, os.O_WRONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sync_staged(staged: list) -> None:
+    """fsync every staged file of a group before the first rename, the files side by side
+    (one thread each but the last: concurrent fsyncs share the file system's journal commit,
+    which is what an fsync waits for); on a failure all staged files are removed and
+    DataFileError names the file (nothing was renamed)."""
+    errs: list = [None] * len(staged)
+
+    def run(i):
+        try:
+            _fsync_path(staged[i][1])
+        except OSError as e:
+            errs[i] = e
+    threads = []
+    if len(staged) > 1:
+        import threading
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(staged) - 1)]
+        for t in threads:
+            t.start()
+    if staged:
+        run(len(staged) - 1)
+    for t in threads:
+        t.join()
+    bad = [(e, staged[i][2]) for i, e in enumerate(errs) if e is not None]
+    if bad:
+        for _, tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        e, shown = bad[0]
+        what = "the disk is full" if e.errno == errno.ENOSPC else (e.strerror or str(e))
+        raise DataFileError(f"cannot write file ({what}); nothing was written", shown) from None
 
 
 @contextlib.contextmanager
@@ -336,6 +379,7 @@ def output_group():
         raise
     finally:
         _GROUP.reset(token)
+    _sync_staged(staged)
     done = []
     for i, (target, tmp, shown) in enumerate(staged):
         try:

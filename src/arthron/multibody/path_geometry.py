@@ -90,11 +90,20 @@ def _active(path: _Path, q):
     return act
 
 
+def _gather(idx, arrays):
+    """``[np.take_along_axis(a, idx, 1) for a in arrays]`` for arrays (T, K) and (T, K, d)
+    with idx (T, K') (the same values by one flat ``np.take`` each, which costs a fraction of
+    fancy indexing on the small arrays of a path)."""
+    T, K = arrays[0].shape[:2]
+    flat = (np.arange(T)[:, None] * K + idx).ravel()
+    return [np.take(a.reshape(T * K, -1), flat, axis=0).reshape(idx.shape + a.shape[2:])
+            for a in arrays]
+
+
 def _compact(valid, *arrays):
     """Stable reorder putting valid entries first along axis 1."""
     order = np.argsort(~valid, axis=1, kind="stable")
-    tt = np.arange(valid.shape[0])[:, None]
-    return [valid[tt, order]] + [a[tt, order] for a in arrays]
+    return [np.take_along_axis(valid, order, 1)] + _gather(order, arrays)
 
 
 def _seg_lengths(st_P, tag, wobj, wlen):
@@ -230,7 +239,7 @@ def _compute_gen(pathset: PathSet, path: _Path, q, Rb, ob):
     npts = len(path.body)
     loc, dloc = _point_locals(path, q)
     body = np.broadcast_to(path.body, (T, npts))
-    P = ob[:, path.body] + np.einsum("tkij,tkj->tki", Rb[:, path.body], loc)
+    P = ob[:, path.body] + (Rb[:, path.body] @ loc[..., None])[..., 0]
     act = _active(path, q)
     tag = np.where(act, np.arange(npts), -1)
     K = npts + path.nslots
@@ -291,7 +300,7 @@ def _remove_wrap_nodes(st, t0, t1, mask):
     return tuple(_compact(keep, P, loc, body, tag, wobj, wlen)[1:])
 
 
-def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
+def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache, const=None):
     """Remove wrap ``wi``'s tangent points and wrap again (frames in ``mask`` only), as one
     step of OpenSim's ``GeometryPath::applyWrapObjects``. Returns the new node lists and the
     result code OpenSim keeps for the wrap (the last segment tried, or the mandatory one).
@@ -311,17 +320,22 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
     code = np.zeros(T, int)
     if not wo.active:
         return (P, loc, body, tag, wobj, wlen), code
-    sub = act[:, w.start:w.end + 1]
-    anyact = sub.any(1) & mask
-    smp = w.start + np.argmax(sub, 1)
-    emp = w.end - np.argmax(sub[:, ::-1], 1)
+    # what does not change between the passes of one path computation (``const``: per wrap)
+    c = None if const is None else const.get(wi)
+    if c is None:
+        sub = act[:, w.start:w.end + 1]
+        c = (sub.any(1), w.start + np.argmax(sub, 1), w.end - np.argmax(sub[:, ::-1], 1),
+             Rb[:, wo.body] @ wo.R,                           # wrap frame in ground
+             ob[:, wo.body] + Rb[:, wo.body] @ wo.p)
+        if const is not None:
+            const[wi] = c
+    act_any, smp, emp, Rw, ow = c
+    anyact = act_any & mask
     start = np.argmax(tag == smp[:, None], 1)
     end = np.argmax(tag == emp[:, None], 1)
-    Rw = Rb[:, wo.body] @ wo.R                    # wrap frame in ground
-    ow = ob[:, wo.body] + Rb[:, wo.body] @ wo.p
-    Xl = np.einsum("tji,tkj->tki", Rw, P - ow[:, None])   # nodes in the wrap frame
+    Xl = (P - ow[:, None]) @ Rw                   # nodes in the wrap frame
     Gp = _cached_positions(P, tag, npts, cache)
-    Gl = Xl if Gp is P else np.einsum("tji,tkj->tki", Rw, Gp - ow[:, None])
+    Gl = Xl if Gp is P else (Gp - ow[:, None]) @ Rw
     if dbl:
         d = wo.dims
         vb = d["v_body"]
@@ -341,8 +355,10 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
     pair &= (kr >= start[:, None]) & (kr < end[:, None])
     ti_, kk_ = np.nonzero(pair)                   # rows ordered by frame, then segment
     if len(ti_):
-        g1, g2 = Gl[ti_, kk_], Gl[ti_, kk_ + 1]
-        x1, x2 = Xl[ti_, kk_], Xl[ti_, kk_ + 1]
+        fi = ti_ * K + kk_                        # flat node index of each row's first node
+        Glf, Xlf = Gl.reshape(-1, 3), Xl.reshape(-1, 3)
+        g1, g2 = Glf.take(fi, 0), Glf.take(fi + 1, 0)
+        x1, x2 = (g1.copy(), g2.copy()) if Gl is Xl else (Xlf.take(fi, 0), Xlf.take(fi + 1, 0))
         straight = _wr._norm(g2 - g1)
         if dbl:
             case, q1, Q1, T1, t1, _, Lu, Lv = _wr._double_cylinder_obstacle(
@@ -365,7 +381,8 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
             single = len(path.wraps) == 1
             status, r1, r2, L = yield (w.obj_id, wo, w.method, x1, x2, single, path.name)
             nd = np.stack([r1, r2], 1)
-            ln = np.stack([np.zeros_like(L), L], 1)
+            ln = np.zeros((len(L), 2))
+            ln[:, 1] = L
             vd = np.ones((len(ti_), 2), bool)
             dl = (_wr._norm(r1 - g1) + L + _wr._norm(g2 - r2)
                   - straight)
@@ -373,8 +390,11 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
         # else the optional wrap that lengthens the path least (the first of equals); the
         # code kept is that of the last segment tried. Per frame, over its rows at once:
         n = len(ti_)
-        starts = np.flatnonzero(np.r_[True, ti_[1:] != ti_[:-1]])
-        ends = np.r_[starts[1:], n]
+        first_row = np.empty(n, bool)
+        first_row[0] = True
+        np.not_equal(ti_[1:], ti_[:-1], out=first_row[1:])
+        starts = np.flatnonzero(first_row)
+        ends = np.append(starts[1:], n)
         fr = ti_[starts]
         pos = np.arange(n)
         fm = np.minimum.reduceat(np.where(status == _wr.MANDATORY, pos, n), starts)
@@ -394,7 +414,7 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
         return (P, loc, body, tag, wobj, wlen), code
     # node locations in their bodies' frames and in ground
     nloc = nodes @ wo.R.T + wo.p                  # in the wrap object's body frame
-    nG = ob[:, wo.body, None] + np.einsum("tij,tkj->tki", Rb[:, wo.body], nloc)
+    nG = ob[:, wo.body, None] + nloc @ np.swapaxes(Rb[:, wo.body], 1, 2)
     nbody = np.full((T, ns), wo.body)
     nobj = np.full((T, ns), w.obj_id)
     if dbl:   # T, t sit on the V cylinder's body
@@ -405,20 +425,18 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache):
         nobj[:, 2:] = w.obj_id + len(pathset.wrap_objects)
     j = np.arange(K)[None, :]
     kk = np.where(has, best_k, K)[:, None]
-    src = np.clip(np.where(j <= kk, j, j - ns), 0, K - 1)
+    src = np.where(j <= kk, j, np.maximum(j - ns, 0))
     slot = j - kk - 1                             # 0..ns-1 on the inserted nodes
     isn = (slot >= 0) & (slot < ns)
     si = np.clip(slot, 0, ns - 1)
 
-    tt = np.arange(T)[:, None]
-
-    def ins(arr, v):
-        isn_ = isn.reshape(isn.shape + (1,) * (arr.ndim - 2))
-        return np.where(isn_, v[tt, si], arr[tt, src])
-
     ntag = np.where(valid, t0 + np.arange(ns), -1)
-    out = (ins(P, nG), ins(loc, nloc), ins(body, nbody), ins(tag, ntag), ins(wobj, nobj),
-           ins(wlen, lens))
+    # each node list with the new nodes appended, then gathered: old nodes up to the
+    # segment, the new ones, the rest shifted by ns
+    idx = np.where(isn, K + si, src)
+    out = tuple(_gather(idx, [np.concatenate([a, v], 1) for a, v in
+                              ((P, nG), (loc, nloc), (body, nbody), (tag, ntag), (wobj, nobj),
+                               (wlen, lens))]))
     if dbl:   # drop the nodes of a cylinder not wrapped
         keep = out[3] >= 0
         out = out[:4] + (np.where(keep, out[4], -1), np.where(keep, out[5], 0.0))
@@ -442,6 +460,7 @@ def _apply_wraps(pathset, path, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
     st = (P, loc, body, tag, wobj, wlen)
     ns = max(path.nslots, 1)
     cache = (np.zeros((T, ns, 3)), np.zeros((T, ns), bool))
+    const = {}
     niter = 1 if nw < 2 else 8
     last = np.full(T, np.inf)
     done = np.zeros(T, bool)
@@ -452,12 +471,12 @@ def _apply_wraps(pathset, path, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
         for i in range(nw):
             if nw >= 2 and i < 2 and swapped.any():
                 st, c_a = yield from _wrap_one(pathset, path, i, st, act, Rb, ob,
-                                               todo & ~swapped, cache)
+                                               todo & ~swapped, cache, const)
                 st, c_b = yield from _wrap_one(pathset, path, 1 - i, st, act, Rb, ob,
-                                               todo & swapped, cache)
+                                               todo & swapped, cache, const)
                 codes.append(np.where(swapped, c_b, c_a))
             else:
-                st, c = yield from _wrap_one(pathset, path, i, st, act, Rb, ob, todo, cache)
+                st, c = yield from _wrap_one(pathset, path, i, st, act, Rb, ob, todo, cache, const)
                 codes.append(c)
         _update_cache(st, npts, cache, todo)
         if nw < 2:

@@ -68,7 +68,8 @@ import numpy as np
 
 from ..errors import UnsupportedFeature
 from .kinematics import Kinematics, Tree, _euler_xyz_rate_matrix, forward_kinematics, velocity_map
-from .path_compile import PathSet, WrapObjectData, _FunctionPath, compile_paths  # noqa: F401
+from .path_compile import PathSet, WrapObjectData, _FunctionPath, compile_paths  # noqa: F401  (public API)
+from ..geometry.wrap_common import _norm as _wr_norm
 from .path_geometry import (PathState, _compute_many, _compute_one, _frames,  # noqa: F401
                             compute_paths)
 
@@ -180,33 +181,77 @@ def _node_forces(st: PathState, nb: int):
 
 
 def _moment_arms_from_states(pathset, tree, q, kin, states_dloc):
+    """−∂l/∂q (T, n_paths, nq) of the rebuilt paths: the node pulls of every geometric path side
+    by side in one (T, ΣK) node list (segments never join two paths), their generalized forces
+    through the nodes' bodies' velocity maps, summed per path; a FunctionBasedPath's row (its
+    ``(None, [])`` entry) from its functions."""
     T = q.shape[0]
     nq = tree.nq
+    n_paths = len(states_dloc)
+    out = np.zeros((T, n_paths, nq))
+    geo = np.array([i for i, (st, _) in enumerate(states_dloc) if st is not None], np.intp)
+    for i, (st, _) in enumerate(states_dloc):
+        if st is None:                                              # FunctionBasedPath
+            out[:, i] = _fn_row(pathset.paths[i], q, nq)
+    if geo.size == 0:
+        return out
     D = velocity_map(tree, q, kin, point="origin")                   # (T, nb, 6, nq)
     D = np.concatenate([D, np.zeros((T, 1, 6, nq))], 1)             # ground last
     Rb, ob = _frames(tree, kin)
-    out = np.empty((T, len(states_dloc), nq))
+    sts = [states_dloc[i][0] for i in geo]
+    Ks = [st.P.shape[1] for st in sts]
+    off = np.concatenate([[0], np.cumsum(Ks)[:-1]]).astype(np.intp)
+    P = np.concatenate([st.P for st in sts], 1)
+    X = np.concatenate([st.P if st.G is None else st.G for st in sts], 1)
+    tag = np.concatenate([st.tag for st in sts], 1)
+    body = np.concatenate([st.body for st in sts], 1)
+    # unit pulls along each segment (see _node_forces), none across two paths
+    d = X[:, 1:] - X[:, :-1]
+    n = _wr_norm(d)
+    ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0) & (body[:, :-1] != body[:, 1:]) & (n > 0)
+    ok[:, off[1:] - 1] = False
+    u = np.divide(d, n[..., None], out=np.zeros_like(d), where=ok[..., None])
+    f = np.zeros_like(P)
+    f[:, :-1] += u
+    f[:, 1:] -= u
     tt = np.arange(T)[:, None]
-    for i, (st, dloc) in enumerate(states_dloc):
-        if st is None:                                              # FunctionBasedPath
-            out[:, i] = _fn_row(pathset.paths[i], q, nq)
+    r = P - ob[tt, body]
+    m = np.cross(r, f)
+    # the pulls (force, moment about the body origin) summed per (path, body) pair present,
+    # then through that body's velocity map: ma[t, p] = Σ_β S[t, (p, β)] · D[t, β]
+    ng = geo.size
+    nb1 = D.shape[1]
+    key = np.repeat(np.arange(ng), Ks) * nb1 + body                  # (T, ΣK) pair of each node
+    present = np.zeros(ng * nb1, bool)
+    present[key.ravel()] = True
+    pairs = np.flatnonzero(present)
+    lut = np.zeros(ng * nb1, np.intp)
+    lut[pairs] = np.arange(pairs.size)
+    npair = pairs.size
+    slot = (tt * npair + lut[key]).ravel()
+    S = np.empty((6, T, npair))
+    for j in range(3):
+        S[j] = np.bincount(slot, weights=f[..., j].ravel(), minlength=T * npair).reshape(T, npair)
+        S[3 + j] = np.bincount(slot, weights=m[..., j].ravel(), minlength=T * npair).reshape(T, npair)
+    S = np.moveaxis(S, 0, -1)                                        # (T, npair, 6)
+    pair_path, pair_body = np.divmod(pairs, nb1)
+    for beta in np.unique(pair_body):
+        if beta == nb1 - 1:                                          # ground: no motion
             continue
-        f = _node_forces(st, pathset.nb)
-        b = st.body
-        r = st.P - ob[tt, b]
-        m = np.cross(r, f)
-        Dv = D[tt, b, :3]        # (T, K, 3, nq)
-        Dw = D[tt, b, 3:]
-        ma = np.einsum("tki,tkiq->tq", f, Dv) + np.einsum("tki,tkiq->tq", m, Dw)
-        # moving points: motion of the point on its body
+        sel = np.flatnonzero(pair_body == beta)                      # one pair per path
+        out[:, geo[pair_path[sel]]] += S[:, sel] @ D[:, beta]
+    # moving points: motion of the point on its body
+    for g, i in enumerate(geo):
+        st, dloc = states_dloc[i]
+        if not dloc:
+            continue
+        fi = f[:, off[g]:off[g] + Ks[g]]
         for k, c, dl in dloc:
             pos = st.tag == k                                        # (T, K)
-            fk = np.einsum("tk,tki->ti", pos, f)
+            fk = np.einsum("tk,tki->ti", pos, fi)
             bk = pathset.paths[i].body[k]
-            ma[:, c] += np.einsum("ti,tij,tj->t", fk, Rb[:, bk], dl)
-        out[:, i] = ma
+            out[:, i, c] += np.einsum("ti,tij,tj->t", fk, Rb[:, bk], dl)
     return out
-
 
 def speed_map(pathset: PathSet, q) -> np.ndarray:
     """``N`` (T, nq, nq) with ``q̇ = N u``: OpenSim's generalized speeds ``u`` are the

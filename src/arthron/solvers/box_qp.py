@@ -95,44 +95,53 @@ def solve_box_qp(A, b, w, lb, ub, *, tol: float = 1e-10, max_iter: int = 100,
     it = 0
     eye = np.eye(m)
     delta = np.full(T, 1e-2)     # curvature lent to bound components (0 near the solution)
-    while active.any() and it < max_iter:
+    idx = np.flatnonzero(active)
+    while idx.size and it < max_iter:
         it += 1
-        idx = np.flatnonzero(active)
-        Ai, wi = A[idx], wt[idx]
-        free = (x[idx] > lb[idx]) & (x[idx] < ub[idx])
+        every = idx.size == T            # all frames: views instead of copies
+        Ai, wi, lbi, ubi, bi = (A, wt, lb, ub, b) if every else (A[idx], wt[idx], lb[idx], ub[idx], b[idx])
+        xi, lam_i, val_i, gi = x[idx], lam[idx], val[idx], g[idx]
+        free = (xi > lbi) & (xi < ubi)
         # components at a bound whose unclipped value points inside count as free too
-        z = _At(Ai, lam[idx]) / wi
-        free |= (z > lb[idx]) & (z < ub[idx])
+        z = _At(Ai, lam_i) / wi
+        free |= (z > lbi) & (z < ubi)
         dd = np.where(free, 1.0, delta[idx, None]) / wi
         H = (Ai * dd[:, None, :]) @ np.swapaxes(Ai, 1, 2)
         reg = 1e-12 * (1.0 + np.abs(H).max(axis=(1, 2)))
         H = H + reg[:, None, None] * eye
         try:
-            d = np.linalg.solve(H, g[idx][..., None])[..., 0]
+            d = np.linalg.solve(H, gi[..., None])[..., 0]
         except np.linalg.LinAlgError:
-            d = np.linalg.lstsq(H[0], g[idx][0], rcond=None)[0][None] if len(idx) == 1 else \
-                np.stack([np.linalg.lstsq(h, gg, rcond=None)[0] for h, gg in zip(H, g[idx])])
+            d = np.linalg.lstsq(H[0], gi[0], rcond=None)[0][None] if len(idx) == 1 else \
+                np.stack([np.linalg.lstsq(h, gg, rcond=None)[0] for h, gg in zip(H, gi)])
         step = np.ones(len(idx))
-        lam_i, val_i = lam[idx], val[idx]
         done = np.zeros(len(idx), bool)
+        rest = np.arange(len(idx))              # rows still searching
         for _ in range(40):                     # backtracking: the dual must not decrease
-            trial = lam_i + step[:, None] * d
-            xt = _primal(Ai, trial, wi, lb[idx], ub[idx])
-            vt = _dual(Ai, b[idx], trial, xt, wi)
-            good = (vt >= val_i - 1e-14 * (1 + np.abs(val_i))) & ~done
-            sel = idx[good]
+            r_all = rest.size == len(idx)
+            Ar, wr, lr, ur, br = (Ai, wi, lbi, ubi, bi) if r_all else \
+                (Ai[rest], wi[rest], lbi[rest], ubi[rest], bi[rest])
+            trial = lam_i[rest] + step[rest, None] * d[rest]
+            xt = _primal(Ar, trial, wr, lr, ur)
+            vt = _dual(Ar, br, trial, xt, wr)
+            vr = val_i[rest]
+            good = vt >= vr - 1e-14 * (1 + np.abs(vr))
+            sel = idx[rest[good]]
             lam[sel], x[sel], val[sel] = trial[good], xt[good], vt[good]
-            done |= good
-            if done.all():
+            done[rest[good]] = True
+            rest = rest[~good]
+            if rest.size == 0:
                 break
-            step = np.where(done, step, 0.5 * step)
+            step[rest] *= 0.5
         full = done & (step == 1.0)
-        delta[idx] = np.where(full, delta[idx] * 1e-3, np.minimum(delta[idx] * 10.0, 1.0))
-        delta[idx] = np.where(delta[idx] < 1e-14, 0.0, delta[idx])
-        g[idx] = b[idx] - _Ax(Ai, x[idx])
-        conv = np.abs(g[idx]).max(axis=1) <= tol * scale[idx]
+        di = delta[idx]
+        di = np.where(full, di * 1e-3, np.minimum(di * 10.0, 1.0))
+        delta[idx] = np.where(di < 1e-14, 0.0, di)
+        gi = bi - _Ax(Ai, x[idx])
+        g[idx] = gi
+        conv = np.abs(gi).max(axis=1) <= tol * scale[idx]
         stalled = ~done & (delta[idx] >= 1.0)
-        active[idx[conv | stalled]] = False
+        idx = idx[~(conv | stalled)]
     res = _Ax(A, x) - b
     ok = np.abs(res).max(axis=1) <= max(tol, 1e-9) * scale
     return BoxQPResult(x=x, lam=lam, residual=res, ok=ok, iterations=it)
