@@ -482,9 +482,13 @@ def _add_study_parsers(sub):
     s.set_defaults(func=cmd_demo, parameter_study=False)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; ``only``: a parser holding just that command's subparser (what
+    ``main`` parses a known command with: the other commands' arguments are not built)."""
     p = argparse.ArgumentParser(prog="arthron", description="Musculoskeletal biomechanics that speaks OpenSim.")
     sub = p.add_subparsers(dest="command", required=True)
+    if only is not None:
+        sub = _OneCommand(sub, only)
     s = sub.add_parser("info", help="summarize a model")
     s.add_argument("model")
     s.set_defaults(func=cmd_info)
@@ -635,15 +639,57 @@ def _add_setup_search_options(sub):
                  "that do not exist as written; repeatable")
 
 
+class _Ignored:
+    """Stands in for the subparser of a command the parser is not built for: whatever is added
+    to it is dropped."""
+
+    def __getattr__(self, name):
+        return lambda *a, **k: self
+
+
+class _OneCommand:
+    """The subparsers action of ``build_parser(only=...)``: ``add_parser`` builds the one command
+    and returns an :class:`_Ignored` for the others (``choices[name]`` too)."""
+
+    def __init__(self, sub, only):
+        self._sub, self._only = sub, only
+
+    def add_parser(self, name, **kw):
+        if name == self._only or self._only in kw.get("aliases", ()):
+            return self._sub.add_parser(name, **kw)
+        return _Ignored()
+
+    @property
+    def choices(self):
+        return _IgnoredChoices(self._sub.choices)
+
+    def __getattr__(self, name):
+        return getattr(self._sub, name)
+
+
+class _IgnoredChoices(dict):
+    def __missing__(self, name):
+        return _Ignored()
+
+
 _PARSER = None
 
 
-def _parser() -> argparse.ArgumentParser:
-    """The command line's parser, built once per process (a few ms: ``main`` and the ``--setup``
-    checks share it; argparse parsers are reusable across ``parse_args`` calls)."""
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser, built once per process (``main`` and the ``--setup`` checks
+    share it; argparse parsers are reusable across ``parse_args`` calls). With ``command`` (the
+    first word of the command line), a parser of that command alone when it is one (building
+    all the commands' arguments is a few ms of every command's start-up), else the whole one."""
     global _PARSER
-    if _PARSER is None:
-        _PARSER = build_parser()
+    if _PARSER is not None and (command is None or getattr(_PARSER, "_arthron_only", None) in (None, command)):
+        return _PARSER
+    if command and not command.startswith("-"):
+        p = build_parser(only=command)
+        if command in p._subparsers._group_actions[0].choices:
+            p._arthron_only = command
+            _PARSER = p
+            return p
+    _PARSER = build_parser()
     return _PARSER
 
 
@@ -677,7 +723,10 @@ def main(argv=None) -> int:
     runtime.light_imports = True     # a command's start-up: no scipy.interpolate/signal import on short trials
     warnings.formatwarning = _warn_format
     warnings.simplefilter("default", ArthronWarning)
-    args = _parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args, extra = _parser(words[0] if words else None).parse_known_args(argv)
+    if extra:           # refused by the whole parser (its usage line lists every command)
+        build_parser().parse_args(argv)
     from .io.files import check_output, input_guard
     try:
         # no command writes onto a file it reads (the files named here, and every file a reader
