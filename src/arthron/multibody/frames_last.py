@@ -50,8 +50,11 @@ def _mtv(R, x):
     return R[0] * x[0] + R[1] * x[1] + R[2] * x[2]
 
 
+_EYE = np.eye(3)
+
+
 def _is_identity(C):
-    return C.shape == (3, 3) and bool((C == np.eye(3)).all())
+    return C.shape == (3, 3) and bool((C == _EYE).all())
 
 
 # Products with constant (pose-independent) factors are written out element-wise, skipping zero
