@@ -70,14 +70,17 @@ def test_cached_parser_follows_the_command(monkeypatch):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_keep_freed_memory_is_taken_by_glibc():
-    """On Linux with glibc the three allocator settings are accepted (the command calls this
-    before its job; a library session never does)."""
+    """On Linux with glibc the three allocator settings are accepted (the program calls this
+    before its job; a library session, or main(argv), never does)."""
     import ctypes
     try:
         ctypes.CDLL(None).mallopt
     except AttributeError:                                  # pragma: no cover - musl
         pytest.skip("no mallopt")
-    assert runtime.keep_freed_memory() is True
+    code = "from arthron import runtime; print(runtime.keep_freed_memory())"   # not this process
+    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(SRC)),
+                       capture_output=True, text=True)
+    assert r.stdout.strip() == "True", r.stderr
 
 
 @needs_data

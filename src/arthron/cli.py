@@ -727,14 +727,20 @@ _QUICK_EXIT = frozenset(("info", "convert", "c3d", "id", "ik", "scale", "paths",
 def main(argv=None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); returns the exit status.
 
-    Run as the program (``argv`` None: the ``arthron`` script, ``python -m arthron.cli``), a
-    command of :data:`_QUICK_EXIT` then leaves the objects it made to the process's end
+    Run as the program (``argv`` None: the ``arthron`` script, ``python -m arthron.cli``), every
+    command but ``batch`` first asks glibc to keep the memory it frees for reuse
+    (:func:`arthron.runtime.keep_freed_memory`), and a command of :data:`_QUICK_EXIT` leaves
+    the objects it made to the process's end
     (``gc.freeze``): the interpreter's final collections scan none of the modules and objects
     still alive (some 10–15 ms of a command's end). Its files are already written and closed;
     what changes is only that reference cycles left at exit are not collected before the
     process ends (Python does not promise ``__del__`` for them either)."""
+    command = sys.argv[1] if argv is None and len(sys.argv) > 1 else None
+    if command is not None and command != "batch":      # one job: glibc keeps freed memory
+        from . import runtime                            # for its next phase (runtime)
+        runtime.keep_freed_memory()
     status = _main(argv)
-    if argv is None and sys.argv[1:2] and sys.argv[1] in _QUICK_EXIT:
+    if command in _QUICK_EXIT:
         import gc
         gc.freeze()
     return status
@@ -749,8 +755,6 @@ def _main(argv=None) -> int:
     args, extra = _parser(words[0] if words else None).parse_known_args(argv)
     if extra:           # refused by the whole parser (its usage line lists every command)
         build_parser().parse_args(argv)
-    if args.command != "batch":     # one job: freed memory reused by its next phase (runtime)
-        runtime.keep_freed_memory()
     from .io.files import check_output, input_guard
     try:
         # no command writes onto a file it reads (the files named here, and every file a reader

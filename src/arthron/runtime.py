@@ -9,8 +9,8 @@ keeps it False and uses scipy's compiled routines (``make_interp_spline``, ``lfi
 are faster per call once imported. Both routes give the same numbers (to 1e-12 relative,
 tested).
 
-:func:`keep_freed_memory` — the ``arthron`` command calls it for a single job (every command
-but ``batch``): glibc's allocator then keeps the memory a phase of the command frees (the text
+:func:`keep_freed_memory` — the ``arthron`` program calls it for a single job (every command
+but ``batch``; not ``cli.main(argv)`` called from Python): glibc's allocator then keeps the memory a phase of the command frees (the text
 of the motion file, the spline systems, one block of frames of the inverse dynamics) for the
 next phase instead of handing it back to the kernel, which costs a page fault per 4 KiB when the
 next phase touches fresh memory again (measured on the 10,000-frame Gait2354 inverse dynamics:
