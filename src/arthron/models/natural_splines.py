@@ -189,7 +189,8 @@ class _NaturalQuintic:
         # right-hand sides: minus the dy terms, with w3 = 60u³ dy and w4 = 360u⁴ dy per interval
         dy = np.diff(y2, axis=0)
         w3 = (60 * u3)[:, None] * dy
-        w4 = (360 * (u3 * u))[:, None] * dy
+        w4 = dy
+        w4 *= (360 * (u3 * u))[:, None]
         R = np.empty((n, 2, y2.shape[1]))
         np.subtract(w3[1:], w3[:-1], out=R[1:-1, 0])
         np.add(w4[1:], w4[:-1], out=R[1:-1, 1])
