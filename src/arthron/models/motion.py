@@ -52,7 +52,6 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, l
     T = len(table.time)
     out = np.empty((T, len(coords)))
     missing_names = []
-    take, cols, rot = [], [], []          # coordinates read from the file: all columns at once
     for i, c in enumerate(coords):
         k = lab.get(c.name)
         if (c.locked and locked_at_default) or (k is None and c.locked):
@@ -61,15 +60,10 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, l
         if k is None:
             missing_names.append(c.name)
             continue
-        take.append(i)
-        cols.append(k)
-        rot.append(bool(deg) and c.motion_type == "rotational")
-    if take:
-        vals = np.asarray(table.data, float)[:, cols]
-        if any(rot):
-            rot = np.array(rot)
-            vals[:, rot] = np.deg2rad(vals[:, rot])
-        out[:, take] = vals
+        col = np.asarray(table.data[:, k], float)
+        if deg and c.motion_type == "rotational":
+            col = np.deg2rad(col)
+        out[:, i] = col
     if missing_names and missing == "default":
         for name in missing_names:
             out[:, list(model.coordinates).index(name)] = model.coordinates[name].default_value
@@ -113,20 +107,13 @@ def _warn_absurd(coords, out, time, in_degrees, src):
     range: degrees read as radians, millimetres as metres, spikes. Rotational values above 4π in a
     file that says ``inDegrees=no`` are named as a probable degree/radian mismatch."""
     far, degree_like = [], []
-    checked = [i for i, c in enumerate(coords) if c.motion_type in _MARGIN]
-    if not checked:
-        return
-    lo = np.array([float(min(coords[i].range)) - _MARGIN[coords[i].motion_type] for i in checked])
-    hi = np.array([float(max(coords[i].range)) + _MARGIN[coords[i].motion_type] for i in checked])
-    sub = out[:, checked]
-    any_off = ((sub < lo) | (sub > hi)).any(axis=0)
-    for j in np.flatnonzero(any_off).tolist():
-        i = checked[j]
-        c = coords[i]
-        lo_i, hi_i = float(min(c.range)), float(max(c.range))
-        margin = _MARGIN[c.motion_type]
+    for i, c in enumerate(coords):
+        margin = _MARGIN.get(c.motion_type)
+        if margin is None:
+            continue
+        lo, hi = float(min(c.range)), float(max(c.range))
         col = out[:, i]
-        off = (col < lo_i - margin) | (col > hi_i + margin)
+        off = (col < lo - margin) | (col > hi + margin)
         if off.any():
             k = int(np.argmax(np.abs(col) * off))
             far.append(f"{c.name} = {float(col[k]):.6g} at t = {float(time[k]):.6g}")
