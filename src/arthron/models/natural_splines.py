@@ -199,6 +199,7 @@ class _NaturalQuintic:
         R[0, 1] = w4[0]
         np.negative(w3[-1], out=R[-1, 0])
         np.negative(w4[-1], out=R[-1, 1])
+        del dy, w3, w4, left, right         # their memory reused by the solve
         z = _block_cyclic_reduction(Lo, Di, Up, R).reshape(2 * n, -1)
         self.x = x
         self.y = y2
