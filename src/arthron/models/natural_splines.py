@@ -161,58 +161,9 @@ class _NaturalQuintic:
         y2 = y.reshape(n, -1)
         h = np.diff(x)
         H = float(h.mean())
-        # Interval j (length h, u = H/h) is the quintic of its end data (y0, d0, s0, y1, d1, s1)
-        # (its coefficients: :meth:`_coefficients`); its third and fourth derivatives at both
-        # ends, scaled by H³ and H⁴, in the unknowns X = (d H, s H²) and the rise dy = y1 − y0:
-        #   H³ y⁽³⁾ left  =   60u³ dy −  36u² X_d0 −  9u X_s0 −  24u² X_d1 +  3u X_s1
-        #   H⁴ y⁽⁴⁾ left  = −360u⁴ dy + 192u³ X_d0 + 36u² X_s0 + 168u³ X_d1 − 24u² X_s1
-        #   H³ y⁽³⁾ right =   60u³ dy −  24u² X_d0 −  3u X_s0 −  36u² X_d1 +  9u X_s1
-        #   H⁴ y⁽⁴⁾ right =  360u⁴ dy − 168u³ X_d0 − 24u² X_s0 − 192u³ X_d1 + 36u² X_s1
-        # At each knot two equations: inside, C³/C⁴ continuity (right end of interval j − 1
-        # minus left end of interval j = 0); at the end knots the derivative itself is 0. They
-        # form the block tridiagonal system Lo_i X_{i−1} + Di_i X_i + Up_i X_{i+1} = R_i.
-        u = H / h
-        u2 = u * u
-        u3 = u2 * u
-        left = np.stack([np.stack([-36 * u2, -9 * u, -24 * u2, 3 * u], 1),
-                         np.stack([192 * u3, 36 * u2, 168 * u3, -24 * u2], 1)], 1)     # (n−1, 2, 4)
-        right = np.stack([np.stack([-24 * u2, -3 * u, -36 * u2, 9 * u], 1),
-                          np.stack([-168 * u3, -24 * u2, -192 * u3, 36 * u2], 1)], 1)
-        left[1:] *= -1.0                    # inside, the left end's derivative is subtracted
-        Lo = np.zeros((n, 2, 2))
-        Di = np.zeros((n, 2, 2))
-        Up = np.zeros((n, 2, 2))
-        Di[:-1] = left[:, :, :2]
-        Up[:-1] = left[:, :, 2:]
-        Lo[1:] = right[:, :, :2]
-        Di[1:] += right[:, :, 2:]
-        # right-hand sides: minus the dy terms, with w3 = 60u³ dy and w4 = 360u⁴ dy per interval
-        dy = np.diff(y2, axis=0)
-        w3 = (60 * u3)[:, None] * dy
-        w4 = dy
-        w4 *= (360 * (u3 * u))[:, None]
-        R = np.empty((n, 2, y2.shape[1]))
-        np.subtract(w3[1:], w3[:-1], out=R[1:-1, 0])
-        np.add(w4[1:], w4[:-1], out=R[1:-1, 1])
-        np.negative(R[1:-1, 1], out=R[1:-1, 1])
-        np.negative(w3[0], out=R[0, 0])
-        R[0, 1] = w4[0]
-        np.negative(w3[-1], out=R[-1, 0])
-        np.negative(w4[-1], out=R[-1, 1])
-        del dy, w3, w4, left, right         # their memory reused by the solve
-        z = _block_cyclic_reduction(Lo, Di, Up, R).reshape(2 * n, -1)
-        self.x = x
-        self.y = y2
-        self.d = z[0::2] / H
-        self.s = z[1::2] / H ** 2
-        self._h = h
-        self.trailing = y.shape[1:]
-
-    def _interval_maps(self):
-        """(n − 1, 3, 6): each interval's (c3, c4, c5) as linear maps of (y0, d0, s0, y1, d1, s1)."""
-        h = self._h
+        # per interval: (c3, c4, c5) as linear maps of (y0, d0, s0, y1, d1, s1)
         hh = h[:, None]
-        L = np.zeros((h.size, 3, 6))
+        L = np.zeros((n - 1, 3, 6))
         # Δ = y1 − y0 − d0 h − s0 h²/2 ; Δ' = d1 − d0 − s0 h ; Δ'' = s1 − s0
         D = np.stack([np.stack([-np.ones_like(h), -h, -h * h / 2, np.ones_like(h), 0 * h, 0 * h], 1),
                       np.stack([0 * h, -np.ones_like(h), -h, 0 * h, np.ones_like(h), 0 * h], 1),
@@ -220,7 +171,45 @@ class _NaturalQuintic:
         L[:, 0] = (10 * D[:, 0] - 4 * hh * D[:, 1] + hh ** 2 / 2 * D[:, 2]) / hh ** 3
         L[:, 1] = (-15 * D[:, 0] + 7 * hh * D[:, 1] - hh ** 2 * D[:, 2]) / hh ** 4
         L[:, 2] = (6 * D[:, 0] - 3 * hh * D[:, 1] + hh ** 2 / 2 * D[:, 2]) / hh ** 5
-        return L
+        d3l, d4l = 6 * L[:, 0], 24 * L[:, 1]
+        d3r = 6 * L[:, 0] + 24 * hh * L[:, 1] + 60 * hh ** 2 * L[:, 2]
+        d4r = 24 * L[:, 1] + 120 * hh * L[:, 2]
+        # unknowns X_i = (d_i H, s_i H²) per knot; at each knot two equations (third and fourth
+        # derivative, scaled by H³ and H⁴): block tridiagonal, Lo_i X_{i−1} + Di_i X_i + Up_i X_{i+1} = R_i
+        col_scale = np.array([1.0, 1 / H, 1 / H ** 2, 1.0, 1 / H, 1 / H ** 2])
+        Lo = np.zeros((n, 2, 2))
+        Di = np.zeros((n, 2, 2))
+        Up = np.zeros((n, 2, 2))
+        R = np.zeros((n, 2, y2.shape[1]))
+        j = np.arange(n - 1)
+        y0, y1 = y2[:-1], y2[1:]
+        p0 = np.empty(y0.shape)             # the right-hand side's products, in two buffers
+        p1 = np.empty(y0.shape)
+        for r, (cl, cr, sc) in enumerate(((d3l, d3r, H ** 3), (d4l, d4r, H ** 4))):
+            # interval j's left end: knot j's equations (+ at the first knot, − at interior ones)
+            c = cl * sc * col_scale * np.where(j == 0, 1.0, -1.0)[:, None]
+            Di[:-1, r] += c[:, 1:3]                  # (slices: knots j = 0 .. n − 2)
+            Up[:-1, r] += c[:, 4:6]
+            np.multiply(c[:, :1], y0, out=p0)
+            np.multiply(c[:, 3:4], y1, out=p1)
+            p0 += p1
+            R[:-1, r] -= p0                          # − (c_y0 y0 + c_y1 y1)
+            # its right end: knot j + 1's equations (+)
+            c = cr * sc * col_scale
+            Lo[1:, r] += c[:, 1:3]
+            Di[1:, r] += c[:, 4:6]
+            np.multiply(c[:, :1], y0, out=p0)
+            np.multiply(c[:, 3:4], y1, out=p1)
+            p0 += p1
+            R[1:, r] -= p0
+        del p0, p1                          # their memory reused by the solve
+        z = _block_cyclic_reduction(Lo, Di, Up, R).reshape(2 * n, -1)
+        self.x = x
+        self.y = y2
+        self.d = z[0::2] / H
+        self.s = z[1::2] / H ** 2
+        self._L = L
+        self.trailing = y.shape[1:]
 
     def _coefficients(self):
         """Monomial coefficients per interval in u = t − x_i, (n − 1, degree + 1, k): formed on
@@ -229,7 +218,7 @@ class _NaturalQuintic:
         if c is None:
             y2, d, s = self.y, self.d, self.s
             knots = np.stack([y2[:-1], d[:-1], s[:-1], y2[1:], d[1:], s[1:]], 1)
-            c = np.einsum("ijk,ikc->ijc", self._interval_maps(), knots)
+            c = np.einsum("ijk,ikc->ijc", self._L, knots)
             c = self.coef = np.concatenate([y2[:-1, None], d[:-1, None], s[:-1, None] / 2, c], 1)
         return c
 
