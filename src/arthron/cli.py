@@ -516,9 +516,13 @@ def _add_study_parsers(sub):
     s.set_defaults(func=cmd_demo, parameter_study=False)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; ``only``: a parser holding just that command's subparser (what
+    ``main`` parses a known command with: the other commands' arguments are not built)."""
     p = argparse.ArgumentParser(prog="arthron", description="Musculoskeletal biomechanics that speaks OpenSim.")
     sub = p.add_subparsers(dest="command", required=True)
+    if only is not None:
+        sub = _OneCommand(sub, only)
     s = sub.add_parser("info", help="summarize a model")
     s.add_argument("model")
     s.set_defaults(func=cmd_info)
@@ -669,15 +673,57 @@ def _add_setup_search_options(sub):
                  "that do not exist as written; repeatable")
 
 
+class _Ignored:
+    """Stands in for the subparser of a command the parser is not built for: whatever is added
+    to it is dropped."""
+
+    def __getattr__(self, name):
+        return lambda *a, **k: self
+
+
+class _OneCommand:
+    """The subparsers action of ``build_parser(only=...)``: ``add_parser`` builds the one command
+    and returns an :class:`_Ignored` for the others (``choices[name]`` too)."""
+
+    def __init__(self, sub, only):
+        self._sub, self._only = sub, only
+
+    def add_parser(self, name, **kw):
+        if name == self._only or self._only in kw.get("aliases", ()):
+            return self._sub.add_parser(name, **kw)
+        return _Ignored()
+
+    @property
+    def choices(self):
+        return _IgnoredChoices(self._sub.choices)
+
+    def __getattr__(self, name):
+        return getattr(self._sub, name)
+
+
+class _IgnoredChoices(dict):
+    def __missing__(self, name):
+        return _Ignored()
+
+
 _PARSER = None
 
 
-def _parser() -> argparse.ArgumentParser:
-    """The command line's parser, built once per process (a few ms: ``main`` and the ``--setup``
-    checks share it; argparse parsers are reusable across ``parse_args`` calls)."""
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser, built once per process (``main`` and the ``--setup`` checks
+    share it; argparse parsers are reusable across ``parse_args`` calls). With ``command`` (the
+    first word of the command line), a parser of that command alone when it is one (building
+    all the commands' arguments is a few ms of every command's start-up), else the whole one."""
     global _PARSER
-    if _PARSER is None:
-        _PARSER = build_parser()
+    if _PARSER is not None and (command is None or getattr(_PARSER, "_arthron_only", None) in (None, command)):
+        return _PARSER
+    if command and not command.startswith("-"):
+        p = build_parser(only=command)
+        if command in p._subparsers._group_actions[0].choices:
+            p._arthron_only = command
+            _PARSER = p
+            return p
+    _PARSER = build_parser()
     return _PARSER
 
 
@@ -706,12 +752,44 @@ _PROGRESS = {"ik": "inverse kinematics", "id": "inverse dynamics", "so": "static
 _FILE_OUTPUT = ("id", "ik", "jr", "convert", "scale", "show", "plot")     # commands whose -o/OUTPUT is one file
 
 
+#: commands whose process ends without the interpreter's final garbage collections (main): one
+#: job that writes its files itself; not those with figures, renderers or worker pools
+_QUICK_EXIT = frozenset(("info", "convert", "c3d", "id", "ik", "scale", "paths", "jr", "analyze",
+                         "so", "ligament"))
+
+
 def main(argv=None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); returns the exit status.
+
+    Run as the program (``argv`` None: the ``arthron`` script, ``python -m arthron.cli``), every
+    command but ``batch`` first asks glibc to keep the memory it frees for reuse
+    (:func:`arthron.runtime.keep_freed_memory`), and a command of :data:`_QUICK_EXIT` leaves
+    the objects it made to the process's end (``gc.freeze``): the interpreter's final
+    collections then scan none of the modules and objects still alive (some 10–15 ms of a
+    command's end). Its files are already written and closed; what changes is only that
+    reference cycles left at exit are not collected before the process ends (Python does not
+    promise ``__del__`` for them either). Called with ``argv`` (from Python, the tests), none of
+    this is done."""
+    command = sys.argv[1] if argv is None and len(sys.argv) > 1 else None
+    if command is not None and command != "batch":      # one job: glibc keeps freed memory
+        from . import runtime                            # for its next phase (runtime)
+        runtime.keep_freed_memory()
+    status = _main(argv)
+    if command in _QUICK_EXIT:
+        import gc
+        gc.freeze()
+    return status
+
+
+def _main(argv=None) -> int:
     from . import runtime
     runtime.light_imports = True     # a command's start-up: no scipy.interpolate/signal import on short trials
     warnings.formatwarning = _warn_format
     warnings.simplefilter("default", ArthronWarning)
-    args = _parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args, extra = _parser(words[0] if words else None).parse_known_args(argv)
+    if extra:           # refused by the whole parser (its usage line lists every command)
+        build_parser().parse_args(argv)
     from .io.files import check_output, input_guard
     try:
         # no command writes onto a file it reads (the files named here, and every file a reader

@@ -97,13 +97,14 @@ class _LazyOrjson:
 
 
 _orjson = _LazyOrjson()
+_COMMA_TO_TAB = bytes.maketrans(b",", b"\t")
 #: tables of fewer values are formatted by ``repr`` (the same text; no orjson import)
 _ORJSON_MIN = 20_000
 
 
-def _format_rows(full: np.ndarray, row_fmt: str) -> str:
+def _format_rows(full: np.ndarray, row_fmt: str, as_bytes: bool = False):
     """Finite rows (n, m) as tab-separated lines of ``repr(value)`` (by ``repr`` itself below
-    :data:`_ORJSON_MIN` values).
+    :data:`_ORJSON_MIN` values); str, or ASCII bytes with ``as_bytes``.
 
     orjson prints the same shortest round-trip digits as Python's ``repr`` and the same text
     for every value 0 or of magnitude in [1e-4, 1e16) (checked on 3 million values,
@@ -116,19 +117,24 @@ def _format_rows(full: np.ndarray, row_fmt: str) -> str:
         except ImportError:                # pragma: no cover - a core dependency
             dumps = None
     if dumps is None:
-        return (row_fmt * full.shape[0]) % tuple(full.ravel().tolist())
+        text = (row_fmt * full.shape[0]) % tuple(full.ravel().tolist())
+        return text.encode("ascii") if as_bytes else text
     full = np.ascontiguousarray(full, dtype=np.float64)
-    text = (dumps(full, option=option)[2:-2]
-            .replace(b"],[", b"\n").replace(b",", b"\t").decode("ascii"))
+    # [[a,b],[c,d]] -> a\tb\nc\td\n: rows split at "],[" (one pass), joined by newlines (one
+    # more after the last), and the commas turned into tabs by one byte translation
+    rows = dumps(full, option=option)[2:-2].split(b"],[")
+    rows.append(b"")
+    raw = b"\n".join(rows).translate(_COMMA_TO_TAB)
     a = np.abs(full)
     odd = (((a < 1e-4) & (a != 0)) | (a >= 1e16)).any(axis=1)
     if odd.any():
-        lines = text.split("\n")
+        lines = raw.decode("ascii").split("\n")
         one = row_fmt[:-1]
         for r in np.flatnonzero(odd).tolist():
             lines[r] = one % tuple(full[r].tolist())
         text = "\n".join(lines)
-    return text + "\n"
+        return text.encode("ascii") if as_bytes else text
+    return raw if as_bytes else raw.decode("ascii")
 
 
 def _fmt(x: float) -> str:
@@ -260,7 +266,7 @@ def read_sto(path) -> Table:
     if n_rows_hdr is not None and n_rows_hdr != len(rows):
         raise DataFileError(f"header says {spelled[rows_key]}={n_rows_hdr} but the file has {len(rows)} data rows",
                             path, f"line {key_line[rows_key]}")
-    arr = np.array(rows, dtype=float).reshape(len(rows), ncol)
+    arr = np.asarray(rows, dtype=float).reshape(len(rows), ncol)     # numpy's rows: no copy
     time = arr[:, 0].copy()
     bad_time = not np.all(np.isfinite(time)) or (len(time) > 1 and not np.all(np.diff(time) > 0))
     if bad_time and linenos is None:         # line numbers for the message
@@ -383,10 +389,11 @@ def format_sto(table: Table, path=None, allow_nan: bool = False) -> str:
 _ROWS_PER_PIECE = 2000
 
 
-def iter_sto(table: Table, path=None, allow_nan: bool = False):
+def iter_sto(table: Table, path=None, allow_nan: bool = False, as_bytes: bool = False):
     """The text of :func:`format_sto` in pieces (the header, then blocks of rows), checked
     before the first piece: what :func:`write_sto` streams to disk, so that a long table is
-    never held as one string."""
+    never held as one string. ``as_bytes``: the blocks of rows as ASCII bytes (what is written;
+    the header stays a str)."""
     head = _sto_header(table, path, allow_nan)
     yield head
     time = np.asarray(table.time, float)
@@ -396,9 +403,10 @@ def iter_sto(table: Table, path=None, allow_nan: bool = False):
         b = min(time.size, a + _ROWS_PER_PIECE)
         full = np.column_stack([time[a:b], data[a:b]]) if data.size else time[a:b, None]
         if np.isfinite(full).all():          # C-level formatting of the block (repr of each)
-            yield _format_rows(full, row_fmt)
+            yield _format_rows(full, row_fmt, as_bytes)
         else:
-            yield "".join("\t".join(_fmt(v) for v in row) + "\n" for row in full.tolist())
+            text = "".join("\t".join(_fmt(v) for v in row) + "\n" for row in full.tolist())
+            yield text.encode("ascii") if as_bytes else text
 
 
 def _sto_header(table: Table, path=None, allow_nan: bool = False) -> str:
@@ -477,7 +485,7 @@ def write_sto(path, table: Table, *, allow_nan: bool = False) -> None:
     """
     path = Path(path)
     _check_not_input(path, [table.source])
-    pieces = iter_sto(table, path, allow_nan=allow_nan)
+    pieces = iter_sto(table, path, allow_nan=allow_nan, as_bytes=True)
     first = next(pieces)                  # the checks run before anything is created
     _atomic_write_text(path, itertools.chain([first], pieces), [table.source])
 

@@ -166,6 +166,12 @@ class Function:
         otherwise. Subclasses make it cheap for the per-frame kinematics of joint axes."""
         return self.value(x), self.derivative(x, 1)
 
+    def value_and_derivatives(self, x, order: int = 2):
+        """``(value(x), derivative(x, 1), derivative(x, 2))`` (the last None for ``order=1``)
+        for an array ``x``: what the kinematics of a joint axis needs; subclasses share the
+        work of the three (same numbers)."""
+        return self.value(x), self.derivative(x, 1), (self.derivative(x, 2) if order > 1 else None)
+
     @property
     def is_constant(self) -> bool:
         """True when the function does not depend on its argument (a ``Constant``)."""
@@ -369,33 +375,44 @@ class SimmSpline(_XYFunction):
         return below, above, at0, atn, inner, k
 
     def value(self, x):
-        a = _as_x(x)
-        b, c, d, xk, yk = self._b, self._c, self._d, self.x, self.y
-        below, above, at0, atn, inner, k = self._locate(a)
-        dx = a - xk[k]
-        out = yk[k] + dx * (b[k] + dx * (c[k] + dx * d[k]))
-        out = np.where(below, yk[0] + (a - xk[0]) * b[0], out)
-        out = np.where(above, yk[-1] + (a - xk[-1]) * b[-1], out)
-        out = np.where(at0, yk[0], out)
-        out = np.where(atn, yk[-1], out)
-        return out
+        return self._evaluate(_as_x(x), (0,))[0]
 
     def derivative(self, x, order=1):
         order = _check_order(order, type(self).__name__)
+        return self._evaluate(_as_x(x), (order,))[0]
+
+    def value_and_derivatives(self, x, order: int = 2):
+        """Value, slope and (``order=2``) second derivative with the interval found once; the
+        same numbers as :meth:`value` and :meth:`derivative`."""
         a = _as_x(x)
-        b, c, d, xk = self._b, self._c, self._d, self.x
+        if order > 1:
+            return tuple(self._evaluate(a, (0, 1, 2)))
+        return tuple(self._evaluate(a, (0, 1))) + (None,)
+
+    def _evaluate(self, a, orders):
+        """The value (order 0) and derivatives (1, 2) at ``a``, in the order asked."""
+        b, c, d, xk, yk = self._b, self._c, self._d, self.x, self.y
         below, above, at0, atn, inner, k = self._locate(a)
         dx = a - xk[k]
-        if order == 1:
-            out = b[k] + dx * (2.0 * c[k] + 3.0 * dx * d[k])
-            out = np.where(below | at0, b[0], out)
-            out = np.where(above | atn, b[-1], out)
-        else:
-            out = 2.0 * c[k] + 6.0 * dx * d[k]
-            out = np.where(at0, 2.0 * c[0], out)
-            out = np.where(atn, 2.0 * c[-1], out)
-            out = np.where(below | above, 0.0, out)
-        return out
+        res = []
+        for order in orders:
+            if order == 0:
+                out = yk[k] + dx * (b[k] + dx * (c[k] + dx * d[k]))
+                out = np.where(below, yk[0] + (a - xk[0]) * b[0], out)
+                out = np.where(above, yk[-1] + (a - xk[-1]) * b[-1], out)
+                out = np.where(at0, yk[0], out)
+                out = np.where(atn, yk[-1], out)
+            elif order == 1:
+                out = b[k] + dx * (2.0 * c[k] + 3.0 * dx * d[k])
+                out = np.where(below | at0, b[0], out)
+                out = np.where(above | atn, b[-1], out)
+            else:
+                out = 2.0 * c[k] + 6.0 * dx * d[k]
+                out = np.where(at0, 2.0 * c[0], out)
+                out = np.where(atn, 2.0 * c[-1], out)
+                out = np.where(below | above, 0.0, out)
+            res.append(out)
+        return res
 
     def value_and_derivative(self, x):
         """Value and slope in one pass (the interval found once, by bisection; at an interior
@@ -682,6 +699,10 @@ class MultiplierFunction(Function):
     def value_and_derivative(self, x):
         v, d = self.function.value_and_derivative(x)
         return self.scale * v, self.scale * d
+
+    def value_and_derivatives(self, x, order: int = 2):
+        v, d1, d2 = self.function.value_and_derivatives(x, order)
+        return self.scale * v, self.scale * d1, (None if d2 is None else self.scale * d2)
 
     @property
     def is_constant(self):

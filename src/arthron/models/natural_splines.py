@@ -98,10 +98,11 @@ def _block_cyclic_reduction(Lo, Di, Up, R):
     Lo2 = np.zeros((ne, 2, 2))
     Up2 = np.zeros((ne, 2, 2))
     Di2 = Di[0::2].copy()
-    R2 = R[0::2].copy()
+    R2 = np.empty((ne,) + R.shape[1:])
+    R2[0] = R[0]
     Lo2[1:] = -(alpha @ Lo_o[:ne - 1])
     Di2[1:] -= alpha @ Up_o[:ne - 1]
-    R2[1:] -= alpha @ R_o[:ne - 1]
+    np.subtract(R[2::2], alpha @ R_o[:ne - 1], out=R2[1:])
     Di2[:no] -= beta @ Lo_o
     Up2[:no] = -(beta @ Up_o)
     R2[:no] -= beta @ R_o
@@ -111,7 +112,7 @@ def _block_cyclic_reduction(Lo, Di, Up, R):
     rhs[:m] -= Up_o[:m] @ Xe[1:m + 1]
     X = np.empty_like(R)
     X[0::2] = Xe
-    X[1::2] = Dinv @ rhs
+    np.matmul(Dinv, rhs, out=X[1::2])
     return X
 
 
@@ -181,17 +182,27 @@ class _NaturalQuintic:
         Up = np.zeros((n, 2, 2))
         R = np.zeros((n, 2, y2.shape[1]))
         j = np.arange(n - 1)
+        y0, y1 = y2[:-1], y2[1:]
+        p0 = np.empty(y0.shape)             # the right-hand side's products, in two buffers
+        p1 = np.empty(y0.shape)
         for r, (cl, cr, sc) in enumerate(((d3l, d3r, H ** 3), (d4l, d4r, H ** 4))):
             # interval j's left end: knot j's equations (+ at the first knot, − at interior ones)
             c = cl * sc * col_scale * np.where(j == 0, 1.0, -1.0)[:, None]
             Di[:-1, r] += c[:, 1:3]                  # (slices: knots j = 0 .. n − 2)
             Up[:-1, r] += c[:, 4:6]
-            R[:-1, r] -= c[:, :1] * y2[:-1] + c[:, 3:4] * y2[1:]
+            np.multiply(c[:, :1], y0, out=p0)
+            np.multiply(c[:, 3:4], y1, out=p1)
+            p0 += p1
+            R[:-1, r] -= p0                          # − (c_y0 y0 + c_y1 y1)
             # its right end: knot j + 1's equations (+)
             c = cr * sc * col_scale
             Lo[1:, r] += c[:, 1:3]
             Di[1:, r] += c[:, 4:6]
-            R[1:, r] -= c[:, :1] * y2[:-1] + c[:, 3:4] * y2[1:]
+            np.multiply(c[:, :1], y0, out=p0)
+            np.multiply(c[:, 3:4], y1, out=p1)
+            p0 += p1
+            R[1:, r] -= p0
+        del p0, p1                          # their memory reused by the solve
         z = _block_cyclic_reduction(Lo, Di, Up, R).reshape(2 * n, -1)
         self.x = x
         self.y = y2
@@ -332,6 +343,15 @@ class _NaturalSpline:
 
     def __call__(self, a, order=0):
         a = np.asarray(a, dtype=float)
+        if self.spline is None and order < self.m and a.ndim == 1 and a.size:
+            # at a run of knots (the tools' solve times): the knot data, which the evaluation
+            # below returns there (exactly: Horner at u = 0 inside, Taylor at dx = 0 at the end)
+            own = self._quintic
+            j = int(np.searchsorted(own.x, a[0]))
+            run = own.x[j:j + a.size]
+            if run.size == a.size and np.array_equal(run, a):
+                knot = (own.y, own.d, own.s)[order][j:j + a.size]
+                return knot.reshape(a.shape + self.trailing).copy()
         below = a < self.x0
         above = a >= self.xn
         inside = ~below & ~above

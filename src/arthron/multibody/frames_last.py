@@ -50,8 +50,11 @@ def _mtv(R, x):
     return R[0] * x[0] + R[1] * x[1] + R[2] * x[2]
 
 
+_EYE = np.eye(3)
+
+
 def _is_identity(C):
-    return C.shape == (3, 3) and bool((C == np.eye(3)).all())
+    return C.shape == (3, 3) and bool((C == _EYE).all())
 
 
 # Products with constant (pose-independent) factors are written out element-wise, skipping zero
@@ -175,9 +178,13 @@ def kinematics_frames_last(tree: Tree, q, qd=None, qdd=None, origin_velocities: 
             else:
                 th, d1, d2 = _fvals(nd.func, qT[c], order)
             cs, sn = np.cos(th), np.sin(th)
-            Ri = np.empty((3, 3, T))
-            Ri[:, 0] = cs * Rf[:, 0] + sn * Rf[:, 1]                   # Rf Rz(θ)
-            Ri[:, 1] = cs * Rf[:, 1] - sn * Rf[:, 0]
+            Ri = np.empty((3, 3, T))                                    # Rf Rz(θ), written in
+            tmp = sn * Rf[:, 1]                                         # place (fewer passes)
+            np.multiply(Rf[:, 0], cs, out=Ri[:, 0])
+            Ri[:, 0] += tmp                                             # cs Rf0 + sn Rf1
+            np.multiply(Rf[:, 1], cs, out=Ri[:, 1])
+            np.multiply(Rf[:, 0], sn, out=tmp)
+            Ri[:, 1] -= tmp                                             # cs Rf1 − sn Rf0
             Ri[:, 2] = Rf[:, 2]
             R[i], o[i] = Ri, of
             k = Ri[:, 2]                                                # rotation axis in ground

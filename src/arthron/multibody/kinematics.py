@@ -30,7 +30,7 @@ def _fvals(func, x, order):
     """θ, θ', θ'' of an axis function (identity when func is None)."""
     if func is None:
         return x, np.ones_like(x), np.zeros_like(x)
-    return func.value(x), func.derivative(x, 1), (func.derivative(x, 2) if order > 1 else None)
+    return func.value_and_derivatives(x, order)
 
 
 def _ellip_local(radii, q0, q1, qd0=None, qd1=None):
