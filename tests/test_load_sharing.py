@@ -821,3 +821,41 @@ def test_force_per_activation_is_opensims(case):
         om.realizeVelocity(s)
         f = np.array([ms.get(j).calcInextensibleTendonActiveFiberForce(s, 1.0) for j in range(ms.getSize())])
         assert np.abs(prob.force_per_control[k, cols] - f).max() < 1e-6 * f.max()
+
+
+@needs_data
+@needs_opensim
+def test_activation_coordinate_actuators_are_optimized_as_opensim(tmp_path):
+    """OpenSim's StaticOptimization optimizes an ActivationCoordinateActuator like any
+    CoordinateActuator (its optimal force times its control): arm26 with one on the elbow and
+    one on the shoulder (force_set_files appended), OpenSim 4.6 run here on the same setup,
+    activations (muscles and the two actuators) within its 1e-2 tolerance on every frame."""
+    import opensim as osim
+    from conftest import ARM26
+    from arthron.io.sto import read_sto
+    from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
+    fs = tmp_path / "acts.xml"
+    fs.write_text("""<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40000"><ForceSet name="acts"><objects>
+<ActivationCoordinateActuator name="elbow_act"><coordinate>r_elbow_flex</coordinate>
+<optimal_force>20</optimal_force><min_control>-inf</min_control><max_control>inf</max_control>
+<activation_time_constant>0.01</activation_time_constant><default_activation>0.5</default_activation>
+</ActivationCoordinateActuator>
+<ActivationCoordinateActuator name="shoulder_act"><coordinate>r_shoulder_elev</coordinate>
+<optimal_force>20</optimal_force><min_control>-inf</min_control><max_control>inf</max_control>
+</ActivationCoordinateActuator>
+</objects><groups /></ForceSet></OpenSimDocument>""")
+    setup = tmp_path / "so.xml"
+    setup.write_text(static_optimization_setup("arm", str(ARM26), str(ARM_IK), str(tmp_path / "osim"),
+                                               0.0, 0.5, physiology=False, force_set=str(fs)))
+    osim.Logger.setLevelString("error")
+    osim.AnalyzeTool(str(setup)).run()
+    ref = read_sto(tmp_path / "osim" / "arm_StaticOptimization_activation.sto")
+    res, _ = run_static_optimization_from_setup(setup, results_dir=tmp_path / "ours")
+    assert {"elbow_act", "shoulder_act"} <= set(res.names)
+    a = ref.data[:, [ref.labels.index(n) for n in res.names]]
+    assert len(ref.time) == len(res.time)
+    assert np.abs(res.activations - a).max() < 1e-2
+    k = res.names.index("elbow_act")
+    assert np.abs(a[:, k]).max() > 0.01          # it carries load in both solutions (seen: 0.028)
+    assert np.abs(res.residual).max() < 1e-6

@@ -78,10 +78,11 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
         f = acts[lab]
         if not f.applies_force:
             continue                  # disabled: applies nothing, as in OpenSim
-        if f.type in ("PointActuator", "TorqueActuator", "CoordinateActuator") and not f.modelled:
+        if f.type in ("PointActuator", "TorqueActuator", "CoordinateActuator",
+                      "ActivationCoordinateActuator") and not f.modelled:
             raise UnsupportedFeature(f"{f.type} '{lab}' is not a typed force (build it with "
                                      "arthron.models.forces or read it with arthron.io.osim)", src)
-        if f.type == "CoordinateActuator":
+        if f.type in ("CoordinateActuator", "ActivationCoordinateActuator"):
             gen_u[:, tree.coordinate_index(f.coordinate)] += val
         elif f.type == "PointActuator":
             body = (f.body or "").rsplit("/", 1)[-1]

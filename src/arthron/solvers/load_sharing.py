@@ -52,7 +52,9 @@ __all__ = ["LoadSharingProblem", "LoadSharingResult", "static_optimization", "bu
            "solve_problem", "actuator_bounds", "stress_weights", "DEFAULT_SPECIFIC_TENSION", "SO_ACTUATOR_TYPES", "InfeasibleFrames"]
 
 #: the actuator classes StaticOptimization solves for (besides muscles)
-SO_ACTUATOR_TYPES = ("CoordinateActuator", "PointActuator", "TorqueActuator")
+SO_ACTUATOR_TYPES = ("CoordinateActuator", "ActivationCoordinateActuator", "PointActuator", "TorqueActuator")
+#: the classes that act on one coordinate (OpenSim's CoordinateActuator and its subclass)
+_COORDINATE_ACTUATORS = ("CoordinateActuator", "ActivationCoordinateActuator")
 #: muscle classes whose minimum activation OpenSim 4.6 holds at ≥ 0.01
 MIN_ACTIVATION_CLASSES = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle",
                           "Millard2012AccelerationMuscle")
@@ -258,10 +260,10 @@ def _unit_actuator_columns(model: Model, tree: Tree, acts, q, kin):
     ``τ_ID(load) − τ_ID(none) = −Jᵀ load``."""
     T = q.shape[0]
     out = np.zeros((T, tree.nq, len(acts)))
-    body_acts = [(k, f) for k, f in enumerate(acts) if f.type != "CoordinateActuator"]
+    body_acts = [(k, f) for k, f in enumerate(acts) if f.type not in _COORDINATE_ACTUATORS]
     groups = {c: (g, j) for g in tree.angular_velocity_groups for j, c in enumerate(g)}
     for k, f in enumerate(acts):
-        if f.type == "CoordinateActuator":
+        if f.type in _COORDINATE_ACTUATORS:
             c = tree.coordinate_index(f.coordinate)
             if c in groups:
                 # Ellipsoid/Ball/Free rotations: the actuator acts on Simbody's mobility

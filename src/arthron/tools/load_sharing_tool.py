@@ -50,7 +50,8 @@ def add_reserves(model: Model, optimal_force: float) -> Model:
     optimal_force = check_positive(optimal_force, "reserve optimal force")
     m = copy.copy(model)
     m.forces = dict(model.forces)
-    have = {f.coordinate for f in model.forces.values() if f.type == "CoordinateActuator"}
+    have = {f.coordinate for f in model.forces.values()
+            if f.type in ("CoordinateActuator", "ActivationCoordinateActuator")}
     for name, c in model.coordinates.items():
         if getattr(c, "locked", False) or name in have:
             continue
