@@ -361,9 +361,9 @@ def _read_v4(melem, ctx: _Ctx) -> Model:
                 f = _read_offset_frame(fe, jpath, f"joint:{je.get('name')}", ctx)
                 frames[f.path] = f
     # Offset frames owned by constraints (4.x WeldConstraint keeps its frames like a joint).
-    for f, _ in _constraint_frames(melem, ctx):
+    for f, _ in _owned_frames(melem, "ConstraintSet", "constraint", ctx):
         frames[f.path] = f
-    for f, _ in _force_frames(melem, ctx):
+    for f, _ in _owned_frames(melem, "ForceSet", "force", ctx, modelled_only=True):
         frames[f.path] = f
     all_frames = set(frames) | {GROUND} | {b.path for b in model.bodies.values()}
     for f in frames.values():
@@ -538,7 +538,7 @@ def _read_force(fe, all_frames, model, ctx, v4=True):
         return UnmodelledForce(name=name, type=fe.tag, path=path, applies_force=applies, raw=fe,
                                extra=extra)
     f = reader(fe, ctx)
-    if _child(fe, "frames") is not None:    # read into model.frames (see _force_frames)
+    if _child(fe, "frames") is not None:    # read into model.frames (see _owned_frames)
         f.unmodelled_xml = _unmodelled_to_text(
             [e for e in _unmodelled_from_text(f.unmodelled_xml) if e.tag != "frames"])
     if isinstance(path, FunctionBasedPath):   # read into f.path (written from it)
@@ -696,7 +696,7 @@ def _read_v3(melem, ctx: _Ctx, version: int = 0) -> Model:
             name=me.get("name", ""), parent_frame=_resolve(body_path(bn), "/", all_frames, ctx, me),
             location=ctx.floats(_child(me, "location"), 3) if _child(me, "location") is not None
             else np.zeros(3), fixed=_bool(me, "fixed"))
-    for f, fe in _force_frames(melem, ctx):     # upgraded two-frame linkers (BushingForce)
+    for f, fe in _owned_frames(melem, "ForceSet", "force", ctx, modelled_only=True):     # upgraded two-frame linkers (BushingForce)
         f.parent = _resolve(f.parent, f.path, all_frames, ctx, fe)
         model.frames[f.path] = f
         all_frames.add(f.path)
@@ -762,7 +762,7 @@ def _read_v3_geometry(body, vo, ctx):
 def _read_v3_constraints(melem, model, frames, all_frames, ctx):
     """Constraints of an upgraded 3.x model: in their 4.x form (sockets, offset frames of
     WeldConstraint), read like 4.x constraints."""
-    for f, fe in _constraint_frames(melem, ctx):
+    for f, fe in _owned_frames(melem, "ConstraintSet", "constraint", ctx):
         f.parent = _resolve(f.parent, f.path, all_frames, ctx, fe)
         frames[f.path] = f
     model.frames = frames
@@ -771,33 +771,22 @@ def _read_v3_constraints(melem, model, frames, all_frames, ctx):
     _read_constraints(melem, model, all_frames, ctx)
 
 
-def _constraint_frames(melem, ctx):
-    """(frame, element) of the PhysicalOffsetFrames constraints own (WeldConstraint keeps its
-    frames like a joint), parents not resolved yet."""
-    for ce in _objects(_child(melem, "ConstraintSet")):
+def _owned_frames(melem, set_tag: str, owner: str, ctx, modelled_only: bool = False):
+    """(frame, element) of the PhysicalOffsetFrames that the components of ``set_tag`` own in
+    their ``<frames>``, parents not resolved yet: a WeldConstraint keeps its frames like a joint
+    (``set_tag="ConstraintSet"``, owner ``constraint``); a 4.x BushingForce keeps the offsets of
+    its two frames, as OpenSim's ``TwoFrameLinker`` and its 3.x upgrade do (``"ForceSet"``,
+    owner ``force``, ``modelled_only``: unmodelled forces are written back verbatim, frames
+    included). Their paths are ``/<set>/<component>/<frame>``; the writer puts them back."""
+    prefix = "/constraintset" if set_tag == "ConstraintSet" else "/forceset"
+    for ce in _objects(_child(melem, set_tag)):
+        if modelled_only and ce.tag not in READERS:
+            continue
         fr = _child(ce, "frames")
         for fe in fr if fr is not None else []:
             if fe.tag == "PhysicalOffsetFrame":
-                f = _read_offset_frame(fe, f"/constraintset/{ce.get('name', '')}",
-                                       f"constraint:{ce.get('name')}", ctx)
-                yield f, fe
-
-
-def _force_frames(melem, ctx):
-    """(frame, element) of the PhysicalOffsetFrames that modelled forces own (a 4.x
-    BushingForce keeps the offsets of its two frames in its ``<frames>``, as OpenSim's
-    ``TwoFrameLinker`` and its 3.x upgrade do), parents not resolved yet. Their paths are
-    ``/forceset/<force>/<frame>``; the writer puts them back in the force."""
-    for fe in _objects(_child(melem, "ForceSet")):
-        if fe.tag not in READERS:
-            continue        # unmodelled forces are written back verbatim, frames included
-        fr = _child(fe, "frames")
-        for e in fr if fr is not None else []:
-            if e.tag == "PhysicalOffsetFrame":
-                f = _read_offset_frame(e, f"/forceset/{fe.get('name', '')}",
-                                       f"force:{fe.get('name', '')}", ctx)
-                yield f, e
-
+                name = ce.get("name", "")
+                yield _read_offset_frame(fe, f"{prefix}/{name}", f"{owner}:{name}", ctx), fe
 
 def _read_constraints(melem, model, all_frames, ctx):
     """The ConstraintSet (4.x form) and arthron's point-on-ellipsoid constraints."""

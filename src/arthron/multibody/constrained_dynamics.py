@@ -189,22 +189,19 @@ def constraint_loads(tree: Tree, q, constraints, mu, kin=None):
             gen[:, ind] -= mu[:, r0] * sc * fn.derivative(q[:, ind], 1)
             r0 += 1
             continue
-        elif kind == "line":
-            # Σ μ_k n_k on the follower at its point, the opposite on the line's body there
-            f = np.einsum("tk,tki->ti", mu[:, r0:r0 + 2], cs._line_normals(kin0, it))
-            P = pos(it[4], it[5]) if it[4] >= 0 else np.broadcast_to(it[5], (T, 3))
-            r0 += 2
-            for b, sgn in ((it[4], 1.0), (it[2], -1.0)):
-                if b >= 0:
-                    loads.append(ExternalLoad(body=tree.body_names[b], force=sgn * f, point=P,
-                                              name=f"constraint_{it[1]}"))
-            continue
-        elif kind == "ellipsoid":
-            # μ g on the point's body at P, −μ g on the ellipsoid's body at the same point
-            f = mu[:, r0:r0 + 1] * cs.ellipsoid_gradient(kin0, it)
-            P = pos(it[2], it[3]) if it[2] >= 0 else np.broadcast_to(it[3], (T, 3))
-            r0 += 1
-            for b, sgn in ((it[2], 1.0), (it[4], -1.0)):
+        elif kind in ("line", "ellipsoid"):
+            if kind == "line":
+                # Σ μ_k n_k on the follower at its point, the opposite on the line's body there
+                f = np.einsum("tk,tki->ti", mu[:, r0:r0 + 2], cs._line_normals(kin0, it))
+                b_on, loc, b_off = it[4], it[5], it[2]
+                r0 += 2
+            else:
+                # μ g on the point's body at P, −μ g on the ellipsoid's body at the same point
+                f = mu[:, r0:r0 + 1] * cs.ellipsoid_gradient(kin0, it)
+                b_on, loc, b_off = it[2], it[3], it[4]
+                r0 += 1
+            P = pos(b_on, loc) if b_on >= 0 else np.broadcast_to(loc, (T, 3))
+            for b, sgn in ((b_on, 1.0), (b_off, -1.0)):
                 if b >= 0:
                     loads.append(ExternalLoad(body=tree.body_names[b], force=sgn * f, point=P,
                                               name=f"constraint_{it[1]}"))
