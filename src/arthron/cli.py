@@ -89,6 +89,8 @@ def cmd_id(a):
     out = run.write()
     res = run.result
     print(f"wrote {out} ({len(res.time)} frames, {len(res.labels)} generalized forces)")
+    if getattr(run, "body_forces", None) is not None:
+        print(f"wrote {run.body_forces_output} (body forces at {len(run.body_forces.joints)} joints)")
     return 0
 
 

@@ -57,6 +57,10 @@ class JointType:
                                     order; None: decided by the joint's spatial transform
     angular_velocity : bool         the first three coordinates' mobilities are ω_FM (in F)
     parameters : dict               joint parameters read by ``ops`` -> an example value
+    mobilizers : tuple or None      the joint's Simbody mobilized bodies as groups of coordinate
+                                    positions (``((0, 1, 2), (3,))``: OpenSim's
+                                    ScapulothoracicJoint builds an Ellipsoid and a winging Pin);
+                                    None: one mobilizer moving all its coordinates
     """
 
     name: str
@@ -64,16 +68,18 @@ class JointType:
     motion_types: tuple | None
     angular_velocity: bool = False
     parameters: dict = field(default_factory=dict)
+    mobilizers: tuple | None = None
 
 
 JOINT_TYPES: dict[str, JointType] = {}
 
 
 def register_joint_type(name: str, ops: Callable, motion_types, *, angular_velocity: bool = False,
-                        parameters: dict | None = None) -> JointType:
+                        parameters: dict | None = None, mobilizers=None) -> JointType:
     """Register (or replace) a joint type; returns its :class:`JointType`."""
     jt = JointType(name, ops, None if motion_types is None else tuple(motion_types), angular_velocity,
-                   dict(parameters or {}))
+                   dict(parameters or {}),
+                   None if mobilizers is None else tuple(tuple(int(i) for i in g) for g in mobilizers))
     JOINT_TYPES[name] = jt
     return jt
 
@@ -228,4 +234,5 @@ register_joint_type("EllipsoidJoint", _ellipsoid, (_ROT,) * 3, angular_velocity=
 register_joint_type("ScapulothoracicJoint", _scapulothoracic, (_ROT,) * 4, angular_velocity=True,
                     parameters={"thoracic_ellipsoid_radii_x_y_z": np.array([0.07, 0.15, 0.08]),
                                 "scapula_winging_axis_origin": np.array([-0.02, 0.03]),
-                                "scapula_winging_axis_direction": 0.4})
+                                "scapula_winging_axis_direction": 0.4},
+                    mobilizers=((0, 1, 2), (3,)))

@@ -9,20 +9,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ArthronWarning, DataFileError
-from ..io.files import check_output, input_guard, make_output_folder, note_input
+from ..io.files import check_output, input_guard, make_output_folder, note_input, output_group
 from ..io.osim import read_osim
 from ..io.setup import InverseDynamicsSetup, read_external_loads, read_id_setup, read_tool_setup
 from ..io.sto import read_sto, write_sto
 from ..models.model import Model
 from ..solvers.inverse_dynamics import InverseDynamicsResult, run_inverse_dynamics
+from ..solvers.joint_body_forces import JointBodyForces, joint_body_forces
 from .options import check_lowpass, check_time_range
 from .setup_files import check_tool, find_setup_file, require_setup_file, results_directory
 
 __all__ = ["run_id", "run_id_from_setup", "InverseDynamicsRun", "write_inverse_dynamics",
-           "DEFAULT_OUTPUT"]
+           "DEFAULT_OUTPUT", "DEFAULT_BODY_FORCES_OUTPUT", "joints_to_report"]
 
 #: OpenSim's default ``output_gen_force_file``
 DEFAULT_OUTPUT = "inverse_dynamics.sto"
+#: OpenSim's default ``output_body_forces_file``
+DEFAULT_BODY_FORCES_OUTPUT = "body_forces_at_joints.sto"
 
 
 def write_inverse_dynamics(result: InverseDynamicsResult, path) -> Path:
@@ -42,24 +45,33 @@ class InverseDynamicsRun:
 
     result : InverseDynamicsResult; output : Path of the ``.sto`` (the setup's
     ``results_directory / output_gen_force_file``, or the one given); setup : the
-    InverseDynamicsSetup when run from a setup file.
+    InverseDynamicsSetup when run from a setup file; body_forces : the equivalent body forces
+    at the setup's ``joints_to_report_body_forces`` (:class:`JointBodyForces`, None when it
+    lists none) and body_forces_output where they go.
     """
 
     result: InverseDynamicsResult
     output: Path | None = None
     setup: InverseDynamicsSetup | None = field(default=None, repr=False)
     inputs: list = field(default_factory=list, repr=False)
+    body_forces: JointBodyForces | None = None
+    body_forces_output: Path | None = None
 
     def write(self, path=None) -> Path:
         """Write the result to ``path`` (default :attr:`output`; missing folders created, as
         OpenSim does for its results directory), never onto a file the run read
-        (:attr:`inputs`). Returns the path."""
+        (:attr:`inputs`), and the body forces (when asked for) to :attr:`body_forces_output`,
+        both files or neither (one output group). Returns the generalized forces' path."""
         if path is None:
             if self.output is None:
                 raise DataFileError("no output file: give a path")
             path = self.output
-        with input_guard(self.inputs):
-            return write_inverse_dynamics(self.result, path)
+        with input_guard(self.inputs), output_group():
+            out = write_inverse_dynamics(self.result, path)
+            if self.body_forces is not None:
+                make_output_folder(self.body_forces_output)
+                write_sto(self.body_forces_output, self.body_forces.to_table())
+        return out
 
 
 def run_id(model, motion, *, external_loads=None, lowpass_hz=None, time_range=None,
@@ -128,7 +140,16 @@ def run_id_from_setup(path, *, placeholders=None, search_dirs=None, output=None)
     ``lowpass_cutoff_frequency_for_coordinates``, ``time_range``, ``forces_to_exclude`` and the
     pre-4.0 ``coordinates_in_degrees``. The result goes to
     ``results_directory / output_gen_force_file`` (default ``inverse_dynamics.sto``) unless
-    ``output`` is given. ``joints_to_report_body_forces`` is not supported (a warning).
+    ``output`` is given. ``joints_to_report_body_forces`` (joint names, case-sensitive, or the
+    keyword ``All``, any case: every joint in JointSet order; names before ``All`` are kept and
+    those after it ignored, as OpenSim's ``getJointsByName``) adds the equivalent body forces at
+    those joints (:func:`arthron.solvers.joint_body_forces.joint_body_forces`) written to
+    ``results_directory / output_body_forces_file`` (default ``body_forces_at_joints.sto``; a
+    file name: a folder part is ignored with a warning and ``.sto`` added when there is no
+    extension, as OpenSim's ``Storage::printResult``). OpenSim 4.6 writes that file after
+    restoring the working directory, so it resolves a *relative* ``results_directory`` against
+    the process's folder for this file only; arthron writes both files in the same results
+    directory (relative to the setup's folder).
 
     Returns
     -------
@@ -137,7 +158,9 @@ def run_id_from_setup(path, *, placeholders=None, search_dirs=None, output=None)
     Raises
     ------
     DataFileError (not an InverseDynamicsTool, missing model or coordinates file, bad
-    numbers), the solver's errors.
+    numbers; a joint in ``joints_to_report_body_forces`` the model lacks, where OpenSim only
+    warns and skips it; a body-forces file that is the generalized-forces file or an input),
+    the solver's errors.
     """
     with input_guard() as inputs:
         run = _run_id_from_setup(path, placeholders, search_dirs, output)
@@ -157,10 +180,15 @@ def _run_id_from_setup(path, placeholders, search_dirs, output) -> InverseDynami
                                      value=str(st.coordinates_file or ""))
     ext_file = find_setup_file(ts, None if st.external_loads_file is None else str(st.external_loads_file),
                                search_dirs)
+    model = model_file
+    joints, body_out = [], None
     if st.joints_to_report_body_forces:
-        warnings.warn(f"{st.path}: joints_to_report_body_forces is not supported; only the "
-                      "generalized forces are written", ArthronWarning, stacklevel=2)
-    run = run_id(model_file, motion_file, external_loads=ext_file,
+        model = read_osim(model_file)
+        note_input(model_file)
+        joints = joints_to_report(model, st.joints_to_report_body_forces, st.path, _element_line(ts))
+        body_out = _body_forces_file(ts, st)
+        check_output(body_out)          # before computing: an output that is an input is refused
+    run = run_id(model, motion_file, external_loads=ext_file,
                  lowpass_hz=st.lowpass_cutoff_frequency_for_coordinates, time_range=st.time_range,
                  forces_to_exclude=st.forces_to_exclude, in_degrees=st.coordinates_in_degrees)
     if output is not None:
@@ -168,5 +196,50 @@ def _run_id_from_setup(path, placeholders, search_dirs, output) -> InverseDynami
     else:
         run.output = st.output_gen_force_file or (results_directory(ts, st.results_directory, create=False)
                                                   / DEFAULT_OUTPUT)
+    if joints:
+        if Path(run.output).absolute() == body_out:
+            raise DataFileError(f"output_body_forces_file is the generalized-forces file {run.output}",
+                                st.path, "<output_body_forces_file>")
+        run.body_forces = joint_body_forces(model, run.result, joints)
+        run.body_forces_output = body_out
     run.setup = st
     return run
+
+
+def joints_to_report(model: Model, names, source=None, where=None) -> list:
+    """OpenSim's ``InverseDynamicsTool::getJointsByName``: joint names (case-sensitive) in the
+    listed order; the keyword ``All`` (any case) appends every joint in JointSet order and ends
+    the list.
+
+    Raises DataFileError naming ``source`` and ``where`` for a joint the model lacks (OpenSim
+    warns and skips it)."""
+    out = []
+    for n in names:
+        if n.upper() == "ALL":
+            out += list(model.joints)
+            break
+        if n not in model.joints:
+            raise DataFileError(f"joints_to_report_body_forces names joint '{n}', which model "
+                                f"'{model.name}' lacks (joints: {', '.join(model.joints)})",
+                                source, where)
+        out.append(n)
+    return out
+
+
+def _element_line(ts) -> str:
+    el = ts.element.find("joints_to_report_body_forces") if ts.element is not None else None
+    line = f" line {el.sourceline}" if el is not None and el.sourceline else ""
+    return f"<joints_to_report_body_forces>{line}"
+
+
+def _body_forces_file(ts, st) -> Path:
+    """``results_directory / output_body_forces_file`` by OpenSim's ``Storage::printResult``."""
+    raw = (ts.properties.get("output_body_forces_file") or "").strip()
+    name = DEFAULT_BODY_FORCES_OUTPUT if not raw or raw == "Unassigned" else raw.replace("\\", "/")
+    p = Path(name)
+    if p.name != name:
+        warnings.warn(f"{st.path}: output_body_forces_file '{raw}' names a folder; as OpenSim, only "
+                      f"the file name '{p.name}' is used, in the results directory", ArthronWarning,
+                      stacklevel=3)
+    fname = p.name if p.suffix else p.name + ".sto"
+    return Path(results_directory(ts, st.results_directory, create=False) / fname).absolute()
