@@ -140,3 +140,16 @@ def test_body_forces_file_onto_an_input_is_refused(tmp_path):
     with pytest.raises(DataFileError, match=r"walk\.sto"):
         run_id_from_setup(s).write()
     assert mot.read_bytes() == before
+
+
+@needs_data
+def test_output_elsewhere_takes_the_body_forces_along(tmp_path):
+    """``arthron id --setup S -o DIR/OUT.sto`` leaves the setup's folder untouched."""
+    s = _setup(tmp_path / "id.xml", "results", GAIT_REF_MODEL, GAIT_IK, (0.4, 0.6), 6.0,
+               "knee_r", ext=GAIT_GRF, body_file="knee")
+    run = run_id_from_setup(s, output=tmp_path / "elsewhere" / "id.sto")
+    run.write()
+    bf = read_sto(tmp_path / "elsewhere" / "knee.sto")
+    assert bf.labels == [f"knee_r_tibia_r_offset_{c}" for c in ("FX", "FY", "FZ", "MX", "MY", "MZ")]
+    np.testing.assert_allclose(bf.data, run.body_forces.data, atol=1e-8, rtol=1e-8)
+    assert not (tmp_path / "results").exists()

@@ -149,7 +149,7 @@ def run_id_from_setup(path, *, placeholders=None, search_dirs=None, output=None)
     extension, as OpenSim's ``Storage::printResult``). OpenSim 4.6 writes that file after
     restoring the working directory, so it resolves a *relative* ``results_directory`` against
     the process's folder for this file only; arthron writes both files in the same results
-    directory (relative to the setup's folder).
+    directory (relative to the setup's folder); with ``output`` it goes beside ``output``.
 
     Returns
     -------
@@ -186,7 +186,7 @@ def _run_id_from_setup(path, placeholders, search_dirs, output) -> InverseDynami
         model = read_osim(model_file)
         note_input(model_file)
         joints = joints_to_report(model, st.joints_to_report_body_forces, st.path, _element_line(ts))
-        body_out = _body_forces_file(ts, st)
+        body_out = _body_forces_file(ts, st, output)
         check_output(body_out)          # before computing: an output that is an input is refused
     run = run_id(model, motion_file, external_loads=ext_file,
                  lowpass_hz=st.lowpass_cutoff_frequency_for_coordinates, time_range=st.time_range,
@@ -232,8 +232,9 @@ def _element_line(ts) -> str:
     return f"<joints_to_report_body_forces>{line}"
 
 
-def _body_forces_file(ts, st) -> Path:
-    """``results_directory / output_body_forces_file`` by OpenSim's ``Storage::printResult``."""
+def _body_forces_file(ts, st, output=None) -> Path:
+    """``results_directory / output_body_forces_file`` by OpenSim's ``Storage::printResult``
+    (beside ``output`` when the generalized forces are sent elsewhere)."""
     raw = (ts.properties.get("output_body_forces_file") or "").strip()
     name = DEFAULT_BODY_FORCES_OUTPUT if not raw or raw == "Unassigned" else raw.replace("\\", "/")
     p = Path(name)
@@ -242,4 +243,6 @@ def _body_forces_file(ts, st) -> Path:
                       f"the file name '{p.name}' is used, in the results directory", ArthronWarning,
                       stacklevel=3)
     fname = p.name if p.suffix else p.name + ".sto"
-    return Path(results_directory(ts, st.results_directory, create=False) / fname).absolute()
+    folder = (Path(output).absolute().parent if output is not None
+              else results_directory(ts, st.results_directory, create=False))
+    return Path(folder / fname).absolute()
