@@ -201,7 +201,8 @@ def _compute_many(pathset: PathSet, paths, q, Rb, ob):
     their stacked rows (every row is wrapped on its own, so the results are those of one call
     per request). A wrap object arthron cannot reproduce is reported as the sequential
     computation does (first path in model order)."""
-    gens = [_compute_gen(pathset, p, q, Rb, ob) for p in paths]
+    pre = _fixed_points(pathset, paths, q.shape[0], Rb, ob)
+    gens = [_compute_gen(pathset, p, q, Rb, ob, x) for p, x in zip(paths, pre)]
     out = [None] * len(gens)
     pending = {}
     memo = {}
@@ -231,27 +232,62 @@ def _compute_many(pathset: PathSet, paths, q, Rb, ob):
 
 
 def _compute_one(pathset: PathSet, path: _Path, q, Rb, ob):
-    return _run(_compute_gen(pathset, path, q, Rb, ob))
+    pre = _fixed_points(pathset, [path], q.shape[0], Rb, ob)[0]
+    return _run(_compute_gen(pathset, path, q, Rb, ob, pre))
 
 
-def _compute_gen(pathset: PathSet, path: _Path, q, Rb, ob):
+def _fixed_points(pathset: PathSet, paths, T, Rb, ob):
+    """Per path, (P (T, np, 3) in ground, loc (T, np, 3) in the base bodies) of its points,
+    for every path without moving points in one product over all their points (the same
+    per-point arithmetic as one path at a time); None for a path with moving points. The
+    stacked bodies and locations are kept per PathSet and list of paths."""
+    cache = pathset.__dict__.setdefault("_fixed_cache", {})
+    key = tuple(id(p) for p in paths)
+    ent = cache.get(key)
+    if ent is None or any(a is not b for a, b in zip(ent[4], paths)):
+        fixed = [i for i, p in enumerate(paths) if not p.moving]
+        cut = np.cumsum([0] + [len(paths[i].body) for i in fixed])
+        body = np.concatenate([paths[i].body for i in fixed]) if fixed else np.zeros(0, int)
+        loc = (np.concatenate([paths[i].loc for i in fixed]) if fixed else np.zeros((0, 3)))
+        ent = cache[key] = (fixed, cut, body, loc, paths)   # paths: keeps the ids valid
+    fixed, cut, body, loc0, _ = ent
+    out = [None] * len(paths)
+    if not fixed:
+        return out
+    loc = np.broadcast_to(loc0, (T,) + loc0.shape).copy()
+    P = ob[:, body] + (Rb[:, body] @ loc[..., None])[..., 0]
+    for j, i in enumerate(fixed):
+        out[i] = (P[:, cut[j]:cut[j + 1]], loc[:, cut[j]:cut[j + 1]])
+    return out
+
+
+def _compute_gen(pathset: PathSet, path: _Path, q, Rb, ob, pre=None):
     T = q.shape[0]
     npts = len(path.body)
-    loc, dloc = _point_locals(path, q)
-    body = np.broadcast_to(path.body, (T, npts))
-    P = ob[:, path.body] + (Rb[:, path.body] @ loc[..., None])[..., 0]
-    act = _active(path, q)
-    tag = np.where(act, np.arange(npts), -1)
+    if pre is None:
+        loc0, dloc = _point_locals(path, q)
+        P0 = ob[:, path.body] + (Rb[:, path.body] @ loc0[..., None])[..., 0]
+    else:
+        (P0, loc0), dloc = pre, []
     K = npts + path.nslots
-    pad = K - npts
-    if pad:
-        P = np.concatenate([P, np.zeros((T, pad, 3))], 1)
-        loc = np.concatenate([loc, np.zeros((T, pad, 3))], 1)
-        body = np.concatenate([body, np.full((T, pad), pathset.nb)], 1)
-        tag = np.concatenate([tag, np.full((T, pad), -1)], 1)
+    # node lists padded to K (zeros, ground, tag -1), valid nodes first
+    P = np.zeros((T, K, 3))
+    P[:, :npts] = P0
+    loc = np.zeros((T, K, 3))
+    loc[:, :npts] = loc0
+    body = np.full((T, K), pathset.nb)
+    body[:, :npts] = path.body
+    tag = np.full((T, K), -1)
     wobj = np.full((T, K), -1)
     wlen = np.zeros((T, K))
-    _, P, loc, body, tag, wobj, wlen = _compact(tag >= 0, P, loc, body, tag, wobj, wlen)
+    if path.cond:
+        act = _active(path, q)
+        tag[:, :npts] = np.where(act, np.arange(npts), -1)
+        if not act.all():
+            _, P, loc, body, tag, wobj, wlen = _compact(tag >= 0, P, loc, body, tag, wobj, wlen)
+    else:   # every point active: the lists are compact already
+        act = np.ones((T, npts), bool)
+        tag[:, :npts] = np.arange(npts)
     G = P
     if path.wraps:
         (P, loc, body, tag, wobj, wlen), cache = yield from _apply_wraps(
