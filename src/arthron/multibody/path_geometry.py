@@ -407,26 +407,24 @@ def _cached_positions(P, tag, npts, cache):
     cG, cv = cache
     if not cv.any():
         return P
-    wi = np.clip(tag - npts, 0, cG.shape[1] - 1)
-    isw = (tag >= npts)
-    tt = np.arange(P.shape[0])[:, None]
-    use = isw & cv[tt, wi]
-    return np.where(use[..., None], cG[tt, wi], P)
+    N, ns = cv.shape
+    f = np.arange(N)[:, None] * ns + np.clip(tag - npts, 0, ns - 1)   # flat slot index
+    use = (tag >= npts) & cv.reshape(-1).take(f)
+    return np.where(use[..., None], cG.reshape(-1, 3).take(f.ravel(), 0).reshape(P.shape), P)
 
 
-def _cached_rows(X, tag, t, npts, cache):
-    """:func:`_cached_positions` for single nodes: positions X (m, 3) of nodes tagged ``tag``
-    (m,) in rows ``t`` (m,); X itself when none has a cached position."""
+def _cached_rows(tag, t, npts, cache):
+    """Which of the nodes tagged ``tag`` (m,) in rows ``t`` (m,) have a cached ground
+    position (see :func:`_cached_positions`): (indices, positions (k, 3)), or (None, None)."""
     cG, cv = cache
     if not cv.any():
-        return X
+        return None, None
     n = npts[t, 0]
-    isw = tag >= n
     wi = np.clip(tag - n, 0, cG.shape[1] - 1)
-    use = isw & cv[t, wi]
-    if not use.any():
-        return X
-    return np.where(use[:, None], cG[t, wi], X)
+    use = np.flatnonzero((tag >= n) & cv[t, wi])
+    if not len(use):
+        return None, None
+    return use, cG[t[use], wi[use]]
 
 
 def _update_cache(st, npts, cache, mask):
@@ -435,13 +433,13 @@ def _update_cache(st, npts, cache, mask):
     see later changes of a tangent point's location within the same path computation)."""
     P, tag = st[0], st[3]
     cG, cv = cache
-    tt = np.arange(P.shape[0])[:, None]
-    isw = (tag >= npts) & mask[:, None]
-    wi = np.clip(tag - npts, 0, cG.shape[1] - 1)
-    new = isw & ~cv[tt, wi]
-    ti, ki = np.where(new)
-    cG[ti, wi[ti, ki]] = P[ti, ki]
-    cv[ti, wi[ti, ki]] = True
+    N, ns = cv.shape
+    f = np.arange(N)[:, None] * ns + np.clip(tag - npts, 0, ns - 1)   # flat slot index
+    new = np.flatnonzero((tag >= npts) & mask[:, None] & ~cv.reshape(-1).take(f))
+    if len(new):
+        fs = f.reshape(-1).take(new)
+        cG.reshape(-1, 3)[fs] = P.reshape(-1, 3).take(new, 0)
+        cv.reshape(-1)[fs] = True
 
 
 def _remove_wrap_nodes(st, t0, t1, mask):
@@ -513,15 +511,17 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
         # with (g1, g2: cached ground positions of tangent points, see _cached_positions)
         fi = ti_ * K + kk_                        # flat node index of each row's first node
         fi2 = np.concatenate([fi, fi + 1])
+        Xe = ((P - ow[:, None]) @ Rw).reshape(-1, 3).take(fi2, 0)   # nodes in the wrap frame
+        x1, x2 = Xe[:n], Xe[n:]
         t2 = np.concatenate([ti_, ti_])
-        ends_ = P.reshape(-1, 3).take(fi2, 0)
-        Gend = _cached_rows(ends_, tag.reshape(-1).take(fi2), t2, npts, cache)
-        if Gend is not ends_:
-            ends_ = np.concatenate([ends_, Gend])
-            t2 = np.concatenate([t2, t2])
-        Xe = ((ends_ - ow[t2])[:, None, :] @ Rw[t2])[:, 0]
-        x1, x2 = Xe[:n], Xe[n:2 * n]
-        g1, g2 = (x1.copy(), x2.copy()) if Gend is ends_ else (Xe[2 * n:3 * n], Xe[3 * n:])
+        use, cpos = _cached_rows(tag.reshape(-1).take(fi2), t2, npts, cache)
+        if use is None:
+            g1, g2 = x1.copy(), x2.copy()
+        else:
+            Ge = Xe.copy()
+            tu = t2[use]
+            Ge[use] = ((cpos - ow[tu])[:, None, :] @ Rw[tu])[:, 0]
+            g1, g2 = Ge[:n], Ge[n:]
         straight = _wr._norm(g2 - g1)
         if dbl:
             case, q1, Q1, T1, t1, _, Lu, Lv = _wr._double_cylinder_obstacle(
