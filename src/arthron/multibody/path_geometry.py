@@ -477,7 +477,9 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
     dbl = wo.type == "WrapDoubleCylinderObst"
     ns = 4 if dbl else 2
     t0 = npts + g.slots[wi]
-    P, loc, body, tag, wobj, wlen = _remove_wrap_nodes(st, t0, t0 + ns, mask)
+    if c.get("placed"):   # this wrap's tangent points are in some node list
+        st = _remove_wrap_nodes(st, t0, t0 + ns, mask)
+    P, loc, body, tag, wobj, wlen = st
     N, K = tag.shape
     code = np.zeros(N, int)
     anyact = c["act_any"] & mask
@@ -577,24 +579,31 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
         first_row[0] = True
         np.not_equal(ti_[1:], ti_[:-1], out=first_row[1:])
         starts = np.flatnonzero(first_row)
-        ends = np.append(starts[1:], n)
-        fr = ti_[starts]
-        pos = np.arange(n)
-        fm = np.minimum.reduceat(np.where(status == _wr.MANDATORY, pos, n), starts)
-        hasm = fm < n
-        code[fr] = status[np.where(hasm, fm, ends - 1)]
-        key = np.where((status == _wr.WRAPPED) & (dl < np.inf), dl, np.inf)
-        kmin = np.minimum.reduceat(key, starts)
-        grp = np.repeat(np.arange(len(starts)), ends - starts)
-        fmin = np.minimum.reduceat(np.where(key == kmin[grp], pos, n), starts)
-        chosen = np.where(hasm, fm, np.where(kmin < np.inf, fmin, -1))
-        ok = chosen >= 0
-        tk, rt = fr[ok], chosen[ok]
+        if len(starts) == n:   # one segment per row: its own result
+            code[ti_] = status
+            rt = np.flatnonzero((status == _wr.MANDATORY)
+                                | ((status == _wr.WRAPPED) & (dl < np.inf)))
+            tk = ti_[rt]
+        else:
+            ends = np.append(starts[1:], n)
+            fr = ti_[starts]
+            pos = np.arange(n)
+            fm = np.minimum.reduceat(np.where(status == _wr.MANDATORY, pos, n), starts)
+            hasm = fm < n
+            code[fr] = status[np.where(hasm, fm, ends - 1)]
+            key = np.where((status == _wr.WRAPPED) & (dl < np.inf), dl, np.inf)
+            kmin = np.minimum.reduceat(key, starts)
+            grp = np.repeat(np.arange(len(starts)), ends - starts)
+            fmin = np.minimum.reduceat(np.where(key == kmin[grp], pos, n), starts)
+            chosen = np.where(hasm, fm, np.where(kmin < np.inf, fmin, -1))
+            ok = chosen >= 0
+            tk, rt = fr[ok], chosen[ok]
         nodes[tk], lens[tk], valid[tk] = nd[rt], ln[rt], vd[rt]
         best_k[tk] = kk_[rt]
     has = best_k >= 0
     if not has.any():
         return (P, loc, body, tag, wobj, wlen), code
+    c["placed"] = True
     # node locations in their bodies' frames and in ground
     nloc = nodes @ c["Rt"] + c["p"][:, None]      # in the wrap object's body frame
     nG = c["obw"][:, None] + nloc @ np.swapaxes(c["Rbw"], 1, 2)
