@@ -77,10 +77,14 @@ def _point_locals(path: _Path, q):
             # its range (outside it the point stands still), while the derivative (moment
             # arms, speeds) is the function's at the coordinate itself
             xc = np.clip(x, lo, hi)
-            v[:, ax] = fn.value(xc)
+            if c >= 0 and np.array_equal(xc, x):   # not clamped: value and slope in one pass
+                val, der, _ = fn.value_and_derivatives(x, 1)
+            else:
+                val, der = fn.value(xc), (fn.derivative(x, 1) if c >= 0 else None)
+            v[:, ax] = val
             if c >= 0:
                 d = per_c.setdefault(c, np.zeros((T, 3)))
-                d[:, ax] += fn.derivative(x, 1)
+                d[:, ax] += der
         loc[:, k] = v @ R.T + p
         for c, d in per_c.items():
             dloc.append((k, c, d @ R.T))
