@@ -391,10 +391,10 @@ def _group_gen(pathset: PathSet, paths, q, Rb, ob, pre):
         _, P, loc, body, tag, wobj, wlen = _compact(tag >= 0, P, loc, body, tag, wobj, wlen)
     G = P
     if g.nw:
-        (P, loc, body, tag, wobj, wlen), cache = yield from _apply_wraps(
+        (P, loc, body, tag, wobj, wlen), cache, last = yield from _apply_wraps(
             g, q, Rb, ob, act, P, loc, body, tag, wobj, wlen)
-        G = _cached_positions(P, tag, g.npts, cache)
-    length = g.lengths(G, tag, wobj, wlen)
+        G = _cached_positions(P, tag, g.npts, cache) if last is None else last[0]
+    length = g.lengths(G, tag, wobj, wlen) if not g.nw or last is None else last[1]
     out = []
     for i, (path, k) in enumerate(zip(paths, g.ks)):
         rows = slice(i * T, (i + 1) * T)
@@ -649,7 +649,9 @@ def _apply_wraps(g: _Group, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
     the second had a point inside it, the first two are swapped. OpenSim measures distances
     with ground positions of tangent points that its ``Point`` caches at their first use
     within a path computation, so later passes move the tangent points but not the positions
-    used for the straight segments; this is reproduced (returned ``cache``).
+    used for the straight segments; this is reproduced (returned ``cache``). Also returned:
+    (G, lengths) of the last pass (None for one wrap object), which hold for the final node
+    lists.
     """
     N, K = tag.shape
     npts = g.npts
@@ -675,7 +677,7 @@ def _apply_wraps(g: _Group, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
                 codes.append(c)
         _update_cache(st, npts, cache, todo)
         if nw < 2:
-            break
+            return st, cache, None
         G = _cached_positions(st[0], st[3], npts, cache)
         length = g.lengths(G, st[3], st[4], st[5])
         conv = todo & (np.abs(length - last) < _WRAP_TOL)
@@ -688,4 +690,4 @@ def _apply_wraps(g: _Group, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
                 st = _remove_wrap_nodes(st, npts + g.slots[0], npts + g.slots[1], sw)
         if done.all():
             break
-    return st, cache
+    return st, cache, (G, length)
