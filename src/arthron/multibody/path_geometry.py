@@ -227,7 +227,9 @@ def _compute_many(pathset: PathSet, paths, q, Rb, ob):
     members = {}
     for i, p in enumerate(paths):
         members.setdefault(_group_key(pathset, p), []).append(i)
-    groups = list(members.values())
+    # within a group, paths of equal node-list length K side by side (few blocks to sum)
+    groups = [sorted(g, key=lambda i: len(paths[i].body) + paths[i].nslots)
+              for g in members.values()]
     gens = [_group_gen(pathset, [paths[i] for i in g], q, Rb, ob, [pre[i] for i in g])
             for g in groups]
     res = [None] * len(gens)
@@ -322,12 +324,12 @@ class _Group:
     def lengths(self, G, tag, wobj, wlen):
         """Path lengths (N,): each path's segments summed over its own K − 1 columns (the
         same sums as one path at a time)."""
-        seg = _seg_lengths(G, tag, wobj, wlen)
         if len(self.blocks) == 1 and self.blocks[0][2] == self.K:
-            return seg.sum(1)
-        out = np.empty(len(seg))
+            return _seg_lengths(G, tag, wobj, wlen).sum(1)
+        out = np.empty(len(G))
         for r0, r1, k in self.blocks:
-            out[r0:r1] = seg[r0:r1, :k - 1].sum(1)
+            out[r0:r1] = _seg_lengths(G[r0:r1, :k], tag[r0:r1, :k], wobj[r0:r1, :k],
+                                      wlen[r0:r1, :k]).sum(1)
         return out
 
     def wrap(self, wi, Rb, ob):
@@ -367,7 +369,7 @@ def _group_gen(pathset: PathSet, paths, q, Rb, ob, pre):
     npm = int(g.npts.max())
     act = np.zeros((N, npm), bool)
     dlocs = []
-    compact = False
+    compact = []   # paths with an inactive conditional point in some frame
     for i, (path, x) in enumerate(zip(paths, pre)):
         rows, n = slice(i * T, (i + 1) * T), len(path.body)
         if x is None:
@@ -383,12 +385,15 @@ def _group_gen(pathset: PathSet, paths, q, Rb, ob, pre):
             a = _active(path, q)
             act[rows, :n] = a
             tag[rows, :n] = np.where(a, np.arange(n), -1)
-            compact |= not a.all()
+            if not a.all():
+                compact.append(rows)
         else:   # every point active
             act[rows, :n] = True
             tag[rows, :n] = np.arange(n)
-    if compact:
-        _, P, loc, body, tag, wobj, wlen = _compact(tag >= 0, P, loc, body, tag, wobj, wlen)
+    for rows in compact:
+        arrs = (P, loc, body, tag, wobj, wlen)
+        for a, c in zip(arrs, _compact(tag[rows] >= 0, *(a[rows] for a in arrs))[1:]):
+            a[rows] = c
     G = P
     if g.nw:
         (P, loc, body, tag, wobj, wlen), cache, last = yield from _apply_wraps(
