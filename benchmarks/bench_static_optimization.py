@@ -47,6 +47,13 @@ Measured 2026-11-24 (2 cores shared with three other sessions):
   the first and last 6 frames (up to 0.77 on the thorax reserves). Gait2354 walk whole
   command 0.30-0.34 s.
 * cone: 1.31-1.36× the unconstrained problem (SOC and 8 planes).
+
+Path groups (paths with the same number of wrap objects wrapped as one block of (path, frame)
+rows, ``multibody/path_geometry.py``), measured 2026-11-24 at load ≈1 (one session), this
+change and the code before it run back to back, OpenSim 0.367-0.369 s: arm26 18.3 / 18.2 ms
+with the kernels (20.2× / 20.2×; before 18.7 / 19.5 ms, 19.8× / 19.0×), 31.1 / 31.5 ms NumPy
+(11.9× / 11.7×; before 32.9 / 32.8 ms, 11.2× / 11.3×); Gait2354 walk 65.6 / 64.7 ms with the
+kernels (34.4× / 34.9×; before 68.4 / 67.1 ms, 32.8× / 33.8×).
 """
 from __future__ import annotations
 

@@ -667,13 +667,14 @@ def test_lockstep_wrapping_equals_one_path_at_a_time(path):
 
 
 
-def test_path_groups_equal_one_path_at_a_time_on_das4():
+def test_path_groups_equal_one_path_at_a_time_on_das4(monkeypatch):
     """compute_paths stacks the frames of the paths with the same number of wrap objects
     (one group per count) and wraps each group's rows together, over several wrap objects
     and surface types at one step, paths of different point counts padded to the longest:
     on DAS4 (cylinders, ellipsoids, spheres, tori; paths with 0 to 4 wrap objects, conditional
     and moving points) node lists, lengths and moment-arm terms equal those of the paths one at
-    a time, bit for bit, with NumPy and with the compiled kernels."""
+    a time, bit for bit, with NumPy and with the compiled kernels; also when the groups are cut
+    into blocks of a few paths (_MAX_ROWS, for many frames)."""
     from arthron.geometry import wrap_kernels as WK
     from arthron.multibody.path_geometry import _compute_many, _compute_one, _frames, _group_key
     from conftest import DATA
@@ -685,10 +686,12 @@ def test_path_groups_equal_one_path_at_a_time_on_das4():
     assert len(keys) >= 4 and len(keys) < len(ps.paths) / 10
     types = {ps.wrap_objects[w.obj_id].type for p in ps.paths for w in p.wraps}
     assert {"WrapCylinder", "WrapEllipsoid", "WrapSphere", "WrapTorus"} <= types
+    from arthron.multibody import path_geometry as PG
     old = WK.FORCE
     try:
-        for force in (False, True):
+        for force, rows in ((False, PG._MAX_ROWS), (True, PG._MAX_ROWS), (False, 50)):
             WK.FORCE = force
+            monkeypatch.setattr(PG, "_MAX_ROWS", rows)
             many = _compute_many(ps, ps.paths, Q, Rb, ob)
             for p, (st, dl) in zip(ps.paths, many):
                 one, dl1 = _compute_one(ps, p, Q, Rb, ob)

@@ -207,6 +207,11 @@ def _wrap_request(req, group, memo=None):
     return list(zip(*[np.split(r, cut) for r in res]))
 
 
+#: Rows (paths x frames) of one path group at most: beyond a few thousand rows the Python steps
+#: a group saves cost less than the memory of its larger arrays (fresh pages, cache misses).
+_MAX_ROWS = 4096
+
+
 def _group_key(pathset: PathSet, path: _Path):
     """Paths with equal keys are computed together (:func:`_group_gen`): those with the same
     number of wrap objects, none a WrapDoubleCylinderObst (such a path is a group alone)."""
@@ -230,6 +235,8 @@ def _compute_many(pathset: PathSet, paths, q, Rb, ob):
     # within a group, paths of equal node-list length K side by side (few blocks to sum)
     groups = [sorted(g, key=lambda i: len(paths[i].body) + paths[i].nslots)
               for g in members.values()]
+    per = max(1, _MAX_ROWS // max(q.shape[0], 1))     # paths per group
+    groups = [g[k:k + per] for g in groups for k in range(0, len(g), per)]
     gens = [_group_gen(pathset, [paths[i] for i in g], q, Rb, ob, [pre[i] for i in g])
             for g in groups]
     res = [None] * len(gens)
