@@ -47,6 +47,13 @@ Measured 2026-11-24 (2 cores shared with three other sessions):
   the first and last 6 frames (up to 0.77 on the thorax reserves). Gait2354 walk whole
   command 0.30-0.34 s.
 * cone: 1.31-1.36× the unconstrained problem (SOC and 8 planes).
+
+Path groups (paths with the same number of wrap objects wrapped as one block of (path, frame)
+rows, ``multibody/path_geometry.py``), measured 2026-11-24 at load ≈1 (one session), this
+change and the code before it run back to back, two runs each, OpenSim 0.367-0.371 s: arm26
+18.2-18.9 ms with the kernels (19.4-20.2×; before 18.7-19.5 ms, 19.0-19.8×), 31.2-31.5 ms
+NumPy (11.6-11.8×; before 32.6-33.0 ms, 11.2-11.3×); Gait2354 walk 65.5-65.9 ms with the
+kernels (33.9-34.4×; before 67.1-71.8 ms, 31.5-33.8×).
 """
 from __future__ import annotations
 

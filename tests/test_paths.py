@@ -667,6 +667,44 @@ def test_lockstep_wrapping_equals_one_path_at_a_time(path):
 
 
 
+def test_path_groups_equal_one_path_at_a_time_on_das4(monkeypatch):
+    """compute_paths stacks the frames of the paths with the same number of wrap objects
+    (one group per count) and wraps each group's rows together, over several wrap objects
+    and surface types at one step, paths of different point counts padded to the longest:
+    on DAS4 (cylinders, ellipsoids, spheres, tori; paths with 0 to 4 wrap objects, conditional
+    and moving points) node lists, lengths and moment-arm terms equal those of the paths one at
+    a time, bit for bit, with NumPy and with the compiled kernels; also when the groups are cut
+    into blocks of a few paths (_MAX_ROWS, for many frames)."""
+    from arthron.geometry import wrap_kernels as WK
+    from arthron.multibody.path_geometry import _compute_many, _compute_one, _frames, _group_key
+    from conftest import DATA
+    model, tree, ps = _setup(DATA / "arm-model" / "das4_v4.osim")
+    ps = ps.geometric()
+    Q = _random_q(model, tree, 12, scale=0.3, seed=5)
+    Rb, ob = _frames(tree, forward_kinematics(tree, Q))
+    keys = {_group_key(ps, p) for p in ps.paths}
+    assert len(keys) >= 4 and len(keys) < len(ps.paths) / 10
+    types = {ps.wrap_objects[w.obj_id].type for p in ps.paths for w in p.wraps}
+    assert {"WrapCylinder", "WrapEllipsoid", "WrapSphere", "WrapTorus"} <= types
+    from arthron.multibody import path_geometry as PG
+    old = WK.FORCE
+    try:
+        for force, rows in ((False, PG._MAX_ROWS), (True, PG._MAX_ROWS), (False, 50)):
+            WK.FORCE = force
+            monkeypatch.setattr(PG, "_MAX_ROWS", rows)
+            many = _compute_many(ps, ps.paths, Q, Rb, ob)
+            for p, (st, dl) in zip(ps.paths, many):
+                one, dl1 = _compute_one(ps, p, Q, Rb, ob)
+                for f in ("P", "loc", "body", "tag", "wlen", "wobj", "length", "G"):
+                    np.testing.assert_array_equal(getattr(st, f), getattr(one, f), err_msg=p.name)
+                assert len(dl) == len(dl1)
+                for (k, c, d), (k1, c1, d1) in zip(dl, dl1):
+                    assert (k, c) == (k1, c1)
+                    np.testing.assert_array_equal(d, d1)
+    finally:
+        WK.FORCE = old
+
+
 def test_lockstep_reports_unsupported_wrap_as_sequential(monkeypatch):
     """A wrap surface without a registered wrapping is reported for the first path (model
     order) that reaches it, as one path at a time would: TRIlong (its second wrap object is

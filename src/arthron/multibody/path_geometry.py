@@ -2,7 +2,13 @@
 ``GeometryPath::computePath`` builds it (:func:`compute_paths`): active points, then each wrap
 object tried on every segment of its range (:func:`arthron.geometry.wrapping.wrap_segment`,
 the registry of wrap surfaces), with OpenSim's passes over several wrap objects. See
-:mod:`arthron.multibody.paths`."""
+:mod:`arthron.multibody.paths`.
+
+The paths with the same number of wrap objects are computed as one group whose rows are
+(path, frame) pairs (:class:`_Group`): every step of the path computation runs once per
+group rather than once per path, and a step's segments go to one wrap call per wrap object
+(:func:`_compute_many`). Each row is computed on its own, so the results equal those of one
+path at a time bit for bit (tests/test_paths.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -71,10 +77,14 @@ def _point_locals(path: _Path, q):
             # its range (outside it the point stands still), while the derivative (moment
             # arms, speeds) is the function's at the coordinate itself
             xc = np.clip(x, lo, hi)
-            v[:, ax] = fn.value(xc)
+            if c >= 0 and np.array_equal(xc, x):   # not clamped: value and slope in one pass
+                val, der, _ = fn.value_and_derivatives(x, 1)
+            else:
+                val, der = fn.value(xc), (fn.derivative(x, 1) if c >= 0 else None)
+            v[:, ax] = val
             if c >= 0:
                 d = per_c.setdefault(c, np.zeros((T, 3)))
-                d[:, ax] += fn.derivative(x, 1)
+                d[:, ax] += der
         loc[:, k] = v @ R.T + p
         for c, d in per_c.items():
             dloc.append((k, c, d @ R.T))
@@ -127,11 +137,13 @@ def compute_paths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None
 
 
 def _run(gen):
+    """Drive one path group's computation (:func:`_group_gen`), answering its wrap requests
+    one by one."""
     memo = {}
     try:
-        req = next(gen)
+        reqs = next(gen)
         while True:
-            req = gen.send(_wrap_request(req, [req], memo))
+            reqs = gen.send([_wrap_request(r, [r], memo) for r in reqs])
     except StopIteration as e:
         return e.value
 
@@ -195,83 +207,240 @@ def _wrap_request(req, group, memo=None):
     return list(zip(*[np.split(r, cut) for r in res]))
 
 
+#: Rows (paths x frames) of one path group at most: beyond a few thousand rows the Python steps
+#: a group saves cost less than the memory of its larger arrays (fresh pages, cache misses).
+_MAX_ROWS = 4096
+
+
+def _group_key(pathset: PathSet, path: _Path):
+    """Paths with equal keys are computed together (:func:`_group_gen`): those with the same
+    number of wrap objects, none a WrapDoubleCylinderObst (such a path is a group alone)."""
+    if any(pathset.wrap_objects[w.obj_id].type == "WrapDoubleCylinderObst" for w in path.wraps):
+        return ("alone", id(path))
+    return ("wraps", len(path.wraps))
+
+
 def _compute_many(pathset: PathSet, paths, q, Rb, ob):
-    """:func:`_compute_one` for several paths in lockstep: the wrap requests the paths make
-    at the same step on the same wrap object (same method) go to one wrap_segment call over
-    their stacked rows (every row is wrapped on its own, so the results are those of one call
-    per request). A wrap object arthron cannot reproduce is reported as the sequential
-    computation does (first path in model order)."""
-    gens = [_compute_gen(pathset, p, q, Rb, ob) for p in paths]
-    out = [None] * len(gens)
+    """:func:`_compute_one` for several paths at once: the paths with the same number of wrap
+    objects are computed as one group, their frames stacked as rows (:func:`_group_gen`),
+    and the wrap requests the groups make at the same step on the same wrap object (same
+    method) go to one wrap_segment call over their stacked rows. Every row is wrapped and
+    chosen on its own, so the results are those of one path at a time, bit for bit. A wrap
+    object arthron cannot reproduce is reported as the sequential computation does (first
+    path in model order)."""
+    pre = _fixed_points(pathset, paths, q.shape[0], Rb, ob)
+    members = {}
+    for i, p in enumerate(paths):
+        members.setdefault(_group_key(pathset, p), []).append(i)
+    # within a group, paths of equal node-list length K side by side (few blocks to sum)
+    groups = [sorted(g, key=lambda i: len(paths[i].body) + paths[i].nslots)
+              for g in members.values()]
+    per = max(1, _MAX_ROWS // max(q.shape[0], 1))     # paths per group
+    groups = [g[k:k + per] for g in groups for k in range(0, len(g), per)]
+    gens = [_group_gen(pathset, [paths[i] for i in g], q, Rb, ob, [pre[i] for i in g])
+            for g in groups]
+    res = [None] * len(gens)
     pending = {}
     memo = {}
     try:
-        for i, g in enumerate(gens):
+        for gi, g in enumerate(gens):
             try:
-                pending[i] = next(g)
+                pending[gi] = next(g)
             except StopIteration as e:
-                out[i] = e.value
+                res[gi] = e.value
         while pending:
-            groups = {}
-            for i, req in pending.items():
-                groups.setdefault((req[0], req[2]), []).append(i)
+            same = {}
+            for gi, reqs in pending.items():
+                for j, req in enumerate(reqs):
+                    same.setdefault((req[0], req[2]), []).append((gi, j))
+            answers = {gi: [None] * len(reqs) for gi, reqs in pending.items()}
+            for idx in same.values():
+                reqs = [pending[gi][j] for gi, j in idx]
+                r = _wrap_request(reqs[0], reqs, memo)
+                for (gi, j), rr in zip(idx, [r] if len(idx) == 1 else r):
+                    answers[gi][j] = tuple(rr)
             nxt = {}
-            for idx in groups.values():
-                res = _wrap_request(pending[idx[0]], [pending[i] for i in idx], memo)
-                res = [res] if len(idx) == 1 else res
-                for i, r in zip(idx, res):
-                    try:
-                        nxt[i] = gens[i].send(tuple(r))
-                    except StopIteration as e:
-                        out[i] = e.value
+            for gi, a in answers.items():
+                try:
+                    nxt[gi] = gens[gi].send(a)
+                except StopIteration as e:
+                    res[gi] = e.value
             pending = nxt
     except UnsupportedFeature:
         return [_compute_one(pathset, p, q, Rb, ob) for p in paths]
+    out = [None] * len(paths)
+    for g, r in zip(groups, res):
+        for i, sd in zip(g, r):
+            out[i] = sd
     return out
 
 
 def _compute_one(pathset: PathSet, path: _Path, q, Rb, ob):
-    return _run(_compute_gen(pathset, path, q, Rb, ob))
+    pre = _fixed_points(pathset, [path], q.shape[0], Rb, ob)
+    return _run(_group_gen(pathset, [path], q, Rb, ob, pre))[0]
 
 
-def _compute_gen(pathset: PathSet, path: _Path, q, Rb, ob):
+def _fixed_points(pathset: PathSet, paths, T, Rb, ob):
+    """Per path, (P (T, np, 3) in ground, loc (T, np, 3) in the base bodies) of its points,
+    for every path without moving points in one product over all their points (the same
+    per-point arithmetic as one path at a time); None for a path with moving points. The
+    stacked bodies and locations are kept per PathSet and list of paths."""
+    cache = pathset.__dict__.setdefault("_fixed_cache", {})
+    key = tuple(id(p) for p in paths)
+    ent = cache.get(key)
+    if ent is None or any(a is not b for a, b in zip(ent[4], paths)):
+        fixed = [i for i, p in enumerate(paths) if not p.moving]
+        cut = np.cumsum([0] + [len(paths[i].body) for i in fixed])
+        body = np.concatenate([paths[i].body for i in fixed]) if fixed else np.zeros(0, int)
+        loc = (np.concatenate([paths[i].loc for i in fixed]) if fixed else np.zeros((0, 3)))
+        ent = cache[key] = (fixed, cut, body, loc, paths)   # paths: keeps the ids valid
+    fixed, cut, body, loc0, _ = ent
+    out = [None] * len(paths)
+    if not fixed:
+        return out
+    loc = np.broadcast_to(loc0, (T,) + loc0.shape).copy()
+    P = ob[:, body] + (Rb[:, body] @ loc[..., None])[..., 0]
+    for j, i in enumerate(fixed):
+        out[i] = (P[:, cut[j]:cut[j + 1]], loc[:, cut[j]:cut[j + 1]])
+    return out
+
+
+class _Group:
+    """Paths computed together (:func:`_group_gen`), their frames stacked as rows (path-major:
+    rows i·T … i·T + T − 1 are path i's T frames), node lists padded to the longest (K
+    columns). Per row: ``npts`` (N, 1) the path's number of points, ``tt`` (N,) its frame."""
+
+    def __init__(self, pathset: PathSet, paths, T):
+        self.pathset, self.paths, self.T = pathset, paths, T
+        n = np.array([len(p.body) for p in paths])
+        self.npts = np.repeat(n, T)[:, None]
+        self.ks = [len(p.body) + p.nslots for p in paths]
+        self.K = max(self.ks)
+        self.nw = len(paths[0].wraps)
+        self.slots = paths[0].slots
+        self.nslots = paths[0].nslots
+        self.tt = np.tile(np.arange(T), len(paths))
+        # consecutive paths with equal K: row ranges whose lengths sum K - 1 segments
+        self.blocks = []
+        for i, k in enumerate(self.ks):
+            if self.blocks and self.blocks[-1][2] == k:
+                self.blocks[-1][1] = (i + 1) * T
+            else:
+                self.blocks.append([i * T, (i + 1) * T, k])
+
+    def lengths(self, G, tag, wobj, wlen):
+        """Path lengths (N,): each path's segments summed over its own K − 1 columns (the
+        same sums as one path at a time)."""
+        if len(self.blocks) == 1 and self.blocks[0][2] == self.K:
+            return _seg_lengths(G, tag, wobj, wlen).sum(1)
+        out = np.empty(len(G))
+        for r0, r1, k in self.blocks:
+            out[r0:r1] = _seg_lengths(G[r0:r1, :k], tag[r0:r1, :k], wobj[r0:r1, :k],
+                                      wlen[r0:r1, :k]).sum(1)
+        return out
+
+    def wrap(self, wi, Rb, ob):
+        """Per row, wrap ``wi`` of its path: its wrap objects ``wos`` (per path), request keys
+        ``keys`` ((obj_id, method) list) and per-row index ``key`` into it, point range
+        ``start``/``end``, ``active``; the wrap object's body frame ``Rbw``, ``obw`` and the
+        wrap frame ``Rw``, ``ow`` in ground; ``Rt``, ``p`` the wrap frame in its body."""
+        T, ws = self.T, [p.wraps[wi] for p in self.paths]
+        wos = [self.pathset.wrap_objects[w.obj_id] for w in ws]
+        keys = list(dict.fromkeys((w.obj_id, w.method) for w in ws))
+        rep = lambda v: np.repeat(np.asarray(v), T, 0)  # noqa: E731
+        body = rep([wo.body for wo in wos])
+        Rbw, obw = Rb[self.tt, body], ob[self.tt, body]
+        R, p = rep([wo.R for wo in wos]), rep([wo.p for wo in wos])
+        return dict(ws=ws, wos=wos, keys=keys, key=rep([keys.index((w.obj_id, w.method)) for w in ws]),
+                    start=rep([w.start for w in ws]), end=rep([w.end for w in ws]),
+                    active=rep([wo.active for wo in wos]), obj=rep([w.obj_id for w in ws]),
+                    body=body, Rbw=Rbw, obw=obw, Rw=Rbw @ R,
+                    ow=obw + (Rbw @ p[..., None])[..., 0],
+                    Rt=rep([wo.R.T for wo in wos]), p=p)
+
+
+def _group_gen(pathset: PathSet, paths, q, Rb, ob, pre):
+    """The computation of a group of paths (:func:`_group_key`) as a generator: it yields
+    lists of wrap requests (obj_id, wrap object, method, x1, x2, single, path name) and
+    receives their (status, r1, r2, length) results; returns a (PathState, moving-point
+    terms) pair per path."""
     T = q.shape[0]
-    npts = len(path.body)
-    loc, dloc = _point_locals(path, q)
-    body = np.broadcast_to(path.body, (T, npts))
-    P = ob[:, path.body] + (Rb[:, path.body] @ loc[..., None])[..., 0]
-    act = _active(path, q)
-    tag = np.where(act, np.arange(npts), -1)
-    K = npts + path.nslots
-    pad = K - npts
-    if pad:
-        P = np.concatenate([P, np.zeros((T, pad, 3))], 1)
-        loc = np.concatenate([loc, np.zeros((T, pad, 3))], 1)
-        body = np.concatenate([body, np.full((T, pad), pathset.nb)], 1)
-        tag = np.concatenate([tag, np.full((T, pad), -1)], 1)
-    wobj = np.full((T, K), -1)
-    wlen = np.zeros((T, K))
-    _, P, loc, body, tag, wobj, wlen = _compact(tag >= 0, P, loc, body, tag, wobj, wlen)
+    g = _Group(pathset, paths, T)
+    K, N = g.K, T * len(paths)
+    P = np.zeros((N, K, 3))
+    loc = np.zeros((N, K, 3))
+    body = np.full((N, K), pathset.nb)
+    tag = np.full((N, K), -1)
+    wobj = np.full((N, K), -1)
+    wlen = np.zeros((N, K))
+    npm = int(g.npts.max())
+    act = np.zeros((N, npm), bool)
+    dlocs = []
+    compact = []   # paths with an inactive conditional point in some frame
+    for i, (path, x) in enumerate(zip(paths, pre)):
+        rows, n = slice(i * T, (i + 1) * T), len(path.body)
+        if x is None:
+            loc0, dloc = _point_locals(path, q)
+            P0 = ob[:, path.body] + (Rb[:, path.body] @ loc0[..., None])[..., 0]
+        else:
+            (P0, loc0), dloc = x, []
+        dlocs.append(dloc)
+        P[rows, :n] = P0
+        loc[rows, :n] = loc0
+        body[rows, :n] = path.body
+        if path.cond:
+            a = _active(path, q)
+            act[rows, :n] = a
+            tag[rows, :n] = np.where(a, np.arange(n), -1)
+            if not a.all():
+                compact.append(rows)
+        else:   # every point active
+            act[rows, :n] = True
+            tag[rows, :n] = np.arange(n)
+    for rows in compact:
+        arrs = (P, loc, body, tag, wobj, wlen)
+        for a, c in zip(arrs, _compact(tag[rows] >= 0, *(a[rows] for a in arrs))[1:]):
+            a[rows] = c
     G = P
-    if path.wraps:
-        (P, loc, body, tag, wobj, wlen), cache = yield from _apply_wraps(
-            pathset, path, q, Rb, ob, act, P, loc, body, tag, wobj, wlen)
-        G = _cached_positions(P, tag, npts, cache)
-    length = _seg_lengths(G, tag, wobj, wlen).sum(1)
-    return PathState(P, body, loc, tag, wlen, length, wobj, npts, G), dloc
+    if g.nw:
+        (P, loc, body, tag, wobj, wlen), cache, last = yield from _apply_wraps(
+            g, q, Rb, ob, act, P, loc, body, tag, wobj, wlen)
+        G = _cached_positions(P, tag, g.npts, cache) if last is None else last[0]
+    length = g.lengths(G, tag, wobj, wlen) if not g.nw or last is None else last[1]
+    out = []
+    for i, (path, k) in enumerate(zip(paths, g.ks)):
+        rows = slice(i * T, (i + 1) * T)
+        cut = [np.ascontiguousarray(a[rows, :k]) for a in (P, body, loc, tag, wlen, wobj)]
+        Gi = cut[0] if G is P else np.ascontiguousarray(G[rows, :k])
+        out.append((PathState(*cut[:5], length[rows].copy(), cut[5], len(path.body), Gi),
+                    dlocs[i]))
+    return out
 
 
 def _cached_positions(P, tag, npts, cache):
     """Node positions with tangent points replaced by their cached ground positions (``P``
-    itself when no node has a cached position)."""
+    itself when no node has a cached position); ``npts`` (N, 1) per row."""
     cG, cv = cache
     if not cv.any():
         return P
-    wi = np.clip(tag - npts, 0, cG.shape[1] - 1)
-    isw = (tag >= npts)
-    tt = np.arange(P.shape[0])[:, None]
-    use = isw & cv[tt, wi]
-    return np.where(use[..., None], cG[tt, wi], P)
+    N, ns = cv.shape
+    f = np.arange(N)[:, None] * ns + np.clip(tag - npts, 0, ns - 1)   # flat slot index
+    use = (tag >= npts) & cv.reshape(-1).take(f)
+    return np.where(use[..., None], cG.reshape(-1, 3).take(f.ravel(), 0).reshape(P.shape), P)
+
+
+def _cached_rows(tag, t, npts, cache):
+    """Which of the nodes tagged ``tag`` (m,) in rows ``t`` (m,) have a cached ground
+    position (see :func:`_cached_positions`): (indices, positions (k, 3)), or (None, None)."""
+    cG, cv = cache
+    if not cv.any():
+        return None, None
+    n = npts[t, 0]
+    wi = np.clip(tag - n, 0, cG.shape[1] - 1)
+    use = np.flatnonzero((tag >= n) & cv[t, wi])
+    if not len(use):
+        return None, None
+    return use, cG[t[use], wi[use]]
 
 
 def _update_cache(st, npts, cache, mask):
@@ -280,13 +449,13 @@ def _update_cache(st, npts, cache, mask):
     see later changes of a tangent point's location within the same path computation)."""
     P, tag = st[0], st[3]
     cG, cv = cache
-    tt = np.arange(P.shape[0])[:, None]
-    isw = (tag >= npts) & mask[:, None]
-    wi = np.clip(tag - npts, 0, cG.shape[1] - 1)
-    new = isw & ~cv[tt, wi]
-    ti, ki = np.where(new)
-    cG[ti, wi[ti, ki]] = P[ti, ki]
-    cv[ti, wi[ti, ki]] = True
+    N, ns = cv.shape
+    f = np.arange(N)[:, None] * ns + np.clip(tag - npts, 0, ns - 1)   # flat slot index
+    new = np.flatnonzero((tag >= npts) & mask[:, None] & ~cv.reshape(-1).take(f))
+    if len(new):
+        fs = f.reshape(-1).take(new)
+        cG.reshape(-1, 3)[fs] = P.reshape(-1, 3).take(new, 0)
+        cv.reshape(-1)[fs] = True
 
 
 def _remove_wrap_nodes(st, t0, t1, mask):
@@ -300,65 +469,77 @@ def _remove_wrap_nodes(st, t0, t1, mask):
     return tuple(_compact(keep, P, loc, body, tag, wobj, wlen)[1:])
 
 
-def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache, const=None):
-    """Remove wrap ``wi``'s tangent points and wrap again (frames in ``mask`` only), as one
-    step of OpenSim's ``GeometryPath::applyWrapObjects``. Returns the new node lists and the
-    result code OpenSim keeps for the wrap (the last segment tried, or the mandatory one).
+def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
+    """Remove wrap ``wi``'s tangent points and wrap again (rows in ``mask`` only), as one
+    step of OpenSim's ``GeometryPath::applyWrapObjects``, for the rows of a path group.
+    Returns the new node lists and the result code OpenSim keeps for the wrap (the last
+    segment tried, or the mandatory one).
 
-    A WrapDoubleCylinderObst inserts up to four nodes: q, Q on the U cylinder (the wrap
-    object's body, surface length on Q) and T, t on the V cylinder (its home body, surface
-    length on t, wrap-object id + number of wrap objects), those of a cylinder not wrapped
-    left out."""
-    npts = len(path.body)
-    w = path.wraps[wi]
-    wo = pathset.wrap_objects[w.obj_id]
+    A WrapDoubleCylinderObst (a group of one path) inserts up to four nodes: q, Q on the U
+    cylinder (the wrap object's body, surface length on Q) and T, t on the V cylinder (its
+    home body, surface length on t, wrap-object id + number of wrap objects), those of a
+    cylinder not wrapped left out."""
+    npts = g.npts
+    c = const.get(wi)
+    if c is None:   # what does not change between the passes of one path computation
+        c = g.wrap(wi, Rb, ob)
+        cols = np.arange(act.shape[1])
+        sub = act & (cols >= c["start"][:, None]) & (cols <= c["end"][:, None])
+        c["act_any"] = sub.any(1) & c["active"]
+        c["smp"] = np.argmax(sub, 1)
+        c["emp"] = act.shape[1] - 1 - np.argmax(sub[:, ::-1], 1)
+        const[wi] = c
+    wo = c["wos"][0]
     dbl = wo.type == "WrapDoubleCylinderObst"
     ns = 4 if dbl else 2
-    t0 = npts + path.slots[wi]
-    P, loc, body, tag, wobj, wlen = _remove_wrap_nodes(st, t0, t0 + ns, mask)
-    T, K = tag.shape
-    code = np.zeros(T, int)
-    if not wo.active:
+    t0 = npts + g.slots[wi]
+    if c.get("placed"):   # this wrap's tangent points are in some node list
+        st = _remove_wrap_nodes(st, t0, t0 + ns, mask)
+    P, loc, body, tag, wobj, wlen = st
+    N, K = tag.shape
+    code = np.zeros(N, int)
+    anyact = c["act_any"] & mask
+    if not anyact.any():
         return (P, loc, body, tag, wobj, wlen), code
-    # what does not change between the passes of one path computation (``const``: per wrap)
-    c = None if const is None else const.get(wi)
-    if c is None:
-        sub = act[:, w.start:w.end + 1]
-        c = (sub.any(1), w.start + np.argmax(sub, 1), w.end - np.argmax(sub[:, ::-1], 1),
-             Rb[:, wo.body] @ wo.R,                           # wrap frame in ground
-             ob[:, wo.body] + Rb[:, wo.body] @ wo.p)
-        if const is not None:
-            const[wi] = c
-    act_any, smp, emp, Rw, ow = c
-    anyact = act_any & mask
-    start = np.argmax(tag == smp[:, None], 1)
-    end = np.argmax(tag == emp[:, None], 1)
-    Xl = (P - ow[:, None]) @ Rw                   # nodes in the wrap frame
-    Gp = _cached_positions(P, tag, npts, cache)
-    Gl = Xl if Gp is P else (Gp - ow[:, None]) @ Rw
+    Rw, ow = c["Rw"], c["ow"]
+    start = np.argmax(tag == c["smp"][:, None], 1)
+    end = np.argmax(tag == c["emp"][:, None], 1)
     if dbl:
         d = wo.dims
         vb = d["v_body"]
-        Rv = Rb[:, vb] @ d["v_R"]                 # V cylinder frame in ground
-        ov = ob[:, vb] + Rb[:, vb] @ d["v_p"]
+        Rv = Rb[g.tt, vb] @ d["v_R"]              # V cylinder frame in ground
+        ov = ob[g.tt, vb] + Rb[g.tt, vb] @ d["v_p"]
         Ruv = np.einsum("tji,tjk->tik", Rw, Rv)   # ... in the U frame
         ouv = np.einsum("tji,tj->ti", Rw, ov - ow)
-    best_k = np.full(T, -1)
-    nodes = np.zeros((T, ns, 3))                  # tangent points, wrap (U) frame
-    lens = np.zeros((T, ns))                      # surface length ending at the node
-    valid = np.zeros((T, ns), bool)
-    # every candidate segment of every frame in one wrap call (rows are independent), then
-    # OpenSim's choice replayed segment by segment: a mandatory wrap ends the search
+    best_k = np.full(N, -1)
+    nodes = np.zeros((N, ns, 3))                  # tangent points, wrap (U) frame
+    lens = np.zeros((N, ns))                      # surface length ending at the node
+    valid = np.zeros((N, ns), bool)
+    # every candidate segment of every row in one wrap call per wrap object (rows are
+    # independent), then OpenSim's choice replayed segment by segment: a mandatory wrap ends
+    # the search
     pair = (anyact[:, None] & (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0)
             & ~((wobj[:, :-1] >= 0) & (wobj[:, :-1] == wobj[:, 1:])))
     kr = np.arange(K - 1)
     pair &= (kr >= start[:, None]) & (kr < end[:, None])
-    ti_, kk_ = np.nonzero(pair)                   # rows ordered by frame, then segment
+    ti_, kk_ = np.nonzero(pair)                   # ordered by row, then segment
     if len(ti_):
+        n = len(ti_)
+        # the rows' end nodes in the wrap frame (x1, x2), and the positions OpenSim measures
+        # with (g1, g2: cached ground positions of tangent points, see _cached_positions)
         fi = ti_ * K + kk_                        # flat node index of each row's first node
-        Glf, Xlf = Gl.reshape(-1, 3), Xl.reshape(-1, 3)
-        g1, g2 = Glf.take(fi, 0), Glf.take(fi + 1, 0)
-        x1, x2 = (g1.copy(), g2.copy()) if Gl is Xl else (Xlf.take(fi, 0), Xlf.take(fi + 1, 0))
+        fi2 = np.concatenate([fi, fi + 1])
+        Xe = ((P - ow[:, None]) @ Rw).reshape(-1, 3).take(fi2, 0)   # nodes in the wrap frame
+        x1, x2 = Xe[:n], Xe[n:]
+        t2 = np.concatenate([ti_, ti_])
+        use, cpos = _cached_rows(tag.reshape(-1).take(fi2), t2, npts, cache)
+        if use is None:
+            g1, g2 = x1.copy(), x2.copy()
+        else:
+            Ge = Xe.copy()
+            tu = t2[use]
+            Ge[use] = ((cpos - ow[tu])[:, None, :] @ Rw[tu])[:, 0]
+            g1, g2 = Ge[:n], Ge[n:]
         straight = _wr._norm(g2 - g1)
         if dbl:
             case, q1, Q1, T1, t1, _, Lu, Lv = _wr._double_cylinder_obstacle(
@@ -377,9 +558,30 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache, const=None):
             dl = (_wr._norm(first - g1) + Lu + mid + Lv
                   + _wr._norm(g2 - last) - straight)
         else:
-            # OpenSim 4.6 skips the cylinder's tangent correction for a path's only wrap
-            single = len(path.wraps) == 1
-            status, r1, r2, L = yield (w.obj_id, wo, w.method, x1, x2, single, path.name)
+            # OpenSim 4.6 skips the cylinder's tangent correction for a path's only wrap;
+            # one request per wrap object (and method) among the rows
+            single = g.nw == 1
+            keys = c["keys"]
+            if len(keys) == 1:
+                sel = [slice(None)]
+            else:
+                kr_ = c["key"][ti_]
+                sel = [np.flatnonzero(kr_ == j) for j in range(len(keys))]
+            reqs, used = [], []
+            for j, s in enumerate(sel):
+                if isinstance(s, slice) or len(s):
+                    i0 = ti_[s][0] // g.T
+                    reqs.append((keys[j][0], g.pathset.wrap_objects[keys[j][0]], keys[j][1],
+                                 x1[s], x2[s], single, g.paths[i0].name))
+                    used.append(s)
+            res = yield reqs
+            if len(used) == 1:
+                status, r1, r2, L = res[0]
+            else:
+                status = np.empty(n, res[0][0].dtype)
+                r1, r2, L = np.empty((n, 3)), np.empty((n, 3)), np.empty(n)
+                for s, (a, b, e, f) in zip(used, res):
+                    status[s], r1[s], r2[s], L[s] = a, b, e, f
             nd = np.stack([r1, r2], 1)
             ln = np.zeros((len(L), 2))
             ln[:, 1] = L
@@ -388,41 +590,48 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache, const=None):
                   - straight)
         # OpenSim tries the segments in order: a mandatory wrap is taken and ends the search,
         # else the optional wrap that lengthens the path least (the first of equals); the
-        # code kept is that of the last segment tried. Per frame, over its rows at once:
-        n = len(ti_)
+        # code kept is that of the last segment tried. Per row, over its segments at once:
         first_row = np.empty(n, bool)
         first_row[0] = True
         np.not_equal(ti_[1:], ti_[:-1], out=first_row[1:])
         starts = np.flatnonzero(first_row)
-        ends = np.append(starts[1:], n)
-        fr = ti_[starts]
-        pos = np.arange(n)
-        fm = np.minimum.reduceat(np.where(status == _wr.MANDATORY, pos, n), starts)
-        hasm = fm < n
-        code[fr] = status[np.where(hasm, fm, ends - 1)]
-        key = np.where((status == _wr.WRAPPED) & (dl < np.inf), dl, np.inf)
-        kmin = np.minimum.reduceat(key, starts)
-        grp = np.repeat(np.arange(len(starts)), ends - starts)
-        fmin = np.minimum.reduceat(np.where(key == kmin[grp], pos, n), starts)
-        chosen = np.where(hasm, fm, np.where(kmin < np.inf, fmin, -1))
-        ok = chosen >= 0
-        tk, rt = fr[ok], chosen[ok]
+        if len(starts) == n:   # one segment per row: its own result
+            code[ti_] = status
+            rt = np.flatnonzero((status == _wr.MANDATORY)
+                                | ((status == _wr.WRAPPED) & (dl < np.inf)))
+            tk = ti_[rt]
+        else:
+            ends = np.append(starts[1:], n)
+            fr = ti_[starts]
+            pos = np.arange(n)
+            fm = np.minimum.reduceat(np.where(status == _wr.MANDATORY, pos, n), starts)
+            hasm = fm < n
+            code[fr] = status[np.where(hasm, fm, ends - 1)]
+            key = np.where((status == _wr.WRAPPED) & (dl < np.inf), dl, np.inf)
+            kmin = np.minimum.reduceat(key, starts)
+            grp = np.repeat(np.arange(len(starts)), ends - starts)
+            fmin = np.minimum.reduceat(np.where(key == kmin[grp], pos, n), starts)
+            chosen = np.where(hasm, fm, np.where(kmin < np.inf, fmin, -1))
+            ok = chosen >= 0
+            tk, rt = fr[ok], chosen[ok]
         nodes[tk], lens[tk], valid[tk] = nd[rt], ln[rt], vd[rt]
         best_k[tk] = kk_[rt]
     has = best_k >= 0
     if not has.any():
         return (P, loc, body, tag, wobj, wlen), code
+    c["placed"] = True
     # node locations in their bodies' frames and in ground
-    nloc = nodes @ wo.R.T + wo.p                  # in the wrap object's body frame
-    nG = ob[:, wo.body, None] + nloc @ np.swapaxes(Rb[:, wo.body], 1, 2)
-    nbody = np.full((T, ns), wo.body)
-    nobj = np.full((T, ns), w.obj_id)
+    nloc = nodes @ c["Rt"] + c["p"][:, None]      # in the wrap object's body frame
+    nG = c["obw"][:, None] + nloc @ np.swapaxes(c["Rbw"], 1, 2)
+    nbody = np.broadcast_to(c["body"][:, None], (N, ns)).copy()
+    nobj = np.broadcast_to(c["obj"][:, None], (N, ns)).copy()
     if dbl:   # T, t sit on the V cylinder's body
+        RbV = Rb[g.tt, vb]
         gV = ow[:, None] + np.einsum("tij,tkj->tki", Rw, nodes[:, 2:])
         nG[:, 2:] = gV
-        nloc[:, 2:] = np.einsum("tji,tkj->tki", Rb[:, vb], gV - ob[:, vb, None])
+        nloc[:, 2:] = np.einsum("tji,tkj->tki", RbV, gV - ob[g.tt, vb][:, None])
         nbody[:, 2:] = vb
-        nobj[:, 2:] = w.obj_id + len(pathset.wrap_objects)
+        nobj[:, 2:] = c["ws"][0].obj_id + len(g.pathset.wrap_objects)
     j = np.arange(K)[None, :]
     kk = np.where(has, best_k, K)[:, None]
     src = np.where(j <= kk, j, np.maximum(j - ns, 0))
@@ -444,45 +653,45 @@ def _wrap_one(pathset, path, wi, st, act, Rb, ob, mask, cache, const=None):
     return out, code
 
 
-def _apply_wraps(pathset, path, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
-    """OpenSim's ``GeometryPath::applyWrapObjects`` for T frames.
+def _apply_wraps(g: _Group, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
+    """OpenSim's ``GeometryPath::applyWrapObjects`` for the rows of a path group.
 
-    With two or more wrap objects, up to 8 passes are made (each frame stops when its length
+    With two or more wrap objects, up to 8 passes are made (each row stops when its length
     changes by less than 0.5 mm); after the first pass, if the first object did not wrap and
     the second had a point inside it, the first two are swapped. OpenSim measures distances
     with ground positions of tangent points that its ``Point`` caches at their first use
     within a path computation, so later passes move the tangent points but not the positions
-    used for the straight segments; this is reproduced (returned ``cache``).
+    used for the straight segments; this is reproduced (returned ``cache``). Also returned:
+    (G, lengths) of the last pass (None for one wrap object), which hold for the final node
+    lists.
     """
-    T, K = tag.shape
-    npts = len(path.body)
-    nw = len(path.wraps)
+    N, K = tag.shape
+    npts = g.npts
+    nw = g.nw
     st = (P, loc, body, tag, wobj, wlen)
-    ns = max(path.nslots, 1)
-    cache = (np.zeros((T, ns, 3)), np.zeros((T, ns), bool))
+    ns = max(g.nslots, 1)
+    cache = (np.zeros((N, ns, 3)), np.zeros((N, ns), bool))
     const = {}
     niter = 1 if nw < 2 else 8
-    last = np.full(T, np.inf)
-    done = np.zeros(T, bool)
-    swapped = np.zeros(T, bool)
+    last = np.full(N, np.inf)
+    done = np.zeros(N, bool)
+    swapped = np.zeros(N, bool)
     for kk in range(niter):
         todo = ~done
         codes = []
         for i in range(nw):
             if nw >= 2 and i < 2 and swapped.any():
-                st, c_a = yield from _wrap_one(pathset, path, i, st, act, Rb, ob,
-                                               todo & ~swapped, cache, const)
-                st, c_b = yield from _wrap_one(pathset, path, 1 - i, st, act, Rb, ob,
-                                               todo & swapped, cache, const)
+                st, c_a = yield from _wrap_one(g, i, st, act, Rb, ob, todo & ~swapped, cache, const)
+                st, c_b = yield from _wrap_one(g, 1 - i, st, act, Rb, ob, todo & swapped, cache, const)
                 codes.append(np.where(swapped, c_b, c_a))
             else:
-                st, c = yield from _wrap_one(pathset, path, i, st, act, Rb, ob, todo, cache, const)
+                st, c = yield from _wrap_one(g, i, st, act, Rb, ob, todo, cache, const)
                 codes.append(c)
         _update_cache(st, npts, cache, todo)
         if nw < 2:
-            break
+            return st, cache, None
         G = _cached_positions(st[0], st[3], npts, cache)
-        length = _seg_lengths(G, st[3], st[4], st[5]).sum(1)
+        length = g.lengths(G, st[3], st[4], st[5])
         conv = todo & (np.abs(length - last) < _WRAP_TOL)
         last = np.where(todo, length, last)
         done |= conv
@@ -490,7 +699,7 @@ def _apply_wraps(pathset, path, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
             sw = todo & ~conv & (codes[0] == _wr.NO_WRAP) & (codes[1] == _wr.INSIDE)
             if sw.any():
                 swapped |= sw
-                st = _remove_wrap_nodes(st, npts + path.slots[0], npts + path.slots[1], sw)
+                st = _remove_wrap_nodes(st, npts + g.slots[0], npts + g.slots[1], sw)
         if done.all():
             break
-    return st, cache
+    return st, cache, (G, length)
