@@ -38,3 +38,15 @@ def tiled_motion(n_frames, motion=GAIT_IK):
     data = np.concatenate([mot.data] * reps)[:n_frames]
     t = mot.time[0] + dt * np.arange(n_frames)
     return Table(name="tiled", time=t, labels=mot.labels, data=data, in_degrees=mot.in_degrees)
+
+
+def import_opensim():
+    """The ``opensim`` module with its log at "error", or None (printed) when not installed:
+    the benchmarks then time arthron alone."""
+    try:
+        import opensim as osim
+    except ImportError:
+        print("opensim not installed: arthron timings only")
+        return None
+    osim.Logger.setLevelString("error")
+    return osim

@@ -21,7 +21,7 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import GAIT, GAIT_IK, GAIT_MODEL, median_time, tiled_motion  # noqa: E402
+from _common import import_opensim, GAIT, GAIT_IK, GAIT_MODEL, median_time, tiled_motion  # noqa: E402
 
 from arthron.io.osim import read_osim  # noqa: E402
 from arthron.io.setup import read_external_loads  # noqa: E402
@@ -47,12 +47,7 @@ def _setup(path, coords, t0, t1, lowpass, ext, joints):
 
 
 def main():
-    try:
-        import opensim as osim
-        osim.Logger.setLevelString("error")
-    except ImportError:
-        osim = None
-        print("opensim not installed: arthron timings only")
+    osim = import_opensim()
     print(f"load average before: {os.getloadavg()[0]:.2f} (cores: {os.cpu_count()})")
     tmp = Path(tempfile.mkdtemp())
     long = tiled_motion(10_000)

@@ -22,7 +22,7 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (ARM, DATA, GAIT, GAIT_IK, GAIT_MODEL,  # noqa: E402
+from _common import (import_opensim, ARM, DATA, GAIT, GAIT_IK, GAIT_MODEL,  # noqa: E402
                      median_time, tiled_motion)
 
 from arthron.io.osim import read_osim  # noqa: E402
@@ -57,12 +57,7 @@ def opensim_id(osim, model, coords, t0, t1, lowpass, ext=None):
 
 
 def main():
-    try:
-        import opensim as osim
-        osim.Logger.setLevelString("error")
-    except ImportError:
-        osim = None
-        print("opensim not installed: arthron timings only")
+    osim = import_opensim()
     rows = []
     print(f"load average before: {os.getloadavg()[0]:.2f} (cores: {os.cpu_count()}); "
           f"BLAS threads: {os.environ['OPENBLAS_NUM_THREADS']}")

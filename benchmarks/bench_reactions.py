@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (ARM, GAIT_MODEL, REF, median_time, tiled_motion)  # noqa: E402
+from _common import (import_opensim, ARM, GAIT_MODEL, REF, median_time, tiled_motion)  # noqa: E402
 
 from arthron.errors import UnsupportedFeature  # noqa: E402
 from arthron.io.osim import read_osim  # noqa: E402
@@ -91,12 +91,7 @@ def opensim_analyze(osim, setup_path):
 
 def main():
     n_long = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
-    try:
-        import opensim as osim
-        osim.Logger.setLevelString("error")
-    except ImportError:
-        osim = None
-        print("opensim not installed: arthron timings only")
+    osim = import_opensim()
     tmp = Path(tempfile.mkdtemp())
     rows = []
 

@@ -53,6 +53,24 @@ def static_optimization_setup(name, model, coordinates, results, t0, t1, *, phys
 </AnalyzeTool></OpenSimDocument>"""
 
 
+def thoracoscapular_motion(path: Path) -> Path:
+    """Write a synthesized 1-s motion of every coordinate of the Thoracoscapular model (101
+    frames; rotations ±0.3 rad and translations ±1 cm about the defaults, each coordinate at its
+    own frequency) to ``path`` (``.mot``, radians) and return it."""
+    import numpy as np
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import write_sto
+    from arthron.tables import Table
+    model = read_osim(TSM)
+    t = np.linspace(0, 1, 101)
+    names = list(model.coordinates)
+    base = np.array([c.default_value for c in model.coordinates.values()])
+    amp = np.where([c.motion_type == "rotational" for c in model.coordinates.values()], 0.3, 0.01)
+    data = base + amp * np.sin(2 * np.pi * t[:, None] * (1 + 0.1 * np.arange(len(names))))
+    write_sto(path, Table(name="tsm", time=t, labels=names, data=data, in_degrees=False))
+    return path
+
+
 @pytest.fixture
 def data_dir() -> Path:
     if not HAVE_DATA:

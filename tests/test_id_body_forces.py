@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import oracle
-from conftest import GAIT_PIPE, GAIT_REF_MODEL, TSM, needs_data, needs_opensim
+from conftest import GAIT_PIPE, GAIT_REF_MODEL, TSM, needs_data, needs_opensim, thoracoscapular_motion
 from arthron.errors import DataFileError
 from arthron.io.osim import read_osim
 from arthron.io.sto import Table, read_sto, write_sto
@@ -88,14 +88,7 @@ def test_gait2354_walk_body_forces_equal_opensim(tmp_path, monkeypatch, joints, 
 def test_thoracoscapular_body_forces_equal_opensim(tmp_path, monkeypatch):
     """ScapulothoracicJoint: an Ellipsoid mobilizer (speeds ω_FM) plus a winging Pin, summed;
     a CustomJoint thorax with six coordinates, a WeldJoint (zeros)."""
-    model = read_osim(TSM)
-    t = np.linspace(0, 1, 101)
-    names = list(model.coordinates)
-    base = np.array([c.default_value for c in model.coordinates.values()])
-    amp = np.where([c.motion_type == "rotational" for c in model.coordinates.values()], 0.3, 0.01)
-    data = base + amp * np.sin(2 * np.pi * t[:, None] * (1 + 0.1 * np.arange(len(names))))
-    mot = tmp_path / "tsm_motion.mot"
-    write_sto(mot, Table(name="tsm", time=t, labels=names, data=data, in_degrees=False))
+    mot = thoracoscapular_motion(tmp_path / "tsm_motion.mot")
     ref, got, _ = _both(tmp_path, monkeypatch, model=TSM, coords=mot, time_range=(0.1, 0.9),
                         lowpass=6.0, joints="all")
     _compare(ref, got)

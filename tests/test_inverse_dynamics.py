@@ -6,7 +6,7 @@ import pytest
 
 import oracle
 from conftest import (ARM26, ARM26_TUT, GAIT_PIPE, GAIT_REF_MODEL, REF, TSM, TSM_ID, needs_data,
-                      needs_opensim)
+                      needs_opensim, thoracoscapular_motion)
 from arthron.errors import DataFileError
 from arthron.io.osim import read_osim
 from arthron.io.setup import read_external_loads
@@ -114,13 +114,7 @@ def test_thoracoscapular_moving_trial_equals_opensim(tmp_path):
     """A synthesized 1-s motion of every coordinate: the Ellipsoid mobilizer's speeds are
     angular velocities in OpenSim, and the tool reads the spline derivatives as those speeds."""
     model = read_osim(TSM)
-    t = np.linspace(0, 1, 101)
-    names = list(model.coordinates)
-    base = np.array([c.default_value for c in model.coordinates.values()])
-    amp = np.where([c.motion_type == "rotational" for c in model.coordinates.values()], 0.3, 0.01)
-    data = base + amp * np.sin(2 * np.pi * t[:, None] * (1 + 0.1 * np.arange(len(names))))
-    mot = tmp_path / "tsm_motion.mot"
-    write_sto(mot, Table(name="tsm", time=t, labels=names, data=data, in_degrees=False))
+    mot = thoracoscapular_motion(tmp_path / "tsm_motion.mot")
     labels, to, dat = oracle.run_id_tool(TSM, mot, tmp_path, (0.1, 0.9), lowpass=6.0)
     res = run_inverse_dynamics(model, read_sto(mot), lowpass_hz=6.0, time_range=(0.1, 0.9))
     np.testing.assert_allclose(res.time, to, atol=1e-12)
