@@ -146,3 +146,30 @@ def test_output_elsewhere_takes_the_body_forces_along(tmp_path):
     assert bf.labels == [f"knee_r_tibia_r_offset_{c}" for c in ("FX", "FY", "FZ", "MX", "MY", "MZ")]
     np.testing.assert_allclose(bf.data, run.body_forces.data, atol=1e-8, rtol=1e-8)
     assert not (tmp_path / "results").exists()
+
+
+@needs_data
+def test_command_without_a_setup_writes_the_same_body_forces(tmp_path, capsys):
+    """``arthron id MODEL MOTION --body-forces knee_r,hip_r`` gives the file a setup with the same
+    inputs and ``joints_to_report_body_forces`` gives (same labels, same numbers); an unknown
+    joint is one line naming the option, and nothing is written."""
+    from arthron.cli import main
+    setup = _setup(tmp_path / "s.xml", tmp_path / "viaset", GAIT_REF_MODEL, GAIT_IK, (0.5, 1.0), 6,
+                   "knee_r hip_r")
+    run = run_id_from_setup(setup)
+    run.write()
+    ref = read_sto(run.body_forces_output)
+    out = tmp_path / "cli"
+    assert main(["id", str(GAIT_REF_MODEL), str(GAIT_IK), "--lowpass", "6", "--time-range", "0.5", "1.0",
+                 "--body-forces", "knee_r,hip_r", "-o", str(out / "id.sto")]) == 0
+    got = read_sto(out / "body_forces_at_joints.sto")
+    assert got.labels == ref.labels and got.labels[0] == "knee_r_tibia_r_offset_FX"
+    # the command fits its splines by arthron's numpy route (runtime.light_imports), the library
+    # by scipy's: the same numbers to rounding (seen 2.5e-11 N·m), not bit for bit
+    np.testing.assert_allclose(got.data, ref.data, rtol=0, atol=1e-9)
+    capsys.readouterr()
+    assert main(["id", str(GAIT_REF_MODEL), str(GAIT_IK), "--body-forces", "nope",
+                 "-o", str(tmp_path / "bad" / "id.sto")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--body-forces" in err[0] and "'nope'" in err[0]
+    assert not (tmp_path / "bad").exists()

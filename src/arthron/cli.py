@@ -77,7 +77,7 @@ def cmd_id(a):
     from .tools.id_tool import run_id, run_id_from_setup
     if a.setup:
         _setup_only(a, "model", "motion", "external_loads", "bodies", "rotate", "force_location",
-                    "lowpass", "time_range", "exclude")
+                    "lowpass", "time_range", "exclude", "body_forces", "body_forces_output")
         run = run_id_from_setup(a.setup, output=a.output, search_dirs=a.search_dir)
     else:
         if not (a.model and a.motion and a.output):
@@ -85,7 +85,8 @@ def cmd_id(a):
         run = run_id(a.model, a.motion, external_loads=a.external_loads, lowpass_hz=a.lowpass,
                      time_range=a.time_range, forces_to_exclude=_names(a.exclude) or ["Muscles"],
                      output=a.output, bodies=_names(a.bodies), rotation=a.rotate,
-                     force_location=a.force_location)
+                     force_location=a.force_location, body_forces=_names([a.body_forces] if a.body_forces else None),
+                     body_forces_output=a.body_forces_output)
     out = run.write()
     res = run.result
     print(f"wrote {out} ({len(res.time)} frames, {len(res.labels)} generalized forces)")
@@ -562,6 +563,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--exclude", action="append", metavar="FORCES",
                    help="forces to exclude: names, classes, Muscles, Actuators or All (default Muscles); "
                         "the other passive elements (springs, limit forces, ligaments) are applied")
+    s.add_argument("--body-forces", metavar="JOINTS",
+                   help="also the body forces at these joints (comma-separated names, or All), as OpenSim's "
+                        "joints_to_report_body_forces: written to --body-forces-output")
+    s.add_argument("--body-forces-output", metavar="FILE",
+                   help="with --body-forces: the .sto (default body_forces_at_joints.sto beside -o)")
     s.add_argument("-o", "--output", help="output .sto (with --setup: default "
                                           "<results_directory>/<output_gen_force_file>)")
     s.set_defaults(func=cmd_id)

@@ -8,7 +8,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ArthronWarning, DataFileError
+from ..errors import ArthronWarning, DataFileError, OptionError
 from ..io.files import check_output, input_guard, make_output_folder, note_input, output_group
 from ..io.osim import read_osim
 from ..io.setup import InverseDynamicsSetup, read_external_loads, read_id_setup, read_tool_setup
@@ -76,7 +76,8 @@ class InverseDynamicsRun:
 
 def run_id(model, motion, *, external_loads=None, lowpass_hz=None, time_range=None,
            forces_to_exclude=("Muscles",), in_degrees=None, output=None, bodies=None,
-           rotation=None, force_location: str = "origin") -> InverseDynamicsRun:
+           rotation=None, force_location: str = "origin", body_forces=None,
+           body_forces_output=None) -> InverseDynamicsRun:
     """Inverse dynamics of files or objects (``arthron id MODEL MOTION``).
 
     Parameters
@@ -91,6 +92,9 @@ def run_id(model, motion, *, external_loads=None, lowpass_hz=None, time_range=No
     time_range : (t0, t1) s or None (the whole motion)
     forces_to_exclude : names, classes, ``Muscles``, ``Actuators`` or ``All`` (OpenSim's property)
     output : the ``.sto`` path the run remembers for :meth:`InverseDynamicsRun.write`
+    body_forces : joint names (or ``All``) whose equivalent body forces are also computed, as a
+        setup's ``joints_to_report_body_forces`` (:func:`joints_to_report`); written to
+        ``body_forces_output`` (default ``body_forces_at_joints.sto`` beside ``output``)
 
     Raises
     ------
@@ -104,8 +108,20 @@ def run_id(model, motion, *, external_loads=None, lowpass_hz=None, time_range=No
             note_input(external_loads)
             external_loads = c3d_external_loads(external_loads, bodies=bodies, rotation=rotation,
                                                 force_location=force_location)
+        if body_forces and not isinstance(model, Model):
+            model = read_osim(model)
         run = _run_id(model, motion, external_loads, lowpass_hz, time_range, forces_to_exclude,
                       in_degrees, output)
+        if body_forces:
+            m = model
+            joints = joints_to_report(m, list(body_forces), getattr(m, "source", None), "--body-forces")
+            out = Path(body_forces_output) if body_forces_output else (
+                (Path(output).parent if output is not None else Path.cwd()) / DEFAULT_BODY_FORCES_OUTPUT)
+            if output is not None and out.absolute() == Path(output).absolute():
+                raise OptionError(f"the body-forces file {out} is the generalized-forces file")
+            check_output(out)
+            run.body_forces = joint_body_forces(m, run.result, joints)
+            run.body_forces_output = out.absolute()
     run.inputs = [p for p, _ in inputs]
     return run
 
