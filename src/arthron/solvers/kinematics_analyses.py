@@ -149,13 +149,13 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
     for s in frame_chunks(len(t)):
         gen, chunk_loads = _applied(model, tree, q[s], qd[s], list(slice_loads(loads, s)))
         if paths is not None:
-            from ..multibody.paths import lengthening_speeds, path_lengths
+            from ..multibody.paths import path_lengths
             lengths = path_lengths(paths, tree, q[s])
             nt = len(thelen)
             tension = np.empty_like(lengths)
             tension[:, :nt] = thelen_default_state_tensions(thelen, lengths[:, :nt], fiber)
             if millard:
-                speeds = lengthening_speeds(paths, tree, q[s], qd[s])[:, nt:]
+                speeds = _lengthening_speeds(millard, paths, tree, q[s], qd[s], nt)
                 tension[:, nt:] = millard_default_state_tensions(millard, lengths[:, nt:], speeds, fiber)
             m_loads, m_gen = path_loads(paths, tree, q[s], tension)
             chunk_loads += m_loads
@@ -306,6 +306,24 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
         clamped = ((lce <= lmin) & (v <= 0)) | (lce < lmin)
         out[:, k] = np.where(clamped, 0.0, fm * cos_phi)
     return out
+
+
+def _lengthening_speeds(muscles, paths, tree, q, qd, offset):
+    """Lengthening speeds (T, m) m/s of ``muscles`` (paths ``offset:`` of ``paths``) as OpenSim's
+    ``GeometryPath::getLengtheningSpeed``: −r·q̇ (:func:`arthron.multibody.paths.lengthening_speeds`),
+    except for paths with MovingPathPoints, whose motion relative to their frame that sum
+    (OpenSim's computeMomentArm) leaves out and OpenSim's path-point velocities include: there
+    the central difference of the path length along q̇ (step 1e-6 s)."""
+    from ..multibody.paths import lengthening_speeds, path_lengths
+    v = lengthening_speeds(paths, tree, q, qd)[:, offset:]
+    moving = [k for k, m in enumerate(muscles)
+              if any(getattr(p, "kind", "") == "MovingPathPoint"
+                     for p in (getattr(m.path, "points", None) or ()))]
+    if moving:
+        h = 1e-6
+        fd = (path_lengths(paths, tree, q + h * qd) - path_lengths(paths, tree, q - h * qd)) / (2 * h)
+        v[:, moving] = fd[:, offset:][:, moving]
+    return v
 
 
 def _applied(model, tree, q, qd, loads):
