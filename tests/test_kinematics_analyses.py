@@ -268,3 +268,83 @@ def test_long_trials_in_chunks_of_frames_give_the_same_numbers(monkeypatch):
     assert len(inverse_dynamics.frame_chunks(len(mot.time))) > 10
     for a, b in zip(run(), whole):
         np.testing.assert_array_equal(a, b)
+
+
+@needs_data
+@needs_opensim
+def test_thoracoscapular_with_its_millard_muscles_as_opensim(tmp_path, monkeypatch):
+    """The Thoracoscapular model with its 33 Millard2012EquilibriumMuscles kept (16 with an
+    elastic tendon, 17 rigid): OpenSim realizes the accelerations under the muscles' default-
+    state forces; arthron applies the same tensions (millard_default_state_tensions), so
+    the accelerations follow OpenSim's. Positions and velocities to OpenSim's assembly
+    tolerance. Measured worst: 0.10 deg/s² in dudt of 7.5e6 (1.4e-8; 7.5e6 off, i.e. 100 %,
+    without the muscles' forces), 3.7e-8 of a column's largest value in the bodies'
+    accelerations. The rigid-tendon muscles' force depends on the lengthening speed: with
+    −r·q̇ alone (r = OpenSim's computeMomentArm, which leaves out the MovingPathPoints'
+    motion of the LatissimusDorsi paths) dudt was 147 deg/s² off."""
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import write_sto
+    from arthron.multibody.constraints import assemble
+    from arthron.multibody.kinematics import compile_model
+    from arthron.tables import Table
+    model = read_osim(TSM)
+    tree = compile_model(model)
+    coords = list(model.coordinates.values())
+    t = np.linspace(0, 0.5, 51)
+    amp = np.where([c.motion_type == "rotational" for c in coords], 0.15, 0.005) * [not c.locked for c in coords]
+    q = tree.default_q + amp * np.sin(2 * np.pi * t[:, None] * (1 + 0.1 * np.arange(len(coords))))
+    mot = tmp_path / "tsm_q.mot"
+    write_sto(mot, Table(name="tsm", time=t, labels=[c.name for c in coords],
+                         data=assemble(model, tree, q), in_degrees=False))
+    setup = _setup(tmp_path, "tsmm", TSM, mot, [
+        BODY.format(name="BodyKinematics", n=1, deg="true", bodies="scapula humerus", local="false"),
+        KIN.format(name="Kinematics", n=1, deg="true", coords="all")],
+        t0=0, t1=0.5, lowpass=-1)
+    _opensim(setup, monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")       # every muscle is now applied
+        files = run_analyze(setup, results_dir=tmp_path / "arthron")
+    _compare(files, tmp_path / "osim", accelerations=False, atol=5e-7, rtol=1e-8)
+    worst = _compare([f for f in files if "_acc" in f.name or "_dudt" in f.name], tmp_path / "osim",
+                     atol=5e-7, rtol=1e-6)
+    assert worst["tsmm_Kinematics_dudt.sto"] < 1.0
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("ignore_activation_dynamics", [False, True])
+def test_millard_default_state_tensions_as_opensim(tmp_path, ignore_activation_dynamics):
+    """The tendon forces of the Thoracoscapular model's Millard2012EquilibriumMuscles (elastic
+    and rigid tendons) at their default states, at OpenSim's own path lengths and lengthening
+    speeds of 6 states (random q and u), against OpenSim's getTendonForce / getActuation.
+    Measured worst: 8e-11 N of 1.8e4 N."""
+    import opensim
+    from arthron.io.osim import read_osim
+    from arthron.solvers.kinematics_analyses import millard_default_state_tensions
+    opensim.Logger.setLevelString("error")
+    text = TSM.read_text()
+    if ignore_activation_dynamics:
+        text = text.replace("<minimum_activation>", "<ignore_activation_dynamics>true"
+                            "</ignore_activation_dynamics><minimum_activation>")
+    path = tmp_path / "tsm.osim"
+    path.write_text(text)
+    mus = list(read_osim(path).muscles.values())
+    m = opensim.Model(str(path))
+    s = m.initSystem()
+    cs, ms = m.getCoordinateSet(), m.getMuscles()
+    assert [ms.get(j).getName() for j in range(ms.getSize())] == [x.name for x in mus]
+    assert {x.type for x in mus} == {"Millard2012EquilibriumMuscle"}
+    rng = np.random.default_rng(0)
+    q0 = [cs.get(i).getValue(s) for i in range(cs.getSize())]
+    for trial in range(6):
+        for i in range(cs.getSize()):
+            if not cs.get(i).getLocked(s):
+                cs.get(i).setValue(s, q0[i] + (trial > 0) * rng.uniform(-0.3, 0.3), False)
+                cs.get(i).setSpeedValue(s, (trial > 0) * rng.uniform(-2, 2))
+        m.realizeDynamics(s)
+        get = lambda f: np.array([[getattr(ms.get(j), f)(s) for j in range(ms.getSize())]])
+        ref = get("getTendonForce")[0]
+        np.testing.assert_array_equal(get("getActuation")[0], ref)
+        got = millard_default_state_tensions(mus, get("getLength"), get("getLengtheningSpeed"))[0]
+        assert (ref > 0).sum() >= 10
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-9)

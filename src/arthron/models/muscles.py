@@ -16,7 +16,7 @@
   (``pcsa_force * f(l / resting_length)`` for ``l > resting_length``, 0 otherwise).
 
 * Millard2012 curves (OpenSim ``ActiveForceLengthCurve``, ``FiberForceLengthCurve``,
-  ``ForceVelocityCurve``): smooth segmented quintic Bézier curves built from the curve
+  ``ForceVelocityCurve``, ``TendonForceLengthCurve``): smooth segmented quintic Bézier curves built from the curve
   properties exactly as OpenSim 4.6's ``SmoothSegmentedFunctionFactory`` builds them
   (:class:`MuscleCurve`, :func:`millard_curves`).
 
@@ -37,6 +37,7 @@ from .functions import StepFunction
 __all__ = ["MuscleParameters", "muscle_parameters", "thelen_active_force_length",
            "MuscleCurve", "millard_curves", "millard_active_force_length_curve",
            "millard_fiber_force_length_curve", "millard_force_velocity_curve",
+           "millard_tendon_force_length_curve",
            "thelen_passive_force_length", "thelen_force_velocity", "rigid_tendon_fiber_state",
            "force_length_velocity", "blankevoort_force", "ligament_force", "ligament_forces"]
 
@@ -339,6 +340,31 @@ def millard_force_velocity_curve(concentric_slope_at_vmax=0.0, concentric_slope_
             _corner(0.0, 1.0, dI, xNE, yNE, dNE, cE),
             _corner(xNE, yNE, dNE, 1.0, fmax, dE, cE)]
     return MuscleCurve(segs, -1.0, 1.0, 0.0, fmax, dC, dE)
+
+
+def millard_tendon_force_length_curve(strain_at_one_norm_force=0.049,
+                                      stiffness_at_one_norm_force=None,
+                                      norm_force_at_toe_end=None, curviness=None):
+    """OpenSim's TendonForceLengthCurve: normalized tendon force (0 below the slack length)
+    at normalized tendon length l_T / l_s; two Bézier corners from (1, 0) through the toe to
+    (x_toe, f_toe), linear with slope k_iso beyond. The three optional properties are all
+    given or all absent (then OpenSim's fitted values k_iso = 1.375/e_iso, f_toe = 2/3,
+    curviness 0.5; ``TendonForceLengthCurve::ensureCurveUpToDate``)."""
+    e_iso = float(strain_at_one_norm_force)
+    k_iso = 1.375 / e_iso if stiffness_at_one_norm_force is None else stiffness_at_one_norm_force
+    f_toe = 2.0 / 3.0 if norm_force_at_toe_end is None else norm_force_at_toe_end
+    c = _scale_curviness(0.5 if curviness is None else curviness)
+    x_iso = 1.0 + e_iso
+    x_toe = (f_toe - 1.0) / k_iso + x_iso
+    x_foot = 1.0 + (x_toe - 1.0) / 10.0
+    y_mid = 0.5 * f_toe
+    x_mid = (y_mid - 1.0) / k_iso + x_iso
+    dydx_mid = y_mid / (x_mid - x_foot)
+    x_ctrl = x_foot + 0.5 * (x_mid - x_foot)
+    y_ctrl = dydx_mid * (x_ctrl - x_foot)
+    segs = [_corner(1.0, 0.0, 0.0, x_ctrl, y_ctrl, dydx_mid, c),
+            _corner(x_ctrl, y_ctrl, dydx_mid, x_toe, f_toe, k_iso, c)]
+    return MuscleCurve(segs, 1.0, x_toe, 0.0, f_toe, 0.0, k_iso)
 
 
 def _curve_params(force, tag):

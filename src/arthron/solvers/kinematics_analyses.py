@@ -17,7 +17,10 @@ says otherwise), activation ``default_activation``. For ``Thelen2003Muscle`` tha
 tendon's, ``F_iso f_se(l_T / l_s)`` with ``l_T = L − l_M cos φ`` (fixed-width pennation, fiber
 clamped at its minimum length; Thelen 2003's tendon curve with OpenSim's exact toe constants),
 whatever the activation: arthron applies exactly that along the paths
-(:func:`thelen_default_state_tensions`). Other muscle models and actuators apply no force in
+(:func:`thelen_default_state_tensions`). ``Millard2012EquilibriumMuscle`` s likewise, with an
+elastic tendon (their TendonForceLengthCurve at the default fiber length) or a rigid one (the
+fiber's force at the path's fiber length and velocity, default activation):
+:func:`millard_default_state_tensions`. Other muscle models and actuators apply no force in
 arthron (a warning names them), so the accelerations of such models differ from OpenSim's;
 positions and velocities never depend on forces.
 
@@ -29,6 +32,7 @@ Sources: OpenSim 4.6 ``BodyKinematics``, ``Kinematics``, ``PointKinematics`` (An
 """
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass, field
 
@@ -46,7 +50,8 @@ from .actuators import path_loads
 from .filtering import prepare_coordinates
 from .inverse_dynamics import external_loads_from_setup, frame_chunks, slice_loads
 
-__all__ = ["AnalysisStates", "analysis_states", "thelen_default_state_tensions", "BodyKinematicsResult", "body_kinematics",
+__all__ = ["AnalysisStates", "analysis_states", "thelen_default_state_tensions",
+           "millard_default_state_tensions", "BodyKinematicsResult", "body_kinematics",
            "CoordinateKinematicsResult", "coordinate_kinematics", "PointKinematicsResult",
            "point_kinematics", "body_fixed_xyz", "speed_derivatives", "CENTER_OF_MASS"]
 
@@ -118,17 +123,18 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
         qd = qdot_from_speeds(tree, q, u)
     applied = [m for m in model.muscles.values() if m.applies_force]
     thelen = [m for m in applied if m.type == "Thelen2003Muscle"]
-    others = [m for m in applied if m.type != "Thelen2003Muscle"]
+    millard = [m for m in applied if m.type in _MILLARD]
+    others = [m for m in applied if m.type != "Thelen2003Muscle" and m.type not in _MILLARD]
     if others:
         warnings.warn(f"model '{model.name}': {len(others)} muscles ({', '.join(sorted({m.type for m in others}))}) "
                       "apply no force to the accelerations (OpenSim applies them at their default, "
                       "unequilibrated states): the accelerations differ from OpenSim's; positions "
                       "and velocities do not", ArthronWarning, stacklevel=2)
     paths = None
-    if thelen:
+    fiber = default_fiber_lengths or {}
+    if thelen or millard:
         from ..multibody.paths import compile_paths
-        paths = compile_paths(model, tree, forces=[m.name for m in thelen])
-        fiber = default_fiber_lengths or {}
+        paths = compile_paths(model, tree, forces=[m.name for m in thelen + millard])
     loads = []
     if external_loads is not None:
         if loads_table is None:
@@ -144,7 +150,13 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
         gen, chunk_loads = _applied(model, tree, q[s], qd[s], list(slice_loads(loads, s)))
         if paths is not None:
             from ..multibody.paths import path_lengths
-            tension = thelen_default_state_tensions(thelen, path_lengths(paths, tree, q[s]), fiber)
+            lengths = path_lengths(paths, tree, q[s])
+            nt = len(thelen)
+            tension = np.empty_like(lengths)
+            tension[:, :nt] = thelen_default_state_tensions(thelen, lengths[:, :nt], fiber)
+            if millard:
+                speeds = _lengthening_speeds(millard, paths, tree, q[s], qd[s], nt)
+                tension[:, nt:] = millard_default_state_tensions(millard, lengths[:, nt:], speeds, fiber)
             m_loads, m_gen = path_loads(paths, tree, q[s], tension)
             chunk_loads += m_loads
             if m_gen.any():
@@ -207,6 +219,111 @@ def thelen_default_state_tensions(muscles, lengths, default_fiber_lengths=None) 
         strain = (L[:, k] - lce * cos_phi) / float(m.tendon_slack_length) - 1.0
         out[:, k] = float(m.max_isometric_force) * _thelen_fse(strain, e0)
     return out
+
+
+_MILLARD = ("Millard2012EquilibriumMuscle",)
+
+
+def _xml_value(m, tag, default, text=None):
+    """A property the reader kept verbatim (``unmodelled_xml``) of muscle ``m``: float/bool or
+    ``default`` when absent."""
+    text = (getattr(m, "unmodelled_xml", "") or "") if text is None else text
+    hit = re.search(rf"<{tag}>\s*([^<]+?)\s*</{tag}>", text)
+    if hit is None:
+        return default
+    v = hit.group(1)
+    if isinstance(default, bool):
+        return v.lower() == "true"
+    try:
+        return float(v)
+    except ValueError:
+        raise ModelFileError(f"muscle '{m.name}': <{tag}> {v!r} is not a number") from None
+
+
+def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengths=None) -> np.ndarray:
+    """Tensions (T, m) N of ``Millard2012EquilibriumMuscle`` s at their default states, path
+    lengths ``lengths`` (T, m) m and lengthening speeds ``speeds`` (T, m) m/s: what OpenSim
+    4.6's ``computeActuation`` (``MuscleDynamicsInfo::tendonForce``) returns there.
+
+    Fiber length: elastic tendon, the state ``default_fiber_length`` (0.1 m, or
+    ``default_fiber_lengths[name][0]``); rigid tendon (``ignore_tendon_compliance``), from the
+    path, ``sqrt(h² + (L − l_s)²)``; both clamped at the minimum fiber length
+    ``max(l_min,active l_opt, h / sin φ_max)`` (fixed-width pennation, h = l_opt sin φ_opt).
+    Elastic tendon: ``F_iso f_T((L − l_M cos φ)/l_s)`` (TendonForceLengthCurve), whatever the
+    activation and fiber velocity. Rigid tendon: the fiber's force along the tendon,
+    ``F_iso (a f_L f_V(v) + f_PE + β v) cos φ`` ≥ 0 with v = L̇ cos φ / (l_opt v_max), a =
+    ``default_activation`` (``ignore_activation_dynamics``: the control, 0 in the AnalyzeTool)
+    clamped to [``minimum_activation``, 1], β = ``fiber_damping``; 0 when the fiber is clamped
+    and shortening or the tendon is slack. Curves: :func:`arthron.models.muscles.millard_curves`.
+    Source: OpenSim 4.6 ``Millard2012EquilibriumMuscle::calcMuscleLengthInfo``,
+    ``calcFiberVelocityInfo``, ``calcMuscleDynamicsInfo``, ``isFiberStateClamped``."""
+    from ..models.muscles import _curve_params, millard_tendon_force_length_curve
+    from ..models.muscles import (millard_active_force_length_curve, millard_fiber_force_length_curve,
+                                  millard_force_velocity_curve)
+    L = np.atleast_2d(np.asarray(lengths, float))
+    V = np.broadcast_to(np.atleast_2d(np.asarray(speeds, float)), L.shape)
+    out = np.zeros_like(L)
+    given = default_fiber_lengths or {}
+    for k, m in enumerate(muscles):
+        lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
+        fiso, vmax = float(m.max_isometric_force), float(m.max_contraction_velocity)
+        lce0, pmax = given.get(m.name, (None, None))
+        lce0 = _xml_value(m, "default_fiber_length", 0.1) if lce0 is None else float(lce0)
+        pmax = _xml_value(m, "maximum_pennation_angle", float(np.arccos(0.1))) if pmax is None else float(pmax)
+        h = lopt * np.sin(float(m.pennation_angle_at_optimal))
+        afl = _curve_params(m, "ActiveForceLengthCurve")
+        lmin = max(afl["min_norm_active_fiber_length"] * lopt, h / np.sin(pmax), 1e-14)
+        block = re.search(r"<TendonForceLengthCurve[^>]*?(?:/>|>(.*?)</TendonForceLengthCurve>)",
+                          getattr(m, "unmodelled_xml", "") or "", re.S)
+        tprops = {t: _xml_value(m, t, None, (block.group(1) or "") if block else "")
+                  for t in ("strain_at_one_norm_force", "stiffness_at_one_norm_force",
+                            "norm_force_at_toe_end", "curviness")}
+        if tprops["strain_at_one_norm_force"] is None:
+            tprops["strain_at_one_norm_force"] = 0.049
+        if _xml_value(m, "ignore_tendon_compliance", False):
+            lce = np.maximum(np.sqrt(h * h + (L[:, k] - ls) ** 2), lmin)
+        else:
+            lce = np.full(len(L), max(lce0, lmin))
+        cos_phi = np.sqrt(1.0 - (h / lce) ** 2)
+        lt = L[:, k] - lce * cos_phi
+        if not _xml_value(m, "ignore_tendon_compliance", False):
+            out[:, k] = fiso * millard_tendon_force_length_curve(**tprops).value(lt / ls)
+            continue
+        if _xml_value(m, "ignore_activation_dynamics", False):
+            a = 0.0
+        else:
+            a = _xml_value(m, "default_activation", 0.05)
+        amin = _xml_value(m, "minimum_activation", 0.01)
+        a = min(max(a, amin), 1.0)
+        beta = _xml_value(m, "fiber_damping", 0.1)
+        slack = lt < ls - 1e-14
+        v = np.where(slack, 0.0, V[:, k] * cos_phi / (lopt * vmax))
+        lN = lce / lopt
+        fal = millard_active_force_length_curve(**afl).value(lN)
+        fpe = millard_fiber_force_length_curve(**_curve_params(m, "FiberForceLengthCurve")).value(lN)
+        fv = np.where(slack, 1.0, millard_force_velocity_curve(**_curve_params(m, "ForceVelocityCurve")).value(v))
+        fm = np.maximum(fiso * (a * fal * fv + fpe + beta * v), 0.0)
+        clamped = ((lce <= lmin) & (v <= 0)) | (lce < lmin)
+        out[:, k] = np.where(clamped, 0.0, fm * cos_phi)
+    return out
+
+
+def _lengthening_speeds(muscles, paths, tree, q, qd, offset):
+    """Lengthening speeds (T, m) m/s of ``muscles`` (paths ``offset:`` of ``paths``) as OpenSim's
+    ``GeometryPath::getLengtheningSpeed``: −r·q̇ (:func:`arthron.multibody.paths.lengthening_speeds`),
+    except for paths with MovingPathPoints, whose motion relative to their frame that sum
+    (OpenSim's computeMomentArm) leaves out and OpenSim's path-point velocities include: there
+    the central difference of the path length along q̇ (step 1e-6 s)."""
+    from ..multibody.paths import lengthening_speeds, path_lengths
+    v = lengthening_speeds(paths, tree, q, qd)[:, offset:]
+    moving = [k for k, m in enumerate(muscles)
+              if any(getattr(p, "kind", "") == "MovingPathPoint"
+                     for p in (getattr(m.path, "points", None) or ()))]
+    if moving:
+        h = 1e-6
+        fd = (path_lengths(paths, tree, q + h * qd) - path_lengths(paths, tree, q - h * qd)) / (2 * h)
+        v[:, moving] = fd[:, offset:][:, moving]
+    return v
 
 
 def _applied(model, tree, q, qd, loads):
