@@ -410,25 +410,64 @@ def moment_arms_excursion(pathset: PathSet, tree: Tree, q, coordinates=None,
 
 
 def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | None = None,
-                       moment_arms_uncoupled=None):
-    """Lengthening speeds ``dl/dt = -r(q) · q̇`` (T, n_paths), m/s; for a FunctionBasedPath with
-    a ``lengthening_speed_function``, that function of ``(q, q̇)`` of its coordinates.
+                       moment_arms_uncoupled=None, states=None):
+    """Lengthening speeds dl/dt (T, n_paths), m/s, as OpenSim 4.6's
+    ``GeometryPath::getLengtheningSpeed`` computes them: over each pair of consecutive points
+    of the current path (path points and wrap tangent points, with the positions OpenSim
+    measures directions with, ``PathState.G``), the relative velocity of the two points (each
+    moving with its body, a moving path point also along its coordinate) projected on their
+    unit direction, summed. This is ``-r(q) · q̇`` with ``r`` the moment arms wherever the
+    path's force directions and its points coincide; on paths over several wrap objects
+    OpenSim's speed and its moment arms differ slightly (arm26's TRIlong: 1.2e-3 m/s at random
+    speeds), and this returns OpenSim's speed (to 2e-15). A FunctionBasedPath gives its
+    ``lengthening_speed_function`` of ``(q, q̇)``, or ``-r · q̇``.
 
-    Source: OpenSim ``GeometryPath::getLengtheningSpeed`` (same quantity),
-    ``FunctionBasedPath::getLengtheningSpeed``. ``moment_arms_uncoupled``: the moment arms
-    (T, n_paths, nq) of :func:`moment_arms` with ``coupled=False`` at ``q``, when already
-    computed (the paths are then not rebuilt).
+    q, qd : (T, nq) coordinates and their rates; kin : poses at ``q`` (computed if None);
+    states : :func:`path_states` at ``q`` when already built; moment_arms_uncoupled : the
+    moment arms (T, n_paths, nq) of :func:`moment_arms` (``coupled=False``), used only for
+    FunctionBasedPaths without a speed function.
     """
-    qd = np.atleast_2d(np.asarray(qd, float))
     q = np.atleast_2d(np.asarray(q, float))
-    R = (moment_arms(pathset, tree, q, kin, coupled=False) if moment_arms_uncoupled is None
-         else moment_arms_uncoupled)
-    v = -np.einsum("tfq,tq->tf", R, qd)
-    for i in pathset.function_based:
+    qd = np.broadcast_to(np.atleast_2d(np.asarray(qd, float)), q.shape)
+    T = q.shape[0]
+    n = len(pathset.paths)
+    v = np.zeros((T, n))
+    fb = set(pathset.function_based)
+    if len(fb) < n:
+        if kin is None:
+            kin = forward_kinematics(tree, q)
+        if states is None:
+            states = path_states(pathset, tree, q, kin)
+        D = velocity_map(tree, q, kin, point="origin")                   # (T, nb, 6, nq)
+        Vo = np.einsum("tbiq,tq->tbi", D[:, :, :3], qd)
+        W = np.einsum("tbiq,tq->tbi", D[:, :, 3:], qd)
+        Vo = np.concatenate([Vo, np.zeros((T, 1, 3))], 1)                 # ground last
+        W = np.concatenate([W, np.zeros((T, 1, 3))], 1)
+        Rb, ob = _frames(tree, kin)
+        tt = np.arange(T)[:, None]
+        for i, (st, dloc) in enumerate(states):
+            if st is None:
+                continue
+            b = st.body
+            vel = Vo[tt, b] + np.cross(W[tt, b], st.P - ob[tt, b])
+            for k, c, dl in dloc:                                       # moving path points
+                bk = pathset.paths[i].body[k]
+                vk = np.einsum("tij,tj->ti", Rb[:, bk], dl) * qd[:, c:c + 1]
+                vel += (st.tag == k)[..., None] * vk[:, None, :]
+            X = st.P if st.G is None else st.G
+            d = X[:, 1:] - X[:, :-1]
+            nrm = np.linalg.norm(d, axis=-1)
+            ok = (st.tag[:, :-1] >= 0) & (st.tag[:, 1:] >= 0) & (nrm > 0)
+            u = np.divide(d, nrm[..., None], out=np.zeros_like(d), where=ok[..., None])
+            v[:, i] = np.einsum("tki,tki->t", vel[:, 1:] - vel[:, :-1], u)
+    for i in fb:
         p = pathset.paths[i]
         if p.speed is not None:
-            qd_ = np.broadcast_to(qd, q.shape)
-            v[:, i] = _fn_values(p.speed, np.concatenate([q[:, p.coords], qd_[:, p.coords]], 1))
+            v[:, i] = _fn_values(p.speed, np.concatenate([q[:, p.coords], qd[:, p.coords]], 1))
+        else:
+            r = (moment_arms_uncoupled[:, i] if moment_arms_uncoupled is not None
+                 else _fn_row(p, q, tree.nq))
+            v[:, i] = -np.einsum("tq,tq->t", r, qd)
     return v
 
 

@@ -310,20 +310,10 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
 
 def _lengthening_speeds(muscles, paths, tree, q, qd, offset):
     """Lengthening speeds (T, m) m/s of ``muscles`` (paths ``offset:`` of ``paths``) as OpenSim's
-    ``GeometryPath::getLengtheningSpeed``: −r·q̇ (:func:`arthron.multibody.paths.lengthening_speeds`),
-    except for paths with MovingPathPoints, whose motion relative to their frame that sum
-    (OpenSim's computeMomentArm) leaves out and OpenSim's path-point velocities include: there
-    the central difference of the path length along q̇ (step 1e-6 s)."""
-    from ..multibody.paths import lengthening_speeds, path_lengths
-    v = lengthening_speeds(paths, tree, q, qd)[:, offset:]
-    moving = [k for k, m in enumerate(muscles)
-              if any(getattr(p, "kind", "") == "MovingPathPoint"
-                     for p in (getattr(m.path, "points", None) or ()))]
-    if moving:
-        h = 1e-6
-        fd = (path_lengths(paths, tree, q + h * qd) - path_lengths(paths, tree, q - h * qd)) / (2 * h)
-        v[:, moving] = fd[:, offset:][:, moving]
-    return v
+    ``GeometryPath::getLengtheningSpeed`` (:func:`arthron.multibody.paths.lengthening_speeds`:
+    the points' relative velocities along the path, moving path points included)."""
+    from ..multibody.paths import lengthening_speeds
+    return lengthening_speeds(paths, tree, q, qd)[:, offset:]
 
 
 def _applied(model, tree, q, qd, loads):

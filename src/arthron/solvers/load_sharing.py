@@ -367,7 +367,7 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
         R, L = moment_arms(ps, tree, q, kin, return_lengths=True, coupled=False, states=sd)
         par = muscle_parameters(model, mus)
         if use_muscle_physiology or passive_fiber_force:
-            v = lengthening_speeds(ps, tree, q, qd, kin, R)   # -R q̇, or a FunctionBasedPath's
+            v = lengthening_speeds(ps, tree, q, qd, kin, R, states=sd)   # as OpenSim
             fl, fp, fv, cosa = force_length_velocity(par, L, v)
         fmax = np.broadcast_to(par.max_isometric_force, (T, len(mus)))
         fm = fmax * fl * fv * cosa if use_muscle_physiology else fmax
