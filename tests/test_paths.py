@@ -722,3 +722,33 @@ def test_lockstep_reports_unsupported_wrap_as_sequential(monkeypatch):
     monkeypatch.delitem(W.WRAP_SURFACES, "WrapEllipsoid")
     with pytest.raises(UnsupportedFeature, match="path of 'TRIlong'.*WrapEllipsoid"):
         P.moment_arms(ps, tree, Q)
+
+
+@needs_data
+@needs_opensim
+def test_lengthening_speed_matches_opensim_on_the_thoracoscapular_model():
+    """Paths over the ribcage, humeral head and elbow wraps of a model with a ScapulothoracicJoint:
+    OpenSim's speeds u of its ellipsoid mobilizer are angular velocities, so the coordinates'
+    rates are ``qdot_from_speeds(u)``; locked coordinates keep u = 0 (OpenSim holds them)."""
+    import opensim as osim
+
+    import oracle
+    from arthron.multibody.kinematics import qdot_from_speeds
+    model, tree, ps = _setup(TSM)
+    rng = np.random.default_rng(0)
+    names = list(tree.coordinate_names)
+    Q = _random_q(model, tree, 5, seed=3)
+    locked = np.array([model.coordinates[c].locked for c in names])
+    U = rng.normal(0, 1, Q.shape)
+    U[:, locked] = 0.0
+    r = qdot_from_speeds(tree, Q, U)
+    ours = P.lengthening_speeds(ps, tree, Q, r[0] if isinstance(r, tuple) else r)
+    m, s = oracle.load(TSM)
+    cs = m.getCoordinateSet()
+    for t in range(len(Q)):
+        for j, c in enumerate(names):
+            cs.get(c).setValue(s, float(Q[t, j]), False)
+            cs.get(c).setSpeedValue(s, float(U[t, j]))
+        m.realizeVelocity(s)
+        ref = [osim.Muscle.safeDownCast(m.getForceSet().get(n)).getLengtheningSpeed(s) for n in ps.names]
+        assert np.abs(np.array(ref) - ours[t]).max() < 1e-9      # seen 1.3e-15
