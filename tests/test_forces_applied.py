@@ -177,7 +177,7 @@ def test_expression_based_coordinate_force_in_id_like_opensim(tmp_path):
 
 
 def test_expression_outside_the_grammar_is_refused_by_name():
-    from arthron.models.functions import lepton_expression
+    from arthron.models.expressions import lepton_expression
     f = lepton_expression("2*q^2 - max(q, qdot)", ("q", "qdot"))
     np.testing.assert_allclose(f(np.array([1.0, 2.0]), np.array([3.0, 0.0])), [-1.0, 6.0])
     for bad in ("__import__('os')", "q.real", "z*q", "q if qdot else 1"):

@@ -18,7 +18,7 @@ from conftest import ARM26, needs_data, needs_opensim
 import oracle
 from arthron.errors import ArthronWarning, UnsupportedFeature
 from arthron.io.osim import read_osim, write_osim
-from arthron.models.functions import MultivariatePolynomialFunction
+from arthron.models.multivariate import MultivariatePolynomialFunction
 from arthron.models.model import FunctionBasedPath
 from arthron.multibody import paths as P
 from arthron.multibody.kinematics import compile_model

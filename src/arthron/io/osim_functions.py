@@ -12,11 +12,11 @@ from lxml import etree
 
 from ..errors import ModelFileError, UnsupportedFeature
 from ..models.functions import (
-    Constant, Function, GCVSpline, LinearFunction, MultiplierFunction, MultivariatePolynomialFunction,
-    NaturalCubicSpline,
+    Constant, Function, GCVSpline, LinearFunction, MultiplierFunction, NaturalCubicSpline,
     PiecewiseConstantFunction, PiecewiseLinearFunction, PolynomialFunction, SimmSpline, Sine,
     StepFunction, _fmt, _fmt_list, _XYFunction,
 )
+from ..models.multivariate import MultivariatePolynomialFunction
 
 __all__ = ["read_function", "read_function_property", "function_to_xml", "FUNCTION_TAGS"]
 

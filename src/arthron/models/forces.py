@@ -494,7 +494,7 @@ class ExpressionBasedPointToPointForce(Force):
 class ExpressionBasedCoordinateForce(Force):
     """OpenSim ``ExpressionBasedCoordinateForce``: generalized force ``expression(q, qdot)`` on
     ``coordinate`` (N·m or N), the expression in OpenSim's (Lepton's) grammar:
-    :func:`arthron.models.functions.lepton_expression` evaluates it."""
+    :func:`arthron.models.expressions.lepton_expression` evaluates it."""
 
     type: str = "ExpressionBasedCoordinateForce"
     opensim_type: ClassVar[str] = "ExpressionBasedCoordinateForce"

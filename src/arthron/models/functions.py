@@ -25,10 +25,6 @@ class                      OpenSim behaviour reproduced
 :class:`StepFunction`      ``StepFunction`` (SimTK ``Function::Step``, quintic smooth step).
 :class:`Sine`              ``Sine``: ``amplitude*sin(omega*x + phase) + offset``.
 :class:`MultiplierFunction` ``MultiplierFunction``: ``scale * function(x)``.
-:class:`MultivariatePolynomialFunction` ``MultivariatePolynomialFunction`` (OpenSim 4.5+): a
-                           polynomial of ``dimension`` arguments, terms up to ``order``
-                           (the length functions of ``FunctionBasedPath``); evaluated and
-                           differentiated over (..., dimension) arrays.
 ========================== ===============================================================
 
 Where OpenSim locates ``x`` in its knots with a binary search, the same search is replayed
@@ -36,7 +32,9 @@ Where OpenSim locates ``x`` in its knots with a binary search, the same search i
 
 :mod:`arthron.io.osim_functions` reads them from OpenSim 4.x XML and the 3.x forms
 (``<function>`` wrappers, ``natCubicSpline``) and writes 4.x XML; ``xml_tag`` is each class's
-OpenSim element name.
+OpenSim element name. The multi-argument ``MultivariatePolynomialFunction`` is in
+:mod:`arthron.models.multivariate`, OpenSim's Lepton expressions in
+:mod:`arthron.models.expressions`.
 """
 from __future__ import annotations
 
@@ -48,7 +46,6 @@ from .natural_splines import NaturalSpline
 
 __all__ = [
     "Function",
-    "lepton_expression",
     "Constant",
     "LinearFunction",
     "PolynomialFunction",
@@ -60,7 +57,6 @@ __all__ = [
     "StepFunction",
     "Sine",
     "MultiplierFunction",
-    "MultivariatePolynomialFunction",
     "scale_function",
 ]
 
@@ -713,111 +709,6 @@ class MultiplierFunction(Function):
         return f"<MultiplierFunction scale={self.scale!r} of {self.function!r}>"
 
 
-class MultivariatePolynomialFunction(Function):
-    """OpenSim 4.5+ ``MultivariatePolynomialFunction``: ``Σ_k c_k Π_j x_j^e_kj`` over every
-    exponent tuple ``e_k`` of ``dimension`` non-negative integers with sum ≤ ``order``.
-
-    Coefficient order (OpenSim's): the exponent tuples in lexicographic order, the first
-    argument's exponent varying slowest and the last argument's fastest, so that for two
-    arguments ``(x, y)`` and order 2 the terms are ``1, y, y², x, xy, x²``. There are
-    ``C(dimension + order, order)`` coefficients.
-
-    Parameters
-    ----------
-    coefficients : (n_terms,) array
-    dimension : int       number of arguments (≥ 1)
-    order : int           largest sum of exponents of a term (≥ 0)
-
-    Raises
-    ------
-    ValueError when the number of coefficients is not ``C(dimension + order, order)`` (OpenSim
-    refuses such a function when the model is built).
-
-    Evaluation: :meth:`values` and :meth:`gradient` take ``x`` of shape (..., dimension) (e.g.
-    frames × arguments); OpenSim's ``calcValue`` / ``calcDerivative`` (first derivatives only,
-    as in OpenSim: its ``getMaxDerivativeOrder`` is 1). With ``dimension == 1`` the one-argument
-    :class:`Function` interface (``value``, ``derivative`` up to order 2) works too.
-    """
-
-    xml_tag = "MultivariatePolynomialFunction"
-
-    def __init__(self, coefficients, dimension: int, order: int, name: str | None = None):
-        super().__init__(name)
-        self.coefficients = np.asarray(coefficients, float).ravel()
-        self.dimension = int(dimension)
-        self.order = int(order)
-        if self.dimension < 1 or self.order < 0:
-            raise ValueError(f"MultivariatePolynomialFunction: dimension {dimension} and order "
-                             f"{order} must be >= 1 and >= 0")
-        self.exponents = self._exponents(self.dimension, self.order)        # (n_terms, d)
-        if self.coefficients.size != len(self.exponents):
-            raise ValueError(f"MultivariatePolynomialFunction of dimension {self.dimension} and "
-                             f"order {self.order} needs {len(self.exponents)} coefficients, "
-                             f"found {self.coefficients.size}")
-
-    @staticmethod
-    def _exponents(d: int, order: int) -> np.ndarray:
-        out = [()]
-        for j in range(d):       # build tuples with the first argument's exponent outermost
-            out = [t + (e,) for t in out for e in range(order - sum(t) + 1)]
-        return np.array(out, int).reshape(-1, d)
-
-    def _x(self, x) -> np.ndarray:
-        x = _as_x(x)
-        if x.ndim == 0 or x.shape[-1] != self.dimension:
-            raise ValueError(f"MultivariatePolynomialFunction of dimension {self.dimension}: "
-                             f"arguments of shape {x.shape} (last axis must be {self.dimension})")
-        return x
-
-    def _powers(self, x, emax):
-        """x_j^p for p = 0..emax: (..., d, emax+1) (integer powers by products)."""
-        P = [np.ones_like(x)]
-        for _ in range(emax):
-            P.append(P[-1] * x)
-        return np.stack(P, -1)
-
-    def values(self, x) -> np.ndarray:
-        """Value (...) at ``x`` (..., dimension)."""
-        x = self._x(x)
-        P = self._powers(x, self.order)                                      # (..., d, o+1)
-        j = np.arange(self.dimension)
-        terms = np.prod(P[..., j, self.exponents], axis=-1)                  # (..., n_terms)
-        return terms @ self.coefficients
-
-    def gradient(self, x) -> np.ndarray:
-        """First partial derivatives (..., dimension) at ``x`` (..., dimension)."""
-        x = self._x(x)
-        P = self._powers(x, self.order)
-        j = np.arange(self.dimension)
-        out = np.empty(x.shape)
-        for i in range(self.dimension):
-            e = self.exponents.copy()
-            ci = self.coefficients * e[:, i]
-            e[:, i] = np.maximum(e[:, i] - 1, 0)
-            out[..., i] = np.prod(P[..., j, e], axis=-1) @ ci
-        return out
-
-    # one-argument interface (dimension 1)
-    def _one(self):
-        if self.dimension != 1:
-            raise UnsupportedFeature(f"MultivariatePolynomialFunction of dimension "
-                                     f"{self.dimension} used as a function of one argument")
-
-    def value(self, x):
-        self._one()
-        return self.values(_as_x(x)[..., None])
-
-    def derivative(self, x, order=1):
-        self._one()
-        order = _check_order(order, "MultivariatePolynomialFunction")
-        c = np.polynomial.polynomial.polyder(self.coefficients, order)
-        return np.polynomial.polynomial.polyval(_as_x(x), c)
-
-    @property
-    def is_constant(self):
-        return bool(np.all(self.coefficients[1:] == 0))
-
-
 def scale_function(f: Function, factor: float) -> MultiplierFunction:
     """Scale ``f`` by ``factor`` the way OpenSim's ScaleTool writes it.
 
@@ -827,73 +718,3 @@ def scale_function(f: Function, factor: float) -> MultiplierFunction:
     if isinstance(f, MultiplierFunction):
         return MultiplierFunction(f.function, f.scale * float(factor), name=f.name)
     return MultiplierFunction(f, float(factor))
-
-
-# ----------------------------------------------------------------------------- expressions
-_LEPTON_FUNCTIONS = {
-    "sqrt": np.sqrt, "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tan": np.tan,
-    "sec": lambda x: 1.0 / np.cos(x), "csc": lambda x: 1.0 / np.sin(x),
-    "cot": lambda x: 1.0 / np.tan(x), "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
-    "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "abs": np.abs, "floor": np.floor,
-    "ceil": np.ceil, "square": np.square, "cube": lambda x: x ** 3, "recip": lambda x: 1.0 / x,
-    "step": lambda x: np.where(np.asarray(x) >= 0, 1.0, 0.0),
-    "min": np.minimum, "max": np.maximum, "atan2": np.arctan2,
-    "select": lambda c, a, b: np.where(np.asarray(c) != 0, a, b),
-}
-
-
-def lepton_expression(text: str, variables):
-    """A vectorized callable of an OpenSim (Lepton) expression such as ``-10*q - 0.5*qdot^3``.
-
-    Parameters
-    ----------
-    text : the expression: numbers, the named ``variables``, ``+ - * / ^`` (power), parentheses
-        and Lepton's functions (sqrt, exp, log, sin ... atan2, step, min, max, abs, square, cube,
-        recip, select)
-    variables : names of the arguments, in call order (e.g. ``("q", "qdot")``)
-
-    Returns
-    -------
-    callable(*arrays) -> array, evaluated with numpy broadcasting.
-
-    Raises
-    ------
-    ValueError naming the part of the expression that is not in that grammar.
-    """
-    import ast
-    src = (text or "").strip().replace("^", "**")
-    try:
-        tree = ast.parse(src, mode="eval")
-    except SyntaxError:
-        raise ValueError(f"expression {text!r} is not valid") from None
-    ops = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide,
-           ast.Pow: np.power}
-    names = tuple(variables)
-
-    def build(n):
-        if isinstance(n, ast.Expression):
-            return build(n.body)
-        if isinstance(n, ast.Constant) and isinstance(n.value, (int, float)) and not isinstance(n.value, bool):
-            v = float(n.value)
-            return lambda env: v
-        if isinstance(n, ast.Name) and n.id in names:
-            return lambda env, k=n.id: env[k]
-        if isinstance(n, ast.BinOp) and type(n.op) in ops:
-            f, a, b = ops[type(n.op)], build(n.left), build(n.right)
-            return lambda env: f(a(env), b(env))
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd)):
-            a = build(n.operand)
-            return (lambda env: -a(env)) if isinstance(n.op, ast.USub) else a
-        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _LEPTON_FUNCTIONS
-                and not n.keywords):
-            f, args = _LEPTON_FUNCTIONS[n.func.id], [build(x) for x in n.args]
-            return lambda env: f(*(a(env) for a in args))
-        raise ValueError(f"expression {text!r}: '{ast.unparse(n)}' is not in OpenSim's expression "
-                         f"grammar (variables {', '.join(names)})")
-
-    ev = build(tree)
-
-    def call(*arrays):
-        with np.errstate(all="ignore"):
-            return ev(dict(zip(names, (np.asarray(x, float) for x in arrays)))) + 0.0 * arrays[0]
-    return call

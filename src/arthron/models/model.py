@@ -262,7 +262,7 @@ class FunctionBasedPath:
     its moment arm (empty: the moment arms are ``-∂length/∂q``); ``lengthening_speed_function``:
     the lengthening speed (m/s) of the coordinate values followed by their speeds (None:
     ``-Σ moment arm × q̇``). Functions are :mod:`arthron.models.functions` objects of one
-    argument (one coordinate) or :class:`~arthron.models.functions.MultivariatePolynomialFunction`.
+    argument (one coordinate) or :class:`~arthron.models.multivariate.MultivariatePolynomialFunction`.
     The path has no points: ``points`` and ``wraps`` are empty, and nothing is drawn (OpenSim
     draws no geometry for it either).
     """

@@ -33,7 +33,7 @@ evaluates, vectorized over frames:
   bushing owns (its ``<frames>``, as in OpenSim's ToyLanding models and 3.x bushings upgraded);
 * ``ExpressionBasedCoordinateForce``: ``expression(q, qdot)`` on its coordinate, and
   ``ExpressionBasedPointToPointForce``: ``expression(d, ddot)`` along the line between its two
-  points (OpenSim's Lepton grammar, :func:`arthron.models.functions.lepton_expression`);
+  points (OpenSim's Lepton grammar, :func:`arthron.models.expressions.lepton_expression`);
 * actuators (CoordinateActuator, PathActuator, muscles when not excluded, ...) produce force
   only from controls or activations, which inverse dynamics does not have: CoordinateActuator
   and PathActuator give zero (control 0), muscles are reported as not applied; an
@@ -412,7 +412,7 @@ def _expression(model, f, variables):
     """The callable of a force's Lepton expression; UnsupportedFeature naming the force when it
     is outside the grammar arthron evaluates."""
     from ..errors import UnsupportedFeature
-    from ..models.functions import lepton_expression
+    from ..models.expressions import lepton_expression
     try:
         return lepton_expression(f.expression, variables)
     except ValueError as e:
