@@ -248,6 +248,29 @@ def _same(a: Model, b: Model, *fields) -> bool:
     return all(getattr(a, f) is getattr(b, f) for f in fields)
 
 
+def _object_set(m, reuse: dict, tag: str, name: str):
+    """Append the set ``tag`` to the model element: a copy of the identical one of a model
+    written alongside (``reuse``; returns None, nothing to fill) or a new ``<tag name=...>``
+    whose ``<objects>`` element is returned for the caller to fill."""
+    if tag in reuse:
+        m.append(copy.deepcopy(reuse[tag]))
+        return None
+    return _sub(_sub(m, tag, name=name), "objects")
+
+
+def _components(parent, model: Model, owner: str, verbatim: str | None = None) -> None:
+    """``<components>`` of ``parent``: the offset frames ``owner`` owns, then the verbatim
+    components kept at ``verbatim`` (only when there is any)."""
+    frames = [f for f in model.frames.values() if f.owner == owner]
+    others = [e for s, e in model.verbatim if s == verbatim] if verbatim else []
+    if frames or others:
+        comps = _sub(parent, "components")
+        for f in frames:
+            comps.append(_frame_elem(f))
+        for o in others:
+            comps.append(copy.deepcopy(o))
+
+
 def model_to_xml(model: Model, *, like=None) -> etree._ElementTree:
     """Build the OpenSim 4.x document of a model (``Version="40000"``).
 
@@ -280,30 +303,15 @@ def model_to_xml(model: Model, *, like=None) -> etree._ElementTree:
     _sub(m, "force_units", model.force_units)
     _sub(m, "gravity", _fmt(model.gravity))
     ground = _sub(m, "Ground", name="ground")
-    gframes = [f for f in model.frames.values() if f.owner == "ground"]
-    if gframes:
-        comps = _sub(ground, "components")
-        for f in gframes:
-            comps.append(_frame_elem(f))
+    _components(ground, model, "ground")
     ag = _sub(ground, "attached_geometry")
     for g in _geometry_elems(model.ground_geometry):
         ag.append(g)
     _wrapset(ground, model.ground_wrap_objects)
-    if "BodySet" in reuse:
-        m.append(copy.deepcopy(reuse["BodySet"]))
-    else:
-        bs = _sub(m, "BodySet", name="bodyset")
-        bobjs = _sub(bs, "objects")
-    for b in (() if "BodySet" in reuse else model.bodies.values()):
+    bobjs = _object_set(m, reuse, "BodySet", "bodyset")
+    for b in (model.bodies.values() if bobjs is not None else ()):
         be = etree.SubElement(bobjs, "Body", name=b.name)
-        bframes = [f for f in model.frames.values() if f.owner == f"body:{b.name}"]
-        others = [e for s, e in model.verbatim if s == f"body:{b.name}"]
-        if bframes or others:
-            comps = _sub(be, "components")
-            for f in bframes:
-                comps.append(_frame_elem(f))
-            for o in others:
-                comps.append(copy.deepcopy(o))
+        _components(be, model, f"body:{b.name}", f"body:{b.name}")
         ag = _sub(be, "attached_geometry")
         for g in _geometry_elems(b.geometry):
             ag.append(g)
@@ -312,13 +320,9 @@ def model_to_xml(model: Model, *, like=None) -> etree._ElementTree:
         _sub(be, "mass_center", _fmt(b.mass_center))
         I = b.inertia
         _sub(be, "inertia", _fmt([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]]))
-    if "JointSet" in reuse:
-        m.append(copy.deepcopy(reuse["JointSet"]))
-    else:
-        js = _sub(m, "JointSet", name="jointset")
-        jobjs = _sub(js, "objects")
-        for j in model.joints.values():
-            jobjs.append(_joint_elem(model, j))
+    jobjs = _object_set(m, reuse, "JointSet", "jointset")
+    for j in (model.joints.values() if jobjs is not None else ()):
+        jobjs.append(_joint_elem(model, j))
     cs = _sub(m, "ConstraintSet", name="constraintset")
     cobjs = _sub(cs, "objects")
     ellipsoidal = [c for c in model.constraints if c.type == ELLIPSOID_CONSTRAINT]
@@ -327,36 +331,22 @@ def model_to_xml(model: Model, *, like=None) -> etree._ElementTree:
             cobjs.append(_constraint_elem(c, model))
     if ellipsoidal:
         _ellipsoid_constraints_elem(m, ellipsoidal)
-    if "ForceSet" in reuse:
-        m.append(copy.deepcopy(reuse["ForceSet"]))
-    else:
-        fs = _sub(m, "ForceSet", name="forceset")
-        fobjs = _sub(fs, "objects")
+    fobjs = _object_set(m, reuse, "ForceSet", "forceset")
+    if fobjs is not None:
         for f in model.forces.values():
             fobjs.append(_force_elem(f, model))
         for g in _unmodelled_from_text(model.unmodelled_xml.get("ForceSet/groups", "")):
-            fs.append(g)
-    if "MarkerSet" in reuse:
-        m.append(copy.deepcopy(reuse["MarkerSet"]))
-    else:
-        ms = _sub(m, "MarkerSet", name="markerset")
-        mobjs = _sub(ms, "objects")
-    for mk in (() if "MarkerSet" in reuse else model.markers.values()):
+            fobjs.getparent().append(g)
+    mobjs = _object_set(m, reuse, "MarkerSet", "markerset")
+    for mk in (model.markers.values() if mobjs is not None else ()):
         me = _element("Marker", mk.name, mk.unmodelled_xml)
         _set(me, "socket_parent_frame", mk.parent_frame)
         _set(me, "location", _fmt(mk.location))
         _set(me, "fixed", str(bool(mk.fixed)).lower())
         mobjs.append(me)
-    mframes = [f for f in model.frames.values() if f.owner == "model"]
-    others = [e for s, e in model.verbatim if s == "components"]
-    if mframes or others:
-        comps = _sub(m, "components")
-        for f in mframes:
-            comps.append(_frame_elem(f))
-        for o in others:
-            comps.append(copy.deepcopy(o))
-    for s, e in model.verbatim:
-        if s == "model":
+    _components(m, model, "model", "components")
+    for s_, e in model.verbatim:
+        if s_ == "model":
             m.append(copy.deepcopy(e))
     return etree.ElementTree(doc)
 
