@@ -253,26 +253,24 @@ def _joints(d: _Das4, L: dict) -> list:
           "parent_location": [0, 0, 0], "parent_orientation": [0, 0, 0],
           "child_location": [0, 0, 0], "child_orientation": [0, 0, 0],
           "source": "DAS4 joint 'base' at zero (thorax fixed)"}]
-    sc_c = L["SC"][1]
-    sc_t = d.local("thorax", d.world("clavicle_r", sc_c))
-    J.append({"name": "sc", "type": "CustomJoint", "parent": "thorax", "child": "clavicle",
-              "parent_location": sc_t, "parent_orientation": [0, 0, 0],
-              "child_location": sc_c, "child_orientation": [0, 0, 0],
-              "coordinates": [{"name": n, "axis": a, "range": rng[n]} for n, a in
-                              (("SC_y", [0, 1, 0]), ("SC_z", [0, 0, 1]), ("SC_x", [1, 0, 0]))],
-              "source": "DAS4 joints sc1-sc3 (same axes and angles), rotating about the SC "
-                        "landmark instead of the clavicle frame origin; the clavicle coincides "
-                        "with DAS4's at DAS4's default pose"})
-    ac_s = L["AC"][1]
-    ac_c = d.local("clavicle_r", d.world("scapula_r", ac_s))
-    J.append({"name": "ac", "type": "CustomJoint", "parent": "clavicle", "child": "scapula",
-              "parent_location": ac_c, "parent_orientation": [0, 0, 0],
-              "child_location": ac_s, "child_orientation": [0, 0, 0],
-              "coordinates": [{"name": n, "axis": a, "range": rng[n]} for n, a in
-                              (("AC_y", [0, 1, 0]), ("AC_z", [0, 0, 1]), ("AC_x", [1, 0, 0]))],
-              "source": "DAS4 joints ac1-ac3 (same axes and angles), rotating about the AC "
-                        "landmark instead of the scapula frame origin; the scapula coincides "
-                        "with DAS4's at DAS4's default pose"})
+    def about_landmark(name, parent, child, das_parent, das_child, lm, coords, joints, frame):
+        """DAS4's three one-axis joints of a shoulder joint as one CustomJoint rotating about
+        the landmark ``lm`` (its location in the child, DAS4's child frame ``das_child``)."""
+        c_loc = L[lm][1]
+        return {"name": name, "type": "CustomJoint", "parent": parent, "child": child,
+                "parent_location": d.local(das_parent, d.world(das_child, c_loc)),
+                "parent_orientation": [0, 0, 0], "child_location": c_loc,
+                "child_orientation": [0, 0, 0],
+                "coordinates": [{"name": n, "axis": a, "range": rng[n]} for n, a in
+                                zip(coords, ([0, 1, 0], [0, 0, 1], [1, 0, 0]))],
+                "source": f"DAS4 joints {joints} (same axes and angles), rotating about the {lm} "
+                          f"landmark instead of the {frame} frame origin; the {frame} coincides "
+                          f"with DAS4's at DAS4's default pose"}
+
+    J.append(about_landmark("sc", "thorax", "clavicle", "thorax", "clavicle_r", "SC",
+                            ("SC_y", "SC_z", "SC_x"), "sc1-sc3", "clavicle"))
+    J.append(about_landmark("ac", "clavicle", "scapula", "clavicle_r", "scapula_r", "AC",
+                            ("AC_y", "AC_z", "AC_x"), "ac1-ac3", "scapula"))
     gh = np.asarray(d.m.frames["/jointset/gh1/scapula_r_offset"].translation, float)
     # OpenSim rejects a CustomJoint with collinear rotation axes (Y-Z-Y): as DAS4, a chain of
     # three one-axis joints through two massless bodies at GH
