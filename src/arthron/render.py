@@ -309,7 +309,7 @@ def _ellipsoid_section_arc(dims: dict, a, b, p, length: float):
     and ``b``, with OpenSim's number of chords (|a − b| / 1 mm, at least 1, at most 499: its
     wrap length is the sum of those chords); None when the three points are collinear or the
     radii are not positive."""
-    from .geometry.wrap_ellipsoid import SURFACE_CHORD
+    from .geometry.wrap_ellipsoid import SURFACE_CHORD, section_points
     n = int(min(max(np.linalg.norm(b - a) // SURFACE_CHORD, 1), 499))
     radii = np.asarray(dims.get("radii"), float)
     vs = np.cross(a - p, b - p)
@@ -329,17 +329,9 @@ def _ellipsoid_section_arc(dims: dict, a, b, p, length: float):
         return None
     w = np.cross(w / np.linalg.norm(w), u)               # in the plane, ⟂ u, towards b
     phi0 = float(np.arccos(np.clip(u @ (v / np.linalg.norm(v)), -1.0, 1.0)))
-    f2 = a0 / radii
-    qc = f2 @ f2 - 1.0
     cands = []
     for sweep in (phi0, -(2.0 * np.pi - phi0)):
-        phi = np.linspace(0.0, sweep, n + 1)
-        rdir = np.cos(phi)[:, None] * u + np.sin(phi)[:, None] * w
-        f1 = rdir / radii
-        qa = np.einsum("ij,ij->i", f1, f1)
-        qb = 2.0 * f1 @ f2
-        m = (-qb + np.sqrt(np.maximum(qb * qb - 4.0 * qa * qc, 0.0))) / (2.0 * qa)
-        pts = a0 + m[:, None] * rdir
+        pts = section_points(a0, u, w, np.linspace(0.0, sweep, n + 1), radii)
         pts[0], pts[-1] = a, b
         cands.append(pts)
     best = min(cands, key=lambda c: abs(_length(c) - length))

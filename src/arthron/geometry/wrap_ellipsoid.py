@@ -329,6 +329,21 @@ def _lm_resid(r, d1, p, vs, vs4, a, a2):
     return ee, e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3
 
 
+def section_points(a0, ar1, vsy, phi, radii):
+    """Points (..., K, 3) of the ellipsoid of semi-axes ``radii`` (centred at the origin) on the
+    rays from ``a0`` (..., 3) in the directions ``cos φ ar1 + sin φ vsy`` (unit vectors (..., 3)
+    of the section's plane), at the angles ``phi`` (..., K): each ray's exit point (the larger
+    root), as OpenSim's ``CalcDistanceOnEllipsoid`` samples the section of its wrap plane."""
+    rdir = np.cos(phi)[..., None] * ar1[..., None, :] + np.sin(phi)[..., None] * vsy[..., None, :]
+    f1 = rdir / radii
+    f2 = a0 / radii
+    qa = _dot(f1, f1)
+    qb = 2 * _dot(f1, f2[..., None, :])
+    qc = (_dot(f2, f2) - 1.0)[..., None]
+    m3 = (-qb + np.sqrt(np.maximum(qb * qb - 4 * qa * qc, 0.0))) / (2 * qa)
+    return a0[..., None, :] + m3[..., None] * rdir
+
+
 def _surface_path(r1, r2, a, vs, vs4, far, factor):
     """OpenSim's ``CalcDistanceOnEllipsoid``: points on the ellipse section at equal angles
     about the point where the plane crosses the coordinate axis most normal to it, joined
@@ -362,18 +377,10 @@ def _surface_path(r1, r2, a, vs, vs4, far, factor):
         # the interior points of a block of rows at once (n, K-1), the chords summed in order
         # as one at a time; blocks bound the memory to ~2**18 points
         nb = max(1, (1 << 18) // (K - 1))
-        f2 = a0 / a
-        qc = (_dot(f2, f2) - 1.0)[:, None]
         for b0 in range(0, N, nb):
             b = slice(b0, b0 + nb)
             phi = np.arange(1, K)[None, :] * dphi[b, None]
-            rdir = (np.cos(phi)[..., None] * ar1[b, None, :]
-                    + np.sin(phi)[..., None] * vsy[b, None, :])
-            f1 = rdir / a
-            qa = _dot(f1, f1)
-            qb = 2 * _dot(f1, f2[b, None, :])
-            m3 = (-qb + np.sqrt(np.maximum(qb * qb - 4 * qa * qc[b], 0.0))) / (2 * qa)
-            sp = a0[b, None, :] + m3[..., None] * rdir
+            sp = section_points(a0[b], ar1[b], vsy[b], phi, a)
             ns = nseg[b]
             act = np.arange(K - 1)[None, :] < (ns - 1)[:, None]
             prevs = np.concatenate([r1[b, None, :], sp[:, :-1]], 1)
