@@ -384,7 +384,7 @@ def model_geometry(model, *, extra_dirs=()) -> list:
     finite numbers, or a mesh file name too long for the file system.
     """
     from ..models.model import GROUND, Geometry
-    from .osim import _unmodelled_from_text
+    from .osim_xml import _unmodelled_from_text
     model_dir = Path(model.source).parent if model.source else Path.cwd()
     items = [(GROUND, g) for g in model.ground_geometry]
     items += [(b.path, g) for b in model.bodies.values() for g in b.geometry]
