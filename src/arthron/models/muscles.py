@@ -10,6 +10,9 @@
 * A rigid-tendon static estimate of the normalized fiber length and velocity from the path
   length and lengthening speed (:func:`rigid_tendon_fiber_state`), with the constant-thickness
   pennation model of OpenSim.
+* DeGrooteFregly2016 curves (OpenSim ``DeGrooteFregly2016Muscle``; De Groote et al. 2016 with
+  OpenSim's constants): :func:`degroote_active_force_length`,
+  :func:`degroote_passive_force_length`, :func:`degroote_force_velocity`.
 * Ligament laws: OpenSim ``Blankevoort1991Ligament`` (toe region quadratic up to the
   transition strain, linear beyond, damping on positive strain rate faded in by a smooth step
   over strains 0-0.01, never compressive) and OpenSim ``Ligament``
@@ -22,7 +25,8 @@
 
 Sources: OpenSim 4.6 ``Thelen2003Muscle.cpp``, ``SmoothSegmentedFunctionFactory.cpp``,
 ``SegmentedQuinticBezierToolkit.cpp``, ``Blankevoort1991Ligament.cpp``, ``Ligament.cpp``;
-Millard et al. (2013) J Biomech Eng 135:021005; Thelen (2003) J Biomech Eng 125:70-77;
+``DeGrooteFregly2016Muscle.h``; Millard et al. (2013) J Biomech Eng 135:021005; De Groote et al.
+(2016) Ann Biomed Eng 44:2922-2936; Thelen (2003) J Biomech Eng 125:70-77;
 Blankevoort et al. (1991) J Biomech Eng 113:263-269.
 """
 from __future__ import annotations
@@ -37,7 +41,8 @@ from .functions import StepFunction
 __all__ = ["MuscleParameters", "muscle_parameters", "thelen_active_force_length",
            "MuscleCurve", "millard_curves", "millard_active_force_length_curve",
            "millard_fiber_force_length_curve", "millard_force_velocity_curve",
-           "millard_tendon_force_length_curve",
+           "millard_tendon_force_length_curve", "degroote_active_force_length",
+           "degroote_passive_force_length", "degroote_force_velocity",
            "thelen_passive_force_length", "thelen_force_velocity", "rigid_tendon_fiber_state",
            "force_length_velocity", "blankevoort_force", "ligament_force", "ligament_forces"]
 
@@ -384,6 +389,45 @@ def millard_curves(model, name):
     return (millard_active_force_length_curve(**_curve_params(f, "ActiveForceLengthCurve")),
             millard_fiber_force_length_curve(**_curve_params(f, "FiberForceLengthCurve")),
             millard_force_velocity_curve(**_curve_params(f, "ForceVelocityCurve")))
+
+
+# ------------------------------------------------------------------------------ DeGrooteFregly2016
+# The curve constants of OpenSim 4.6's DeGrooteFregly2016Muscle (De Groote et al. 2016, with
+# OpenSim's adjustments: f_L(1) = 1, f_V(-1) = 0 and f_V(0) = 1, the passive curve 0 at the
+# minimum normalized fiber length 0.2).
+_DG_ACTIVE = ((0.8150671134243542, 1.055033428970575, 0.162384573599574, 0.063303448465465),
+              (0.433004984392647, 0.716775413397760, -0.029947116970696, 0.200356847296188),
+              (0.1, 1.0, 0.353553390593274, 0.0))
+_DG_KPE = 4.0
+_DG_MIN_NORM_FIBER_LENGTH = 0.2
+_DG_FV = (-0.3211346127989808, -8.149, -0.374, 0.8825327733249912)
+
+
+def degroote_active_force_length(lce_norm, width_scale: float = 1.0):
+    """Active force-length multiplier of DeGrooteFregly2016Muscle: the sum of three
+    Gaussian-like terms ``b1 exp(-½ (x - b2)² / (b3 + b4 x)²)`` at ``x = (l̃ - 1)/s + 1``
+    (``s`` = ``active_force_width_scale``). Shape of ``lce_norm``."""
+    x = (np.asarray(lce_norm, float) - 1.0) / float(width_scale) + 1.0
+    return sum(b1 * np.exp(-0.5 * (x - b2) ** 2 / (b3 + b4 * x) ** 2) for b1, b2, b3, b4 in _DG_ACTIVE)
+
+
+def degroote_passive_force_length(lce_norm, strain_at_one_norm_force: float = 0.6):
+    """Passive force-length multiplier of DeGrooteFregly2016Muscle,
+    ``(exp(k (l̃ - 1)/e0) - c) / (exp(k) - c)``, k = 4, c = ``exp(k (0.2 - 1)/e0)`` (0 at
+    l̃ = 0.2, negative below), e0 = ``passive_fiber_strain_at_one_norm_force``."""
+    e0 = float(strain_at_one_norm_force)
+    off = np.exp(_DG_KPE * (_DG_MIN_NORM_FIBER_LENGTH - 1.0) / e0)
+    x = np.asarray(lce_norm, float)
+    return (np.exp(_DG_KPE * (x - 1.0) / e0) - off) / (np.exp(_DG_KPE) - off)
+
+
+def degroote_force_velocity(v_norm):
+    """Force-velocity multiplier of DeGrooteFregly2016Muscle at normalized fiber velocity
+    ``v_norm`` (in ``max_contraction_velocity`` × optimal fiber lengths per s; -1 → 0, 0 → 1):
+    ``d1 asinh(d2 v + d3) + d4``."""
+    d1, d2, d3, d4 = _DG_FV
+    t = d2 * np.asarray(v_norm, float) + d3
+    return d1 * np.log(t + np.sqrt(t * t + 1.0)) + d4
 
 
 # ------------------------------------------------------------------------------ ligaments

@@ -400,8 +400,8 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     StaticOptimization works on its own copy of the model), and the kinematics analyses' files
     (:func:`_kinematics_files`; computed by :mod:`arthron.solvers.kinematics_analyses` over
     AnalyzeTool's states, the accelerations by forward dynamics as OpenSim realizes them, with
-    Thelen2003Muscles at their default states; other muscle models apply no force there, with a
-    warning). Each analysis' ``step_interval`` keeps the
+    the muscles at their default states, :mod:`arthron.solvers.muscle_states`; other muscle
+    models apply no force there, with a warning). Each analysis' ``step_interval`` keeps the
     frames OpenSim records (:func:`step_rows`). Other analyses are skipped with a warning.
     ``only``: the analysis classes to run (default :data:`SUPPORTED_ANALYSES`);
     ``joint_reaction_file``: write the JointReaction result there instead.

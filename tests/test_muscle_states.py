@@ -1,0 +1,132 @@
+"""Muscle forces at OpenSim's default muscle states (arthron.solvers.muscle_states) for the
+DeGrooteFregly2016Muscle and Millard2012AccelerationMuscle classes, against OpenSim 4.6: the
+tensions at random states, and the accelerations an AnalyzeTool's BodyKinematics and Kinematics
+report (forward dynamics under those forces). No data model uses these classes, so arm26's
+Thelen2003Muscles are converted in the test: by OpenSim's own
+``DeGrooteFregly2016Muscle.replaceMuscles`` (with some rigid tendons, fiber damping, wider
+active curves, no passive force, no activation dynamics), and into
+Millard2012AccelerationMuscles (default fiber lengths and velocities varied) through OpenSim's
+API."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from conftest import ARM26, needs_data, needs_opensim
+from test_kinematics_analyses import ARM_MOT, BODY, KIN, _compare, _opensim, _setup
+
+
+def _degroote_arm26(folder):
+    """arm26 with DeGrooteFregly2016Muscles (OpenSim's replaceMuscles), properties varied."""
+    import opensim
+    opensim.Logger.setLevelString("error")
+    m = opensim.Model(str(ARM26))
+    opensim.DeGrooteFregly2016Muscle.replaceMuscles(m)
+    ms = m.updMuscles()
+    for j in range(ms.getSize()):
+        d = opensim.DeGrooteFregly2016Muscle.safeDownCast(ms.get(j))
+        d.set_default_normalized_tendon_force(0.2 + 0.15 * j)
+        if j % 2:
+            d.set_ignore_tendon_compliance(True)
+            d.set_fiber_damping(0.01 * j)
+            d.set_active_force_width_scale(1 + 0.1 * j)
+        d.set_ignore_activation_dynamics(j == 3)
+        d.set_ignore_passive_fiber_force(j == 5)
+    m.finalizeFromProperties()
+    path = folder / "arm26_degroote.osim"
+    m.printToXML(str(path))
+    return path
+
+
+def _millard_acceleration_arm26(folder):
+    """arm26 with Millard2012AccelerationMuscles of the Thelen muscles' parameters and paths,
+    default fiber lengths 0.5..0.75 l_opt, default fiber velocities −0.05..0.15 m/s."""
+    import opensim
+    opensim.Logger.setLevelString("error")
+    m = opensim.Model(str(ARM26))
+    ms = m.getMuscles()
+    olds = [ms.get(i) for i in range(ms.getSize())]
+    news = []
+    for i, th in enumerate(olds):
+        a = opensim.Millard2012AccelerationMuscle(
+            th.getName(), th.getMaxIsometricForce(), th.getOptimalFiberLength(),
+            th.getTendonSlackLength(), th.getPennationAngleAtOptimalFiberLength())
+        a.set_path(th.get_path())
+        a.set_default_fiber_length(th.getOptimalFiberLength() * (0.5 + 0.05 * i))
+        a.set_default_fiber_velocity(0.05 * (i - 2) * (i % 2))
+        news.append(a)
+    fs = m.updForceSet()
+    for th in olds:
+        fs.remove(fs.getIndex(th.getName()))
+    for a in news:
+        m.addForce(a)
+    m.finalizeConnections()
+    path = folder / "arm26_millard_acceleration.osim"
+    m.printToXML(str(path))
+    return path
+
+
+CONVERT = {"DeGrooteFregly2016Muscle": _degroote_arm26,
+           "Millard2012AccelerationMuscle": _millard_acceleration_arm26}
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("kind", sorted(CONVERT))
+def test_default_state_tensions_as_opensim(tmp_path, kind):
+    """The forces arm26's converted muscles apply at their default states, at OpenSim's own
+    path lengths and lengthening speeds of 6 states (random q and u), against OpenSim's
+    getActuation (what computeActuation applies along the path). Measured worst: DeGroote
+    3e-14 N of 350 N (elastic tendons: F_iso × default_normalized_tendon_force; rigid: the fiber
+    force along the tendon), Millard acceleration 1.7e-10 N of 1.5e4 N (visco-elastic tendon
+    force; OpenSim's getTendonForce reports its elastic part only, 4e3 N less)."""
+    import opensim
+    from arthron.io.osim import read_osim
+    from arthron.solvers.muscle_states import default_state_tensions
+    path = CONVERT[kind](tmp_path)
+    mus = list(read_osim(path).muscles.values())
+    assert {m.type for m in mus} == {kind}
+    m = opensim.Model(str(path))
+    s = m.initSystem()
+    cs, ms = m.getCoordinateSet(), m.getMuscles()
+    assert [ms.get(j).getName() for j in range(ms.getSize())] == [x.name for x in mus]
+    rng = np.random.default_rng(0)
+    q0 = [cs.get(i).getValue(s) for i in range(cs.getSize())]
+    for trial in range(6):
+        for i in range(cs.getSize()):
+            cs.get(i).setValue(s, q0[i] + (trial > 0) * rng.uniform(-0.5, 0.5), False)
+            cs.get(i).setSpeedValue(s, (trial > 0) * rng.uniform(-3, 3))
+        m.realizeDynamics(s)
+        get = lambda f: np.array([[getattr(ms.get(j), f)(s) for j in range(ms.getSize())]])
+        ref = get("getActuation")[0]
+        got = default_state_tensions(mus, get("getLength"), get("getLengtheningSpeed"))[0]
+        assert (np.abs(ref) > 1).sum() >= 4
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12 * np.abs(ref).max() + 1e-12)
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("kind", sorted(CONVERT))
+def test_analyze_accelerations_with_these_muscles_as_opensim(tmp_path, monkeypatch, kind):
+    """AnalyzeTool's BodyKinematics (every body and the whole-body COM) and Kinematics on
+    arm26's IK motion with the converted muscles: every column as OpenSim's, the accelerations
+    too (OpenSim realizes them under the muscles' default-state forces, as arthron now does;
+    before, these muscles applied no force, with a warning). Measured worst: 5e-9 (the file's
+    rounding) everywhere, except the Millard acceleration muscles' accelerations: 4.5e-8 deg/s²
+    of 3.8e5 (1.2e-13 relative)."""
+    from arthron.io.sto import read_sto
+    from arthron.tools.analyze_tool import run_analyze
+    path = CONVERT[kind](tmp_path)
+    setup = _setup(tmp_path, "arm", path, ARM_MOT, [
+        BODY.format(name="BodyKinematics", n=1, deg="true", bodies="all", local="false"),
+        KIN.format(name="Kinematics", n=1, deg="true", coords="all")], t0=0, t1=1)
+    _opensim(setup, monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")       # every muscle applies its force
+        files = run_analyze(setup, results_dir=tmp_path / "arthron")
+    worst = _compare(files, tmp_path / "osim")
+    assert max(worst.values()) < 1e-7
+    dudt = read_sto(tmp_path / "osim" / "arm_Kinematics_dudt.sto")
+    assert np.abs(dudt.data).max() > 1e4       # the muscles' forces drive the arm
