@@ -45,8 +45,7 @@ from ..tables import Table
 from .actuators import path_loads
 from .filtering import prepare_coordinates
 from .inverse_dynamics import external_loads_from_setup, frame_chunks, slice_loads
-from .muscle_states import (DEFAULT_STATE_TYPES, default_state_tensions,  # noqa: F401 (re-exported)
-                            millard_default_state_tensions, needs_lengthening_speeds,
+from .muscle_states import (default_state_muscles, millard_default_state_tensions,  # noqa: F401
                             thelen_default_state_tensions)
 
 __all__ = ["AnalysisStates", "analysis_states", "thelen_default_state_tensions",
@@ -120,18 +119,13 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
     if tree.angular_velocity_groups:
         from ..multibody.kinematics import qdot_from_speeds
         qd = qdot_from_speeds(tree, q, u)
-    applied = [m for m in model.muscles.values() if m.applies_force]
-    muscles = [m for m in applied if m.type in DEFAULT_STATE_TYPES]
-    others = [m for m in applied if m.type not in DEFAULT_STATE_TYPES]
-    if others:
-        warnings.warn(f"model '{model.name}': {len(others)} muscles ({', '.join(sorted({m.type for m in others}))}) "
+    dsm = default_state_muscles(model, tree, default_fiber_lengths)
+    if dsm.others:
+        warnings.warn(f"model '{model.name}': {len(dsm.others)} muscles "
+                      f"({', '.join(sorted({m.type for m in dsm.others}))}) "
                       "apply no force to the accelerations (OpenSim applies them at their default, "
                       "unequilibrated states): the accelerations differ from OpenSim's; positions "
                       "and velocities do not", ArthronWarning, stacklevel=2)
-    paths = None
-    if muscles:
-        from ..multibody.paths import compile_paths
-        paths = compile_paths(model, tree, forces=[m.name for m in muscles])
     loads = []
     if external_loads is not None:
         if loads_table is None:
@@ -145,16 +139,10 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
     qdd = np.empty_like(q)
     for s in frame_chunks(len(t)):
         gen, chunk_loads = _applied(model, tree, q[s], qd[s], list(slice_loads(loads, s)))
-        if paths is not None:
-            from ..multibody.paths import lengthening_speeds, path_lengths
-            speeds = (lengthening_speeds(paths, tree, q[s], qd[s])
-                      if needs_lengthening_speeds(muscles) else None)
-            tension = default_state_tensions(muscles, path_lengths(paths, tree, q[s]), speeds,
-                                             default_fiber_lengths)
-            m_loads, m_gen = path_loads(paths, tree, q[s], tension)
-            chunk_loads += m_loads
-            if m_gen.any():
-                gen = m_gen if gen is None else gen + m_gen
+        m_loads, m_gen = dsm.loads(tree, q[s], qd[s])
+        chunk_loads += m_loads
+        if m_gen is not None:
+            gen = m_gen if gen is None else gen + m_gen
         qdd[s] = forward_accelerations(tree, q[s], qd[s], gen, chunk_loads, locked=locked,
                                        constraints=cs)
     return AnalysisStates(time=t, q=q, u=u, qd=qd, qdd=qdd, udot=speed_derivatives(tree, q, qd, qdd))

@@ -32,6 +32,7 @@ Millard et al. (2013) J Biomech Eng 135:021005; De Groote et al. (2016) Ann Biom
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -42,6 +43,7 @@ from ..models.muscles import (_curve_params, degroote_active_force_length,
                               millard_force_velocity_curve, millard_tendon_force_length_curve)
 
 __all__ = ["DEFAULT_STATE_TYPES", "default_state_tensions", "needs_lengthening_speeds",
+           "DefaultStateMuscles", "default_state_muscles",
            "thelen_default_state_tensions", "millard_default_state_tensions",
            "millard_acceleration_default_state_tensions", "degroote_default_state_tensions"]
 
@@ -54,6 +56,49 @@ def needs_lengthening_speeds(muscles) -> bool:
     """Whether the default-state tensions of ``muscles`` depend on the paths' lengthening
     speeds (every supported class but ``Thelen2003Muscle``)."""
     return any(m.type != "Thelen2003Muscle" for m in muscles)
+
+
+@dataclass
+class DefaultStateMuscles:
+    """The muscles of a model that apply force at their default states.
+
+    muscles : the applied muscles of :data:`DEFAULT_STATE_TYPES` (model order); paths : their
+    compiled PathSet (None when there are none); others : the applied muscles of other classes
+    (arthron applies no force for them); default_fiber_lengths : overrides as in
+    :func:`default_state_tensions`."""
+
+    muscles: list
+    paths: object
+    others: list
+    default_fiber_lengths: dict | None = None
+
+    def loads(self, tree, q, qd):
+        """(body loads (list of ExternalLoad, ground frame), generalized forces (T, nq) or None)
+        the muscles apply at their default states at (q, qd) (T, nq): their tensions along the
+        paths (:func:`arthron.solvers.actuators.path_loads`)."""
+        if self.paths is None:
+            return [], None
+        from ..multibody.paths import lengthening_speeds, path_lengths
+        from .actuators import path_loads
+        speeds = (lengthening_speeds(self.paths, tree, q, qd)
+                  if needs_lengthening_speeds(self.muscles) else None)
+        tension = default_state_tensions(self.muscles, path_lengths(self.paths, tree, q), speeds,
+                                         self.default_fiber_lengths)
+        loads, gen = path_loads(self.paths, tree, q, tension)
+        return loads, (gen if gen.any() else None)
+
+
+def default_state_muscles(model, tree, default_fiber_lengths=None) -> DefaultStateMuscles:
+    """The model's applied muscles split into those whose default-state force arthron applies
+    and the others, their paths compiled once (:class:`DefaultStateMuscles`)."""
+    applied = [m for m in model.muscles.values() if m.applies_force]
+    muscles = [m for m in applied if m.type in DEFAULT_STATE_TYPES]
+    paths = None
+    if muscles:
+        from ..multibody.paths import compile_paths
+        paths = compile_paths(model, tree, forces=[m.name for m in muscles])
+    return DefaultStateMuscles(muscles, paths, [m for m in applied if m.type not in DEFAULT_STATE_TYPES],
+                               default_fiber_lengths)
 
 
 def default_state_tensions(muscles, lengths, speeds=None, default_fiber_lengths=None) -> np.ndarray:
@@ -96,9 +141,10 @@ def _thelen_fse(x, e0):
 def thelen_default_state_tensions(muscles, lengths, default_fiber_lengths=None) -> np.ndarray:
     """Tensions (T, m) N of ``Thelen2003Muscle`` s at their default states and path lengths
     ``lengths`` (T, m) m: ``F_iso f_se((L − l_M cos φ)/l_s − 1)``, l_M the default fiber length
-    (0.1 m, or ``default_fiber_lengths[name][0]``) clamped at the fixed-width pennation model's
-    minimum ``h / sin φ_max`` (h = l_opt sin φ_opt, φ_max = acos 0.1 or
-    ``default_fiber_lengths[name][1]``), sin φ = h / l_M; f_se Thelen (2003)'s tendon curve with
+    (``default_fiber_lengths[name][0]``, else the file's ``default_fiber_length``, else 0.1 m)
+    clamped at the fixed-width pennation model's minimum ``h / sin φ_max`` (h = l_opt sin φ_opt,
+    φ_max = ``default_fiber_lengths[name][1]``, else the file's ``maximum_pennation_angle``, else
+    acos 0.1), sin φ = h / l_M; f_se Thelen (2003)'s tendon curve with
     ``FmaxTendonStrain`` (0.04 when absent) and OpenSim's exact toe constants
     (``Thelen2003Muscle::calcfse``). What OpenSim's ``computeActuation`` returns there."""
     L = np.atleast_2d(np.asarray(lengths, float))
@@ -106,8 +152,8 @@ def thelen_default_state_tensions(muscles, lengths, default_fiber_lengths=None) 
     given = default_fiber_lengths or {}
     for k, m in enumerate(muscles):
         lce, pmax = given.get(m.name, (None, None))
-        lce = 0.1 if lce is None else float(lce)
-        pmax = np.arccos(0.1) if pmax is None else float(pmax)
+        lce = _xml_value(m, "default_fiber_length", 0.1) if lce is None else float(lce)
+        pmax = _xml_value(m, "maximum_pennation_angle", float(np.arccos(0.1))) if pmax is None else float(pmax)
         h = float(m.optimal_fiber_length) * np.sin(float(m.pennation_angle_at_optimal))
         lce = max(lce, h / np.sin(pmax))
         cos_phi = np.sqrt(1.0 - (h / lce) ** 2)

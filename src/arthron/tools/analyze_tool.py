@@ -69,12 +69,11 @@ def _joint_reaction(st: AnalyzeSetup, jr, model: Model, motion, accelerations, s
             and any(m.applies_force for m in model.muscles.values())):
         # OpenSim then takes the muscle forces from the muscles' default states (with
         # solve_for_equilibrium_for_auxiliary_states false, unequilibrated fibres: reactions of
-        # 10^5 N on the Gait2354 pipeline's Analyze_Reactions setup); arthron applies none
-        warnings.warn(f"{st.path}: JointReaction without <forces_file>: the muscles and actuators "
-                      "apply no force, so the reactions are those of the model moved by gravity and "
-                      "the external loads alone (OpenSim uses the muscles' default states instead); "
-                      "give the StaticOptimization _force.sto as <forces_file>",
-                      ArthronWarning, stacklevel=3)
+        # 10^5 N on the Gait2354 pipeline's Analyze_Reactions setup); so does arthron
+        warnings.warn(f"{st.path}: JointReaction without <forces_file>: the muscles pull with "
+                      "their forces at their default, unequilibrated states (as in OpenSim), not "
+                      "the forces of the motion; give the StaticOptimization _force.sto as "
+                      "<forces_file>", ArthronWarning, stacklevel=3)
     ext, loads_table = _external_loads(st.external_loads_file)
     names = setting_list(setting_text(jr, "joint_names")) or ["ALL"]
     on = setting_list(setting_text(jr, "apply_on_bodies")) or ["child"]
