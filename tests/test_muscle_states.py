@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 import pytest
 
+import oracle
 from conftest import ARM26, needs_data, needs_opensim
 from test_kinematics_analyses import ARM_MOT, BODY, KIN, _compare, _opensim, _setup
 
@@ -167,3 +168,61 @@ def test_joint_reaction_without_forces_file_as_opensim(tmp_path, monkeypatch, ki
     assert got.labels == ref.labels and len(got.time) == len(ref.time)
     err = np.abs(got.data - ref.data).max()
     assert err < 2e-8 and np.abs(ref.data).max() > 500
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("kind", sorted(CONVERT))
+def test_static_optimization_with_these_muscles_as_opensim(tmp_path, kind):
+    """StaticOptimization with muscle physiology: the force per activation F̂ of arm26's
+    converted muscles equals OpenSim's calcInextensibleTendonActiveFiberForce(s, 1) at random
+    states (measured 1e-12 N; DeGroote: the active fiber force along the fiber, as OpenSim's
+    class returns it; Millard acceleration: its own curves, an active force-length curve down
+    to 0 where the file omits it), and over 0.3 s of the IK trial arthron's activations
+    equal OpenSim 4.6's within 1e-2 (measured 3.8e-3 DeGroote, 5.0e-3 Millard acceleration:
+    OpenSim's activations meet arthron's equations of motion to 2e-6 N·m and its objective is
+    never below arthron's, so the gap is IPOPT's tolerance). The Millard acceleration muscle
+    has no minimum activation (OpenSim's activations reach 1.6e-7; with the 0.01 floor of the
+    Thelen and Millard equilibrium classes the activations were 0.038 off); DeGroote
+    muscles keep their file's min_control."""
+    import opensim
+    from conftest import REF, static_optimization_setup
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import read_sto
+    from arthron.models.muscles import force_length_velocity, muscle_parameters
+    from arthron.solvers.load_sharing import build_problem, solve_problem
+    from arthron.tools.static_optimization_tool import control_bounds
+    path = CONVERT[kind](tmp_path)
+    model = read_osim(path)
+    names = list(model.muscles)
+    m = opensim.Model(str(path))
+    s = m.initSystem()
+    cs, ms = m.getCoordinateSet(), m.getMuscles()
+    rng = np.random.default_rng(1)
+    q0 = [cs.get(i).getValue(s) for i in range(cs.getSize())]
+    par = muscle_parameters(model, names)
+    for trial in range(4):
+        for i in range(cs.getSize()):
+            cs.get(i).setValue(s, q0[i] + (trial > 0) * rng.uniform(-0.5, 0.5), False)
+            cs.get(i).setSpeedValue(s, (trial > 0) * rng.uniform(-3, 3))
+        m.realizeVelocity(s)
+        ref = np.array([ms.get(j).calcInextensibleTendonActiveFiberForce(s, 1.0) for j in range(ms.getSize())])
+        L = np.array([[ms.get(j).getLength(s) for j in range(ms.getSize())]])
+        V = np.array([[ms.get(j).getLengtheningSpeed(s) for j in range(ms.getSize())]])
+        fl, _, fv, ca = force_length_velocity(par, L, V)
+        np.testing.assert_allclose((par.max_isometric_force * fl * fv * ca)[0], ref, rtol=0, atol=1e-9)
+    ik = REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot"
+    setup = tmp_path / "so.xml"
+    setup.write_text(static_optimization_setup("so", path, ik, tmp_path / "osim", 0.0, 0.3,
+                                               physiology=True))
+    with oracle._cwd(tmp_path):
+        opensim.AnalyzeTool(str(setup)).run()
+    ref = read_sto(tmp_path / "osim" / "so_StaticOptimization_activation.sto")
+    prob = build_problem(model, read_sto(ik), lowpass_hz=6, time_range=(0.0, 0.3),
+                         use_muscle_physiology=True, controls=control_bounds(model))
+    res = solve_problem(prob)
+    a = ref.data[:, [ref.labels.index(n) for n in res.names]]
+    assert len(res.time) == len(ref.time) >= 30
+    assert np.abs(np.einsum("tqn,tn->tq", prob.B, a) - prob.tau).max() < 1e-5
+    assert np.all(res.objective <= (a ** 2).sum(axis=1) + 1e-12)
+    assert np.abs(res.activations - a).max() < 1e-2 and a.max() > 0.1

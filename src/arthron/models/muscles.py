@@ -33,12 +33,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import re
+
 import numpy as np
 
 from ..errors import ModelFileError, UnsupportedFeature
 from .functions import StepFunction
 
-__all__ = ["MuscleParameters", "muscle_parameters", "thelen_active_force_length",
+__all__ = ["MuscleParameters", "muscle_parameters", "muscle_property", "thelen_active_force_length",
            "MuscleCurve", "millard_curves", "millard_active_force_length_curve",
            "millard_fiber_force_length_curve", "millard_force_velocity_curve",
            "millard_tendon_force_length_curve", "degroote_active_force_length",
@@ -58,7 +60,10 @@ class MuscleParameters:
     names, types; max_isometric_force (N); optimal_fiber_length (m); tendon_slack_length (m);
     pennation_angle_at_optimal (rad); max_contraction_velocity (l_opt/s); ``thelen``: dict of
     arrays ``KshapeActive``, ``KshapePassive``, ``FmaxMuscleStrain``, ``Af``, ``Flen`` (the
-    muscle's own values, OpenSim's defaults where absent).
+    muscle's own values, OpenSim's defaults where absent); ``curves``: per muscle the Millard
+    curves or None; ``degroote``: per muscle None or the DeGrooteFregly2016Muscle properties
+    ``active_force_width_scale``, ``passive_fiber_strain_at_one_norm_force``,
+    ``ignore_passive_fiber_force``.
     """
 
     names: list
@@ -70,6 +75,7 @@ class MuscleParameters:
     max_contraction_velocity: np.ndarray
     thelen: dict | None = None
     curves: list | None = None
+    degroote: list | None = None
 
 
 def muscle_parameters(model, names=None) -> MuscleParameters:
@@ -98,8 +104,14 @@ def muscle_parameters(model, names=None) -> MuscleParameters:
               for k, d in THELEN_DEFAULTS.items()}
     curves = [millard_curves(model, n) if t.startswith("Millard") else None
               for n, t in zip(names, types)]
+    degroote = [None if t != "DeGrooteFregly2016Muscle" else {
+        "active_force_width_scale": muscle_property(model.forces[n], "active_force_width_scale", 1.0),
+        "passive_fiber_strain_at_one_norm_force": muscle_property(
+            model.forces[n], "passive_fiber_strain_at_one_norm_force", 0.6),
+        "ignore_passive_fiber_force": muscle_property(model.forces[n], "ignore_passive_fiber_force", False)}
+        for n, t in zip(names, types)]
     return MuscleParameters(names, types, *(np.asarray(cols[k], float) for k in cols),
-                            thelen=thelen, curves=curves)
+                            thelen=thelen, curves=curves, degroote=degroote)
 
 
 # ------------------------------------------------------------------------------ Thelen2003
@@ -154,7 +166,10 @@ def rigid_tendon_fiber_state(params: MuscleParameters, lengths, speeds=None):
 def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
     """Static muscle multipliers for a rigid tendon: (f_L active, f_PE passive, f_V, cos α),
     each (T, n). Thelen2003Muscle (and the deprecated Thelen/Schutte/Delp classes, given the
-    Thelen curves here) and Millard2012 muscles (their own Bézier curves, OpenSim 4.6).
+    Thelen curves here), Millard2012 muscles (their own Bézier curves, OpenSim 4.6) and
+    DeGrooteFregly2016Muscle (De Groote et al. 2016's curves; its cos α is returned as 1: OpenSim
+    4.6's ``calcInextensibleTendonActiveFiberForce`` of this class is the active fiber force
+    along the fiber, not projected on the tendon).
 
     Raises UnsupportedFeature for other muscle classes.
     """
@@ -171,6 +186,16 @@ def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
                                          "(build MuscleParameters with muscle_parameters)")
             fl[:, i], fp[:, i], fv[:, i] = c[0].value(ln[:, i]), c[1].value(ln[:, i]), \
                 c[2].value(vn[:, i])
+        elif t == "DeGrooteFregly2016Muscle":
+            dg = (params.degroote or [None] * len(params.names))[i]
+            if dg is None:
+                raise UnsupportedFeature(f"muscle '{params.names[i]}': DeGroote properties missing "
+                                         "(build MuscleParameters with muscle_parameters)")
+            fl[:, i] = degroote_active_force_length(ln[:, i], dg["active_force_width_scale"])
+            fp[:, i] = 0.0 if dg["ignore_passive_fiber_force"] else degroote_passive_force_length(
+                ln[:, i], dg["passive_fiber_strain_at_one_norm_force"])
+            fv[:, i] = degroote_force_velocity(vn[:, i])
+            alpha[:, i] = 0.0
         elif not (t.startswith("Thelen") or t in ("Schutte1993Muscle_Deprecated",
                                                   "Delp1990Muscle_Deprecated")):
             raise UnsupportedFeature(f"muscle '{params.names[i]}' ({t}): force-length-velocity "
@@ -373,8 +398,12 @@ def millard_tendon_force_length_curve(strain_at_one_norm_force=0.049,
 
 
 def _curve_params(force, tag):
-    """A Millard curve's properties of the muscle (OpenSim defaults where absent)."""
+    """A Millard curve's properties of the muscle (OpenSim defaults where absent; a
+    Millard2012AccelerationMuscle's active force-length curve goes down to 0, as that class
+    constructs it)."""
     out = dict(MILLARD_DEFAULTS[tag])
+    if tag == "ActiveForceLengthCurve" and getattr(force, "type", "") == "Millard2012AccelerationMuscle":
+        out["minimum_value"] = 0.0
     own = getattr(force, tag, None) or {}
     for k in out:
         if own.get(k) is not None:
@@ -463,6 +492,24 @@ def ligament_force(lengths, resting_length, pcsa_force, force_length_curve):
     x = L / np.asarray(resting_length, float)
     f = force_length_curve.value(x.ravel()).reshape(x.shape)
     return np.where(L > resting_length, np.asarray(pcsa_force, float) * f, 0.0)
+
+
+def muscle_property(force, tag, default, text=None):
+    """A property of a force that the reader kept verbatim (``unmodelled_xml``, or ``text``):
+    a float, a bool when ``default`` is a bool, or ``default`` when absent.
+
+    Raises ModelFileError naming the force and the element when the value is not a number."""
+    text = (getattr(force, "unmodelled_xml", "") or "") if text is None else text
+    hit = re.search(rf"<{tag}>\s*([^<]+?)\s*</{tag}>", text)
+    if hit is None:
+        return default
+    v = hit.group(1)
+    if isinstance(default, bool):
+        return v.lower() == "true"
+    try:
+        return float(v)
+    except ValueError:
+        raise ModelFileError(f"muscle '{force.name}': <{tag}> {v!r} is not a number") from None
 
 
 def _value(force, name, default):

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelFileError
+from ..models.muscles import muscle_property as _xml_value
 from ..models.muscles import (_curve_params, degroote_active_force_length,
                               degroote_force_velocity, degroote_passive_force_length,
                               millard_active_force_length_curve, millard_fiber_force_length_curve,
@@ -161,22 +162,6 @@ def thelen_default_state_tensions(muscles, lengths, default_fiber_lengths=None) 
         strain = (L[:, k] - lce * cos_phi) / float(m.tendon_slack_length) - 1.0
         out[:, k] = float(m.max_isometric_force) * _thelen_fse(strain, e0)
     return out
-
-
-def _xml_value(m, tag, default, text=None):
-    """A property the reader kept verbatim (``unmodelled_xml``) of muscle ``m``: float/bool or
-    ``default`` when absent."""
-    text = (getattr(m, "unmodelled_xml", "") or "") if text is None else text
-    hit = re.search(rf"<{tag}>\s*([^<]+?)\s*</{tag}>", text)
-    if hit is None:
-        return default
-    v = hit.group(1)
-    if isinstance(default, bool):
-        return v.lower() == "true"
-    try:
-        return float(v)
-    except ValueError:
-        raise ModelFileError(f"muscle '{m.name}': <{tag}> {v!r} is not a number") from None
 
 
 def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengths=None) -> np.ndarray:
