@@ -139,10 +139,11 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
     qdd = np.empty_like(q)
     for s in frame_chunks(len(t)):
         gen, chunk_loads = _applied(model, tree, q[s], qd[s], list(slice_loads(loads, s)))
-        m_loads, m_gen = dsm.loads(tree, q[s], qd[s])
-        chunk_loads += m_loads
-        if m_gen is not None:
-            gen = m_gen if gen is None else gen + m_gen
+        if dsm.paths is not None:
+            m_loads, m_gen = path_loads(dsm.paths, tree, q[s], dsm.tensions(tree, q[s], qd[s]))
+            chunk_loads += m_loads
+            if m_gen.any():
+                gen = m_gen if gen is None else gen + m_gen
         qdd[s] = forward_accelerations(tree, q[s], qd[s], gen, chunk_loads, locked=locked,
                                        constraints=cs)
     return AnalysisStates(time=t, q=q, u=u, qd=qd, qdd=qdd, udot=speed_derivatives(tree, q, qd, qdd))

@@ -73,26 +73,31 @@ class DefaultStateMuscles:
     others: list
     default_fiber_lengths: dict | None = None
 
-    def loads(self, tree, q, qd):
-        """(body loads (list of ExternalLoad, ground frame), generalized forces (T, nq) or None)
-        the muscles apply at their default states at (q, qd) (T, nq): their tensions along the
-        paths (:func:`arthron.solvers.actuators.path_loads`)."""
-        if self.paths is None:
-            return [], None
+    def tensions(self, tree, q, qd) -> np.ndarray:
+        """Tensions (T, m) N of the muscles at their default states at coordinates ``q`` and
+        coordinate rates ``qd`` (T, nq) (:func:`default_state_tensions`)."""
         from ..multibody.paths import lengthening_speeds, path_lengths
-        from .actuators import path_loads
         speeds = (lengthening_speeds(self.paths, tree, q, qd)
                   if needs_lengthening_speeds(self.muscles) else None)
-        tension = default_state_tensions(self.muscles, path_lengths(self.paths, tree, q), speeds,
-                                         self.default_fiber_lengths)
-        loads, gen = path_loads(self.paths, tree, q, tension)
-        return loads, (gen if gen.any() else None)
+        return default_state_tensions(self.muscles, path_lengths(self.paths, tree, q), speeds,
+                                      self.default_fiber_lengths)
+
+    def generalized_forces(self, tree, q, qd) -> np.ndarray:
+        """Generalized forces (T, nq) of the muscles' default-state tensions (conjugate to the
+        coordinate rates; :func:`arthron.multibody.paths.path_generalized_forces`)."""
+        q = np.atleast_2d(q)
+        if self.paths is None:
+            return np.zeros_like(q, dtype=float)
+        from ..multibody.paths import path_generalized_forces
+        return path_generalized_forces(self.paths, tree, q, self.tensions(tree, q, qd))
 
 
-def default_state_muscles(model, tree, default_fiber_lengths=None) -> DefaultStateMuscles:
-    """The model's applied muscles split into those whose default-state force arthron applies
-    and the others, their paths compiled once (:class:`DefaultStateMuscles`)."""
-    applied = [m for m in model.muscles.values() if m.applies_force]
+def default_state_muscles(model, tree, default_fiber_lengths=None, names=None) -> DefaultStateMuscles:
+    """The model's applied muscles (those named in ``names`` when given) split into those whose
+    default-state force arthron applies and the others, their paths compiled once
+    (:class:`DefaultStateMuscles`)."""
+    applied = [m for m in model.muscles.values() if m.applies_force
+               and (names is None or m.name in names)]
     muscles = [m for m in applied if m.type in DEFAULT_STATE_TYPES]
     paths = None
     if muscles:
