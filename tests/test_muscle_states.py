@@ -260,3 +260,20 @@ def test_inverse_dynamics_with_muscles_not_excluded_as_opensim(tmp_path, kind):
         got = run_inverse_dynamics(read_osim(model), read_sto(ARM_MOT), lowpass_hz=6, forces_to_exclude=())
     assert got.labels == ref.labels and len(got.time) == len(ref.time)
     assert np.abs(got.generalized_forces - ref.data).max() < 1e-8 and np.abs(ref.data).max() > 5
+
+
+@needs_data
+def test_jr_without_forces_warns_that_the_muscles_pull_at_their_default_states(tmp_path):
+    """``arthron jr MODEL MOTION --accelerations forward`` without --forces: one warning that
+    the muscles pull with their default-state forces (not the motion's), and the reactions are
+    those forces' (arm26's elbow: thousands of N); with the motion's accelerations, no warning."""
+    from arthron.errors import ArthronWarning
+    from arthron.tools.analyze_tool import run_joint_reaction
+    with pytest.warns(ArthronWarning, match="default, unequilibrated states") as rec:
+        res = run_joint_reaction(ARM26, ARM_MOT, joints=["r_elbow"], accelerations="forward",
+                                 lowpass_hz=6)
+    assert len(rec) == 1
+    assert np.abs(res.data).max() > 1e3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run_joint_reaction(ARM26, ARM_MOT, joints=["r_elbow"], accelerations="motion", lowpass_hz=6)

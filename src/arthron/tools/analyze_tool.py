@@ -158,6 +158,12 @@ def run_joint_reaction(model, motion, *, forces=None, external_loads=None, joint
         loads_table = ext.load_table()
     if time_range is None:
         time_range = (float(motion.time[0]), float(motion.time[-1]))
+    if (forces is None and accelerations == "forward"
+            and any(m.applies_force for m in model.muscles.values())):
+        warnings.warn(f"model '{model.name}': joint reactions without forces: the muscles pull with "
+                      "their forces at their default, unequilibrated states (as OpenSim's "
+                      "JointReaction without a forces file), not the forces of the motion; give the "
+                      "StaticOptimization _force.sto as forces", ArthronWarning, stacklevel=2)
     return joint_reactions(model, motion, forces_table=forces, external_loads=ext, joints=joints, on=on,
                            in_frame=in_frame, lowpass_hz=lowpass_hz, time_range=time_range,
                            accelerations=accelerations, constraint_forces=constraint_forces,
