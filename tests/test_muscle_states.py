@@ -277,3 +277,14 @@ def test_jr_without_forces_warns_that_the_muscles_pull_at_their_default_states(t
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         run_joint_reaction(ARM26, ARM_MOT, joints=["r_elbow"], accelerations="motion", lowpass_hz=6)
+
+
+def test_other_muscle_classes_are_refused_by_name():
+    """default_state_tensions names a muscle whose class it does not reproduce."""
+    from arthron.errors import UnsupportedFeature
+    from arthron.models.forces import DeGrooteFregly2016Muscle, RigidTendonMuscle
+    from arthron.solvers.muscle_states import default_state_tensions
+    ok = DeGrooteFregly2016Muscle(name="dg", max_isometric_force=300.0)
+    np.testing.assert_array_equal(default_state_tensions([ok], [[0.3], [0.5]]), [[150.0], [150.0]])
+    with pytest.raises(UnsupportedFeature, match="'rt' \\(RigidTendonMuscle\\)"):
+        default_state_tensions([ok, RigidTendonMuscle(name="rt")], [[0.3, 0.3]])

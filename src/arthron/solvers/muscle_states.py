@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ModelFileError
+from ..errors import UnsupportedFeature
 from ..models.muscles import muscle_property as _xml_value
 from ..models.muscles import (_curve_params, degroote_active_force_length,
                               degroote_force_velocity, degroote_passive_force_length,
@@ -114,7 +114,8 @@ def default_state_tensions(muscles, lengths, speeds=None, default_fiber_lengths=
     ``default_fiber_lengths``: {name: (default_fiber_length m, maximum_pennation_angle rad)}
     overriding the file's values (either may be None).
 
-    Raises ModelFileError for a muscle of another class or a property that is not a number."""
+    Raises UnsupportedFeature for a muscle of another class, ModelFileError for a property that
+    is not a number."""
     L = np.atleast_2d(np.asarray(lengths, float))
     V = np.zeros_like(L) if speeds is None else np.broadcast_to(np.atleast_2d(np.asarray(speeds, float)), L.shape)
     out = np.zeros_like(L)
@@ -130,7 +131,7 @@ def default_state_tensions(muscles, lengths, speeds=None, default_fiber_lengths=
             out[:, cols] = f([muscles[k] for k in cols], L[:, cols], V[:, cols])
     bad = [m for m in muscles if m.type not in law]
     if bad:
-        raise ModelFileError(f"muscle '{bad[0].name}' ({bad[0].type}): its force at the default "
+        raise UnsupportedFeature(f"muscle '{bad[0].name}' ({bad[0].type}): its force at the default "
                              "state is not reproduced")
     return out
 
