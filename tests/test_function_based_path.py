@@ -367,3 +367,81 @@ def test_bad_function_based_paths_are_refused_by_name(tmp_path):
     m = read_osim(model("/jointset/hip_r/hip_flexion_r", "0.3 0.1 0.2", 2))
     with pytest.raises(ModelFileError, match="vas_fbp.*length_function takes 2 argument"):
         P.compile_paths(m, compile_model(m))
+
+
+@needs_data
+@needs_opensim
+def test_stability_cone_reaction_map_with_function_based_paths_like_opensim(tmp_path):
+    """The stability cone's reaction map (``C x + d``, the force each joint applies to its
+    child) on arm26 whose BIClong, TRIlong and BRA have FunctionBasedPaths: such a muscle has
+    no points and applies only generalized forces, which at the motion's accelerations change
+    no joint's transmitted force, so its columns are zero and its tension enters the equations
+    of motion only. At OpenSim 4.6's StaticOptimization forces, ``C x + d`` equals the force
+    columns of OpenSim's JointReaction run on those forces (its mobilizer reaction forces,
+    accelerations by forward dynamics) at both joints (OpenSim's
+    activations meet the equations of motion to IPOPT's tolerance, 2e-6 N·m): 3.5e-6 N of
+    53 N at the elbow, 3.6e-6 N of 28 N at the shoulder. (The node pulls of the three muscles'
+    former GeometryPaths at 5 % activation would move the elbow reaction by 100 N.)"""
+    import opensim as osim
+    from conftest import REF, static_optimization_setup
+    from arthron.io.sto import read_sto
+    from arthron.solvers.load_sharing import build_problem
+    from arthron.solvers.load_sharing_cone import reaction_map
+    ik = REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot"
+    src = _build(tmp_path)
+    setup = tmp_path / "so.xml"
+    setup.write_text(static_optimization_setup("fbp", src, ik, tmp_path / "osim", 0.0, 0.1,
+                                               physiology=True))
+    forces = tmp_path / "osim" / "fbp_StaticOptimization_force.sto"
+    jr = tmp_path / "jr.xml"
+    jr.write_text(JR_SETUP.format(model=src, out=tmp_path / "jr", coords=ik, forces=forces))
+    osim.Logger.setLevelString("error")
+    with oracle._cwd(tmp_path):
+        osim.AnalyzeTool(str(setup)).run()
+        osim.AnalyzeTool(str(jr)).run()
+    ref = read_sto(tmp_path / "jr" / "fbp_JointReaction_ReactionLoads.sto")
+    model = read_osim(src)
+    prob = build_problem(model, read_sto(ik), lowpass_hz=6, time_range=(0.0, 0.1),
+                         use_muscle_physiology=True)
+    so = read_sto(forces)
+    assert len(so.time) == len(prob.time) and len(ref.time) == len(prob.time)
+    x = so.data[:, [so.labels.index(n) for n in prob.names]] / prob.force_per_control
+    fbp = [prob.names.index(n) for n in MUSCLES]
+    geo = [i for i in range(len(prob.names)) if i not in fbp]
+    assert x[:, fbp].max() > 0.02                                   # the FBP muscles pull
+    for joint, child in (("r_elbow", "r_ulna_radius_hand"), ("r_shoulder", "r_humerus")):
+        C, d = reaction_map(model, prob, joint)
+        assert not C[:, :, fbp].any() and np.abs(C[:, :, geo]).max() > 0.1
+        got = np.einsum("tin,tn->ti", C, x) + d
+        cols = [ref.labels.index(f"{joint}_on_{child}_in_ground_{a}") for a in ("fx", "fy", "fz")]
+        err = np.abs(got - ref.data[:, cols]).max()
+        print(f"{joint}: cone map vs OpenSim JointReaction {err:.1e} N of {np.abs(ref.data[:, cols]).max():.0f}")
+        assert err < 1e-3
+
+
+@needs_data
+@needs_opensim
+def test_shoulder_study_problem_with_function_based_paths(tmp_path):
+    """The shoulder study's per-frame problem (its reaction map by Newton's law on the child
+    subtree from the paths' node pulls) takes FunctionBasedPath muscles as the cone does: their
+    B columns are their functions' moment arms × F_max, their reaction columns zero, and the
+    whole map equals load_sharing_cone.reaction_map's E-matrix map (measured 3e-13 N of 620 N)."""
+    from arthron.solvers.load_sharing_cone import reaction_map
+    from arthron.solvers.shoulder_forces import abduction_problem
+    src = _build(tmp_path)
+    model = read_osim(src)
+    tree = compile_model(model)
+    q, qd = _states(tree, T=5, seed=4)
+    qdd = np.random.default_rng(2).uniform(-3, 3, q.shape)
+    prob = abduction_problem(model, q, qd, qdd, np.arange(5) * 0.01, COORDS, tree=tree,
+                             reaction_joint="r_elbow")
+    fbp = [prob.names.index(n) for n in MUSCLES]
+    ps = P.compile_paths(model, tree, forces=list(MUSCLES))
+    r = P.moment_arms(ps, tree, q, coupled=False)
+    fmax = np.array([model.forces[n].max_isometric_force for n in MUSCLES])
+    np.testing.assert_allclose(prob.B[:, :, fbp], np.swapaxes(r, 1, 2) * fmax, rtol=1e-14, atol=0)
+    joint, C, d = prob.reaction
+    assert not C[:, :, fbp].any() and np.abs(C).max() > 1.0
+    C2, d2 = reaction_map(model, prob, "r_elbow", tree)
+    np.testing.assert_allclose(C, C2, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(d, d2, rtol=0, atol=1e-9)

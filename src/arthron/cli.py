@@ -612,7 +612,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
     s.add_argument("--accelerations", default="motion", choices=("motion", "forward"),
                    help="motion: the trial's accelerations (Blajer & Czaplicki 2005); forward: from the equations "
-                        "of motion with the given forces, as OpenSim's JointReaction")
+                        "of motion with the given forces, as OpenSim's JointReaction (without --forces: "
+                        "the muscles at their default states, as OpenSim)")
     s.add_argument("--constraint-forces", default="auto", choices=("auto", "least_squares", "none"),
                    help="with the motion's accelerations: model-constraint forces by least squares "
                         "(auto: only when a forces file is given)")

@@ -10,6 +10,9 @@
 * A rigid-tendon static estimate of the normalized fiber length and velocity from the path
   length and lengthening speed (:func:`rigid_tendon_fiber_state`), with the constant-thickness
   pennation model of OpenSim.
+* DeGrooteFregly2016 curves (OpenSim ``DeGrooteFregly2016Muscle``; De Groote et al. 2016 with
+  OpenSim's constants): :func:`degroote_active_force_length`,
+  :func:`degroote_passive_force_length`, :func:`degroote_force_velocity`.
 * Ligament laws: OpenSim ``Blankevoort1991Ligament`` (toe region quadratic up to the
   transition strain, linear beyond, damping on positive strain rate faded in by a smooth step
   over strains 0-0.01, never compressive) and OpenSim ``Ligament``
@@ -22,22 +25,26 @@
 
 Sources: OpenSim 4.6 ``Thelen2003Muscle.cpp``, ``SmoothSegmentedFunctionFactory.cpp``,
 ``SegmentedQuinticBezierToolkit.cpp``, ``Blankevoort1991Ligament.cpp``, ``Ligament.cpp``;
-Millard et al. (2013) J Biomech Eng 135:021005; Thelen (2003) J Biomech Eng 125:70-77;
+``DeGrooteFregly2016Muscle.h``; Millard et al. (2013) J Biomech Eng 135:021005; De Groote et al.
+(2016) Ann Biomed Eng 44:2922-2936; Thelen (2003) J Biomech Eng 125:70-77;
 Blankevoort et al. (1991) J Biomech Eng 113:263-269.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import re
+
 import numpy as np
 
 from ..errors import ModelFileError, UnsupportedFeature
 from .functions import StepFunction
 
-__all__ = ["MuscleParameters", "muscle_parameters", "thelen_active_force_length",
+__all__ = ["MuscleParameters", "muscle_parameters", "muscle_property", "thelen_active_force_length",
            "MuscleCurve", "millard_curves", "millard_active_force_length_curve",
            "millard_fiber_force_length_curve", "millard_force_velocity_curve",
-           "millard_tendon_force_length_curve",
+           "millard_tendon_force_length_curve", "degroote_active_force_length",
+           "degroote_passive_force_length", "degroote_force_velocity",
            "thelen_passive_force_length", "thelen_force_velocity", "rigid_tendon_fiber_state",
            "force_length_velocity", "blankevoort_force", "ligament_force", "ligament_forces"]
 
@@ -53,7 +60,10 @@ class MuscleParameters:
     names, types; max_isometric_force (N); optimal_fiber_length (m); tendon_slack_length (m);
     pennation_angle_at_optimal (rad); max_contraction_velocity (l_opt/s); ``thelen``: dict of
     arrays ``KshapeActive``, ``KshapePassive``, ``FmaxMuscleStrain``, ``Af``, ``Flen`` (the
-    muscle's own values, OpenSim's defaults where absent).
+    muscle's own values, OpenSim's defaults where absent); ``curves``: per muscle the Millard
+    curves or None; ``degroote``: per muscle None or the DeGrooteFregly2016Muscle properties
+    ``active_force_width_scale``, ``passive_fiber_strain_at_one_norm_force``,
+    ``ignore_passive_fiber_force``.
     """
 
     names: list
@@ -65,6 +75,7 @@ class MuscleParameters:
     max_contraction_velocity: np.ndarray
     thelen: dict | None = None
     curves: list | None = None
+    degroote: list | None = None
 
 
 def muscle_parameters(model, names=None) -> MuscleParameters:
@@ -93,8 +104,14 @@ def muscle_parameters(model, names=None) -> MuscleParameters:
               for k, d in THELEN_DEFAULTS.items()}
     curves = [millard_curves(model, n) if t.startswith("Millard") else None
               for n, t in zip(names, types)]
+    degroote = [None if t != "DeGrooteFregly2016Muscle" else {
+        "active_force_width_scale": muscle_property(model.forces[n], "active_force_width_scale", 1.0),
+        "passive_fiber_strain_at_one_norm_force": muscle_property(
+            model.forces[n], "passive_fiber_strain_at_one_norm_force", 0.6),
+        "ignore_passive_fiber_force": muscle_property(model.forces[n], "ignore_passive_fiber_force", False)}
+        for n, t in zip(names, types)]
     return MuscleParameters(names, types, *(np.asarray(cols[k], float) for k in cols),
-                            thelen=thelen, curves=curves)
+                            thelen=thelen, curves=curves, degroote=degroote)
 
 
 # ------------------------------------------------------------------------------ Thelen2003
@@ -149,7 +166,10 @@ def rigid_tendon_fiber_state(params: MuscleParameters, lengths, speeds=None):
 def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
     """Static muscle multipliers for a rigid tendon: (f_L active, f_PE passive, f_V, cos α),
     each (T, n). Thelen2003Muscle (and the deprecated Thelen/Schutte/Delp classes, given the
-    Thelen curves here) and Millard2012 muscles (their own Bézier curves, OpenSim 4.6).
+    Thelen curves here), Millard2012 muscles (their own Bézier curves, OpenSim 4.6) and
+    DeGrooteFregly2016Muscle (De Groote et al. 2016's curves; its cos α is returned as 1: OpenSim
+    4.6's ``calcInextensibleTendonActiveFiberForce`` of this class is the active fiber force
+    along the fiber, not projected on the tendon).
 
     Raises UnsupportedFeature for other muscle classes.
     """
@@ -166,6 +186,16 @@ def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
                                          "(build MuscleParameters with muscle_parameters)")
             fl[:, i], fp[:, i], fv[:, i] = c[0].value(ln[:, i]), c[1].value(ln[:, i]), \
                 c[2].value(vn[:, i])
+        elif t == "DeGrooteFregly2016Muscle":
+            dg = (params.degroote or [None] * len(params.names))[i]
+            if dg is None:
+                raise UnsupportedFeature(f"muscle '{params.names[i]}': DeGroote properties missing "
+                                         "(build MuscleParameters with muscle_parameters)")
+            fl[:, i] = degroote_active_force_length(ln[:, i], dg["active_force_width_scale"])
+            fp[:, i] = 0.0 if dg["ignore_passive_fiber_force"] else degroote_passive_force_length(
+                ln[:, i], dg["passive_fiber_strain_at_one_norm_force"])
+            fv[:, i] = degroote_force_velocity(vn[:, i])
+            alpha[:, i] = 0.0
         elif not (t.startswith("Thelen") or t in ("Schutte1993Muscle_Deprecated",
                                                   "Delp1990Muscle_Deprecated")):
             raise UnsupportedFeature(f"muscle '{params.names[i]}' ({t}): force-length-velocity "
@@ -368,8 +398,12 @@ def millard_tendon_force_length_curve(strain_at_one_norm_force=0.049,
 
 
 def _curve_params(force, tag):
-    """A Millard curve's properties of the muscle (OpenSim defaults where absent)."""
+    """A Millard curve's properties of the muscle (OpenSim defaults where absent; a
+    Millard2012AccelerationMuscle's active force-length curve goes down to 0, as that class
+    constructs it)."""
     out = dict(MILLARD_DEFAULTS[tag])
+    if tag == "ActiveForceLengthCurve" and getattr(force, "type", "") == "Millard2012AccelerationMuscle":
+        out["minimum_value"] = 0.0
     own = getattr(force, tag, None) or {}
     for k in out:
         if own.get(k) is not None:
@@ -384,6 +418,45 @@ def millard_curves(model, name):
     return (millard_active_force_length_curve(**_curve_params(f, "ActiveForceLengthCurve")),
             millard_fiber_force_length_curve(**_curve_params(f, "FiberForceLengthCurve")),
             millard_force_velocity_curve(**_curve_params(f, "ForceVelocityCurve")))
+
+
+# ------------------------------------------------------------------------------ DeGrooteFregly2016
+# The curve constants of OpenSim 4.6's DeGrooteFregly2016Muscle (De Groote et al. 2016, with
+# OpenSim's adjustments: f_L(1) = 1, f_V(-1) = 0 and f_V(0) = 1, the passive curve 0 at the
+# minimum normalized fiber length 0.2).
+_DG_ACTIVE = ((0.8150671134243542, 1.055033428970575, 0.162384573599574, 0.063303448465465),
+              (0.433004984392647, 0.716775413397760, -0.029947116970696, 0.200356847296188),
+              (0.1, 1.0, 0.353553390593274, 0.0))
+_DG_KPE = 4.0
+_DG_MIN_NORM_FIBER_LENGTH = 0.2
+_DG_FV = (-0.3211346127989808, -8.149, -0.374, 0.8825327733249912)
+
+
+def degroote_active_force_length(lce_norm, width_scale: float = 1.0):
+    """Active force-length multiplier of DeGrooteFregly2016Muscle: the sum of three
+    Gaussian-like terms ``b1 exp(-½ (x - b2)² / (b3 + b4 x)²)`` at ``x = (l̃ - 1)/s + 1``
+    (``s`` = ``active_force_width_scale``). Shape of ``lce_norm``."""
+    x = (np.asarray(lce_norm, float) - 1.0) / float(width_scale) + 1.0
+    return sum(b1 * np.exp(-0.5 * (x - b2) ** 2 / (b3 + b4 * x) ** 2) for b1, b2, b3, b4 in _DG_ACTIVE)
+
+
+def degroote_passive_force_length(lce_norm, strain_at_one_norm_force: float = 0.6):
+    """Passive force-length multiplier of DeGrooteFregly2016Muscle,
+    ``(exp(k (l̃ - 1)/e0) - c) / (exp(k) - c)``, k = 4, c = ``exp(k (0.2 - 1)/e0)`` (0 at
+    l̃ = 0.2, negative below), e0 = ``passive_fiber_strain_at_one_norm_force``."""
+    e0 = float(strain_at_one_norm_force)
+    off = np.exp(_DG_KPE * (_DG_MIN_NORM_FIBER_LENGTH - 1.0) / e0)
+    x = np.asarray(lce_norm, float)
+    return (np.exp(_DG_KPE * (x - 1.0) / e0) - off) / (np.exp(_DG_KPE) - off)
+
+
+def degroote_force_velocity(v_norm):
+    """Force-velocity multiplier of DeGrooteFregly2016Muscle at normalized fiber velocity
+    ``v_norm`` (in ``max_contraction_velocity`` × optimal fiber lengths per s; -1 → 0, 0 → 1):
+    ``d1 asinh(d2 v + d3) + d4``."""
+    d1, d2, d3, d4 = _DG_FV
+    t = d2 * np.asarray(v_norm, float) + d3
+    return d1 * np.log(t + np.sqrt(t * t + 1.0)) + d4
 
 
 # ------------------------------------------------------------------------------ ligaments
@@ -419,6 +492,24 @@ def ligament_force(lengths, resting_length, pcsa_force, force_length_curve):
     x = L / np.asarray(resting_length, float)
     f = force_length_curve.value(x.ravel()).reshape(x.shape)
     return np.where(L > resting_length, np.asarray(pcsa_force, float) * f, 0.0)
+
+
+def muscle_property(force, tag, default, text=None):
+    """A property of a force that the reader kept verbatim (``unmodelled_xml``, or ``text``):
+    a float, a bool when ``default`` is a bool, or ``default`` when absent.
+
+    Raises ModelFileError naming the force and the element when the value is not a number."""
+    text = (getattr(force, "unmodelled_xml", "") or "") if text is None else text
+    hit = re.search(rf"<{tag}>\s*([^<]+?)\s*</{tag}>", text)
+    if hit is None:
+        return default
+    v = hit.group(1)
+    if isinstance(default, bool):
+        return v.lower() == "true"
+    try:
+        return float(v)
+    except ValueError:
+        raise ModelFileError(f"muscle '{force.name}': <{tag}> {v!r} is not a number") from None
 
 
 def _value(force, name, default):

@@ -36,7 +36,8 @@ evaluates, vectorized over frames:
   points (OpenSim's Lepton grammar, :func:`arthron.models.expressions.lepton_expression`);
 * actuators (CoordinateActuator, PathActuator, muscles when not excluded, ...) produce force
   only from controls or activations, which inverse dynamics does not have: CoordinateActuator
-  and PathActuator give zero (control 0), muscles are reported as not applied; an
+  and PathActuator give zero (control 0), muscles are reported as not applied (the solvers
+  apply their default-state forces: :mod:`arthron.solvers.muscle_states`); an
   ActivationCoordinateActuator applies ``default_activation × optimal_force``, as OpenSim's
   InverseDynamicsTool does with the model's default activation state.
 

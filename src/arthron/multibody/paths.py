@@ -53,7 +53,8 @@ lengthening speed the speed function of ``(q, q̇)`` or ``-Σ r q̇``; their ten
 the generalized forces ``tension × r`` on their coordinates (OpenSim's ``addInEquivalentForces``
 applies mobility forces, no body forces): :func:`path_body_forces` puts them in ``mobility``,
 and :func:`moment_arms_and_node_forces` (the node pulls of the E-matrix reaction) refuses such
-paths. They are evaluated here, above the geometry of :mod:`arthron.multibody.path_geometry`;
+paths (the reaction maps of the solvers give them zero columns: at given accelerations
+generalized forces change no joint's transmitted force). They are evaluated here, above the geometry of :mod:`arthron.multibody.path_geometry`;
 agreement with OpenSim 4.6 in ``tests/test_function_based_path.py``.
 
 Everything is vectorized over frames: coordinates ``q`` are (T, nq) in model order (radians,

@@ -11,7 +11,7 @@ loads (ExternalLoads: force at a point plus torque). ``Dᵀ`` is applied as a ba
 subtrees (:func:`arthron.multibody.kinematics.apply_velocity_map_transpose`) rather than as a
 dense matrix. Like OpenSim's tool, constraints and coordinate locks are ignored
 (Simbody's ``calcResidualForceIgnoringConstraints`` on the file's coordinate values) and muscles
-are excluded. For Ellipsoid, Scapulothoracic, Ball and Free joints OpenSim's generalized speeds
+are excluded by default (when they are not, they pull with their default-state forces). For Ellipsoid, Scapulothoracic, Ball and Free joints OpenSim's generalized speeds
 are the angular velocity ω_FM (in F), not the Euler-angle rates: the tool reads the spline
 derivatives as those speeds and reports forces conjugate to them; arthron does the same
 (:func:`arthron.multibody.kinematics.qdot_from_speeds`, :func:`~arthron.multibody.kinematics.mobility_forces`).
@@ -150,9 +150,10 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
     time_range : (t0, t1) or None (the motion's first to last time)
     forces_to_exclude : OpenSim's property (names, classes, ``Muscles``, ``Actuators``, ``All``).
         The passive elements that remain (springs, coordinate limit forces, ligaments) are
-        applied as OpenSim applies them (:mod:`arthron.multibody.forces`); elements that need
-        states arthron does not have (muscles not excluded, contact, plugin classes) are left
-        out with a warning.
+        applied as OpenSim applies them (:mod:`arthron.multibody.forces`); muscles not
+        excluded pull with their forces at their default states, as in OpenSim's tool
+        (:mod:`arthron.solvers.muscle_states`); elements that need states arthron does not
+        have (other muscle classes, plugin classes) are left out with a warning.
 
     Returns
     -------
@@ -174,11 +175,20 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
         if loads_table is None:
             loads_table = external_loads.load_table()
         loads = external_loads_from_setup(model, external_loads, loads_table, t_out)
+    # muscles not excluded pull with their forces at their default states, as in OpenSim's tool
+    from ..multibody.forces import active_forces
+    from .muscle_states import default_state_muscles
+    muscles = default_state_muscles(model, tree, names={f.name for f in active_forces(model, forces_to_exclude)
+                                                        if f.is_muscle})
+    pulled = {m.name for m in muscles.muscles}
     # frames in chunks: peak memory bounded whatever the trial's length, same numbers
     tau = np.empty_like(q)
     not_applied = []
     for s in frame_chunks(len(t_out)):
         applied, not_applied = applied_generalized_forces(model, tree, q[s], qd[s], forces_to_exclude)
+        not_applied = [(t_, n) for t_, n in not_applied if n not in pulled]
+        if pulled:
+            applied = applied + muscles.generalized_forces(tree, q[s], qd[s])
         tau[s] = mobility_forces(tree, q[s], inverse_dynamics(tree, q[s], qd[s], qdd[s],
                                                               slice_loads(loads, s), applied=applied))
     if not_applied:

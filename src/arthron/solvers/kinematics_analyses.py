@@ -12,17 +12,14 @@ limit forces, ligaments; muscles and actuators see below). arthron computes them
 :func:`arthron.multibody.forward_dynamics.forward_accelerations`, as its JointReaction does.
 
 Muscles: the coordinates file gives no muscle state, so OpenSim applies each muscle's force at its
-*default* (unequilibrated) state: fiber length ``default_fiber_length`` (0.1 m unless the model
-says otherwise), activation ``default_activation``. For ``Thelen2003Muscle`` that force is the
-tendon's, ``F_iso f_se(l_T / l_s)`` with ``l_T = L − l_M cos φ`` (fixed-width pennation, fiber
-clamped at its minimum length; Thelen 2003's tendon curve with OpenSim's exact toe constants),
-whatever the activation: arthron applies exactly that along the paths
-(:func:`thelen_default_state_tensions`). ``Millard2012EquilibriumMuscle`` s likewise, with an
-elastic tendon (their TendonForceLengthCurve at the default fiber length) or a rigid one (the
-fiber's force at the path's fiber length and velocity, default activation):
-:func:`millard_default_state_tensions`. Other muscle models and actuators apply no force in
-arthron (a warning names them), so the accelerations of such models differ from OpenSim's;
-positions and velocities never depend on forces.
+*default* (unequilibrated) state: for ``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``,
+``Millard2012AccelerationMuscle`` and ``DeGrooteFregly2016Muscle`` arthron applies exactly that
+force along the paths (:mod:`arthron.solvers.muscle_states`, whose
+:func:`~arthron.solvers.muscle_states.thelen_default_state_tensions` and
+:func:`~arthron.solvers.muscle_states.millard_default_state_tensions` this module re-exports).
+Other muscle models and actuators apply no force in arthron (a warning names them), so the
+accelerations of such models differ from OpenSim's; positions and velocities never depend on
+forces.
 
 Results are typed objects whose ``to_table`` gives the tables OpenSim writes (labels, units,
 names, descriptions); writing them is :mod:`arthron.tools.analyze_tool`.
@@ -32,7 +29,6 @@ Sources: OpenSim 4.6 ``BodyKinematics``, ``Kinematics``, ``PointKinematics`` (An
 """
 from __future__ import annotations
 
-import re
 import warnings
 from dataclasses import dataclass, field
 
@@ -49,6 +45,8 @@ from ..tables import Table
 from .actuators import path_loads
 from .filtering import prepare_coordinates
 from .inverse_dynamics import external_loads_from_setup, frame_chunks, slice_loads
+from .muscle_states import (default_state_muscles, millard_default_state_tensions,  # noqa: F401
+                            thelen_default_state_tensions)
 
 __all__ = ["AnalysisStates", "analysis_states", "thelen_default_state_tensions",
            "millard_default_state_tensions", "BodyKinematicsResult", "body_kinematics",
@@ -121,20 +119,13 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
     if tree.angular_velocity_groups:
         from ..multibody.kinematics import qdot_from_speeds
         qd = qdot_from_speeds(tree, q, u)
-    applied = [m for m in model.muscles.values() if m.applies_force]
-    thelen = [m for m in applied if m.type == "Thelen2003Muscle"]
-    millard = [m for m in applied if m.type in _MILLARD]
-    others = [m for m in applied if m.type != "Thelen2003Muscle" and m.type not in _MILLARD]
-    if others:
-        warnings.warn(f"model '{model.name}': {len(others)} muscles ({', '.join(sorted({m.type for m in others}))}) "
+    dsm = default_state_muscles(model, tree, default_fiber_lengths)
+    if dsm.others:
+        warnings.warn(f"model '{model.name}': {len(dsm.others)} muscles "
+                      f"({', '.join(sorted({m.type for m in dsm.others}))}) "
                       "apply no force to the accelerations (OpenSim applies them at their default, "
                       "unequilibrated states): the accelerations differ from OpenSim's; positions "
                       "and velocities do not", ArthronWarning, stacklevel=2)
-    paths = None
-    fiber = default_fiber_lengths or {}
-    if thelen or millard:
-        from ..multibody.paths import compile_paths
-        paths = compile_paths(model, tree, forces=[m.name for m in thelen + millard])
     loads = []
     if external_loads is not None:
         if loads_table is None:
@@ -148,16 +139,8 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
     qdd = np.empty_like(q)
     for s in frame_chunks(len(t)):
         gen, chunk_loads = _applied(model, tree, q[s], qd[s], list(slice_loads(loads, s)))
-        if paths is not None:
-            from ..multibody.paths import path_lengths
-            lengths = path_lengths(paths, tree, q[s])
-            nt = len(thelen)
-            tension = np.empty_like(lengths)
-            tension[:, :nt] = thelen_default_state_tensions(thelen, lengths[:, :nt], fiber)
-            if millard:
-                speeds = _lengthening_speeds(millard, paths, tree, q[s], qd[s], nt)
-                tension[:, nt:] = millard_default_state_tensions(millard, lengths[:, nt:], speeds, fiber)
-            m_loads, m_gen = path_loads(paths, tree, q[s], tension)
+        if dsm.paths is not None:
+            m_loads, m_gen = path_loads(dsm.paths, tree, q[s], dsm.tensions(tree, q[s], qd[s]))
             chunk_loads += m_loads
             if m_gen.any():
                 gen = m_gen if gen is None else gen + m_gen
@@ -186,134 +169,6 @@ def speed_derivatives(tree: Tree, q, qd, qdd) -> np.ndarray:
         udot[:, g] = (np.einsum("tij,tj->ti", A, qdd[:, g])
                       + np.einsum("tij,tj->ti", Ad, qd[:, g]))
     return udot
-
-
-def _thelen_fse(x, e0):
-    """Thelen 2003's normalized tendon force at strain x (OpenSim's exact toe constants)."""
-    t1 = np.exp(3.0)
-    e_toe = 99.0 * e0 * t1 / (166.0 * t1 - 67.0)
-    k_lin = 0.67 / (e0 - e_toe)
-    toe = 0.33 / (np.exp(3.0) - 1.0) * (np.exp(3.0 * x / e_toe) - 1.0)
-    return np.where(x > e_toe, k_lin * (x - e_toe) + 0.33, np.where(x > 0.0, toe, 0.0))
-
-
-def thelen_default_state_tensions(muscles, lengths, default_fiber_lengths=None) -> np.ndarray:
-    """Tensions (T, m) N of ``Thelen2003Muscle`` s at their default states and path lengths
-    ``lengths`` (T, m) m: ``F_iso f_se((L − l_M cos φ)/l_s − 1)``, l_M the default fiber length
-    (0.1 m, or ``default_fiber_lengths[name][0]``) clamped at the fixed-width pennation model's
-    minimum ``h / sin φ_max`` (h = l_opt sin φ_opt, φ_max = acos 0.1 or
-    ``default_fiber_lengths[name][1]``), sin φ = h / l_M; f_se Thelen (2003)'s tendon curve with
-    ``FmaxTendonStrain`` (0.04 when absent) and OpenSim's exact toe constants
-    (``Thelen2003Muscle::calcfse``). What OpenSim's ``computeActuation`` returns there."""
-    L = np.atleast_2d(np.asarray(lengths, float))
-    out = np.zeros_like(L)
-    given = default_fiber_lengths or {}
-    for k, m in enumerate(muscles):
-        lce, pmax = given.get(m.name, (None, None))
-        lce = 0.1 if lce is None else float(lce)
-        pmax = np.arccos(0.1) if pmax is None else float(pmax)
-        h = float(m.optimal_fiber_length) * np.sin(float(m.pennation_angle_at_optimal))
-        lce = max(lce, h / np.sin(pmax))
-        cos_phi = np.sqrt(1.0 - (h / lce) ** 2)
-        e0 = 0.04 if m.FmaxTendonStrain is None else float(m.FmaxTendonStrain)
-        strain = (L[:, k] - lce * cos_phi) / float(m.tendon_slack_length) - 1.0
-        out[:, k] = float(m.max_isometric_force) * _thelen_fse(strain, e0)
-    return out
-
-
-_MILLARD = ("Millard2012EquilibriumMuscle",)
-
-
-def _xml_value(m, tag, default, text=None):
-    """A property the reader kept verbatim (``unmodelled_xml``) of muscle ``m``: float/bool or
-    ``default`` when absent."""
-    text = (getattr(m, "unmodelled_xml", "") or "") if text is None else text
-    hit = re.search(rf"<{tag}>\s*([^<]+?)\s*</{tag}>", text)
-    if hit is None:
-        return default
-    v = hit.group(1)
-    if isinstance(default, bool):
-        return v.lower() == "true"
-    try:
-        return float(v)
-    except ValueError:
-        raise ModelFileError(f"muscle '{m.name}': <{tag}> {v!r} is not a number") from None
-
-
-def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengths=None) -> np.ndarray:
-    """Tensions (T, m) N of ``Millard2012EquilibriumMuscle`` s at their default states, path
-    lengths ``lengths`` (T, m) m and lengthening speeds ``speeds`` (T, m) m/s: what OpenSim
-    4.6's ``computeActuation`` (``MuscleDynamicsInfo::tendonForce``) returns there.
-
-    Fiber length: elastic tendon, the state ``default_fiber_length`` (0.1 m, or
-    ``default_fiber_lengths[name][0]``); rigid tendon (``ignore_tendon_compliance``), from the
-    path, ``sqrt(h² + (L − l_s)²)``; both clamped at the minimum fiber length
-    ``max(l_min,active l_opt, h / sin φ_max)`` (fixed-width pennation, h = l_opt sin φ_opt).
-    Elastic tendon: ``F_iso f_T((L − l_M cos φ)/l_s)`` (TendonForceLengthCurve), whatever the
-    activation and fiber velocity. Rigid tendon: the fiber's force along the tendon,
-    ``F_iso (a f_L f_V(v) + f_PE + β v) cos φ`` ≥ 0 with v = L̇ cos φ / (l_opt v_max), a =
-    ``default_activation`` (``ignore_activation_dynamics``: the control, 0 in the AnalyzeTool)
-    clamped to [``minimum_activation``, 1], β = ``fiber_damping``; 0 when the fiber is clamped
-    and shortening or the tendon is slack. Curves: :func:`arthron.models.muscles.millard_curves`.
-    Source: OpenSim 4.6 ``Millard2012EquilibriumMuscle::calcMuscleLengthInfo``,
-    ``calcFiberVelocityInfo``, ``calcMuscleDynamicsInfo``, ``isFiberStateClamped``."""
-    from ..models.muscles import _curve_params, millard_tendon_force_length_curve
-    from ..models.muscles import (millard_active_force_length_curve, millard_fiber_force_length_curve,
-                                  millard_force_velocity_curve)
-    L = np.atleast_2d(np.asarray(lengths, float))
-    V = np.broadcast_to(np.atleast_2d(np.asarray(speeds, float)), L.shape)
-    out = np.zeros_like(L)
-    given = default_fiber_lengths or {}
-    for k, m in enumerate(muscles):
-        lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
-        fiso, vmax = float(m.max_isometric_force), float(m.max_contraction_velocity)
-        lce0, pmax = given.get(m.name, (None, None))
-        lce0 = _xml_value(m, "default_fiber_length", 0.1) if lce0 is None else float(lce0)
-        pmax = _xml_value(m, "maximum_pennation_angle", float(np.arccos(0.1))) if pmax is None else float(pmax)
-        h = lopt * np.sin(float(m.pennation_angle_at_optimal))
-        afl = _curve_params(m, "ActiveForceLengthCurve")
-        lmin = max(afl["min_norm_active_fiber_length"] * lopt, h / np.sin(pmax), 1e-14)
-        block = re.search(r"<TendonForceLengthCurve[^>]*?(?:/>|>(.*?)</TendonForceLengthCurve>)",
-                          getattr(m, "unmodelled_xml", "") or "", re.S)
-        tprops = {t: _xml_value(m, t, None, (block.group(1) or "") if block else "")
-                  for t in ("strain_at_one_norm_force", "stiffness_at_one_norm_force",
-                            "norm_force_at_toe_end", "curviness")}
-        if tprops["strain_at_one_norm_force"] is None:
-            tprops["strain_at_one_norm_force"] = 0.049
-        if _xml_value(m, "ignore_tendon_compliance", False):
-            lce = np.maximum(np.sqrt(h * h + (L[:, k] - ls) ** 2), lmin)
-        else:
-            lce = np.full(len(L), max(lce0, lmin))
-        cos_phi = np.sqrt(1.0 - (h / lce) ** 2)
-        lt = L[:, k] - lce * cos_phi
-        if not _xml_value(m, "ignore_tendon_compliance", False):
-            out[:, k] = fiso * millard_tendon_force_length_curve(**tprops).value(lt / ls)
-            continue
-        if _xml_value(m, "ignore_activation_dynamics", False):
-            a = 0.0
-        else:
-            a = _xml_value(m, "default_activation", 0.05)
-        amin = _xml_value(m, "minimum_activation", 0.01)
-        a = min(max(a, amin), 1.0)
-        beta = _xml_value(m, "fiber_damping", 0.1)
-        slack = lt < ls - 1e-14
-        v = np.where(slack, 0.0, V[:, k] * cos_phi / (lopt * vmax))
-        lN = lce / lopt
-        fal = millard_active_force_length_curve(**afl).value(lN)
-        fpe = millard_fiber_force_length_curve(**_curve_params(m, "FiberForceLengthCurve")).value(lN)
-        fv = np.where(slack, 1.0, millard_force_velocity_curve(**_curve_params(m, "ForceVelocityCurve")).value(v))
-        fm = np.maximum(fiso * (a * fal * fv + fpe + beta * v), 0.0)
-        clamped = ((lce <= lmin) & (v <= 0)) | (lce < lmin)
-        out[:, k] = np.where(clamped, 0.0, fm * cos_phi)
-    return out
-
-
-def _lengthening_speeds(muscles, paths, tree, q, qd, offset):
-    """Lengthening speeds (T, m) m/s of ``muscles`` (paths ``offset:`` of ``paths``) as OpenSim's
-    ``GeometryPath::getLengtheningSpeed`` (:func:`arthron.multibody.paths.lengthening_speeds`:
-    the points' relative velocities along the path, moving path points included)."""
-    from ..multibody.paths import lengthening_speeds
-    return lengthening_speeds(paths, tree, q, qd)[:, offset:]
 
 
 def _applied(model, tree, q, qd, loads):

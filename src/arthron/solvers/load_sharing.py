@@ -17,8 +17,9 @@ null-space basis of G (rows ``Nᵀ``) and recovered afterwards by least squares.
 
 Objective (OpenSim's ``StaticOptimizationTarget::objectiveFunc``): ``Σ_i |x_i|^p`` over all
 actuators, every control weighted alike (a reserve's ``optimal_force`` is what makes it cheap
-or dear), bounds ``min_control ≤ x ≤ max_control`` (OpenSim 4.6: muscles of the Thelen and
-Millard classes never below ``minimum_activation`` = 0.01). As in OpenSim the muscles' forces
+or dear), bounds ``min_control ≤ x ≤ max_control`` (OpenSim 4.6: Thelen2003Muscle and
+Millard2012EquilibriumMuscle never below ``minimum_activation`` = 0.01; a
+Millard2012AccelerationMuscle or DeGrooteFregly2016Muscle down to its ``min_control``). As in OpenSim the muscles' forces
 are overridden by ``x F̂``: passive fibre force is *not* applied (``passive_fiber_force=True``
 adds it as a known force, which OpenSim does not do). With weights ``w_i`` per control
 (``weights``) the objective is ``Σ w_i |x_i|^p``: Σ (f_i/PCSA_i)² of the shoulder–elbow model
@@ -56,8 +57,7 @@ SO_ACTUATOR_TYPES = ("CoordinateActuator", "ActivationCoordinateActuator", "Poin
 #: the classes that act on one coordinate (OpenSim's CoordinateActuator and its subclass)
 _COORDINATE_ACTUATORS = ("CoordinateActuator", "ActivationCoordinateActuator")
 #: muscle classes whose minimum activation OpenSim 4.6 holds at ≥ 0.01
-MIN_ACTIVATION_CLASSES = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle",
-                          "Millard2012AccelerationMuscle")
+MIN_ACTIVATION_CLASSES = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle")
 
 
 class InfeasibleFrames(SolverError):
@@ -208,8 +208,8 @@ def _external_columns(tree: Tree, kin, loads):
 def actuator_bounds(model: Model, names, controls=None):
     """(lower, upper) control bounds (n,) as OpenSim 4.6 sets them: ``min_control`` /
     ``max_control`` from ``controls`` ({name: (min, max)}, e.g. read from the file), defaults
-    muscles 0..1 (Thelen and Millard classes: ``max(min_control, 0.01)``, their
-    ``minimum_activation``), other actuators −∞..∞."""
+    muscles 0..1 (Thelen2003Muscle and Millard2012EquilibriumMuscle: ``max(min_control, 0.01)``,
+    their ``minimum_activation``), other actuators −∞..∞."""
     controls = controls or {}
     lo, hi = [], []
     for n in names:

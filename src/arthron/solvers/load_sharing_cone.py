@@ -118,6 +118,16 @@ def reaction_map(model: Model, prob: LoadSharingProblem, joint: str, tree: Tree 
     ``μ = (G_fᵀ)⁺ (τ_f − B_f x)`` of :func:`arthron.solvers.load_sharing.solve_problem`, affine in
     x), so they fold into C and d. CoordinateCouplerConstraints act on coordinates, not on
     bodies, and do not enter.
+
+    Generalized (mobility) forces do not enter either: at the problem's accelerations the force a
+    joint transmits is fixed by Newton's law on its child subtree and the *body* loads on it
+    (Blajer & Czaplicki 2005's ``Λ = Eᵀ(h − M(D q̈ + γ))``), whatever the generalized forces do.
+    So a muscle on a ``FunctionBasedPath`` (OpenSim 4.5+), which has no points and applies only
+    ``tension × r`` on its coordinates (OpenSim's mobility forces), has a zero column: its
+    tension enters the equations of motion (the problem's B), not the reaction, exactly as in
+    OpenSim's JointReaction, whose mobilizer reaction forces see such a path only through the
+    accelerations. The same holds for the sliding part of MovingPathPoints (their point pulls
+    do enter).
     """
     tree = tree or compile_model(model)
     T, n = prob.force_per_control.shape
@@ -155,6 +165,7 @@ def reaction_map(model: Model, prob: LoadSharingProblem, joint: str, tree: Tree 
         else:
             ps, sd = compile_paths(model, tree, forces=names), None
         pl = path_body_forces(ps, tree, q, prob.force_per_control[:, mus], kin=kin0, states=sd)
+        # a FunctionBasedPath has no points (K = 0): no body load, a zero column (docstring)
         for k, (body, P, f) in enumerate(pl.points):
             for b in np.unique(body):
                 if b >= tree.nb:

@@ -568,7 +568,9 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     accelerations : "motion" (q̈ of the splined motion: the loads that produce the motion) or
         "forward" (q̈ from the equations of motion with the forces of ``forces_table``: OpenSim's
         JointReaction; locked coordinates held, model constraints with multipliers whose body
-        forces load the joints)
+        forces load the joints; without ``forces_table`` the muscles pull with their forces at
+        their default, unequilibrated states, as in OpenSim:
+        :mod:`arthron.solvers.muscle_states`, other muscle classes apply none, with a warning)
     constraint_forces : with the motion's accelerations, how the model constraints' multipliers
         are found (:func:`motion_constraint_multipliers`): "least_squares" (the constraints carry
         what they can of the generalized forces the motion needs beyond the applied ones: exact
@@ -627,6 +629,16 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
         from ..multibody.constraints import compile_constraints
         cs = compile_constraints(model, tree)
     locked = np.array([c.locked for c in model.coordinates.values()])
+    muscles = None
+    if forces_table is None and accelerations == "forward":
+        # OpenSim's JointReaction without a forces file: the muscles pull at their default states
+        from .muscle_states import default_state_muscles
+        muscles = default_state_muscles(model, tree)
+        if muscles.others:
+            warnings.warn(f"model '{model.name}': {len(muscles.others)} muscles "
+                          f"({', '.join(sorted({m.type for m in muscles.others}))}) apply no force "
+                          "in the joint reactions (OpenSim applies them at their default states)",
+                          ArthronWarning, stacklevel=2)
     # frames in chunks: peak memory bounded whatever the trial's length, same numbers
     chunks = frame_chunks(len(t))
     data = residual = jl = labels = None
@@ -634,7 +646,7 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     for s_ in chunks:
         labels, d, jl_s, res_s, qdd_out[s_] = _reaction_chunk(
             model, tree, t[s_], q[s_], qd[s_], qdd[s_], slice_loads(loads, s_), forces_table,
-            accelerations, constraint_forces, cs, locked, joints, on, in_frame)
+            accelerations, constraint_forces, cs, locked, joints, on, in_frame, muscles)
         if data is None:
             data = np.empty((len(t), d.shape[1]))
             residual = None if res_s is None else np.empty((len(t), res_s.shape[1]))
@@ -648,13 +660,18 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
 
 
 def _reaction_chunk(model, tree, t, q, qd, qdd, loads, forces_table, accelerations,
-                    constraint_forces, cs, locked, joints, on, in_frame):
-    """Joint reactions of one chunk of frames: (labels, data, JointLoads, residual, q̈)."""
+                    constraint_forces, cs, locked, joints, on, in_frame, muscles=None):
+    """Joint reactions of one chunk of frames: (labels, data, JointLoads, residual, q̈).
+    ``muscles``: DefaultStateMuscles whose default-state forces apply (no forces table)."""
     loads = list(loads)
     gen = None
     if forces_table is not None:
         gen, act_loads = actuator_forces(model, tree, forces_table, t, q=q)
         loads += act_loads
+    elif muscles is not None and muscles.paths is not None:
+        m_loads, m_gen = path_loads(muscles.paths, tree, q, muscles.tensions(tree, q, qd))
+        loads += m_loads
+        gen = m_gen if m_gen.any() else None
     # Passive elements act as in OpenSim's AnalyzeTool: springs and limit forces on their
     # coordinates, ligaments along their paths (body forces, so they change the reactions).
     pf = passive_forces(model, tree, q, qd, exclude=("Actuators",))

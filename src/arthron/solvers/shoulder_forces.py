@@ -40,7 +40,8 @@ from ..models.model import Model
 from ..multibody.forces import applied_generalized_forces
 from ..multibody.inverse_dynamics import inverse_dynamics
 from ..multibody.kinematics import Tree, compile_model, forward_kinematics
-from ..multibody.paths import compile_paths, moment_arms, moment_arms_and_node_forces, moment_arms_excursion
+from ..multibody.paths import (compile_paths, moment_arms, moment_arms_and_node_forces, moment_arms_excursion,
+                               path_body_forces, path_states)
 from ..tables import Table
 from .load_sharing import LoadSharingProblem
 from .load_sharing_cone import StabilityCone, cone_resolve
@@ -132,7 +133,10 @@ def abduction_problem(model: Model, q, qd, qdd, time, coordinates, *, constraint
     """The per-frame problem of the module docstring as a :class:`LoadSharingProblem` whose
     unknowns are the muscles' activations (force per activation F̂ = max isometric force, no
     force–length–velocity scaling: Sarshari et al. bound the forces by f_max) followed by one
-    column per constraint row (kind ``"multiplier"``, G's row, bounds [0, ∞)).
+    column per constraint row (kind ``"multiplier"``, G's row, bounds [0, ∞)). Muscles on
+    FunctionBasedPaths (OpenSim 4.5+) enter with their functions' moment arms and, having no
+    points, zero reaction columns (their generalized forces change no joint's transmitted
+    force at the motion's accelerations: :func:`arthron.solvers.load_sharing_cone.reaction_map`).
 
     Parameters
     ----------
@@ -163,7 +167,15 @@ def abduction_problem(model: Model, q, qd, qdd, time, coordinates, *, constraint
     kin = forward_kinematics(tree, q)
     tau = inverse_dynamics(tree, q, qd, qdd, [], applied=applied)
     ps = compile_paths(model, tree, forces=muscles)
-    R, node_forces = moment_arms_and_node_forces(ps, tree, q, kin)         # (T, n, nq)
+    if ps.function_based:
+        # FunctionBasedPaths (OpenSim 4.5+): moment arms from their functions, no node pulls
+        # (generalized forces only: zero reaction columns, as in load_sharing_cone.reaction_map)
+        sd = path_states(ps, tree, q, kin)
+        R = moment_arms(ps, tree, q, kin, coupled=False, states=sd)
+        pl = path_body_forces(ps, tree, q, np.ones(len(muscles)), kin=kin, states=sd)
+        node_forces = [(body, f) for body, _, f in pl.points]
+    else:
+        R, node_forces = moment_arms_and_node_forces(ps, tree, q, kin)     # (T, n, nq)
     fmax = np.array([float(model.forces[m].max_isometric_force) for m in muscles])
     m = cs.size
     G = cs.jacobian(q) if m else np.zeros((T, 0, tree.nq))
@@ -218,7 +230,6 @@ def reaction_force_map(model: Model, prob: LoadSharingProblem, joint: str, tree:
 
     Raises OptionError when a model constraint acts on a body of the subtree.
     """
-    from ..multibody.paths import path_body_forces
     tree = tree or compile_model(model)
     j = tree.joint_names.index(joint)
     sub = _subtree(tree, int(tree.joint_child_body[j]))

@@ -69,12 +69,11 @@ def _joint_reaction(st: AnalyzeSetup, jr, model: Model, motion, accelerations, s
             and any(m.applies_force for m in model.muscles.values())):
         # OpenSim then takes the muscle forces from the muscles' default states (with
         # solve_for_equilibrium_for_auxiliary_states false, unequilibrated fibres: reactions of
-        # 10^5 N on the Gait2354 pipeline's Analyze_Reactions setup); arthron applies none
-        warnings.warn(f"{st.path}: JointReaction without <forces_file>: the muscles and actuators "
-                      "apply no force, so the reactions are those of the model moved by gravity and "
-                      "the external loads alone (OpenSim uses the muscles' default states instead); "
-                      "give the StaticOptimization _force.sto as <forces_file>",
-                      ArthronWarning, stacklevel=3)
+        # 10^5 N on the Gait2354 pipeline's Analyze_Reactions setup); so does arthron
+        warnings.warn(f"{st.path}: JointReaction without <forces_file>: the muscles pull with "
+                      "their forces at their default, unequilibrated states (as in OpenSim), not "
+                      "the forces of the motion; give the StaticOptimization _force.sto as "
+                      "<forces_file>", ArthronWarning, stacklevel=3)
     ext, loads_table = _external_loads(st.external_loads_file)
     names = setting_list(setting_text(jr, "joint_names")) or ["ALL"]
     on = setting_list(setting_text(jr, "apply_on_bodies")) or ["child"]
@@ -159,6 +158,12 @@ def run_joint_reaction(model, motion, *, forces=None, external_loads=None, joint
         loads_table = ext.load_table()
     if time_range is None:
         time_range = (float(motion.time[0]), float(motion.time[-1]))
+    if (forces is None and accelerations == "forward"
+            and any(m.applies_force for m in model.muscles.values())):
+        warnings.warn(f"model '{model.name}': joint reactions without forces: the muscles pull with "
+                      "their forces at their default, unequilibrated states (as OpenSim's "
+                      "JointReaction without a forces file), not the forces of the motion; give the "
+                      "StaticOptimization _force.sto as forces", ArthronWarning, stacklevel=2)
     return joint_reactions(model, motion, forces_table=forces, external_loads=ext, joints=joints, on=on,
                            in_frame=in_frame, lowpass_hz=lowpass_hz, time_range=time_range,
                            accelerations=accelerations, constraint_forces=constraint_forces,
@@ -400,8 +405,8 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     StaticOptimization works on its own copy of the model), and the kinematics analyses' files
     (:func:`_kinematics_files`; computed by :mod:`arthron.solvers.kinematics_analyses` over
     AnalyzeTool's states, the accelerations by forward dynamics as OpenSim realizes them, with
-    Thelen2003Muscles at their default states; other muscle models apply no force there, with a
-    warning). Each analysis' ``step_interval`` keeps the
+    the muscles at their default states, :mod:`arthron.solvers.muscle_states`; other muscle
+    models apply no force there, with a warning). Each analysis' ``step_interval`` keeps the
     frames OpenSim records (:func:`step_rows`). Other analyses are skipped with a warning.
     ``only``: the analysis classes to run (default :data:`SUPPORTED_ANALYSES`);
     ``joint_reaction_file``: write the JointReaction result there instead.

@@ -1,0 +1,317 @@
+"""Muscle forces at OpenSim's *default* muscle states.
+
+An AnalyzeTool driven by a coordinates file (or a JointReaction without ``forces_file``) gives
+no muscle state, so OpenSim 4.6 realizes the model with every muscle's states at their default
+values (``initSystem``, no equilibration): the force each muscle then applies along its path is
+its ``computeActuation`` at those states, the path's length and lengthening speed. This module
+gives those tensions, vectorized over frames, for the muscle classes whose default-state force
+arthron reproduces (:data:`DEFAULT_STATE_TYPES`; :func:`default_state_tensions` dispatches):
+
+* ``Thelen2003Muscle``: state fiber length ``default_fiber_length``; force = tendon force
+  (:func:`thelen_default_state_tensions`).
+* ``Millard2012EquilibriumMuscle``: elastic tendon, the tendon curve at ``default_fiber_length``;
+  rigid tendon, the fiber's force at the path's length and speed and ``default_activation``
+  (:func:`millard_default_state_tensions`).
+* ``Millard2012AccelerationMuscle``: states activation, fiber length ``default_fiber_length`` and
+  fiber velocity ``default_fiber_velocity``; force = the visco-elastic tendon force
+  (:func:`millard_acceleration_default_state_tensions`).
+* ``DeGrooteFregly2016Muscle``: states activation ``default_activation`` and normalized tendon
+  force ``default_normalized_tendon_force``; force = ``F_iso`` × that state (elastic tendon), or
+  the rigid tendon's fiber force along the tendon (:func:`degroote_default_state_tensions`).
+
+Properties arthron does not model as fields are read from the muscle's verbatim XML
+(``unmodelled_xml``), with OpenSim 4.6's defaults where absent.
+
+Sources: OpenSim 4.6 ``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``,
+``Millard2012AccelerationMuscle``, ``MuscleFixedWidthPennationModel``,
+``DeGrooteFregly2016Muscle`` (``calcMuscleLengthInfo``, ``calcFiberVelocityInfo``,
+``calcMuscleDynamicsInfo``, ``computeActuation``); Thelen (2003) J Biomech Eng 125:70-77;
+Millard et al. (2013) J Biomech Eng 135:021005; De Groote et al. (2016) Ann Biomed Eng
+44:2922-2936.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import UnsupportedFeature
+from ..models.muscles import muscle_property as _xml_value
+from ..models.muscles import (_curve_params, degroote_active_force_length,
+                              degroote_force_velocity, degroote_passive_force_length,
+                              millard_active_force_length_curve, millard_fiber_force_length_curve,
+                              millard_force_velocity_curve, millard_tendon_force_length_curve)
+
+__all__ = ["DEFAULT_STATE_TYPES", "default_state_tensions", "needs_lengthening_speeds",
+           "DefaultStateMuscles", "default_state_muscles",
+           "thelen_default_state_tensions", "millard_default_state_tensions",
+           "millard_acceleration_default_state_tensions", "degroote_default_state_tensions"]
+
+#: the muscle classes whose default-state force arthron reproduces
+DEFAULT_STATE_TYPES = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle",
+                       "Millard2012AccelerationMuscle", "DeGrooteFregly2016Muscle")
+
+
+def needs_lengthening_speeds(muscles) -> bool:
+    """Whether the default-state tensions of ``muscles`` depend on the paths' lengthening
+    speeds (every supported class but ``Thelen2003Muscle``)."""
+    return any(m.type != "Thelen2003Muscle" for m in muscles)
+
+
+@dataclass
+class DefaultStateMuscles:
+    """The muscles of a model that apply force at their default states.
+
+    muscles : the applied muscles of :data:`DEFAULT_STATE_TYPES` (model order); paths : their
+    compiled PathSet (None when there are none); others : the applied muscles of other classes
+    (arthron applies no force for them); default_fiber_lengths : overrides as in
+    :func:`default_state_tensions`."""
+
+    muscles: list
+    paths: object
+    others: list
+    default_fiber_lengths: dict | None = None
+
+    def tensions(self, tree, q, qd) -> np.ndarray:
+        """Tensions (T, m) N of the muscles at their default states at coordinates ``q`` and
+        coordinate rates ``qd`` (T, nq) (:func:`default_state_tensions`)."""
+        from ..multibody.paths import lengthening_speeds, path_lengths
+        speeds = (lengthening_speeds(self.paths, tree, q, qd)
+                  if needs_lengthening_speeds(self.muscles) else None)
+        return default_state_tensions(self.muscles, path_lengths(self.paths, tree, q), speeds,
+                                      self.default_fiber_lengths)
+
+    def generalized_forces(self, tree, q, qd) -> np.ndarray:
+        """Generalized forces (T, nq) of the muscles' default-state tensions (conjugate to the
+        coordinate rates; :func:`arthron.multibody.paths.path_generalized_forces`)."""
+        q = np.atleast_2d(q)
+        if self.paths is None:
+            return np.zeros_like(q, dtype=float)
+        from ..multibody.paths import path_generalized_forces
+        return path_generalized_forces(self.paths, tree, q, self.tensions(tree, q, qd))
+
+
+def default_state_muscles(model, tree, default_fiber_lengths=None, names=None) -> DefaultStateMuscles:
+    """The model's applied muscles (those named in ``names`` when given) split into those whose
+    default-state force arthron applies and the others, their paths compiled once
+    (:class:`DefaultStateMuscles`)."""
+    applied = [m for m in model.muscles.values() if m.applies_force
+               and (names is None or m.name in names)]
+    muscles = [m for m in applied if m.type in DEFAULT_STATE_TYPES]
+    paths = None
+    if muscles:
+        from ..multibody.paths import compile_paths
+        paths = compile_paths(model, tree, forces=[m.name for m in muscles])
+    return DefaultStateMuscles(muscles, paths, [m for m in applied if m.type not in DEFAULT_STATE_TYPES],
+                               default_fiber_lengths)
+
+
+def default_state_tensions(muscles, lengths, speeds=None, default_fiber_lengths=None) -> np.ndarray:
+    """Tensions (T, m) N of ``muscles`` (classes in :data:`DEFAULT_STATE_TYPES`) at their
+    default states, path lengths ``lengths`` (T, m) m and lengthening speeds ``speeds`` (T, m)
+    m/s (needed when :func:`needs_lengthening_speeds`; None reads as 0).
+    ``default_fiber_lengths``: {name: (default_fiber_length m, maximum_pennation_angle rad)}
+    overriding the file's values (either may be None).
+
+    Raises UnsupportedFeature for a muscle of another class, ModelFileError for a property that
+    is not a number."""
+    L = np.atleast_2d(np.asarray(lengths, float))
+    V = np.zeros_like(L) if speeds is None else np.broadcast_to(np.atleast_2d(np.asarray(speeds, float)), L.shape)
+    out = np.zeros_like(L)
+    law = {"Thelen2003Muscle": lambda ms, l_, v_: thelen_default_state_tensions(ms, l_, default_fiber_lengths),
+           "Millard2012EquilibriumMuscle": lambda ms, l_, v_: millard_default_state_tensions(
+               ms, l_, v_, default_fiber_lengths),
+           "Millard2012AccelerationMuscle": lambda ms, l_, v_: millard_acceleration_default_state_tensions(
+               ms, l_, v_, default_fiber_lengths),
+           "DeGrooteFregly2016Muscle": degroote_default_state_tensions}
+    for kind, f in law.items():
+        cols = [k for k, m in enumerate(muscles) if m.type == kind]
+        if cols:
+            out[:, cols] = f([muscles[k] for k in cols], L[:, cols], V[:, cols])
+    bad = [m for m in muscles if m.type not in law]
+    if bad:
+        raise UnsupportedFeature(f"muscle '{bad[0].name}' ({bad[0].type}): its force at the default "
+                             "state is not reproduced")
+    return out
+
+
+def _thelen_fse(x, e0):
+    """Thelen 2003's normalized tendon force at strain x (OpenSim's exact toe constants)."""
+    t1 = np.exp(3.0)
+    e_toe = 99.0 * e0 * t1 / (166.0 * t1 - 67.0)
+    k_lin = 0.67 / (e0 - e_toe)
+    toe = 0.33 / (np.exp(3.0) - 1.0) * (np.exp(3.0 * x / e_toe) - 1.0)
+    return np.where(x > e_toe, k_lin * (x - e_toe) + 0.33, np.where(x > 0.0, toe, 0.0))
+
+
+def thelen_default_state_tensions(muscles, lengths, default_fiber_lengths=None) -> np.ndarray:
+    """Tensions (T, m) N of ``Thelen2003Muscle`` s at their default states and path lengths
+    ``lengths`` (T, m) m: ``F_iso f_se((L − l_M cos φ)/l_s − 1)``, l_M the default fiber length
+    (``default_fiber_lengths[name][0]``, else the file's ``default_fiber_length``, else 0.1 m)
+    clamped at the fixed-width pennation model's minimum ``h / sin φ_max`` (h = l_opt sin φ_opt,
+    φ_max = ``default_fiber_lengths[name][1]``, else the file's ``maximum_pennation_angle``, else
+    acos 0.1), sin φ = h / l_M; f_se Thelen (2003)'s tendon curve with
+    ``FmaxTendonStrain`` (0.04 when absent) and OpenSim's exact toe constants
+    (``Thelen2003Muscle::calcfse``). What OpenSim's ``computeActuation`` returns there."""
+    L = np.atleast_2d(np.asarray(lengths, float))
+    out = np.zeros_like(L)
+    given = default_fiber_lengths or {}
+    for k, m in enumerate(muscles):
+        lce, pmax = given.get(m.name, (None, None))
+        lce = _xml_value(m, "default_fiber_length", 0.1) if lce is None else float(lce)
+        pmax = _xml_value(m, "maximum_pennation_angle", float(np.arccos(0.1))) if pmax is None else float(pmax)
+        h = float(m.optimal_fiber_length) * np.sin(float(m.pennation_angle_at_optimal))
+        lce = max(lce, h / np.sin(pmax))
+        cos_phi = np.sqrt(1.0 - (h / lce) ** 2)
+        e0 = 0.04 if m.FmaxTendonStrain is None else float(m.FmaxTendonStrain)
+        strain = (L[:, k] - lce * cos_phi) / float(m.tendon_slack_length) - 1.0
+        out[:, k] = float(m.max_isometric_force) * _thelen_fse(strain, e0)
+    return out
+
+
+def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengths=None) -> np.ndarray:
+    """Tensions (T, m) N of ``Millard2012EquilibriumMuscle`` s at their default states, path
+    lengths ``lengths`` (T, m) m and lengthening speeds ``speeds`` (T, m) m/s: what OpenSim
+    4.6's ``computeActuation`` (``MuscleDynamicsInfo::tendonForce``) returns there.
+
+    Fiber length: elastic tendon, the state ``default_fiber_length`` (0.1 m, or
+    ``default_fiber_lengths[name][0]``); rigid tendon (``ignore_tendon_compliance``), from the
+    path, ``sqrt(h² + (L − l_s)²)``; both clamped at the minimum fiber length
+    ``max(l_min,active l_opt, h / sin φ_max)`` (fixed-width pennation, h = l_opt sin φ_opt).
+    Elastic tendon: ``F_iso f_T((L − l_M cos φ)/l_s)`` (TendonForceLengthCurve), whatever the
+    activation and fiber velocity. Rigid tendon: the fiber's force along the tendon,
+    ``F_iso (a f_L f_V(v) + f_PE + β v) cos φ`` ≥ 0 with v = L̇ cos φ / (l_opt v_max), a =
+    ``default_activation`` (``ignore_activation_dynamics``: the control, 0 in the AnalyzeTool)
+    clamped to [``minimum_activation``, 1], β = ``fiber_damping``; 0 when the fiber is clamped
+    and shortening or the tendon is slack. Curves: :func:`arthron.models.muscles.millard_curves`.
+    Source: OpenSim 4.6 ``Millard2012EquilibriumMuscle::calcMuscleLengthInfo``,
+    ``calcFiberVelocityInfo``, ``calcMuscleDynamicsInfo``, ``isFiberStateClamped``."""
+    L = np.atleast_2d(np.asarray(lengths, float))
+    V = np.broadcast_to(np.atleast_2d(np.asarray(speeds, float)), L.shape)
+    out = np.zeros_like(L)
+    given = default_fiber_lengths or {}
+    for k, m in enumerate(muscles):
+        lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
+        fiso, vmax = float(m.max_isometric_force), float(m.max_contraction_velocity)
+        lce0, pmax = given.get(m.name, (None, None))
+        lce0 = _xml_value(m, "default_fiber_length", 0.1) if lce0 is None else float(lce0)
+        pmax = _xml_value(m, "maximum_pennation_angle", float(np.arccos(0.1))) if pmax is None else float(pmax)
+        h = lopt * np.sin(float(m.pennation_angle_at_optimal))
+        afl = _curve_params(m, "ActiveForceLengthCurve")
+        lmin = max(afl["min_norm_active_fiber_length"] * lopt, h / np.sin(pmax), 1e-14)
+        if _xml_value(m, "ignore_tendon_compliance", False):
+            lce = np.maximum(np.sqrt(h * h + (L[:, k] - ls) ** 2), lmin)
+        else:
+            lce = np.full(len(L), max(lce0, lmin))
+        cos_phi = np.sqrt(1.0 - (h / lce) ** 2)
+        lt = L[:, k] - lce * cos_phi
+        if not _xml_value(m, "ignore_tendon_compliance", False):
+            out[:, k] = fiso * _tendon_curve(m).value(lt / ls)
+            continue
+        if _xml_value(m, "ignore_activation_dynamics", False):
+            a = 0.0
+        else:
+            a = _xml_value(m, "default_activation", 0.05)
+        amin = _xml_value(m, "minimum_activation", 0.01)
+        a = min(max(a, amin), 1.0)
+        beta = _xml_value(m, "fiber_damping", 0.1)
+        slack = lt < ls - 1e-14
+        v = np.where(slack, 0.0, V[:, k] * cos_phi / (lopt * vmax))
+        lN = lce / lopt
+        fal = millard_active_force_length_curve(**afl).value(lN)
+        fpe = millard_fiber_force_length_curve(**_curve_params(m, "FiberForceLengthCurve")).value(lN)
+        fv = np.where(slack, 1.0, millard_force_velocity_curve(**_curve_params(m, "ForceVelocityCurve")).value(v))
+        fm = np.maximum(fiso * (a * fal * fv + fpe + beta * v), 0.0)
+        clamped = ((lce <= lmin) & (v <= 0)) | (lce < lmin)
+        out[:, k] = np.where(clamped, 0.0, fm * cos_phi)
+    return out
+
+
+
+def _tendon_curve(m):
+    """The ``TendonForceLengthCurve`` of a Millard muscle (its properties from the file,
+    OpenSim's defaults where absent)."""
+    block = re.search(r"<TendonForceLengthCurve[^>]*?(?:/>|>(.*?)</TendonForceLengthCurve>)",
+                      getattr(m, "unmodelled_xml", "") or "", re.S)
+    props = {t: _xml_value(m, t, None, (block.group(1) or "") if block else "")
+             for t in ("strain_at_one_norm_force", "stiffness_at_one_norm_force",
+                       "norm_force_at_toe_end", "curviness")}
+    if props["strain_at_one_norm_force"] is None:
+        props["strain_at_one_norm_force"] = 0.049
+    return millard_tendon_force_length_curve(**props)
+
+
+def millard_acceleration_default_state_tensions(muscles, lengths, speeds,
+                                                default_fiber_lengths=None) -> np.ndarray:
+    """Tensions (T, m) N of ``Millard2012AccelerationMuscle`` s at their default states, path
+    lengths ``lengths`` (T, m) m and lengthening speeds ``speeds`` (T, m) m/s: OpenSim 4.6's
+    ``computeActuation`` (``MuscleDynamicsInfo::tendonForce``) there.
+
+    States: fiber length l_M = ``default_fiber_length`` (0.1 m, or
+    ``default_fiber_lengths[name][0]``), fiber velocity l̇_M = ``default_fiber_velocity`` (0).
+    Fixed-width pennation with a maximum angle of π/2: sin φ = h / l_M (h = l_opt sin φ_opt;
+    φ = π/2 when l_M ≤ h, φ = 0 without pennation), φ̇ = −(l̇_M / l_M) tan φ. Tendon length
+    l_T = L − l_M cos φ and velocity l̇_T = L̇ − l̇_M cos φ + l_M sin φ φ̇. Force
+    ``F_iso max(0, f_T(l_T/l_s) (1 + β_T l̇_T/l_s))``, f_T the TendonForceLengthCurve,
+    β_T = ``tendon_force_length_damping`` (0.1): the tendon's Hunt-Crossley visco-elastic
+    force, saturated at 0. Activation does not enter."""
+    L = np.atleast_2d(np.asarray(lengths, float))
+    V = np.broadcast_to(np.atleast_2d(np.asarray(speeds, float)), L.shape)
+    out = np.zeros_like(L)
+    given = default_fiber_lengths or {}
+    for k, m in enumerate(muscles):
+        lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
+        popt = float(m.pennation_angle_at_optimal)
+        lce = given.get(m.name, (None, None))[0]
+        lce = _xml_value(m, "default_fiber_length", 0.1) if lce is None else float(lce)
+        dlce = _xml_value(m, "default_fiber_velocity", 0.0)
+        bse = _xml_value(m, "tendon_force_length_damping", 0.1)
+        h = lopt * np.sin(popt)
+        phi = 0.0
+        if popt > np.finfo(float).eps:
+            phi = np.arcsin(h / lce) if lce > h and h / lce < 1.0 else np.pi / 2
+        dphi = -(dlce / lce) * np.tan(phi) if popt > np.finfo(float).eps else 0.0
+        lt = L[:, k] - lce * np.cos(phi)
+        vt = V[:, k] - dlce * np.cos(phi) + lce * np.sin(phi) * dphi
+        fse = _tendon_curve(m).value(lt / ls)
+        out[:, k] = float(m.max_isometric_force) * np.maximum(fse * (1.0 + bse * vt / ls), 0.0)
+    return out
+
+
+def degroote_default_state_tensions(muscles, lengths, speeds) -> np.ndarray:
+    """Tensions (T, m) N of ``DeGrooteFregly2016Muscle`` s at their default states, path
+    lengths ``lengths`` (T, m) m and lengthening speeds ``speeds`` (T, m) m/s: OpenSim 4.6's
+    ``computeActuation`` (``MuscleDynamicsInfo::tendonForce``) there.
+
+    Elastic tendon: the normalized tendon force is the state, so the force is
+    ``F_iso × default_normalized_tendon_force`` (0.5) whatever the path's length and speed.
+    Rigid tendon (``ignore_tendon_compliance``): the fiber's force along the tendon,
+    ``F_iso (a f_L(l̃) f_V(ṽ) + f_PE(l̃) + β ṽ) cos φ`` with l_M = sqrt((L − l_s)² + h²),
+    cos φ = (L − l_s)/l_M, ṽ = L̇ cos φ / (l_opt v_max), a = ``default_activation`` (0.5;
+    ``ignore_activation_dynamics``: the control, 0 in the AnalyzeTool), β = ``fiber_damping``
+    (0), f_L with ``active_force_width_scale``, f_PE with
+    ``passive_fiber_strain_at_one_norm_force`` (0 with ``ignore_passive_fiber_force``); no
+    clamping (OpenSim 4.6 clamps neither the fiber length nor the force). Curves:
+    :func:`arthron.models.muscles.degroote_active_force_length` ..."""
+    L = np.atleast_2d(np.asarray(lengths, float))
+    V = np.broadcast_to(np.atleast_2d(np.asarray(speeds, float)), L.shape)
+    out = np.zeros_like(L)
+    for k, m in enumerate(muscles):
+        fiso = float(m.max_isometric_force)
+        if not _xml_value(m, "ignore_tendon_compliance", False):
+            out[:, k] = fiso * _xml_value(m, "default_normalized_tendon_force", 0.5)
+            continue
+        lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
+        h = lopt * np.sin(float(m.pennation_angle_at_optimal))
+        along = L[:, k] - ls
+        lce = np.sqrt(along * along + h * h)
+        cos_phi = along / lce
+        v = V[:, k] * cos_phi / (lopt * float(m.max_contraction_velocity))
+        a = 0.0 if _xml_value(m, "ignore_activation_dynamics", False) else _xml_value(m, "default_activation", 0.5)
+        fal = degroote_active_force_length(lce / lopt, _xml_value(m, "active_force_width_scale", 1.0))
+        fpe = 0.0 if _xml_value(m, "ignore_passive_fiber_force", False) else degroote_passive_force_length(
+            lce / lopt, _xml_value(m, "passive_fiber_strain_at_one_norm_force", 0.6))
+        beta = _xml_value(m, "fiber_damping", 0.0)
+        out[:, k] = fiso * (a * fal * degroote_force_velocity(v) + fpe + beta * v) * cos_phi
+    return out
