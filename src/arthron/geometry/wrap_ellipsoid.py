@@ -82,35 +82,36 @@ def _closest_ellipse(a, b, u, v):
 def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
     """Eberly's Newton steps on the Lagrange multiplier ``t`` of the rows ``ix`` (in place),
     each row until |f| < 1e-9 (at most 64 steps); converged rows leave the working arrays
-    once at least half have converged (until then they are skipped by ``where``). Each operation of ``f = P²Q²R² - AQ²R² - BP²R² - CP²Q²`` and
-    ``f' = 2(PQR(QR + PR + PQ) - AQR(Q + R) - BPR(P + R) - CPQ(P + Q))`` is evaluated in the
-    order the formula reads, into preallocated buffers (no temporaries)."""
+    once at least half have converged (until then they are skipped by ``where``).
+    ``f = P²Q²R² − AQ²R² − BP²R² − CP²Q²`` and its derivative are evaluated factored, as
+    ``f = (QR)²(P² − A) − P²(BR·R + CQ·Q)`` and
+    ``f'/2 = (Q + R)·QR·(P² − A) + P(QR)² − P(BR·R + CQ·Q) − P²(BR + CQ)`` (14 and 11
+    operations instead of 17 and 20; the compiled fan kernel evaluates the same expressions
+    in the same order), into preallocated buffers (no temporaries)."""
     tt, A, B, Cc = t[ix], a2u2[ix], b2v2[ix], c2w2[ix]
     m = len(ix)
     buf = np.empty((12, m))
     conv = np.empty(m, bool)
-    P, Q, R, P2, Q2, R2, f, t1, PQ, PR, QR, s1 = buf
+    P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = buf
     for _ in range(64):
         np.add(tt, a2, out=P)
         np.add(tt, b2, out=Q)
         np.add(tt, c2, out=R)
         np.multiply(P, P, out=P2)
-        np.multiply(Q, Q, out=Q2)
-        np.multiply(R, R, out=R2)
-        np.multiply(P2, Q2, out=f)
-        f *= R2
-        np.multiply(A, Q2, out=t1)
-        t1 *= R2
-        f -= t1
-        np.multiply(B, P2, out=t1)
-        t1 *= R2
-        f -= t1
-        np.multiply(Cc, P2, out=t1)
-        t1 *= Q2
-        f -= t1
+        np.multiply(Q, R, out=QR)
+        np.multiply(QR, QR, out=Q2R2)
+        np.subtract(P2, A, out=X)                 # P² − A
+        np.multiply(Q2R2, X, out=f)
+        np.multiply(B, R, out=t1)                 # B R
+        np.multiply(Cc, Q, out=t2)                # C Q
+        np.multiply(t1, R, out=S)
+        np.multiply(t2, Q, out=fp)
+        S += fp                                   # B R² + C Q²
+        np.multiply(P2, S, out=fp)
+        f -= fp
         c = conv[:m]
-        np.abs(f, out=t1)
-        np.less(t1, 1e-9, out=c)
+        np.abs(f, out=fp)
+        np.less(fp, 1e-9, out=c)
         go = None
         if c.any():
             t[ix] = tt
@@ -119,38 +120,30 @@ def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
             if ng == 0:
                 return
             if ng < m // 2:   # compact; else the converged rows stay, frozen by ``where``
-                ix, tt, A, B, Cc = ix[go], tt[go], A[go], B[go], Cc[go]
-                Pg, Qg, Rg, fg = P[go], Q[go], R[go], f[go]
+                sel = [x[go] for x in (ix, tt, A, B, Cc, P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2)]
+                ix, tt, A, B, Cc = sel[:5]
                 m = ng
-                P, Q, R, P2, Q2, R2, f, t1, PQ, PR, QR, s1 = buf[:, :m]
-                P[:], Q[:], R[:], f[:] = Pg, Qg, Rg, fg
+                P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = buf[:, :m]
+                for dst, src in zip((P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2), sel[5:]):
+                    dst[:] = src
                 go = None
-        np.multiply(P, Q, out=PQ)
-        np.multiply(P, R, out=PR)
-        np.multiply(Q, R, out=QR)
-        np.multiply(PQ, R, out=s1)                # P Q R
-        np.add(QR, PR, out=P2)
-        P2 += PQ
-        s1 *= P2
-        np.multiply(A, QR, out=t1)
-        np.add(Q, R, out=P2)
+        np.add(Q, R, out=fp)
+        fp *= QR
+        fp *= X
+        np.multiply(P, Q2R2, out=X)
+        fp += X
+        S *= P
+        fp -= S
+        t1 += t2                                  # B R + C Q
         t1 *= P2
-        s1 -= t1
-        np.multiply(B, PR, out=t1)
-        np.add(P, R, out=P2)
-        t1 *= P2
-        s1 -= t1
-        np.multiply(Cc, PQ, out=t1)
-        np.add(P, Q, out=P2)
-        t1 *= P2
-        s1 -= t1
-        s1 *= 2.0                                 # f'
+        fp -= t1
+        fp += fp                                  # f'
         if go is None:
-            np.divide(f, s1, out=s1)
-            tt = tt - s1
+            np.divide(f, fp, out=fp)
+            tt = tt - fp
         else:         # a frozen row keeps its t, so its f stays converged
-            np.divide(f, s1, out=s1, where=go)
-            np.subtract(tt, s1, out=tt, where=go)
+            np.divide(f, fp, out=fp, where=go)
+            np.subtract(tt, fp, out=tt, where=go)
     t[ix] = tt
 
 
