@@ -93,7 +93,8 @@ def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
     buf = np.empty((12, m))
     conv = np.empty(m, bool)
     P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = buf
-    for _ in range(64):
+
+    def f_of_t():      # into the buffers (views bound below), nothing rebound here
         np.add(tt, a2, out=P)
         np.add(tt, b2, out=Q)
         np.add(tt, c2, out=R)
@@ -106,9 +107,11 @@ def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
         np.multiply(Cc, Q, out=t2)                # C Q
         np.multiply(t1, R, out=S)
         np.multiply(t2, Q, out=fp)
-        S += fp                                   # B R² + C Q²
+        np.add(S, fp, out=S)                      # B R² + C Q²
         np.multiply(P2, S, out=fp)
-        f -= fp
+        np.subtract(f, fp, out=f)
+    for _ in range(64):
+        f_of_t()
         c = conv[:m]
         np.abs(f, out=fp)
         np.less(fp, 1e-9, out=c)
@@ -119,13 +122,12 @@ def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
             ng = np.count_nonzero(go)
             if ng == 0:
                 return
-            if ng < m // 2:   # compact; else the converged rows stay, frozen by ``where``
-                sel = [x[go] for x in (ix, tt, A, B, Cc, P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2)]
-                ix, tt, A, B, Cc = sel[:5]
+            if ng < m // 2:   # compact (f and its parts evaluated again on the rows left, the
+                # same values); else the converged rows stay, frozen by ``where``
+                ix, tt, A, B, Cc = ix[go], tt[go], A[go], B[go], Cc[go]
                 m = ng
                 P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = buf[:, :m]
-                for dst, src in zip((P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2), sel[5:]):
-                    dst[:] = src
+                f_of_t()
                 go = None
         np.add(Q, R, out=fp)
         fp *= QR
@@ -255,12 +257,14 @@ def _fan_numpy(R1, d12, a, dims, tt):
     dz = c2 * w / (t + c2) - w
     nrm = np.sqrt(dx * dx + dy * dy + dz * dz)
     ok = nrm > 0
-    res = np.zeros((3,) + u.shape)
+    K, nn = u.shape
+    res = np.zeros((K, 3, nn))
     for j, d in enumerate((dx, dy, dz)):
-        np.divide(d, nrm, out=res[j], where=ok)
-    # summed over the fan in fan order (cumsum adds one point at a time whatever the shape;
-    # a reduction may sum pairwise where a row is alone)
-    out[gen] = np.cumsum(res, axis=1)[:, -1].T
+        np.divide(d, nrm, out=res[:, j], where=ok)
+    # summed over the fan in fan order: a reduction over the outer axis of (K, 3n) adds one
+    # point at a time to each of the 3n sums (pairwise summation happens only along a
+    # contiguous reduced axis, which this layout never has, even for a single row)
+    out[gen] = np.add.reduce(res.reshape(K, 3 * nn), axis=0).reshape(3, nn).T
     return out
 
 
