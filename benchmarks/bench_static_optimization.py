@@ -16,10 +16,22 @@ two result files included (arthron: ``run_static_optimization_from_setup``, outp
 OpenSim and arthron run interleaved (rounds of one OpenSim run and, per mode, three arthron
 runs; 7 rounds for arm26, 3 for Gait2354; medians over the rounds), arthron after 2 warm-up
 runs, once with the compiled wrapping kernels loaded (``numba``: what any process that has wrapped a
-million fan points runs) and once with the NumPy reference (``NumPy``: a fresh process's
-first commands; arm26 wraps 36k fan points per run). Then arthron's parts: building the
-stacked problem (filtering, inverse dynamics, paths, moment arms, F̂) and the batched QP
-alone. The agreement of activations (max |arthron − OpenSim|) is printed too.
+million fan points runs) and once with the NumPy reference (``NumPy``: the wrapping route of a
+fresh process's first commands; arm26 wraps 36k fan points per run). These are *repeated*
+calls in one warm process (imports done, caches of the process warm; nothing of a call is
+kept for the next: the model, the paths and the problem are built again each time). Then
+arthron's parts: building the stacked problem (filtering, inverse dynamics, paths, moment
+arms, F̂) and the batched QP alone. The agreement of activations (max |arthron − OpenSim|) is
+printed too.
+
+First call against repeated calls (arm26, :func:`first_calls`): fresh processes, alternating
+between the sides, each timing its first call and the median of 5 more: OpenSim's
+``AnalyzeTool(setup).run()`` (``import opensim`` not counted), arthron's
+``run_static_optimization_from_setup`` (imports of the module not counted; the first call's
+lazy imports are: scipy.interpolate and scipy.signal for the library's spline and filter
+routes, ≈0.4 s) and ``arthron so --setup`` as a command (the wall time of the whole process:
+interpreter, imports, NumPy wrapping route and arthron's own spline and filter routes, which
+import neither). The ratios are OpenSim's first (or repeated) run over arthron's.
 
 Whole command: the issue's 92-muscle gait model is not in ../shared/data; the largest muscle
 model there, DAS4 (``arm-model/das4_v4.osim``, 164 muscle elements of
@@ -54,6 +66,16 @@ change and the code before it run back to back, two runs each, OpenSim 0.367-0.3
 18.2-18.9 ms with the kernels (19.4-20.2×; before 18.7-19.5 ms, 19.0-19.8×), 31.2-31.5 ms
 NumPy (11.6-11.8×; before 32.6-33.0 ms, 11.2-11.3×); Gait2354 walk 65.5-65.9 ms with the
 kernels (33.9-34.4×; before 67.1-71.8 ms, 31.5-33.8×).
+
+NumPy wrapping route on coordinate arrays (fan, tangent search, cylinder; memo for cylinders),
+measured 2026-11-24 at load ≈1.5-2.5 (three other sessions), the code before and after run
+alternately: arm26 NumPy 31.2 / 33.1 ms (11.8× / 11.1×, no physiology / physiology) -> 26.8 /
+27.3 ms (13.7× / 13.6×), kernels 18.5 / 20.0 -> 18.2 / 19.4 ms (20.2× / 19.1×), OpenSim
+0.367-0.370 s. First call in a fresh process (arm26, both physiology settings): OpenSim
+0.37 s, arthron's library call 0.54-0.56 s (scipy.interpolate and scipy.signal imported by the
+first call), ``arthron so --setup`` 0.21-0.25 s for the whole process; repeated calls in that
+process 27-29 ms. Gait2354 (quick runs, load ≈3): 67-74 ms both routes, before 67-74 ms; DAS4
+whole command 0.86-0.89 s (before 0.95-1.37 s); cone 1.37× (before 1.35×).
 """
 from __future__ import annotations
 
