@@ -360,19 +360,20 @@ def _adjust_z(px, py, pz, x, y, z, wx, wy, wz, thresh):
     the helix point w: when the angles of p->r and r->w to the axis differ by more than
     ``thresh``, r slides along the axis 1.5 times towards the point of its axial line closest
     to the line p-w (OpenSim's ``IntersectLines`` with a vertical second line, written out:
-    x and y of r do not change). Returns (new z, moved)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ax, ay, az = x - px, y - py, z - pz
-        a = np.arccos(np.clip(az / np.sqrt(ax * ax + ay * ay + az * az), -1, 1))
-        bx, by, bz = wx - x, wy - y, wz - z
-        o = np.arccos(np.clip(bz / np.sqrt(bx * bx + by * by + bz * bz), -1, 1))
-        dx, dy, dz = wx - px, wy - py, wz - pz
-        nd = np.sqrt(dx * dx + dy * dy + dz * dz)
-        dx, dy, dz = dx / nd, dy / nd, dz / nd
-        den = dx * dx + dy * dy
-        along = ax * dx + ay * dy
-        zz = pz + dz * along / den
-        nz = z + 1.5 * (zz - z)
+    x and y of r do not change). Returns (new z, moved). (Floating-point warnings: the
+    caller's ``errstate``; the cosines clipped to [-1, 1] by maximum/minimum, which is
+    ``np.clip`` without its Python wrapper.)"""
+    ax, ay, az = x - px, y - py, z - pz
+    a = np.arccos(np.minimum(np.maximum(az / np.sqrt(ax * ax + ay * ay + az * az), -1.0), 1.0))
+    bx, by, bz = wx - x, wy - y, wz - z
+    o = np.arccos(np.minimum(np.maximum(bz / np.sqrt(bx * bx + by * by + bz * bz), -1.0), 1.0))
+    dx, dy, dz = wx - px, wy - py, wz - pz
+    nd = np.sqrt(dx * dx + dy * dy + dz * dz)
+    dx, dy, dz = dx / nd, dy / nd, dz / nd
+    den = dx * dx + dy * dy
+    along = ax * dx + ay * dy
+    zz = pz + dz * along / den
+    nz = z + 1.5 * (zz - z)
     need = (np.abs(a - o) > thresh) & np.isfinite(nz)
     return np.where(need, nz, z), need
 
@@ -388,46 +389,46 @@ def _adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter=100, thresh=np.deg2rad
     r1 = np.array(r1, float)
     r2 = np.array(r2, float)
     # only z of the tangent points moves: x, y and the helix angle are fixed per frame
-    x1, y1, z1a = r1[:, 0], r1[:, 1], r1[:, 2].copy()
-    x2, y2, z2a = r2[:, 0], r2[:, 1], r2[:, 2].copy()
+    z1a, z2a = r1[:, 2].copy(), r2[:, 2].copy()
     th_all = _spiral_angle(r1, r2, long_wrap)
-    sense_all = np.where(long_wrap, -1.0, 1.0)
+    # what is fixed per frame, one row each, gathered for the frames still moving in one take
+    fixed = np.stack([p1[:, 0], p1[:, 1], p1[:, 2], p2[:, 0], p2[:, 1], p2[:, 2], r1[:, 0],
+                      r1[:, 1], r2[:, 0], r2[:, 1], th_all, np.where(long_wrap, -1.0, 1.0)])
     idx = np.arange(len(r1))
-    for _ in range(max_iter):
-        if len(idx) == 0:
-            break
-        z1, z2, th = z1a[idx], z2a[idx], th_all[idx]
-        dz = z2 - z1
-        L = np.sqrt((R * th) ** 2 + dz ** 2)
-        nseg = np.maximum((L / 0.002).astype(int), 1)
-        ok = nseg >= 2        # the check happens at the second of >= 2 helix points
-        if not ok.all():
-            idx, z1, z2, th, dz, nseg = idx[ok], z1[ok], z2[ok], th[ok], dz[ok], nseg[ok]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for _ in range(max_iter):
             if len(idx) == 0:
                 break
-        sense = sense_all[idx]
-        t = 1.0 / nseg
-        xa, ya = x1[idx], y1[idx]
-        # helix point after the first segment, from r1
-        ang = sense * t * th
-        c, sn = np.cos(ang), np.sin(ang)
-        n1, m1 = _adjust_z(p1[idx, 0], p1[idx, 1], p1[idx, 2], xa, ya, z1,
-                           c * xa - sn * ya, sn * xa + c * ya, z1 + t * dz, thresh)
-        # helix point one segment before the end, turned from the corrected r1
-        t2 = 1.0 - t
-        ang = sense * t2 * th
-        c, sn = np.cos(ang), np.sin(ang)
-        n2, m2 = _adjust_z(p2[idx, 0], p2[idx, 1], p2[idx, 2], x2[idx], y2[idx], z2,
-                           c * xa - sn * ya, sn * xa + c * ya, n1 + t2 * dz, thresh)
-        # a frame whose points did not change at all would repeat the same step until the
-        # iteration limit: it is final already
-        same = (n1 == z1) & (n2 == z2)
-        z1a[idx] = n1
-        z2a[idx] = n2
-        idx = idx[(m1 | m2) & ~same]
+            z1, z2, th = z1a[idx], z2a[idx], th_all[idx]
+            dz = z2 - z1
+            L = np.sqrt((R * th) ** 2 + dz ** 2)
+            nseg = np.maximum((L / 0.002).astype(int), 1)
+            ok = nseg >= 2        # the check happens at the second of >= 2 helix points
+            if not ok.all():
+                idx, z1, z2, th, dz, nseg = idx[ok], z1[ok], z2[ok], th[ok], dz[ok], nseg[ok]
+                if len(idx) == 0:
+                    break
+            q1x, q1y, q1z, q2x, q2y, q2z, xa, ya, xb, yb, _, sense = fixed[:, idx]
+            t = 1.0 / nseg
+            # helix point after the first segment, from r1
+            ang = sense * t * th
+            c, sn = np.cos(ang), np.sin(ang)
+            n1, m1 = _adjust_z(q1x, q1y, q1z, xa, ya, z1,
+                               c * xa - sn * ya, sn * xa + c * ya, z1 + t * dz, thresh)
+            # helix point one segment before the end, turned from the corrected r1
+            t2 = 1.0 - t
+            ang = sense * t2 * th
+            c, sn = np.cos(ang), np.sin(ang)
+            n2, m2 = _adjust_z(q2x, q2y, q2z, xb, yb, z2,
+                               c * xa - sn * ya, sn * xa + c * ya, n1 + t2 * dz, thresh)
+            # a frame whose points did not change at all would repeat the same step until the
+            # iteration limit: it is final already
+            same = (n1 == z1) & (n2 == z2)
+            z1a[idx] = n1
+            z2a[idx] = n2
+            idx = idx[(m1 | m2) & ~same]
     r1[:, 2] = z1a
     r2[:, 2] = z2a
-    return r1, r2
     return r1, r2
 
 
