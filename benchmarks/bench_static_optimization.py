@@ -228,6 +228,8 @@ def first_calls(setups, quick=False, rounds=None):
     opensim`` not counted). Fresh processes alternate between the sides; medians over the
     rounds."""
     rounds = rounds or (1 if quick else 3)
+    if not any(name == "arm26" for name, _ in setups):
+        return
     print("first call in a fresh process vs repeated calls (6 per process), medians of "
           f"{rounds} processes; seconds")
     print(f"{'case':<10} {'physiology':<10} {'OpenSim 1st':>11} {'OpenSim rep':>11} "
