@@ -2,7 +2,7 @@
 side by side in one process, with and without muscle physiology; the whole ``arthron so
 --setup`` command on the largest muscle model of the data; the stability cone.
 
-Run:  python benchmarks/bench_static_optimization.py [--quick]
+Run:  python benchmarks/bench_static_optimization.py [--quick] [--cases=arm26,gait2354,das4,cone]
 
 Cases
 -----
@@ -16,10 +16,22 @@ two result files included (arthron: ``run_static_optimization_from_setup``, outp
 OpenSim and arthron run interleaved (rounds of one OpenSim run and, per mode, three arthron
 runs; 7 rounds for arm26, 3 for Gait2354; medians over the rounds), arthron after 2 warm-up
 runs, once with the compiled wrapping kernels loaded (``numba``: what any process that has wrapped a
-million fan points runs) and once with the NumPy reference (``NumPy``: a fresh process's
-first commands; arm26 wraps 36k fan points per run). Then arthron's parts: building the
-stacked problem (filtering, inverse dynamics, paths, moment arms, F̂) and the batched QP
-alone. The agreement of activations (max |arthron − OpenSim|) is printed too.
+million fan points runs) and once with the NumPy reference (``NumPy``: the wrapping route of a
+fresh process's first commands; arm26 wraps 36k fan points per run). These are *repeated*
+calls in one warm process (imports done, caches of the process warm; nothing of a call is
+kept for the next: the model, the paths and the problem are built again each time). Then
+arthron's parts: building the stacked problem (filtering, inverse dynamics, paths, moment
+arms, F̂) and the batched QP alone. The agreement of activations (max |arthron − OpenSim|) is
+printed too.
+
+First call against repeated calls (arm26, :func:`first_calls`): fresh processes, alternating
+between the sides, each timing its first call and the median of 5 more: OpenSim's
+``AnalyzeTool(setup).run()`` (``import opensim`` not counted), arthron's
+``run_static_optimization_from_setup`` (imports of the module not counted; the first call's
+lazy imports are: scipy.interpolate and scipy.signal for the library's spline and filter
+routes, ≈0.4 s) and ``arthron so --setup`` as a command (the wall time of the whole process:
+interpreter, imports, NumPy wrapping route and arthron's own spline and filter routes, which
+import neither). The ratios are OpenSim's first (or repeated) run over arthron's.
 
 Whole command: the issue's 92-muscle gait model is not in ../shared/data; the largest muscle
 model there, DAS4 (``arm-model/das4_v4.osim``, 164 muscle elements of
@@ -54,6 +66,16 @@ change and the code before it run back to back, two runs each, OpenSim 0.367-0.3
 18.2-18.9 ms with the kernels (19.4-20.2×; before 18.7-19.5 ms, 19.0-19.8×), 31.2-31.5 ms
 NumPy (11.6-11.8×; before 32.6-33.0 ms, 11.2-11.3×); Gait2354 walk 65.5-65.9 ms with the
 kernels (33.9-34.4×; before 67.1-71.8 ms, 31.5-33.8×).
+
+NumPy wrapping route on coordinate arrays (fan, tangent search, cylinder; memo for cylinders),
+measured 2026-11-24 at load ≈1.5-2.5 (three other sessions), the code before and after run
+alternately: arm26 NumPy 31.2 / 33.1 ms (11.8× / 11.1×, no physiology / physiology) -> 26.8 /
+27.3 ms (13.7× / 13.6×), kernels 18.5 / 20.0 -> 18.2 / 19.4 ms (20.2× / 19.1×), OpenSim
+0.367-0.370 s. First call in a fresh process (arm26, both physiology settings): OpenSim
+0.37 s, arthron's library call 0.54-0.56 s (scipy.interpolate and scipy.signal imported by the
+first call), ``arthron so --setup`` 0.21-0.25 s for the whole process; repeated calls in that
+process 27-29 ms. Gait2354 (quick runs, load ≈3): 67-74 ms both routes, before 67-74 ms; DAS4
+whole command 0.86-0.89 s (before 0.95-1.37 s); cone 1.37× (before 1.35×).
 """
 from __future__ import annotations
 
@@ -95,13 +117,14 @@ def _warm_median(fn, n=9, warm=2):
     return median_time(fn, n)
 
 
-def main(quick=False):
+def main(quick=False, only=None):
     import opensim as osim
     osim.Logger.setLevelString("error")
     tmp = Path(tempfile.mkdtemp(prefix="arthron-bench-so-"))
     cases = [("arm26", ARM_MODEL, ARM_IK, 0.0, 1.0, None, None),
              ("gait2354", GAIT_MODEL, GAIT_IK, 0.4, 1.6, GAIT / "gait2354_CMC_Actuators.xml",
               GAIT / "subject01_walk1_grf.xml")]
+    cases = [c for c in cases if only is None or c[0] in only]
     have_kernels = wrap_kernels.kernels() is not None      # numba imported, kernels loaded
     modes = ["numba", "NumPy"] if have_kernels else ["NumPy"]
     print(f"{'case':<10} {'physiology':<10} {'frames':>6} {'OpenSim s':>10} {'wrap':>6} {'arthron s':>10} "
@@ -155,6 +178,83 @@ def main(quick=False):
                       f"{t_os / t_m:>7.1f} {t_build:>8.4f} {t_qp:>7.4f} {da:>8.4f}", flush=True)
             wrap_kernels.FORCE = None
     return tmp, setups
+
+
+_FRESH_ARTHRON = """
+import json, statistics, sys, time
+t0 = time.perf_counter()
+from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
+t1 = time.perf_counter()
+setup, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ts = []
+for _ in range(n):
+    a = time.perf_counter()
+    run_static_optimization_from_setup(setup, results_dir=out)
+    ts.append(time.perf_counter() - a)
+print(json.dumps({"import": t1 - t0, "first": ts[0], "repeated": statistics.median(ts[1:]),
+                  "numba": "numba" in sys.modules}))
+"""
+_FRESH_OPENSIM = """
+import json, statistics, sys, time
+t0 = time.perf_counter()
+import opensim as osim
+osim.Logger.setLevelString("error")
+t1 = time.perf_counter()
+setup, n = sys.argv[1], int(sys.argv[2])
+ts = []
+for _ in range(n):
+    a = time.perf_counter()
+    osim.AnalyzeTool(setup).run()
+    ts.append(time.perf_counter() - a)
+print(json.dumps({"import": t1 - t0, "first": ts[0], "repeated": statistics.median(ts[1:])}))
+"""
+
+
+def _fresh(code, args, cwd):
+    import json
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    r = subprocess.run([sys.executable, "-c", code, *map(str, args)], check=True,
+                       capture_output=True, text=True, env=env, cwd=cwd)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def first_calls(setups, quick=False, rounds=None):
+    """The first call in a fresh process against repeated calls in one process, for both
+    sides: arthron's ``run_static_optimization_from_setup`` (library: imports not counted,
+    but the first call's lazy imports are, e.g. scipy.interpolate and scipy.signal, and it
+    stays on the NumPy wrapping route: a fresh process never imports numba for arm26),
+    ``arthron so --setup`` as a command (wall time of the whole process: interpreter, imports,
+    the NumPy route, light imports) and OpenSim's ``AnalyzeTool(setup).run()`` (``import
+    opensim`` not counted). Fresh processes alternate between the sides; medians over the
+    rounds."""
+    rounds = rounds or (1 if quick else 3)
+    if not any(name == "arm26" for name, _ in setups):
+        return
+    print("first call in a fresh process vs repeated calls (6 per process), medians of "
+          f"{rounds} processes; seconds")
+    print(f"{'case':<10} {'physiology':<10} {'OpenSim 1st':>11} {'OpenSim rep':>11} "
+          f"{'arthron 1st':>11} {'arthron rep':>11} {'command':>8} {'ratio 1st':>9} "
+          f"{'ratio rep':>9} {'ratio cmd':>9}")
+    o = a = None
+    for (name, phys), setup in setups.items():
+        if name != "arm26":
+            continue
+        d = setup.parent
+        o, a, c = [], [], []
+        for _ in range(rounds):
+            o.append(_fresh(_FRESH_OPENSIM, [setup, 6], d))
+            a.append(_fresh(_FRESH_ARTHRON, [setup, d / "ours_fresh", 6], d))
+            c.append(_command_time(setup, 1))
+        med = lambda rs, k: float(np.median([r[k] for r in rs]))  # noqa: E731
+        o1, orep, a1, arep, cmd = (med(o, "first"), med(o, "repeated"), med(a, "first"),
+                                   med(a, "repeated"), float(np.median(c)))
+        print(f"{name:<10} {str(phys):<10} {o1:>11.3f} {orep:>11.3f} {a1:>11.4f} {arep:>11.4f} "
+              f"{cmd:>8.3f} {o1 / a1:>9.1f} {orep / arep:>9.1f} {o1 / cmd:>9.1f}"
+              + ("  (numba was imported)" if any(r["numba"] for r in a) else ""), flush=True)
+    if o is None:
+        return
+    print(f"(imports not counted above: arthron {med(a, 'import'):.2f} s, opensim "
+          f"{med(o, 'import'):.2f} s; the command's wall time counts everything)", flush=True)
 
 
 def large_model_inputs(folder: Path, n_frames: int = 151, physiology: bool = False) -> Path:
@@ -258,7 +358,11 @@ def cone_case():
 if __name__ == "__main__":
     quick = "--quick" in sys.argv
     print(_load(), flush=True)
-    _, setups = main(quick)
-    whole_command(setups, quick)
-    cone_case()
+    only = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--cases=")]
+    _, setups = main(quick, only[0].split(",") if only else None)
+    first_calls(setups, quick)
+    if not only or "das4" in only[0]:
+        whole_command(setups, quick)
+    if not only or "cone" in only[0]:
+        cone_case()
     print(_load())

@@ -31,7 +31,8 @@ def fan_blades(R1, d12, a, num_fan, blades, special):
     caller.
 
     The closest points: Eberly's Newton steps on the Lagrange multiplier (at most 64, until
-    |f| < 1e-9) in the order of ``wrap_ellipsoid._newton_ellipsoid``, on
+    |f| < 1e-9) with f and f' factored and evaluated in the order of
+    ``wrap_ellipsoid._newton_ellipsoid``, on
     :data:`_LANES` fan points at a time (each point keeps its own start and its own stop at
     |f| < 1e-9; a stopped point is not updated), so that the processor overlaps the
     dependent divisions of independent points; the sum is taken in fan order. The result
@@ -99,21 +100,22 @@ def fan_blades(R1, d12, a, num_fan, blades, special):
                     Q = t[j] + B2
                     R = t[j] + C2
                     P2 = P * P
-                    Q2 = Q * Q
-                    R2 = R * R
-                    f = P2 * Q2 * R2 - AA[j] * Q2 * R2 - BB[j] * P2 * R2 - CC[j] * P2 * Q2
+                    QR = Q * R
+                    Q2R2 = QR * QR
+                    X = P2 - AA[j]
+                    BR = BB[j] * R
+                    CQ = CC[j] * Q
+                    S = BR * R + CQ * Q
+                    f = Q2R2 * X - P2 * S
                     if go[j]:
                         if abs(f) < 1e-9:
                             go[j] = False
                         else:
-                            PQ = P * Q
-                            PR = P * R
-                            QR = Q * R
-                            fp = PQ * R * (QR + PR + PQ)
-                            fp = fp - AA[j] * QR * (Q + R)
-                            fp = fp - BB[j] * PR * (P + R)
-                            fp = fp - CC[j] * PQ * (P + Q)
-                            fp = fp * 2.0
+                            fp = (Q + R) * QR * X
+                            fp = fp + P * Q2R2
+                            fp = fp - S * P
+                            fp = fp - (BR + CQ) * P2
+                            fp = fp + fp
                             t[j] = t[j] - f / fp
                             busy = True
                 if not busy:

@@ -24,7 +24,8 @@ _NUM_FAN = 300
 _SV_BLEND = 0.3
 _SEG = 0.001               # m, length of the chords of the surface path
 SURFACE_CHORD = _SEG       # (public name: the renderer draws the same chords)
-_NEWTON_CHUNK = 16384      # points per block of the closest-point Newton iteration
+_NEWTON_CHUNK = 8192       # points per block of the closest-point Newton iteration (its 12
+#                            buffers stay in a 2 MiB L2 cache)
 
 
 def _closest_ellipse(a, b, u, v):
@@ -82,35 +83,39 @@ def _closest_ellipse(a, b, u, v):
 def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
     """Eberly's Newton steps on the Lagrange multiplier ``t`` of the rows ``ix`` (in place),
     each row until |f| < 1e-9 (at most 64 steps); converged rows leave the working arrays
-    once at least half have converged (until then they are skipped by ``where``). Each operation of ``f = P²Q²R² - AQ²R² - BP²R² - CP²Q²`` and
-    ``f' = 2(PQR(QR + PR + PQ) - AQR(Q + R) - BPR(P + R) - CPQ(P + Q))`` is evaluated in the
-    order the formula reads, into preallocated buffers (no temporaries)."""
+    once at least half have converged (until then they are skipped by ``where``).
+    ``f = P²Q²R² − AQ²R² − BP²R² − CP²Q²`` and its derivative are evaluated factored, as
+    ``f = (QR)²(P² − A) − P²(BR·R + CQ·Q)`` and
+    ``f'/2 = (Q + R)·QR·(P² − A) + P(QR)² − P(BR·R + CQ·Q) − P²(BR + CQ)`` (14 and 11
+    operations instead of 17 and 20; the compiled fan kernel evaluates the same expressions
+    in the same order), into preallocated buffers (no temporaries)."""
     tt, A, B, Cc = t[ix], a2u2[ix], b2v2[ix], c2w2[ix]
     m = len(ix)
     buf = np.empty((12, m))
     conv = np.empty(m, bool)
-    P, Q, R, P2, Q2, R2, f, t1, PQ, PR, QR, s1 = buf
-    for _ in range(64):
+    P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = buf
+
+    def f_of_t():      # into the buffers (views bound below), nothing rebound here
         np.add(tt, a2, out=P)
         np.add(tt, b2, out=Q)
         np.add(tt, c2, out=R)
         np.multiply(P, P, out=P2)
-        np.multiply(Q, Q, out=Q2)
-        np.multiply(R, R, out=R2)
-        np.multiply(P2, Q2, out=f)
-        f *= R2
-        np.multiply(A, Q2, out=t1)
-        t1 *= R2
-        f -= t1
-        np.multiply(B, P2, out=t1)
-        t1 *= R2
-        f -= t1
-        np.multiply(Cc, P2, out=t1)
-        t1 *= Q2
-        f -= t1
+        np.multiply(Q, R, out=QR)
+        np.multiply(QR, QR, out=Q2R2)
+        np.subtract(P2, A, out=X)                 # P² − A
+        np.multiply(Q2R2, X, out=f)
+        np.multiply(B, R, out=t1)                 # B R
+        np.multiply(Cc, Q, out=t2)                # C Q
+        np.multiply(t1, R, out=S)
+        np.multiply(t2, Q, out=fp)
+        np.add(S, fp, out=S)                      # B R² + C Q²
+        np.multiply(P2, S, out=fp)
+        np.subtract(f, fp, out=f)
+    for _ in range(64):
+        f_of_t()
         c = conv[:m]
-        np.abs(f, out=t1)
-        np.less(t1, 1e-9, out=c)
+        np.abs(f, out=fp)
+        np.less(fp, 1e-9, out=c)
         go = None
         if c.any():
             t[ix] = tt
@@ -118,39 +123,30 @@ def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
             ng = np.count_nonzero(go)
             if ng == 0:
                 return
-            if ng < m // 2:   # compact; else the converged rows stay, frozen by ``where``
+            if ng < m // 2:   # compact (f and its parts evaluated again on the rows left, the
+                # same values); else the converged rows stay, frozen by ``where``
                 ix, tt, A, B, Cc = ix[go], tt[go], A[go], B[go], Cc[go]
-                Pg, Qg, Rg, fg = P[go], Q[go], R[go], f[go]
                 m = ng
-                P, Q, R, P2, Q2, R2, f, t1, PQ, PR, QR, s1 = buf[:, :m]
-                P[:], Q[:], R[:], f[:] = Pg, Qg, Rg, fg
+                P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = buf[:, :m]
+                f_of_t()
                 go = None
-        np.multiply(P, Q, out=PQ)
-        np.multiply(P, R, out=PR)
-        np.multiply(Q, R, out=QR)
-        np.multiply(PQ, R, out=s1)                # P Q R
-        np.add(QR, PR, out=P2)
-        P2 += PQ
-        s1 *= P2
-        np.multiply(A, QR, out=t1)
-        np.add(Q, R, out=P2)
+        np.add(Q, R, out=fp)
+        fp *= QR
+        fp *= X
+        np.multiply(P, Q2R2, out=X)
+        fp += X
+        S *= P
+        fp -= S
+        t1 += t2                                  # B R + C Q
         t1 *= P2
-        s1 -= t1
-        np.multiply(B, PR, out=t1)
-        np.add(P, R, out=P2)
-        t1 *= P2
-        s1 -= t1
-        np.multiply(Cc, PQ, out=t1)
-        np.add(P, Q, out=P2)
-        t1 *= P2
-        s1 -= t1
-        s1 *= 2.0                                 # f'
+        fp -= t1
+        fp += fp                                  # f'
         if go is None:
-            np.divide(f, s1, out=s1)
-            tt = tt - s1
+            np.divide(f, fp, out=fp)
+            tt = tt - fp
         else:         # a frozen row keeps its t, so its f stays converged
-            np.divide(f, s1, out=s1, where=go)
-            np.subtract(tt, s1, out=tt, where=go)
+            np.divide(f, fp, out=fp, where=go)
+            np.subtract(tt, fp, out=tt, where=go)
     t[ix] = tt
 
 
@@ -205,8 +201,9 @@ def _closest_ellipsoid(a, dims, p, axis=-1):
 def _fan_blades(R1, d12, a, dims):
     """The fan's sum of unit vectors from the chord points ``R1 + k/300 d12`` (k = 1..298) to
     their closest ellipsoid points, (N, 3): the compiled kernel when
-    :func:`~arthron.geometry.wrap_kernels.use_kernel` says so (rows with a chord point on a
-    coordinate plane go through NumPy), else NumPy in blocks of ~2**18 points."""
+    :func:`~arthron.geometry.wrap_kernels.use_kernel` says so, else NumPy (:func:`_fan_numpy`);
+    rows with a chord point on a coordinate plane go through :func:`_closest_ellipsoid`'s
+    2-D branch."""
     N = len(R1)
     blades = np.empty((N, 3))
     todo = np.arange(N)
@@ -221,10 +218,57 @@ def _fan_blades(R1, d12, a, dims):
     nb = max(1, (1 << 18) // len(tt))   # frames per block: memory ~2**18 points
     for b0 in range(0, len(todo), nb):
         fb = todo[b0:b0 + nb]
-        sv = R1[fb, None, :] + tt[None, :, None] * d12[fb, None, :]
-        cp = _closest_ellipsoid(a, dims, sv.reshape(-1, 3)).reshape(sv.shape)
-        blades[fb] = _unit(cp - sv)[0].sum(1)
+        blades[fb] = _fan_numpy(R1[fb], d12[fb], a, dims, tt)
     return blades
+
+
+def _fan_numpy(R1, d12, a, dims, tt):
+    """:func:`_fan_blades` in NumPy for rows R1, d12 (n, 3): the chord points as coordinate
+    arrays (K, n) (K = len(tt)), Eberly's Newton iteration on all points of the rows without a
+    point on a coordinate plane at once (:func:`_newton_ellipsoid`), the unit vectors summed
+    in fan order (the kernel's order); the other rows through :func:`_closest_ellipsoid`."""
+    n = len(R1)
+    u, v, w = (R1[:, i] + tt[:, None] * d12[:, i] for i in range(3))      # (K, n) each
+    plane = ((np.abs(u) <= _ROUNDOFF) | (np.abs(v) <= _ROUNDOFF)
+             | (np.abs(w) <= _ROUNDOFF)).any(0)
+    out = np.empty((n, 3))
+    if plane.any():
+        sp = np.flatnonzero(plane)
+        sv = R1[sp, None, :] + tt[None, :, None] * d12[sp, None, :]
+        cp = _closest_ellipsoid(a, dims, sv.reshape(-1, 3)).reshape(sv.shape)
+        out[sp] = _unit(cp - sv)[0].sum(1)
+        gen = np.flatnonzero(~plane)
+        if len(gen) == 0:
+            return out
+        u, v, w = u[:, gen], v[:, gen], w[:, gen]
+    else:
+        gen = slice(None)
+    a2, b2, c2 = a ** 2
+    A, B, C = a2 * u * u, b2 * v * v, c2 * w * w
+    su, sv_, sw = u / a[0], v / a[1], w / a[2]
+    out_ = ~(su * su + sv_ * sv_ + sw * sw < 1.0)     # outside (chord points rarely are)
+    t = np.zeros(u.size)
+    if out_.any():
+        t[out_.ravel()] = (a.max() * np.sqrt(u * u + v * v + w * w))[out_]
+    A, B, C = A.ravel(), B.ravel(), C.ravel()
+    m = len(t)
+    for s0 in range(0, m, _NEWTON_CHUNK):
+        _newton_ellipsoid(t, np.arange(s0, min(m, s0 + _NEWTON_CHUNK)), a2, b2, c2, A, B, C)
+    t = t.reshape(u.shape)
+    dx = a2 * u / (t + a2) - u
+    dy = b2 * v / (t + b2) - v
+    dz = c2 * w / (t + c2) - w
+    nrm = np.sqrt(dx * dx + dy * dy + dz * dz)
+    ok = nrm > 0
+    K, nn = u.shape
+    res = np.zeros((K, 3, nn))
+    for j, d in enumerate((dx, dy, dz)):
+        np.divide(d, nrm, out=res[:, j], where=ok)
+    # summed over the fan in fan order: a reduction over the outer axis of (K, 3n) adds one
+    # point at a time to each of the 3n sums (pairwise summation happens only along a
+    # contiguous reduced axis, which this layout never has, even for a single row)
+    out[gen] = np.add.reduce(res.reshape(K, 3 * nn), axis=0).reshape(3, nn).T
+    return out
 
 
 def _tangent_lm(pe, r, p, a, vs, vs4):
@@ -232,7 +276,12 @@ def _tangent_lm(pe, r, p, a, vs, vs4):
     Gauss-Newton search for a point on the ellipsoid, in the plane (vs, vs4), whose tangent
     plane holds p. Replayed step by step (damping, step doubling, tolerance 1e-8 on the sum of
     squared residuals, 50 iterations) because OpenSim uses the point where the search stops,
-    which is not always the exact tangent point. Scaled coordinates, centre at the origin."""
+    which is not always the exact tangent point. Scaled coordinates, centre at the origin.
+
+    NumPy route: the rows still searching are kept side by side (the finished ones leave the
+    working arrays); each row's arithmetic is that of one row at a time (the kernel's
+    order), and the step doubling tries :data:`_LINE_BATCH` doublings at once (the later ones
+    are thrown away for a row whose search stopped earlier)."""
     if use_kernel():
         out = np.empty((len(r), 3))
         kernels().tangent_lm(np.ascontiguousarray(pe, float), np.ascontiguousarray(r, float),
@@ -241,92 +290,164 @@ def _tangent_lm(pe, r, p, a, vs, vs4):
                              out)
         return out
     r = np.array(r, float)
-    N = len(r)
-    a2 = a * a
+    p = np.asarray(p, float)
     near = np.abs(pe) < 1e-4
     r[near] = p[near]
-
-    d1 = -_dot(2.0 * r / a2, r)
-    ee, ssq = _lm_resid(r, d1, p, vs, vs4, a, a2)
-    ssqo = ssq.copy()
-    alpha = np.full(N, 0.01)
-    nit = np.zeros(N, int)
-    pu = _unit(p)[0]
-    run = ~near
+    ix = np.flatnonzero(~near)                     # rows still searching (global index)
+    if len(ix) == 0:
+        return r
+    a2 = a * a
+    R, P, V, V4 = r[ix], p[ix], np.asarray(vs, float)[ix], np.asarray(vs4, float)[ix]
+    n0 = 2.0 * R / a2
+    d1 = -(n0[:, 0] * R[:, 0] + n0[:, 1] * R[:, 1] + n0[:, 2] * R[:, 2])
+    E, ssq = _lm_resid(R, d1, P, V, V4, a, a2)
+    pn = _norm(P)
+    PU = np.divide(P, pn[:, None], out=np.zeros_like(P), where=pn[:, None] > 0)
+    Dp = 2.0 * P / a2                              # the Jacobian's p column (fixed)
+    alpha = np.full(len(ix), 0.01)
+    nit = 0
+    diag = (np.arange(4), np.arange(4))
     while True:
-        run &= (ssq > 1e-8) & (nit < 50)
-        if not run.any():
-            break
-        nit += run
-        ri = np.where(run)[0]        # the Jacobian products of the rows still searching
-        rr, pr = r[ri], p[ri]
-        D = np.zeros((len(ri), 4, 4))
-        D[:, :3, 0] = vs[ri]
-        D[:, :3, 1] = 2.0 * rr / a2
-        D[:, :3, 2] = 2.0 * (2.0 * rr) / a2
-        D[:, :3, 3] = 2.0 * pr / a2
+        run = ssq > 1e-8
+        if nit >= 50 or not run.all():            # finished rows leave
+            keep = run if nit < 50 else np.zeros(len(ix), bool)
+            done = ~keep
+            r[ix[done]] = R[done]
+            if not keep.any():
+                return r
+            ix, R, P, V, V4, d1, E, ssq, PU, Dp, alpha = (
+                x[keep] for x in (ix, R, P, V, V4, d1, E, ssq, PU, Dp, alpha))
+        nit += 1
+        m = len(ix)
+        D = np.zeros((m, 4, 4))
+        D[:, :3, 0] = V
+        D[:, :3, 1] = 2.0 * R / a2
+        D[:, :3, 2] = 2.0 * (2.0 * R) / a2
+        D[:, :3, 3] = Dp
         D[:, 3, 2] = 1.0
         D[:, 3, 3] = 1.0
-        pcos = _dot(_unit(pr - rr)[0], pu[ri])
-        dd = np.ones(N)
-        dd[ri] = np.where(pcos > 0.1, 1.0 - np.abs(pcos) ** 100, 1.0)
-        v = np.zeros((N, 4))
-        v[ri] = -np.einsum("nij,nj->ni", D, ee[ri])
-        D2 = np.zeros((N, 4, 4))
-        D2[ri] = np.einsum("nik,njk->nij", D, D)
-        diag = np.diagonal(D2, axis1=1, axis2=2).copy()
-        vt = np.zeros((N, 4))
-        inner = run.copy()
+        Q = P - R
+        qn = _norm(Q)
+        Q = np.divide(Q, qn[:, None], out=np.zeros_like(Q), where=qn[:, None] > 0)
+        QU = Q * PU
+        pcos = QU[:, 0] + QU[:, 1] + QU[:, 2]
+        dd = np.where(pcos > 0.1, 1.0 - np.abs(pcos) ** 100, 1.0)
+        v = -np.einsum("nij,nj->ni", D, E)
+        # D Dᵀ, each entry summed over k in order (the kernel's order)
+        D2 = D[:, :, None, 0] * D[:, None, :, 0]
+        for k in (1, 2, 3):
+            D2 += D[:, :, None, k] * D[:, None, :, k]
+        dg = D2[:, diag[0], diag[1]].copy()
+        vt = np.empty((m, 4))
+        # damping: grow alpha until the step lowers the residual (each row on its own)
+        inner = np.arange(m)
         k2 = 0
-        while inner.any() and k2 < 1000:
-            idx = np.where(inner)[0]
-            M = D2[idx].copy()
-            M[:, np.arange(4), np.arange(4)] = diag[idx] * (1.0 + alpha[idx, None])
-            inv = np.linalg.inv(M)
-            vt[idx] = dd[idx, None] * np.einsum("nij,nj->ni", inv, v[idx]) / 16.0
-            r[idx] += vt[idx, :3]
-            d1[idx] += vt[idx, 3]
-            ee_i, ss_i = _lm_resid(r[idx], d1[idx], p[idx], vs[idx], vs4[idx], a, a2)
-            ee[idx] = ee_i
-            ssqo[idx] = ssq[idx]
-            ssq[idx] = ss_i
-            alpha[idx] *= 4.0
+        while len(inner) and k2 < 1000:
+            if len(inner) == m:                    # every row (the first pass): no gathers
+                M = D2.copy()
+                M[:, diag[0], diag[1]] = dg * (1.0 + alpha[:, None])
+                vt = dd[:, None] * np.einsum("nij,nj->ni", np.linalg.inv(M), v) / 16.0
+                R = R + vt[:, :3]
+                d1 = d1 + vt[:, 3]
+                E, si = _lm_resid(R, d1, P, V, V4, a, a2)
+                up = si >= ssq
+                ssq = si
+                alpha *= 4.0
+            else:
+                M = D2[inner]
+                M[:, diag[0], diag[1]] = dg[inner] * (1.0 + alpha[inner, None])
+                vti = dd[inner, None] * np.einsum("nij,nj->ni", np.linalg.inv(M), v[inner]) / 16.0
+                vt[inner] = vti
+                Ri = R[inner] + vti[:, :3]
+                di = d1[inner] + vti[:, 3]
+                Ei, si = _lm_resid(Ri, di, P[inner], V[inner], V4[inner], a, a2)
+                R[inner], d1[inner], E[inner] = Ri, di, Ei
+                up = si >= ssq[inner]
+                ssq[inner] = si
+                alpha[inner] *= 4.0
             k2 += 1
-            inner[idx] = ssq[idx] >= ssqo[idx]
-        alpha[run] /= 8.0
-        fakt = np.where(run, 0.5, 0.0)
-        ls = run.copy()
-        k2 = 0
-        while ls.any() and k2 < 1000:
-            idx = np.where(ls)[0]
-            fakt[idx] *= 2.0
-            r[idx] += vt[idx, :3] * fakt[idx, None]
-            d1[idx] += vt[idx, 3] * fakt[idx]
-            ee_i, ss_i = _lm_resid(r[idx], d1[idx], p[idx], vs[idx], vs4[idx], a, a2)
-            ee[idx] = ee_i
-            ssqo[idx] = ssq[idx]
-            ssq[idx] = ss_i
-            k2 += 1
-            ls[idx] = ssq[idx] <= ssqo[idx]
-        idx = np.where(run)[0]
-        r[idx] -= vt[idx, :3] * fakt[idx, None]
-        d1[idx] -= vt[idx, 3] * fakt[idx]
-        ee_i, ss_i = _lm_resid(r[idx], d1[idx], p[idx], vs[idx], vs4[idx], a, a2)
-        ee[idx] = ee_i
-        ssq[idx] = ss_i
-        ssqo[idx] = ss_i
-    return r
+            inner = inner[up]
+        alpha /= 8.0
+        # step doubling while the residual does not grow: R + vt·1, + vt·2, + vt·4, ...
+        R, d1 = _line_search(R, d1, ssq, vt, P, V, V4, a, a2)
+        E, ssq = _lm_resid(R, d1, P, V, V4, a, a2)
+
+
+#: doublings of the step tried at once by :func:`_line_search`
+_LINE_BATCH = 8
+
+
+def _line_search(R, d1, ssq, vt, P, V, V4, a, a2):
+    """OpenSim's step doubling, each row on its own: fakt = 1, 2, 4, ...; ``R += vt·fakt``
+    while the residual does not grow (at most 1000 steps), then the last step taken back
+    (``R − vt·fakt``, as OpenSim computes it). :data:`_LINE_BATCH` steps of all rows per
+    residual evaluation. Returns (R, d1) after the step back."""
+    m = len(R)
+    Rn, dn = R.copy(), d1.copy()
+    fakt_end = np.zeros(m)
+    rows = np.arange(m)
+    fakt = 0.5
+    k2 = 0
+    cur_R, cur_d, cur_s = R, d1, ssq
+    while len(rows):
+        K = min(_LINE_BATCH, 1000 - k2)
+        vtr = vt[rows]
+        Rs = np.empty((K, len(rows), 3))
+        ds = np.empty((K, len(rows)))
+        fk = np.empty(K)
+        for k in range(K):
+            fakt *= 2.0
+            fk[k] = fakt
+            Rs[k] = (cur_R if k == 0 else Rs[k - 1]) + vtr[:, :3] * fakt
+            ds[k] = (cur_d if k == 0 else ds[k - 1]) + vtr[:, 3] * fakt
+        if len(rows) == m:
+            _, s = _lm_resid(Rs, ds, P, V, V4, a, a2)
+        else:
+            _, s = _lm_resid(Rs, ds, P[rows], V[rows], V4[rows], a, a2)
+        prev = np.concatenate([cur_s[None], s[:-1]])
+        grew = ~(s <= prev)                        # the step that ends the doubling
+        k2 += K
+        stop = grew.any(0) | (k2 >= 1000)
+        ks = np.where(grew.any(0), np.argmax(grew, 0), K - 1)
+        j = np.flatnonzero(stop)
+        g = rows[j]
+        Rn[g] = Rs[ks[j], j]
+        dn[g] = ds[ks[j], j]
+        fakt_end[g] = fk[ks[j]]
+        go = ~stop
+        rows = rows[go]
+        cur_R, cur_d, cur_s = Rs[-1, go], ds[-1, go], s[-1, go]
+    return Rn - vt[:, :3] * fakt_end[:, None], dn - vt[:, 3] * fakt_end
 
 
 def _lm_resid(r, d1, p, vs, vs4, a, a2):
+    """The search's residuals (..., 4) and their sum of squares (...) at r (..., 3), d1 (...)
+    (p, vs, vs4 broadcast against them), each in the kernel's order."""
     nr = 2.0 * r / a2
-    e0 = _dot(vs, r) + vs4
-    s = np.square(r / a)
-    e1 = s[:, 0] + s[:, 1] + s[:, 2] - 1.0
-    e2 = _dot(nr, r) + d1
-    e3 = _dot(nr, p) + d1
-    ee = np.stack([e0, e1, e2, e3], 1)
-    return ee, e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3
+    e = np.empty(r.shape[:-1] + (4,))
+    x = vs * r
+    e0, e1, e2, e3 = (e[..., i] for i in range(4))
+    np.add(x[..., 0], x[..., 1], out=e0)
+    e0 += x[..., 2]
+    e0 += vs4
+    x = r / a
+    x *= x
+    np.add(x[..., 0], x[..., 1], out=e1)
+    e1 += x[..., 2]
+    e1 -= 1.0
+    x = nr * r
+    np.add(x[..., 0], x[..., 1], out=e2)
+    e2 += x[..., 2]
+    e2 += d1
+    x = nr * p
+    np.add(x[..., 0], x[..., 1], out=e3)
+    e3 += x[..., 2]
+    e3 += d1
+    x = e * e
+    s = x[..., 0] + x[..., 1]
+    s += x[..., 2]
+    s += x[..., 3]
+    return e, s
 
 
 def section_points(a0, ar1, vsy, phi, radii):

@@ -143,23 +143,32 @@ def wrap_sphere(p1, p2, radius: float, axis: int = -1, sign: int = 0):
 
 
 # ---------------------------------------------------------------------------------- cylinder
-def _closest_on_axis(p):
-    out = np.zeros_like(p)
-    out[:, 2] = p[:, 2]
-    return out
+# Vectors of many rows as (3, n) arrays (each component contiguous), with the kernel's order
+# of operations: a·b = (a0 b0 + a1 b1) + a2 b2, |a| = sqrt(a·a), a/|a| (0 where |a| = 0).
+_C1, _C2 = [1, 2, 0], [2, 0, 1]
+_DN = np.array([0.0, 0.0, 1.0])[:, None]
 
 
-def _intersect_lines(p1, p2, p3, p4):
-    """Closest points of the lines p1-p2 and p3-p4: (point on 1, s along 1 (0 at p1, 1 at p2),
-    point on 2, t along 2)."""
-    v1, m1 = _unit(p2 - p1)
-    v2, m2 = _unit(p4 - p3)
-    cr = _cross(v1, v2)
-    den = _dot(cr, cr)
-    w = p3 - p1
-    t = _dot(w, _cross(v1, cr)) / den      # det[w; v1; cr]
-    s = _dot(w, _cross(v2, cr)) / den
-    return p1 + s[:, None] * v1, s / m1, p3 + t[:, None] * v2, t / m2
+def _vdot(a, b):
+    p = a * b
+    return p[0] + p[1] + p[2]
+
+
+def _vnorm(a):
+    return np.sqrt(_vdot(a, a))
+
+
+def _vunit(a):
+    n = _vnorm(a)
+    return np.divide(a, n, out=np.zeros_like(a), where=n > 0), n
+
+
+def _vcross(a, b):
+    return a[_C1] * b[_C2] - a[_C2] * b[_C1]
+
+
+def _vsgn(x):
+    return np.where(x >= 0.0, 1, -1)
 
 
 def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: int = 0,
@@ -175,6 +184,10 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
     OpenSim 4.6's iterative axial correction of the tangent points, which it applies on paths
     with two or more wrap objects (:func:`_adjust_spiral`).
 
+    NumPy route: the rows' vectors as (3, T) arrays, every operation that of the compiled
+    kernel in the same order (the results are the kernel's, bit for bit where the processor's
+    libm agrees).
+
     Returns (status, r1, r2, length); see the module docstring.
     """
     p1 = np.asarray(p1, float)
@@ -189,51 +202,63 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
                                 float(np.deg2rad(0.1)), status, r1, r2, L)
         return status, r1, r2, L
     r2sq = R * R
-    dn = np.array([0.0, 0.0, 1.0])
     constrained = axis >= 0
-    rho1 = np.hypot(p1[:, 0], p1[:, 1])
-    rho2 = np.hypot(p2[:, 0], p2[:, 1])
+    P1, P2 = np.ascontiguousarray(p1.T), np.ascontiguousarray(p2.T)      # (3, T)
+    cs = np.array([0.0, 0.0, -0.5 * length])[:, None]
+    ce = np.array([0.0, 0.0, 0.5 * length])[:, None]
+    v2, m2 = _vunit(ce - cs)
+    rho1 = np.hypot(P1[0], P1[1])
+    rho2 = np.hypot(P2[0], P2[1])
     inside = (rho1 ** 2 < r2sq) | (rho2 ** 2 < r2sq)
-    cs = np.broadcast_to([0.0, 0.0, -0.5 * length], (T, 3))
-    ce = np.broadcast_to([0.0, 0.0, 0.5 * length], (T, 3))
+    # closest points of the segment's line and the axis
     with np.errstate(invalid="ignore", divide="ignore"):
-        near12, t12, near00, _ = _intersect_lines(p1, p2, cs, ce)
-    pierce = (_dot(near12 - near00, near12 - near00) < r2sq) & (t12 > 0) & (t12 < 1)
+        v1, m1 = _vunit(P2 - P1)
+        cr = _vcross(v1, v2)
+        den = _vdot(cr, cr)
+        w = cs - P1
+        t = _vdot(w, _vcross(v1, cr)) / den
+        s = _vdot(w, _vcross(v2, cr)) / den
+        near12 = P1 + s * v1
+        t12 = s / m1
+        dnn = near12 - (cs + t * v2)
+        pierce = (_vdot(dnn, dnn) < r2sq) & (t12 > 0) & (t12 < 1)
     status = np.full(T, WRAPPED)
     if not constrained:
         status = np.where(pierce, MANDATORY, NO_WRAP)
-    p11 = _closest_on_axis(p1)
-    p22 = _closest_on_axis(p2)
+    zero = np.zeros(T)
+    p11 = np.stack([zero, zero, P1[2]])
+    p22 = np.stack([zero, zero, P2[2]])
 
     def tangents(p, p0, rho):
-        vv, _ = _unit(p - p0)
+        vv, _ = _vunit(p - p0)
         sin_t = R / np.maximum(rho, 1e-300)
-        pp = p0 + (R * sin_t)[:, None] * vv
-        h = np.sqrt(np.maximum(r2sq - (R * sin_t) ** 2, 0.0))[:, None]
-        uu = _cross(dn, vv)
+        pp = p0 + (R * sin_t) * vv
+        h = np.sqrt(np.maximum(r2sq - (R * sin_t) ** 2, 0.0))
+        uu = _vcross(_DN, vv)
         return pp + h * uu, pp - h * uu
 
-    r1a, r1b = tangents(p1, p11, rho1)
-    r2a, r2b = tangents(p2, p22, rho2)
+    r1a, r1b = tangents(P1, p11, rho1)
+    r2a, r2b = tangents(P2, p22, rho2)
     far = np.zeros(T, bool)
     long_wrap = np.zeros(T, bool)
     if constrained:
         ws = sign
-        s1, s2 = _sgn(p1[:, axis]), _sgn(p2[:, axis])
+        s1, s2 = _vsgn(P1[axis]), _vsgn(P2[axis])
         either = (s1 == ws) | (s2 == ws)
-        opt = (s1 != s2) & (_sgn(near12[:, axis]) != ws)
+        opt = (s1 != s2) & (_vsgn(near12[axis]) != ws)
         st_c = np.where(pierce, MANDATORY, np.where(opt, WRAPPED, NO_WRAP))
         status = np.where(either, st_c, WRAPPED)
         r1am, r1bm = r1a - p11, r1b - p11
         r2am, r2bm = r2a - p22, r2b - p22
-        cosa = _dot(r1am, r2bm) / (_norm(r1am) * _norm(r2bm))
-        cosb = _dot(r1bm, r2am) / (_norm(r1bm) * _norm(r2am))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cosa = _vdot(r1am, r2bm) / (_vnorm(r1am) * _vnorm(r2bm))
+            cosb = _vdot(r1bm, r2am) / (_vnorm(r1bm) * _vnorm(r2am))
         alpha = np.arccos(np.clip(cosa, -1, 1))
         beta = np.arccos(np.clip(cosb, -1, 1))
-        a_on = _sgn(r1a[:, axis]) == ws
-        b_on = _sgn(r1b[:, axis]) == ws
-        r2a_on = _sgn(r2a[:, axis]) == ws
-        r2b_on = _sgn(r2b[:, axis]) == ws
+        a_on = _vsgn(r1a[axis]) == ws
+        b_on = _vsgn(r1b[axis]) == ws
+        r2a_on = _vsgn(r2a[axis]) == ws
+        r2b_on = _vsgn(r2b[axis]) == ws
         ab = alpha > beta
         # choice "BA": r1 = r1b, r2 = r2a, far = not (alpha > beta)
         # choice "AB": r1 = r1a, r2 = r2b, far = (alpha > beta)
@@ -243,60 +268,59 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
                                                np.where(r2a_on, True,
                                                         np.where(r2b_on, False, ~ab)))))
         none_on = ~a_on & ~b_on & ~r2a_on & ~r2b_on
-        far = np.where(choose_ba, ~ab, ab)
-        far = np.where(none_on, True, far)
-        r1 = np.where(choose_ba[:, None], r1b, r1a)
-        r2 = np.where(choose_ba[:, None], r2a, r2b)
-        sum_musc = (r1 - p1) + (r2 - p2)
+        far = np.where(none_on, True, np.where(choose_ba, ~ab, ab))
+        r1 = np.where(choose_ba, r1b, r1a)
+        r2 = np.where(choose_ba, r2a, r2b)
+        sum_musc = (r1 - P1) + (r2 - P2)
         sum_r = (r1 - p11) + (r2 - p22)
-        long_wrap = _dot(sum_r, sum_musc) < 0.0
+        long_wrap = _vdot(sum_r, sum_musc) < 0.0
     else:
-        n1a, n1b = _unit(r1a - p11)[0], _unit(r1b - p11)[0]
-        n2a, n2b = _unit(r2a - p22)[0], _unit(r2b - p22)[0]
-        combos = [(r1a, r2a), (r1a, r2b), (r1b, r2a), (r1b, r2b)]
-        dots = np.stack([_dot(n1a, n2a), _dot(n1a, n2b), _dot(n1b, n2a), _dot(n1b, n2b)], 1)
+        n1a, n1b = _vunit(r1a - p11)[0], _vunit(r1b - p11)[0]
+        n2a, n2b = _vunit(r2a - p22)[0], _vunit(r2b - p22)[0]
+        d1, d2, d3, d4 = _vdot(n1a, n2a), _vdot(n1a, n2b), _vdot(n1b, n2a), _vdot(n1b, n2b)
         # OpenSim's chain of strict comparisons (ties fall to the later candidate)
-        d1, d2, d3, d4 = dots.T
         pick = np.where((d1 > d2) & (d1 > d3) & (d1 > d4), 0,
                         np.where((d2 > d3) & (d2 > d4), 1, np.where(d3 > d4, 2, 3)))
-        r1 = np.choose(pick[:, None], [x for x, _ in combos])
-        r2 = np.choose(pick[:, None], [y for _, y in combos])
+        use_a1, use_a2 = pick <= 1, (pick == 0) | (pick == 2)
+        r1 = np.where(use_a1, r1a, r1b)
+        r2 = np.where(use_a2, r2a, r2b)
     # apex line of the cylinder between the two points
-    tt = rho1 / (rho1 + rho2)
-    mpt = p1 + tt[:, None] * (p2 - p1)
-    axispt = _closest_on_axis(mpt)
-    l1 = _unit(p1 - axispt)[0]
-    l2 = _unit(p2 - axispt)[0]
-    pn = _unit(_cross(l1, l2))[0]
-    vert1 = _unit(_cross(dn, pn))[0]
-    vert2 = _unit(_cross(pn, dn))[0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tt = rho1 / (rho1 + rho2)
+        mpt = P1 + tt * (P2 - P1)
+    axispt = np.stack([zero, zero, mpt[2]])
+    l1 = _vunit(P1 - axispt)[0]
+    l2 = _vunit(P2 - axispt)[0]
+    pn = _vunit(_vcross(l1, l2))[0]
+    vert1 = _vunit(_vcross(_DN, pn))[0]
+    vert2 = _vunit(_vcross(pn, _DN))[0]
     apex1 = axispt + R * vert1
     apex2 = axispt + R * vert2
-    dd1 = _dot(mpt - apex1, mpt - apex1)
-    dd2 = _dot(mpt - apex2, mpt - apex2)
+    e1, e2 = mpt - apex1, mpt - apex2
+    dd1 = _vdot(e1, e1)
+    dd2 = _vdot(e2, e2)
     first = np.where(far, ~(dd1 < dd2), dd1 < dd2)
-    apex = np.where(first[:, None], apex1, apex2)
-    uu = _unit(p1 - apex)[0]
-    vv = _unit(p2 - apex)[0]
-    pn2 = _unit(_cross(uu, vv))[0]
-    dpl = -_dot(p1, pn2)
+    apex = np.where(first, apex1, apex2)
+    uu = _vunit(P1 - apex)[0]
+    vv = _vunit(P2 - apex)[0]
+    pn2 = _vunit(_vcross(uu, vv))[0]
+    dpl = -_vdot(P1, pn2)
 
-    def slide(r, p_own, p_other_axis, p_own_axis):
-        a = r - 10.0 * dn
-        b = r + 10.0 * dn
+    def slide(r, other_z, own_z):
+        a = r - 10.0 * _DN
+        b = r + 10.0 * _DN
         vec = b - a
-        dp = _dot(vec, pn2)
+        dp = _vdot(vec, pn2)
         ok = np.abs(dp) >= 1e-5
         with np.errstate(invalid="ignore", divide="ignore"):
-            t = (-dpl - _dot(pn2, a)) / dp
+            t = (-dpl - _vdot(pn2, a)) / dp
         ok &= (t >= -1e-5) & (t <= 1 + 1e-5)
-        rp = a + np.where(ok, t, 0.0)[:, None] * vec
-        z = rp[:, 2]
-        closer = np.abs(z - p_other_axis[:, 2]) < np.abs(p_own_axis[:, 2] - p_other_axis[:, 2])
-        return np.where((ok & closer)[:, None], rp, r)
+        rp = a + np.where(ok, t, 0.0) * vec
+        closer = np.abs(rp[2] - other_z) < np.abs(own_z - other_z)
+        return np.where(ok & closer, rp, r)
 
-    r1 = slide(r1, p1, p22, p11)
-    r2 = slide(r2, p2, p11, p22)
+    r1 = slide(r1, P2[2], P1[2]).T
+    r2 = slide(r2, P1[2], P2[2]).T
     halfL = 0.5 * length
     out1 = (r1[:, 2] < -halfL) | (r1[:, 2] > halfL)
     out2 = (r2[:, 2] < -halfL) | (r2[:, 2] > halfL)
@@ -305,10 +329,10 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
     status = np.where((status >= WRAPPED) & beyond, NO_WRAP, status)
     ok = status >= WRAPPED
     adj = np.broadcast_to(np.asarray(adjust_tangents, bool), (T,)) & ok
+    r1 = np.ascontiguousarray(r1)
+    r2 = np.ascontiguousarray(r2)
     if adj.any():
         ai = np.where(adj)[0]
-        r1 = r1.copy()
-        r2 = r2.copy()
         r1[ai], r2[ai] = _adjust_spiral(p1[ai], p2[ai], r1[ai], r2[ai], R, long_wrap[ai])
     with np.errstate(invalid="ignore"):
         L = _spiral_length(r1, r2, R, long_wrap)
@@ -336,19 +360,20 @@ def _adjust_z(px, py, pz, x, y, z, wx, wy, wz, thresh):
     the helix point w: when the angles of p->r and r->w to the axis differ by more than
     ``thresh``, r slides along the axis 1.5 times towards the point of its axial line closest
     to the line p-w (OpenSim's ``IntersectLines`` with a vertical second line, written out:
-    x and y of r do not change). Returns (new z, moved)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ax, ay, az = x - px, y - py, z - pz
-        a = np.arccos(np.clip(az / np.sqrt(ax * ax + ay * ay + az * az), -1, 1))
-        bx, by, bz = wx - x, wy - y, wz - z
-        o = np.arccos(np.clip(bz / np.sqrt(bx * bx + by * by + bz * bz), -1, 1))
-        dx, dy, dz = wx - px, wy - py, wz - pz
-        nd = np.sqrt(dx * dx + dy * dy + dz * dz)
-        dx, dy, dz = dx / nd, dy / nd, dz / nd
-        den = dx * dx + dy * dy
-        along = ax * dx + ay * dy
-        zz = pz + dz * along / den
-        nz = z + 1.5 * (zz - z)
+    x and y of r do not change). Returns (new z, moved). (Floating-point warnings: the
+    caller's ``errstate``; the cosines clipped to [-1, 1] by maximum/minimum, which is
+    ``np.clip`` without its Python wrapper.)"""
+    ax, ay, az = x - px, y - py, z - pz
+    a = np.arccos(np.minimum(np.maximum(az / np.sqrt(ax * ax + ay * ay + az * az), -1.0), 1.0))
+    bx, by, bz = wx - x, wy - y, wz - z
+    o = np.arccos(np.minimum(np.maximum(bz / np.sqrt(bx * bx + by * by + bz * bz), -1.0), 1.0))
+    dx, dy, dz = wx - px, wy - py, wz - pz
+    nd = np.sqrt(dx * dx + dy * dy + dz * dz)
+    dx, dy, dz = dx / nd, dy / nd, dz / nd
+    den = dx * dx + dy * dy
+    along = ax * dx + ay * dy
+    zz = pz + dz * along / den
+    nz = z + 1.5 * (zz - z)
     need = (np.abs(a - o) > thresh) & np.isfinite(nz)
     return np.where(need, nz, z), need
 
@@ -364,46 +389,46 @@ def _adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter=100, thresh=np.deg2rad
     r1 = np.array(r1, float)
     r2 = np.array(r2, float)
     # only z of the tangent points moves: x, y and the helix angle are fixed per frame
-    x1, y1, z1a = r1[:, 0], r1[:, 1], r1[:, 2].copy()
-    x2, y2, z2a = r2[:, 0], r2[:, 1], r2[:, 2].copy()
+    z1a, z2a = r1[:, 2].copy(), r2[:, 2].copy()
     th_all = _spiral_angle(r1, r2, long_wrap)
-    sense_all = np.where(long_wrap, -1.0, 1.0)
+    # what is fixed per frame, one row each, gathered for the frames still moving in one take
+    fixed = np.stack([p1[:, 0], p1[:, 1], p1[:, 2], p2[:, 0], p2[:, 1], p2[:, 2], r1[:, 0],
+                      r1[:, 1], r2[:, 0], r2[:, 1], th_all, np.where(long_wrap, -1.0, 1.0)])
     idx = np.arange(len(r1))
-    for _ in range(max_iter):
-        if len(idx) == 0:
-            break
-        z1, z2, th = z1a[idx], z2a[idx], th_all[idx]
-        dz = z2 - z1
-        L = np.sqrt((R * th) ** 2 + dz ** 2)
-        nseg = np.maximum((L / 0.002).astype(int), 1)
-        ok = nseg >= 2        # the check happens at the second of >= 2 helix points
-        if not ok.all():
-            idx, z1, z2, th, dz, nseg = idx[ok], z1[ok], z2[ok], th[ok], dz[ok], nseg[ok]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for _ in range(max_iter):
             if len(idx) == 0:
                 break
-        sense = sense_all[idx]
-        t = 1.0 / nseg
-        xa, ya = x1[idx], y1[idx]
-        # helix point after the first segment, from r1
-        ang = sense * t * th
-        c, sn = np.cos(ang), np.sin(ang)
-        n1, m1 = _adjust_z(p1[idx, 0], p1[idx, 1], p1[idx, 2], xa, ya, z1,
-                           c * xa - sn * ya, sn * xa + c * ya, z1 + t * dz, thresh)
-        # helix point one segment before the end, turned from the corrected r1
-        t2 = 1.0 - t
-        ang = sense * t2 * th
-        c, sn = np.cos(ang), np.sin(ang)
-        n2, m2 = _adjust_z(p2[idx, 0], p2[idx, 1], p2[idx, 2], x2[idx], y2[idx], z2,
-                           c * xa - sn * ya, sn * xa + c * ya, n1 + t2 * dz, thresh)
-        # a frame whose points did not change at all would repeat the same step until the
-        # iteration limit: it is final already
-        same = (n1 == z1) & (n2 == z2)
-        z1a[idx] = n1
-        z2a[idx] = n2
-        idx = idx[(m1 | m2) & ~same]
+            z1, z2, th = z1a[idx], z2a[idx], th_all[idx]
+            dz = z2 - z1
+            L = np.sqrt((R * th) ** 2 + dz ** 2)
+            nseg = np.maximum((L / 0.002).astype(int), 1)
+            ok = nseg >= 2        # the check happens at the second of >= 2 helix points
+            if not ok.all():
+                idx, z1, z2, th, dz, nseg = idx[ok], z1[ok], z2[ok], th[ok], dz[ok], nseg[ok]
+                if len(idx) == 0:
+                    break
+            q1x, q1y, q1z, q2x, q2y, q2z, xa, ya, xb, yb, _, sense = fixed[:, idx]
+            t = 1.0 / nseg
+            # helix point after the first segment, from r1
+            ang = sense * t * th
+            c, sn = np.cos(ang), np.sin(ang)
+            n1, m1 = _adjust_z(q1x, q1y, q1z, xa, ya, z1,
+                               c * xa - sn * ya, sn * xa + c * ya, z1 + t * dz, thresh)
+            # helix point one segment before the end, turned from the corrected r1
+            t2 = 1.0 - t
+            ang = sense * t2 * th
+            c, sn = np.cos(ang), np.sin(ang)
+            n2, m2 = _adjust_z(q2x, q2y, q2z, xb, yb, z2,
+                               c * xa - sn * ya, sn * xa + c * ya, n1 + t2 * dz, thresh)
+            # a frame whose points did not change at all would repeat the same step until the
+            # iteration limit: it is final already
+            same = (n1 == z1) & (n2 == z2)
+            z1a[idx] = n1
+            z2a[idx] = n2
+            idx = idx[(m1 | m2) & ~same]
     r1[:, 2] = z1a
     r2[:, 2] = z2a
-    return r1, r2
     return r1, r2
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import UnsupportedFeature
 from ..geometry import wrapping as _wr
+from ..geometry.wrap_kernels import use_kernel
 from .kinematics import Kinematics, Tree, forward_kinematics
 
 from .path_compile import PathSet, _Path
@@ -152,39 +153,52 @@ def _run(gen):
 #: same object within one path computation (later passes of applyWrapObjects, where the
 #: neighbouring wrap did not move the segment) are reused (a row's result depends only on it).
 _MEMO_TYPES = ("WrapEllipsoid", "WrapTorus")
+#: ... and those that do on the NumPy route only (the compiled cylinder wraps a row in about
+#: the time of its look-up; NumPy's takes several times that: arm26's TRIlong, whose three
+#: wrap objects take up to 8 passes, skips two of its four cylinder calls)
+_MEMO_TYPES_NUMPY = ("WrapCylinder",)
+#: odd 64-bit multipliers of the row hash (one per word of a key row)
+_HASH_MUL = (np.arange(1, 8, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) | np.uint64(1)
+
+
+def _row_hash(k):
+    """A 64-bit hash per row of the uint64 words ``k`` (n, 7) (wrapping products summed)."""
+    return (k * _HASH_MUL).sum(1, dtype=np.uint64)
 
 
 def _wrap_rows(wo, method, x1, x2, single, memo):
     """``wrap_segment`` over rows x1, x2 (n, 3) with ``single`` (bool or (n,)); rows equal
     bit for bit to rows wrapped before on ``wo`` with ``method`` (recorded in ``memo``, a dict
-    for one path computation) are taken from there."""
-    if memo is None or wo.type not in _MEMO_TYPES or len(x1) == 0:
+    for one path computation) are taken from there (looked up by a hash of their bits,
+    confirmed word by word; a row not found is wrapped)."""
+    if (memo is None or len(x1) == 0 or (wo.type not in _MEMO_TYPES and (
+            wo.type not in _MEMO_TYPES_NUMPY or use_kernel()))):
         return _wr.wrap_segment(wo, x1, x2, method, single=single)
     sg = np.broadcast_to(np.asarray(single, bool), (len(x1),))
-    key = np.ascontiguousarray(np.column_stack([x1, x2, sg]).astype(float))
-    kv = key.view(np.dtype((np.void, key.itemsize * key.shape[1]))).ravel()
+    key = np.ascontiguousarray(np.column_stack([x1, x2, sg]).astype(float)).view(np.uint64)
+    h = _row_hash(key)
     ent = memo.get((id(wo), method))
     if ent is None:
         res = _wr.wrap_segment(wo, x1, x2, method, single=sg)
-        memo[(id(wo), method)] = (kv, tuple(np.array(o) for o in res))
+        memo[(id(wo), method)] = (key, h, tuple(np.array(o) for o in res))
         return res
-    old_k, old_res = ent
-    n0 = len(old_k)
-    _, first, inv = np.unique(np.concatenate([old_k, kv]), return_index=True,
-                              return_inverse=True)
-    src = first[inv.ravel()[n0:]]
-    found = src < n0
+    old_k, old_h, old_res = ent
+    order = np.argsort(old_h, kind="stable")
+    hs = old_h[order]
+    pos = np.minimum(np.searchsorted(hs, h), len(hs) - 1)
+    src = order[pos]
+    found = (hs[pos] == h) & (old_k[src] == key).all(1)
     if not found.any():
         res = _wr.wrap_segment(wo, x1, x2, method, single=sg)
     else:
-        res = tuple(o[np.minimum(src, n0 - 1)] for o in old_res)
+        res = tuple(o[src] for o in old_res)
         new = ~found
         if new.any():
             part = _wr.wrap_segment(wo, x1[new], x2[new], method, single=sg[new])
             for o, r in zip(res, part):
                 o[new] = r
     new = ~found
-    memo[(id(wo), method)] = (np.concatenate([old_k, kv[new]]),
+    memo[(id(wo), method)] = (np.concatenate([old_k, key[new]]), np.concatenate([old_h, h[new]]),
                               tuple(np.concatenate([o, r[new]]) for o, r in zip(old_res, res)))
     return res
 
