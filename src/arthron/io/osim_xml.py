@@ -264,9 +264,12 @@ def _read_prop(elem, kind, ctx):
     if kind == "function":
         return read_function_property(elem, ctx.path)
     if kind == "curve":
+        # A curve's optional properties written empty (``<curviness></curviness>``, as the
+        # public Tug_of_War_Millard.osim has them) are unset in OpenSim 4.6, which then
+        # computes their defaults: left out here too (written back left out).
         out = {}
         for c in elem:
-            if isinstance(c.tag, str):
+            if isinstance(c.tag, str) and (c.text or "").strip():
                 out[c.tag] = float(ctx.floats(c, 1)[0])
         return out
     raise ValueError(kind)

@@ -228,10 +228,10 @@ def _xml_value(m, tag, default, text=None):
     """A property the reader kept verbatim (``unmodelled_xml``) of muscle ``m``: float/bool or
     ``default`` when absent."""
     text = (getattr(m, "unmodelled_xml", "") or "") if text is None else text
-    hit = re.search(rf"<{tag}>\s*([^<]+?)\s*</{tag}>", text)
-    if hit is None:
+    hit = re.search(rf"<{tag}>([^<]*)</{tag}>", text)
+    v = hit.group(1).strip() if hit else ""
+    if not v:                   # absent, or written empty: unset in OpenSim (its default)
         return default
-    v = hit.group(1)
     if isinstance(default, bool):
         return v.lower() == "true"
     try:

@@ -1,0 +1,138 @@
+"""Elements of whole public OpenSim models (github opensim-org/opensim-models) that arthron read
+wrongly or refused when a new user ran them, each reproduced in a small model written by the
+test and compared with OpenSim 4.6. The public files themselves are not copied."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import oracle
+from conftest import needs_opensim
+from arthron.cli import main
+from arthron.errors import ArthronWarning
+from arthron.io.osim import read_osim, write_osim
+from arthron.models.muscles import _curve_params, millard_curves
+from arthron.solvers.kinematics_analyses import millard_default_state_tensions
+
+
+def _slider_doc(forces, version=30000, body_extra=""):
+    """A 3.x block on a SliderJoint (the Tug_of_War models), ``forces`` in its ForceSet."""
+    return f"""<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="{version}"><Model name="tug">
+<gravity> 0 -9.80665 0</gravity>
+<BodySet><objects>
+<Body name="ground"><mass>0</mass><mass_center> 0 0 0</mass_center><inertia_xx>0</inertia_xx>
+<inertia_yy>0</inertia_yy><inertia_zz>0</inertia_zz><inertia_xy>0</inertia_xy><inertia_xz>0</inertia_xz>
+<inertia_yz>0</inertia_yz><Joint /></Body>
+<Body name="block"><mass>20</mass><mass_center> 0 0 0</mass_center>
+<inertia_xx>0.1333</inertia_xx><inertia_yy>0.1333</inertia_yy><inertia_zz>0.1333</inertia_zz>
+<inertia_xy>0</inertia_xy><inertia_xz>0</inertia_xz><inertia_yz>0</inertia_yz>
+<Joint><SliderJoint name="ground_block"><parent_body>ground</parent_body>
+<location_in_parent>0 0 0</location_in_parent><orientation_in_parent>0 -1.5707963267949 0</orientation_in_parent>
+<location>0 -0.05 0</location><orientation>0 -1.5707963267949 0</orientation>
+<CoordinateSet><objects><Coordinate name="block_tz"><motion_type>translational</motion_type>
+<default_value>0</default_value><range>-0.3 0.3</range><clamped>true</clamped></Coordinate></objects></CoordinateSet>
+</SliderJoint></Joint>{body_extra}</Body>
+</objects></BodySet>
+<ForceSet><objects>{forces}</objects></ForceSet>
+</Model></OpenSimDocument>"""
+
+
+def _millard(name, side, fiber_curve, tendon_curve):
+    return f"""<Millard2012EquilibriumMuscle name="{name}"><isDisabled>false</isDisabled>
+<GeometryPath><PathPointSet><objects>
+<PathPoint name="{name}-1"><location> 0 0.05 {side * 0.35}</location><body>ground</body></PathPoint>
+<PathPoint name="{name}-2"><location> 0 0 {side * 0.05}</location><body>block</body></PathPoint>
+</objects></PathPointSet></GeometryPath>
+<max_isometric_force>1000</max_isometric_force><optimal_fiber_length>0.1</optimal_fiber_length>
+<tendon_slack_length>0.2</tendon_slack_length><pennation_angle_at_optimal>0</pennation_angle_at_optimal>
+<default_activation>1</default_activation><default_fiber_length>0.1</default_fiber_length>
+<FiberForceLengthCurve>{fiber_curve}</FiberForceLengthCurve>
+<TendonForceLengthCurve>{tendon_curve}</TendonForceLengthCurve>
+</Millard2012EquilibriumMuscle>"""
+
+
+# the optional properties written empty, as Tug_of_War_Millard.osim has them
+_EMPTY_FIBER = ("<strain_at_zero_force>0</strain_at_zero_force><strain_at_one_norm_force>0.6"
+                "</strain_at_one_norm_force><stiffness_at_one_norm_force></stiffness_at_one_norm_force>"
+                "<curviness></curviness>")
+_EMPTY_TENDON = ("<strain_at_one_norm_force>0.049</strain_at_one_norm_force>"
+                 "<stiffness_at_one_norm_force></stiffness_at_one_norm_force>"
+                 "<norm_force_at_toe_end></norm_force_at_toe_end><curviness> </curviness>")
+# one given: arthron must use it, as OpenSim does
+_GIVEN_FIBER = ("<strain_at_zero_force>0.05</strain_at_zero_force><strain_at_one_norm_force>0.5"
+                "</strain_at_one_norm_force><stiffness_at_low_force>0.3</stiffness_at_low_force>"
+                "<stiffness_at_one_norm_force>3.5</stiffness_at_one_norm_force><curviness>0.4</curviness>")
+
+
+@needs_opensim
+def test_muscle_curves_with_empty_optional_properties_like_opensim(tmp_path):
+    """Tug_of_War_Millard.osim writes the optional properties of its Millard curves empty
+    (``<curviness></curviness>``); OpenSim 4.6 takes them as unset and computes its defaults,
+    arthron refused the file ('needs 1 number, has 0'). Now unset too: the fibre and tendon
+    force-length curves equal OpenSim's (calcValue) on a grid of lengths, on the file and on
+    arthron's rewrite of it, which OpenSim loads."""
+    src = tmp_path / "tug.osim"
+    src.write_text(_slider_doc(_millard("RightMuscle", -1, _EMPTY_FIBER, _EMPTY_TENDON)
+                               + _millard("LeftMuscle", 1, _GIVEN_FIBER, _EMPTY_TENDON)))
+    out = write_osim(tmp_path / "rewritten.osim", read_osim(src))
+    x = np.linspace(0.9, 1.8, 37)
+    xt = np.linspace(0.99, 1.08, 37)
+    import opensim as osim
+    for path in (src, out):
+        model = read_osim(path)
+        m, s = oracle.load(path)
+        for name in ("RightMuscle", "LeftMuscle"):
+            ours = millard_curves(model, name)[1].value(x)
+            mus = osim.Millard2012EquilibriumMuscle.safeDownCast(m.getForceSet().get(name))
+            fc = mus.getFiberForceLengthCurve()
+            ref = np.array([fc.calcValue(float(v)) for v in x])
+            np.testing.assert_allclose(ours, ref, atol=1e-9, rtol=0)
+            assert ref.max() > 0.5                            # the curve is exercised
+            # the tendon curve (kept verbatim) as the AnalyzeTool's default-state tension uses
+            # it: elastic tendon at default_fiber_length 0.1 m, no pennation
+            tc = mus.getTendonForceLengthCurve()
+            L = 0.1 + 0.2 * xt
+            got = millard_default_state_tensions([model.forces[name]], L[:, None], np.zeros((len(L), 1)))
+            ref = 1000.0 * np.array([tc.calcValue(float(v)) for v in xt])
+            np.testing.assert_allclose(got[:, 0], ref, atol=1e-6, rtol=1e-12)
+            assert ref.max() > 500
+        assert _curve_params(model.forces["RightMuscle"], "FiberForceLengthCurve")["curviness"] is None
+        assert _curve_params(model.forces["LeftMuscle"], "FiberForceLengthCurve")["curviness"] == 0.4
+
+
+def test_info_counts_meshes_of_offset_frames_and_warns_once(tmp_path, capsys):
+    """``arthron info`` on double_pendulum.osim counted the meshes of the bodies only (2 of 4:
+    the rods' cylinders hang on body-owned PhysicalOffsetFrames) and warned once per file with
+    the model's folder ('.') instead of its name. Now every displayed mesh, as ``show`` draws
+    them, and one warning naming the model file and the missing files."""
+    mesh = ("<attached_geometry><Mesh name='{n}'><socket_frame>..</socket_frame>"
+            "<scale_factors>0.1 0.1 0.1</scale_factors><mesh_file>{f}</mesh_file></Mesh></attached_geometry>")
+    body = ("<Body name='rod1'><components><PhysicalOffsetFrame name='rod1_geom_frame_1'>"
+            + mesh.format(n="rod1_geom_1", f="cylinder.obj")
+            + "<socket_parent>..</socket_parent><translation>0 0.25 0</translation>"
+            "<orientation>0 0 0</orientation></PhysicalOffsetFrame></components>"
+            + mesh.format(n="rod1_geom_2", f="sphere.obj")
+            + "<mass>1</mass><mass_center>0 0 0</mass_center><inertia>0 0 0 0 0 0</inertia></Body>")
+    joint = ("<PinJoint name='pin1'><socket_parent_frame>/ground</socket_parent_frame>"
+             "<socket_child_frame>/bodyset/rod1</socket_child_frame><coordinates>"
+             "<Coordinate name='q1'><range>-1.57 1.57</range></Coordinate></coordinates></PinJoint>")
+    src = tmp_path / "pendulum.osim"
+    src.write_text(f"""<?xml version="1.0" encoding="UTF-8"?>
+<OpenSimDocument Version="40000"><Model name="pendulum"><Ground name="ground"/>
+<BodySet name="bodyset"><objects>{body}</objects></BodySet>
+<JointSet name="jointset"><objects>{joint}</objects></JointSet></Model></OpenSimDocument>""")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert main(["info", str(src)]) == 0
+    out = capsys.readouterr().out
+    assert "meshes     2 referenced (2 files), 0 files found" in out
+    mine = [str(x.message) for x in w if issubclass(x.category, ArthronWarning) and "mesh" in str(x.message)]
+    assert len(mine) == 1 and "pendulum.osim" in mine[0]
+    assert "cylinder.obj" in mine[0] and "sphere.obj" in mine[0]
+    (tmp_path / "Geometry").mkdir()
+    (tmp_path / "Geometry" / "cylinder.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    assert main(["info", str(src)]) == 0
+    assert "meshes     2 referenced (2 files), 1 files found" in capsys.readouterr().out
