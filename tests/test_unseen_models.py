@@ -136,3 +136,97 @@ def test_info_counts_meshes_of_offset_frames_and_warns_once(tmp_path, capsys):
     (tmp_path / "Geometry" / "cylinder.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
     assert main(["info", str(src)]) == 0
     assert "meshes     2 referenced (2 files), 1 files found" in capsys.readouterr().out
+
+
+def _millard_slider(muscles):
+    """The slider with Millard muscles ``{name: (class, side, extra XML)}`` (4 cm thick fibres,
+    l_opt 0.1 m, tendon slack 0.2 m: the path sweeps fibres from slack to beyond the active range)."""
+    return _slider_doc("".join(
+        f"""<{cls} name="{n}"><GeometryPath><PathPointSet><objects>
+<PathPoint name="{n}-1"><location> 0 0.05 {side * 0.35}</location><body>ground</body></PathPoint>
+<PathPoint name="{n}-2"><location> 0 0 {side * 0.05}</location><body>block</body></PathPoint>
+</objects></PathPointSet></GeometryPath><max_isometric_force>1000</max_isometric_force>
+<optimal_fiber_length>0.1</optimal_fiber_length><tendon_slack_length>0.2</tendon_slack_length>{extra}</{cls}>"""
+        for n, (cls, side, extra) in muscles.items()))
+
+
+_FV = ("<ForceVelocityCurve><concentric_slope_at_vmax>0.05</concentric_slope_at_vmax>"
+       "<eccentric_slope_at_vmax>0.02</eccentric_slope_at_vmax></ForceVelocityCurve>")
+_AF = "<ActiveForceLengthCurve><minimum_value>0.05</minimum_value></ActiveForceLengthCurve>"
+
+
+@needs_opensim
+def test_millard_curves_as_opensim_finalizes_them(tmp_path):
+    """OpenSim 4.6 adjusts a Millard2012EquilibriumMuscle's curves when it finalizes the muscle:
+    with fibre damping (the default 0.1) or a rigid tendon the active force-length minimum and
+    the force-velocity slopes at vmax become 0; without damping and with an elastic tendon they
+    are raised to 0.1 and half the slopes near vmax. arthron used the file's values (0.1 by
+    default): f_L was 0.1 too high outside the plateau for every damped Millard muscle without
+    an explicit minimum of 0 (Tug_of_War_Millard.osim gives 0.1, OpenSim uses 0). Now the
+    three curves equal OpenSim's (calcValue on a grid) in each case, on the file and on
+    arthron's rewrite of it."""
+    cases = {"dflt": "", "hill": "<fiber_damping>0</fiber_damping>",
+             "hill_own": "<fiber_damping>0</fiber_damping>" + _AF + _FV,
+             "rigid": "<fiber_damping>0.0005</fiber_damping><ignore_tendon_compliance>true"
+                      "</ignore_tendon_compliance>" + _AF + _FV,
+             "damped": "<fiber_damping>0.2</fiber_damping>" + _AF + _FV,
+             "hill_small": "<fiber_damping>0.0009</fiber_damping><min_control>0.02</min_control>" + _FV}
+    src = tmp_path / "millard.osim"
+    src.write_text(_millard_slider({n: ("Millard2012EquilibriumMuscle", 1, x) for n, x in cases.items()}))
+    out = write_osim(tmp_path / "rewritten.osim", read_osim(src))
+    x = np.linspace(0.3, 2.0, 40)
+    v = np.linspace(-1.1, 1.1, 40)
+    import opensim as osim
+    for path in (src, out):
+        model = read_osim(path)
+        m, _ = oracle.load(path)
+        for n in cases:
+            mus = osim.Millard2012EquilibriumMuscle.safeDownCast(m.getForceSet().get(n))
+            fl, fp, fv = millard_curves(model, n)
+            for ours, ref, grid in ((fl, mus.getActiveForceLengthCurve(), x),
+                                    (fp, mus.getFiberForceLengthCurve(), x),
+                                    (fv, mus.getForceVelocityCurve(), v)):
+                np.testing.assert_allclose(ours.value(grid), [ref.calcValue(float(g)) for g in grid],
+                                           atol=1e-12, rtol=0)
+    # the cases differ where it matters
+    assert millard_curves(model, "dflt")[0].value(np.array([0.3]))[0] == 0.0
+    assert millard_curves(model, "hill")[0].value(np.array([0.3]))[0] == pytest.approx(0.1)
+
+
+@needs_opensim
+def test_millard_static_optimization_force_per_activation_like_opensim(tmp_path):
+    """OpenSim 4.6's StaticOptimization (use_muscle_physiology) takes a Millard2012
+    EquilibriumMuscle's force per activation from ``calcInextensibleTendonActiveFiberForce``,
+    which projects the fibre force with the pennation angle of the *normalized* fibre length
+    (asin(h / l̃)) and is 0 at or below the minimum fibre length. arthron used
+    F_max f_L f_V cos α: 13 % low for the 23° bifemsh_r of Gait10dof18musc, so its activations
+    differed by up to 0.02 from OpenSim's. Now equal on a pennated muscle (default and own
+    maximum_pennation_angle) and a Millard2012AccelerationMuscle (which projects with
+    cos α), over lengths from slack to beyond the active range and speeds of both signs."""
+    from arthron.solvers.load_sharing import build_problem
+    from arthron.tables import Table
+    pen = "<pennation_angle_at_optimal>0.4</pennation_angle_at_optimal>"
+    src = tmp_path / "pennated.osim"
+    src.write_text(_millard_slider({
+        "R": ("Millard2012EquilibriumMuscle", -1, pen),
+        "L": ("Millard2012AccelerationMuscle", 1, pen),
+        "M": ("Millard2012EquilibriumMuscle", 1, pen + "<maximum_pennation_angle>0.6</maximum_pennation_angle>")}))
+    t = np.linspace(0, 2, 81)
+    z = 0.29 * np.sin(2 * np.pi * t / 2) + 0.01 * np.sin(6 * np.pi * t)
+    motion = Table(name="slide", time=t, labels=["block_tz"], data=z[:, None], in_degrees=False)
+    model = read_osim(src)
+    prob = build_problem(model, motion, use_muscle_physiology=True)
+    m, s = oracle.load(src)
+    c = m.getCoordinateSet().get("block_tz")
+    names = ["R", "L", "M"]
+    ref = np.empty((len(prob.time), 3))
+    for k in range(len(prob.time)):
+        c.setValue(s, prob.q[k, 0], False)
+        c.setSpeedValue(s, prob.qd[k, 0])
+        m.realizeVelocity(s)
+        ref[k] = [m.getMuscles().get(n).calcInextensibleTendonActiveFiberForce(s, 1.0) for n in names]
+    ours = prob.force_per_control[:, [prob.names.index(n) for n in names]]
+    np.testing.assert_allclose(ours, ref, atol=1e-8 * ref.max(), rtol=0)
+    # exercised: active, zero below the minimum fibre length, the two projections differ
+    assert (ref == 0).any() and (ref > 100).any()
+    assert np.abs(ref[:, 2] - ref[:, 1]).max() > 1.0

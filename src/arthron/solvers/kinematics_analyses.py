@@ -225,8 +225,11 @@ _MILLARD = ("Millard2012EquilibriumMuscle",)
 
 
 def _xml_value(m, tag, default, text=None):
-    """A property the reader kept verbatim (``unmodelled_xml``) of muscle ``m``: float/bool or
-    ``default`` when absent."""
+    """A property of muscle ``m``, typed (a field of its dataclass) or kept verbatim by the
+    reader (``unmodelled_xml``): float/bool or ``default`` when absent."""
+    if text is None and getattr(m, tag, None) is not None:      # a typed field of the muscle
+        v = getattr(m, tag)
+        return bool(v) if isinstance(default, bool) else float(v)
     text = (getattr(m, "unmodelled_xml", "") or "") if text is None else text
     hit = re.search(rf"<{tag}>([^<]*)</{tag}>", text)
     v = hit.group(1).strip() if hit else ""
@@ -257,7 +260,7 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
     and shortening or the tendon is slack. Curves: :func:`arthron.models.muscles.millard_curves`.
     Source: OpenSim 4.6 ``Millard2012EquilibriumMuscle::calcMuscleLengthInfo``,
     ``calcFiberVelocityInfo``, ``calcMuscleDynamicsInfo``, ``isFiberStateClamped``."""
-    from ..models.muscles import _curve_params, millard_tendon_force_length_curve
+    from ..models.muscles import millard_curve_params, millard_tendon_force_length_curve
     from ..models.muscles import (millard_active_force_length_curve, millard_fiber_force_length_curve,
                                   millard_force_velocity_curve)
     L = np.atleast_2d(np.asarray(lengths, float))
@@ -271,7 +274,8 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
         lce0 = _xml_value(m, "default_fiber_length", 0.1) if lce0 is None else float(lce0)
         pmax = _xml_value(m, "maximum_pennation_angle", float(np.arccos(0.1))) if pmax is None else float(pmax)
         h = lopt * np.sin(float(m.pennation_angle_at_optimal))
-        afl = _curve_params(m, "ActiveForceLengthCurve")
+        cp = millard_curve_params(m)                      # as OpenSim 4.6 finalizes them
+        afl = cp["ActiveForceLengthCurve"]
         lmin = max(afl["min_norm_active_fiber_length"] * lopt, h / np.sin(pmax), 1e-14)
         block = re.search(r"<TendonForceLengthCurve[^>]*?(?:/>|>(.*?)</TendonForceLengthCurve>)",
                           getattr(m, "unmodelled_xml", "") or "", re.S)
@@ -300,8 +304,8 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
         v = np.where(slack, 0.0, V[:, k] * cos_phi / (lopt * vmax))
         lN = lce / lopt
         fal = millard_active_force_length_curve(**afl).value(lN)
-        fpe = millard_fiber_force_length_curve(**_curve_params(m, "FiberForceLengthCurve")).value(lN)
-        fv = np.where(slack, 1.0, millard_force_velocity_curve(**_curve_params(m, "ForceVelocityCurve")).value(v))
+        fpe = millard_fiber_force_length_curve(**cp["FiberForceLengthCurve"]).value(lN)
+        fv = np.where(slack, 1.0, millard_force_velocity_curve(**cp["ForceVelocityCurve"]).value(v))
         fm = np.maximum(fiso * (a * fal * fv + fpe + beta * v), 0.0)
         clamped = ((lce <= lmin) & (v <= 0)) | (lce < lmin)
         out[:, k] = np.where(clamped, 0.0, fm * cos_phi)
