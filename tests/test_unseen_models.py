@@ -230,3 +230,89 @@ def test_millard_static_optimization_force_per_activation_like_opensim(tmp_path)
     # exercised: active, zero below the minimum fibre length, the two projections differ
     assert (ref == 0).any() and (ref > 100).any()
     assert np.abs(ref[:, 2] - ref[:, 1]).max() > 1.0
+
+
+def _leg_with_markers():
+    """A planar pelvis, hip, knee and an oblique ankle pin (no range clamping) with twelve
+    markers, as Leg6Dof9Musc has them."""
+    def pin(name, parent, child, coord, default, ptrans, orient="0 0 0", rng="-3 3"):
+        return f"""<PinJoint name="{name}"><socket_parent_frame>{parent}_offset</socket_parent_frame>
+<socket_child_frame>{child}_offset</socket_child_frame><coordinates><Coordinate name="{coord}">
+<default_value>{default}</default_value><range>{rng}</range></Coordinate></coordinates><frames>
+<PhysicalOffsetFrame name="{parent}_offset"><socket_parent>/bodyset/{parent}</socket_parent><translation>{ptrans}</translation><orientation>{orient}</orientation></PhysicalOffsetFrame>
+<PhysicalOffsetFrame name="{child}_offset"><socket_parent>/bodyset/{child}</socket_parent><translation>0 0 0</translation><orientation>{orient}</orientation></PhysicalOffsetFrame></frames></PinJoint>"""
+
+    def mk(n, b, loc):
+        return f"<Marker name='{n}'><socket_parent_frame>/bodyset/{b}</socket_parent_frame><location>{loc}</location></Marker>"
+    planar = """<PlanarJoint name="ground_pelvis"><socket_parent_frame>/ground</socket_parent_frame>
+<socket_child_frame>/bodyset/pelvis</socket_child_frame><coordinates>
+<Coordinate name="pelvis_tilt"><default_value>0.02</default_value><range>-1.57 1.57</range></Coordinate>
+<Coordinate name="pelvis_tx"><default_value>0.06</default_value><range>-1 1</range></Coordinate>
+<Coordinate name="pelvis_ty"><default_value>1.06</default_value><range>-1 3</range></Coordinate></coordinates></PlanarJoint>"""
+    joints = (planar + pin("hip_r", "pelvis", "femur_r", "hip_flexion_r", -0.175, "-0.074 -0.069 0.087", rng="-2.09 2.09")
+              + pin("knee_r", "femur_r", "tibia_r", "knee_angle_r", -0.647, "-0.004 -0.48 0", rng="-2.09 0.17")
+              + pin("ankle_r", "tibia_r", "calcn_r", "ankle_angle_r", 0.097, "0 -0.483 0", "0.18 0.11 -0.02",
+                    rng="-1.57 1.57"))
+    markers = (mk("RASI", "pelvis", "0.002 -0.0015 0.13") + mk("LASI", "pelvis", "0.002 -0.0015 -0.132")
+               + mk("SACR", "pelvis", "-0.196 -0.0015 0.01") + mk("THU", "femur_r", "0.0025 -0.275 0.084")
+               + mk("THF", "femur_r", "0.061 -0.334 -0.012") + mk("THR", "femur_r", "0.008 -0.396 0.076")
+               + mk("SHU", "tibia_r", "-0.033 -0.089 0.072") + mk("SHF", "tibia_r", "0.04 -0.127 0.016")
+               + mk("SHR", "tibia_r", "-0.019 -0.175 0.081") + mk("HEE", "calcn_r", "-0.015 0.058 0.003")
+               + mk("MID", "calcn_r", "0.127 0.036 0.062") + mk("TOE", "calcn_r", "0.273 0.022 -0.019"))
+    bodies = "".join(f"<Body name='{n}'><mass>1</mass><mass_center>0 -0.2 0</mass_center>"
+                     "<inertia>0.1 0.01 0.1 0 0 0</inertia></Body>" for n in ("pelvis", "femur_r", "tibia_r", "calcn_r"))
+    return f"""<?xml version="1.0" encoding="UTF-8"?><OpenSimDocument Version="40000"><Model name="leg">
+<Ground name="ground"/><BodySet name="bodyset"><objects>{bodies}</objects></BodySet>
+<JointSet name="jointset"><objects>{joints}</objects></JointSet>
+<MarkerSet name="markerset"><objects>{markers}</objects></MarkerSet></Model></OpenSimDocument>"""
+
+
+@needs_opensim
+def test_ik_keeps_the_turn_opensim_finds(tmp_path):
+    """arthron's IK on Leg6Dof9Musc's markers (moved by a motion) returned the ankle at 327°
+    for −33° over the whole trial: the first frame's Levenberg–Marquardt steps from the default
+    pose crossed a whole turn of an unclamped pin (the same pose, another angle, outside the
+    coordinate's range; muscle paths with ConditionalPathPoints on it would differ), where
+    OpenSim 4.6's InverseKinematicsTool, started from the same default pose, gave −33°. Now
+    every 2π-periodic coordinate (unclamped, uncoupled, a pure rotation angle) is brought to
+    the turn nearest the start (then the frame before): on poses whose first frame crossed
+    turns before (knee −360°, ankle +360°/+720°) arthron recovers the exact angles; OpenSim's
+    tool gives the same poses, on the same turns for two of the three."""
+    from arthron.io.trc import write_trc
+    from arthron.multibody.kinematics import compile_model, marker_positions
+    from arthron.solvers.inverse_kinematics import solve_ik
+    from arthron.tables import MarkerTrial
+    import opensim as osim
+    src = tmp_path / "leg.osim"
+    src.write_text(_leg_with_markers())
+    model = read_osim(src)
+    tree = compile_model(model)
+    assert list(tree.coordinate_names) == ["pelvis_tilt", "pelvis_tx", "pelvis_ty", "hip_flexion_r",
+                                           "knee_angle_r", "ankle_angle_r"]
+    rng = np.random.default_rng(0)
+    base = np.array([np.radians(62.78), -0.35, 1.57, np.radians(70.85), np.radians(-25.2), np.radians(-32.68)])
+    poses = [base + rng.normal(0, 0.3, 6) * np.array([1, 0.3, 0.3, 1, 1, 1]) for _ in range(40)]
+    same_turn = 0
+    for k in (27, 29, 35):           # first frames whose solution crossed a turn before the fix
+        t = np.linspace(0, 0.04, 5)
+        q = poses[k][None, :] + np.outer(t, [0.5, 0.1, -0.1, -0.8, 1.0, 0.7])
+        names, P = marker_positions(tree, q)
+        trial = MarkerTrial(frames=np.arange(1, 6), time=t, labels=list(names), positions=P,
+                            data_rate=100.0, camera_rate=100.0, orig_data_rate=100.0,
+                            orig_start_frame=1, orig_num_frames=5)
+        ours = solve_ik(model, trial).q
+        np.testing.assert_allclose(ours, q, atol=1e-7, rtol=0)
+        trc = tmp_path / f"pose{k}.trc"
+        write_trc(trc, trial)
+        from test_inverse_kinematics import _opensim_ik      # OpenSim's tool, accuracy 1e-9
+        _opensim_ik(src, trc, tmp_path, np.inf, list(names), f"pose{k}_ik")
+        ref = osim.TimeSeriesTable(str(tmp_path / f"pose{k}_ik.mot"))
+        labels = list(ref.getColumnLabels())
+        R = ref.getMatrix().to_numpy()[:, [labels.index(n) for n in tree.coordinate_names]]
+        R[:, [0, 3, 4, 5]] = np.radians(R[:, [0, 3, 4, 5]])
+        # the same pose (OpenSim's own turn follows its optimizer's path: for pose 27 its
+        # ankle also comes out a turn away, at 323°, outside the coordinate's range)
+        turns = (ours - R) / (2 * np.pi)
+        assert np.abs(turns - np.round(turns)).max() < 1e-6
+        same_turn += int(np.abs(ours - R).max() < 1e-6)
+    assert same_turn >= 2
