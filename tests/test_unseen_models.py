@@ -316,3 +316,66 @@ def test_ik_keeps_the_turn_opensim_finds(tmp_path):
         assert np.abs(turns - np.round(turns)).max() < 1e-6
         same_turn += int(np.abs(ours - R).max() < 1e-6)
     assert same_turn >= 2
+
+
+@needs_opensim
+def test_hunt_crossley_sphere_on_sphere_like_opensim(tmp_path):
+    """SoccerKickingModel's HuntCrossleyForces put the ball's ContactSphere against the toes'
+    spheres; arthron evaluated half-space/sphere pairs only and refused the model in inverse
+    dynamics. Now sphere/sphere too (Simbody's Hertz contact with the effective radius
+    r₁r₂/(r₁+r₂), the point shifted by the relative stiffness, Hunt–Crossley dissipation and
+    friction): a ball on a slider resting on a ground half-space and kicked by a toe sphere on
+    a pin, surfaces of different stiffness, dissipation and friction. OpenSim 4.6's
+    InverseDynamicsSolver at states in and out of contact equals arthron's, on the file and on
+    arthron's rewrite."""
+    from test_public_model_elements import _opensim_id
+    from arthron.multibody.forces import applied_generalized_forces
+    from arthron.multibody.kinematics import compile_model
+    from arthron.solvers.inverse_dynamics import inverse_dynamics
+
+    def cp(geoms, k, c, mus, mud, muv):
+        return (f"<HuntCrossleyForce::ContactParameters><geometry>{geoms}</geometry><stiffness>{k}</stiffness>"
+                f"<dissipation>{c}</dissipation><static_friction>{mus}</static_friction><dynamic_friction>{mud}"
+                f"</dynamic_friction><viscous_friction>{muv}</viscous_friction></HuntCrossleyForce::ContactParameters>")
+    src = tmp_path / "kick.osim"
+    src.write_text(f"""<?xml version="1.0" encoding="UTF-8"?><OpenSimDocument Version="40000"><Model name="kick">
+<gravity>0 -9.80665 0</gravity><Ground name="ground"/><BodySet name="bodyset"><objects>
+<Body name="ball"><mass>0.45</mass><mass_center>0 0 0</mass_center><inertia>0.005 0.005 0.005 0 0 0</inertia></Body>
+<Body name="toes_r"><mass>0.2</mass><mass_center>0.03 0 0</mass_center><inertia>0.0001 0.0002 0.0001 0 0 0</inertia></Body>
+</objects></BodySet><JointSet name="jointset"><objects>
+<SliderJoint name="ball_tx"><socket_parent_frame>/ground</socket_parent_frame><socket_child_frame>/bodyset/ball</socket_child_frame>
+<coordinates><Coordinate name="ball_x"><default_value>0.2</default_value><range>-1 1</range></Coordinate></coordinates></SliderJoint>
+<PinJoint name="toe"><socket_parent_frame>/ground</socket_parent_frame><socket_child_frame>/bodyset/toes_r</socket_child_frame>
+<coordinates><Coordinate name="toe_angle"><default_value>0</default_value><range>-3 3</range></Coordinate></coordinates></PinJoint>
+</objects></JointSet><ForceSet name="forceset"><objects>
+<HuntCrossleyForce name="foot_ball"><HuntCrossleyForce::ContactParametersSet name="contact_parameters"><objects>
+{cp("ball", 1e6, 1.0, 0.8, 0.4, 0.4)}{cp("tip_big_toe_r", 3e6, 0.5, 0.9, 0.6, 0.1)}
+</objects></HuntCrossleyForce::ContactParametersSet><transition_velocity>0.2</transition_velocity></HuntCrossleyForce>
+<HuntCrossleyForce name="ball_ground"><HuntCrossleyForce::ContactParametersSet name="contact_parameters"><objects>
+{cp("ball ground", 5e5, 0.8, 0.7, 0.5, 0.2)}
+</objects></HuntCrossleyForce::ContactParametersSet><transition_velocity>0.1</transition_velocity></HuntCrossleyForce>
+</objects></ForceSet><ContactGeometrySet name="contactgeometryset"><objects>
+<ContactSphere name="ball"><socket_frame>/bodyset/ball</socket_frame><location>0.01 0.01 -0.005</location><orientation>0 0 0</orientation><radius>0.13</radius></ContactSphere>
+<ContactSphere name="tip_big_toe_r"><socket_frame>/bodyset/toes_r</socket_frame><location>0.07 0 0</location><orientation>0 0 0</orientation><radius>0.04</radius></ContactSphere>
+<ContactHalfSpace name="ground"><socket_frame>/ground</socket_frame><location>0 -0.11 0</location><orientation>0 0 -1.5707963267949</orientation></ContactHalfSpace>
+</objects></ContactGeometrySet></Model></OpenSimDocument>""")
+    rng = np.random.default_rng(3)
+    n = 12
+    q = np.column_stack([rng.uniform(0.12, 0.3, n), rng.uniform(-1.0, 1.0, n)])
+    qd, qdd = rng.uniform(-2, 2, q.shape), rng.uniform(-3, 3, q.shape)
+    for path in (src, write_osim(tmp_path / "rewritten.osim", read_osim(src))):
+        model = read_osim(path)
+        tree = compile_model(model)
+        app, not_applied = applied_generalized_forces(model, tree, q, qd)
+        assert not_applied == []
+        tau = inverse_dynamics(tree, q, qd, qdd) - app
+        m, s = oracle.load(path)
+        ref = _opensim_id(m, s, tree.coordinate_names, q, qd, qdd)
+        np.testing.assert_allclose(tau, ref, atol=1e-9, rtol=1e-12)
+    # both contacts matter: the toe on the ball at some states (tens of N), never at others
+    dist = np.hypot(q[:, 0] + 0.01 - 0.07 * np.cos(q[:, 1]), 0.01 - 0.07 * np.sin(q[:, 1]))
+    assert (dist < 0.17).sum() >= 3 and (dist > 0.17).sum() >= 3
+    assert np.abs(app[:, 1]).max() > 10.0
+    # the ball presses 1 cm into the ground half-space: friction along the slider every frame
+    off = dist > 0.17
+    assert np.all(np.abs(app[off, 0]) > 0.1)
