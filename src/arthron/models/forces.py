@@ -276,17 +276,14 @@ class Millard2012EquilibriumMuscle(Muscle):
     """OpenSim ``Millard2012EquilibriumMuscle`` (Millard et al. 2013). The curve properties of
     its ``ActiveForceLengthCurve``, ``FiberForceLengthCurve`` and ``ForceVelocityCurve``
     (dicts of OpenSim property name -> value; absent = OpenSim's default, None = all
-    defaults); ``fiber_damping`` and ``ignore_tendon_compliance`` (None: absent, OpenSim's
-    0.1 and false), which select the curves OpenSim actually uses."""
+    defaults). Which curves OpenSim actually uses also depends on ``fiber_damping`` and
+    ``ignore_tendon_compliance`` (kept verbatim; ``arthron.models.muscles.millard_curve_params``)."""
 
     type: str = "Millard2012EquilibriumMuscle"
     opensim_type: ClassVar[str] = "Millard2012EquilibriumMuscle"
     ActiveForceLengthCurve: dict | None = _curve()
     FiberForceLengthCurve: dict | None = _curve()
     ForceVelocityCurve: dict | None = _curve()
-    # they decide how OpenSim 4.6 finalizes the curves (``arthron.models.muscles.millard_curves``)
-    fiber_damping: float | None = _num()             # absent: 0.1
-    ignore_tendon_compliance: bool | None = _flag()  # absent: false
 
 
 @register_force

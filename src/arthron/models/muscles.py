@@ -27,6 +27,8 @@ Blankevoort et al. (1991) J Biomech Eng 113:263-269.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +36,7 @@ import numpy as np
 from ..errors import ModelFileError, UnsupportedFeature
 from .functions import StepFunction
 
-__all__ = ["MuscleParameters", "muscle_parameters", "thelen_active_force_length",
+__all__ = ["MuscleParameters", "muscle_parameters", "muscle_property", "thelen_active_force_length",
            "MuscleCurve", "millard_curves", "millard_curve_params", "millard_active_force_length_curve",
            "millard_fiber_force_length_curve", "millard_force_velocity_curve",
            "millard_tendon_force_length_curve",
@@ -443,9 +445,8 @@ def millard_curve_params(force) -> dict:
     afl = _curve_params(force, "ActiveForceLengthCurve")
     fpe = _curve_params(force, "FiberForceLengthCurve")
     fv = _curve_params(force, "ForceVelocityCurve")
-    damping = getattr(force, "fiber_damping", None)
-    damping = 0.1 if damping is None else float(damping)
-    rigid = bool(getattr(force, "ignore_tendon_compliance", None))
+    damping = muscle_property(force, "fiber_damping", 0.1)
+    rigid = muscle_property(force, "ignore_tendon_compliance", False)
     if not rigid and damping < 0.001:                 # classic Hill model, elastic tendon
         afl["minimum_value"] = max(afl["minimum_value"], 0.1)
         fv["concentric_slope_at_vmax"] = max(fv["concentric_slope_at_vmax"],
@@ -502,6 +503,25 @@ def ligament_force(lengths, resting_length, pcsa_force, force_length_curve):
     x = L / np.asarray(resting_length, float)
     f = force_length_curve.value(x.ravel()).reshape(x.shape)
     return np.where(L > resting_length, np.asarray(pcsa_force, float) * f, 0.0)
+
+
+def muscle_property(force, tag, default, text=None):
+    """A property of a force that the reader kept verbatim (``unmodelled_xml``, or ``text``):
+    a float, a bool when ``default`` is a bool, or ``default`` when absent or written empty
+    (``<curviness></curviness>``: unset in OpenSim, which then uses its default).
+
+    Raises ModelFileError naming the force and the element when the value is not a number."""
+    text = (getattr(force, "unmodelled_xml", "") or "") if text is None else text
+    hit = re.search(rf"<{tag}>([^<]*)</{tag}>", text)
+    v = hit.group(1).strip() if hit else ""
+    if not v:
+        return default
+    if isinstance(default, bool):
+        return v.lower() == "true"
+    try:
+        return float(v)
+    except ValueError:
+        raise ModelFileError(f"muscle '{force.name}': <{tag}> {v!r} is not a number") from None
 
 
 def _value(force, name, default):

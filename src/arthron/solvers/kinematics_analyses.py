@@ -42,6 +42,7 @@ from ..errors import ArthronWarning, ModelFileError
 from ..geometry.spatial import cross
 from ..models.model import Model
 from ..models.motion import coordinates_from_table
+from ..models.muscles import muscle_property as _xml_value
 from ..multibody.forces import passive_forces
 from ..multibody.forward_dynamics import forward_accelerations
 from ..multibody.kinematics import Tree, _euler_xyz_rate_matrix, compile_model, forward_kinematics
@@ -222,25 +223,6 @@ def thelen_default_state_tensions(muscles, lengths, default_fiber_lengths=None) 
 
 
 _MILLARD = ("Millard2012EquilibriumMuscle",)
-
-
-def _xml_value(m, tag, default, text=None):
-    """A property of muscle ``m``, typed (a field of its dataclass) or kept verbatim by the
-    reader (``unmodelled_xml``): float/bool or ``default`` when absent."""
-    if text is None and getattr(m, tag, None) is not None:      # a typed field of the muscle
-        v = getattr(m, tag)
-        return bool(v) if isinstance(default, bool) else float(v)
-    text = (getattr(m, "unmodelled_xml", "") or "") if text is None else text
-    hit = re.search(rf"<{tag}>([^<]*)</{tag}>", text)
-    v = hit.group(1).strip() if hit else ""
-    if not v:                   # absent, or written empty: unset in OpenSim (its default)
-        return default
-    if isinstance(default, bool):
-        return v.lower() == "true"
-    try:
-        return float(v)
-    except ValueError:
-        raise ModelFileError(f"muscle '{m.name}': <{tag}> {v!r} is not a number") from None
 
 
 def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengths=None) -> np.ndarray:

@@ -38,8 +38,7 @@ from ..errors import ArthronWarning, OptionError, SolverError
 from ..models.model import Model
 from ..models.motion import coordinates_from_table
 from ..models.muscles import (force_length_velocity, millard_inextensible_tendon_active_force,
-                              muscle_parameters)
-from .kinematics_analyses import _xml_value
+                              muscle_parameters, muscle_property)
 from ..multibody.constraints import assemble, compile_constraints
 from ..multibody.forces import applied_generalized_forces
 from ..multibody.inverse_dynamics import ExternalLoad, inverse_dynamics
@@ -377,7 +376,7 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
         mil = [i for i, t in enumerate(par.types) if t.startswith("Millard")]
         if use_muscle_physiology and mil:        # OpenSim's Millard F̂ (see the function)
             fm = np.array(fm, float)
-            pmax = [_xml_value(model.forces[mus[i]], "maximum_pennation_angle", float(np.arccos(0.1)))
+            pmax = [muscle_property(model.forces[mus[i]], "maximum_pennation_angle", float(np.arccos(0.1)))
                     for i in mil]
             fm[:, mil] = millard_inextensible_tendon_active_force(par, L, v, mil,
                                                                   maximum_pennation_angle=pmax)
