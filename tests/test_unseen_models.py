@@ -281,6 +281,7 @@ def test_ik_keeps_the_turn_opensim_finds(tmp_path):
     from arthron.io.trc import write_trc
     from arthron.multibody.kinematics import compile_model, marker_positions
     from arthron.solvers.inverse_kinematics import solve_ik
+    from arthron.solvers.marker_placer import place_markers
     from arthron.tables import MarkerTrial
     import opensim as osim
     src = tmp_path / "leg.osim"
@@ -302,6 +303,10 @@ def test_ik_keeps_the_turn_opensim_finds(tmp_path):
                             orig_start_frame=1, orig_num_frames=5)
         ours = solve_ik(model, trial).q
         np.testing.assert_allclose(ours, q, atol=1e-7, rtol=0)
+        # the ScaleTool's MarkerPlacer solves the static pose the same way (its ankle came out
+        # at 314.6° for −45.4° on Leg6Dof9Musc's scaled markers)
+        _, q_static, _ = place_markers(model, trial)
+        np.testing.assert_allclose(q_static, q[0], atol=1e-7, rtol=0)
         trc = tmp_path / f"pose{k}.trc"
         write_trc(trc, trial)
         from test_inverse_kinematics import _opensim_ik      # OpenSim's tool, accuracy 1e-9

@@ -407,11 +407,14 @@ class InverseKinematics(LevenbergMarquardtIK):
         self.hi = hi[self.free]
         self._periodic = _whole_turn_coordinates(model, tr, self.couplers)[self.free]
 
-    def _nearest_turn(self, k, X, Q, ref):
-        """Frame k's solution moved by whole turns of its 2π-periodic coordinates to the turn
-        nearest ``ref`` (the start pose for the first frame, else the frame before), as OpenSim
-        4.6's IK finds it from there (a Levenberg–Marquardt step may cross a whole turn: the
-        ankle of Leg6Dof9Musc came out at 327° for −33°). The pose is the same."""
+    def nearest_turn(self, k, X, Q, ref):
+        """Frame k's solution moved, in place, by whole turns of its 2π-periodic coordinates to
+        the turn nearest ``ref`` (the start pose for the first frame, else the frame before), as
+        OpenSim 4.6's IK finds it from there (a Levenberg–Marquardt step may cross a whole turn:
+        the ankle of Leg6Dof9Musc came out at 327° for −33°). The pose is the same.
+
+        ``X`` (K, n_free) free coordinates, ``Q`` (K, nq) all coordinates (rad, m), ``ref``
+        (n_free,)."""
         if not self._periodic.any():
             return
         d = np.where(self._periodic, np.round((X[k] - ref) / (2 * np.pi)) * (2 * np.pi), 0.0)
@@ -490,7 +493,7 @@ class InverseKinematics(LevenbergMarquardtIK):
             xk, q, it, err = self.solve_frame(obs[0], x, base, qrefs[0])
             X = np.empty((T, len(self.free)))
             X[0], Q[0], its[0], E[0] = xk, q, it, err
-            self._nearest_turn(0, X, Q, x)
+            self.nearest_turn(0, X, Q, x)
             if progress is not None:
                 progress(1, T)
             k = 1
@@ -512,7 +515,7 @@ class InverseKinematics(LevenbergMarquardtIK):
                         X[kb], Q[kb], it_, E[kb] = self.solve_frame(obs[kb], st, base, qrefs[kb])
                         its[kb] += it_
                 for kb in kk:
-                    self._nearest_turn(kb, X, Q, X[kb - 1])
+                    self.nearest_turn(kb, X, Q, X[kb - 1])
                 k = kk[-1] + 1
                 if progress is not None:
                     progress(k, T)
@@ -524,7 +527,7 @@ class InverseKinematics(LevenbergMarquardtIK):
             xn, q, it, err = self.solve_frame(obs[k], start, base, qref)
             Q[k] = q
             one = xn[None, :].copy()
-            self._nearest_turn(0, one, Q[k:k + 1], x)
+            self.nearest_turn(0, one, Q[k:k + 1], x)
             xn = one[0]
             xprev, x = (x if k > 0 else None), xn
             its[k] = it
