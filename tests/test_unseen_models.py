@@ -384,3 +384,69 @@ def test_hunt_crossley_sphere_on_sphere_like_opensim(tmp_path):
     # the ball presses 1 cm into the ground half-space: friction along the slider every frame
     off = dist > 0.17
     assert np.all(np.abs(app[off, 0]) > 0.1)
+
+
+@needs_opensim
+def test_defaults_blocks_like_opensim(tmp_path):
+    """A ``<defaults>`` block (gait2354_CMC_Actuators.xml has one: its default
+    CoordinateActuator has optimal_force 1000) gives its properties to every element of its
+    class that omits them, in OpenSim 4.6; arthron ignored it (an actuator without its own
+    optimal_force got 1, not 1000). Now applied, in force set files and in models: the
+    optimal forces equal OpenSim's, and a model's CoordinateLimitForce that takes its limits
+    and stiffness from the model's defaults gives OpenSim's generalized forces. (OpenSim keeps
+    the changed defaults for the rest of the process: they are put back at the end.)"""
+    import opensim as osim
+    from test_public_model_elements import _opensim_id
+    from arthron.io.osim import read_force_set
+    from arthron.multibody.forces import applied_generalized_forces
+    from arthron.multibody.kinematics import compile_model
+    from arthron.solvers.inverse_dynamics import inverse_dynamics
+    oracle._quiet(osim)
+    ca, clf = osim.CoordinateActuator(), osim.CoordinateLimitForce()
+    keep_ca = {"optimal_force": ca.getOptimalForce()}
+    keep_clf = {k: getattr(clf, f"get_{k}")() for k in ("upper_stiffness", "upper_limit", "lower_stiffness",
+                                                        "lower_limit", "damping", "transition")}
+
+    def doc(body):
+        return f'<?xml version="1.0" encoding="UTF-8"?><OpenSimDocument Version="40000">{body}</OpenSimDocument>'
+    acts = tmp_path / "acts.xml"
+    acts.write_text(doc("""<ForceSet name="acts"><defaults><CoordinateActuator name="default">
+<optimal_force>1000</optimal_force></CoordinateActuator></defaults><objects>
+<CoordinateActuator name="a"><coordinate>block_tz</coordinate></CoordinateActuator>
+<CoordinateActuator name="b"><coordinate>block_tz</coordinate><optimal_force>5</optimal_force></CoordinateActuator>
+</objects></ForceSet>"""))
+    limit = """<defaults><CoordinateLimitForce name="default"><upper_stiffness>30</upper_stiffness>
+<upper_limit>5</upper_limit><lower_stiffness>20</lower_stiffness><lower_limit>-0.1</lower_limit>
+<damping>0.5</damping><transition>0.01</transition></CoordinateLimitForce></defaults>"""
+    model_doc = _slider_doc("""<CoordinateLimitForce name="stop"><coordinate>block_tz</coordinate>
+<upper_limit>0.1</upper_limit></CoordinateLimitForce>""", version=40000).replace(
+        '<Model name="tug">', '<Model name="tug">' + limit)
+    src = tmp_path / "limited.osim"
+    src.write_text(model_doc.replace('OpenSimDocument Version="40000"', 'OpenSimDocument Version="30000"'))
+    try:
+        ours = {f.name: f.optimal_force for f in read_force_set(acts)}
+        fs = osim.ForceSet(str(acts))
+        ref = {fs.get(i).getName(): osim.CoordinateActuator.safeDownCast(fs.get(i)).getOptimalForce()
+               for i in range(fs.getSize())}
+        assert ours == ref == {"a": 1000.0, "b": 5.0}
+        model = read_osim(src)
+        tree = compile_model(model)
+        q = np.linspace(-0.25, 0.25, 9)[:, None]          # beyond the ±0.1 m limits (translational)
+        qd = np.linspace(-1, 1, 9)[:, None]
+        qdd = np.zeros_like(q)
+        app, not_applied = applied_generalized_forces(model, tree, q, qd)
+        assert not_applied == []
+        m, s = oracle.load(src)
+        ref_id = _opensim_id(m, s, tree.coordinate_names, q, qd, qdd)
+        np.testing.assert_allclose(inverse_dynamics(tree, q, qd, qdd) - app, ref_id, atol=1e-9, rtol=1e-12)
+        assert np.abs(app).max() > 1.0                    # the limits (from the defaults) act
+    finally:                                              # OpenSim's defaults as they were
+        reset = tmp_path / "reset.xml"
+        reset.write_text(doc('<ForceSet name="reset"><defaults><CoordinateActuator name="default">'
+                             + "".join(f"<{k}>{v!r}</{k}>" for k, v in keep_ca.items())
+                             + '</CoordinateActuator><CoordinateLimitForce name="default">'
+                             + "".join(f"<{k}>{v!r}</{k}>" for k, v in keep_clf.items())
+                             + "</CoordinateLimitForce></defaults><objects/></ForceSet>"))
+        osim.ForceSet(str(reset))
+        assert osim.CoordinateActuator().getOptimalForce() == keep_ca["optimal_force"]
+        assert osim.CoordinateLimitForce().get_upper_stiffness() == keep_clf["upper_stiffness"]
