@@ -31,10 +31,19 @@ def cmd_info(a):
     print(f"markers    {s['markers']}")
     print("forces     " + ", ".join(f"{k} ×{v}" for k, v in s["forces"].items()))
     print(f"muscles    {s['muscles']}")
-    from .io.mesh import resolve_model_meshes
-    meshes = resolve_model_meshes(m)
-    found = sum(p is not None for p in meshes.values())
-    print(f"meshes     {len(meshes)} referenced, {found} found beside the model, {len(meshes) - found} missing")
+    import warnings
+    from .errors import ArthronWarning
+    from .io.mesh import model_geometry
+    with warnings.catch_warnings():             # one warning below instead of one per file
+        warnings.simplefilter("ignore", ArthronWarning)
+        geoms = model_geometry(m)               # bodies, ground and offset frames, as show draws
+    missing = sorted({g.mesh_file for _, g, p in geoms if p is None})
+    nfiles = len({g.mesh_file for _, g, _ in geoms})
+    print(f"meshes     {len(geoms)} referenced ({nfiles} files), {nfiles - len(missing)} files found "
+          f"beside the model, {len(missing)} missing")
+    if missing:
+        warnings.warn(f"{m.source or m.name}: mesh file(s) not found beside the model or in its "
+                      f"Geometry folder: {', '.join(missing)}", ArthronWarning, stacklevel=2)
     kept = [v for v in s["verbatim"]]
     print(f"kept verbatim ({len(kept)}):")
     for v in kept:

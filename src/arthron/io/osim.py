@@ -40,7 +40,7 @@ from .osim_upgrade import set_objects as _objects
 from .osim_v3 import read_v3
 from .osim_v4 import read_v4
 from .osim_xml import (  # noqa: F401  (READERS, WRITERS, register: public API)
-    _FUNCTION_PROPS, READERS, WRITERS, _Ctx, _force_from_element, register,
+    _FUNCTION_PROPS, READERS, WRITERS, _Ctx, _force_from_element, apply_defaults, register,
 )
 from .setup import parse_xml
 from .osim_write import force_to_xml, model_to_xml, write_osim, write_osims  # noqa: F401  (public API)
@@ -86,6 +86,7 @@ def read_osim(path) -> Model:
     except DataFileError as e:
         raise ModelFileError(e.message, path, e.where) from None
     wrap_inline_function_properties(root, _FUNCTION_PROPS)
+    apply_defaults(root)
     version = _version(root, path)
     melem = root if root.tag == "Model" else root.find("Model")
     if melem is None:
@@ -153,7 +154,9 @@ def _check_tree(model: Model, ctx: _Ctx):
 def read_force_set(path) -> list:
     """The force elements of an OpenSim ``ForceSet`` file (e.g. a tool's ``force_set_files``:
     residual and reserve actuators), typed (:mod:`arthron.models.forces`), in file order.
-    ``<defaults>`` are ignored. Path-based forces are returned without their path.
+    A ``<defaults>`` block fills the properties its default objects give to the elements of
+    their class that omit them, as in OpenSim (:func:`arthron.io.osim_xml.apply_defaults`).
+    Path-based forces are returned without their path.
 
     Raises
     ------
@@ -162,6 +165,7 @@ def read_force_set(path) -> list:
     """
     root = parse_xml(path)
     wrap_inline_function_properties(root, _FUNCTION_PROPS)
+    apply_defaults(root)
     fs = root if root.tag == "ForceSet" else root.find("ForceSet")
     if fs is None:
         raise DataFileError("not a <ForceSet> file", path)

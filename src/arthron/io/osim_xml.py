@@ -264,9 +264,12 @@ def _read_prop(elem, kind, ctx):
     if kind == "function":
         return read_function_property(elem, ctx.path)
     if kind == "curve":
+        # A curve's optional properties written empty (``<curviness></curviness>``, as the
+        # public Tug_of_War_Millard.osim has them) are unset in OpenSim 4.6, which then
+        # computes their defaults: left out here too (written back left out).
         out = {}
         for c in elem:
-            if isinstance(c.tag, str):
+            if isinstance(c.tag, str) and (c.text or "").strip():
                 out[c.tag] = float(ctx.floats(c, 1)[0])
         return out
     raise ValueError(kind)
@@ -405,3 +408,37 @@ def _force_from_element(elem, ctx):
     f = reader(elem, ctx)
     f.applies_force = applies
     return f
+
+
+# 3.x and 4.x names of one property: a default never fills one when the object has the other
+_SAME_PROPERTY = {"isDisabled": "appliesForce", "appliesForce": "isDisabled"}
+
+
+def apply_defaults(root) -> int:
+    """Apply a document's ``<defaults>`` as OpenSim 4.6 does: each ``<T name="default">``
+    child of a ``<defaults>`` block is the default object of class T, so every T element of
+    the document takes the default's properties it does not give itself (e.g. the
+    ``optimal_force`` 1000 of gait2354_CMC_Actuators.xml's default CoordinateActuator).
+    Modifies ``root`` in place (copies of the default's property elements are appended) and
+    returns the number of properties filled. (OpenSim also keeps the changed default objects
+    for the rest of the process; arthron applies them to their own document only.)"""
+    blocks = [d for d in root.iter("defaults")]
+    if not blocks:
+        return 0
+    inside = {id(e) for d in blocks for e in d.iter()}
+    n = 0
+    for block in blocks:
+        for dflt in block:
+            if not isinstance(dflt.tag, str):
+                continue
+            props = [c for c in dflt if isinstance(c.tag, str)]
+            for el in root.iter(dflt.tag):
+                if id(el) in inside:
+                    continue
+                have = {c.tag for c in el if isinstance(c.tag, str)}
+                for c in props:
+                    if c.tag in have or _SAME_PROPERTY.get(c.tag) in have:
+                        continue
+                    el.append(copy.deepcopy(c))
+                    n += 1
+    return n

@@ -276,7 +276,8 @@ class Millard2012EquilibriumMuscle(Muscle):
     """OpenSim ``Millard2012EquilibriumMuscle`` (Millard et al. 2013). The curve properties of
     its ``ActiveForceLengthCurve``, ``FiberForceLengthCurve`` and ``ForceVelocityCurve``
     (dicts of OpenSim property name -> value; absent = OpenSim's default, None = all
-    defaults)."""
+    defaults). Which curves OpenSim actually uses also depends on ``fiber_damping`` and
+    ``ignore_tendon_compliance`` (kept verbatim; ``arthron.models.muscles.millard_curve_params``)."""
 
     type: str = "Millard2012EquilibriumMuscle"
     opensim_type: ClassVar[str] = "Millard2012EquilibriumMuscle"

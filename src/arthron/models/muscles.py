@@ -31,9 +31,8 @@ Blankevoort et al. (1991) J Biomech Eng 113:263-269.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -41,12 +40,12 @@ from ..errors import ModelFileError, UnsupportedFeature
 from .functions import StepFunction
 
 __all__ = ["MuscleParameters", "muscle_parameters", "muscle_property", "thelen_active_force_length",
-           "MuscleCurve", "millard_curves", "millard_active_force_length_curve",
+           "MuscleCurve", "millard_curves", "millard_curve_params", "millard_active_force_length_curve",
            "millard_fiber_force_length_curve", "millard_force_velocity_curve",
            "millard_tendon_force_length_curve", "degroote_active_force_length",
            "degroote_passive_force_length", "degroote_force_velocity",
            "thelen_passive_force_length", "thelen_force_velocity", "rigid_tendon_fiber_state",
-           "force_length_velocity", "blankevoort_force", "ligament_force", "ligament_forces"]
+           "force_length_velocity", "millard_inextensible_tendon_active_force", "blankevoort_force", "ligament_force", "ligament_forces"]
 
 # Thelen2003Muscle defaults (OpenSim 4.6)
 THELEN_DEFAULTS = {"KshapeActive": 0.45, "KshapePassive": 5.0, "FmaxMuscleStrain": 0.6,
@@ -201,6 +200,55 @@ def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
             raise UnsupportedFeature(f"muscle '{params.names[i]}' ({t}): force-length-velocity "
                                      "curves not reproduced")
     return fl, fp, fv, np.cos(alpha)
+
+
+def millard_inextensible_tendon_active_force(params: MuscleParameters, lengths, speeds, which, *,
+                                             maximum_pennation_angle=None) -> np.ndarray:
+    """Active fibre force along the tendon (T, n) N of Millard2012 muscles at activation 1 and
+    a rigid tendon, as OpenSim 4.6's ``Millard2012EquilibriumMuscle::
+    calcInextensibleTendonActiveFiberForce(s, 1)`` returns it (the force per unit activation
+    of its StaticOptimization with ``use_muscle_physiology``).
+
+    ``lengths``, ``speeds`` (T, n) path lengths (m) and lengthening speeds (m/s) of the n
+    muscles of ``params``; ``which``: indices of the Millard muscles among them (the k columns
+    returned, (T, k)); ``maximum_pennation_angle`` (k,) rad (default acos 0.1, OpenSim's). Fibre length
+    ``l_f = sqrt(h² + (l - l_ts)²)`` and velocity ``v_f = v cos φ(l_f)`` with ``h = l_opt sin α_opt``;
+    ``F = F_max f_L(l̃) f_V(ṽ) cos φ̃``, 0 where ``l_f ≤ l_min = max(l_opt ×
+    min_norm_active_fiber_length, h / sin φ_max)``. As in OpenSim 4.6's
+    ``calcActiveFiberForceAlongTendon``, the projection angle φ̃ is the pennation model's angle
+    at the *normalized* fibre length ``l̃ = l_f / l_opt`` (``asin(h / l̃)``, h in metres; φ_max
+    where ``h / l̃ ≥ sin φ_max``), not at ``l_f``: for a pennated muscle this is larger than
+    ``F_max f_L f_V cos φ(l_f)`` (by 9 % for the 23° bifemsh_r of Gait10dof18musc). A
+    ``Millard2012AccelerationMuscle`` projects with ``cos φ(l_f)``, as its OpenSim class does.
+    """
+    L = np.atleast_2d(np.asarray(lengths, float))
+    V = np.atleast_2d(np.asarray(speeds, float))
+    ln, vn, alpha = rigid_tendon_fiber_state(params, L, V)
+    cos_f = np.cos(alpha)
+    which = list(which)
+    pmax = np.full(len(which), np.arccos(0.1)) if maximum_pennation_angle is None \
+        else np.asarray(maximum_pennation_angle, float)
+    curves = params.curves or [None] * len(params.names)
+    out = np.zeros((len(L), len(which)))
+    for k, i in enumerate(which):
+        c = curves[i]
+        if c is None:
+            raise UnsupportedFeature(f"muscle '{params.names[i]}': Millard curves missing "
+                                     "(build MuscleParameters with muscle_parameters)")
+        lo = params.optimal_fiber_length[i]
+        h = lo * np.sin(params.pennation_angle_at_optimal[i])
+        lmin = max(c[0].x0 * lo, h / np.sin(pmax[k]), 1e-14)   # x0: min_norm_active_fiber_length
+        if params.types[i] == "Millard2012AccelerationMuscle":   # its own projection: cos φ(l_f)
+            phi_t = np.arccos(np.clip(cos_f[:, i], -1.0, 1.0))
+        elif h > np.finfo(float).eps:
+            sin_t = h / ln[:, i]
+            phi_t = np.where((ln[:, i] > h) & (sin_t < np.sin(pmax[k])),
+                             np.arcsin(np.clip(sin_t, -1.0, 1.0)), pmax[k])
+        else:
+            phi_t = np.zeros(len(L))
+        f = params.max_isometric_force[i] * c[0].value(ln[:, i]) * c[2].value(vn[:, i]) * np.cos(phi_t)
+        out[:, k] = np.where(ln[:, i] * lo > lmin, f, 0.0)
+    return out
 
 
 # ------------------------------------------------------------------------------ Millard2012
@@ -411,13 +459,46 @@ def _curve_params(force, tag):
     return out
 
 
+def millard_curve_params(force) -> dict:
+    """The properties of the three curves of a Millard2012 muscle (``force``) as OpenSim 4.6
+    uses them: the muscle's own values, OpenSim's defaults where absent, then adjusted as
+    ``Millard2012EquilibriumMuscle::extendFinalizeFromProperties`` adjusts them. With an
+    elastic tendon and no fibre damping (``fiber_damping`` < 0.001, the classic Hill model)
+    the active force-length ``minimum_value`` is raised to at least 0.1 and the force-velocity
+    slopes at vmax to at least half the slopes near vmax; otherwise (damped model, the default
+    ``fiber_damping`` 0.1, or a rigid tendon) ``minimum_value`` and the slopes at vmax are
+    lowered to 0. So the ``<minimum_value>0.1</minimum_value>`` of Tug_of_War_Millard.osim is
+    0 in OpenSim.
+
+    Returns {"ActiveForceLengthCurve": {...}, "FiberForceLengthCurve": {...},
+    "ForceVelocityCurve": {...}}.
+    """
+    afl = _curve_params(force, "ActiveForceLengthCurve")
+    fpe = _curve_params(force, "FiberForceLengthCurve")
+    fv = _curve_params(force, "ForceVelocityCurve")
+    damping = muscle_property(force, "fiber_damping", 0.1)
+    rigid = muscle_property(force, "ignore_tendon_compliance", False)
+    if not rigid and damping < 0.001:                 # classic Hill model, elastic tendon
+        afl["minimum_value"] = max(afl["minimum_value"], 0.1)
+        fv["concentric_slope_at_vmax"] = max(fv["concentric_slope_at_vmax"],
+                                             0.5 * fv["concentric_slope_near_vmax"])
+        fv["eccentric_slope_at_vmax"] = max(fv["eccentric_slope_at_vmax"],
+                                            0.5 * fv["eccentric_slope_near_vmax"])
+    else:                                             # damped model (or rigid tendon)
+        afl["minimum_value"] = min(afl["minimum_value"], 0.0)
+        fv["concentric_slope_at_vmax"] = min(fv["concentric_slope_at_vmax"], 0.0)
+        fv["eccentric_slope_at_vmax"] = min(fv["eccentric_slope_at_vmax"], 0.0)
+    return {"ActiveForceLengthCurve": afl, "FiberForceLengthCurve": fpe, "ForceVelocityCurve": fv}
+
+
 def millard_curves(model, name):
     """(active force-length, passive force-length, force-velocity) :class:`MuscleCurve` of a
-    Millard2012EquilibriumMuscle, with the muscle's own curve properties."""
-    f = model.forces[name]
-    return (millard_active_force_length_curve(**_curve_params(f, "ActiveForceLengthCurve")),
-            millard_fiber_force_length_curve(**_curve_params(f, "FiberForceLengthCurve")),
-            millard_force_velocity_curve(**_curve_params(f, "ForceVelocityCurve")))
+    Millard2012EquilibriumMuscle, with the muscle's own curve properties as OpenSim 4.6
+    finalizes them (:func:`millard_curve_params`)."""
+    p = millard_curve_params(model.forces[name])
+    return (millard_active_force_length_curve(**p["ActiveForceLengthCurve"]),
+            millard_fiber_force_length_curve(**p["FiberForceLengthCurve"]),
+            millard_force_velocity_curve(**p["ForceVelocityCurve"]))
 
 
 # ------------------------------------------------------------------------------ DeGrooteFregly2016
@@ -496,14 +577,15 @@ def ligament_force(lengths, resting_length, pcsa_force, force_length_curve):
 
 def muscle_property(force, tag, default, text=None):
     """A property of a force that the reader kept verbatim (``unmodelled_xml``, or ``text``):
-    a float, a bool when ``default`` is a bool, or ``default`` when absent.
+    a float, a bool when ``default`` is a bool, or ``default`` when absent or written empty
+    (``<curviness></curviness>``: unset in OpenSim, which then uses its default).
 
     Raises ModelFileError naming the force and the element when the value is not a number."""
     text = (getattr(force, "unmodelled_xml", "") or "") if text is None else text
-    hit = re.search(rf"<{tag}>\s*([^<]+?)\s*</{tag}>", text)
-    if hit is None:
+    hit = re.search(rf"<{tag}>([^<]*)</{tag}>", text)
+    v = hit.group(1).strip() if hit else ""
+    if not v:
         return default
-    v = hit.group(1)
     if isinstance(default, bool):
         return v.lower() == "true"
     try:

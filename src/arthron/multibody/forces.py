@@ -340,11 +340,13 @@ def _bushing_loads(model, tree, kin, f):
 
 
 def _hunt_crossley_loads(model, f, geometry):
-    """Point forces of one HuntCrossleyForce: every half-space/sphere pair on different bodies
-    among its geometries (Simbody: Hertz force with the combined parameters of the two
-    surfaces, applied at the middle of the indentation; no force when separated)."""
+    """Point forces of one HuntCrossleyForce: every half-space/sphere and sphere/sphere pair on
+    different bodies among its geometries (Simbody: Hertz force with the combined parameters of
+    the two surfaces and their effective radius, r for a sphere on a half-space and
+    r₁r₂/(r₁+r₂) for two spheres, applied at the middle of the indentation shifted by the
+    relative stiffness; no force when separated). Two half-spaces never touch in Simbody;
+    other geometry (meshes, ellipsoids ...) raises UnsupportedFeature naming the force."""
     from ..errors import UnsupportedFeature
-    from .inverse_dynamics import ExternalLoad
     params = {}
     for p in f.extra.get("contact_parameters", []):
         for g in p["geometry"]:
@@ -358,55 +360,80 @@ def _hunt_crossley_loads(model, f, geometry):
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             pair = {kinds[a], kinds[b]}
-            if pair != {"ContactHalfSpace", "ContactSphere"}:
-                if pair == {"ContactHalfSpace"}:
-                    continue                      # Simbody has no half-space pair
+            if pair == {"ContactHalfSpace"}:
+                continue                          # Simbody has no half-space pair
+            if pair == {"ContactHalfSpace", "ContactSphere"}:
+                h, s_ = (a, b) if kinds[a] == "ContactHalfSpace" else (b, a)
+                gh, bh, Rh, oh, wh, vh, RGh, ph = geometry(f, h, "ContactHalfSpace")
+                gs, bs, Rs, os_, ws, vs, _, ps = geometry(f, s_, "ContactSphere")
+                if bh == bs:
+                    continue
+                r = float(gs.radius)
+                C = os_ + Rs @ ps
+                xh = Rh @ RGh[:, 0]                   # into the half-space's solid
+                normal = -xh                          # from the half-space towards the sphere
+                depth = r + np.einsum("ti,ti->t", C - (oh + Rh @ ph), xh)
+                origin = C - (r - 0.5 * depth)[:, None] * normal
+                loads += _hunt_crossley_pair(f, params[h], params[s_], (bh, oh, wh, vh),
+                                             (bs, os_, ws, vs), normal, depth, origin, r)
+            elif pair == {"ContactSphere"}:
+                ga, ba, Ra, oa, wa, va, _, pa = geometry(f, a, "ContactSphere")
+                gb, bb, Rb, ob, wb, vb, _, pb = geometry(f, b, "ContactSphere")
+                if ba == bb:
+                    continue
+                ra, rb = float(ga.radius), float(gb.radius)
+                Ca, Cb = oa + Ra @ pa, ob + Rb @ pb
+                dist = np.linalg.norm(Cb - Ca, axis=1)
+                normal = np.where(dist[:, None] > 0, (Cb - Ca) / np.where(dist > 0, dist, 1.0)[:, None],
+                                  np.array([1.0, 0.0, 0.0]))      # from sphere a towards sphere b
+                depth = ra + rb - dist
+                origin = Ca + (ra - 0.5 * depth)[:, None] * normal
+                loads += _hunt_crossley_pair(f, params[a], params[b], (ba, oa, wa, va),
+                                             (bb, ob, wb, vb), normal, depth, origin,
+                                             ra * rb / (ra + rb))
+            else:
                 raise UnsupportedFeature(f"HuntCrossleyForce '{f.name}': contact between "
                                          f"{kinds[a] or a} '{a}' and {kinds[b] or b} '{b}' is not "
-                                         "evaluated by arthron (half-space/sphere only)",
-                                         model.source)
-            h, s_ = (a, b) if kinds[a] == "ContactHalfSpace" else (b, a)
-            gh, bh, Rh, oh, wh, vh, RGh, ph = geometry(f, h, "ContactHalfSpace")
-            gs, bs, Rs, os_, ws, vs, _, ps = geometry(f, s_, "ContactSphere")
-            if bh == bs:
-                continue
-            p1, p2 = params[h], params[s_]
-            # Simbody stores each surface's stiffness to the power 2/3
-            k1, k2 = float(p1["stiffness"]) ** (2.0 / 3.0), float(p2["stiffness"]) ** (2.0 / 3.0)
-            s1 = k2 / (k1 + k2)
-            r = float(gs.radius)
-            C = os_ + Rs @ ps
-            xh = Rh @ RGh[:, 0]                       # into the half-space's solid
-            normal = -xh                              # from the half-space towards the sphere
-            Oh = oh + Rh @ ph
-            depth = r + np.einsum("ti,ti->t", C - Oh, xh)
-            # contact point: midway in the overlap, shifted by the relative stiffness
-            P = C - (r - 0.5 * depth)[:, None] * normal + (depth * (0.5 - s1))[:, None] * normal
-            k = k1 * s1
-            c = float(p1["dissipation"]) * s1 + float(p2["dissipation"]) * (1 - s1)
-            d = np.maximum(depth, 0.0)
-            fH = (4.0 / 3.0) * k * d * np.sqrt(r * k * d)
-            v = (vh + np.cross(wh, P - oh)) - (vs + np.cross(ws, P - os_))   # body1 - body2
-            vn = np.einsum("ti,ti->t", v, normal)
-            vt = v - vn[:, None] * normal
-            # no pull: a separating contact applies no force (nor friction), as in OpenSim 4.6
-            fn = np.maximum(fH * (1.0 + 1.5 * c * vn), 0.0)
-            force = fn[:, None] * normal
-
-            def comb(key):
-                x, y = float(p1[key]), float(p2[key])
-                return 2 * x * y / (x + y) if (x != 0 or y != 0) else 0.0
-            us, ud, uv = comb("static_friction"), comb("dynamic_friction"), comb("viscous_friction")
-            vslip = np.linalg.norm(vt, axis=1)
-            vrel = vslip / float(f.extra.get("transition_velocity", 0.01))
-            ff = fn * (np.minimum(vrel, 1.0) * (ud + 2 * (us - ud) / (1 + vrel ** 2)) + uv * vslip)
-            force = force + np.divide(ff, vslip, out=np.zeros_like(ff), where=vslip != 0)[:, None] * vt
-            on = depth > 0
-            force = np.where(on[:, None], force, 0.0)
-            for body, F in ((bh, -force), (bs, force)):
-                if body is not None:
-                    loads.append(ExternalLoad(body=body, force=F, point=P.copy(), name=f.name))
+                                         "evaluated by arthron (half-space/sphere and sphere/sphere "
+                                         "only)", model.source)
     return loads
+
+
+def _hunt_crossley_pair(f, p1, p2, body1, body2, normal, depth, origin, radius):
+    """Simbody's HuntCrossleyForce on one contact (T frames): surface 1 on ``body1`` = (body or
+    None for ground, origin, ω, v), ``normal`` (T, 3) from surface 1 to surface 2, ``depth``
+    (T,) indentation (≤ 0: no contact), ``origin`` (T, 3) the middle of the indentation,
+    ``radius`` the effective radius. Returns the ExternalLoads on the two bodies."""
+    from .inverse_dynamics import ExternalLoad
+    b1, o1, w1, v1 = body1
+    b2, o2, w2, v2 = body2
+    # Simbody stores each surface's stiffness to the power 2/3
+    k1, k2 = float(p1["stiffness"]) ** (2.0 / 3.0), float(p2["stiffness"]) ** (2.0 / 3.0)
+    s1 = k2 / (k1 + k2)
+    # contact point: midway in the overlap, shifted by the relative stiffness
+    P = origin + (depth * (0.5 - s1))[:, None] * normal
+    k = k1 * s1
+    c = float(p1["dissipation"]) * s1 + float(p2["dissipation"]) * (1 - s1)
+    d = np.maximum(depth, 0.0)
+    fH = (4.0 / 3.0) * k * d * np.sqrt(radius * k * d)
+    v = (v1 + np.cross(w1, P - o1)) - (v2 + np.cross(w2, P - o2))   # body1 - body2
+    vn = np.einsum("ti,ti->t", v, normal)
+    vt = v - vn[:, None] * normal
+    # no pull: a separating contact applies no force (nor friction), as in OpenSim 4.6
+    fn = np.maximum(fH * (1.0 + 1.5 * c * vn), 0.0)
+    force = fn[:, None] * normal
+
+    def comb(key):
+        x, y = float(p1[key]), float(p2[key])
+        return 2 * x * y / (x + y) if (x != 0 or y != 0) else 0.0
+    us, ud, uv = comb("static_friction"), comb("dynamic_friction"), comb("viscous_friction")
+    vslip = np.linalg.norm(vt, axis=1)
+    vrel = vslip / float(f.extra.get("transition_velocity", 0.01))
+    ff = fn * (np.minimum(vrel, 1.0) * (ud + 2 * (us - ud) / (1 + vrel ** 2)) + uv * vslip)
+    force = force + np.divide(ff, vslip, out=np.zeros_like(ff), where=vslip != 0)[:, None] * vt
+    force = np.where((depth > 0)[:, None], force, 0.0)
+    return [ExternalLoad(body=body, force=F, point=P.copy(), name=f.name)
+            for body, F in ((b1, -force), (b2, force)) if body is not None]
 
 
 def _expression(model, f, variables):

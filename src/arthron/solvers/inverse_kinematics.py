@@ -405,6 +405,22 @@ class InverseKinematics(LevenbergMarquardtIK):
         self.dependent = sorted(dependent)
         self.lo = lo[self.free]
         self.hi = hi[self.free]
+        self._periodic = _whole_turn_coordinates(model, tr, self.couplers)[self.free]
+
+    def nearest_turn(self, k, X, Q, ref):
+        """Frame k's solution moved, in place, by whole turns of its 2π-periodic coordinates to
+        the turn nearest ``ref`` (the start pose for the first frame, else the frame before), as
+        OpenSim 4.6's IK finds it from there (a Levenberg–Marquardt step may cross a whole turn:
+        the ankle of Leg6Dof9Musc came out at 327° for −33°). The pose is the same.
+
+        ``X`` (K, n_free) free coordinates, ``Q`` (K, nq) all coordinates (rad, m), ``ref``
+        (n_free,)."""
+        if not self._periodic.any():
+            return
+        d = np.where(self._periodic, np.round((X[k] - ref) / (2 * np.pi)) * (2 * np.pi), 0.0)
+        if d.any():
+            X[k] = X[k] - d
+            Q[k, self.free] = Q[k, self.free] - d
 
     # -------------------------------------------------------------- pieces
 
@@ -477,6 +493,7 @@ class InverseKinematics(LevenbergMarquardtIK):
             xk, q, it, err = self.solve_frame(obs[0], x, base, qrefs[0])
             X = np.empty((T, len(self.free)))
             X[0], Q[0], its[0], E[0] = xk, q, it, err
+            self.nearest_turn(0, X, Q, x)
             if progress is not None:
                 progress(1, T)
             k = 1
@@ -497,6 +514,8 @@ class InverseKinematics(LevenbergMarquardtIK):
                         st = X[kb - 1] if kb < 2 else 2.0 * X[kb - 1] - X[kb - 2]
                         X[kb], Q[kb], it_, E[kb] = self.solve_frame(obs[kb], st, base, qrefs[kb])
                         its[kb] += it_
+                for kb in kk:
+                    self.nearest_turn(kb, X, Q, X[kb - 1])
                 k = kk[-1] + 1
                 if progress is not None:
                     progress(k, T)
@@ -506,8 +525,11 @@ class InverseKinematics(LevenbergMarquardtIK):
             # warm start: the previous solution, linearly extrapolated from the one before
             start = x if xprev is None else 2.0 * x - xprev
             xn, q, it, err = self.solve_frame(obs[k], start, base, qref)
-            xprev, x = (x if k > 0 else None), xn
             Q[k] = q
+            one = xn[None, :].copy()
+            self.nearest_turn(0, one, Q[k:k + 1], x)
+            xn = one[0]
+            xprev, x = (x if k > 0 else None), xn
             its[k] = it
             E[k] = err
             if progress is not None:
@@ -537,6 +559,25 @@ class InverseKinematics(LevenbergMarquardtIK):
 #: 0.5–1 s, the kernel saves about 0.5 ms per frame on a full-body model (measured break-even
 #: 1,200–1,500 frames of Gait2354 as whole commands).
 COMPILED_MIN_FRAMES = 1500
+
+
+def _whole_turn_coordinates(model: Model, tree: Tree, couplers) -> np.ndarray:
+    """(nq,) bool: rotational coordinates a whole turn cannot tell apart in the pose: not
+    clamped, in no CoordinateCouplerConstraint, moving only rotation nodes by the angle q (+ a
+    constant), never a translation or an ellipsoid."""
+    out = np.array([c.motion_type == "rotational" and not c.clamped
+                    for c in model.coordinates.values()], bool)
+    for d, i, _, _ in couplers:
+        out[d] = out[i] = False
+    for nd in tree.nodes:
+        if nd.kind == "rot" and nd.coord >= 0 and nd.func is not None:
+            if abs(getattr(nd.func, "slope", 0.0)) != 1.0 or type(nd.func).__name__ != "LinearFunction":
+                out[nd.coord] = False
+        elif nd.kind in ("trans", "ellip"):
+            for c in nd.coords:
+                if c >= 0:
+                    out[c] = False
+    return out
 
 
 def use_compiled(n_frames: int | None = None) -> bool:

@@ -38,7 +38,8 @@ import numpy as np
 from ..errors import ArthronWarning, OptionError, SolverError
 from ..models.model import Model
 from ..models.motion import coordinates_from_table
-from ..models.muscles import force_length_velocity, muscle_parameters
+from ..models.muscles import (force_length_velocity, millard_inextensible_tendon_active_force,
+                              muscle_parameters, muscle_property)
 from ..multibody.constraints import assemble, compile_constraints
 from ..multibody.forces import applied_generalized_forces
 from ..multibody.inverse_dynamics import ExternalLoad, inverse_dynamics
@@ -310,7 +311,8 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
     external_loads : arthron.io.setup.ExternalLoads or None; loads_table its data (default read)
     lowpass_hz, time_range : as AnalyzeTool's ``lowpass_cutoff_frequency_for_coordinates``,
         ``initial_time``/``final_time``
-    use_muscle_physiology : OpenSim's option (F̂ = F_max f_L f_V cos α; else F̂ = F_max)
+    use_muscle_physiology : OpenSim's option (F̂ = F_max f_L f_V cos α, Millard2012 muscles as
+        :func:`arthron.models.muscles.millard_inextensible_tendon_active_force`; else F̂ = F_max)
     controls : {actuator: (min_control, max_control)} overriding :func:`actuator_bounds`
     actuators : names to solve for (default: every enabled muscle and actuator)
 
@@ -371,6 +373,13 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
             fl, fp, fv, cosa = force_length_velocity(par, L, v)
         fmax = np.broadcast_to(par.max_isometric_force, (T, len(mus)))
         fm = fmax * fl * fv * cosa if use_muscle_physiology else fmax
+        mil = [i for i, t in enumerate(par.types) if t.startswith("Millard")]
+        if use_muscle_physiology and mil:        # OpenSim's Millard F̂ (see the function)
+            fm = np.array(fm, float)
+            pmax = [muscle_property(model.forces[mus[i]], "maximum_pennation_angle", float(np.arccos(0.1)))
+                    for i in mil]
+            fm[:, mil] = millard_inextensible_tendon_active_force(par, L, v, mil,
+                                                                  maximum_pennation_angle=pmax)
         idx = [col[m] for m in mus]
         fhat[:, idx] = fm
         B[:, :, idx] = np.swapaxes(R, 1, 2) * fm[:, None, :]

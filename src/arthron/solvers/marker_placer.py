@@ -96,6 +96,9 @@ def place_markers(model: Model, static_trial, tasks=None, time_range=None, *,
     base = ik.tree.default_q.copy()
     qref = ik.coordinate_targets(float(time_range[0]), ik.tree.default_q)
     x, q, _, err = ik.solve_frame(obs, base[ik.free], base, qref, tol=1e-12)
+    X, Q = np.array(x, float)[None, :], np.array(q, float)[None, :]
+    ik.nearest_turn(0, X, Q, base[ik.free])      # the static pose on the default pose's turn
+    q = Q[0]
     errors = dict(zip(ik.marker_names, map(float, err)))
     # move non-fixed markers with data
     kin = forward_kinematics(ik.tree, q[None])

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..errors import UnsupportedFeature
 from ..models.muscles import muscle_property as _xml_value
-from ..models.muscles import (_curve_params, degroote_active_force_length,
+from ..models.muscles import (degroote_active_force_length, millard_curve_params,
                               degroote_force_velocity, degroote_passive_force_length,
                               millard_active_force_length_curve, millard_fiber_force_length_curve,
                               millard_force_velocity_curve, millard_tendon_force_length_curve)
@@ -198,7 +198,8 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
         lce0 = _xml_value(m, "default_fiber_length", 0.1) if lce0 is None else float(lce0)
         pmax = _xml_value(m, "maximum_pennation_angle", float(np.arccos(0.1))) if pmax is None else float(pmax)
         h = lopt * np.sin(float(m.pennation_angle_at_optimal))
-        afl = _curve_params(m, "ActiveForceLengthCurve")
+        cp = millard_curve_params(m)                      # as OpenSim 4.6 finalizes them
+        afl = cp["ActiveForceLengthCurve"]
         lmin = max(afl["min_norm_active_fiber_length"] * lopt, h / np.sin(pmax), 1e-14)
         if _xml_value(m, "ignore_tendon_compliance", False):
             lce = np.maximum(np.sqrt(h * h + (L[:, k] - ls) ** 2), lmin)
@@ -220,8 +221,8 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
         v = np.where(slack, 0.0, V[:, k] * cos_phi / (lopt * vmax))
         lN = lce / lopt
         fal = millard_active_force_length_curve(**afl).value(lN)
-        fpe = millard_fiber_force_length_curve(**_curve_params(m, "FiberForceLengthCurve")).value(lN)
-        fv = np.where(slack, 1.0, millard_force_velocity_curve(**_curve_params(m, "ForceVelocityCurve")).value(v))
+        fpe = millard_fiber_force_length_curve(**cp["FiberForceLengthCurve"]).value(lN)
+        fv = np.where(slack, 1.0, millard_force_velocity_curve(**cp["ForceVelocityCurve"]).value(v))
         fm = np.maximum(fiso * (a * fal * fv + fpe + beta * v), 0.0)
         clamped = ((lce <= lmin) & (v <= 0)) | (lce < lmin)
         out[:, k] = np.where(clamped, 0.0, fm * cos_phi)

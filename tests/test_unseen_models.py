@@ -1,0 +1,452 @@
+"""Elements of whole public OpenSim models (github opensim-org/opensim-models) that arthron read
+wrongly or refused when a new user ran them, each reproduced in a small model written by the
+test and compared with OpenSim 4.6. The public files themselves are not copied."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import oracle
+from conftest import needs_opensim
+from arthron.cli import main
+from arthron.errors import ArthronWarning
+from arthron.io.osim import read_osim, write_osim
+from arthron.models.muscles import _curve_params, millard_curves
+from arthron.solvers.kinematics_analyses import millard_default_state_tensions
+
+
+def _slider_doc(forces, version=30000, body_extra=""):
+    """A 3.x block on a SliderJoint (the Tug_of_War models), ``forces`` in its ForceSet."""
+    return f"""<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="{version}"><Model name="tug">
+<gravity> 0 -9.80665 0</gravity>
+<BodySet><objects>
+<Body name="ground"><mass>0</mass><mass_center> 0 0 0</mass_center><inertia_xx>0</inertia_xx>
+<inertia_yy>0</inertia_yy><inertia_zz>0</inertia_zz><inertia_xy>0</inertia_xy><inertia_xz>0</inertia_xz>
+<inertia_yz>0</inertia_yz><Joint /></Body>
+<Body name="block"><mass>20</mass><mass_center> 0 0 0</mass_center>
+<inertia_xx>0.1333</inertia_xx><inertia_yy>0.1333</inertia_yy><inertia_zz>0.1333</inertia_zz>
+<inertia_xy>0</inertia_xy><inertia_xz>0</inertia_xz><inertia_yz>0</inertia_yz>
+<Joint><SliderJoint name="ground_block"><parent_body>ground</parent_body>
+<location_in_parent>0 0 0</location_in_parent><orientation_in_parent>0 -1.5707963267949 0</orientation_in_parent>
+<location>0 -0.05 0</location><orientation>0 -1.5707963267949 0</orientation>
+<CoordinateSet><objects><Coordinate name="block_tz"><motion_type>translational</motion_type>
+<default_value>0</default_value><range>-0.3 0.3</range><clamped>true</clamped></Coordinate></objects></CoordinateSet>
+</SliderJoint></Joint>{body_extra}</Body>
+</objects></BodySet>
+<ForceSet><objects>{forces}</objects></ForceSet>
+</Model></OpenSimDocument>"""
+
+
+def _millard(name, side, fiber_curve, tendon_curve):
+    return f"""<Millard2012EquilibriumMuscle name="{name}"><isDisabled>false</isDisabled>
+<GeometryPath><PathPointSet><objects>
+<PathPoint name="{name}-1"><location> 0 0.05 {side * 0.35}</location><body>ground</body></PathPoint>
+<PathPoint name="{name}-2"><location> 0 0 {side * 0.05}</location><body>block</body></PathPoint>
+</objects></PathPointSet></GeometryPath>
+<max_isometric_force>1000</max_isometric_force><optimal_fiber_length>0.1</optimal_fiber_length>
+<tendon_slack_length>0.2</tendon_slack_length><pennation_angle_at_optimal>0</pennation_angle_at_optimal>
+<default_activation>1</default_activation><default_fiber_length>0.1</default_fiber_length>
+<FiberForceLengthCurve>{fiber_curve}</FiberForceLengthCurve>
+<TendonForceLengthCurve>{tendon_curve}</TendonForceLengthCurve>
+</Millard2012EquilibriumMuscle>"""
+
+
+# the optional properties written empty, as Tug_of_War_Millard.osim has them
+_EMPTY_FIBER = ("<strain_at_zero_force>0</strain_at_zero_force><strain_at_one_norm_force>0.6"
+                "</strain_at_one_norm_force><stiffness_at_one_norm_force></stiffness_at_one_norm_force>"
+                "<curviness></curviness>")
+_EMPTY_TENDON = ("<strain_at_one_norm_force>0.049</strain_at_one_norm_force>"
+                 "<stiffness_at_one_norm_force></stiffness_at_one_norm_force>"
+                 "<norm_force_at_toe_end></norm_force_at_toe_end><curviness> </curviness>")
+# one given: arthron must use it, as OpenSim does
+_GIVEN_FIBER = ("<strain_at_zero_force>0.05</strain_at_zero_force><strain_at_one_norm_force>0.5"
+                "</strain_at_one_norm_force><stiffness_at_low_force>0.3</stiffness_at_low_force>"
+                "<stiffness_at_one_norm_force>3.5</stiffness_at_one_norm_force><curviness>0.4</curviness>")
+
+
+@needs_opensim
+def test_muscle_curves_with_empty_optional_properties_like_opensim(tmp_path):
+    """Tug_of_War_Millard.osim writes the optional properties of its Millard curves empty
+    (``<curviness></curviness>``); OpenSim 4.6 takes them as unset and computes its defaults,
+    arthron refused the file ('needs 1 number, has 0'). Now unset too: the fibre and tendon
+    force-length curves equal OpenSim's (calcValue) on a grid of lengths, on the file and on
+    arthron's rewrite of it, which OpenSim loads."""
+    src = tmp_path / "tug.osim"
+    src.write_text(_slider_doc(_millard("RightMuscle", -1, _EMPTY_FIBER, _EMPTY_TENDON)
+                               + _millard("LeftMuscle", 1, _GIVEN_FIBER, _EMPTY_TENDON)))
+    out = write_osim(tmp_path / "rewritten.osim", read_osim(src))
+    x = np.linspace(0.9, 1.8, 37)
+    xt = np.linspace(0.99, 1.08, 37)
+    import opensim as osim
+    for path in (src, out):
+        model = read_osim(path)
+        m, s = oracle.load(path)
+        for name in ("RightMuscle", "LeftMuscle"):
+            ours = millard_curves(model, name)[1].value(x)
+            mus = osim.Millard2012EquilibriumMuscle.safeDownCast(m.getForceSet().get(name))
+            fc = mus.getFiberForceLengthCurve()
+            ref = np.array([fc.calcValue(float(v)) for v in x])
+            np.testing.assert_allclose(ours, ref, atol=1e-9, rtol=0)
+            assert ref.max() > 0.5                            # the curve is exercised
+            # the tendon curve (kept verbatim) as the AnalyzeTool's default-state tension uses
+            # it: elastic tendon at default_fiber_length 0.1 m, no pennation
+            tc = mus.getTendonForceLengthCurve()
+            L = 0.1 + 0.2 * xt
+            got = millard_default_state_tensions([model.forces[name]], L[:, None], np.zeros((len(L), 1)))
+            ref = 1000.0 * np.array([tc.calcValue(float(v)) for v in xt])
+            np.testing.assert_allclose(got[:, 0], ref, atol=1e-6, rtol=1e-12)
+            assert ref.max() > 500
+        assert _curve_params(model.forces["RightMuscle"], "FiberForceLengthCurve")["curviness"] is None
+        assert _curve_params(model.forces["LeftMuscle"], "FiberForceLengthCurve")["curviness"] == 0.4
+
+
+def test_info_counts_meshes_of_offset_frames_and_warns_once(tmp_path, capsys):
+    """``arthron info`` on double_pendulum.osim counted the meshes of the bodies only (2 of 4:
+    the rods' cylinders hang on body-owned PhysicalOffsetFrames) and warned once per file with
+    the model's folder ('.') instead of its name. Now every displayed mesh, as ``show`` draws
+    them, and one warning naming the model file and the missing files."""
+    mesh = ("<attached_geometry><Mesh name='{n}'><socket_frame>..</socket_frame>"
+            "<scale_factors>0.1 0.1 0.1</scale_factors><mesh_file>{f}</mesh_file></Mesh></attached_geometry>")
+    body = ("<Body name='rod1'><components><PhysicalOffsetFrame name='rod1_geom_frame_1'>"
+            + mesh.format(n="rod1_geom_1", f="cylinder.obj")
+            + "<socket_parent>..</socket_parent><translation>0 0.25 0</translation>"
+            "<orientation>0 0 0</orientation></PhysicalOffsetFrame></components>"
+            + mesh.format(n="rod1_geom_2", f="sphere.obj")
+            + "<mass>1</mass><mass_center>0 0 0</mass_center><inertia>0 0 0 0 0 0</inertia></Body>")
+    joint = ("<PinJoint name='pin1'><socket_parent_frame>/ground</socket_parent_frame>"
+             "<socket_child_frame>/bodyset/rod1</socket_child_frame><coordinates>"
+             "<Coordinate name='q1'><range>-1.57 1.57</range></Coordinate></coordinates></PinJoint>")
+    src = tmp_path / "pendulum.osim"
+    src.write_text(f"""<?xml version="1.0" encoding="UTF-8"?>
+<OpenSimDocument Version="40000"><Model name="pendulum"><Ground name="ground"/>
+<BodySet name="bodyset"><objects>{body}</objects></BodySet>
+<JointSet name="jointset"><objects>{joint}</objects></JointSet></Model></OpenSimDocument>""")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert main(["info", str(src)]) == 0
+    out = capsys.readouterr().out
+    assert "meshes     2 referenced (2 files), 0 files found" in out
+    mine = [str(x.message) for x in w if issubclass(x.category, ArthronWarning) and "mesh" in str(x.message)]
+    assert len(mine) == 1 and "pendulum.osim" in mine[0]
+    assert "cylinder.obj" in mine[0] and "sphere.obj" in mine[0]
+    (tmp_path / "Geometry").mkdir()
+    (tmp_path / "Geometry" / "cylinder.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    assert main(["info", str(src)]) == 0
+    assert "meshes     2 referenced (2 files), 1 files found" in capsys.readouterr().out
+
+
+def _millard_slider(muscles):
+    """The slider with Millard muscles ``{name: (class, side, extra XML)}`` (4 cm thick fibres,
+    l_opt 0.1 m, tendon slack 0.2 m: the path sweeps fibres from slack to beyond the active range)."""
+    return _slider_doc("".join(
+        f"""<{cls} name="{n}"><GeometryPath><PathPointSet><objects>
+<PathPoint name="{n}-1"><location> 0 0.05 {side * 0.35}</location><body>ground</body></PathPoint>
+<PathPoint name="{n}-2"><location> 0 0 {side * 0.05}</location><body>block</body></PathPoint>
+</objects></PathPointSet></GeometryPath><max_isometric_force>1000</max_isometric_force>
+<optimal_fiber_length>0.1</optimal_fiber_length><tendon_slack_length>0.2</tendon_slack_length>{extra}</{cls}>"""
+        for n, (cls, side, extra) in muscles.items()))
+
+
+_FV = ("<ForceVelocityCurve><concentric_slope_at_vmax>0.05</concentric_slope_at_vmax>"
+       "<eccentric_slope_at_vmax>0.02</eccentric_slope_at_vmax></ForceVelocityCurve>")
+_AF = "<ActiveForceLengthCurve><minimum_value>0.05</minimum_value></ActiveForceLengthCurve>"
+
+
+@needs_opensim
+def test_millard_curves_as_opensim_finalizes_them(tmp_path):
+    """OpenSim 4.6 adjusts a Millard2012EquilibriumMuscle's curves when it finalizes the muscle:
+    with fibre damping (the default 0.1) or a rigid tendon the active force-length minimum and
+    the force-velocity slopes at vmax become 0; without damping and with an elastic tendon they
+    are raised to 0.1 and half the slopes near vmax. arthron used the file's values (0.1 by
+    default): f_L was 0.1 too high outside the plateau for every damped Millard muscle without
+    an explicit minimum of 0 (Tug_of_War_Millard.osim gives 0.1, OpenSim uses 0). Now the
+    three curves equal OpenSim's (calcValue on a grid) in each case, on the file and on
+    arthron's rewrite of it."""
+    cases = {"dflt": "", "hill": "<fiber_damping>0</fiber_damping>",
+             "hill_own": "<fiber_damping>0</fiber_damping>" + _AF + _FV,
+             "rigid": "<fiber_damping>0.0005</fiber_damping><ignore_tendon_compliance>true"
+                      "</ignore_tendon_compliance>" + _AF + _FV,
+             "damped": "<fiber_damping>0.2</fiber_damping>" + _AF + _FV,
+             "hill_small": "<fiber_damping>0.0009</fiber_damping><min_control>0.02</min_control>" + _FV}
+    src = tmp_path / "millard.osim"
+    src.write_text(_millard_slider({n: ("Millard2012EquilibriumMuscle", 1, x) for n, x in cases.items()}))
+    out = write_osim(tmp_path / "rewritten.osim", read_osim(src))
+    x = np.linspace(0.3, 2.0, 40)
+    v = np.linspace(-1.1, 1.1, 40)
+    import opensim as osim
+    for path in (src, out):
+        model = read_osim(path)
+        m, _ = oracle.load(path)
+        for n in cases:
+            mus = osim.Millard2012EquilibriumMuscle.safeDownCast(m.getForceSet().get(n))
+            fl, fp, fv = millard_curves(model, n)
+            for ours, ref, grid in ((fl, mus.getActiveForceLengthCurve(), x),
+                                    (fp, mus.getFiberForceLengthCurve(), x),
+                                    (fv, mus.getForceVelocityCurve(), v)):
+                np.testing.assert_allclose(ours.value(grid), [ref.calcValue(float(g)) for g in grid],
+                                           atol=1e-12, rtol=0)
+    # the cases differ where it matters
+    assert millard_curves(model, "dflt")[0].value(np.array([0.3]))[0] == 0.0
+    assert millard_curves(model, "hill")[0].value(np.array([0.3]))[0] == pytest.approx(0.1)
+
+
+@needs_opensim
+def test_millard_static_optimization_force_per_activation_like_opensim(tmp_path):
+    """OpenSim 4.6's StaticOptimization (use_muscle_physiology) takes a Millard2012
+    EquilibriumMuscle's force per activation from ``calcInextensibleTendonActiveFiberForce``,
+    which projects the fibre force with the pennation angle of the *normalized* fibre length
+    (asin(h / l̃)) and is 0 at or below the minimum fibre length. arthron used
+    F_max f_L f_V cos α: 13 % low for the 23° bifemsh_r of Gait10dof18musc, so its activations
+    differed by up to 0.02 from OpenSim's. Now equal on a pennated muscle (default and own
+    maximum_pennation_angle) and a Millard2012AccelerationMuscle (which projects with
+    cos α), over lengths from slack to beyond the active range and speeds of both signs."""
+    from arthron.solvers.load_sharing import build_problem
+    from arthron.tables import Table
+    pen = "<pennation_angle_at_optimal>0.4</pennation_angle_at_optimal>"
+    src = tmp_path / "pennated.osim"
+    src.write_text(_millard_slider({
+        "R": ("Millard2012EquilibriumMuscle", -1, pen),
+        "L": ("Millard2012AccelerationMuscle", 1, pen),
+        "M": ("Millard2012EquilibriumMuscle", 1, pen + "<maximum_pennation_angle>0.6</maximum_pennation_angle>")}))
+    t = np.linspace(0, 2, 81)
+    z = 0.29 * np.sin(2 * np.pi * t / 2) + 0.01 * np.sin(6 * np.pi * t)
+    motion = Table(name="slide", time=t, labels=["block_tz"], data=z[:, None], in_degrees=False)
+    model = read_osim(src)
+    prob = build_problem(model, motion, use_muscle_physiology=True)
+    m, s = oracle.load(src)
+    c = m.getCoordinateSet().get("block_tz")
+    names = ["R", "L", "M"]
+    ref = np.empty((len(prob.time), 3))
+    for k in range(len(prob.time)):
+        c.setValue(s, prob.q[k, 0], False)
+        c.setSpeedValue(s, prob.qd[k, 0])
+        m.realizeVelocity(s)
+        ref[k] = [m.getMuscles().get(n).calcInextensibleTendonActiveFiberForce(s, 1.0) for n in names]
+    ours = prob.force_per_control[:, [prob.names.index(n) for n in names]]
+    np.testing.assert_allclose(ours, ref, atol=1e-8 * ref.max(), rtol=0)
+    # exercised: active, zero below the minimum fibre length, the two projections differ
+    assert (ref == 0).any() and (ref > 100).any()
+    assert np.abs(ref[:, 2] - ref[:, 1]).max() > 1.0
+
+
+def _leg_with_markers():
+    """A planar pelvis, hip, knee and an oblique ankle pin (no range clamping) with twelve
+    markers, as Leg6Dof9Musc has them."""
+    def pin(name, parent, child, coord, default, ptrans, orient="0 0 0", rng="-3 3"):
+        return f"""<PinJoint name="{name}"><socket_parent_frame>{parent}_offset</socket_parent_frame>
+<socket_child_frame>{child}_offset</socket_child_frame><coordinates><Coordinate name="{coord}">
+<default_value>{default}</default_value><range>{rng}</range></Coordinate></coordinates><frames>
+<PhysicalOffsetFrame name="{parent}_offset"><socket_parent>/bodyset/{parent}</socket_parent><translation>{ptrans}</translation><orientation>{orient}</orientation></PhysicalOffsetFrame>
+<PhysicalOffsetFrame name="{child}_offset"><socket_parent>/bodyset/{child}</socket_parent><translation>0 0 0</translation><orientation>{orient}</orientation></PhysicalOffsetFrame></frames></PinJoint>"""
+
+    def mk(n, b, loc):
+        return f"<Marker name='{n}'><socket_parent_frame>/bodyset/{b}</socket_parent_frame><location>{loc}</location></Marker>"
+    planar = """<PlanarJoint name="ground_pelvis"><socket_parent_frame>/ground</socket_parent_frame>
+<socket_child_frame>/bodyset/pelvis</socket_child_frame><coordinates>
+<Coordinate name="pelvis_tilt"><default_value>0.02</default_value><range>-1.57 1.57</range></Coordinate>
+<Coordinate name="pelvis_tx"><default_value>0.06</default_value><range>-1 1</range></Coordinate>
+<Coordinate name="pelvis_ty"><default_value>1.06</default_value><range>-1 3</range></Coordinate></coordinates></PlanarJoint>"""
+    joints = (planar + pin("hip_r", "pelvis", "femur_r", "hip_flexion_r", -0.175, "-0.074 -0.069 0.087", rng="-2.09 2.09")
+              + pin("knee_r", "femur_r", "tibia_r", "knee_angle_r", -0.647, "-0.004 -0.48 0", rng="-2.09 0.17")
+              + pin("ankle_r", "tibia_r", "calcn_r", "ankle_angle_r", 0.097, "0 -0.483 0", "0.18 0.11 -0.02",
+                    rng="-1.57 1.57"))
+    markers = (mk("RASI", "pelvis", "0.002 -0.0015 0.13") + mk("LASI", "pelvis", "0.002 -0.0015 -0.132")
+               + mk("SACR", "pelvis", "-0.196 -0.0015 0.01") + mk("THU", "femur_r", "0.0025 -0.275 0.084")
+               + mk("THF", "femur_r", "0.061 -0.334 -0.012") + mk("THR", "femur_r", "0.008 -0.396 0.076")
+               + mk("SHU", "tibia_r", "-0.033 -0.089 0.072") + mk("SHF", "tibia_r", "0.04 -0.127 0.016")
+               + mk("SHR", "tibia_r", "-0.019 -0.175 0.081") + mk("HEE", "calcn_r", "-0.015 0.058 0.003")
+               + mk("MID", "calcn_r", "0.127 0.036 0.062") + mk("TOE", "calcn_r", "0.273 0.022 -0.019"))
+    bodies = "".join(f"<Body name='{n}'><mass>1</mass><mass_center>0 -0.2 0</mass_center>"
+                     "<inertia>0.1 0.01 0.1 0 0 0</inertia></Body>" for n in ("pelvis", "femur_r", "tibia_r", "calcn_r"))
+    return f"""<?xml version="1.0" encoding="UTF-8"?><OpenSimDocument Version="40000"><Model name="leg">
+<Ground name="ground"/><BodySet name="bodyset"><objects>{bodies}</objects></BodySet>
+<JointSet name="jointset"><objects>{joints}</objects></JointSet>
+<MarkerSet name="markerset"><objects>{markers}</objects></MarkerSet></Model></OpenSimDocument>"""
+
+
+@needs_opensim
+def test_ik_keeps_the_turn_opensim_finds(tmp_path):
+    """arthron's IK on Leg6Dof9Musc's markers (moved by a motion) returned the ankle at 327°
+    for −33° over the whole trial: the first frame's Levenberg–Marquardt steps from the default
+    pose crossed a whole turn of an unclamped pin (the same pose, another angle, outside the
+    coordinate's range; muscle paths with ConditionalPathPoints on it would differ), where
+    OpenSim 4.6's InverseKinematicsTool, started from the same default pose, gave −33°. Now
+    every 2π-periodic coordinate (unclamped, uncoupled, a pure rotation angle) is brought to
+    the turn nearest the start (then the frame before): on poses whose first frame crossed
+    turns before (knee −360°, ankle +360°/+720°) arthron recovers the exact angles; OpenSim's
+    tool gives the same poses, on the same turns for two of the three."""
+    from arthron.io.trc import write_trc
+    from arthron.multibody.kinematics import compile_model, marker_positions
+    from arthron.solvers.inverse_kinematics import solve_ik
+    from arthron.solvers.marker_placer import place_markers
+    from arthron.tables import MarkerTrial
+    import opensim as osim
+    src = tmp_path / "leg.osim"
+    src.write_text(_leg_with_markers())
+    model = read_osim(src)
+    tree = compile_model(model)
+    assert list(tree.coordinate_names) == ["pelvis_tilt", "pelvis_tx", "pelvis_ty", "hip_flexion_r",
+                                           "knee_angle_r", "ankle_angle_r"]
+    rng = np.random.default_rng(0)
+    base = np.array([np.radians(62.78), -0.35, 1.57, np.radians(70.85), np.radians(-25.2), np.radians(-32.68)])
+    poses = [base + rng.normal(0, 0.3, 6) * np.array([1, 0.3, 0.3, 1, 1, 1]) for _ in range(40)]
+    same_turn = 0
+    for k in (27, 29, 35):           # first frames whose solution crossed a turn before the fix
+        t = np.linspace(0, 0.04, 5)
+        q = poses[k][None, :] + np.outer(t, [0.5, 0.1, -0.1, -0.8, 1.0, 0.7])
+        names, P = marker_positions(tree, q)
+        trial = MarkerTrial(frames=np.arange(1, 6), time=t, labels=list(names), positions=P,
+                            data_rate=100.0, camera_rate=100.0, orig_data_rate=100.0,
+                            orig_start_frame=1, orig_num_frames=5)
+        ours = solve_ik(model, trial).q
+        np.testing.assert_allclose(ours, q, atol=1e-7, rtol=0)
+        # the ScaleTool's MarkerPlacer solves the static pose the same way (its ankle came out
+        # at 314.6° for −45.4° on Leg6Dof9Musc's scaled markers)
+        _, q_static, _ = place_markers(model, trial)
+        np.testing.assert_allclose(q_static, q[0], atol=1e-7, rtol=0)
+        trc = tmp_path / f"pose{k}.trc"
+        write_trc(trc, trial)
+        from test_inverse_kinematics import _opensim_ik      # OpenSim's tool, accuracy 1e-9
+        _opensim_ik(src, trc, tmp_path, np.inf, list(names), f"pose{k}_ik")
+        ref = osim.TimeSeriesTable(str(tmp_path / f"pose{k}_ik.mot"))
+        labels = list(ref.getColumnLabels())
+        R = ref.getMatrix().to_numpy()[:, [labels.index(n) for n in tree.coordinate_names]]
+        R[:, [0, 3, 4, 5]] = np.radians(R[:, [0, 3, 4, 5]])
+        # the same pose (OpenSim's own turn follows its optimizer's path: for pose 27 its
+        # ankle also comes out a turn away, at 323°, outside the coordinate's range)
+        turns = (ours - R) / (2 * np.pi)
+        assert np.abs(turns - np.round(turns)).max() < 1e-6
+        same_turn += int(np.abs(ours - R).max() < 1e-6)
+    assert same_turn >= 2
+
+
+@needs_opensim
+def test_hunt_crossley_sphere_on_sphere_like_opensim(tmp_path):
+    """SoccerKickingModel's HuntCrossleyForces put the ball's ContactSphere against the toes'
+    spheres; arthron evaluated half-space/sphere pairs only and refused the model in inverse
+    dynamics. Now sphere/sphere too (Simbody's Hertz contact with the effective radius
+    r₁r₂/(r₁+r₂), the point shifted by the relative stiffness, Hunt–Crossley dissipation and
+    friction): a ball on a slider resting on a ground half-space and kicked by a toe sphere on
+    a pin, surfaces of different stiffness, dissipation and friction. OpenSim 4.6's
+    InverseDynamicsSolver at states in and out of contact equals arthron's, on the file and on
+    arthron's rewrite."""
+    from test_public_model_elements import _opensim_id
+    from arthron.multibody.forces import applied_generalized_forces
+    from arthron.multibody.kinematics import compile_model
+    from arthron.solvers.inverse_dynamics import inverse_dynamics
+
+    def cp(geoms, k, c, mus, mud, muv):
+        return (f"<HuntCrossleyForce::ContactParameters><geometry>{geoms}</geometry><stiffness>{k}</stiffness>"
+                f"<dissipation>{c}</dissipation><static_friction>{mus}</static_friction><dynamic_friction>{mud}"
+                f"</dynamic_friction><viscous_friction>{muv}</viscous_friction></HuntCrossleyForce::ContactParameters>")
+    src = tmp_path / "kick.osim"
+    src.write_text(f"""<?xml version="1.0" encoding="UTF-8"?><OpenSimDocument Version="40000"><Model name="kick">
+<gravity>0 -9.80665 0</gravity><Ground name="ground"/><BodySet name="bodyset"><objects>
+<Body name="ball"><mass>0.45</mass><mass_center>0 0 0</mass_center><inertia>0.005 0.005 0.005 0 0 0</inertia></Body>
+<Body name="toes_r"><mass>0.2</mass><mass_center>0.03 0 0</mass_center><inertia>0.0001 0.0002 0.0001 0 0 0</inertia></Body>
+</objects></BodySet><JointSet name="jointset"><objects>
+<SliderJoint name="ball_tx"><socket_parent_frame>/ground</socket_parent_frame><socket_child_frame>/bodyset/ball</socket_child_frame>
+<coordinates><Coordinate name="ball_x"><default_value>0.2</default_value><range>-1 1</range></Coordinate></coordinates></SliderJoint>
+<PinJoint name="toe"><socket_parent_frame>/ground</socket_parent_frame><socket_child_frame>/bodyset/toes_r</socket_child_frame>
+<coordinates><Coordinate name="toe_angle"><default_value>0</default_value><range>-3 3</range></Coordinate></coordinates></PinJoint>
+</objects></JointSet><ForceSet name="forceset"><objects>
+<HuntCrossleyForce name="foot_ball"><HuntCrossleyForce::ContactParametersSet name="contact_parameters"><objects>
+{cp("ball", 1e6, 1.0, 0.8, 0.4, 0.4)}{cp("tip_big_toe_r", 3e6, 0.5, 0.9, 0.6, 0.1)}
+</objects></HuntCrossleyForce::ContactParametersSet><transition_velocity>0.2</transition_velocity></HuntCrossleyForce>
+<HuntCrossleyForce name="ball_ground"><HuntCrossleyForce::ContactParametersSet name="contact_parameters"><objects>
+{cp("ball ground", 5e5, 0.8, 0.7, 0.5, 0.2)}
+</objects></HuntCrossleyForce::ContactParametersSet><transition_velocity>0.1</transition_velocity></HuntCrossleyForce>
+</objects></ForceSet><ContactGeometrySet name="contactgeometryset"><objects>
+<ContactSphere name="ball"><socket_frame>/bodyset/ball</socket_frame><location>0.01 0.01 -0.005</location><orientation>0 0 0</orientation><radius>0.13</radius></ContactSphere>
+<ContactSphere name="tip_big_toe_r"><socket_frame>/bodyset/toes_r</socket_frame><location>0.07 0 0</location><orientation>0 0 0</orientation><radius>0.04</radius></ContactSphere>
+<ContactHalfSpace name="ground"><socket_frame>/ground</socket_frame><location>0 -0.11 0</location><orientation>0 0 -1.5707963267949</orientation></ContactHalfSpace>
+</objects></ContactGeometrySet></Model></OpenSimDocument>""")
+    rng = np.random.default_rng(3)
+    n = 12
+    q = np.column_stack([rng.uniform(0.12, 0.3, n), rng.uniform(-1.0, 1.0, n)])
+    qd, qdd = rng.uniform(-2, 2, q.shape), rng.uniform(-3, 3, q.shape)
+    for path in (src, write_osim(tmp_path / "rewritten.osim", read_osim(src))):
+        model = read_osim(path)
+        tree = compile_model(model)
+        app, not_applied = applied_generalized_forces(model, tree, q, qd)
+        assert not_applied == []
+        tau = inverse_dynamics(tree, q, qd, qdd) - app
+        m, s = oracle.load(path)
+        ref = _opensim_id(m, s, tree.coordinate_names, q, qd, qdd)
+        np.testing.assert_allclose(tau, ref, atol=1e-9, rtol=1e-12)
+    # both contacts matter: the toe on the ball at some states (tens of N), never at others
+    dist = np.hypot(q[:, 0] + 0.01 - 0.07 * np.cos(q[:, 1]), 0.01 - 0.07 * np.sin(q[:, 1]))
+    assert (dist < 0.17).sum() >= 3 and (dist > 0.17).sum() >= 3
+    assert np.abs(app[:, 1]).max() > 10.0
+    # the ball presses 1 cm into the ground half-space: friction along the slider every frame
+    off = dist > 0.17
+    assert np.all(np.abs(app[off, 0]) > 0.1)
+
+
+@needs_opensim
+def test_defaults_blocks_like_opensim(tmp_path):
+    """A ``<defaults>`` block (gait2354_CMC_Actuators.xml has one: its default
+    CoordinateActuator has optimal_force 1000) gives its properties to every element of its
+    class that omits them, in OpenSim 4.6; arthron ignored it (an actuator without its own
+    optimal_force got 1, not 1000). Now applied, in force set files and in models: the
+    optimal forces equal OpenSim's, and a model's CoordinateLimitForce that takes its limits
+    and stiffness from the model's defaults gives OpenSim's generalized forces. (OpenSim keeps
+    the changed defaults for the rest of the process: they are put back at the end.)"""
+    import opensim as osim
+    from test_public_model_elements import _opensim_id
+    from arthron.io.osim import read_force_set
+    from arthron.multibody.forces import applied_generalized_forces
+    from arthron.multibody.kinematics import compile_model
+    from arthron.solvers.inverse_dynamics import inverse_dynamics
+    oracle._quiet(osim)
+    ca, clf = osim.CoordinateActuator(), osim.CoordinateLimitForce()
+    keep_ca = {"optimal_force": ca.getOptimalForce()}
+    keep_clf = {k: getattr(clf, f"get_{k}")() for k in ("upper_stiffness", "upper_limit", "lower_stiffness",
+                                                        "lower_limit", "damping", "transition")}
+
+    def doc(body):
+        return f'<?xml version="1.0" encoding="UTF-8"?><OpenSimDocument Version="40000">{body}</OpenSimDocument>'
+    acts = tmp_path / "acts.xml"
+    acts.write_text(doc("""<ForceSet name="acts"><defaults><CoordinateActuator name="default">
+<optimal_force>1000</optimal_force></CoordinateActuator></defaults><objects>
+<CoordinateActuator name="a"><coordinate>block_tz</coordinate></CoordinateActuator>
+<CoordinateActuator name="b"><coordinate>block_tz</coordinate><optimal_force>5</optimal_force></CoordinateActuator>
+</objects></ForceSet>"""))
+    limit = """<defaults><CoordinateLimitForce name="default"><upper_stiffness>30</upper_stiffness>
+<upper_limit>5</upper_limit><lower_stiffness>20</lower_stiffness><lower_limit>-0.1</lower_limit>
+<damping>0.5</damping><transition>0.01</transition></CoordinateLimitForce></defaults>"""
+    model_doc = _slider_doc("""<CoordinateLimitForce name="stop"><coordinate>block_tz</coordinate>
+<upper_limit>0.1</upper_limit></CoordinateLimitForce>""", version=40000).replace(
+        '<Model name="tug">', '<Model name="tug">' + limit)
+    src = tmp_path / "limited.osim"
+    src.write_text(model_doc.replace('OpenSimDocument Version="40000"', 'OpenSimDocument Version="30000"'))
+    try:
+        ours = {f.name: f.optimal_force for f in read_force_set(acts)}
+        fs = osim.ForceSet(str(acts))
+        ref = {fs.get(i).getName(): osim.CoordinateActuator.safeDownCast(fs.get(i)).getOptimalForce()
+               for i in range(fs.getSize())}
+        assert ours == ref == {"a": 1000.0, "b": 5.0}
+        model = read_osim(src)
+        tree = compile_model(model)
+        q = np.linspace(-0.25, 0.25, 9)[:, None]          # beyond the ±0.1 m limits (translational)
+        qd = np.linspace(-1, 1, 9)[:, None]
+        qdd = np.zeros_like(q)
+        app, not_applied = applied_generalized_forces(model, tree, q, qd)
+        assert not_applied == []
+        m, s = oracle.load(src)
+        ref_id = _opensim_id(m, s, tree.coordinate_names, q, qd, qdd)
+        np.testing.assert_allclose(inverse_dynamics(tree, q, qd, qdd) - app, ref_id, atol=1e-9, rtol=1e-12)
+        assert np.abs(app).max() > 1.0                    # the limits (from the defaults) act
+    finally:                                              # OpenSim's defaults as they were
+        reset = tmp_path / "reset.xml"
+        reset.write_text(doc('<ForceSet name="reset"><defaults><CoordinateActuator name="default">'
+                             + "".join(f"<{k}>{v!r}</{k}>" for k, v in keep_ca.items())
+                             + '</CoordinateActuator><CoordinateLimitForce name="default">'
+                             + "".join(f"<{k}>{v!r}</{k}>" for k, v in keep_clf.items())
+                             + "</CoordinateLimitForce></defaults><objects/></ForceSet>"))
+        osim.ForceSet(str(reset))
+        assert osim.CoordinateActuator().getOptimalForce() == keep_ca["optimal_force"]
+        assert osim.CoordinateLimitForce().get_upper_stiffness() == keep_clf["upper_stiffness"]
