@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from pathlib import Path
 
 import numpy as np
 
@@ -23,6 +24,35 @@ def _quiet(osim):
         osim.Logger.removeFileSink()      # no opensim.log beside the data
     except Exception:
         pass
+
+
+_DEFAULTS_KEPT = {"CoordinateActuator": ("optimal_force",),
+                  "CoordinateLimitForce": ("upper_stiffness", "upper_limit", "lower_stiffness",
+                                           "lower_limit", "damping", "transition")}
+
+
+@contextlib.contextmanager
+def opensim_defaults_kept(tmpdir):
+    """Put OpenSim's class defaults back after the block: a ``<defaults>`` block in a file
+    OpenSim reads (gait2354_CMC_Actuators.xml's CoordinateActuator has optimal_force 1000)
+    changes the default object of that class for the rest of the process, which would leak
+    into later tests. The defaults are restored by OpenSim reading a ForceSet whose
+    ``<defaults>`` hold the values taken before the block."""
+    import opensim as osim
+    _quiet(osim)
+    keep = {cls: {k: (getattr(obj, "getOptimalForce")() if k == "optimal_force" else getattr(obj, f"get_{k}")())
+                  for k in props}
+            for cls, props in _DEFAULTS_KEPT.items() for obj in [getattr(osim, cls)()]}
+    try:
+        yield keep
+    finally:
+        body = "".join(f'<{cls} name="default">' + "".join(f"<{k}>{v!r}</{k}>" for k, v in vals.items())
+                       + f"</{cls}>" for cls, vals in keep.items())
+        reset = Path(tmpdir) / "opensim_defaults_reset.xml"
+        reset.write_text('<?xml version="1.0" encoding="UTF-8"?><OpenSimDocument Version="40000">'
+                         f'<ForceSet name="reset"><defaults>{body}</defaults><objects/></ForceSet>'
+                         "</OpenSimDocument>")
+        osim.ForceSet(str(reset))
 
 
 def load(path, remove_types=()):

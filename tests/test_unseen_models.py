@@ -401,11 +401,6 @@ def test_defaults_blocks_like_opensim(tmp_path):
     from arthron.multibody.forces import applied_generalized_forces
     from arthron.multibody.kinematics import compile_model
     from arthron.solvers.inverse_dynamics import inverse_dynamics
-    oracle._quiet(osim)
-    ca, clf = osim.CoordinateActuator(), osim.CoordinateLimitForce()
-    keep_ca = {"optimal_force": ca.getOptimalForce()}
-    keep_clf = {k: getattr(clf, f"get_{k}")() for k in ("upper_stiffness", "upper_limit", "lower_stiffness",
-                                                        "lower_limit", "damping", "transition")}
 
     def doc(body):
         return f'<?xml version="1.0" encoding="UTF-8"?><OpenSimDocument Version="40000">{body}</OpenSimDocument>'
@@ -423,7 +418,7 @@ def test_defaults_blocks_like_opensim(tmp_path):
         '<Model name="tug">', '<Model name="tug">' + limit)
     src = tmp_path / "limited.osim"
     src.write_text(model_doc.replace('OpenSimDocument Version="40000"', 'OpenSimDocument Version="30000"'))
-    try:
+    with oracle.opensim_defaults_kept(tmp_path) as keep:
         ours = {f.name: f.optimal_force for f in read_force_set(acts)}
         fs = osim.ForceSet(str(acts))
         ref = {fs.get(i).getName(): osim.CoordinateActuator.safeDownCast(fs.get(i)).getOptimalForce()
@@ -440,13 +435,5 @@ def test_defaults_blocks_like_opensim(tmp_path):
         ref_id = _opensim_id(m, s, tree.coordinate_names, q, qd, qdd)
         np.testing.assert_allclose(inverse_dynamics(tree, q, qd, qdd) - app, ref_id, atol=1e-9, rtol=1e-12)
         assert np.abs(app).max() > 1.0                    # the limits (from the defaults) act
-    finally:                                              # OpenSim's defaults as they were
-        reset = tmp_path / "reset.xml"
-        reset.write_text(doc('<ForceSet name="reset"><defaults><CoordinateActuator name="default">'
-                             + "".join(f"<{k}>{v!r}</{k}>" for k, v in keep_ca.items())
-                             + '</CoordinateActuator><CoordinateLimitForce name="default">'
-                             + "".join(f"<{k}>{v!r}</{k}>" for k, v in keep_clf.items())
-                             + "</CoordinateLimitForce></defaults><objects/></ForceSet>"))
-        osim.ForceSet(str(reset))
-        assert osim.CoordinateActuator().getOptimalForce() == keep_ca["optimal_force"]
-        assert osim.CoordinateLimitForce().get_upper_stiffness() == keep_clf["upper_stiffness"]
+    assert osim.CoordinateActuator().getOptimalForce() == keep["CoordinateActuator"]["optimal_force"]
+    assert osim.CoordinateLimitForce().get_upper_stiffness() == keep["CoordinateLimitForce"]["upper_stiffness"]
