@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA, GAIT, ROOT, tiled_motion  # noqa: E402
+from _common import DATA, GAIT, fresh_process_env, tiled_motion  # noqa: E402
 
 GENERIC = DATA / "opensim-models/Models/Gait2354_Simbody/gait2354_simbody.osim"
 
@@ -127,11 +127,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", default="", help="run only the commands whose name starts so")
     args = ap.parse_args()
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-               MKL_NUM_THREADS="1")
     # bytecode cached as in an installed package (pip compiles it), in a folder of our own
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="arthron-bench-pyc-")
+    env = fresh_process_env(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     print(f"load average before: {os.getloadavg()[0]:.2f} (cores: {os.cpu_count()})")
     ws = workspace()
     try:
