@@ -371,6 +371,7 @@ class StationKinematics:
         Q = np.asarray(Q, float)
         B = Q.shape[0]
         n = fd.n
+        bt = _batch_tables(fd)
         Rst = np.empty((n + 1, B, 3, 3))
         ost = np.empty((n + 1, B, 3))
         Rst[0] = np.eye(3)
@@ -379,43 +380,35 @@ class StationKinematics:
         W = np.zeros((ncol, B, 3))
         V = np.zeros((ncol, B, 3))
         O = np.zeros((ncol, B, 3))
-        j = 0
-        I3 = np.eye(3)
+        # every rotation at once: M_k = R0_k (I + sin θ K + (1 − cos θ) K²), (nrot, B, 3, 3)
+        rot = bt["rot"]
+        if rot:
+            TH = Q[:, bt["rot_coord"]]
+            D1 = {}
+            for i, f in bt["rot_func"]:
+                TH[:, i], D1[i] = f.value_and_derivative(Q[:, bt["rot_coord"][i]])
+            TH = TH.T
+            M = (bt["R0"][:, None] + np.sin(TH)[:, :, None, None] * bt["R0K"][:, None]
+                 + (1.0 - np.cos(TH))[:, :, None, None] * bt["R0K2"][:, None])
         for k in range(n):
             p = fd.parent[k] + 1
             Rp = Rst[p]
+            i = bt["rot_index"][k]
+            j = bt["col0"][k]
+            if i >= 0:                        # rotation: one product for the frame and the angle
+                Rst[k + 1] = Rp @ M[i]
+                of = ost[p] if bt["p0_zero"][k] else ost[p] + Rp @ fd.p0[k]
+                ost[k + 1] = of
+                w = Rp @ bt["R0axis"][i]
+                W[j] = w if i not in D1 else w * D1[i][:, None]
+                O[j] = of
+                continue
             if fd.ident[k]:
                 Rf, of = Rp, ost[p]
             else:
                 Rf = Rp @ fd.R0[k]
                 of = ost[p] + Rp @ fd.p0[k]
-            kind = fd.kind[k]
-            if kind == "rot":
-                f = fd.func[k]
-                if f is None:
-                    th, d1 = Q[:, fd.coord[k]], None
-                else:
-                    th, d1 = f.value_and_derivative(Q[:, fd.coord[k]])
-                sn, cs = np.sin(th), np.cos(th)
-                if fd.zaxis[k]:
-                    # I + sin θ K + (1 − cos θ) K² for K = [z]×, entry by entry
-                    Rr = np.zeros((B, 3, 3))
-                    c1 = 1.0 - (1.0 - cs)
-                    Rr[:, 0, 0] = c1
-                    Rr[:, 1, 1] = c1
-                    Rr[:, 0, 1] = -sn
-                    Rr[:, 1, 0] = sn
-                    Rr[:, 2, 2] = 1.0
-                    w = Rf[:, :, 2]
-                else:
-                    Rr = I3 + sn[:, None, None] * fd.K[k] + (1.0 - cs)[:, None, None] * fd.K2[k]
-                    w = Rf @ fd.axis[k]
-                Rst[k + 1] = Rf @ Rr
-                ost[k + 1] = of
-                W[j] = w if d1 is None else w * d1[:, None]
-                O[j] = of
-                j += 1
-            elif kind == "trans":
+            if fd.kind[k] == "trans":
                 pl = np.zeros((B, 3))
                 dc = {}
                 for c_, f, ax in fd.terms[k]:
@@ -435,7 +428,6 @@ class StationKinematics:
                 Hv = Rf @ Jl
                 V[j] = Hv[:, :, 0]
                 V[j + 1] = Hv[:, :, 1]
-                j += 2
         mv = self.m_var + 1
         P = np.einsum("mbij,mj->bmi", Rst[mv], self.m_loc) + ost[mv].transpose(1, 0, 2)
         # point velocity per column, v + ω × (P − o), component by component: (B, n, 3, ncol)
@@ -448,9 +440,7 @@ class StationKinematics:
         cr[:, :, 0] = Wy * dz - Wz * dy + Vx
         cr[:, :, 1] = Wz * dx - Wx * dz + Vy
         cr[:, :, 2] = Wx * dy - Wy * dx + Vz
-        J = cr @ self.AC
-        return P, J
-
+        return P, cr @ self.AC
 
     def _evaluate_compiled(self, Q):
         """:meth:`evaluate_batch` through the compiled kernel: the functions of the axes
@@ -540,3 +530,30 @@ def marker_jacobian(tree: Tree, q, names=None):
     q = np.asarray(q, float)
     P, J = sk.evaluate(q) if q.ndim == 1 else sk.evaluate_batch(q)
     return sk.names, P, J
+
+
+def _batch_tables(fd: "_Fold"):
+    """Pose-independent arrays of the fold for :meth:`StationKinematics.evaluate_batch` (once
+    per fold): the rotation nodes' ``R0``, ``R0 K``, ``R0 K²`` and ``R0 axis`` stacked, their
+    coordinates and axis functions, and each node's first hinge column."""
+    bt = getattr(fd, "_batch", None)
+    if bt is not None:
+        return bt
+    rot = [k for k in range(fd.n) if fd.kind[k] == "rot"]
+    R0 = np.array([fd.R0[k] for k in rot], float).reshape(-1, 3, 3)
+    K = np.array([fd.K[k] for k in rot], float).reshape(-1, 3, 3)
+    K2 = np.array([fd.K2[k] for k in rot], float).reshape(-1, 3, 3)
+    ax = np.array([fd.axis[k] for k in rot], float).reshape(-1, 3)
+    col0, j = [], 0
+    for k in range(fd.n):
+        col0.append(j)
+        j += 1 if fd.kind[k] == "rot" else len(fd.ccoords[k])
+    index = np.full(fd.n, -1, int)
+    index[rot] = np.arange(len(rot))
+    bt = dict(rot=rot, rot_index=index.tolist(), R0=R0, R0K=R0 @ K, R0K2=R0 @ K2,
+              R0axis=np.einsum("kij,kj->ki", R0, ax),
+              rot_coord=np.array([fd.coord[k] for k in rot], int),
+              rot_func=[(i, fd.func[k]) for i, k in enumerate(rot) if fd.func[k] is not None],
+              col0=col0, p0_zero=[not np.any(p) for p in fd.p0])
+    fd._batch = bt
+    return bt
