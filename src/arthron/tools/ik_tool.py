@@ -148,7 +148,7 @@ def read_ik_tasks(task_set_elem, model: Model, coordinate_table=None, path=None)
 
 
 def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range=None,
-           constraint_weight=math.inf, output=None, progress=None, block: int = 16,
+           constraint_weight=math.inf, output=None, progress=None, block: int | None = None,
            report_marker_locations: bool = False, penalty: bool = False,
            rotation=None) -> IKToolResult:
     """IK from objects or file names (what ``arthron ik`` calls).
@@ -265,7 +265,7 @@ def _ik_config(st, model, search_dirs):
 
 
 def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=None,
-                      block: int = 16, penalty: bool = False) -> IKToolResult:
+                      block: int | None = None, penalty: bool = False) -> IKToolResult:
     """Run an OpenSim ``InverseKinematicsTool`` setup file.
 
     File names are resolved against the setup's folder; names that do not exist there (for
