@@ -377,9 +377,23 @@ class LevenbergMarquardtIK:
         return self._stack(B, Q, P, Jm, obs0, sw, qref)
 
     def _stack(self, B, Q, P, Jm, obs0, sw, qref):
+        """The residuals (B, m) and their Jacobians in the free coordinates (B, m, nfree) from
+        the marker positions P and Jacobians Jm at the poses Q."""
         parts = [((P - obs0) * sw[:, :, None]).reshape(B, -1)]
-        Js = [(Jm * sw[:, :, None, None]).reshape(B, -1, self.nq)]
         nc = len(self.ctask_idx)
+        if not self.couplers and (self.cset is None or self.exact):
+            # markers and coordinate tasks only: the free columns taken before stacking
+            nf = len(self.free)
+            J = np.empty((B, P.shape[1] * 3 + nc, nf))
+            np.multiply(Jm[:, :, :, self.free], sw[:, :, None, None],
+                        out=J[:, :P.shape[1] * 3].reshape(B, P.shape[1], 3, nf))
+            if nc:
+                parts.append(self.ctask_sw * (Q[:, self.ctask_idx] - qref))
+                Jc = np.zeros((nc, self.nq))
+                Jc[np.arange(nc), self.ctask_idx] = self.ctask_sw
+                J[:, P.shape[1] * 3:] = Jc[:, self.free]
+            return np.concatenate(parts, axis=1), J, P, Q
+        Js = [(Jm * sw[:, :, None, None]).reshape(B, -1, self.nq)]
         if nc:
             parts.append(self.ctask_sw * (Q[:, self.ctask_idx] - qref))
             Jc = np.zeros((nc, self.nq))
