@@ -49,11 +49,12 @@ import math
 import numbers
 import time as _time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import SimpleNamespace
 
 import numpy as np
 
+from ..runtime import dataclass  # dataclasses.dataclass with shared __repr__/__eq__
 from ..errors import (ArthronWarning, DataFileError, OptionError, SolverError, UnsupportedFeature,
                       attach_source)
 from ..models.functions import GCVSpline

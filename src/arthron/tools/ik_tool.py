@@ -9,11 +9,12 @@ the ``output_motion_file``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from pathlib import Path
 
 import numpy as np
 
+from ..runtime import dataclass  # dataclasses.dataclass with shared __repr__/__eq__
 from ..errors import DataFileError, OptionError
 from ..io.files import check_output, input_guard, make_output_folder, note_input, output_group
 from ..io.osim import read_osim
