@@ -488,15 +488,7 @@ class InverseKinematics(LevenbergMarquardtIK):
             qrefs = np.array([self.coordinate_targets(t, tr.default_q) for t in time])
             qrefs = qrefs.reshape(T, len(self.ctask_idx))
             X = np.empty((T, len(self.free)))
-            if not self.exact:                  # the first frame with the block's steps
-                Xb, Qb, ib, eb = self.solve_block(obs[:1], x[None, :], base, qrefs[:1])
-                xk, q, it, err = Xb[0], Qb[0], ib[0], eb[0]
-                if not self._block_converged[0]:
-                    xk, q, it_, err = self.solve_frame(obs[0], x, base, qrefs[0])
-                    it += it_
-            else:
-                xk, q, it, err = self.solve_frame(obs[0], x, base, qrefs[0])
-            X[0], Q[0], its[0], E[0] = xk, q, it, err
+            X[0], Q[0], its[0], E[0] = self.solve_single(obs[0], x, base, qrefs[0])
             if progress is not None:
                 progress(1, T)
             k = 1
@@ -536,6 +528,20 @@ class InverseKinematics(LevenbergMarquardtIK):
             if progress is not None:
                 progress(k + 1, T)
         return self._result(time, Q, E, its, _time.perf_counter() - t0)
+
+    def solve_single(self, obs_all, x0, base, qref, tol=1e-6):
+        """One frame: with the Newton steps of :meth:`solve_block` (a block of one) where the
+        problem allows blocks (no coupler-eliminated coordinate, no exact constraint), else
+        :meth:`solve_frame`; a block that does not converge is solved again by
+        :meth:`solve_frame`. Same arguments and results as :meth:`solve_frame`."""
+        if self.dependent or self.exact:
+            return self.solve_frame(obs_all, x0, base, qref, tol=tol)
+        Xb, Qb, ib, eb = self.solve_block(np.asarray(obs_all, float)[None], np.asarray(x0, float)[None],
+                                          base, np.asarray(qref, float)[None], tol=tol)
+        if self._block_converged[0]:
+            return Xb[0], Qb[0], int(ib[0]), eb[0]
+        x, q, it, err = self.solve_frame(obs_all, x0, base, qref, tol=tol)
+        return x, q, it + int(ib[0]), err
 
     def _linearized_starts(self, obs, x_last, base, qref):
         """Starts (B, nfree) of a block of frames: one Gauss–Newton step from the last solved
