@@ -603,9 +603,12 @@ DEFAULT_BLOCK_EXACT = 16
 
 #: Frames from which the ``arthron`` command (``runtime.light_imports``) evaluates the station
 #: kinematics with the compiled kernel: importing numba and loading the cached kernel costs
-#: 0.5–1 s, the kernel saves about 0.5 ms per frame on a full-body model (measured break-even
-#: 1,200–1,500 frames of Gait2354 as whole commands).
-COMPILED_MIN_FRAMES = 1500
+#: 0.5–1 s; with Newton steps in blocks of 64 the kernel saves about 0.2 ms per frame on a
+#: full-body model (the second-order term's hinge columns are NumPy on both routes; measured
+#: on a 2,000-frame Gait2354 trial: 0.67 s against 1.09 s in-process, but 1.25 s against
+#: 1.02 s CPU as whole commands; break-even about 3,000 frames; 1,500 with Gauss–Newton
+#: steps in blocks of 16).
+COMPILED_MIN_FRAMES = 3000
 
 
 def use_compiled(n_frames: int | None = None) -> bool:
