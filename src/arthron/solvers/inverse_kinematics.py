@@ -439,7 +439,8 @@ class InverseKinematics(LevenbergMarquardtIK):
         iteration for all of them). Each frame of a block starts from one Gauss–Newton step
         from the last solved frame towards its own markers (:meth:`_linearized_starts`; with
         exact Point constraints, from the last solved frame linearly extrapolated to its time
-        index), and the blocks take Newton steps near the optimum (the exact second-order
+        index; a remainder shorter than half a block joins the last block), and the blocks
+        take Newton steps near the optimum (the exact second-order
         term of the marker residuals, :meth:`StationKinematics.second_order`, when the model
         has no couplers, constraints or Ellipsoid mobilizers; a secant approximation of it
         otherwise). Every frame is still iterated to its own optimum; the blocks only change
@@ -493,7 +494,10 @@ class InverseKinematics(LevenbergMarquardtIK):
                 progress(1, T)
             k = 1
             while k < T:
-                kk = np.arange(k, min(k + block, T))
+                # a short remainder joins the block before it (a block costs about as many
+                # evaluations as its slowest frame has iterations, however few its frames)
+                end = T if T - (k + block) < block // 2 else min(k + block, T)
+                kk = np.arange(k, end)
                 last = X[k - 1]
                 vel = X[k - 1] - X[k - 2] if k >= 2 else np.zeros_like(last)
                 starts = last[None, :] + (kk - (k - 1))[:, None] * vel[None, :]
