@@ -547,8 +547,10 @@ class InverseKinematics(LevenbergMarquardtIK):
         errors and converged, (n, ...) over the block's frames ``kk``."""
         s = COARSE_STRIDE
         n = len(kk)
-        ci = np.unique(np.r_[np.arange(s - 1, n, s), n - 1])
-        fi = np.setdiff1d(np.arange(n), ci)
+        coarse = np.zeros(n, bool)      # (np.unique / setdiff1d would import numpy.ma: 6 ms)
+        coarse[s - 1::s] = True
+        coarse[n - 1] = True
+        ci, fi = np.flatnonzero(coarse), np.flatnonzero(~coarse)
         Xb = np.empty((n, len(x_last)))
         Qb = np.empty((n, self.nq))
         ib = np.zeros(n, int)
