@@ -143,6 +143,9 @@ def main():
             for _ in range(args.repeat):        # alternating: a change of load hits both sides
                 tas.append(run(a, ws, env))
                 tos.append(run(o, ws, env))
+            # the ScaleTool setup writes subject01_simbody.osim: the next commands get the
+            # OutputReference model back (as in the pipeline's other setups)
+            shutil.copy(GAIT / "OutputReference" / "subject01_simbody.osim", ws / "subject01_simbody.osim")
             ta, to = statistics.median(tas), statistics.median(tos)
             print(f"{name:17s} {ta:12.3f} {to:12.3f} {ta / to:7.3f} {to / ta:6.1f}×  "
                   f"(min {min(tas):.3f} / {min(tos):.3f} s: {min(tos) / min(tas):.1f}×)", flush=True)
