@@ -150,8 +150,9 @@ def _lazy_init(cls):
 def _real_init(cls):
     init = cls.__dict__["__init__"]
     if getattr(init, "_arthron_lazy", False):
-        t = type(cls.__name__, (cls,), {"__module__": cls.__module__,
-                                        "__qualname__": cls.__qualname__})
+        t = type(cls.__name__, (cls,), {"__module__": cls.__module__,     # (a docstring: no
+                                        "__qualname__": cls.__qualname__,  # inspect.signature
+                                        "__doc__": "-"})                   # for it)
         init = _dc.dataclass(t, repr=False, eq=False).__dict__["__init__"]
         init.__qualname__ = f"{cls.__qualname__}.__init__"
         cls.__init__ = init
