@@ -1,7 +1,10 @@
-"""Shared pieces of the benchmark scripts: data paths, timing, tiled trials."""
+"""Shared pieces of the benchmark scripts: data paths, timing, tiled trials, the environment of
+fresh-process timings (:func:`fresh_process_env`)."""
 from __future__ import annotations
 
+import os
 import statistics
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -17,6 +20,28 @@ ARM = DATA / "opensim-models/Models/Arm26/arm26.osim"
 GAIT = DATA / "opensim-models/Pipelines/Gait2354_Simbody"
 GAIT_MODEL = GAIT / "OutputReference/subject01_simbody.osim"
 GAIT_IK = GAIT / "OutputReference/subject01_walk1_ik.mot"
+
+
+_PYCACHE: list = []
+
+
+def fresh_process_env(**extra) -> dict:
+    """The environment of a benchmark's fresh ``python`` processes (arthron's and OpenSim's
+    alike): this checkout's ``src`` on ``PYTHONPATH``, single-threaded BLAS, and bytecode cached
+    as in an installed package. ``PYTHONDONTWRITEBYTECODE`` is removed and ``PYTHONPYCACHEPREFIX``
+    points to one private temporary folder per benchmark run, so that after one untimed warm-up
+    run of a command its modules (arthron's, numpy's, opensim's) load from bytecode instead of
+    being compiled from source in every process (about 50 ms of an arthron command on a machine
+    that sets ``PYTHONDONTWRITEBYTECODE``; a pip install has the bytecode). Run every timed
+    command once untimed first."""
+    if not _PYCACHE:
+        _PYCACHE.append(tempfile.mkdtemp(prefix="arthron-bench-pyc-"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), PYTHONPYCACHEPREFIX=_PYCACHE[0])
+    for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(v, "1")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.update(extra)
+    return env
 
 
 def median_time(fn, n=3):

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA, GAIT, ROOT, tiled_motion  # noqa: E402
+from _common import DATA, GAIT, fresh_process_env, tiled_motion  # noqa: E402
 
 GENERIC = DATA / "opensim-models/Models/Gait2354_Simbody/gait2354_simbody.osim"
 
@@ -127,11 +127,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", default="", help="run only the commands whose name starts so")
     args = ap.parse_args()
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-               MKL_NUM_THREADS="1")
     # bytecode cached as in an installed package (pip compiles it), in a folder of our own
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="arthron-bench-pyc-")
+    env = fresh_process_env(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     print(f"load average before: {os.getloadavg()[0]:.2f} (cores: {os.cpu_count()})")
     ws = workspace()
     try:
@@ -146,6 +143,9 @@ def main():
             for _ in range(args.repeat):        # alternating: a change of load hits both sides
                 tas.append(run(a, ws, env))
                 tos.append(run(o, ws, env))
+            # the ScaleTool setup writes subject01_simbody.osim: the next commands get the
+            # OutputReference model back (as in the pipeline's other setups)
+            shutil.copy(GAIT / "OutputReference" / "subject01_simbody.osim", ws / "subject01_simbody.osim")
             ta, to = statistics.median(tas), statistics.median(tos)
             print(f"{name:17s} {ta:12.3f} {to:12.3f} {ta / to:7.3f} {to / ta:6.1f}×  "
                   f"(min {min(tas):.3f} / {min(tos):.3f} s: {min(tos) / min(tas):.1f}×)", flush=True)

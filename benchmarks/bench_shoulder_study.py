@@ -29,18 +29,21 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, median_time  # noqa: E402
+from _common import fresh_process_env, median_time  # noqa: E402
 
 
 def fresh(argv, n):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    """Median wall time of ``n`` fresh ``arthron`` processes (after one untimed run that
+    caches the bytecode, as installed: ``_common.fresh_process_env``)."""
+    env = fresh_process_env()
     ts = []
-    for _ in range(n):
+    for i in range(n + 1):
         with tempfile.TemporaryDirectory() as d:
             t0 = time.perf_counter()
             subprocess.run([sys.executable, "-m", "arthron.cli", *argv, "-o", d], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=d)
-            ts.append(time.perf_counter() - t0)
+            if i:
+                ts.append(time.perf_counter() - t0)
     return float(np.median(ts)), ts
 
 

@@ -39,7 +39,7 @@ from arthron.render import ModelScene, render_frames  # noqa: E402
 WALK = GAIT_PIPE / "subject01_walk1_ik.mot"
 GEOMETRY = MODELS / "Geometry"
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from _common import median_time as _median  # noqa: E402
+from _common import fresh_process_env, median_time as _median  # noqa: E402
 
 
 def main():
@@ -91,11 +91,12 @@ def main():
         print(f"render {size[0]}x{size[1]}: {1e3 * t / len(frames):.1f} ms per image "
               f"({len(frames)} images, one plotter)")
 
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env = fresh_process_env()     # bytecode cached as installed: one untimed run per command
     with tempfile.TemporaryDirectory() as d:
         for out, extra in (("one.png", ["--frames", "0"]), ("walk.gif", [])):
             cmd = [sys.executable, "-m", "arthron.cli", "show", str(GAIT_REF_MODEL), "--motion", str(WALK),
                    "--geometry", str(GEOMETRY), *extra, "-o", str(Path(d) / out)]
+            subprocess.run(cmd, env=env, check=True, capture_output=True)
             t = _median(lambda: subprocess.run(cmd, env=env, check=True, capture_output=True), a.repeat)
             print(f"arthron show -o {out}: {t:.2f} s (fresh process, 800x800)")
 

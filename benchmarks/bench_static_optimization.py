@@ -89,7 +89,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA, GAIT, GAIT_IK, GAIT_MODEL, REF, ROOT, median_time  # noqa: E402
+from _common import DATA, GAIT, GAIT_IK, GAIT_MODEL, REF, ROOT, fresh_process_env, median_time  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
 from conftest import static_optimization_setup  # noqa: E402
@@ -293,10 +293,12 @@ def large_model_inputs(folder: Path, n_frames: int = 151, physiology: bool = Fal
 
 
 def _command_time(setup: Path, n: int = 3) -> float:
-    """Median wall time of a fresh ``arthron so --setup`` process (imports included)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    """Median wall time of a fresh ``arthron so --setup`` process (imports included; after one
+    untimed run that caches the bytecode, as installed: ``_common.fresh_process_env``)."""
+    env = fresh_process_env()
     cmd = [sys.executable, "-c", "import sys; from arthron.cli import main; sys.exit(main())",
            "so", "--setup", str(setup)]
+    subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=setup.parent)
     ts = []
     for _ in range(n):
         t0 = time.perf_counter()

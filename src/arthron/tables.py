@@ -6,10 +6,12 @@ Solvers take and return these objects; the readers and writers of the file forma
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 
 import numpy as np
+
+from .runtime import dataclass  # dataclasses.dataclass with shared __repr__/__eq__
 
 __all__ = ["Table", "MarkerTrial"]
 

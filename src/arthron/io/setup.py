@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import numpy as np
 from lxml import etree
 
+from ..runtime import dataclass  # dataclasses.dataclass with shared __repr__/__eq__
 from .files import note_input
 from ..errors import ArthronWarning, DataFileError
 

@@ -29,10 +29,12 @@ it returns the registered dataclass of ``type`` with ``properties`` set as field
 from __future__ import annotations
 
 from collections.abc import MutableMapping
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any, ClassVar
 
 import numpy as np
+
+from ..runtime import dataclass  # dataclasses.dataclass with shared __repr__/__eq__
 
 __all__ = [
     "Force", "UnmodelledForce", "FORCE_TYPES", "register_force", "make_force",

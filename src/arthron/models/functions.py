@@ -431,10 +431,15 @@ class SimmSpline(_XYFunction):
             return (float(yk[k]) + dx * (bk + dx * (ck + dx * dk)),
                     bk + dx * (2.0 * ck + 3.0 * dx * dk))
         a = _as_x(x)
-        k = np.clip(np.searchsorted(xk, a, side="right") - 1, 0, max(n - 2, 0))
-        dx = a - xk[k]
-        v = yk[k] + dx * (b[k] + dx * (c[k] + dx * d[k]))
-        dv = b[k] + dx * (2.0 * c[k] + 3.0 * dx * d[k])
+        if n >= 2:       # the interval, clipped to the first and last (one search, no clip)
+            k = np.searchsorted(xk[1:-1], a, side="right")
+        else:
+            k = np.zeros(a.shape, dtype=np.intp)
+        tab = self._table()
+        xv, yv, bv, cv, dv3 = tab[k].T if a.ndim == 1 else np.moveaxis(tab[k], -1, 0)
+        dx = a - xv
+        v = yv + dx * (bv + dx * (cv + dx * dv3))
+        dv = bv + dx * (2.0 * cv + 3.0 * dx * dv3)
         lo = a < xk[0] + _ROUNDOFF_ERROR
         hi = a > xk[-1] - _ROUNDOFF_ERROR
         if lo.any() or hi.any():
@@ -443,6 +448,15 @@ class SimmSpline(_XYFunction):
             v = np.where(hi, yk[-1] + np.maximum(a - xk[-1], 0.0) * b[-1], v)
             dv = np.where(hi, b[-1], dv)
         return v, dv
+
+    def _table(self):
+        """(n, 5) knots and coefficients (x, y, b, c, d) side by side, one row per interval
+        (one gather per evaluation), cached per knot array."""
+        t = getattr(self, "_tab", None)
+        if t is None or t[0] is not self.x or t[1] is not self._b:
+            t = self._tab = (self.x, self._b, np.column_stack([self.x, self.y, self._b, self._c,
+                                                                self._d]))
+        return t[2]
 
     def _xlist(self):
         """The knots as a Python list (for :mod:`bisect`), cached per knot array."""

@@ -19,11 +19,12 @@ The model is data: solvers never mutate it (compile it with
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 
+from ..runtime import dataclass  # dataclasses.dataclass with shared __repr__/__eq__
 from ..errors import ModelFileError
 from ..geometry.spatial import rotation_xyz  # noqa: F401  (OpenSim's X-Y-Z convention; re-exported)
 

@@ -21,11 +21,12 @@ OpenSim class to its dataclass (:func:`register_wrap_object`); other classes are
 from __future__ import annotations
 
 from collections.abc import MutableMapping
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any, ClassVar
 
 import numpy as np
 
+from ..runtime import dataclass  # dataclasses.dataclass with shared __repr__/__eq__
 from ..errors import ModelFileError
 
 __all__ = ["WrapObject", "UnmodelledWrapObject", "WRAP_TYPES", "register_wrap_object",

@@ -29,11 +29,12 @@ Pin + Weld).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Callable
 
 import numpy as np
 
+from ..runtime import dataclass  # dataclasses.dataclass with shared __repr__/__eq__
 from ..errors import ModelFileError, UnsupportedFeature
 from ..geometry.spatial import axis_angle, frame_with_z, rot_z
 from ..models.functions import LinearFunction

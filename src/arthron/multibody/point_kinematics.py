@@ -363,79 +363,21 @@ class StationKinematics:
         J = np.einsum("mj,mjx,jc->mxc", A, cr, fd.Cmap)
         return P, J
 
-    def evaluate_batch(self, Q):
-        """Positions (B, n, 3) m and Jacobians (B, n, 3, nq) at B poses Q (B, nq)."""
-        if self.compiled and compiled_kernel() is not None:
-            return self._evaluate_compiled(np.asarray(Q, float))
-        fd = self.fold
+    def evaluate_batch(self, Q, hinges: bool = False):
+        """Positions (B, n, 3) m and Jacobians (B, n, 3, nq) at B poses Q (B, nq).
+
+        With ``hinges=True`` also the hinge columns :class:`Hinges` at those poses (what
+        :meth:`second_order` needs; on the compiled route they come from the NumPy pose loop)."""
         Q = np.asarray(Q, float)
+        if self.compiled and compiled_kernel() is not None:
+            P, J = self._evaluate_compiled(Q)
+            if hinges:
+                _, _, W, V, O, W2, V2 = self._pose_loop(Q, True)
+                return P, J, Hinges(W, V, O, W2, V2)
+            return P, J
+        Rst, ost, W, V, O, W2, V2 = self._pose_loop(Q, hinges)
         B = Q.shape[0]
-        n = fd.n
-        Rst = np.empty((n + 1, B, 3, 3))
-        ost = np.empty((n + 1, B, 3))
-        Rst[0] = np.eye(3)
-        ost[0] = 0.0
-        ncol = len(fd.cols)
-        W = np.zeros((ncol, B, 3))
-        V = np.zeros((ncol, B, 3))
-        O = np.zeros((ncol, B, 3))
-        j = 0
-        I3 = np.eye(3)
-        for k in range(n):
-            p = fd.parent[k] + 1
-            Rp = Rst[p]
-            if fd.ident[k]:
-                Rf, of = Rp, ost[p]
-            else:
-                Rf = Rp @ fd.R0[k]
-                of = ost[p] + Rp @ fd.p0[k]
-            kind = fd.kind[k]
-            if kind == "rot":
-                f = fd.func[k]
-                if f is None:
-                    th, d1 = Q[:, fd.coord[k]], None
-                else:
-                    th, d1 = f.value_and_derivative(Q[:, fd.coord[k]])
-                sn, cs = np.sin(th), np.cos(th)
-                if fd.zaxis[k]:
-                    # I + sin θ K + (1 − cos θ) K² for K = [z]×, entry by entry
-                    Rr = np.zeros((B, 3, 3))
-                    c1 = 1.0 - (1.0 - cs)
-                    Rr[:, 0, 0] = c1
-                    Rr[:, 1, 1] = c1
-                    Rr[:, 0, 1] = -sn
-                    Rr[:, 1, 0] = sn
-                    Rr[:, 2, 2] = 1.0
-                    w = Rf[:, :, 2]
-                else:
-                    Rr = I3 + sn[:, None, None] * fd.K[k] + (1.0 - cs)[:, None, None] * fd.K2[k]
-                    w = Rf @ fd.axis[k]
-                Rst[k + 1] = Rf @ Rr
-                ost[k + 1] = of
-                W[j] = w if d1 is None else w * d1[:, None]
-                O[j] = of
-                j += 1
-            elif kind == "trans":
-                pl = np.zeros((B, 3))
-                dc = {}
-                for c_, f, ax in fd.terms[k]:
-                    val, d1 = _fd_batch(f, Q[:, c_])
-                    pl += val[:, None] * ax
-                    dc[c_] = dc.get(c_, 0.0) + d1[:, None] * ax
-                Rst[k + 1] = Rf
-                ost[k + 1] = of + np.einsum("bij,bj->bi", Rf, pl)
-                for c_ in fd.ccoords[k]:
-                    V[j] = np.einsum("bij,bj->bi", Rf, np.broadcast_to(dc[c_], (B, 3)))
-                    j += 1
-            else:
-                c0, c1 = fd.ccoords[k]
-                pl, Jl, _ = _ellip_local(fd.radii[k], Q[:, c0], Q[:, c1])
-                Rst[k + 1] = Rf
-                ost[k + 1] = of + np.einsum("bij,bj->bi", Rf, pl)
-                Hv = Rf @ Jl
-                V[j] = Hv[:, :, 0]
-                V[j + 1] = Hv[:, :, 1]
-                j += 2
+        ncol = W.shape[0]
         mv = self.m_var + 1
         P = np.einsum("mbij,mj->bmi", Rst[mv], self.m_loc) + ost[mv].transpose(1, 0, 2)
         # point velocity per column, v + ω × (P − o), component by component: (B, n, 3, ncol)
@@ -448,9 +390,137 @@ class StationKinematics:
         cr[:, :, 0] = Wy * dz - Wz * dy + Vx
         cr[:, :, 1] = Wz * dx - Wx * dz + Vy
         cr[:, :, 2] = Wx * dy - Wy * dx + Vz
-        J = cr @ self.AC
-        return P, J
+        if hinges:
+            return P, cr @ self.AC, Hinges(W, V, O, W2, V2)
+        return P, cr @ self.AC
 
+    def _pose_loop(self, Q, second=False):
+        """The frames of the variable nodes and the hinge columns at B poses: Rst (n+1, B, 3, 3),
+        ost (n+1, B, 3), W, V, O (ncol, B, 3) (angular and linear velocity per unit column, axis
+        origin) and, with ``second``, W2, V2 (ncol, B, 3): their derivatives along their own
+        coordinate through the axis functions' second derivatives (else None)."""
+        fd = self.fold
+        B = Q.shape[0]
+        n = fd.n
+        bt = _batch_tables(fd)
+        Rst = np.empty((n + 1, B, 3, 3))
+        ost = np.empty((n + 1, B, 3))
+        Rst[0] = np.eye(3)
+        ost[0] = 0.0
+        ncol = len(fd.cols)
+        W = np.zeros((ncol, B, 3))
+        V = np.zeros((ncol, B, 3))
+        O = np.zeros((ncol, B, 3))
+        W2 = V2 = None
+        if second:
+            W2 = np.zeros((ncol, B, 3))
+            V2 = np.zeros((ncol, B, 3))
+        # every rotation at once: M_k = R0_k (I + sin θ K + (1 − cos θ) K²), (nrot, B, 3, 3)
+        rot = bt["rot"]
+        D1, D2 = {}, {}
+        if rot:
+            TH = Q[:, bt["rot_coord"]]
+            for i, f in bt["rot_func"]:
+                TH[:, i], D1[i] = f.value_and_derivative(Q[:, bt["rot_coord"][i]])
+                if second:
+                    D2[i] = _second_derivative(f, Q[:, bt["rot_coord"][i]])
+            TH = TH.T
+            M = (bt["R0"][:, None] + np.sin(TH)[:, :, None, None] * bt["R0K"][:, None]
+                 + (1.0 - np.cos(TH))[:, :, None, None] * bt["R0K2"][:, None])
+        for k in range(n):
+            p = fd.parent[k] + 1
+            Rp = Rst[p]
+            i = bt["rot_index"][k]
+            j = bt["col0"][k]
+            if i >= 0:                        # rotation: one product for the frame and the angle
+                Rst[k + 1] = Rp @ M[i]
+                of = ost[p] if bt["p0_zero"][k] else ost[p] + Rp @ fd.p0[k]
+                ost[k + 1] = of
+                w = Rp @ bt["R0axis"][i]
+                W[j] = w if i not in D1 else w * D1[i][:, None]
+                if i in D2:
+                    W2[j] = w * D2[i][:, None]
+                O[j] = of
+                continue
+            if fd.ident[k]:
+                Rf, of = Rp, ost[p]
+            else:
+                Rf = Rp @ fd.R0[k]
+                of = ost[p] + Rp @ fd.p0[k]
+            if fd.kind[k] == "trans":
+                pl = np.zeros((B, 3))
+                dc, dc2 = {}, {}
+                for c_, f, ax in fd.terms[k]:
+                    val, d1 = _fd_batch(f, Q[:, c_])
+                    if second and f is not None:
+                        dc2[c_] = dc2.get(c_, 0.0) + _second_derivative(f, Q[:, c_])[:, None] * ax
+                    pl += val[:, None] * ax
+                    dc[c_] = dc.get(c_, 0.0) + d1[:, None] * ax
+                Rst[k + 1] = Rf
+                ost[k + 1] = of + np.einsum("bij,bj->bi", Rf, pl)
+                for c_ in fd.ccoords[k]:
+                    V[j] = np.einsum("bij,bj->bi", Rf, np.broadcast_to(dc[c_], (B, 3)))
+                    if c_ in dc2:
+                        V2[j] = np.einsum("bij,bj->bi", Rf, dc2[c_])
+                    j += 1
+            else:
+                c0, c1 = fd.ccoords[k]
+                pl, Jl, _ = _ellip_local(fd.radii[k], Q[:, c0], Q[:, c1])
+                Rst[k + 1] = Rf
+                ost[k + 1] = of + np.einsum("bij,bj->bi", Rf, pl)
+                Hv = Rf @ Jl
+                V[j] = Hv[:, :, 0]
+                V[j + 1] = Hv[:, :, 1]
+        return Rst, ost, W, V, O, W2, V2
+
+    @property
+    def has_second_order(self) -> bool:
+        """Whether :meth:`second_order` is exact for this tree (no Ellipsoid mobilizer: the
+        cross terms of its two coordinates are not modelled there)."""
+        return "ellip" not in self.fold.kind
+
+    def second_order(self, P, R, h: "Hinges"):
+        """Σ_m R_m · ∂²x_m/∂q∂q, (B, nq, nq): the second-order term of a least-squares Hessian
+        (Newton's Σ rᵢ∇²rᵢ for residuals r = w (x − x_obs): pass R = w² (x − x_obs)).
+
+        For hinge columns i, j both moving station m with i's node an ancestor of j's (or i = j),
+        ∂²x/∂i∂j = ω_i × (v_j + ω_j × (x − o_j)) (the rigid motion of column i carries column j's
+        velocity along); a column's own axis function adds its second derivative (ω f'' × (x − o)
+        for a rotation, R_F Σ f'' a for a translation). The sum over the stations is taken per
+        column first (Σ A r, Σ A x rᵀ), so no (B, n, ncol) array is formed.
+
+        Parameters
+        ----------
+        P (B, n, 3) m and h from :meth:`evaluate_batch` (``hinges=True``) at the same poses;
+        R (B, n, 3)
+        """
+        fd = self.fold
+        B = P.shape[0]
+        ncol = len(fd.cols)
+        A = self.A
+        W, V, O = (a.transpose(1, 0, 2) for a in (h.W, h.V, h.O))          # (B, ncol, 3)
+        n = P.shape[1]
+        # Σ_m A_mj r_m (B, ncol, 3) and Σ_m A_mj x_m r_mᵀ (B, ncol, 3, 3): one product with A
+        PR = np.concatenate([R, (P[:, :, :, None] * R[:, :, None, :]).reshape(B, n, 9)], axis=2)
+        T = (PR.transpose(0, 2, 1).reshape(B * 12, n) @ A).reshape(B, 12, ncol).transpose(0, 2, 1)
+        Rs = T[:, :, :3]
+        XR = T[:, :, 3:].reshape(B, ncol, 3, 3)
+        wr = np.einsum("bjx,bjx->bj", W, Rs)
+        s_ = XR[:, :, 0, 0] + XR[:, :, 1, 1] + XR[:, :, 2, 2] - np.einsum("bjx,bjx->bj", O, Rs)
+        Z = ((XR @ W[:, :, :, None])[:, :, :, 0] - O * wr[:, :, None] - W * s_[:, :, None]
+             + cross(V, Rs))
+        U = (W @ Z.transpose(0, 2, 1)) * _ancestor_mask(fd)
+        S = U + np.swapaxes(U, 1, 2)
+        d = np.arange(ncol)
+        S[:, d, d] -= U[:, d, d]
+        if h.V2 is not None:
+            S[:, d, d] += np.einsum("bjx,bjx->bj", h.V2.transpose(1, 0, 2), Rs)
+            W2 = h.W2.transpose(1, 0, 2)
+            XxR = np.stack([XR[:, :, 1, 2] - XR[:, :, 2, 1], XR[:, :, 2, 0] - XR[:, :, 0, 2],
+                            XR[:, :, 0, 1] - XR[:, :, 1, 0]], axis=-1)      # Σ_m A x × r
+            S[:, d, d] += np.einsum("bjx,bjx->bj", W2, XxR - cross(O, Rs))
+        C = fd.Cmap
+        return C.T @ S @ C
 
     def _evaluate_compiled(self, Q):
         """:meth:`evaluate_batch` through the compiled kernel: the functions of the axes
@@ -540,3 +610,67 @@ def marker_jacobian(tree: Tree, q, names=None):
     q = np.asarray(q, float)
     P, J = sk.evaluate(q) if q.ndim == 1 else sk.evaluate_batch(q)
     return sk.names, P, J
+
+
+def _second_derivative(f, x):
+    """f''(x) (B,) of an axis function: splines (also inside MultiplierFunctions) through one
+    interval search, other functions through ``f.derivative(x, 2)``. Only the Newton term of
+    IK uses it (outside the knots a spline continues as a line: 0)."""
+    from ..models.functions import MultiplierFunction, SimmSpline
+    scale = 1.0
+    while type(f) is MultiplierFunction:
+        scale *= f.scale
+        f = f.function
+    if isinstance(f, SimmSpline) and len(f.x) >= 2:
+        xk = f.x
+        k = np.searchsorted(xk[1:-1], x, side="right")
+        d2 = 2.0 * f._c[k] + 6.0 * (x - xk[k]) * f._d[k]
+        return scale * np.where((x < xk[0]) | (x > xk[-1]), 0.0, d2)
+    return scale * np.asarray(f.derivative(x, 2), float)
+
+
+class Hinges:
+    """Hinge columns of a batch of poses (see :meth:`StationKinematics._pose_loop`)."""
+
+    __slots__ = ("W", "V", "O", "W2", "V2")
+
+    def __init__(self, W, V, O, W2, V2):
+        self.W, self.V, self.O, self.W2, self.V2 = W, V, O, W2, V2
+
+
+def _ancestor_mask(fd: "_Fold"):
+    """(ncol, ncol): 1 where column i's node is an ancestor of column j's node or i = j."""
+    m = getattr(fd, "_anc_mask", None)
+    if m is None:
+        nodes = [k for k, _ in fd.cols]
+        m = np.array([[1.0 if (a == b or ki in fd.anc[kj]) else 0.0
+                       for b, kj in enumerate(nodes)] for a, ki in enumerate(nodes)])
+        fd._anc_mask = m
+    return m
+
+
+def _batch_tables(fd: "_Fold"):
+    """Pose-independent arrays of the fold for :meth:`StationKinematics.evaluate_batch` (once
+    per fold): the rotation nodes' ``R0``, ``R0 K``, ``R0 K²`` and ``R0 axis`` stacked, their
+    coordinates and axis functions, and each node's first hinge column."""
+    bt = getattr(fd, "_batch", None)
+    if bt is not None:
+        return bt
+    rot = [k for k in range(fd.n) if fd.kind[k] == "rot"]
+    R0 = np.array([fd.R0[k] for k in rot], float).reshape(-1, 3, 3)
+    K = np.array([fd.K[k] for k in rot], float).reshape(-1, 3, 3)
+    K2 = np.array([fd.K2[k] for k in rot], float).reshape(-1, 3, 3)
+    ax = np.array([fd.axis[k] for k in rot], float).reshape(-1, 3)
+    col0, j = [], 0
+    for k in range(fd.n):
+        col0.append(j)
+        j += 1 if fd.kind[k] == "rot" else len(fd.ccoords[k])
+    index = np.full(fd.n, -1, int)
+    index[rot] = np.arange(len(rot))
+    bt = dict(rot=rot, rot_index=index.tolist(), R0=R0, R0K=R0 @ K, R0K2=R0 @ K2,
+              R0axis=np.einsum("kij,kj->ki", R0, ax),
+              rot_coord=np.array([fd.coord[k] for k in rot], int),
+              rot_func=[(i, fd.func[k]) for i, k in enumerate(rot) if fd.func[k] is not None],
+              col0=col0, p0_zero=[not np.any(p) for p in fd.p0])
+    fd._batch = bt
+    return bt

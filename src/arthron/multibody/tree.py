@@ -22,10 +22,11 @@ the hinge-node column layout and subtree masks, the joints' frames) is computed 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from ..runtime import dataclass  # dataclasses.dataclass with shared __repr__/__eq__
 from ..errors import ModelFileError
 from ..geometry.spatial import frame_with_z
 from ..models.model import GROUND, Model, Transform

@@ -9,11 +9,12 @@ the ``output_motion_file``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from pathlib import Path
 
 import numpy as np
 
+from ..runtime import dataclass  # dataclasses.dataclass with shared __repr__/__eq__
 from ..errors import DataFileError, OptionError
 from ..io.files import check_output, input_guard, make_output_folder, note_input, output_group
 from ..io.osim import read_osim
@@ -148,7 +149,7 @@ def read_ik_tasks(task_set_elem, model: Model, coordinate_table=None, path=None)
 
 
 def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range=None,
-           constraint_weight=math.inf, output=None, progress=None, block: int = 16,
+           constraint_weight=math.inf, output=None, progress=None, block: int | None = None,
            report_marker_locations: bool = False, penalty: bool = False,
            rotation=None) -> IKToolResult:
     """IK from objects or file names (what ``arthron ik`` calls).
@@ -265,7 +266,7 @@ def _ik_config(st, model, search_dirs):
 
 
 def run_ik_from_setup(path, *, search_dirs=None, placeholders=None, progress=None,
-                      block: int = 16, penalty: bool = False) -> IKToolResult:
+                      block: int | None = None, penalty: bool = False) -> IKToolResult:
     """Run an OpenSim ``InverseKinematicsTool`` setup file.
 
     File names are resolved against the setup's folder; names that do not exist there (for
