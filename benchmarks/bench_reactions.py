@@ -132,6 +132,9 @@ def main():
     long_path = tmp / f"tiled_{n_long}.mot"
     write_sto(long_path, long)
     gm = read_osim(GAIT_MODEL)
+    for f in gm.forces.values():          # as OpenSim's side: muscles apply no force (without a
+        if "Muscle" in f.type:            # forces file they would pull at their default states)
+            f.applies_force = False
     gt = compile_model(gm)
     to = float("nan")
     if osim:
