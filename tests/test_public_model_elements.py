@@ -233,18 +233,27 @@ def _bushing_model():
     return bodies, pelvis + lumbar + ankle, forces
 
 
-def _check_id(path, seed, n=6):
+def assert_id_matches_opensim(path, q, qd, qdd):
+    """arthron's inverse dynamics with every applied force of the model at ``path`` equals
+    OpenSim 4.6's InverseDynamicsSolver at the states (q, q̇, q̈) (1e-9 N or N·m); returns
+    (model, applied generalized forces)."""
     model = read_osim(path)
     tree = compile_model(model)
-    rng = np.random.default_rng(seed)
-    q = rng.uniform(-0.6, 0.6, (n, tree.nq))
-    qd, qdd = rng.uniform(-2, 2, q.shape), rng.uniform(-3, 3, q.shape)
     app, not_applied = applied_generalized_forces(model, tree, q, qd)
     assert not_applied == []
     tau = inverse_dynamics(tree, q, qd, qdd) - app
     m, s = oracle.load(path)
     ref = _opensim_id(m, s, tree.coordinate_names, q, qd, qdd)
     np.testing.assert_allclose(tau, ref, atol=1e-9, rtol=1e-12)
+    return model, app
+
+
+def _check_id(path, seed, n=6):
+    nq = compile_model(read_osim(path)).nq
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(-0.6, 0.6, (n, nq))
+    qd, qdd = rng.uniform(-2, 2, q.shape), rng.uniform(-3, 3, q.shape)
+    model, app = assert_id_matches_opensim(path, q, qd, qdd)
     # the bushings matter (newton-metres), so agreement checks them
     assert np.abs(app).max() > 1.0
     return model

@@ -333,10 +333,7 @@ def test_hunt_crossley_sphere_on_sphere_like_opensim(tmp_path):
     a pin, surfaces of different stiffness, dissipation and friction. OpenSim 4.6's
     InverseDynamicsSolver at states in and out of contact equals arthron's, on the file and on
     arthron's rewrite."""
-    from test_public_model_elements import _opensim_id
-    from arthron.multibody.forces import applied_generalized_forces
-    from arthron.multibody.kinematics import compile_model
-    from arthron.solvers.inverse_dynamics import inverse_dynamics
+    from test_public_model_elements import assert_id_matches_opensim
 
     def cp(geoms, k, c, mus, mud, muv):
         return (f"<HuntCrossleyForce::ContactParameters><geometry>{geoms}</geometry><stiffness>{k}</stiffness>"
@@ -369,14 +366,7 @@ def test_hunt_crossley_sphere_on_sphere_like_opensim(tmp_path):
     q = np.column_stack([rng.uniform(0.12, 0.3, n), rng.uniform(-1.0, 1.0, n)])
     qd, qdd = rng.uniform(-2, 2, q.shape), rng.uniform(-3, 3, q.shape)
     for path in (src, write_osim(tmp_path / "rewritten.osim", read_osim(src))):
-        model = read_osim(path)
-        tree = compile_model(model)
-        app, not_applied = applied_generalized_forces(model, tree, q, qd)
-        assert not_applied == []
-        tau = inverse_dynamics(tree, q, qd, qdd) - app
-        m, s = oracle.load(path)
-        ref = _opensim_id(m, s, tree.coordinate_names, q, qd, qdd)
-        np.testing.assert_allclose(tau, ref, atol=1e-9, rtol=1e-12)
+        _, app = assert_id_matches_opensim(path, q, qd, qdd)
     # both contacts matter: the toe on the ball at some states (tens of N), never at others
     dist = np.hypot(q[:, 0] + 0.01 - 0.07 * np.cos(q[:, 1]), 0.01 - 0.07 * np.sin(q[:, 1]))
     assert (dist < 0.17).sum() >= 3 and (dist > 0.17).sum() >= 3

@@ -62,18 +62,25 @@ def _external_loads(path):
 # --------------------------------------------------------------------------------------
 # JointReaction
 # --------------------------------------------------------------------------------------
+def _warn_default_state_muscles(model: Model, forces, accelerations, what: str, option: str,
+                                stacklevel: int = 3):
+    """Joint reactions without muscle forces and with forward-dynamics accelerations: OpenSim
+    then takes the muscle forces from the muscles' default states (with
+    solve_for_equilibrium_for_auxiliary_states false, unequilibrated fibres: reactions of 10^5 N
+    on the Gait2354 pipeline's Analyze_Reactions setup), and so does arthron; say so."""
+    if (forces is None and accelerations == "forward"
+            and any(m.applies_force for m in model.muscles.values())):
+        warnings.warn(f"{what}: the muscles pull with their forces at their default, unequilibrated "
+                      "states (as OpenSim's JointReaction without a forces file), not the forces of "
+                      f"the motion; give the StaticOptimization _force.sto as {option}",
+                      ArthronWarning, stacklevel=stacklevel + 1)
+
+
 def _joint_reaction(st: AnalyzeSetup, jr, model: Model, motion, accelerations, search_dirs, tree=None):
     fpath = find_setup_file(st.setup, setting_text(jr, "forces_file"), search_dirs)
     forces = read_sto(fpath) if fpath is not None else None
-    if (forces is None and accelerations == "forward"
-            and any(m.applies_force for m in model.muscles.values())):
-        # OpenSim then takes the muscle forces from the muscles' default states (with
-        # solve_for_equilibrium_for_auxiliary_states false, unequilibrated fibres: reactions of
-        # 10^5 N on the Gait2354 pipeline's Analyze_Reactions setup); so does arthron
-        warnings.warn(f"{st.path}: JointReaction without <forces_file>: the muscles pull with "
-                      "their forces at their default, unequilibrated states (as in OpenSim), not "
-                      "the forces of the motion; give the StaticOptimization _force.sto as "
-                      "<forces_file>", ArthronWarning, stacklevel=3)
+    _warn_default_state_muscles(model, forces, accelerations,
+                                f"{st.path}: JointReaction without <forces_file>", "<forces_file>", 3)
     ext, loads_table = _external_loads(st.external_loads_file)
     names = setting_list(setting_text(jr, "joint_names")) or ["ALL"]
     on = setting_list(setting_text(jr, "apply_on_bodies")) or ["child"]
@@ -158,12 +165,8 @@ def run_joint_reaction(model, motion, *, forces=None, external_loads=None, joint
         loads_table = ext.load_table()
     if time_range is None:
         time_range = (float(motion.time[0]), float(motion.time[-1]))
-    if (forces is None and accelerations == "forward"
-            and any(m.applies_force for m in model.muscles.values())):
-        warnings.warn(f"model '{model.name}': joint reactions without forces: the muscles pull with "
-                      "their forces at their default, unequilibrated states (as OpenSim's "
-                      "JointReaction without a forces file), not the forces of the motion; give the "
-                      "StaticOptimization _force.sto as forces", ArthronWarning, stacklevel=2)
+    _warn_default_state_muscles(model, forces, accelerations,
+                                f"model '{model.name}': joint reactions without forces", "forces", 2)
     return joint_reactions(model, motion, forces_table=forces, external_loads=ext, joints=joints, on=on,
                            in_frame=in_frame, lowpass_hz=lowpass_hz, time_range=time_range,
                            accelerations=accelerations, constraint_forces=constraint_forces,
