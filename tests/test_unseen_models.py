@@ -437,3 +437,112 @@ def test_defaults_blocks_like_opensim(tmp_path):
         assert np.abs(app).max() > 1.0                    # the limits (from the defaults) act
     assert osim.CoordinateActuator().getOptimalForce() == keep["CoordinateActuator"]["optimal_force"]
     assert osim.CoordinateLimitForce().get_upper_stiffness() == keep["CoordinateLimitForce"]["upper_stiffness"]
+
+
+# ---------------------------------------------------------------- osim-rl models (PyPI osim-rl)
+def _body3(name, parent, joint_xml):
+    return f"""<Body name="{name}"><mass>2</mass><mass_center>0 0.1 0</mass_center>
+<inertia_xx>0.1</inertia_xx><inertia_yy>0.05</inertia_yy><inertia_zz>0.1</inertia_zz>
+<inertia_xy>0</inertia_xy><inertia_xz>0</inertia_xz><inertia_yz>0</inertia_yz>
+<Joint>{joint_xml.format(parent=parent)}</Joint></Body>"""
+
+
+_PIN3 = """<PinJoint name="back"><parent_body>{parent}</parent_body>
+<location_in_parent>0 0.9 0</location_in_parent><orientation_in_parent>0 0 0</orientation_in_parent>
+<location>0 0 0</location><orientation>0 0 0</orientation>
+<CoordinateSet><objects><Coordinate name="lumbar"><motion_type>rotational</motion_type>
+<default_value>0.3</default_value><range>-1 1</range></Coordinate></objects></CoordinateSet></PinJoint>"""
+_WELD3 = """<WeldJoint name="back"><parent_body>{parent}</parent_body>
+<location_in_parent>0.05 0.4 0</location_in_parent><orientation_in_parent>0 0 0.2</orientation_in_parent>
+<location>0 -0.1 0</location><orientation>0 0 0</orientation></WeldJoint>"""
+
+
+def _doc3(bodies):
+    return f"""<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="30000"><Model name="m"><gravity>0 -9.80665 0</gravity>
+<BodySet><objects><Body name="ground"><mass>0</mass><mass_center>0 0 0</mass_center>
+<inertia_xx>0</inertia_xx><inertia_yy>0</inertia_yy><inertia_zz>0</inertia_zz><inertia_xy>0</inertia_xy>
+<inertia_xz>0</inertia_xz><inertia_yz>0</inertia_yz><Joint /></Body>{bodies}</objects></BodySet>
+</Model></OpenSimDocument>"""
+
+
+def _poses_match(model_path, q):
+    """Body poses of arthron and OpenSim 4.6 at coordinate values q (dict); max error."""
+    from arthron.multibody.kinematics import compile_model, forward_kinematics
+    model = read_osim(model_path)
+    tree = compile_model(model)
+    m, s = oracle.load(model_path)
+    oracle.set_coordinates(m, s, q)
+    kin = forward_kinematics(tree, np.array([[q[c] for c in tree.coordinate_names]]))
+    Rb, ob = kin.body_R(tree), kin.body_origin(tree)
+    ref = oracle.body_poses(m, s)
+    assert sorted(ref) == sorted(tree.body_names)
+    return max(max(np.abs(Rb[0, i] - ref[b][0]).max(), np.abs(ob[0, i] - ref[b][1]).max())
+               for i, b in enumerate(tree.body_names))
+
+
+@needs_opensim
+def test_repeated_3x_joint_names_renamed_as_opensim(tmp_path):
+    """gait9dof18musc_pros_20180507.osim (osim-rl) has two 3.x joints named 'back' (torso's
+    PinJoint, head's WeldJoint). OpenSim 4.6 renames the second 'back_0'; arthron kept one
+    joint per name, so the torso had no joint and compile_model refused the model ('joints not
+    connected to ground: back'). Now renamed as OpenSim does, with a warning naming the file,
+    the joint and its line; poses equal OpenSim's on the file and on arthron's rewrite."""
+    src = tmp_path / "pros.osim"
+    src.write_text(_doc3(_body3("torso", "ground", _PIN3) + _body3("head", "torso", _WELD3)))
+    with pytest.warns(ArthronWarning, match=r"pros\.osim: joint names repeated.*'back' \(child body "
+                      r"'head', line \d+\) -> 'back_0'"):
+        model = read_osim(src)
+    assert list(model.joints) == ["back", "back_0"]
+    import opensim as osim
+    m, _ = oracle.load(src)
+    js = m.getJointSet()
+    assert [js.get(i).getName() for i in range(js.getSize())] == ["back", "back_0"]
+    assert osim.WeldJoint.safeDownCast(js.get("back_0")) is not None
+    out = write_osim(tmp_path / "rewritten.osim", model)
+    for path in (src, out):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ArthronWarning)
+            assert _poses_match(path, {"lumbar": 0.7}) < 1e-14
+
+
+_COMMENTED_V4 = """<?xml version="1.0" encoding="UTF-8"?>
+<OpenSimDocument Version="40000"><Model name="m"><Ground name="ground"/>
+<BodySet name="bodyset"><objects><Body name="arm"><mass>1</mass><mass_center>0 -0.2 0</mass_center>
+<inertia>0.01 0.01 0.01 0 0 0</inertia></Body></objects></BodySet>
+<JointSet name="jointset"><objects><PinJoint name="shoulder">
+<socket_parent_frame>/ground</socket_parent_frame><socket_child_frame>/bodyset/arm</socket_child_frame>
+<coordinates><Coordinate name="q"><range>-2 2</range></Coordinate></coordinates></PinJoint></objects></JointSet>
+<!--
+<!--Markers in the model.-->
+<MarkerSet name="markerset"><objects><Marker name="hand"><socket_parent_frame>/bodyset/arm</socket_parent_frame>
+<location>0 -0.4 0.1</location></Marker></objects></MarkerSet>
+</Model></OpenSimDocument>"""
+
+
+@needs_opensim
+def test_comment_holding_double_hyphen_read_as_opensim(tmp_path):
+    """ue_RL.osim (osim-rl) comments a block out with an unclosed '<!--' before the next
+    comment, so a comment holds '--': not well-formed XML 1.0, and arthron refused the file
+    ('malformed XML: Double hyphen within comment'). OpenSim 4.6 reads it, the comment ending at
+    its first '-->'. Now read the same way with a warning naming the file and line: the marker
+    after the comment is there, at OpenSim's position."""
+    src = tmp_path / "ue.osim"
+    src.write_text(_COMMENTED_V4)
+    with pytest.warns(ArthronWarning, match=r"ue\.osim: comment\(s\) holding '--' at line\(s\) 9"):
+        model = read_osim(src)
+    assert list(model.markers) == ["hand"]
+    from arthron.multibody.kinematics import compile_model, marker_positions
+    tree = compile_model(model)
+    names, mk = marker_positions(tree, np.array([[0.8]]))
+    m, s = oracle.load(src)
+    oracle.set_coordinates(m, s, {"q": 0.8})
+    ref = oracle.marker_positions(m, s)
+    assert list(ref) == names == ["hand"]
+    np.testing.assert_allclose(mk[0, 0], ref["hand"], atol=1e-15)
+    # a real syntax error is still refused, with its line
+    bad = tmp_path / "bad.osim"
+    bad.write_text(_COMMENTED_V4.replace("<location>0 -0.4 0.1</location>", "<location>0 -0.4 0.1</locaton>"))
+    from arthron.errors import ModelFileError
+    with pytest.raises(ModelFileError, match=r"bad\.osim.*line 11.*malformed XML"):
+        read_osim(bad)
