@@ -546,3 +546,68 @@ def test_comment_holding_double_hyphen_read_as_opensim(tmp_path):
     from arthron.errors import ModelFileError
     with pytest.raises(ModelFileError, match=r"bad\.osim.*line 11.*malformed XML"):
         read_osim(bad)
+
+
+_SCHUTTE_ARM = """<?xml version="1.0" encoding="UTF-8"?>
+<OpenSimDocument Version="40000"><Model name="arm"><Ground name="ground"/>
+<gravity>0 -9.80665 0</gravity>
+<BodySet name="bodyset"><objects><Body name="arm"><mass>1.5</mass><mass_center>0 -0.15 0</mass_center>
+<inertia>0.01 0.002 0.01 0 0 0</inertia></Body></objects></BodySet>
+<JointSet name="jointset"><objects><PinJoint name="elbow">
+<socket_parent_frame>/ground</socket_parent_frame><socket_child_frame>/bodyset/arm</socket_child_frame>
+<coordinates><Coordinate name="flex"><range>-2 2</range></Coordinate></coordinates></PinJoint></objects></JointSet>
+<ForceSet name="forceset"><objects>
+<Schutte1993Muscle_Deprecated name="FLEX"><min_control>0</min_control><max_control>1</max_control>
+<GeometryPath name="path"><PathPointSet><objects>
+<PathPoint name="o"><socket_parent_frame>/ground</socket_parent_frame><location>0.03 0.2 0</location></PathPoint>
+<PathPoint name="i"><socket_parent_frame>/bodyset/arm</socket_parent_frame><location>0.03 -0.05 0</location></PathPoint>
+</objects></PathPointSet></GeometryPath>
+<max_isometric_force>800</max_isometric_force><optimal_fiber_length>0.12</optimal_fiber_length>
+<tendon_slack_length>0.1</tendon_slack_length><pennation_angle_at_optimal>0.2</pennation_angle_at_optimal>
+<max_contraction_velocity>0</max_contraction_velocity>
+</Schutte1993Muscle_Deprecated></objects></ForceSet></Model></OpenSimDocument>"""
+
+
+@needs_opensim
+def test_schutte_muscle_static_optimization(tmp_path, capsys):
+    """MoBL_ARMS_J.osim (osim-rl) has 50 Schutte1993Muscle_Deprecated muscles with
+    ``max_contraction_velocity`` 0. arthron's StaticOptimization took Thelen's curves for them
+    (their force-length curves are splines in the file): with use_muscle_physiology the force-
+    velocity was NaN and ``arthron so`` ended in a scipy traceback ('A_eq must not contain
+    values inf, nan'). Now refused with UnsupportedFeature naming the file and the muscle; without
+    physiology (F = a F_max) the activations equal OpenSim 4.6's StaticOptimization (one muscle,
+    unique solution)."""
+    import glob
+    import opensim as osim
+    from conftest import static_optimization_setup
+    from arthron.errors import UnsupportedFeature
+    from arthron.io.sto import read_sto
+    from arthron.solvers.load_sharing import static_optimization
+    model_path = tmp_path / "arm.osim"
+    model_path.write_text(_SCHUTTE_ARM)
+    t = np.linspace(0, 1, 51)
+    q = 0.6 + 0.4 * np.sin(2 * np.pi * t)
+    mot = tmp_path / "arm.mot"
+    mot.write_text(f"arm\nversion=1\nnRows={len(t)}\nnColumns=2\ninDegrees=no\nendheader\ntime\tflex\n"
+                   + "".join(f"{a:.6f}\t{b:.12f}\n" for a, b in zip(t, q)))
+    model = read_osim(model_path)
+    with pytest.raises(UnsupportedFeature, match=r"arm\.osim.*muscle 'FLEX' \(Schutte1993Muscle_Deprecated\)"):
+        static_optimization(model, read_sto(mot), use_muscle_physiology=True)
+    setups = {}
+    for who in ("osim", "arthron"):
+        setups[who] = tmp_path / f"so_{who}.xml"
+        setups[who].write_text(static_optimization_setup("arm", model_path, mot, tmp_path / f"res_{who}",
+                                                         0.1, 0.9, physiology=False))
+    with oracle.opensim_defaults_kept(tmp_path):
+        osim.AnalyzeTool(str(setups["osim"])).run()
+    assert main(["so", "--setup", str(setups["arthron"])]) == 0
+    ref = osim.TimeSeriesTable(glob.glob(str(tmp_path / "res_osim" / "*_activation.sto"))[0])
+    got = osim.TimeSeriesTable(glob.glob(str(tmp_path / "res_arthron" / "*_activation.sto"))[0])
+    R = ref.getDependentColumn("FLEX").to_numpy()
+    A = got.getDependentColumn("FLEX").to_numpy()
+    assert len(R) == len(A) > 30 and R.max() > 0.02          # the muscle works
+    np.testing.assert_allclose(A, R, atol=1e-6)
+    setups["arthron"].write_text(setups["arthron"].read_text().replace(
+        "<use_muscle_physiology>false", "<use_muscle_physiology>true"))
+    assert main(["so", "--setup", str(setups["arthron"])]) != 0
+    assert "muscle 'FLEX' (Schutte1993Muscle_Deprecated)" in capsys.readouterr().err
