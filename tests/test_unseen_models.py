@@ -611,3 +611,72 @@ def test_schutte_muscle_static_optimization(tmp_path, capsys):
         "<use_muscle_physiology>false", "<use_muscle_physiology>true"))
     assert main(["so", "--setup", str(setups["arthron"])]) != 0
     assert "muscle 'FLEX' (Schutte1993Muscle_Deprecated)" in capsys.readouterr().err
+
+
+def _two_sphere_foot():
+    return """<?xml version="1.0" encoding="UTF-8"?><OpenSimDocument Version="40000"><Model name="m">
+<Ground name="ground"/><gravity>0 -9.80665 0</gravity>
+<BodySet name="bodyset"><objects><Body name="foot"><mass>1</mass><mass_center>0 0 0</mass_center>
+<inertia>0.01 0.01 0.01 0 0 0</inertia></Body></objects></BodySet>
+<JointSet name="jointset"><objects><PlanarJoint name="p"><socket_parent_frame>/ground</socket_parent_frame>
+<socket_child_frame>/bodyset/foot</socket_child_frame>
+<coordinates><Coordinate name="rz"/><Coordinate name="tx"/><Coordinate name="ty"/></coordinates></PlanarJoint>
+</objects></JointSet>
+<ContactGeometrySet name="contactgeometryset"><objects>
+<ContactHalfSpace name="floor"><socket_frame>/ground</socket_frame><orientation>0 0 -1.5707963267949</orientation></ContactHalfSpace>
+<ContactSphere name="heel"><socket_frame>/bodyset/foot</socket_frame><location>-0.1 0 0</location><radius>0.05</radius></ContactSphere>
+<ContactSphere name="toe"><socket_frame>/bodyset/foot</socket_frame><location>0.1 0 0</location><radius>0.05</radius></ContactSphere>
+</objects></ContactGeometrySet>
+<ForceSet name="forceset"><objects><HuntCrossleyForce name="hc">
+<HuntCrossleyForce::ContactParametersSet name="contact_parameters"><objects><HuntCrossleyForce::ContactParameters>
+<geometry>floor heel toe</geometry><stiffness>600000</stiffness><dissipation>1.5</dissipation>
+<static_friction>0.8</static_friction><dynamic_friction>0.8</dynamic_friction><viscous_friction>0</viscous_friction>
+</HuntCrossleyForce::ContactParameters></objects></HuntCrossleyForce::ContactParametersSet>
+<transition_velocity>0.1</transition_velocity></HuntCrossleyForce></objects></ForceSet>
+</Model></OpenSimDocument>"""
+
+
+@needs_opensim
+def test_hunt_crossley_pulling_contact_warns(tmp_path):
+    """In inverse dynamics of osim-rl's hop8dof9musc (two HuntCrossleyForces, heel and toe
+    spheres on a platform) on a smooth motion, arthron's generalized forces were up to 8e4 N
+    off OpenSim's at the frames where one sphere leaves the floor fast enough that
+    fH (1 + 1.5 c v) < 0 (a pull) while the other pushes: OpenSim 4.6 then drops other contacts
+    of the same force too (all of them, in this foot, when the heel pulls), which arthron does
+    not reproduce. Such frames now give an ArthronWarning naming the file and the force; the
+    frames where every contact pushes, or where the toe pulls here, equal OpenSim."""
+    import opensim as osim
+    from arthron.multibody.forces import applied_generalized_forces
+    from arthron.multibody.kinematics import compile_model
+    src = tmp_path / "foot.osim"
+    src.write_text(_two_sphere_foot())
+    model = read_osim(src)
+    tree = compile_model(model)
+    names = list(tree.coordinate_names)
+
+    def opensim_contact(q, qd):
+        out = []
+        for applies in (True, False):
+            m = osim.Model(str(src))
+            m.getForceSet().get("hc").set_appliesForce(applies)
+            s = m.initSystem()
+            for j, c in enumerate(names):
+                m.getCoordinateSet().get(c).setValue(s, q[j], False)
+                m.getCoordinateSet().get(c).setSpeedValue(s, qd[j])
+            m.realizeVelocity(s)
+            out.append(osim.InverseDynamicsSolver(m).solve(s, osim.Vector(3, 0.0)).to_numpy())
+        return out[1] - out[0]
+
+    q = np.array([0.0, 0.0, 0.03])                      # both spheres 2 cm into the floor
+    for qd, pull in (([0.0, 0.0, -0.1], False), ([2.0, 0.3, -0.1], False), ([6.0, 0.0, 0.0], True)):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            got, _ = applied_generalized_forces(model, tree, q[None], np.array([qd]), exclude=())
+        mine = [str(x.message) for x in w if issubclass(x.category, ArthronWarning)]
+        assert bool(mine) == pull
+        ref = opensim_contact(q, qd)
+        assert np.abs(ref).max() > 100
+        np.testing.assert_allclose(got[0], ref, rtol=1e-12, atol=1e-9)
+    with pytest.warns(ArthronWarning, match=r"foot\.osim: HuntCrossleyForce 'hc': at 1 frame"):
+        got, _ = applied_generalized_forces(model, tree, q[None], np.array([[-6.0, 0.0, 0.0]]), exclude=())
+    assert np.abs(got).max() > 100 and np.abs(opensim_contact(q, [-6.0, 0.0, 0.0])).max() == 0.0
