@@ -427,3 +427,246 @@ def test_defaults_blocks_like_opensim(tmp_path):
         assert np.abs(app).max() > 1.0                    # the limits (from the defaults) act
     assert osim.CoordinateActuator().getOptimalForce() == keep["CoordinateActuator"]["optimal_force"]
     assert osim.CoordinateLimitForce().get_upper_stiffness() == keep["CoordinateLimitForce"]["upper_stiffness"]
+
+
+# ---------------------------------------------------------------- osim-rl models (PyPI osim-rl)
+def _body3(name, parent, joint_xml):
+    return f"""<Body name="{name}"><mass>2</mass><mass_center>0 0.1 0</mass_center>
+<inertia_xx>0.1</inertia_xx><inertia_yy>0.05</inertia_yy><inertia_zz>0.1</inertia_zz>
+<inertia_xy>0</inertia_xy><inertia_xz>0</inertia_xz><inertia_yz>0</inertia_yz>
+<Joint>{joint_xml.format(parent=parent)}</Joint></Body>"""
+
+
+_PIN3 = """<PinJoint name="back"><parent_body>{parent}</parent_body>
+<location_in_parent>0 0.9 0</location_in_parent><orientation_in_parent>0 0 0</orientation_in_parent>
+<location>0 0 0</location><orientation>0 0 0</orientation>
+<CoordinateSet><objects><Coordinate name="lumbar"><motion_type>rotational</motion_type>
+<default_value>0.3</default_value><range>-1 1</range></Coordinate></objects></CoordinateSet></PinJoint>"""
+_WELD3 = """<WeldJoint name="back"><parent_body>{parent}</parent_body>
+<location_in_parent>0.05 0.4 0</location_in_parent><orientation_in_parent>0 0 0.2</orientation_in_parent>
+<location>0 -0.1 0</location><orientation>0 0 0</orientation></WeldJoint>"""
+
+
+def _doc3(bodies):
+    return f"""<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="30000"><Model name="m"><gravity>0 -9.80665 0</gravity>
+<BodySet><objects><Body name="ground"><mass>0</mass><mass_center>0 0 0</mass_center>
+<inertia_xx>0</inertia_xx><inertia_yy>0</inertia_yy><inertia_zz>0</inertia_zz><inertia_xy>0</inertia_xy>
+<inertia_xz>0</inertia_xz><inertia_yz>0</inertia_yz><Joint /></Body>{bodies}</objects></BodySet>
+</Model></OpenSimDocument>"""
+
+
+def _poses_match(model_path, q):
+    """Body poses of arthron and OpenSim 4.6 at coordinate values q (dict); max error."""
+    from arthron.multibody.kinematics import compile_model, forward_kinematics
+    model = read_osim(model_path)
+    tree = compile_model(model)
+    m, s = oracle.load(model_path)
+    oracle.set_coordinates(m, s, q)
+    kin = forward_kinematics(tree, np.array([[q[c] for c in tree.coordinate_names]]))
+    Rb, ob = kin.body_R(tree), kin.body_origin(tree)
+    ref = oracle.body_poses(m, s)
+    assert sorted(ref) == sorted(tree.body_names)
+    return max(max(np.abs(Rb[0, i] - ref[b][0]).max(), np.abs(ob[0, i] - ref[b][1]).max())
+               for i, b in enumerate(tree.body_names))
+
+
+@needs_opensim
+def test_repeated_3x_joint_names_renamed_as_opensim(tmp_path):
+    """gait9dof18musc_pros_20180507.osim (osim-rl) has two 3.x joints named 'back' (torso's
+    PinJoint, head's WeldJoint). OpenSim 4.6 renames the second 'back_0'; arthron kept one
+    joint per name, so the torso had no joint and compile_model refused the model ('joints not
+    connected to ground: back'). Now renamed as OpenSim does, with a warning naming the file,
+    the joint and its line; poses equal OpenSim's on the file and on arthron's rewrite."""
+    src = tmp_path / "pros.osim"
+    src.write_text(_doc3(_body3("torso", "ground", _PIN3) + _body3("head", "torso", _WELD3)))
+    with pytest.warns(ArthronWarning, match=r"pros\.osim: joint names repeated.*'back' \(child body "
+                      r"'head', line \d+\) -> 'back_0'"):
+        model = read_osim(src)
+    assert list(model.joints) == ["back", "back_0"]
+    import opensim as osim
+    m, _ = oracle.load(src)
+    js = m.getJointSet()
+    assert [js.get(i).getName() for i in range(js.getSize())] == ["back", "back_0"]
+    assert osim.WeldJoint.safeDownCast(js.get("back_0")) is not None
+    out = write_osim(tmp_path / "rewritten.osim", model)
+    for path in (src, out):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ArthronWarning)
+            assert _poses_match(path, {"lumbar": 0.7}) < 1e-14
+
+
+_COMMENTED_V4 = """<?xml version="1.0" encoding="UTF-8"?>
+<OpenSimDocument Version="40000"><Model name="m"><Ground name="ground"/>
+<BodySet name="bodyset"><objects><Body name="arm"><mass>1</mass><mass_center>0 -0.2 0</mass_center>
+<inertia>0.01 0.01 0.01 0 0 0</inertia></Body></objects></BodySet>
+<JointSet name="jointset"><objects><PinJoint name="shoulder">
+<socket_parent_frame>/ground</socket_parent_frame><socket_child_frame>/bodyset/arm</socket_child_frame>
+<coordinates><Coordinate name="q"><range>-2 2</range></Coordinate></coordinates></PinJoint></objects></JointSet>
+<!--
+<!--Markers in the model.-->
+<MarkerSet name="markerset"><objects><Marker name="hand"><socket_parent_frame>/bodyset/arm</socket_parent_frame>
+<location>0 -0.4 0.1</location></Marker></objects></MarkerSet>
+</Model></OpenSimDocument>"""
+
+
+@needs_opensim
+def test_comment_holding_double_hyphen_read_as_opensim(tmp_path):
+    """ue_RL.osim (osim-rl) comments a block out with an unclosed '<!--' before the next
+    comment, so a comment holds '--': not well-formed XML 1.0, and arthron refused the file
+    ('malformed XML: Double hyphen within comment'). OpenSim 4.6 reads it, the comment ending at
+    its first '-->'. Now read the same way with a warning naming the file and line: the marker
+    after the comment is there, at OpenSim's position."""
+    src = tmp_path / "ue.osim"
+    src.write_text(_COMMENTED_V4)
+    with pytest.warns(ArthronWarning, match=r"ue\.osim: comment\(s\) holding '--' at line\(s\) 9"):
+        model = read_osim(src)
+    assert list(model.markers) == ["hand"]
+    from arthron.multibody.kinematics import compile_model, marker_positions
+    tree = compile_model(model)
+    names, mk = marker_positions(tree, np.array([[0.8]]))
+    m, s = oracle.load(src)
+    oracle.set_coordinates(m, s, {"q": 0.8})
+    ref = oracle.marker_positions(m, s)
+    assert list(ref) == names == ["hand"]
+    np.testing.assert_allclose(mk[0, 0], ref["hand"], atol=1e-15)
+    # a real syntax error is still refused, with its line
+    bad = tmp_path / "bad.osim"
+    bad.write_text(_COMMENTED_V4.replace("<location>0 -0.4 0.1</location>", "<location>0 -0.4 0.1</locaton>"))
+    from arthron.errors import ModelFileError
+    with pytest.raises(ModelFileError, match=r"bad\.osim.*line 11.*malformed XML"):
+        read_osim(bad)
+
+
+_SCHUTTE_ARM = """<?xml version="1.0" encoding="UTF-8"?>
+<OpenSimDocument Version="40000"><Model name="arm"><Ground name="ground"/>
+<gravity>0 -9.80665 0</gravity>
+<BodySet name="bodyset"><objects><Body name="arm"><mass>1.5</mass><mass_center>0 -0.15 0</mass_center>
+<inertia>0.01 0.002 0.01 0 0 0</inertia></Body></objects></BodySet>
+<JointSet name="jointset"><objects><PinJoint name="elbow">
+<socket_parent_frame>/ground</socket_parent_frame><socket_child_frame>/bodyset/arm</socket_child_frame>
+<coordinates><Coordinate name="flex"><range>-2 2</range></Coordinate></coordinates></PinJoint></objects></JointSet>
+<ForceSet name="forceset"><objects>
+<Schutte1993Muscle_Deprecated name="FLEX"><min_control>0</min_control><max_control>1</max_control>
+<GeometryPath name="path"><PathPointSet><objects>
+<PathPoint name="o"><socket_parent_frame>/ground</socket_parent_frame><location>0.03 0.2 0</location></PathPoint>
+<PathPoint name="i"><socket_parent_frame>/bodyset/arm</socket_parent_frame><location>0.03 -0.05 0</location></PathPoint>
+</objects></PathPointSet></GeometryPath>
+<max_isometric_force>800</max_isometric_force><optimal_fiber_length>0.12</optimal_fiber_length>
+<tendon_slack_length>0.1</tendon_slack_length><pennation_angle_at_optimal>0.2</pennation_angle_at_optimal>
+<max_contraction_velocity>0</max_contraction_velocity>
+</Schutte1993Muscle_Deprecated></objects></ForceSet></Model></OpenSimDocument>"""
+
+
+@needs_opensim
+def test_schutte_muscle_static_optimization(tmp_path, capsys):
+    """MoBL_ARMS_J.osim (osim-rl) has 50 Schutte1993Muscle_Deprecated muscles with
+    ``max_contraction_velocity`` 0. arthron's StaticOptimization took Thelen's curves for them
+    (their force-length curves are splines in the file): with use_muscle_physiology the force-
+    velocity was NaN and ``arthron so`` ended in a scipy traceback ('A_eq must not contain
+    values inf, nan'). Now refused with UnsupportedFeature naming the file and the muscle; without
+    physiology (F = a F_max) the activations equal OpenSim 4.6's StaticOptimization (one muscle,
+    unique solution)."""
+    import glob
+    import opensim as osim
+    from conftest import static_optimization_setup
+    from arthron.errors import UnsupportedFeature
+    from arthron.io.sto import read_sto
+    from arthron.solvers.load_sharing import static_optimization
+    model_path = tmp_path / "arm.osim"
+    model_path.write_text(_SCHUTTE_ARM)
+    t = np.linspace(0, 1, 51)
+    q = 0.6 + 0.4 * np.sin(2 * np.pi * t)
+    mot = tmp_path / "arm.mot"
+    mot.write_text(f"arm\nversion=1\nnRows={len(t)}\nnColumns=2\ninDegrees=no\nendheader\ntime\tflex\n"
+                   + "".join(f"{a:.6f}\t{b:.12f}\n" for a, b in zip(t, q)))
+    model = read_osim(model_path)
+    with pytest.raises(UnsupportedFeature, match=r"arm\.osim.*muscle 'FLEX' \(Schutte1993Muscle_Deprecated\)"):
+        static_optimization(model, read_sto(mot), use_muscle_physiology=True)
+    setups = {}
+    for who in ("osim", "arthron"):
+        setups[who] = tmp_path / f"so_{who}.xml"
+        setups[who].write_text(static_optimization_setup("arm", model_path, mot, tmp_path / f"res_{who}",
+                                                         0.1, 0.9, physiology=False))
+    with oracle.opensim_defaults_kept(tmp_path):
+        osim.AnalyzeTool(str(setups["osim"])).run()
+    assert main(["so", "--setup", str(setups["arthron"])]) == 0
+    ref = osim.TimeSeriesTable(glob.glob(str(tmp_path / "res_osim" / "*_activation.sto"))[0])
+    got = osim.TimeSeriesTable(glob.glob(str(tmp_path / "res_arthron" / "*_activation.sto"))[0])
+    R = ref.getDependentColumn("FLEX").to_numpy()
+    A = got.getDependentColumn("FLEX").to_numpy()
+    assert len(R) == len(A) > 30 and R.max() > 0.02          # the muscle works
+    np.testing.assert_allclose(A, R, atol=1e-6)
+    setups["arthron"].write_text(setups["arthron"].read_text().replace(
+        "<use_muscle_physiology>false", "<use_muscle_physiology>true"))
+    assert main(["so", "--setup", str(setups["arthron"])]) != 0
+    assert "muscle 'FLEX' (Schutte1993Muscle_Deprecated)" in capsys.readouterr().err
+
+
+def _two_sphere_foot():
+    return """<?xml version="1.0" encoding="UTF-8"?><OpenSimDocument Version="40000"><Model name="m">
+<Ground name="ground"/><gravity>0 -9.80665 0</gravity>
+<BodySet name="bodyset"><objects><Body name="foot"><mass>1</mass><mass_center>0 0 0</mass_center>
+<inertia>0.01 0.01 0.01 0 0 0</inertia></Body></objects></BodySet>
+<JointSet name="jointset"><objects><PlanarJoint name="p"><socket_parent_frame>/ground</socket_parent_frame>
+<socket_child_frame>/bodyset/foot</socket_child_frame>
+<coordinates><Coordinate name="rz"/><Coordinate name="tx"/><Coordinate name="ty"/></coordinates></PlanarJoint>
+</objects></JointSet>
+<ContactGeometrySet name="contactgeometryset"><objects>
+<ContactHalfSpace name="floor"><socket_frame>/ground</socket_frame><orientation>0 0 -1.5707963267949</orientation></ContactHalfSpace>
+<ContactSphere name="heel"><socket_frame>/bodyset/foot</socket_frame><location>-0.1 0 0</location><radius>0.05</radius></ContactSphere>
+<ContactSphere name="toe"><socket_frame>/bodyset/foot</socket_frame><location>0.1 0 0</location><radius>0.05</radius></ContactSphere>
+</objects></ContactGeometrySet>
+<ForceSet name="forceset"><objects><HuntCrossleyForce name="hc">
+<HuntCrossleyForce::ContactParametersSet name="contact_parameters"><objects><HuntCrossleyForce::ContactParameters>
+<geometry>floor heel toe</geometry><stiffness>600000</stiffness><dissipation>1.5</dissipation>
+<static_friction>0.8</static_friction><dynamic_friction>0.8</dynamic_friction><viscous_friction>0</viscous_friction>
+</HuntCrossleyForce::ContactParameters></objects></HuntCrossleyForce::ContactParametersSet>
+<transition_velocity>0.1</transition_velocity></HuntCrossleyForce></objects></ForceSet>
+</Model></OpenSimDocument>"""
+
+
+@needs_opensim
+def test_hunt_crossley_pulling_contact_warns(tmp_path):
+    """In inverse dynamics of osim-rl's hop8dof9musc (two HuntCrossleyForces, heel and toe
+    spheres on a platform) on a smooth motion, arthron's generalized forces were up to 8e4 N
+    off OpenSim's at the frames where one sphere leaves the floor fast enough that
+    fH (1 + 1.5 c v) < 0 (a pull) while the other pushes: OpenSim 4.6 then drops other contacts
+    of the same force too (all of them, in this foot, when the heel pulls), which arthron does
+    not reproduce. Such frames now give an ArthronWarning naming the file and the force; the
+    frames where every contact pushes, or where the toe pulls here, equal OpenSim."""
+    import opensim as osim
+    from arthron.multibody.forces import applied_generalized_forces
+    from arthron.multibody.kinematics import compile_model
+    src = tmp_path / "foot.osim"
+    src.write_text(_two_sphere_foot())
+    model = read_osim(src)
+    tree = compile_model(model)
+    names = list(tree.coordinate_names)
+
+    def opensim_contact(q, qd):
+        out = []
+        for applies in (True, False):
+            m = osim.Model(str(src))
+            m.getForceSet().get("hc").set_appliesForce(applies)
+            s = m.initSystem()
+            for j, c in enumerate(names):
+                m.getCoordinateSet().get(c).setValue(s, q[j], False)
+                m.getCoordinateSet().get(c).setSpeedValue(s, qd[j])
+            m.realizeVelocity(s)
+            out.append(osim.InverseDynamicsSolver(m).solve(s, osim.Vector(3, 0.0)).to_numpy())
+        return out[1] - out[0]
+
+    q = np.array([0.0, 0.0, 0.03])                      # both spheres 2 cm into the floor
+    for qd, pull in (([0.0, 0.0, -0.1], False), ([2.0, 0.3, -0.1], False), ([6.0, 0.0, 0.0], True)):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            got, _ = applied_generalized_forces(model, tree, q[None], np.array([qd]), exclude=())
+        mine = [str(x.message) for x in w if issubclass(x.category, ArthronWarning)]
+        assert bool(mine) == pull
+        ref = opensim_contact(q, qd)
+        assert np.abs(ref).max() > 100
+        np.testing.assert_allclose(got[0], ref, rtol=1e-12, atol=1e-9)
+    with pytest.warns(ArthronWarning, match=r"foot\.osim: HuntCrossleyForce 'hc': at 1 frame"):
+        got, _ = applied_generalized_forces(model, tree, q[None], np.array([[-6.0, 0.0, 0.0]]), exclude=())
+    assert np.abs(got).max() > 100 and np.abs(opensim_contact(q, [-6.0, 0.0, 0.0])).max() == 0.0

@@ -27,7 +27,9 @@ def cmd_info(a):
     coords = m.coordinates
     print(f"coordinates {len(coords)}: " + ", ".join(
         f"{c.name}{' (locked)' if c.locked else ''}" for c in coords.values()))
-    print(f"constraints {len(s['constraints'])}: " + ", ".join(s["constraints"]))
+    from collections import Counter      # counted by type, as the joints and forces are
+    print(f"constraints {len(s['constraints'])}" + (": " if s["constraints"] else "") + ", ".join(
+        f"{k} ×{v}" for k, v in Counter(s["constraints"]).items()))
     print(f"markers    {s['markers']}")
     print("forces     " + ", ".join(f"{k} ×{v}" for k, v in s["forces"].items()))
     print(f"muscles    {s['muscles']}")

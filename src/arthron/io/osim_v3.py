@@ -56,10 +56,21 @@ def read_v3(melem, ctx: _Ctx, version: int = 0) -> Model:
                 if isinstance(je.tag, str):
                     joints_raw.append((name, je))
     all_frames = {GROUND} | {b.path for b in model.bodies.values()}
+    renamed = []
     for child_name, je in joints_raw:
         if je.tag not in JOINT_TYPES:
             raise ctx.err(f"unknown joint type <{je.tag}>", je)
         jname = je.get("name", "")
+        if jname in model.joints:
+            # 3.x bodies own their joints, so two may share a name (the 'back' PinJoint and
+            # WeldJoint of osim-rl's gait9dof18musc_pros); OpenSim 4.6 makes the names in its
+            # JointSet unique in file order as Component::finalizeFromProperties does: name_0,
+            # name_1, ... (the first not taken)
+            k = 0
+            while f"{jname}_{k}" in model.joints:
+                k += 1
+            renamed.append(f"'{jname}' (child body '{child_name}', line {je.sourceline}) -> '{jname}_{k}'")
+            jname = f"{jname}_{k}"
         parent = _text(je, "parent_body", "ground")
         ppath = body_path(parent)
         if ppath not in all_frames:
@@ -91,6 +102,9 @@ def read_v3(melem, ctx: _Ctx, version: int = 0) -> Model:
         model.joints[jname] = Joint(
             name=jname, type=jtype, parent_frame=pf.path, child_frame=cf.path, coordinates=coords,
             spatial_transform=st, parameters=_joint_params(je, ctx))
+    if renamed:
+        warnings.warn(f"{ctx.path}: joint names repeated; renamed as OpenSim 4.6 does: " + "; ".join(renamed),
+                      ArthronWarning)
     _read_v3_constraints(melem, model, frames, all_frames, ctx)
     for me in _objects(_child(melem, "MarkerSet")):
         bn = _text(me, "body", "ground")

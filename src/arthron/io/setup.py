@@ -97,8 +97,17 @@ def parse_xml(path, placeholders: dict | None = None):
     except etree.XMLSyntaxError:
         pass
     errors = list(parser.error_log)
-    real = [x for x in errors if x.domain_name != "NAMESPACE"]
+    # A comment holding '--' (ue_RL.osim of osim-rl comments out a block with an unclosed
+    # '<!--' before the next comment) is not well-formed XML 1.0, but OpenSim's parser reads it
+    # and so does libxml2's recovery: the comment ends at the first '-->', as in OpenSim.
+    hyphens = [x for x in errors if x.type_name == "ERR_HYPHEN_IN_COMMENT"]
+    real = [x for x in errors if x.domain_name != "NAMESPACE" and x.type_name != "ERR_HYPHEN_IN_COMMENT"]
     if root is not None and errors and not real:
+        if hyphens:
+            lines = ", ".join(str(x.line) for x in hyphens)
+            warnings.warn(f"{path}: comment(s) holding '--' at line(s) {lines} (not well-formed XML); "
+                          "read as OpenSim does, each comment ending at its first '-->'",
+                          ArthronWarning, stacklevel=3)
         return _inert(root, path)
     if real:
         x = real[0]

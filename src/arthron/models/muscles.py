@@ -164,14 +164,24 @@ def rigid_tendon_fiber_state(params: MuscleParameters, lengths, speeds=None):
 
 def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
     """Static muscle multipliers for a rigid tendon: (f_L active, f_PE passive, f_V, cos α),
-    each (T, n). Thelen2003Muscle (and the deprecated Thelen/Schutte/Delp classes, given the
-    Thelen curves here), Millard2012 muscles (their own Bézier curves, OpenSim 4.6) and
+    each (T, n). Thelen2003Muscle (and Thelen2003Muscle_Deprecated, given the Thelen curves
+    here; the deprecated Schutte1993/Delp1990 classes, whose curves are splines in the file,
+    raise UnsupportedFeature), Millard2012 muscles (their own Bézier curves, OpenSim 4.6) and
     DeGrooteFregly2016Muscle (De Groote et al. 2016's curves; its cos α is returned as 1: OpenSim
     4.6's ``calcInextensibleTendonActiveFiberForce`` of this class is the active fiber force
     along the fiber, not projected on the tendon).
 
     Raises UnsupportedFeature for other muscle classes.
     """
+    for i, t in enumerate(params.types):      # refused before computing anything
+        if t in ("Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated"):
+            # their force-length curves are the file's SimmSplines and their force-velocity law
+            # not Thelen's (MoBL_ARMS_J.osim of osim-rl: max_contraction_velocity 0, which made
+            # the Thelen force-velocity NaN and static optimization fail deep in scipy)
+            raise UnsupportedFeature(f"muscle '{params.names[i]}' ({t}): its force-length-velocity "
+                                     "curves (the file's splines) are not reproduced; use "
+                                     "use_muscle_physiology false (force = activation × "
+                                     "max_isometric_force, as OpenSim does then)")
     ln, vn, alpha = rigid_tendon_fiber_state(params, lengths, speeds)
     th = params.thelen or {k: np.full(len(params.names), v) for k, v in THELEN_DEFAULTS.items()}
     fl = thelen_active_force_length(ln, th["KshapeActive"])
@@ -195,8 +205,7 @@ def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
                 ln[:, i], dg["passive_fiber_strain_at_one_norm_force"])
             fv[:, i] = degroote_force_velocity(vn[:, i])
             alpha[:, i] = 0.0
-        elif not (t.startswith("Thelen") or t in ("Schutte1993Muscle_Deprecated",
-                                                  "Delp1990Muscle_Deprecated")):
+        elif not t.startswith("Thelen"):
             raise UnsupportedFeature(f"muscle '{params.names[i]}' ({t}): force-length-velocity "
                                      "curves not reproduced")
     return fl, fp, fv, np.cos(alpha)

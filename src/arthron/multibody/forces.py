@@ -357,6 +357,7 @@ def _hunt_crossley_loads(model, f, geometry):
         g = model.contact_geometry.get(n)
         kinds[n] = g.kind if g is not None else None
     loads = []
+    pulls, pushes = [], []
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             pair = {kinds[a], kinds[b]}
@@ -376,6 +377,8 @@ def _hunt_crossley_loads(model, f, geometry):
                 origin = C - (r - 0.5 * depth)[:, None] * normal
                 loads += _hunt_crossley_pair(f, params[h], params[s_], (bh, oh, wh, vh),
                                              (bs, os_, ws, vs), normal, depth, origin, r)
+                pulls.append(_hunt_crossley_pair.last[0])
+                pushes.append(_hunt_crossley_pair.last[1])
             elif pair == {"ContactSphere"}:
                 ga, ba, Ra, oa, wa, va, _, pa = geometry(f, a, "ContactSphere")
                 gb, bb, Rb, ob, wb, vb, _, pb = geometry(f, b, "ContactSphere")
@@ -391,11 +394,26 @@ def _hunt_crossley_loads(model, f, geometry):
                 loads += _hunt_crossley_pair(f, params[a], params[b], (ba, oa, wa, va),
                                              (bb, ob, wb, vb), normal, depth, origin,
                                              ra * rb / (ra + rb))
+                pulls.append(_hunt_crossley_pair.last[0])
+                pushes.append(_hunt_crossley_pair.last[1])
             else:
                 raise UnsupportedFeature(f"HuntCrossleyForce '{f.name}': contact between "
                                          f"{kinds[a] or a} '{a}' and {kinds[b] or b} '{b}' is not "
                                          "evaluated by arthron (half-space/sphere and sphere/sphere "
                                          "only)", model.source)
+    if pulls:
+        both = np.any(pulls, axis=0) & np.any(pushes, axis=0)
+        if both.any():
+            import warnings
+            from ..errors import ArthronWarning
+            fr = np.flatnonzero(both)
+            warnings.warn(
+                f"{model.source or model.name}: HuntCrossleyForce '{f.name}': at {len(fr)} frame(s) "
+                f"(first: index {fr[0]}) one contact separates fast enough to pull (fH (1 + 1.5 c v) "
+                "< 0) while another pushes; arthron applies the pushing contacts, but OpenSim 4.6 may "
+                "then drop some or all of the other contacts of this force as well (found on "
+                "osim-rl's hop8dof9musc), so inverse dynamics may differ from OpenSim's there",
+                ArthronWarning, stacklevel=2)
     return loads
 
 
@@ -432,6 +450,7 @@ def _hunt_crossley_pair(f, p1, p2, body1, body2, normal, depth, origin, radius):
     ff = fn * (np.minimum(vrel, 1.0) * (ud + 2 * (us - ud) / (1 + vrel ** 2)) + uv * vslip)
     force = force + np.divide(ff, vslip, out=np.zeros_like(ff), where=vslip != 0)[:, None] * vt
     force = np.where((depth > 0)[:, None], force, 0.0)
+    _hunt_crossley_pair.last = (depth > 0) & (fn <= 0), (depth > 0) & (fn > 0)
     return [ExternalLoad(body=body, force=F, point=P.copy(), name=f.name)
             for body, F in ((b1, -force), (b2, force)) if body is not None]
 

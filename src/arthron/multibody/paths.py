@@ -325,7 +325,10 @@ def coupling_vectors(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = N
         u = ek - np.einsum("tmi,tmn,tn->ti", Gf, pinv, Gf @ ek)
         col = np.zeros((T, nq))
         col[:, free] = u
-        C[:, :, k] = col / col[:, k:k + 1]
+        # a coordinate that cannot move (dependent on locked ones only): NaN, as OpenSim's
+        # computeMomentArm returns for it
+        with np.errstate(invalid="ignore", divide="ignore"):
+            C[:, :, k] = col / col[:, k:k + 1]
     return C
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ArthronWarning, OptionError, SolverError
+from ..errors import ArthronWarning, OptionError, SolverError, UnsupportedFeature
 from ..models.model import Model
 from ..models.motion import coordinates_from_table
 from ..models.muscles import (force_length_velocity, millard_inextensible_tendon_active_force,
@@ -370,7 +370,10 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
         par = muscle_parameters(model, mus)
         if use_muscle_physiology or passive_fiber_force:
             v = lengthening_speeds(ps, tree, q, qd, kin, R, states=sd)   # as OpenSim
-            fl, fp, fv, cosa = force_length_velocity(par, L, v)
+            try:
+                fl, fp, fv, cosa = force_length_velocity(par, L, v)
+            except UnsupportedFeature as e:          # name the model file
+                raise UnsupportedFeature(e.message, model.source, e.where) from None
         fmax = np.broadcast_to(par.max_isometric_force, (T, len(mus)))
         fm = fmax * fl * fv * cosa if use_muscle_physiology else fmax
         mil = [i for i, t in enumerate(par.types) if t.startswith("Millard")]
