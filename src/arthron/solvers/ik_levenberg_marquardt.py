@@ -174,6 +174,43 @@ class LevenbergMarquardtIK:
             J = Jq[:, self.free]
         return r, J, q
 
+    def solve_first(self, obs_all, x0, base, qref, solve):
+        """The first frame of a trial, solved by ``solve`` (:meth:`solve_frame` or the class's
+        ``solve_single``) from ``x0``, the model's default pose.
+
+        A start that far from the motion can lead the iterations into another local minimum of
+        the marker objective: on the MoBL-ARMS upper-limb model (Saul et al. 2015; six
+        markers), to wrist deviation and flexion of −38° and 24°, outside their ranges, with
+        1 mm of marker error where the motion's own pose has none (and the later frames, each
+        started from the one before, stay there). So when the solution leaves the ``range`` of
+        a coordinate that is not clamped, the frame is solved again from the default pose with
+        every free coordinate held inside its range, and then released from that solution; the
+        solution with the lower objective is kept (never a worse one than before). Same
+        arguments and results as :meth:`solve_frame`.
+        """
+        a = solve(obs_all, x0, base, qref)
+        coords = list(self.model.coordinates.values())
+        rlo = np.array([float(coords[i].range[0]) for i in self.free])
+        rhi = np.array([float(coords[i].range[1]) for i in self.free])
+        if np.all((a[0] >= rlo - 1e-9) & (a[0] <= rhi + 1e-9)):
+            return a
+        lo, hi = self.lo, self.hi
+        try:
+            self.lo, self.hi = np.maximum(lo, rlo), np.minimum(hi, rhi)
+            xr, _, it_r, _ = self.solve_frame(obs_all, np.clip(x0, self.lo, self.hi), base, qref)
+        finally:
+            self.lo, self.hi = lo, hi
+        b = solve(obs_all, xr, base, qref)
+        best = b if self._objective(obs_all, b[0], base, qref) < self._objective(obs_all, a[0], base, qref) else a
+        return best[0], best[1], a[2] + it_r + b[2], best[3]
+
+    def _objective(self, obs_all, x, base, qref) -> float:
+        """The weighted marker and coordinate-task objective (with the constraint penalty where
+        the constraint weight is finite) at the free coordinates ``x``."""
+        rows, obs, sw = self._present_markers(obs_all)
+        r = self._residual(x, base, obs, rows, sw, qref, jac=False)[0]
+        return float(r @ r)
+
     def solve_frame(self, obs_all, x0, base, qref, tol=1e-6, max_iter=100):
         """Solve one frame.
 

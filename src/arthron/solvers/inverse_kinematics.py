@@ -507,7 +507,7 @@ class InverseKinematics(LevenbergMarquardtIK):
             qrefs = np.array([self.coordinate_targets(t, tr.default_q) for t in time])
             qrefs = qrefs.reshape(T, len(self.ctask_idx))
             X = np.empty((T, len(self.free)))
-            X[0], Q[0], its[0], E[0] = self.solve_single(obs[0], x, base, qrefs[0])
+            X[0], Q[0], its[0], E[0] = self.solve_first(obs[0], x, base, qrefs[0], self.solve_single)
             self.nearest_turn(0, X, Q, x)
             if progress is not None:
                 progress(1, T)
@@ -549,7 +549,8 @@ class InverseKinematics(LevenbergMarquardtIK):
             qref = self.coordinate_targets(time[k], tr.default_q)
             # warm start: the previous solution, linearly extrapolated from the one before
             start = x if xprev is None else 2.0 * x - xprev
-            xn, q, it, err = self.solve_frame(obs[k], start, base, qref)
+            solve = self.solve_frame if k else (lambda *a: self.solve_first(*a, solve=self.solve_frame))
+            xn, q, it, err = solve(obs[k], start, base, qref)
             Q[k] = q
             one = xn[None, :].copy()
             self.nearest_turn(0, one, Q[k:k + 1], x)
