@@ -213,10 +213,11 @@ def test_batch_trial_with_empty_or_single_frame_markers(tmp_path, monkeypatch, c
 def test_ctrl_c_is_one_line_and_status_130(monkeypatch, capsys):
     """Ctrl-C (KeyboardInterrupt) during a command: one line, exit status 130, no traceback."""
     import arthron.cli as cli
+    import arthron.cli_study as cli_study
 
     def interrupted(a):
         raise KeyboardInterrupt
-    monkeypatch.setattr(cli, "cmd_study", interrupted)
+    monkeypatch.setattr(cli_study, "cmd_study", interrupted)
     monkeypatch.setattr(cli, "_PARSER", None)       # the cached parser holds the unpatched handler
     assert main(["study", "-o", "never"]) == 130
     err = capsys.readouterr().err
