@@ -61,7 +61,8 @@ from .kinematics import Tree
 from ..models.model import Model
 
 __all__ = ["PASSIVE_COORDINATE_FORCES", "LIGAMENT_TYPES", "active_forces", "PassiveForces",
-           "passive_forces", "applied_generalized_forces"]
+           "passive_forces", "applied_generalized_forces", "coordinate_force",
+           "coordinate_limit_potential_energy", "two_point_forces"]
 
 PASSIVE_COORDINATE_FORCES = ("SpringGeneralizedForce", "CoordinateLimitForce")
 LIGAMENT_TYPES = ("Blankevoort1991Ligament", "Ligament")
@@ -91,6 +92,49 @@ def active_forces(model: Model, exclude=()) -> list:
     names, class names, or the groups ``Muscles``, ``Actuators``, ``All``)."""
     return [f for f in model.forces.values()
             if f.applies_force and not _excluded(f, exclude)]
+
+
+COORDINATE_FORCE_TYPES = PASSIVE_COORDINATE_FORCES + ("ExpressionBasedCoordinateForce",)
+
+
+def coordinate_force(model: Model, tree: Tree, f, q, qd) -> np.ndarray:
+    """Generalized force (T,) N·m or N of one SpringGeneralizedForce, CoordinateLimitForce or
+    ExpressionBasedCoordinateForce on its coordinate (see the module docstring); q, qd (T, nq)."""
+    c = _coordinate_index(model, tree, f)
+    if f.type == "SpringGeneralizedForce":
+        k, r, b = float(f.stiffness), float(f.rest_length), float(f.viscosity)
+        return -k * (q[:, c] - r) - b * qd[:, c]
+    if f.type == "ExpressionBasedCoordinateForce":
+        return np.broadcast_to(_expression(model, f, ("q", "qdot"))(q[:, c], qd[:, c]), q[:, c].shape)
+    K_up, K_lo, q_up, q_lo, damp, dq = _limit_parameters(model, f)
+    ku = StepFunction(q_up, q_up + dq, 0.0, K_up).value(q[:, c])
+    kl = StepFunction(q_lo - dq, q_lo, K_lo, 0.0).value(q[:, c])
+    return (-ku * (q[:, c] - q_up) + kl * (q_lo - q[:, c])
+            - damp * (ku / K_up + kl / K_lo) * qd[:, c])
+
+
+def _limit_parameters(model, f):
+    """CoordinateLimitForce's (K_up, K_low, q_up, q_low, damping, transition) in SI units
+    (per radian for rotational coordinates, as OpenSim converts them)."""
+    rot = model.coordinates[f.coordinate].motion_type == "rotational"
+    w = np.pi / 180.0 if rot else 1.0
+    return (float(f.upper_stiffness) / w, float(f.lower_stiffness) / w, w * float(f.upper_limit),
+            w * float(f.lower_limit), float(f.damping) / w, w * float(f.transition))
+
+
+def coordinate_limit_potential_energy(model: Model, tree: Tree, f, q) -> np.ndarray:
+    """Potential energy (T,) J of a CoordinateLimitForce: OpenSim's
+    ``CoordinateLimitForce::computePotentialEnergy`` (the integral of the quintic-step
+    stiffness over the penetration past the active limit, linear spring beyond the
+    transition)."""
+    c = _coordinate_index(model, tree, f)
+    K_up, K_lo, q_up, q_lo, _, trans = _limit_parameters(model, f)
+    x = q[:, c]
+    K = np.where(x > q_up, K_up, np.where(x < q_lo, K_lo, 0.0))
+    d = np.where(x > q_up, x - q_up, np.where(x < q_lo, q_lo - x, 0.0))
+    r = d / trans
+    return np.where(d >= trans, K * ((-2.0 / 14.0) * trans * trans + 0.5 * d * d),
+                    K * r ** 3 * (2.0 - 2.5 * r + (6.0 / 7.0) * r * r) * d * d)
 
 
 def _coordinate_index(model, tree, f):
@@ -135,25 +179,8 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
     not_applied, refused, points, contacts = [], [], [], []
     ligaments = []
     for f in active_forces(model, exclude):
-        if f.type == "SpringGeneralizedForce":
-            c = _coordinate_index(model, tree, f)
-            k, r, b = float(f.stiffness), float(f.rest_length), float(f.viscosity)
-            tau[:, c] += -k * (q[:, c] - r) - b * qd[:, c]
-        elif f.type == "CoordinateLimitForce":
-            c = _coordinate_index(model, tree, f)
-            rot = model.coordinates[f.coordinate].motion_type == "rotational"
-            w = np.pi / 180.0 if rot else 1.0
-            q_up, q_lo = w * float(f.upper_limit), w * float(f.lower_limit)
-            K_up, K_lo = float(f.upper_stiffness) / w, float(f.lower_stiffness) / w
-            damp = float(f.damping) / w
-            dq = w * float(f.transition)
-            ku = StepFunction(q_up, q_up + dq, 0.0, K_up).value(q[:, c])
-            kl = StepFunction(q_lo - dq, q_lo, K_lo, 0.0).value(q[:, c])
-            tau[:, c] += (-ku * (q[:, c] - q_up) + kl * (q_lo - q[:, c])
-                          - damp * (ku / K_up + kl / K_lo) * qd[:, c])
-        elif f.type == "ExpressionBasedCoordinateForce":
-            c = _coordinate_index(model, tree, f)
-            tau[:, c] += _expression(model, f, ("q", "qdot"))(q[:, c], qd[:, c])
+        if f.type in COORDINATE_FORCE_TYPES:
+            tau[:, _coordinate_index(model, tree, f)] += coordinate_force(model, tree, f, q, qd)
         elif f.type in PATH_TENSION_TYPES:
             ligaments.append(f.name)
         elif f.type in POINT_FORCE_TYPES:
@@ -485,6 +512,19 @@ def _point_force_loads(model, tree, q, qd, forces):
     PointToPointSpring ``stiffness (d − rest_length)`` and ExpressionBasedPointToPointForce
     ``expression(d, ddot)``, along the line between the points (positive pulls them together)."""
     from .inverse_dynamics import ExternalLoad
+    loads = []
+    for f, b1, b2, P1, P2, F1 in two_point_forces(model, tree, q, qd, forces):
+        for body, P, F in ((b1, P1, F1), (b2, P2, -F1)):
+            if body is not None:
+                loads.append(ExternalLoad(body=body, force=F, point=P, name=f.name))
+    return loads
+
+
+def two_point_forces(model: Model, tree: Tree, q, qd, forces) -> list:
+    """Per PointToPointSpring / ExpressionBasedPointToPointForce of ``forces``:
+    (force, body1, body2, P1, P2, F1): body names (None for ground), the two points in ground
+    (T, 3) m and the force on body1 in ground (T, 3) N (towards point2 when positive; body2
+    gets −F1)."""
     from .kinematics import forward_kinematics
     kin = forward_kinematics(tree, q, qd)
     R, o = kin.body_R(tree), kin.body_origin(tree)
@@ -501,7 +541,7 @@ def _point_force_loads(model, tree, q, qd, forces):
         w, v = kin.node("w", nodes[b]), kin.node("v", nodes[b])
         return P, v + np.cross(w, P - o[:, b])
 
-    loads = []
+    out = []
     for f in forces:
         b1, b2 = _body_of(model, f, f.body1), _body_of(model, f, f.body2)
         (P1, V1), (P2, V2) = station(b1, f.point1), station(b2, f.point2)
@@ -513,11 +553,8 @@ def _point_force_loads(model, tree, q, qd, forces):
         else:
             ddot = np.einsum("ti,ti->t", V2 - V1, u)
             mag = _expression(model, f, ("d", "ddot"))(d, ddot)
-        F1 = mag[:, None] * u                     # on body1, towards body2 when positive
-        for body, P, F in ((b1, P1, F1), (b2, P2, -F1)):
-            if body is not None:
-                loads.append(ExternalLoad(body=body, force=F, point=P, name=f.name))
-    return loads
+        out.append((f, b1, b2, P1, P2, mag[:, None] * u))
+    return out
 
 
 def applied_generalized_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)):
