@@ -2,7 +2,7 @@
 force elements too: every force that applies force, in the model's order, with each class's
 ``getRecordLabels`` / ``getRecordValues`` (CoordinateLimitForce force + PotentialEnergy,
 springs, ligaments, two-point forces), checked against OpenSim 4.6 run here on arm26 with such
-forces added inline."""
+forces added inline (CoordinateLimitForce, springs, ligaments, two-point forces, bushings)."""
 from __future__ import annotations
 
 import warnings
@@ -45,10 +45,15 @@ LAST = f"""<SpringGeneralizedForce name="sh_spring"><coordinate>r_shoulder_elev<
 <linear_stiffness>100</linear_stiffness><damping_coefficient>0.05</damping_coefficient></Blankevoort1991Ligament>
 <PathSpring name="pspring">{_path("-0.01 -0.25 0.0", "-0.01 -0.05 0.0")}<resting_length>0.06</resting_length>
 <stiffness>30</stiffness><dissipation>0.1</dissipation></PathSpring>
+<BushingForce name="bush"><socket_frame1>/bodyset/r_humerus</socket_frame1><socket_frame2>/bodyset/r_ulna_radius_hand</socket_frame2>
+<rotational_stiffness>0.1 0.2 0.3</rotational_stiffness><translational_stiffness>10 20 30</translational_stiffness>
+<rotational_damping>0.01 0.01 0.01</rotational_damping><translational_damping>0.1 0.1 0.1</translational_damping></BushingForce>
+<BushingForce name="gbush"><socket_frame1>/ground</socket_frame1><socket_frame2>/bodyset/r_ulna_radius_hand</socket_frame2>
+<rotational_stiffness>0.05 0.05 0.05</rotational_stiffness><translational_stiffness>5 5 5</translational_stiffness></BushingForce>
 <CoordinateLimitForce name="off_limit"><appliesForce>false</appliesForce><coordinate>r_shoulder_elev</coordinate></CoordinateLimitForce>
 """
 
-PASSIVE = ("elbow_limit", "PotentialEnergy", "sh_spring", "ebcf", "p2p.", "p2g.", "lig", "blig.", "blig2.", "pspring")
+PASSIVE = ("elbow_limit", "PotentialEnergy", "sh_spring", "ebcf", "p2p.", "p2g.", "lig", "blig.", "blig2.", "pspring", "bush.", "gbush.")
 
 
 def _model(tmp_path, extra=""):
@@ -92,7 +97,7 @@ def test_force_file_has_opensims_passive_force_columns(tmp_path):
     ours = read_sto(written[1])
     assert ours.labels == ref.labels
     assert ours.labels[:3] == ["elbow_limit", "PotentialEnergy", "TRIlong"]
-    assert "off_limit" not in ours.labels and len(ours.labels) == 6 + 2 + 1 + 1 + 24 + 1 + 14 + 1
+    assert "off_limit" not in ours.labels and len(ours.labels) == 6 + 2 + 1 + 1 + 24 + 1 + 14 + 1 + 24
     assert len(ours.time) == len(ref.time) == 121 and np.abs(ours.time - ref.time).max() < 1e-9
     cols = _passive(ours.labels)
     a, b = ours.data[:, cols], ref.data[:, cols]
@@ -121,16 +126,17 @@ def test_force_file_has_opensims_passive_force_columns(tmp_path):
 
 @needs_data
 def test_unreproduced_records_are_named_in_a_warning(tmp_path):
-    """A BushingForce (whose 12 ForceReporter columns arthron does not reproduce) is applied but
-    its columns are left out with an ArthronWarning naming it; the other columns stay."""
+    """A force class whose ForceReporter columns arthron does not reproduce (here a plugin
+    class, which arthron keeps unmodelled) is left out of the force file with an ArthronWarning
+    naming it; the other columns stay."""
+    from arthron.errors import ArthronWarning
     from arthron.io.sto import read_sto
     from arthron.tools.static_optimization_tool import run_static_optimization, write_static_optimization
-    bush = ("<BushingForce name=\"bush\"><socket_frame1>/bodyset/r_humerus</socket_frame1>"
-            "<socket_frame2>/bodyset/r_ulna_radius_hand</socket_frame2>"
-            "<rotational_stiffness>0.1 0.1 0.1</rotational_stiffness></BushingForce>")
-    model = _model(tmp_path, bush)
-    res = run_static_optimization(model, ARM_IK, lowpass_hz=6, time_range=(0, 0.2))
-    with pytest.warns(Warning, match="BushingForce 'bush'"):
+    model = _model(tmp_path, '<Smith2018ArticularContactForce name="tf_contact"/>')
+    with pytest.warns(ArthronWarning, match="tf_contact"):      # left out of the solve too
+        res = run_static_optimization(model, ARM_IK, lowpass_hz=6, time_range=(0, 0.2))
+    with pytest.warns(ArthronWarning, match="force file leaves out .*Smith2018ArticularContactForce 'tf_contact'"):
         f = write_static_optimization(res, tmp_path / "o", "arm")[1]
     t = read_sto(f)
-    assert not any(n.startswith("bush") for n in t.labels) and "elbow_limit" in t.labels
+    assert not any(n.startswith("tf_contact") for n in t.labels)
+    assert t.labels[:2] == ["elbow_limit", "PotentialEnergy"] and "bush.r_humerus.torque.Z" in t.labels

@@ -17,7 +17,10 @@ loads), skips those that do not apply force, and appends each one's
   ``.strain_rate`` (1/s);
 * ``PointToPointSpring`` and ``ExpressionBasedPointToPointForce``:
   ``<name>.<body>.force.X/Y/Z`` and ``<name>.<body>.point.X/Y/Z`` for body1 then body2 (the
-  force on that body and its point, in ground; ``ground`` for the ground).
+  force on that body and its point, in ground; ``ground`` for the ground);
+* ``BushingForce``: ``<name>.<frame>.force.X/Y/Z`` and ``.torque.X/Y/Z`` for frame1 then
+  frame2: the bushing's spatial force on the frame's body in ground, torque about the body's
+  origin (OpenSim ``TwoFrameLinker::getRecordValues``).
 
 Other classes that apply force (bushings, contact, plugins ...) are returned as omitted so the
 writer can name them.
@@ -27,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models.model import Model
-from .forces import (COORDINATE_FORCE_TYPES, POINT_FORCE_TYPES, coordinate_force,
+from .forces import (COORDINATE_FORCE_TYPES, POINT_FORCE_TYPES, bushing_body_forces, coordinate_force,
                      coordinate_limit_potential_energy, two_point_forces)
 from .kinematics import Tree
 
@@ -114,6 +117,12 @@ def force_records(model: Model, tree: Tree, q, qd, actuators) -> ForceRecords:
             for b in (b1 or "ground", b2 or "ground"):
                 labels += [f"{n}.{b}.{kind}.{a}" for kind in ("force", "point") for a in "XYZ"]
             entries.append((labels, np.hstack([F1, P1, -F1, P2])))
+        elif f.type == "BushingForce":
+            labels, cols = [], []
+            for frame, F, M in bushing_body_forces(model, tree, q, qd, f):
+                labels += [f"{n}.{frame}.{kind}.{a}" for kind in ("force", "torque") for a in "XYZ"]
+                cols += [F, M]
+            entries.append((labels, np.hstack(cols)))
         else:
             omitted.append((f.type, n))
     return ForceRecords(entries, omitted)

@@ -62,7 +62,7 @@ from ..models.model import Model
 
 __all__ = ["PASSIVE_COORDINATE_FORCES", "LIGAMENT_TYPES", "active_forces", "PassiveForces",
            "passive_forces", "applied_generalized_forces", "coordinate_force",
-           "coordinate_limit_potential_energy", "two_point_forces"]
+           "coordinate_limit_potential_energy", "two_point_forces", "bushing_body_forces"]
 
 PASSIVE_COORDINATE_FORCES = ("SpringGeneralizedForce", "CoordinateLimitForce")
 LIGAMENT_TYPES = ("Blankevoort1991Ligament", "Ligament")
@@ -290,9 +290,10 @@ def _contact_loads(model, tree, q, qd, forces):
     return loads
 
 
-def _bushing_loads(model, tree, kin, f):
+def _bushing_loads(model, tree, kin, f, ground=False):
     """Forces and moments of a BushingForce on its two frames (OpenSim BushingForce /
-    TwoFrameLinker), vectorized over frames."""
+    TwoFrameLinker), vectorized over frames; with ``ground`` also the load on a frame fixed to
+    the ground (body None)."""
     from ..errors import ModelFileError, UnsupportedFeature
     from ..models.model import GROUND
     from .inverse_dynamics import ExternalLoad
@@ -358,12 +359,35 @@ def _bushing_loads(model, tree, kin, f):
     m2 = np.einsum("tij,tj->ti", R2, np.einsum("tji,tj->ti", N, f_rot))   # moment on frame2, G
     fM = np.einsum("tij,tj->ti", R1, f_tr)                                 # force on frame2, G
     loads = []
-    if b2 is not None:
+    if b2 is not None or ground:
         loads.append(ExternalLoad(body=b2, force=fM, point=p2, torque=m2, name=f.name))
-    if b1 is not None:
+    if b1 is not None or ground:
         loads.append(ExternalLoad(body=b1, force=-fM, point=p1,
                                   torque=-(m2 + np.cross(p_FM_G, fM)), name=f.name))
     return loads
+
+
+def bushing_body_forces(model: Model, tree: Tree, q, qd, f):
+    """What OpenSim's ``TwoFrameLinker::getRecordValues`` reports for a BushingForce: for
+    frame1 then frame2, (frame name, force (T, 3) N, torque (T, 3) N·m) of the bushing's spatial
+    force on the body the frame is fixed to, in ground, the torque about the body's origin
+    (the ground's origin for a frame fixed to the ground); a body holding both frames gets the
+    sum."""
+    from .kinematics import forward_kinematics
+    kin = forward_kinematics(tree, np.atleast_2d(q), np.atleast_2d(qd))
+    o = kin.body_origin(tree)
+    loads = _bushing_loads(model, tree, kin, f, ground=True)      # [on frame2, on frame1]
+    T = o.shape[0]
+    total = {}
+    for ld in loads:
+        org = np.zeros((T, 3)) if ld.body is None else o[:, tree.body_names.index(ld.body)]
+        F, M = total.get(ld.body, (0.0, 0.0))
+        total[ld.body] = (F + ld.force, M + ld.torque + np.cross(ld.point - org, ld.force))
+    out = []
+    for ref, ld in ((f.frame1, loads[1]), (f.frame2, loads[0])):
+        F, M = total[ld.body]
+        out.append((ref.rstrip("/").split("/")[-1], np.broadcast_to(F, (T, 3)), np.broadcast_to(M, (T, 3))))
+    return out
 
 
 def _hunt_crossley_loads(model, f, geometry):
