@@ -140,3 +140,59 @@ def test_unreproduced_records_are_named_in_a_warning(tmp_path):
     t = read_sto(f)
     assert not any(n.startswith("tf_contact") for n in t.labels)
     assert t.labels[:2] == ["elbow_limit", "PotentialEnergy"] and "bush.r_humerus.torque.Z" in t.labels
+
+
+GEOMETRY = """<ContactHalfSpace name="floor"><socket_frame>/ground</socket_frame><location>0 {h} 0</location>
+<orientation>0 0 -1.5707963</orientation></ContactHalfSpace>
+<ContactSphere name="hand"><socket_frame>/bodyset/r_ulna_radius_hand</socket_frame><location>0 -0.2 0</location><radius>0.05</radius></ContactSphere>
+<ContactSphere name="elbowball"><socket_frame>/bodyset/r_humerus</socket_frame><location>0 -0.3 0</location><radius>0.05</radius></ContactSphere>
+"""
+CONTACT = """<HuntCrossleyForce name="hc"><HuntCrossleyForce::ContactParametersSet name="contact_parameters"><objects>
+<HuntCrossleyForce::ContactParameters><geometry>floor hand elbowball</geometry><stiffness>10000</stiffness>
+<dissipation>0.5</dissipation><static_friction>0.8</static_friction><dynamic_friction>0.4</dynamic_friction>
+<viscous_friction>0.1</viscous_friction></HuntCrossleyForce::ContactParameters></objects></HuntCrossleyForce::ContactParametersSet>
+</HuntCrossleyForce>
+<SmoothSphereHalfSpaceForce name="ss"><socket_sphere>/contactgeometryset/hand</socket_sphere>
+<socket_half_space>/contactgeometryset/floor</socket_half_space><stiffness>20000</stiffness><dissipation>0.5</dissipation>
+<static_friction>0.8</static_friction><dynamic_friction>0.4</dynamic_friction><viscous_friction>0.1</viscous_friction></SmoothSphereHalfSpaceForce>
+"""
+
+
+@needs_data
+@needs_opensim
+def test_contact_force_records_match_opensim(tmp_path):
+    """HuntCrossleyForce (one column group per geometry, ground included) and
+    SmoothSphereHalfSpaceForce (``Sphere``, ``HalfSpace``) records against OpenSim 4.6's
+    StaticOptimization force file: the hand's sphere presses into a floor at the start of the
+    motion and leaves it as the elbow flexes."""
+    import opensim as osim
+    from arthron.io.sto import read_sto
+    from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
+    raw = ARM_MODEL.read_text()
+    empty = '<ContactGeometrySet name="contactgeometryset">\n\t\t\t<objects />'
+    assert empty in raw
+    raw = raw.replace(empty, '<ContactGeometrySet name="contactgeometryset"><objects>'
+                      + GEOMETRY.format(h=0.28) + "</objects>", 1)
+    j = raw.rindex("</objects>", 0, raw.index("</ForceSet>"))
+    model = tmp_path / "arm26_contact.osim"
+    model.write_text(raw[:j] + CONTACT + raw[j:])
+    setup = tmp_path / "so.xml"
+    setup.write_text(static_optimization_setup("arm", model, ARM_IK, tmp_path / "osim", 0.0, 0.5,
+                                               physiology=True))
+    osim.Logger.setLevelString("error")
+    osim.AnalyzeTool(str(setup)).run()
+    ref = read_sto(tmp_path / "osim" / "arm_StaticOptimization_force.sto")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res, written = run_static_optimization_from_setup(setup, results_dir=tmp_path / "ours")
+    ours = read_sto(written[1])
+    assert ours.labels == ref.labels
+    assert ours.labels[6:12] == [f"hc.ground.{k}.{a}" for k in ("force", "torque") for a in "XYZ"]
+    cols = [i for i, n in enumerate(ours.labels) if n.startswith(("hc.", "ss."))]
+    assert len(cols) == 18 + 12
+    a, b = ours.data[:, cols], ref.data[:, cols]
+    scale = np.abs(b).max()
+    fy = ref.data[:, ref.labels.index("hc.r_ulna_radius_hand.force.Y")]
+    assert fy.max() > 4 and fy.min() == 0                 # in contact, then out of it
+    err = np.abs(a - b).max(axis=0)
+    assert err.max() < 1e-6 * scale + 5e-9, dict(zip([ours.labels[i] for i in cols], err))

@@ -20,7 +20,11 @@ loads), skips those that do not apply force, and appends each one's
   force on that body and its point, in ground; ``ground`` for the ground);
 * ``BushingForce``: ``<name>.<frame>.force.X/Y/Z`` and ``.torque.X/Y/Z`` for frame1 then
   frame2: the bushing's spatial force on the frame's body in ground, torque about the body's
-  origin (OpenSim ``TwoFrameLinker::getRecordValues``).
+  origin (OpenSim ``TwoFrameLinker::getRecordValues``);
+* ``HuntCrossleyForce``: ``<name>.<frame>.force.X/Y/Z``, ``.torque.X/Y/Z`` per geometry of its
+  contact parameters (the frame the geometry is fixed to), and ``SmoothSphereHalfSpaceForce``:
+  ``<name>.Sphere...`` then ``<name>.HalfSpace...``: the force's spatial force on that
+  geometry's body, as the bushing.
 
 Other classes that apply force (bushings, contact, plugins ...) are returned as omitted so the
 writer can name them.
@@ -30,7 +34,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..models.model import Model
-from .forces import (COORDINATE_FORCE_TYPES, POINT_FORCE_TYPES, bushing_body_forces, coordinate_force,
+from .forces import (COORDINATE_FORCE_TYPES, POINT_FORCE_TYPES, bushing_body_forces, contact_body_forces,
+                     coordinate_force,
                      coordinate_limit_potential_energy, two_point_forces)
 from .kinematics import Tree
 
@@ -123,6 +128,12 @@ def force_records(model: Model, tree: Tree, q, qd, actuators) -> ForceRecords:
                 labels += [f"{n}.{frame}.{kind}.{a}" for kind in ("force", "torque") for a in "XYZ"]
                 cols += [F, M]
             entries.append((labels, np.hstack(cols)))
+        elif f.type in ("HuntCrossleyForce", "SmoothSphereHalfSpaceForce"):
+            labels, cols = [], []
+            for part, F, M in contact_body_forces(model, tree, q, qd, f):
+                labels += [f"{n}.{part}.{kind}.{a}" for kind in ("force", "torque") for a in "XYZ"]
+                cols += [F, M]
+            entries.append((labels, np.hstack(cols) if cols else np.zeros((T, 0))))
         else:
             omitted.append((f.type, n))
     return ForceRecords(entries, omitted)

@@ -62,7 +62,8 @@ from ..models.model import Model
 
 __all__ = ["PASSIVE_COORDINATE_FORCES", "LIGAMENT_TYPES", "active_forces", "PassiveForces",
            "passive_forces", "applied_generalized_forces", "coordinate_force",
-           "coordinate_limit_potential_energy", "two_point_forces", "bushing_body_forces"]
+           "coordinate_limit_potential_energy", "two_point_forces", "bushing_body_forces",
+           "contact_body_forces"]
 
 PASSIVE_COORDINATE_FORCES = ("SpringGeneralizedForce", "CoordinateLimitForce")
 LIGAMENT_TYPES = ("Blankevoort1991Ligament", "Ligament")
@@ -224,9 +225,10 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
     return PassiveForces(tau, ligaments, tension, not_applied, loads)
 
 
-def _contact_loads(model, tree, q, qd, forces):
+def _contact_loads(model, tree, q, qd, forces, ground=False):
     """Point forces (ground frame) of SmoothSphereHalfSpaceForces on the sphere's and the
-    half-space's bodies, vectorized over frames (Simbody's smooth contact law)."""
+    half-space's bodies, vectorized over frames (Simbody's smooth contact law); with ``ground``
+    also those on the ground (body None)."""
     from ..errors import ModelFileError
     from ..geometry.spatial import rotation_xyz
     from ..models.model import GROUND
@@ -255,10 +257,10 @@ def _contact_loads(model, tree, q, qd, forces):
     loads = []
     for f in forces:
         if f.type == "HuntCrossleyForce":
-            loads += _hunt_crossley_loads(model, f, geometry)
+            loads += _hunt_crossley_loads(model, f, geometry, ground)
             continue
         if f.type == "BushingForce":
-            loads += _bushing_loads(model, tree, kin, f)
+            loads += _bushing_loads(model, tree, kin, f, ground)
             continue
         gs, bs, Rs, os_, ws, vs, _, ps = geometry(f, f.sphere, "ContactSphere")
         _, bh, Rh, oh, wh, vh, RGh, ph = geometry(f, f.half_space, "ContactHalfSpace")
@@ -285,7 +287,7 @@ def _contact_loads(model, tree, q, qd, forces):
         ff = fhc * (np.minimum(vrel, 1.0) * (ud + 2.0 * (us - ud) / (1.0 + vrel ** 2)) + uv * vslip)
         force = fhc[:, None] * nrm + (ff / vslip)[:, None] * vt
         for body, F in ((bs, -force), (bh, force)):
-            if body is not None:
+            if body is not None or ground:
                 loads.append(ExternalLoad(body=body, force=F, point=P.copy(), name=f.name))
     return loads
 
@@ -367,6 +369,42 @@ def _bushing_loads(model, tree, kin, f, ground=False):
     return loads
 
 
+def contact_body_forces(model: Model, tree: Tree, q, qd, f):
+    """What OpenSim 4.6 reports for a HuntCrossleyForce (``<name>.<frame>``: one entry per
+    geometry of its contact parameters, in their order) or a SmoothSphereHalfSpaceForce
+    (``<name>.Sphere``, ``<name>.HalfSpace``): (label, force (T, 3) N, torque (T, 3) N·m), the
+    force's spatial force on the geometry's body in ground, torque about the body's origin
+    (ground: its origin), summed over the force's contacts on that body."""
+    from ..models.model import GROUND
+    from .kinematics import forward_kinematics
+    q, qd = np.atleast_2d(q), np.atleast_2d(qd)
+    kin = forward_kinematics(tree, q, qd)
+    o = kin.body_origin(tree)
+    T = q.shape[0]
+    total = {}
+    for ld in _contact_loads(model, tree, q, qd, [f], ground=True):
+        org = np.zeros((T, 3)) if ld.body is None else o[:, tree.body_names.index(ld.body)]
+        F, M = total.get(ld.body, (0.0, 0.0))
+        tq = 0.0 if ld.torque is None else ld.torque
+        total[ld.body] = (F + ld.force, M + tq + np.cross(ld.point - org, ld.force))
+
+    def body(name):
+        g = model.contact_geometry[(name or "").rstrip("/").split("/")[-1]]
+        base = model.frame_in_base(g.frame)[0]
+        return g, (None if base == GROUND else base.split("/")[-1])
+
+    if f.type == "SmoothSphereHalfSpaceForce":
+        items = [("Sphere", body(f.sphere)[1]), ("HalfSpace", body(f.half_space)[1])]
+    else:
+        items = []
+        for p_ in f.extra.get("contact_parameters", []):
+            for name in p_["geometry"]:
+                g, b = body(name)
+                items.append((str(g.frame).rstrip("/").split("/")[-1], b))
+    zero = np.zeros((T, 3))
+    return [(lab, *(np.broadcast_to(v, (T, 3)) for v in total.get(b, (zero, zero)))) for lab, b in items]
+
+
 def bushing_body_forces(model: Model, tree: Tree, q, qd, f):
     """What OpenSim's ``TwoFrameLinker::getRecordValues`` reports for a BushingForce: for
     frame1 then frame2, (frame name, force (T, 3) N, torque (T, 3) N·m) of the bushing's spatial
@@ -390,7 +428,7 @@ def bushing_body_forces(model: Model, tree: Tree, q, qd, f):
     return out
 
 
-def _hunt_crossley_loads(model, f, geometry):
+def _hunt_crossley_loads(model, f, geometry, ground=False):
     """Point forces of one HuntCrossleyForce: every half-space/sphere and sphere/sphere pair on
     different bodies among its geometries (Simbody: Hertz force with the combined parameters of
     the two surfaces and their effective radius, r for a sphere on a half-space and
@@ -427,7 +465,7 @@ def _hunt_crossley_loads(model, f, geometry):
                 depth = r + np.einsum("ti,ti->t", C - (oh + Rh @ ph), xh)
                 origin = C - (r - 0.5 * depth)[:, None] * normal
                 loads += _hunt_crossley_pair(f, params[h], params[s_], (bh, oh, wh, vh),
-                                             (bs, os_, ws, vs), normal, depth, origin, r)
+                                             (bs, os_, ws, vs), normal, depth, origin, r, ground)
                 pulls.append(_hunt_crossley_pair.last[0])
                 pushes.append(_hunt_crossley_pair.last[1])
             elif pair == {"ContactSphere"}:
@@ -444,7 +482,7 @@ def _hunt_crossley_loads(model, f, geometry):
                 origin = Ca + (ra - 0.5 * depth)[:, None] * normal
                 loads += _hunt_crossley_pair(f, params[a], params[b], (ba, oa, wa, va),
                                              (bb, ob, wb, vb), normal, depth, origin,
-                                             ra * rb / (ra + rb))
+                                             ra * rb / (ra + rb), ground)
                 pulls.append(_hunt_crossley_pair.last[0])
                 pushes.append(_hunt_crossley_pair.last[1])
             else:
@@ -468,7 +506,7 @@ def _hunt_crossley_loads(model, f, geometry):
     return loads
 
 
-def _hunt_crossley_pair(f, p1, p2, body1, body2, normal, depth, origin, radius):
+def _hunt_crossley_pair(f, p1, p2, body1, body2, normal, depth, origin, radius, ground=False):
     """Simbody's HuntCrossleyForce on one contact (T frames): surface 1 on ``body1`` = (body or
     None for ground, origin, ω, v), ``normal`` (T, 3) from surface 1 to surface 2, ``depth``
     (T,) indentation (≤ 0: no contact), ``origin`` (T, 3) the middle of the indentation,
@@ -503,7 +541,7 @@ def _hunt_crossley_pair(f, p1, p2, body1, body2, normal, depth, origin, radius):
     force = np.where((depth > 0)[:, None], force, 0.0)
     _hunt_crossley_pair.last = (depth > 0) & (fn <= 0), (depth > 0) & (fn > 0)
     return [ExternalLoad(body=body, force=F, point=P.copy(), name=f.name)
-            for body, F in ((b1, -force), (b2, force)) if body is not None]
+            for body, F in ((b1, -force), (b2, force)) if body is not None or ground]
 
 
 def _expression(model, f, variables):
