@@ -81,9 +81,7 @@ def test_force_file_has_opensims_passive_force_columns(tmp_path):
     columns."""
     import opensim as osim
     from arthron.io.sto import read_sto
-    from arthron.tools.static_optimization_tool import (run_static_optimization,
-                                                         run_static_optimization_from_setup,
-                                                         write_static_optimization)
+    from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
     model = _model(tmp_path)
     setup = tmp_path / "so.xml"
     setup.write_text(static_optimization_setup("arm", model, ARM_IK, tmp_path / "osim", 0.0, 1.0,
@@ -116,12 +114,18 @@ def test_force_file_has_opensims_passive_force_columns(tmp_path):
     assert q.min() < 5 and q.max() > 70
     mus = [ours.labels.index(n) for n in res.names]
     assert np.abs(ours.data[:, mus] - ref.data[:, mus]).max() < 5e-3 * 1.2 * 1000
-    # arthron so (files given directly) writes the same force file
-    r2 = run_static_optimization(model, ARM_IK, lowpass_hz=6, time_range=(0, 1))
-    f2 = write_static_optimization(r2, tmp_path / "direct", "arm")[1]
-    direct = read_sto(f2)
+    # `arthron so MODEL MOTION` (no setup) writes the same force file
+    import os
+    import subprocess
+    import sys
+    from conftest import ROOT
+    r = subprocess.run([sys.executable, "-m", "arthron.cli", "so", str(model), str(ARM_IK), "--lowpass", "6",
+                        "-o", str(tmp_path / "cli")], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert r.returncode == 0, r.stderr
+    direct = read_sto(tmp_path / "cli" / "arm26_passive_StaticOptimization_force.sto")
     assert direct.labels == ref.labels
-    np.testing.assert_allclose(direct.data[:, cols], ours.data[:, cols], rtol=0, atol=1e-9 * scale.max())
+    np.testing.assert_allclose(direct.data[:, cols], ours.data[:, cols], rtol=0, atol=1e-8 * scale.max())
 
 
 @needs_data
