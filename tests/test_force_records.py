@@ -156,6 +156,9 @@ CONTACT = """<HuntCrossleyForce name="hc"><HuntCrossleyForce::ContactParametersS
 <dissipation>0.5</dissipation><static_friction>0.8</static_friction><dynamic_friction>0.4</dynamic_friction>
 <viscous_friction>0.1</viscous_friction></HuntCrossleyForce::ContactParameters></objects></HuntCrossleyForce::ContactParametersSet>
 </HuntCrossleyForce>
+<ElasticFoundationForce name="ef"><ElasticFoundationForce::ContactParametersSet name="contact_parameters"><objects>
+<ElasticFoundationForce::ContactParameters><geometry>floor hand</geometry><stiffness>10000</stiffness>
+</ElasticFoundationForce::ContactParameters></objects></ElasticFoundationForce::ContactParametersSet></ElasticFoundationForce>
 <SmoothSphereHalfSpaceForce name="ss"><socket_sphere>/contactgeometryset/hand</socket_sphere>
 <socket_half_space>/contactgeometryset/floor</socket_half_space><stiffness>20000</stiffness><dissipation>0.5</dissipation>
 <static_friction>0.8</static_friction><dynamic_friction>0.4</dynamic_friction><viscous_friction>0.1</viscous_friction></SmoothSphereHalfSpaceForce>
@@ -165,8 +168,9 @@ CONTACT = """<HuntCrossleyForce name="hc"><HuntCrossleyForce::ContactParametersS
 @needs_data
 @needs_opensim
 def test_contact_force_records_match_opensim(tmp_path):
-    """HuntCrossleyForce (one column group per geometry, ground included) and
-    SmoothSphereHalfSpaceForce (``Sphere``, ``HalfSpace``) records against OpenSim 4.6's
+    """HuntCrossleyForce (one column group per geometry, ground included),
+    ElasticFoundationForce (the same labels, 0 on spheres) and SmoothSphereHalfSpaceForce
+    (``Sphere``, ``HalfSpace``) records against OpenSim 4.6's
     StaticOptimization force file: the hand's sphere presses into a floor at the start of the
     motion and leaves it as the elbow flexes."""
     import opensim as osim
@@ -192,8 +196,8 @@ def test_contact_force_records_match_opensim(tmp_path):
     ours = read_sto(written[1])
     assert ours.labels == ref.labels
     assert ours.labels[6:12] == [f"hc.ground.{k}.{a}" for k in ("force", "torque") for a in "XYZ"]
-    cols = [i for i, n in enumerate(ours.labels) if n.startswith(("hc.", "ss."))]
-    assert len(cols) == 18 + 12
+    cols = [i for i, n in enumerate(ours.labels) if n.startswith(("hc.", "ss.", "ef."))]
+    assert len(cols) == 18 + 12 + 12
     a, b = ours.data[:, cols], ref.data[:, cols]
     scale = np.abs(b).max()
     fy = ref.data[:, ref.labels.index("hc.r_ulna_radius_hand.force.Y")]

@@ -24,7 +24,8 @@ loads), skips those that do not apply force, and appends each one's
 * ``HuntCrossleyForce``: ``<name>.<frame>.force.X/Y/Z``, ``.torque.X/Y/Z`` per geometry of its
   contact parameters (the frame the geometry is fixed to), and ``SmoothSphereHalfSpaceForce``:
   ``<name>.Sphere...`` then ``<name>.HalfSpace...``: the force's spatial force on that
-  geometry's body, as the bushing.
+  geometry's body, as the bushing; ``ElasticFoundationForce`` on spheres and half-spaces: the
+  HuntCrossleyForce's labels, all 0 (Simbody's elastic foundation acts on meshes only).
 
 Other classes that apply force (bushings, contact, plugins ...) are returned as omitted so the
 writer can name them.
@@ -128,7 +129,8 @@ def force_records(model: Model, tree: Tree, q, qd, actuators) -> ForceRecords:
                 labels += [f"{n}.{frame}.{kind}.{a}" for kind in ("force", "torque") for a in "XYZ"]
                 cols += [F, M]
             entries.append((labels, np.hstack(cols)))
-        elif f.type in ("HuntCrossleyForce", "SmoothSphereHalfSpaceForce"):
+        elif f.type in ("HuntCrossleyForce", "SmoothSphereHalfSpaceForce") or (
+                f.type == "ElasticFoundationForce" and _on_spheres_and_half_spaces(model, f)):
             labels, cols = [], []
             for part, F, M in contact_body_forces(model, tree, q, qd, f):
                 labels += [f"{n}.{part}.{kind}.{a}" for kind in ("force", "torque") for a in "XYZ"]
@@ -137,3 +139,8 @@ def force_records(model: Model, tree: Tree, q, qd, actuators) -> ForceRecords:
         else:
             omitted.append((f.type, n))
     return ForceRecords(entries, omitted)
+
+
+def _on_spheres_and_half_spaces(model, f) -> bool:
+    names = [g for p_ in f.extra.get("contact_parameters", []) for g in p_["geometry"]]
+    return all(g in model.contact_geometry for g in names)

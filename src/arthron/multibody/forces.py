@@ -370,8 +370,9 @@ def _bushing_loads(model, tree, kin, f, ground=False):
 
 
 def contact_body_forces(model: Model, tree: Tree, q, qd, f):
-    """What OpenSim 4.6 reports for a HuntCrossleyForce (``<name>.<frame>``: one entry per
-    geometry of its contact parameters, in their order) or a SmoothSphereHalfSpaceForce
+    """What OpenSim 4.6 reports for a HuntCrossleyForce or an ElasticFoundationForce
+    (``<name>.<frame>``: one entry per geometry of its contact parameters, in their order; the
+    elastic foundation's are 0 on spheres and half-spaces) or a SmoothSphereHalfSpaceForce
     (``<name>.Sphere``, ``<name>.HalfSpace``): (label, force (T, 3) N, torque (T, 3) N·m), the
     force's spatial force on the geometry's body in ground, torque about the body's origin
     (ground: its origin), summed over the force's contacts on that body."""
@@ -382,7 +383,8 @@ def contact_body_forces(model: Model, tree: Tree, q, qd, f):
     o = kin.body_origin(tree)
     T = q.shape[0]
     total = {}
-    for ld in _contact_loads(model, tree, q, qd, [f], ground=True):
+    # an ElasticFoundationForce on spheres and half-spaces applies nothing (module docstring)
+    for ld in ([] if f.type == "ElasticFoundationForce" else _contact_loads(model, tree, q, qd, [f], ground=True)):
         org = np.zeros((T, 3)) if ld.body is None else o[:, tree.body_names.index(ld.body)]
         F, M = total.get(ld.body, (0.0, 0.0))
         tq = 0.0 if ld.torque is None else ld.torque
