@@ -61,7 +61,9 @@ from .kinematics import Tree
 from ..models.model import Model
 
 __all__ = ["PASSIVE_COORDINATE_FORCES", "LIGAMENT_TYPES", "active_forces", "PassiveForces",
-           "passive_forces", "applied_generalized_forces"]
+           "passive_forces", "applied_generalized_forces", "coordinate_force",
+           "coordinate_limit_potential_energy", "two_point_forces", "bushing_body_forces",
+           "contact_body_forces"]
 
 PASSIVE_COORDINATE_FORCES = ("SpringGeneralizedForce", "CoordinateLimitForce")
 LIGAMENT_TYPES = ("Blankevoort1991Ligament", "Ligament")
@@ -91,6 +93,49 @@ def active_forces(model: Model, exclude=()) -> list:
     names, class names, or the groups ``Muscles``, ``Actuators``, ``All``)."""
     return [f for f in model.forces.values()
             if f.applies_force and not _excluded(f, exclude)]
+
+
+COORDINATE_FORCE_TYPES = PASSIVE_COORDINATE_FORCES + ("ExpressionBasedCoordinateForce",)
+
+
+def coordinate_force(model: Model, tree: Tree, f, q, qd) -> np.ndarray:
+    """Generalized force (T,) N·m or N of one SpringGeneralizedForce, CoordinateLimitForce or
+    ExpressionBasedCoordinateForce on its coordinate (see the module docstring); q, qd (T, nq)."""
+    c = _coordinate_index(model, tree, f)
+    if f.type == "SpringGeneralizedForce":
+        k, r, b = float(f.stiffness), float(f.rest_length), float(f.viscosity)
+        return -k * (q[:, c] - r) - b * qd[:, c]
+    if f.type == "ExpressionBasedCoordinateForce":
+        return np.broadcast_to(_expression(model, f, ("q", "qdot"))(q[:, c], qd[:, c]), q[:, c].shape)
+    K_up, K_lo, q_up, q_lo, damp, dq = _limit_parameters(model, f)
+    ku = StepFunction(q_up, q_up + dq, 0.0, K_up).value(q[:, c])
+    kl = StepFunction(q_lo - dq, q_lo, K_lo, 0.0).value(q[:, c])
+    return (-ku * (q[:, c] - q_up) + kl * (q_lo - q[:, c])
+            - damp * (ku / K_up + kl / K_lo) * qd[:, c])
+
+
+def _limit_parameters(model, f):
+    """CoordinateLimitForce's (K_up, K_low, q_up, q_low, damping, transition) in SI units
+    (per radian for rotational coordinates, as OpenSim converts them)."""
+    rot = model.coordinates[f.coordinate].motion_type == "rotational"
+    w = np.pi / 180.0 if rot else 1.0
+    return (float(f.upper_stiffness) / w, float(f.lower_stiffness) / w, w * float(f.upper_limit),
+            w * float(f.lower_limit), float(f.damping) / w, w * float(f.transition))
+
+
+def coordinate_limit_potential_energy(model: Model, tree: Tree, f, q) -> np.ndarray:
+    """Potential energy (T,) J of a CoordinateLimitForce: OpenSim's
+    ``CoordinateLimitForce::computePotentialEnergy`` (the integral of the quintic-step
+    stiffness over the penetration past the active limit, linear spring beyond the
+    transition)."""
+    c = _coordinate_index(model, tree, f)
+    K_up, K_lo, q_up, q_lo, _, trans = _limit_parameters(model, f)
+    x = q[:, c]
+    K = np.where(x > q_up, K_up, np.where(x < q_lo, K_lo, 0.0))
+    d = np.where(x > q_up, x - q_up, np.where(x < q_lo, q_lo - x, 0.0))
+    r = d / trans
+    return np.where(d >= trans, K * ((-2.0 / 14.0) * trans * trans + 0.5 * d * d),
+                    K * r ** 3 * (2.0 - 2.5 * r + (6.0 / 7.0) * r * r) * d * d)
 
 
 def _coordinate_index(model, tree, f):
@@ -135,25 +180,8 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
     not_applied, refused, points, contacts = [], [], [], []
     ligaments = []
     for f in active_forces(model, exclude):
-        if f.type == "SpringGeneralizedForce":
-            c = _coordinate_index(model, tree, f)
-            k, r, b = float(f.stiffness), float(f.rest_length), float(f.viscosity)
-            tau[:, c] += -k * (q[:, c] - r) - b * qd[:, c]
-        elif f.type == "CoordinateLimitForce":
-            c = _coordinate_index(model, tree, f)
-            rot = model.coordinates[f.coordinate].motion_type == "rotational"
-            w = np.pi / 180.0 if rot else 1.0
-            q_up, q_lo = w * float(f.upper_limit), w * float(f.lower_limit)
-            K_up, K_lo = float(f.upper_stiffness) / w, float(f.lower_stiffness) / w
-            damp = float(f.damping) / w
-            dq = w * float(f.transition)
-            ku = StepFunction(q_up, q_up + dq, 0.0, K_up).value(q[:, c])
-            kl = StepFunction(q_lo - dq, q_lo, K_lo, 0.0).value(q[:, c])
-            tau[:, c] += (-ku * (q[:, c] - q_up) + kl * (q_lo - q[:, c])
-                          - damp * (ku / K_up + kl / K_lo) * qd[:, c])
-        elif f.type == "ExpressionBasedCoordinateForce":
-            c = _coordinate_index(model, tree, f)
-            tau[:, c] += _expression(model, f, ("q", "qdot"))(q[:, c], qd[:, c])
+        if f.type in COORDINATE_FORCE_TYPES:
+            tau[:, _coordinate_index(model, tree, f)] += coordinate_force(model, tree, f, q, qd)
         elif f.type in PATH_TENSION_TYPES:
             ligaments.append(f.name)
         elif f.type in POINT_FORCE_TYPES:
@@ -197,9 +225,10 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
     return PassiveForces(tau, ligaments, tension, not_applied, loads)
 
 
-def _contact_loads(model, tree, q, qd, forces):
+def _contact_loads(model, tree, q, qd, forces, ground=False):
     """Point forces (ground frame) of SmoothSphereHalfSpaceForces on the sphere's and the
-    half-space's bodies, vectorized over frames (Simbody's smooth contact law)."""
+    half-space's bodies, vectorized over frames (Simbody's smooth contact law); with ``ground``
+    also those on the ground (body None)."""
     from ..errors import ModelFileError
     from ..geometry.spatial import rotation_xyz
     from ..models.model import GROUND
@@ -228,10 +257,10 @@ def _contact_loads(model, tree, q, qd, forces):
     loads = []
     for f in forces:
         if f.type == "HuntCrossleyForce":
-            loads += _hunt_crossley_loads(model, f, geometry)
+            loads += _hunt_crossley_loads(model, f, geometry, ground)
             continue
         if f.type == "BushingForce":
-            loads += _bushing_loads(model, tree, kin, f)
+            loads += _bushing_loads(model, tree, kin, f, ground)
             continue
         gs, bs, Rs, os_, ws, vs, _, ps = geometry(f, f.sphere, "ContactSphere")
         _, bh, Rh, oh, wh, vh, RGh, ph = geometry(f, f.half_space, "ContactHalfSpace")
@@ -258,14 +287,15 @@ def _contact_loads(model, tree, q, qd, forces):
         ff = fhc * (np.minimum(vrel, 1.0) * (ud + 2.0 * (us - ud) / (1.0 + vrel ** 2)) + uv * vslip)
         force = fhc[:, None] * nrm + (ff / vslip)[:, None] * vt
         for body, F in ((bs, -force), (bh, force)):
-            if body is not None:
+            if body is not None or ground:
                 loads.append(ExternalLoad(body=body, force=F, point=P.copy(), name=f.name))
     return loads
 
 
-def _bushing_loads(model, tree, kin, f):
+def _bushing_loads(model, tree, kin, f, ground=False):
     """Forces and moments of a BushingForce on its two frames (OpenSim BushingForce /
-    TwoFrameLinker), vectorized over frames."""
+    TwoFrameLinker), vectorized over frames; with ``ground`` also the load on a frame fixed to
+    the ground (body None)."""
     from ..errors import ModelFileError, UnsupportedFeature
     from ..models.model import GROUND
     from .inverse_dynamics import ExternalLoad
@@ -331,15 +361,76 @@ def _bushing_loads(model, tree, kin, f):
     m2 = np.einsum("tij,tj->ti", R2, np.einsum("tji,tj->ti", N, f_rot))   # moment on frame2, G
     fM = np.einsum("tij,tj->ti", R1, f_tr)                                 # force on frame2, G
     loads = []
-    if b2 is not None:
+    if b2 is not None or ground:
         loads.append(ExternalLoad(body=b2, force=fM, point=p2, torque=m2, name=f.name))
-    if b1 is not None:
+    if b1 is not None or ground:
         loads.append(ExternalLoad(body=b1, force=-fM, point=p1,
                                   torque=-(m2 + np.cross(p_FM_G, fM)), name=f.name))
     return loads
 
 
-def _hunt_crossley_loads(model, f, geometry):
+def contact_body_forces(model: Model, tree: Tree, q, qd, f):
+    """What OpenSim 4.6 reports for a HuntCrossleyForce or an ElasticFoundationForce
+    (``<name>.<frame>``: one entry per geometry of its contact parameters, in their order; the
+    elastic foundation's are 0 on spheres and half-spaces) or a SmoothSphereHalfSpaceForce
+    (``<name>.Sphere``, ``<name>.HalfSpace``): (label, force (T, 3) N, torque (T, 3) N·m), the
+    force's spatial force on the geometry's body in ground, torque about the body's origin
+    (ground: its origin), summed over the force's contacts on that body."""
+    from ..models.model import GROUND
+    from .kinematics import forward_kinematics
+    q, qd = np.atleast_2d(q), np.atleast_2d(qd)
+    kin = forward_kinematics(tree, q, qd)
+    o = kin.body_origin(tree)
+    T = q.shape[0]
+    total = {}
+    # an ElasticFoundationForce on spheres and half-spaces applies nothing (module docstring)
+    for ld in ([] if f.type == "ElasticFoundationForce" else _contact_loads(model, tree, q, qd, [f], ground=True)):
+        org = np.zeros((T, 3)) if ld.body is None else o[:, tree.body_names.index(ld.body)]
+        F, M = total.get(ld.body, (0.0, 0.0))
+        tq = 0.0 if ld.torque is None else ld.torque
+        total[ld.body] = (F + ld.force, M + tq + np.cross(ld.point - org, ld.force))
+
+    def body(name):
+        g = model.contact_geometry[(name or "").rstrip("/").split("/")[-1]]
+        base = model.frame_in_base(g.frame)[0]
+        return g, (None if base == GROUND else base.split("/")[-1])
+
+    if f.type == "SmoothSphereHalfSpaceForce":
+        items = [("Sphere", body(f.sphere)[1]), ("HalfSpace", body(f.half_space)[1])]
+    else:
+        items = []
+        for p_ in f.extra.get("contact_parameters", []):
+            for name in p_["geometry"]:
+                g, b = body(name)
+                items.append((str(g.frame).rstrip("/").split("/")[-1], b))
+    zero = np.zeros((T, 3))
+    return [(lab, *(np.broadcast_to(v, (T, 3)) for v in total.get(b, (zero, zero)))) for lab, b in items]
+
+
+def bushing_body_forces(model: Model, tree: Tree, q, qd, f):
+    """What OpenSim's ``TwoFrameLinker::getRecordValues`` reports for a BushingForce: for
+    frame1 then frame2, (frame name, force (T, 3) N, torque (T, 3) N·m) of the bushing's spatial
+    force on the body the frame is fixed to, in ground, the torque about the body's origin
+    (the ground's origin for a frame fixed to the ground); a body holding both frames gets the
+    sum."""
+    from .kinematics import forward_kinematics
+    kin = forward_kinematics(tree, np.atleast_2d(q), np.atleast_2d(qd))
+    o = kin.body_origin(tree)
+    loads = _bushing_loads(model, tree, kin, f, ground=True)      # [on frame2, on frame1]
+    T = o.shape[0]
+    total = {}
+    for ld in loads:
+        org = np.zeros((T, 3)) if ld.body is None else o[:, tree.body_names.index(ld.body)]
+        F, M = total.get(ld.body, (0.0, 0.0))
+        total[ld.body] = (F + ld.force, M + ld.torque + np.cross(ld.point - org, ld.force))
+    out = []
+    for ref, ld in ((f.frame1, loads[1]), (f.frame2, loads[0])):
+        F, M = total[ld.body]
+        out.append((ref.rstrip("/").split("/")[-1], np.broadcast_to(F, (T, 3)), np.broadcast_to(M, (T, 3))))
+    return out
+
+
+def _hunt_crossley_loads(model, f, geometry, ground=False):
     """Point forces of one HuntCrossleyForce: every half-space/sphere and sphere/sphere pair on
     different bodies among its geometries (Simbody: Hertz force with the combined parameters of
     the two surfaces and their effective radius, r for a sphere on a half-space and
@@ -376,7 +467,7 @@ def _hunt_crossley_loads(model, f, geometry):
                 depth = r + np.einsum("ti,ti->t", C - (oh + Rh @ ph), xh)
                 origin = C - (r - 0.5 * depth)[:, None] * normal
                 loads += _hunt_crossley_pair(f, params[h], params[s_], (bh, oh, wh, vh),
-                                             (bs, os_, ws, vs), normal, depth, origin, r)
+                                             (bs, os_, ws, vs), normal, depth, origin, r, ground)
                 pulls.append(_hunt_crossley_pair.last[0])
                 pushes.append(_hunt_crossley_pair.last[1])
             elif pair == {"ContactSphere"}:
@@ -393,7 +484,7 @@ def _hunt_crossley_loads(model, f, geometry):
                 origin = Ca + (ra - 0.5 * depth)[:, None] * normal
                 loads += _hunt_crossley_pair(f, params[a], params[b], (ba, oa, wa, va),
                                              (bb, ob, wb, vb), normal, depth, origin,
-                                             ra * rb / (ra + rb))
+                                             ra * rb / (ra + rb), ground)
                 pulls.append(_hunt_crossley_pair.last[0])
                 pushes.append(_hunt_crossley_pair.last[1])
             else:
@@ -417,7 +508,7 @@ def _hunt_crossley_loads(model, f, geometry):
     return loads
 
 
-def _hunt_crossley_pair(f, p1, p2, body1, body2, normal, depth, origin, radius):
+def _hunt_crossley_pair(f, p1, p2, body1, body2, normal, depth, origin, radius, ground=False):
     """Simbody's HuntCrossleyForce on one contact (T frames): surface 1 on ``body1`` = (body or
     None for ground, origin, ω, v), ``normal`` (T, 3) from surface 1 to surface 2, ``depth``
     (T,) indentation (≤ 0: no contact), ``origin`` (T, 3) the middle of the indentation,
@@ -452,7 +543,7 @@ def _hunt_crossley_pair(f, p1, p2, body1, body2, normal, depth, origin, radius):
     force = np.where((depth > 0)[:, None], force, 0.0)
     _hunt_crossley_pair.last = (depth > 0) & (fn <= 0), (depth > 0) & (fn > 0)
     return [ExternalLoad(body=body, force=F, point=P.copy(), name=f.name)
-            for body, F in ((b1, -force), (b2, force)) if body is not None]
+            for body, F in ((b1, -force), (b2, force)) if body is not None or ground]
 
 
 def _expression(model, f, variables):
@@ -485,6 +576,19 @@ def _point_force_loads(model, tree, q, qd, forces):
     PointToPointSpring ``stiffness (d − rest_length)`` and ExpressionBasedPointToPointForce
     ``expression(d, ddot)``, along the line between the points (positive pulls them together)."""
     from .inverse_dynamics import ExternalLoad
+    loads = []
+    for f, b1, b2, P1, P2, F1 in two_point_forces(model, tree, q, qd, forces):
+        for body, P, F in ((b1, P1, F1), (b2, P2, -F1)):
+            if body is not None:
+                loads.append(ExternalLoad(body=body, force=F, point=P, name=f.name))
+    return loads
+
+
+def two_point_forces(model: Model, tree: Tree, q, qd, forces) -> list:
+    """Per PointToPointSpring / ExpressionBasedPointToPointForce of ``forces``:
+    (force, body1, body2, P1, P2, F1): body names (None for ground), the two points in ground
+    (T, 3) m and the force on body1 in ground (T, 3) N (towards point2 when positive; body2
+    gets −F1)."""
     from .kinematics import forward_kinematics
     kin = forward_kinematics(tree, q, qd)
     R, o = kin.body_R(tree), kin.body_origin(tree)
@@ -501,7 +605,7 @@ def _point_force_loads(model, tree, q, qd, forces):
         w, v = kin.node("w", nodes[b]), kin.node("v", nodes[b])
         return P, v + np.cross(w, P - o[:, b])
 
-    loads = []
+    out = []
     for f in forces:
         b1, b2 = _body_of(model, f, f.body1), _body_of(model, f, f.body2)
         (P1, V1), (P2, V2) = station(b1, f.point1), station(b2, f.point2)
@@ -513,11 +617,8 @@ def _point_force_loads(model, tree, q, qd, forces):
         else:
             ddot = np.einsum("ti,ti->t", V2 - V1, u)
             mag = _expression(model, f, ("d", "ddot"))(d, ddot)
-        F1 = mag[:, None] * u                     # on body1, towards body2 when positive
-        for body, P, F in ((b1, P1, F1), (b2, P2, -F1)):
-            if body is not None:
-                loads.append(ExternalLoad(body=body, force=F, point=P, name=f.name))
-    return loads
+        out.append((f, b1, b2, P1, P2, mag[:, None] * u))
+    return out
 
 
 def applied_generalized_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)):

@@ -41,6 +41,7 @@ from ..models.motion import coordinates_from_table
 from ..models.muscles import (force_length_velocity, millard_inextensible_tendon_active_force,
                               muscle_parameters, muscle_property)
 from ..multibody.constraints import assemble, compile_constraints
+from ..multibody.force_records import force_records
 from ..multibody.forces import applied_generalized_forces
 from ..multibody.inverse_dynamics import ExternalLoad, inverse_dynamics
 from ..multibody.kinematics import Tree, compile_model, forward_kinematics, qdot_from_speeds
@@ -102,6 +103,9 @@ class LoadSharingProblem:
     #: (PathSet of the muscles, their paths rebuilt at q: :func:`arthron.multibody.paths.path_states`)
     #: or None; lets the reaction of a joint reuse the wrapped paths
     muscle_paths: tuple | None = field(repr=False, default=None)
+    #: ForceReporter records of the model's forces in OpenSim's order
+    #: (:class:`arthron.multibody.force_records.ForceRecords`) or None
+    force_records: object = field(repr=False, default=None)
 
     def reduced(self):
         """(A (T, r, n), b (T, r), N (T, nq, r)): the rows with the constraint multipliers
@@ -166,9 +170,23 @@ class LoadSharingResult:
 
     def force_table(self) -> Table:
         """OpenSim's ``<name>_StaticOptimization_force.sto`` table (its ForceReporter's
-        ``ModelForces``): actuator forces, then each ExternalForce as
-        ``<body>_<name>_{Fx,Fy,Fz,px,py,pz,Tx,Ty,Tz}`` in ground."""
-        labels, data = list(self.names), np.array(self.forces, float)
+        ``ModelForces``): every force of the model that applies force, in the model's order,
+        with OpenSim's record labels (the solved actuators' forces; the passive elements'
+        records at the frame's q, q̇: :mod:`arthron.multibody.force_records`), then each
+        ExternalForce as ``<body>_<name>_{Fx,Fy,Fz,px,py,pz,Tx,Ty,Tz}`` in ground.
+
+        Warns (ArthronWarning) naming the forces whose records arthron leaves out."""
+        T = len(self.time)
+        rec = self.extra.get("force_records")
+        if rec is None:
+            labels, data = list(self.names), np.array(self.forces, float)
+        else:
+            if rec.omitted:
+                warnings.warn("the force file leaves out the ForceReporter columns OpenSim 4.6 "
+                              "writes for " + ", ".join(f"{a} '{b}'" for a, b in rec.omitted),
+                              ArthronWarning, stacklevel=2)
+            forces = np.asarray(self.forces, float)
+            labels, data = rec.columns({n: forces[:, i] for i, n in enumerate(self.names)}, T)
         ext_labels, ext = self.extra.get("external_columns", ((), None))
         if ext is not None and len(ext_labels):
             labels, data = labels + list(ext_labels), np.hstack([data, ext])
@@ -350,6 +368,7 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
     tau = inverse_dynamics(tree, q, qd, qdd, loads, applied=applied)
     kin = forward_kinematics(tree, q)
     external_columns = _external_columns(tree, kin, loads)
+    records = force_records(model, tree, q, qd, actuators)
     mus = [n for n in actuators if model.forces[n].is_muscle]
     other = [model.forces[n] for n in actuators if not model.forces[n].is_muscle]
     bad = [f.name for f in other if f.type not in SO_ACTUATOR_TYPES]
@@ -410,7 +429,8 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
                               lower=np.broadcast_to(lo, (T, n)).copy(),
                               upper=np.broadcast_to(hi, (T, n)).copy(), force_per_control=fhat,
                               G=G, free_rows=free_rows, q=q, qd=qd, qdd=qdd, passive=passive,
-                              external_columns=external_columns, muscle_paths=muscle_paths)
+                              external_columns=external_columns, muscle_paths=muscle_paths,
+                              force_records=records)
 
 
 #: N/m² — PCSA = F_max / σ when no PCSA is given (a common value in upper-limb models;
@@ -533,6 +553,7 @@ def solve_problem(prob: LoadSharingProblem, *, activation_exponent: float = 2.0,
                             multipliers=mu, residual=rest, objective=obj, feasible=np.asarray(ok),
                             coordinates=list(prob.coordinates))
     res.extra["external_columns"] = prob.external_columns
+    res.extra["force_records"] = prob.force_records
     bad = np.flatnonzero(~res.feasible)
     if bad.size and on_infeasible != "ignore":
         report = _diagnose(prob, A, b, N, bad[:20])
@@ -582,6 +603,7 @@ def _solve_with_multipliers(prob, weights, mweights, mbounds, p, on_infeasible, 
                             multipliers=mu, residual=rest, objective=(w * x * x).sum(1) + (wm * mu * mu).sum(1),
                             feasible=np.asarray(r.ok), coordinates=list(prob.coordinates))
     res.extra["external_columns"] = prob.external_columns
+    res.extra["force_records"] = prob.force_records
     bad = np.flatnonzero(~r.ok)
     if bad.size and on_infeasible != "ignore":
         msg = (f"load sharing with bounded multipliers infeasible at {bad.size} of {T} frame(s): t = "

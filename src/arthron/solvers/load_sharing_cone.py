@@ -326,7 +326,8 @@ def _result(prob, x, ok, weights):
                              forces=forces, multipliers=mu, residual=rest,
                              objective=(w * x * x).sum(axis=1), feasible=np.asarray(ok),
                              coordinates=list(prob.coordinates),
-                             extra={"external_columns": prob.external_columns})
+                             extra={"external_columns": prob.external_columns,
+                                    "force_records": prob.force_records})
 
 
 # ------------------------------------------------------------------------------ EMG
