@@ -11,7 +11,7 @@ order (no fastmath, so no reassociation or fused multiply-adds):
 * :func:`wrap_cylinder` — ``wrapping.wrap_cylinder`` whole, with ``_adjust_spiral`` (the
   iterative axial sliding of the tangent points, :func:`_adjust_row`);
 * :func:`surface_path` — ``_surface_path`` (the chord sum over the ellipsoid);
-* :func:`torus_line_point` — ``wrapping._torus_line_point`` (MINPACK's lmdif on OpenSim's
+* :func:`torus_line_point` — ``wrapping._torus_line_point`` (OpenSim's lmdif, Lmdif.cpp, on its
   torus residual).
 """
 from __future__ import annotations
@@ -304,68 +304,95 @@ def wrap_cylinder(p1, p2, R, length, axis, sign, adjust, max_iter, thresh,
                 r2o[i, j] = 0.0
 
 
-_EPSMCH = np.finfo(np.float64).eps
-_DWARF = np.finfo(np.float64).tiny
+# Lmdif.cpp's constants and Jacobian step (see wrapping._lmdif1)
+_LM_STEP = 1e-5
+_MACHEP = 1.2e-16
+_DWARF = 1.0e-38
 
 
 @numba.njit(**_JIT)
 def _torus_fun(u, c2, c3, c4, c5, r):
-    g = c4 * u + c3
-    return c2 + 2.0 * u - 2.0 * r * (2.0 * g) / math.sqrt(u * u * c4 + 2.0 * c3 * u + c5)
+    return c2 + 2.0 * u - 2.0 * r * (2.0 * c4 * u + 2.0 * c3) / math.sqrt(
+        u * u * c4 + 2.0 * c3 * u + c5)
+
+
+@numba.njit(**_JIT)
+def _dmax(a, b):
+    return a if a >= b else b
+
+
+@numba.njit(**_JIT)
+def _dmin(a, b):
+    return a if a <= b else b
+
+
+@numba.njit(**_JIT)
+def _qrsolv1(r, qtb, sd):
+    """``wrapping._qrsolv1`` for one problem: (x, sdiag)."""
+    if sd != 0.0:
+        if abs(r) < abs(sd):
+            cotan = r / sd
+            sn = 0.5 / math.sqrt(0.25 + 0.25 * cotan * cotan)
+            cs = sn * cotan
+        else:
+            tan = sd / r
+            cs = 0.5 / math.sqrt(0.25 + 0.25 * tan * tan)
+            sn = cs * tan
+        s = cs * r + sn * sd
+        w = cs * qtb + sn * 0.0
+    else:
+        s = r
+        w = qtb
+    return (w / s if s != 0.0 else 0.0), s
 
 
 @numba.njit(**_JIT)
 def _lmpar1(r, qtb, d, delta, par):
     """``wrapping._lmpar1`` for one problem: (par, x)."""
-    xg = qtb / r if r != 0.0 else 0.0
-    dx = abs(d * xg)
-    fp = dx - delta
-    gn = fp <= 0.1 * delta
+    x = qtb / r if r != 0.0 else 0.0
+    wa2 = d * x
+    dxnorm = abs(wa2)
+    fp = dxnorm - delta
+    if fp <= 0.1 * delta:
+        return 0.0, x
     parl = 0.0
     if r != 0.0:
-        t = abs(d * (d * xg / dx) / r)
+        t = abs((d * (wa2 / dxnorm)) / r)
         parl = ((fp / delta) / t) / t
-    gnorm = abs(r * qtb / d)
+    gnorm = abs((r * qtb) / d)
     paru = gnorm / delta
     if paru == 0.0:
-        paru = _DWARF / min(delta, 0.1)
-    par = min(max(par, parl), paru)
+        paru = _DWARF / _dmin(delta, 0.1)
+    par = _dmin(_dmax(par, parl), paru)
     if par == 0.0:
-        par = gnorm / dx
-    x = xg
-    act = not gn
+        par = gnorm / dxnorm
     for it in range(1, 11):
-        if not act:
-            break
         if par == 0.0:
-            par = max(_DWARF, 0.001 * paru)
-        s2 = r * r + par * d * d
-        xn = r * qtb / s2
-        x = xn
-        dxn = abs(d * xn)
+            par = _dmax(_DWARF, 0.001 * paru)
+        x, sdiag = _qrsolv1(r, qtb, math.sqrt(par) * d)
+        wa2 = d * x
+        dxnorm = abs(wa2)
         temp = fp
-        fpn = dxn - delta
-        fp = fpn
-        stop = (abs(fpn) <= 0.1 * delta) or ((parl == 0.0) and (fpn <= temp) and (temp < 0.0)) \
-            or (it == 10)
-        t = abs(d * (d * xn / dxn)) / math.sqrt(s2)
-        parc = ((fpn / delta) / t) / t
-        if not stop:
-            if fpn > 0.0:
-                parl = max(parl, par)
-            if fpn < 0.0:
-                paru = min(paru, par)
-            par = max(parl, par + parc)
-        act = not stop
-    return (0.0 if gn else par), x
+        fp = dxnorm - delta
+        if (abs(fp) <= 0.1 * delta) or ((parl == 0.0) and (fp <= temp) and (temp < 0.0)) \
+                or (it == 10):
+            break
+        tn = abs((d * (wa2 / dxnorm)) / sdiag)
+        parc = ((fp / delta) / tn) / tn
+        if fp > 0.0:
+            parl = _dmax(parl, par)
+        if fp < 0.0:
+            paru = _dmin(paru, par)
+        par = _dmax(parl, par + parc)
+    return par, x
 
 
 @numba.njit(**_JIT)
 def torus_line_point(p, q, r, out):
-    """``wrapping._torus_line_point`` row by row: MINPACK's lmdif (one unknown, tolerances
-    1e-4, step bound 0.2, at most 500 evaluations) on OpenSim's residual along the line from p
-    towards q; the point reached in out (N, 3)."""
-    eps = math.sqrt(_EPSMCH)
+    """``wrapping._torus_line_point`` row by row: OpenSim 4.6's lmdif (Lmdif.cpp: one unknown,
+    tolerances 1e-4, step bound 0.2, at most 500 evaluations, Jacobian by forward differences
+    of step 1e-5) on OpenSim's residual along the line from p towards q; the point reached in
+    out (N, 3)."""
     ftol = 1e-4
     xtol = 1e-4
     factor = 0.2
@@ -373,7 +400,7 @@ def torus_line_point(p, q, r, out):
     for i in range(p.shape[0]):
         n, _ = _unit3((q[i, 0] - p[i, 0], q[i, 1] - p[i, 1], q[i, 2] - p[i, 2]))
         P = (p[i, 0], p[i, 1], p[i, 2])
-        c2 = 2.0 * _dot3(P, n)
+        c2 = 2.0 * (P[0] * n[0] + P[1] * n[1] + P[2] * n[2])
         c3 = P[0] * n[0] + P[1] * n[1]
         c4 = n[0] * n[0] + n[1] * n[1]
         c5 = P[0] * P[0] + P[1] * P[1]
@@ -383,53 +410,50 @@ def torus_line_point(p, q, r, out):
         nfev = 1
         it1 = True
         needj = True
-        J = 0.0
+        rr = 0.0
         diag = 1.0
         delta = 0.0
         xnorm = 0.0
         par = 0.0
-        done = fnorm == 0.0
         for _ in range(4 * maxfev):
-            if done:
-                break
             if needj:
-                h = eps * abs(x)
-                if h == 0.0:
-                    h = eps
-                J = (_torus_fun(x + h, c2, c3, c4, c5, r) - f) / h
-                nfev += 1
+                J = (_torus_fun(x + _LM_STEP, c2, c3, c4, c5, r) - f) / _LM_STEP
                 acn = abs(J)
-                dg = 1.0 if acn == 0.0 else acn
-                diag = dg if it1 else max(diag, acn)
-                xn = abs(diag * x)
-                dl = factor * xn
+                rr = -J
                 if it1:
-                    delta = factor if dl == 0.0 else dl
-                    xnorm = xn
-                needj = False
-                if fnorm == 0.0:
+                    diag = 1.0 if acn == 0.0 else acn
+                    xnorm = abs(diag * x)
+                    delta = factor * xnorm
+                    if abs(delta) <= 1e-4:
+                        delta = factor
+                if fnorm == 0.0 or acn == 0.0:
                     break
-            par, xs = _lmpar1(J, f, diag, delta, par)
+                diag = _dmax(diag, acn)
+                needj = False
+            par, xs = _lmpar1(rr, -f, diag, delta, par)
             step = -xs
             xt = x + step
             pnorm = abs(diag * step)
             if it1:
-                delta = min(delta, pnorm)
+                delta = _dmin(delta, pnorm)
             ft = _torus_fun(xt, c2, c3, c4, c5, r)
             nfev += 1
             fn1 = abs(ft)
             fn = fnorm
-            actred = 1.0 - (fn1 / fn) ** 2 if 0.1 * fn1 < fn else -1.0
-            t1 = abs(J * step) / fn
-            t2 = math.sqrt(par) * pnorm / fn
-            prered = t1 * t1 + t2 * t2 / 0.5
+            actred = -1.0
+            if 0.1 * fn1 < fn:
+                qq = fn1 / fn
+                actred = 1.0 - qq * qq
+            t1 = abs(rr * step) / fn
+            t2 = (math.sqrt(par) * pnorm) / fn
+            prered = t1 * t1 + (t2 * t2) / 0.5
             dirder = -(t1 * t1 + t2 * t2)
             ratio = actred / prered if prered != 0.0 else 0.0
-            tmp = 0.5 if actred >= 0.0 else 0.5 * dirder / (dirder + 0.5 * actred)
-            if 0.1 * fn1 >= fn or tmp < 0.1:
-                tmp = 0.1
             if ratio <= 0.25:
-                delta = tmp * min(delta, pnorm / 0.1)
+                tmp = 0.5 if actred >= 0.0 else 0.5 * dirder / (dirder + 0.5 * actred)
+                if 0.1 * fn1 >= fn or tmp < 0.1:
+                    tmp = 0.1
+                delta = tmp * _dmin(delta, pnorm / 0.1)
                 par = par / tmp
             elif par == 0.0 or ratio >= 0.75:
                 delta = pnorm / 0.5
@@ -440,12 +464,13 @@ def torus_line_point(p, q, r, out):
                 f = ft
                 fnorm = fn1
                 xnorm = abs(diag * xt)
-            it1 = it1 and not ok
+                it1 = False
             needj = ok
-            done = ((abs(actred) <= ftol) and (prered <= ftol) and (0.5 * ratio <= 1.0)) \
-                or (delta <= xtol * xnorm) or (nfev >= maxfev) \
-                or ((abs(actred) <= _EPSMCH) and (prered <= _EPSMCH) and (0.5 * ratio <= 1.0)) \
-                or (delta <= _EPSMCH * xnorm) or (fnorm == 0.0)
+            if ((abs(actred) <= ftol) and (prered <= ftol) and (0.5 * ratio <= 1.0)) \
+                    or (delta <= xtol * xnorm) or (nfev >= maxfev) \
+                    or ((abs(actred) <= _MACHEP) and (prered <= _MACHEP) and (0.5 * ratio <= 1.0)) \
+                    or (delta <= _MACHEP * xnorm):
+                break
         out[i, 0] = P[0] + x * n[0]
         out[i, 1] = P[1] + x * n[1]
         out[i, 2] = P[2] + x * n[2]

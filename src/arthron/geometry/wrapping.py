@@ -17,8 +17,9 @@ geometry is ambiguous and their quirks: the quadrant (``"+x"``, ``"-y"`` ...) re
 wrapping to one side of the object; the cylinder's path is a helix from r1 to r2 whose tangent
 points are placed by OpenSim's apex construction and, on paths with several wrap objects,
 corrected by its iterative axial sliding; a far-side sphere wrap has a negative length; the
-torus is wrapped as a cylinder laid on its ring at a point found by MINPACK's
-Levenberg-Marquardt. These functions are reimplementations of the geometry, checked against
+torus is wrapped as a cylinder laid on its ring at a point found by OpenSim's own variant of
+MINPACK's Levenberg-Marquardt (Lmdif.cpp: Jacobian by forward differences of constant step
+1e-5), replayed operation by operation because it stops on loose tolerances. These functions are reimplementations of the geometry, checked against
 OpenSim in ``tests/test_wrapping.py``.
 
 The ellipsoid (:mod:`arthron.geometry.wrap_ellipsoid`) replays OpenSim's own approximations step by step (wrap plane from the
@@ -436,71 +437,108 @@ def _adjust_spiral(p1, p2, r1, r2, R, long_wrap, max_iter=100, thresh=np.deg2rad
 _TORUS_CYL_LENGTH = 10000.0
 
 
-_EPSMCH = np.finfo(float).eps
-_DWARF = np.finfo(float).tiny
+# OpenSim 4.6's Lmdif.cpp (S. Moshier's C translation of MINPACK's lmdif, with changes marked
+# "dkb") differs from MINPACK where it matters here: the forward-difference Jacobian takes a
+# constant step of 1e-5 (MINPACK: sqrt(machine eps) |x|), the function evaluations of the
+# Jacobian are not counted against maxfev, and its constants are MACHEP 1.2e-16 and DWARF 1e-38.
+_LM_STEP = 1e-5
+_MACHEP = 1.2e-16
+_DWARF = 1.0e-38
+
+
+def _dmax(a, b):
+    """Lmdif.cpp's dmax1 (a when a >= b, else b)."""
+    return np.where(a >= b, a, b)
+
+
+def _dmin(a, b):
+    """Lmdif.cpp's dmin1 (a when a <= b, else b)."""
+    return np.where(a <= b, a, b)
+
+
+def _qrsolv1(r, qtb, sd):
+    """MINPACK's ``qrsolv`` for one unknown as Lmdif.cpp computes it: the Givens rotation that
+    eliminates ``sd`` (= sqrt(par) d) against ``r``; returns (x, sdiag) with
+    sdiag = cos r + sin sd and x = cos qtb / sdiag."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        small = np.abs(r) < np.abs(sd)
+        cotan = r / sd
+        sin_a = 0.5 / np.sqrt(0.25 + 0.25 * cotan * cotan)
+        tan = sd / r
+        cos_b = 0.5 / np.sqrt(0.25 + 0.25 * tan * tan)
+        cs = np.where(small, sin_a * cotan, cos_b)
+        sn = np.where(small, sin_a, cos_b * tan)
+        rot = sd != 0.0
+        s = np.where(rot, cs * r + sn * sd, r)
+        w = np.where(rot, cs * qtb + sn * 0.0, qtb)
+        x = np.where(s != 0.0, w / s, 0.0)
+    return x, s
 
 
 def _lmpar1(r, qtb, d, delta, par):
-    """MINPACK's ``lmpar`` for one unknown and one residual (vectorized over frames): the
-    Levenberg-Marquardt parameter ``par`` and the solution x of ``(r² + par d²) x = r qtb``
-    whose scaled length ``|d x|`` is within 10 % of ``delta`` (or the Gauss-Newton x when
-    that is shorter than 1.1 delta)."""
+    """MINPACK's ``lmpar`` for one unknown and one residual as Lmdif.cpp computes it
+    (vectorized over problems): ``r`` the R factor of the Jacobian (-J), ``qtb`` = Qᵀf (-f),
+    ``d`` the scale; the Levenberg-Marquardt parameter ``par`` and the step x solving
+    ``(r² + par d²) x = r qtb`` whose scaled length ``|d x|`` is within 10 % of ``delta`` (or the
+    Gauss-Newton x when that is shorter than 1.1 delta)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        xg = np.where(r != 0.0, qtb / r, 0.0)
-        dx = np.abs(d * xg)
-        fp = dx - delta
+        nz = r != 0.0
+        x = np.where(nz, qtb / r, 0.0)
+        wa2 = d * x
+        dxnorm = np.abs(wa2)
+        fp = dxnorm - delta
         gn = fp <= 0.1 * delta
-        t = np.abs(d * (d * xg / dx) / r)
-        parl = np.where(r != 0.0, ((fp / delta) / t) / t, 0.0)
-        gnorm = np.abs(r * qtb / d)
+        t = np.abs((d * (wa2 / dxnorm)) / r)
+        parl = np.where(nz, ((fp / delta) / t) / t, 0.0)
+        gnorm = np.abs((r * qtb) / d)
         paru = gnorm / delta
-        paru = np.where(paru == 0.0, _DWARF / np.minimum(delta, 0.1), paru)
-        par = np.minimum(np.maximum(par, parl), paru)
-        par = np.where(par == 0.0, gnorm / dx, par)
-        x = xg.copy()
+        paru = np.where(paru == 0.0, _DWARF / _dmin(delta, 0.1), paru)
+        par = _dmin(_dmax(par, parl), paru)
+        par = np.where(par == 0.0, gnorm / dxnorm, par)
         act = ~gn
         for it in range(1, 11):
             if not act.any():
                 break
-            par = np.where(act & (par == 0.0), np.maximum(_DWARF, 0.001 * paru), par)
-            s2 = r * r + par * d * d
-            xn = r * qtb / s2
+            par = np.where(act & (par == 0.0), _dmax(_DWARF, 0.001 * paru), par)
+            xn, sdiag = _qrsolv1(r, qtb, np.sqrt(par) * d)
             x = np.where(act, xn, x)
-            dxn = np.abs(d * xn)
+            wa2 = d * xn
+            dxn = np.abs(wa2)
             temp = fp
             fpn = dxn - delta
             fp = np.where(act, fpn, fp)
             stop = (np.abs(fpn) <= 0.1 * delta) | ((parl == 0.0) & (fpn <= temp) & (temp < 0.0)) \
                 | (it == 10)
-            t = np.abs(d * (d * xn / dxn)) / np.sqrt(s2)
-            parc = ((fpn / delta) / t) / t
+            tn = np.abs((d * (wa2 / dxn)) / sdiag)
+            parc = ((fpn / delta) / tn) / tn
             upd = act & ~stop
-            parl = np.where(upd & (fpn > 0.0), np.maximum(parl, par), parl)
-            paru = np.where(upd & (fpn < 0.0), np.minimum(paru, par), paru)
-            par = np.where(upd, np.maximum(parl, par + parc), par)
+            parl = np.where(upd & (fpn > 0.0), _dmax(parl, par), parl)
+            paru = np.where(upd & (fpn < 0.0), _dmin(paru, par), paru)
+            par = np.where(upd, _dmax(parl, par + parc), par)
             act = upd
     return np.where(gn, 0.0, par), x
 
 
 def _lmdif1(fun, T, ftol=1e-4, xtol=1e-4, factor=0.2, maxfev=500):
-    """MINPACK's ``lmdif`` (mode 1, forward-difference Jacobian, epsfcn 0, gtol 0) for one
-    unknown and one residual, started at 0, vectorized over T problems with masks: the same
-    trust-region steps, step acceptance and stopping tests, so it stops where OpenSim's
-    ``lmdif_C`` stops. ``fun(x, idx)`` returns the residuals of the problems ``idx``."""
-    eps = np.sqrt(_EPSMCH)
+    """OpenSim 4.6's ``lmdif_C`` (Lmdif.cpp: mode 1, gtol 0, its forward-difference Jacobian of
+    constant step 1e-5) for one unknown and one residual, started at 0, vectorized over T
+    problems with masks: the same operations in the same order (QR factor, ``lmpar``,
+    ``qrsolv`` for n = 1), trust-region updates, step acceptance and stopping tests, so it
+    stops where OpenSim stops. ``fun(x, idx)`` returns the residuals of the problems ``idx``."""
     x = np.zeros(T)
     allidx = np.arange(T)
     f = fun(x, allidx)
     fnorm = np.abs(f)
-    nfev = np.ones(T, int)
-    it1 = np.ones(T, bool)              # first outer iteration
+    nfev = np.ones(T, int)                # Jacobian evaluations not counted (Lmdif.cpp)
+    it1 = np.ones(T, bool)                # iter == 1: no successful step yet
     needj = np.ones(T, bool)
-    J = np.zeros(T)
+    r = np.zeros(T)                       # R of the QR factor of the Jacobian (-J)
+    acn = np.zeros(T)                     # |J|
     diag = np.ones(T)
     delta = np.zeros(T)
     xnorm = np.zeros(T)
     par = np.zeros(T)
-    done = fnorm == 0.0                 # gnorm = 0 <= gtol
+    done = np.zeros(T, bool)
     for _ in range(4 * maxfev):
         act = ~done
         if not act.any():
@@ -508,44 +546,46 @@ def _lmdif1(fun, T, ftol=1e-4, xtol=1e-4, factor=0.2, maxfev=500):
         jj = act & needj
         if jj.any():
             i = np.where(jj)[0]
-            h = eps * np.abs(x[i])
-            h = np.where(h == 0.0, eps, h)
-            J[i] = (fun(x[i] + h, i) - f[i]) / h
-            nfev[i] += 1
-            acn = np.abs(J[i])
+            J = (fun(x[i] + _LM_STEP, i) - f[i]) / _LM_STEP
+            a = np.abs(J)
+            acn[i] = a
+            r[i] = -J
             first = it1[i]
-            dg = np.where(acn == 0.0, 1.0, acn)
-            diag[i] = np.where(first, dg, np.maximum(diag[i], acn))
+            dg = np.where(a == 0.0, 1.0, a)
+            diag[i] = np.where(first, dg, diag[i])
             xn = np.abs(diag[i] * x[i])
             dl = factor * xn
-            delta[i] = np.where(first, np.where(dl == 0.0, factor, dl), delta[i])
+            delta[i] = np.where(first, np.where(np.abs(dl) <= 1e-4, factor, dl), delta[i])
             xnorm[i] = np.where(first, xn, xnorm[i])
+            # the scaled gradient norm is 1, or 0 (f = 0 or J = 0): gtol = 0 stops there
+            done[i] |= (fnorm[i] == 0.0) | (a == 0.0)
+            diag[i] = _dmax(diag[i], a)
             needj[i] = False
-            done[i] |= fnorm[i] == 0.0
         i = np.where(~done)[0]
         if len(i) == 0:
             break
-        par[i], xs = _lmpar1(J[i], f[i], diag[i], delta[i], par[i])
+        par[i], xs = _lmpar1(r[i], -f[i], diag[i], delta[i], par[i])
         step = -xs
         xt = x[i] + step
         pnorm = np.abs(diag[i] * step)
-        delta[i] = np.where(it1[i], np.minimum(delta[i], pnorm), delta[i])
+        delta[i] = np.where(it1[i], _dmin(delta[i], pnorm), delta[i])
         ft = fun(xt, i)
         nfev[i] += 1
         fn1 = np.abs(ft)
         fn = fnorm[i]
         with np.errstate(divide="ignore", invalid="ignore"):
-            actred = np.where(0.1 * fn1 < fn, 1.0 - (fn1 / fn) ** 2, -1.0)
-            t1 = np.abs(J[i] * step) / fn
-            t2 = np.sqrt(par[i]) * pnorm / fn
-            prered = t1 * t1 + t2 * t2 / 0.5
+            q = fn1 / fn
+            actred = np.where(0.1 * fn1 < fn, 1.0 - q * q, -1.0)
+            t1 = np.abs(r[i] * step) / fn
+            t2 = (np.sqrt(par[i]) * pnorm) / fn
+            prered = t1 * t1 + (t2 * t2) / 0.5
             dirder = -(t1 * t1 + t2 * t2)
             ratio = np.where(prered != 0.0, actred / prered, 0.0)
             tmp = np.where(actred >= 0.0, 0.5, 0.5 * dirder / (dirder + 0.5 * actred))
         tmp = np.where((0.1 * fn1 >= fn) | (tmp < 0.1), 0.1, tmp)
         low = ratio <= 0.25
         high = ~low & ((par[i] == 0.0) | (ratio >= 0.75))
-        dnew = np.where(low, tmp * np.minimum(delta[i], pnorm / 0.1),
+        dnew = np.where(low, tmp * _dmin(delta[i], pnorm / 0.1),
                         np.where(high, pnorm / 0.5, delta[i]))
         pnew = np.where(low, par[i] / tmp, np.where(high, 0.5 * par[i], par[i]))
         delta[i] = dnew
@@ -559,16 +599,17 @@ def _lmdif1(fun, T, ftol=1e-4, xtol=1e-4, factor=0.2, maxfev=500):
         needj[i] = ok
         stop = ((np.abs(actred) <= ftol) & (prered <= ftol) & (0.5 * ratio <= 1.0)) \
             | (delta[i] <= xtol * xnorm[i]) | (nfev[i] >= maxfev) \
-            | ((np.abs(actred) <= _EPSMCH) & (prered <= _EPSMCH) & (0.5 * ratio <= 1.0)) \
-            | (delta[i] <= _EPSMCH * xnorm[i]) | (fnorm[i] == 0.0)
+            | ((np.abs(actred) <= _MACHEP) & (prered <= _MACHEP) & (0.5 * ratio <= 1.0)) \
+            | (delta[i] <= _MACHEP * xnorm[i])
         done[i] = stop
     return x
 
 
 def _torus_line_point(p, q, r):
-    """OpenSim's ``WrapTorus::findClosestPoint`` pass from p towards q: MINPACK's
-    Levenberg-Marquardt (:func:`_lmdif1`, tolerances 1e-4, step bound 0.2) on OpenSim's
-    residual along the line, started at p. The residual is the stationarity condition of the
+    """OpenSim 4.6's ``WrapTorus::findClosestPoint`` pass from p towards q: its
+    Levenberg-Marquardt (:func:`_lmdif1`: Lmdif.cpp with tolerances 1e-4, step bound 0.2, the
+    Jacobian by forward differences of step 1e-5) on OpenSim's residual along the line
+    (``calcCircleResids``), started at p. The residual is the stationarity condition of the
     distance to a circle of radius ``2 r`` in the z = 0 plane (as OpenSim writes it); where it
     has no root near p the search stops near a minimum of its magnitude. Returns the point on
     the line (T, 3)."""
@@ -578,15 +619,16 @@ def _torus_line_point(p, q, r):
                                    float(r), out)
         return out
     n = _unit(q - p)[0]
-    c2 = 2.0 * _dot(p, n)
-    c3 = p[:, 0] * n[:, 0] + p[:, 1] * n[:, 1]
-    c4 = n[:, 0] ** 2 + n[:, 1] ** 2
-    c5 = p[:, 0] ** 2 + p[:, 1] ** 2
+    px, py, pz = p[:, 0], p[:, 1], p[:, 2]
+    nx, ny, nz = n[:, 0], n[:, 1], n[:, 2]
+    c2 = 2.0 * (px * nx + py * ny + pz * nz)
+    c3 = px * nx + py * ny
+    c4 = nx * nx + ny * ny
+    c5 = px * px + py * py
 
     def fun(u, i):
-        g = c4[i] * u + c3[i]
-        return c2[i] + 2.0 * u - 2.0 * r * (2.0 * g) / np.sqrt(u * u * c4[i] + 2.0 * c3[i] * u
-                                                               + c5[i])
+        return c2[i] + 2.0 * u - 2.0 * r * (2.0 * c4[i] * u + 2.0 * c3[i]) / np.sqrt(
+            u * u * c4[i] + 2.0 * c3[i] * u + c5[i])
 
     u = _lmdif1(fun, len(p))
     return p + u[:, None] * n
@@ -614,9 +656,10 @@ def wrap_torus(p1, p2, inner_radius: float, outer_radius: float, axis: int = -1,
     a1 = _torus_line_point(p1, p2, r)
     a2 = _torus_line_point(p2, p1, r)
 
-    def dist(a):
-        rho = np.hypot(a[:, 0], a[:, 1])
-        return np.sqrt(np.maximum(_dot(a, a) + r * r - 2.0 * r * rho, 0.0))
+    def dist(a):   # as findClosestPoint writes it (NaN where it is negative, never chosen)
+        x, y, z = a[:, 0], a[:, 1], a[:, 2]
+        with np.errstate(invalid="ignore"):
+            return np.sqrt(x * x + y * y + z * z + r * r - 2.0 * r * np.sqrt(x * x + y * y))
 
     first = dist(a1) < dist(a2)
     found = np.ones(T, bool)
@@ -626,7 +669,7 @@ def wrap_torus(p1, p2, inner_radius: float, outer_radius: float, axis: int = -1,
         first = np.where(s1 & s2, first, s1)
         found = s1 | s2
     a = np.where(first[:, None], a1, a2)
-    rho = np.hypot(a[:, 0], a[:, 1])
+    rho = np.sqrt(a[:, 0] * a[:, 0] + a[:, 1] * a[:, 1])
     c = np.zeros((T, 3))
     c[:, 0] = a[:, 0] * r / rho
     c[:, 1] = a[:, 1] * r / rho
