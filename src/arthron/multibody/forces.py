@@ -22,8 +22,10 @@ evaluates, vectorized over frames:
   (Simbody ``SmoothSphereHalfSpaceForceImpl::calcForce``);
 * ``HuntCrossleyForce`` between a ContactHalfSpace and a ContactSphere (Simbody
   ``HuntCrossleyForceImpl::calcForce`` with its half-space/sphere contact: Hertz force
-  ``4/3 k δ sqrt(R k δ)``, dissipation ``(1 + 3/2 c v_n)``, Stribeck friction); other geometry
-  pairs are refused by name;
+  ``4/3 k δ sqrt(R k δ)``, dissipation ``(1 + 3/2 c v_n)``, Stribeck friction), and between two
+  ContactSpheres; as in OpenSim 4.6 (Simbody 3.9), a contact that pulls ends the force: it and
+  the contacts after it in the contact subsystem's sweep-and-prune order apply nothing
+  (``_hunt_crossley_loads``); other geometry pairs are refused by name;
 * ``ElasticFoundationForce`` between ContactSpheres and ContactHalfSpaces: no force, as in
   OpenSim 4.6 (Simbody's elastic foundation acts on triangle meshes only); on meshes it is
   refused by name;
@@ -436,43 +438,64 @@ def _hunt_crossley_loads(model, f, geometry, ground=False):
     the two surfaces and their effective radius, r for a sphere on a half-space and
     r₁r₂/(r₁+r₂) for two spheres, applied at the middle of the indentation shifted by the
     relative stiffness; no force when separated). Two half-spaces never touch in Simbody;
-    other geometry (meshes, ellipsoids ...) raises UnsupportedFeature naming the force."""
+    other geometry (meshes, ellipsoids ...) raises UnsupportedFeature naming the force.
+
+    Contacts that pull: OpenSim 4.6's Simbody (3.9) ends ``HuntCrossleyForceImpl::calcForce``'s
+    loop over the contacts at the first contact whose Hunt–Crossley force
+    ``fH (1 + 3/2 c v_n)`` is not positive (it returns where skipping that one contact was
+    meant), so that contact and every later one of the same force apply nothing, friction
+    included. The order is the GeneralContactSubsystem's sweep-and-prune of that frame: each
+    surface (one per geometry name per ContactParameters, in the order listed: OpenSim's
+    ``addBody``) is bounded by a sphere (a ContactSphere's own; a ContactHalfSpace's is
+    infinite, centred at its origin); the axis of the largest ``Σ|centre − mean|`` (y over x
+    on a tie, z only when strictly larger) is swept, surfaces sorted by ``centre − radius`` on it (ties
+    keep the listed order: libstdc++'s insertion sort below 17 surfaces), and the pairs come
+    in that order (earlier surface, then later): every half-space/sphere contact before the
+    sphere/sphere ones. See ``_hunt_crossley_contact_order``."""
     from ..errors import UnsupportedFeature
-    params = {}
+    from .inverse_dynamics import ExternalLoad
+    surfaces = []                                   # (name, parameters), OpenSim's addBody order
     for p in f.extra.get("contact_parameters", []):
         for g in p["geometry"]:
-            params[g] = p
-    names = list(params)
-    kinds = {}
-    for n in names:
+            surfaces.append((g, p))
+    if not surfaces:
+        return []
+    kinds = []
+    for n, _ in surfaces:
         g = model.contact_geometry.get(n)
-        kinds[n] = g.kind if g is not None else None
-    loads = []
-    pulls, pushes = [], []
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            pair = {kinds[a], kinds[b]}
+        kinds.append(g.kind if g is not None else None)
+    geo = {}
+
+    def get(i):
+        if i not in geo:
+            geo[i] = geometry(f, surfaces[i][0], kinds[i])
+        return geo[i]
+
+    contacts = []                                   # (i, j, P, force, pulls, touches, bodies)
+    for i in range(len(surfaces)):
+        for j in range(i + 1, len(surfaces)):
+            a, b = surfaces[i][0], surfaces[j][0]
+            pair = {kinds[i], kinds[j]}
             if pair == {"ContactHalfSpace"}:
                 continue                          # Simbody has no half-space pair
             if pair == {"ContactHalfSpace", "ContactSphere"}:
-                h, s_ = (a, b) if kinds[a] == "ContactHalfSpace" else (b, a)
-                gh, bh, Rh, oh, wh, vh, RGh, ph = geometry(f, h, "ContactHalfSpace")
-                gs, bs, Rs, os_, ws, vs, _, ps = geometry(f, s_, "ContactSphere")
+                h, s_ = (i, j) if kinds[i] == "ContactHalfSpace" else (j, i)
+                gh, bh, Rh, oh, wh, vh, RGh, ph = get(h)
+                gs, bs, Rs, os_, ws, vs, _, ps = get(s_)
                 if bh == bs:
-                    continue
+                    continue                      # cancels on the body, and never pulls
                 r = float(gs.radius)
                 C = os_ + Rs @ ps
                 xh = Rh @ RGh[:, 0]                   # into the half-space's solid
                 normal = -xh                          # from the half-space towards the sphere
                 depth = r + np.einsum("ti,ti->t", C - (oh + Rh @ ph), xh)
                 origin = C - (r - 0.5 * depth)[:, None] * normal
-                loads += _hunt_crossley_pair(f, params[h], params[s_], (bh, oh, wh, vh),
-                                             (bs, os_, ws, vs), normal, depth, origin, r, ground)
-                pulls.append(_hunt_crossley_pair.last[0])
-                pushes.append(_hunt_crossley_pair.last[1])
+                out = _hunt_crossley_pair(f, surfaces[h][1], surfaces[s_][1], (bh, oh, wh, vh),
+                                          (bs, os_, ws, vs), normal, depth, origin, r)
+                contacts.append((i, j) + out + ((bh, bs),))
             elif pair == {"ContactSphere"}:
-                ga, ba, Ra, oa, wa, va, _, pa = geometry(f, a, "ContactSphere")
-                gb, bb, Rb, ob, wb, vb, _, pb = geometry(f, b, "ContactSphere")
+                ga, ba, Ra, oa, wa, va, _, pa = get(i)
+                gb, bb, Rb, ob, wb, vb, _, pb = get(j)
                 if ba == bb:
                     continue
                 ra, rb = float(ga.radius), float(gb.radius)
@@ -482,38 +505,139 @@ def _hunt_crossley_loads(model, f, geometry, ground=False):
                                   np.array([1.0, 0.0, 0.0]))      # from sphere a towards sphere b
                 depth = ra + rb - dist
                 origin = Ca + (ra - 0.5 * depth)[:, None] * normal
-                loads += _hunt_crossley_pair(f, params[a], params[b], (ba, oa, wa, va),
-                                             (bb, ob, wb, vb), normal, depth, origin,
-                                             ra * rb / (ra + rb), ground)
-                pulls.append(_hunt_crossley_pair.last[0])
-                pushes.append(_hunt_crossley_pair.last[1])
+                out = _hunt_crossley_pair(f, surfaces[i][1], surfaces[j][1], (ba, oa, wa, va),
+                                          (bb, ob, wb, vb), normal, depth, origin,
+                                          ra * rb / (ra + rb))
+                contacts.append((i, j) + out + ((ba, bb),))
             else:
                 raise UnsupportedFeature(f"HuntCrossleyForce '{f.name}': contact between "
-                                         f"{kinds[a] or a} '{a}' and {kinds[b] or b} '{b}' is not "
+                                         f"{kinds[i] or a} '{a}' and {kinds[j] or b} '{b}' is not "
                                          "evaluated by arthron (half-space/sphere and sphere/sphere "
                                          "only)", model.source)
-    if pulls:
-        both = np.any(pulls, axis=0) & np.any(pushes, axis=0)
-        if both.any():
-            import warnings
-            from ..errors import ArthronWarning
-            fr = np.flatnonzero(both)
-            warnings.warn(
-                f"{model.source or model.name}: HuntCrossleyForce '{f.name}': at {len(fr)} frame(s) "
-                f"(first: index {fr[0]}) one contact separates fast enough to pull (fH (1 + 1.5 c v) "
-                "< 0) while another pushes; arthron applies the pushing contacts, but OpenSim 4.6 may "
-                "then drop some or all of the other contacts of this force as well (found on "
-                "osim-rl's hop8dof9musc), so inverse dynamics may differ from OpenSim's there",
-                ArthronWarning, stacklevel=2)
+    if not contacts:
+        return []
+    pulling = np.array([c[4] for c in contacts])              # (C, T)
+    keep = np.ones_like(pulling)
+    if pulling.any():
+        centres, radii = [], []
+        for k in range(len(surfaces)):
+            g, _, R, o, _, _, _, p_ = get(k)
+            centres.append(o + R @ p_)
+            radii.append(np.inf if kinds[k] == "ContactHalfSpace" else float(g.radius))
+        rank = _hunt_crossley_contact_order(np.stack(centres, 1), np.array(radii),
+                                           [(c[0], c[1]) for c in contacts])
+        first = np.where(pulling, rank, np.iinfo(rank.dtype).max).min(axis=0)   # (T,)
+        keep = rank < first[None, :]
+    loads = []
+    for c, k in zip(contacts, keep):
+        _, _, P, force, _, _, (b1, b2) = c
+        force = np.where(k[:, None], force, 0.0)
+        loads += [ExternalLoad(body=body, force=F, point=P.copy(), name=f.name)
+                  for body, F in ((b1, -force), (b2, force)) if body is not None or ground]
     return loads
 
 
-def _hunt_crossley_pair(f, p1, p2, body1, body2, normal, depth, origin, radius, ground=False):
+def _hunt_crossley_contact_order(centres, radii, pairs):
+    """Rank of each contact pair in Simbody's GeneralContactSubsystem contact list.
+
+    centres (T, S, 3) bounding-sphere centres of the S surfaces of one contact set in ground
+    (in their ``addBody`` order), radii (S,) their radii (``inf`` for a half-space), pairs a
+    list of C surface index pairs. Returns (C, T) integer ranks: a contact comes before
+    another when its earlier surface in the sweep comes first, then its later one (Simbody
+    ``GeneralContactSubsystemImpl::realizeSubsystemDynamicsImpl``: sweep-and-prune along the
+    axis of the largest summed absolute deviation of the centres, surfaces sorted by the
+    start ``centre − radius`` of their extent, ties in ``addBody`` order)."""
+    centres = np.asarray(centres, float)
+    T, S, _ = centres.shape
+    var = np.abs(centres - centres.mean(axis=1, keepdims=True)).sum(axis=1)    # (T, 3)
+    axis = np.where(var[:, 0] > var[:, 1], 0, 1)
+    axis = np.where(var[:, 2] > var[np.arange(T), axis], 2, axis)
+    start = centres[np.arange(T), :, axis] - np.asarray(radii, float)[None, :]  # (T, S)
+    if S <= 16:                   # libstdc++'s std::sort is an insertion sort there: stable
+        order = np.argsort(start, axis=1, kind="stable")
+    else:                         # its introsort orders ties (two half-spaces ...) its own way
+        order = np.array([_libstdcxx_sort_order(row) for row in start])
+    pos = np.empty_like(order)
+    np.put_along_axis(pos, order, np.arange(S)[None, :].repeat(T, 0), axis=1)
+    pa = np.array([pos[:, i] for i, _ in pairs])                                # (C, T)
+    pb = np.array([pos[:, j] for _, j in pairs])
+    return np.minimum(pa, pb) * S + np.maximum(pa, pb)
+
+
+def _libstdcxx_sort_order(keys):
+    """Indices of ``keys`` in the order GCC's ``std::sort`` (introsort: median-of-three
+    quicksort down to runs of 16, then insertion sort) leaves them, comparing keys only; it
+    differs from a stable sort only among equal keys."""
+    a = [(float(k), i) for i, k in enumerate(keys)]
+
+    def less(x, y):
+        return x[0] < y[0]
+
+    def insertion(lo, hi):                       # std::__insertion_sort on a[lo:hi]
+        for i in range(lo + 1, hi):
+            v = a[i]
+            if less(v, a[lo]):
+                a[lo + 1:i + 1] = a[lo:i]
+                a[lo] = v
+            else:
+                j = i
+                while less(v, a[j - 1]):
+                    a[j] = a[j - 1]
+                    j -= 1
+                a[j] = v
+
+    def heap_sort(lo, hi):                       # depth limit reached (std::__partial_sort)
+        a[lo:hi] = sorted(a[lo:hi], key=lambda x: x[0])
+
+    def loop(lo, hi, depth):                     # std::__introsort_loop
+        while hi - lo > 16:
+            if depth == 0:
+                heap_sort(lo, hi)
+                return
+            depth -= 1
+            mid, b, c = lo + (hi - lo) // 2, lo + 1, hi - 1
+            x, y, z = a[b], a[mid], a[c]         # std::__move_median_to_first
+            if less(x, y):
+                m = mid if less(y, z) else (c if less(x, z) else b)
+            else:
+                m = b if less(x, z) else (c if less(y, z) else mid)
+            a[lo], a[m] = a[m], a[lo]
+            first, last = lo + 1, hi             # std::__unguarded_partition
+            while True:
+                while less(a[first], a[lo]):
+                    first += 1
+                last -= 1
+                while less(a[lo], a[last]):
+                    last -= 1
+                if not first < last:
+                    break
+                a[first], a[last] = a[last], a[first]
+                first += 1
+            loop(first, hi, depth)
+            hi = first
+
+    n = len(a)
+    loop(0, n, 2 * (n.bit_length() - 1))
+    if n > 16:                                   # std::__final_insertion_sort
+        insertion(0, 16)
+        for i in range(16, n):                   # unguarded: a[0:16] holds a smaller key
+            v, j = a[i], i
+            while less(v, a[j - 1]):
+                a[j] = a[j - 1]
+                j -= 1
+            a[j] = v
+    else:
+        insertion(0, n)
+    return [i for _, i in a]
+
+
+def _hunt_crossley_pair(f, p1, p2, body1, body2, normal, depth, origin, radius):
     """Simbody's HuntCrossleyForce on one contact (T frames): surface 1 on ``body1`` = (body or
     None for ground, origin, ω, v), ``normal`` (T, 3) from surface 1 to surface 2, ``depth``
     (T,) indentation (≤ 0: no contact), ``origin`` (T, 3) the middle of the indentation,
-    ``radius`` the effective radius. Returns the ExternalLoads on the two bodies."""
-    from .inverse_dynamics import ExternalLoad
+    ``radius`` the effective radius. Returns the contact point P (T, 3), the force on surface
+    2's body (T, 3; the opposite acts on surface 1's), whether the contact pulls
+    (``fH (1 + 3/2 c v_n) ≤ 0`` while touching; no force then) and whether it touches (T,)."""
     b1, o1, w1, v1 = body1
     b2, o2, w2, v2 = body2
     # Simbody stores each surface's stiffness to the power 2/3
@@ -528,7 +652,7 @@ def _hunt_crossley_pair(f, p1, p2, body1, body2, normal, depth, origin, radius, 
     v = (v1 + np.cross(w1, P - o1)) - (v2 + np.cross(w2, P - o2))   # body1 - body2
     vn = np.einsum("ti,ti->t", v, normal)
     vt = v - vn[:, None] * normal
-    # no pull: a separating contact applies no force (nor friction), as in OpenSim 4.6
+    # a pulling contact applies nothing (nor friction) and ends the force's loop (caller)
     fn = np.maximum(fH * (1.0 + 1.5 * c * vn), 0.0)
     force = fn[:, None] * normal
 
@@ -540,10 +664,9 @@ def _hunt_crossley_pair(f, p1, p2, body1, body2, normal, depth, origin, radius, 
     vrel = vslip / float(f.extra.get("transition_velocity", 0.01))
     ff = fn * (np.minimum(vrel, 1.0) * (ud + 2 * (us - ud) / (1 + vrel ** 2)) + uv * vslip)
     force = force + np.divide(ff, vslip, out=np.zeros_like(ff), where=vslip != 0)[:, None] * vt
-    force = np.where((depth > 0)[:, None], force, 0.0)
-    _hunt_crossley_pair.last = (depth > 0) & (fn <= 0), (depth > 0) & (fn > 0)
-    return [ExternalLoad(body=body, force=F, point=P.copy(), name=f.name)
-            for body, F in ((b1, -force), (b2, force)) if body is not None or ground]
+    touches = depth > 0
+    force = np.where(touches[:, None], force, 0.0)
+    return P, force, touches & (fn <= 0), touches
 
 
 def _expression(model, f, variables):
