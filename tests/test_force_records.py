@@ -71,6 +71,25 @@ def _passive(labels):
     return [i for i, n in enumerate(labels) if n.startswith(PASSIVE)]
 
 
+def _both_force_files(tmp_path, model, t1):
+    """OpenSim 4.6's StaticOptimization (AnalyzeTool) and arthron's on the same setup (arm26's
+    IK from 0 to ``t1`` s, muscle physiology): (setup, OpenSim's force file, arthron's result,
+    arthron's force file); arthron must leave no force out (no warning)."""
+    import opensim as osim
+    from arthron.io.sto import read_sto
+    from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
+    setup = tmp_path / "so.xml"
+    setup.write_text(static_optimization_setup("arm", model, ARM_IK, tmp_path / "osim", 0.0, t1,
+                                               physiology=True))
+    osim.Logger.setLevelString("error")
+    osim.AnalyzeTool(str(setup)).run()
+    ref = read_sto(tmp_path / "osim" / "arm_StaticOptimization_force.sto")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                   # nothing left out
+        res, written = run_static_optimization_from_setup(setup, results_dir=tmp_path / "ours")
+    return setup, ref, res, read_sto(written[1])
+
+
 @needs_data
 @needs_opensim
 def test_force_file_has_opensims_passive_force_columns(tmp_path):
@@ -79,20 +98,9 @@ def test_force_file_has_opensims_passive_force_columns(tmp_path):
     ≤ 5e-9 absolute, the files' printed precision), the
     actuators within its optimizer's tolerance. ``arthron so`` without a setup writes the same
     columns."""
-    import opensim as osim
     from arthron.io.sto import read_sto
-    from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
     model = _model(tmp_path)
-    setup = tmp_path / "so.xml"
-    setup.write_text(static_optimization_setup("arm", model, ARM_IK, tmp_path / "osim", 0.0, 1.0,
-                                               physiology=True))
-    osim.Logger.setLevelString("error")
-    osim.AnalyzeTool(str(setup)).run()
-    ref = read_sto(tmp_path / "osim" / "arm_StaticOptimization_force.sto")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")                   # nothing left out
-        res, written = run_static_optimization_from_setup(setup, results_dir=tmp_path / "ours")
-    ours = read_sto(written[1])
+    setup, ref, res, ours = _both_force_files(tmp_path, model, 1.0)
     assert ours.labels == ref.labels
     assert ours.labels[:3] == ["elbow_limit", "PotentialEnergy", "TRIlong"]
     assert "off_limit" not in ours.labels and len(ours.labels) == 6 + 2 + 1 + 1 + 24 + 1 + 14 + 1 + 24
@@ -173,9 +181,6 @@ def test_contact_force_records_match_opensim(tmp_path):
     (``Sphere``, ``HalfSpace``) records against OpenSim 4.6's
     StaticOptimization force file: the hand's sphere presses into a floor at the start of the
     motion and leaves it as the elbow flexes."""
-    import opensim as osim
-    from arthron.io.sto import read_sto
-    from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
     raw = ARM_MODEL.read_text()
     empty = '<ContactGeometrySet name="contactgeometryset">\n\t\t\t<objects />'
     assert empty in raw
@@ -184,16 +189,7 @@ def test_contact_force_records_match_opensim(tmp_path):
     j = raw.rindex("</objects>", 0, raw.index("</ForceSet>"))
     model = tmp_path / "arm26_contact.osim"
     model.write_text(raw[:j] + CONTACT + raw[j:])
-    setup = tmp_path / "so.xml"
-    setup.write_text(static_optimization_setup("arm", model, ARM_IK, tmp_path / "osim", 0.0, 0.5,
-                                               physiology=True))
-    osim.Logger.setLevelString("error")
-    osim.AnalyzeTool(str(setup)).run()
-    ref = read_sto(tmp_path / "osim" / "arm_StaticOptimization_force.sto")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        res, written = run_static_optimization_from_setup(setup, results_dir=tmp_path / "ours")
-    ours = read_sto(written[1])
+    setup, ref, res, ours = _both_force_files(tmp_path, model, 0.5)
     assert ours.labels == ref.labels
     assert ours.labels[6:12] == [f"hc.ground.{k}.{a}" for k in ("force", "torque") for a in "XYZ"]
     cols = [i for i, n in enumerate(ours.labels) if n.startswith(("hc.", "ss.", "ef."))]
