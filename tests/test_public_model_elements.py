@@ -62,6 +62,17 @@ def _custom(name, parent, child, coords, axes, ptrans="0 0 0", porient="0 0 0"):
 <SpatialTransform>{axes}</SpatialTransform></CustomJoint>"""
 
 
+def _pin(name, parent, child, coord, lo, hi, ptrans, porient, ctrans="0 0 0"):
+    """A PinJoint with its two offset frames owned by the joint, as OpenSim 4 writes them."""
+    return f"""<PinJoint name='{name}'><socket_parent_frame>{parent}_offset</socket_parent_frame>
+<socket_child_frame>{child}_offset</socket_child_frame><coordinates><Coordinate name='{coord}'>
+<default_value>0</default_value><range>{lo} {hi}</range></Coordinate></coordinates><frames>
+<PhysicalOffsetFrame name='{parent}_offset'><socket_parent>/bodyset/{parent}</socket_parent>
+<translation>{ptrans}</translation><orientation>{porient}</orientation></PhysicalOffsetFrame>
+<PhysicalOffsetFrame name='{child}_offset'><socket_parent>/bodyset/{child}</socket_parent>
+<translation>{ctrans}</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame></frames></PinJoint>"""
+
+
 def _hip_knee(knee_range=(-2.0944, 0.17453)):
     """Thigh on ground (3 rotations) and shank on a Gait2392-style knee: rotation about z, the
     tibia's translations SimmSplines of the knee angle over the knee's range."""
@@ -206,13 +217,7 @@ def _bushing_model():
                      + _axis("translation1", "pelvis_tx", "1 0 0", _LIN)
                      + _axis("translation2", "pelvis_ty", "0 1 0", _LIN)
                      + _axis("translation3", "", "0 0 1", _ZERO))
-    ankle = """<PinJoint name='ankle_r'><socket_parent_frame>pelvis_offset</socket_parent_frame>
-<socket_child_frame>shank_offset</socket_child_frame><coordinates><Coordinate name='ankle_angle_r'>
-<default_value>0</default_value><range>-1 1</range></Coordinate></coordinates><frames>
-<PhysicalOffsetFrame name='pelvis_offset'><socket_parent>/bodyset/pelvis</socket_parent>
-<translation>0 -0.5 0.08</translation><orientation>0 0.2 0</orientation></PhysicalOffsetFrame>
-<PhysicalOffsetFrame name='shank_offset'><socket_parent>/bodyset/shank</socket_parent>
-<translation>0 0.2 0</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame></frames></PinJoint>"""
+    ankle = _pin("ankle_r", "pelvis", "shank", "ankle_angle_r", -1, 1, "0 -0.5 0.08", "0 0.2 0", "0 0.2 0")
     bodies = (_body("pelvis", 11.8, "-0.07 0 0", "0.1 0.09 0.06 0 0 0")
               + _body("torso", 26.9, "-0.03 0.32 0", "1.47 0.75 1.43 0 0 0")
               + _body("shank", 3.7, "0 -0.18 0", "0.05 0.005 0.05 0.001 0 0"))
@@ -412,13 +417,7 @@ def _point_on_line_model():
                   _axis("rotation1", "rx", "1 0 0", _LIN) + _axis("rotation2", "ry", "0 1 0", _LIN)
                   + _axis("rotation3", "rz", "0 0 1", _LIN) + _axis("translation1", "tx", "1 0 0", _LIN)
                   + _axis("translation2", "ty", "0 1 0", _LIN) + _axis("translation3", "tz", "0 0 1", _LIN))
-    pin = """<PinJoint name='pin1'><socket_parent_frame>block_offset</socket_parent_frame>
-<socket_child_frame>link_offset</socket_child_frame><coordinates><Coordinate name='pin1_q'>
-<default_value>0</default_value><range>-3 3</range></Coordinate></coordinates><frames>
-<PhysicalOffsetFrame name='block_offset'><socket_parent>/bodyset/block</socket_parent>
-<translation>0 -0.25 0</translation><orientation>0.3 0 0</orientation></PhysicalOffsetFrame>
-<PhysicalOffsetFrame name='link_offset'><socket_parent>/bodyset/link</socket_parent>
-<translation>0 0.2 0</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame></frames></PinJoint>"""
+    pin = _pin("pin1", "block", "link", "pin1_q", -3, 3, "0 -0.25 0", "0.3 0 0", "0 0.2 0")
     bodies = (_body("block", 20, "0 0 0", "0.13 0.13 0.13 0 0 0")
               + _body("link", 5, "0 0 0", "0.02 0.01 0.02 0 0 0"))
     cons = """<ConstraintSet name='constraintset'><objects>
