@@ -265,15 +265,8 @@ def scale_subject(model: Model, spec: StudySpec, subject: Subject):
             raise OptionError(f"model '{model.name}' is used as it is: give the subject it stands for "
                               "before scaling it to another one")
         out = model.copy()
-        rc = set(_rc_strings(spec))
-        pcsa = {}
-        for n, a in spec.pcsa_cm2.items():
-            if n in out.forces:
-                pcsa[n] = float(a) * 1e-4 * (subject.rc_pcsa_factor if n in rc else 1.0)
-                if n in rc:
-                    out.forces[n].max_isometric_force *= subject.rc_pcsa_factor
-        return out, pcsa, {"S": np.ones(3), "r_m": 1.0, "r_m_generic": 1.0, "dilation": {},
-                           "arm_mass": float("nan")}
+        return out, _subject_pcsa(out, spec, subject, 1.0), {
+            "S": np.ones(3), "r_m": 1.0, "r_m_generic": 1.0, "dilation": {}, "arm_mass": float("nan")}
     out, rep = scale_anthropometric(model, subject.mass, subject.height, subject.gender,
                                     generic_mass=gen.mass, generic_height=gen.height,
                                     generic_gender=gen.gender, shoulder_width=subject.shoulder_width,
@@ -283,18 +276,25 @@ def scale_subject(model: Model, spec: StudySpec, subject: Subject):
                                     mass_centers=spec.mass_center_map or None)
     dil = {n: float(v["delta"]) for n, v in rep.get("ribcage", {}).items()
            if not spec.ribcage_constraints or n in spec.ribcage_constraints}
-    pcsa = {}
-    ratio = rep["r_m"] / rep["r_m_generic"]
+    pcsa = _subject_pcsa(out, spec, subject, rep["r_m"] / rep["r_m_generic"])
+    arm = sum(out.bodies[b].mass for b in spec.segment_map if b in out.bodies)
+    rep = dict(rep, arm_mass=arm, dilation=dil)
+    return out, pcsa, rep
+
+
+def _subject_pcsa(out: Model, spec: StudySpec, subject: Subject, ratio: float) -> dict:
+    """{string: PCSA m²} of the subject: the spec's PCSAs times ``ratio`` (r_m / r_m,generic,
+    Eq. 17), the rotator cuff's also times ``subject.rc_pcsa_factor``, whose maximum isometric
+    forces in ``out`` are scaled by that factor too (in place)."""
     rc = set(_rc_strings(spec))
+    pcsa = {}
     for n, a in spec.pcsa_cm2.items():
         if n not in out.forces:
             continue
         pcsa[n] = float(a) * 1e-4 * ratio * (subject.rc_pcsa_factor if n in rc else 1.0)
         if n in rc:
             out.forces[n].max_isometric_force *= subject.rc_pcsa_factor
-    arm = sum(out.bodies[b].mass for b in spec.segment_map if b in out.bodies)
-    rep = dict(rep, arm_mass=arm, dilation=dil)
-    return out, pcsa, rep
+    return pcsa
 
 
 def glenoid_cone(model: Model, spec: StudySpec, subject: Subject, tree=None) -> StabilityCone:
