@@ -227,16 +227,18 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
     return PassiveForces(tau, ligaments, tension, not_applied, loads)
 
 
-def _contact_loads(model, tree, q, qd, forces, ground=False):
+def _contact_loads(model, tree, q, qd, forces, ground=False, kin=None):
     """Point forces (ground frame) of SmoothSphereHalfSpaceForces on the sphere's and the
     half-space's bodies, vectorized over frames (Simbody's smooth contact law); with ``ground``
-    also those on the ground (body None)."""
+    also those on the ground (body None). ``kin``: the forward kinematics at q, qd when the
+    caller has them."""
     from ..errors import ModelFileError
     from ..geometry.spatial import rotation_xyz
     from ..models.model import GROUND
     from .inverse_dynamics import ExternalLoad
     from .kinematics import forward_kinematics
-    kin = forward_kinematics(tree, q, qd)
+    if kin is None:
+        kin = forward_kinematics(tree, q, qd)
     Rb, ob = kin.body_R(tree), kin.body_origin(tree)
     T = q.shape[0]
 
@@ -386,7 +388,8 @@ def contact_body_forces(model: Model, tree: Tree, q, qd, f):
     T = q.shape[0]
     total = {}
     # an ElasticFoundationForce on spheres and half-spaces applies nothing (module docstring)
-    for ld in ([] if f.type == "ElasticFoundationForce" else _contact_loads(model, tree, q, qd, [f], ground=True)):
+    loads = [] if f.type == "ElasticFoundationForce" else _contact_loads(model, tree, q, qd, [f], True, kin)
+    for ld in loads:
         org = np.zeros((T, 3)) if ld.body is None else o[:, tree.body_names.index(ld.body)]
         F, M = total.get(ld.body, (0.0, 0.0))
         tq = 0.0 if ld.torque is None else ld.torque
