@@ -54,7 +54,7 @@ applies with its plugin library) are listed as not applied, so callers can warn.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -158,6 +158,8 @@ class PassiveForces:
     not_applied : (type, name) of active elements arthron cannot evaluate without states
     loads : list of :class:`~arthron.multibody.inverse_dynamics.ExternalLoad`, the point forces
         of body-to-body elements (PointToPointSpring) in ground, at the T frames
+    paths : the compiled PathSet of ``path_names`` (None when there are none), to apply the
+        tensions along without compiling the paths again
     """
 
     mobility: np.ndarray
@@ -165,6 +167,7 @@ class PassiveForces:
     tensions: np.ndarray
     not_applied: list
     loads: list = None
+    paths: object = field(default=None, repr=False)
 
 
 def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> PassiveForces:
@@ -214,6 +217,7 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
             f"arthron does not apply {', '.join(refused)}, which OpenSim would apply; exclude "
             "them (forces_to_exclude / --exclude) to compute without them", model.source)
     tension = np.zeros((T, 0))
+    ps = None
     if ligaments:
         from ..models.muscles import ligament_forces
         from .paths import compile_paths, lengthening_speeds, path_lengths
@@ -224,7 +228,7 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
     loads = _point_force_loads(model, tree, q, qd, points) if points else []
     if contacts:
         loads += _contact_loads(model, tree, q, qd, contacts)
-    return PassiveForces(tau, ligaments, tension, not_applied, loads)
+    return PassiveForces(tau, ligaments, tension, not_applied, loads, ps)
 
 
 def _contact_loads(model, tree, q, qd, forces, ground=False, kin=None):
@@ -770,7 +774,6 @@ def applied_generalized_forces(model: Model, tree: Tree, q, qd, exclude=("Muscle
         F, M = body_wrenches_from_loads(tree, kin.frames_first(), pf.loads)
         tau = tau + velocity_map_transpose_frames_last(tree, kin, F, M)
     if pf.path_names:
-        from .paths import compile_paths, path_generalized_forces
-        ps = compile_paths(model, tree, forces=pf.path_names)
-        tau = tau + path_generalized_forces(ps, tree, np.atleast_2d(q), pf.tensions)
+        from .paths import path_generalized_forces
+        tau = tau + path_generalized_forces(pf.paths, tree, np.atleast_2d(q), pf.tensions)
     return tau, pf.not_applied
