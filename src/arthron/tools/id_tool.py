@@ -113,14 +113,13 @@ def run_id(model, motion, *, external_loads=None, lowpass_hz=None, time_range=No
         run = _run_id(model, motion, external_loads, lowpass_hz, time_range, forces_to_exclude,
                       in_degrees, output)
         if body_forces:
-            m = model
-            joints = joints_to_report(m, list(body_forces), getattr(m, "source", None), "--body-forces")
+            joints = joints_to_report(model, list(body_forces), getattr(model, "source", None), "--body-forces")
             out = Path(body_forces_output) if body_forces_output else (
                 (Path(output).parent if output is not None else Path.cwd()) / DEFAULT_BODY_FORCES_OUTPUT)
             if output is not None and out.absolute() == Path(output).absolute():
                 raise OptionError(f"the body-forces file {out} is the generalized-forces file")
             check_output(out)
-            run.body_forces = joint_body_forces(m, run.result, joints)
+            run.body_forces = joint_body_forces(model, run.result, joints)
             run.body_forces_output = out.absolute()
     run.inputs = [p for p, _ in inputs]
     return run
