@@ -295,13 +295,6 @@ def _corner(x0, y0, dydx0, x1, y1, dydx1, curviness):
 _BINOM = np.array([1.0, 5.0, 10.0, 10.0, 5.0, 1.0])
 
 
-def _bezier(u, p):
-    """Quintic Bézier value at u (...,) for control points p (6,)."""
-    k = np.arange(6)
-    b = _BINOM * u[..., None] ** k * (1.0 - u[..., None]) ** (5 - k)
-    return b @ p
-
-
 def _bezier_du(u, p):
     d = 5.0 * np.diff(p)
     k = np.arange(5)

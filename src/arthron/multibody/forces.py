@@ -54,7 +54,7 @@ applies with its plugin library) are listed as not applied, so callers can warn.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -158,6 +158,8 @@ class PassiveForces:
     not_applied : (type, name) of active elements arthron cannot evaluate without states
     loads : list of :class:`~arthron.multibody.inverse_dynamics.ExternalLoad`, the point forces
         of body-to-body elements (PointToPointSpring) in ground, at the T frames
+    paths : the compiled PathSet of ``path_names`` (None when there are none), to apply the
+        tensions along without compiling the paths again
     """
 
     mobility: np.ndarray
@@ -165,6 +167,7 @@ class PassiveForces:
     tensions: np.ndarray
     not_applied: list
     loads: list = None
+    paths: object = field(default=None, repr=False)
 
 
 def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> PassiveForces:
@@ -214,6 +217,7 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
             f"arthron does not apply {', '.join(refused)}, which OpenSim would apply; exclude "
             "them (forces_to_exclude / --exclude) to compute without them", model.source)
     tension = np.zeros((T, 0))
+    ps = None
     if ligaments:
         from ..models.muscles import ligament_forces
         from .paths import compile_paths, lengthening_speeds, path_lengths
@@ -224,19 +228,21 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
     loads = _point_force_loads(model, tree, q, qd, points) if points else []
     if contacts:
         loads += _contact_loads(model, tree, q, qd, contacts)
-    return PassiveForces(tau, ligaments, tension, not_applied, loads)
+    return PassiveForces(tau, ligaments, tension, not_applied, loads, ps)
 
 
-def _contact_loads(model, tree, q, qd, forces, ground=False):
+def _contact_loads(model, tree, q, qd, forces, ground=False, kin=None):
     """Point forces (ground frame) of SmoothSphereHalfSpaceForces on the sphere's and the
     half-space's bodies, vectorized over frames (Simbody's smooth contact law); with ``ground``
-    also those on the ground (body None)."""
+    also those on the ground (body None). ``kin``: the forward kinematics at q, qd when the
+    caller has them."""
     from ..errors import ModelFileError
     from ..geometry.spatial import rotation_xyz
     from ..models.model import GROUND
     from .inverse_dynamics import ExternalLoad
     from .kinematics import forward_kinematics
-    kin = forward_kinematics(tree, q, qd)
+    if kin is None:
+        kin = forward_kinematics(tree, q, qd)
     Rb, ob = kin.body_R(tree), kin.body_origin(tree)
     T = q.shape[0]
 
@@ -386,7 +392,8 @@ def contact_body_forces(model: Model, tree: Tree, q, qd, f):
     T = q.shape[0]
     total = {}
     # an ElasticFoundationForce on spheres and half-spaces applies nothing (module docstring)
-    for ld in ([] if f.type == "ElasticFoundationForce" else _contact_loads(model, tree, q, qd, [f], ground=True)):
+    loads = [] if f.type == "ElasticFoundationForce" else _contact_loads(model, tree, q, qd, [f], True, kin)
+    for ld in loads:
         org = np.zeros((T, 3)) if ld.body is None else o[:, tree.body_names.index(ld.body)]
         F, M = total.get(ld.body, (0.0, 0.0))
         tq = 0.0 if ld.torque is None else ld.torque
@@ -767,7 +774,6 @@ def applied_generalized_forces(model: Model, tree: Tree, q, qd, exclude=("Muscle
         F, M = body_wrenches_from_loads(tree, kin.frames_first(), pf.loads)
         tau = tau + velocity_map_transpose_frames_last(tree, kin, F, M)
     if pf.path_names:
-        from .paths import compile_paths, path_generalized_forces
-        ps = compile_paths(model, tree, forces=pf.path_names)
-        tau = tau + path_generalized_forces(ps, tree, np.atleast_2d(q), pf.tensions)
+        from .paths import path_generalized_forces
+        tau = tau + path_generalized_forces(pf.paths, tree, np.atleast_2d(q), pf.tensions)
     return tau, pf.not_applied

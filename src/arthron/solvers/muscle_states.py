@@ -136,6 +136,20 @@ def default_state_tensions(muscles, lengths, speeds=None, default_fiber_lengths=
     return out
 
 
+def _default_fiber_length(m, given) -> float:
+    """Muscle ``m``'s default fiber length (m): ``given[m.name][0]`` when not None, else the
+    file's ``default_fiber_length``, else OpenSim's 0.1 m."""
+    lce = given.get(m.name, (None, None))[0]
+    return _xml_value(m, "default_fiber_length", 0.1) if lce is None else float(lce)
+
+
+def _maximum_pennation_angle(m, given) -> float:
+    """Muscle ``m``'s maximum pennation angle (rad): ``given[m.name][1]`` when not None, else
+    the file's ``maximum_pennation_angle``, else OpenSim's acos 0.1."""
+    pmax = given.get(m.name, (None, None))[1]
+    return _xml_value(m, "maximum_pennation_angle", float(np.arccos(0.1))) if pmax is None else float(pmax)
+
+
 def _thelen_fse(x, e0):
     """Thelen 2003's normalized tendon force at strain x (OpenSim's exact toe constants)."""
     t1 = np.exp(3.0)
@@ -158,9 +172,7 @@ def thelen_default_state_tensions(muscles, lengths, default_fiber_lengths=None) 
     out = np.zeros_like(L)
     given = default_fiber_lengths or {}
     for k, m in enumerate(muscles):
-        lce, pmax = given.get(m.name, (None, None))
-        lce = _xml_value(m, "default_fiber_length", 0.1) if lce is None else float(lce)
-        pmax = _xml_value(m, "maximum_pennation_angle", float(np.arccos(0.1))) if pmax is None else float(pmax)
+        lce, pmax = _default_fiber_length(m, given), _maximum_pennation_angle(m, given)
         h = float(m.optimal_fiber_length) * np.sin(float(m.pennation_angle_at_optimal))
         lce = max(lce, h / np.sin(pmax))
         cos_phi = np.sqrt(1.0 - (h / lce) ** 2)
@@ -194,9 +206,7 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
     for k, m in enumerate(muscles):
         lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
         fiso, vmax = float(m.max_isometric_force), float(m.max_contraction_velocity)
-        lce0, pmax = given.get(m.name, (None, None))
-        lce0 = _xml_value(m, "default_fiber_length", 0.1) if lce0 is None else float(lce0)
-        pmax = _xml_value(m, "maximum_pennation_angle", float(np.arccos(0.1))) if pmax is None else float(pmax)
+        lce0, pmax = _default_fiber_length(m, given), _maximum_pennation_angle(m, given)
         h = lopt * np.sin(float(m.pennation_angle_at_optimal))
         cp = millard_curve_params(m)                      # as OpenSim 4.6 finalizes them
         afl = cp["ActiveForceLengthCurve"]
@@ -264,8 +274,7 @@ def millard_acceleration_default_state_tensions(muscles, lengths, speeds,
     for k, m in enumerate(muscles):
         lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
         popt = float(m.pennation_angle_at_optimal)
-        lce = given.get(m.name, (None, None))[0]
-        lce = _xml_value(m, "default_fiber_length", 0.1) if lce is None else float(lce)
+        lce = _default_fiber_length(m, given)
         dlce = _xml_value(m, "default_fiber_velocity", 0.0)
         bse = _xml_value(m, "tendon_force_length_damping", 0.1)
         h = lopt * np.sin(popt)
