@@ -682,8 +682,7 @@ def _reaction_chunk(model, tree, t, q, qd, qdd, loads, forces_table, acceleratio
         gen = pf.mobility if gen is None else gen + pf.mobility
     loads += pf.loads or []
     if pf.path_names:
-        from ..multibody.paths import compile_paths
-        p_loads, p_gen = path_loads(compile_paths(model, tree, forces=pf.path_names), tree, q, pf.tensions)
+        p_loads, p_gen = path_loads(pf.paths, tree, q, pf.tensions)
         loads += p_loads
         if p_gen.any():
             gen = p_gen if gen is None else gen + p_gen
