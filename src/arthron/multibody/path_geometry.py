@@ -418,7 +418,7 @@ def _group_gen(pathset: PathSet, paths, q, Rb, ob, pre):
     G = P
     if g.nw:
         (P, loc, body, tag, wobj, wlen), cache, last = yield from _apply_wraps(
-            g, q, Rb, ob, act, P, loc, body, tag, wobj, wlen)
+            g, Rb, ob, act, P, loc, body, tag, wobj, wlen)
         G = _cached_positions(P, tag, g.npts, cache) if last is None else last[0]
     length = g.lengths(G, tag, wobj, wlen) if not g.nw or last is None else last[1]
     out = []
@@ -667,7 +667,7 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
     return out, code
 
 
-def _apply_wraps(g: _Group, q, Rb, ob, act, P, loc, body, tag, wobj, wlen):
+def _apply_wraps(g: _Group, Rb, ob, act, P, loc, body, tag, wobj, wlen):
     """OpenSim's ``GeometryPath::applyWrapObjects`` for the rows of a path group.
 
     With two or more wrap objects, up to 8 passes are made (each row stops when its length

@@ -418,6 +418,10 @@ class LevenbergMarquardtIK:
         the marker positions P and Jacobians Jm at the poses Q."""
         parts = [((P - obs0) * sw[:, :, None]).reshape(B, -1)]
         nc = len(self.ctask_idx)
+        if nc:
+            parts.append(self.ctask_sw * (Q[:, self.ctask_idx] - qref))
+            Jc = np.zeros((nc, self.nq))
+            Jc[np.arange(nc), self.ctask_idx] = self.ctask_sw
         if not self.couplers and (self.cset is None or self.exact):
             # markers and coordinate tasks only: the free columns taken before stacking
             nf = len(self.free)
@@ -425,16 +429,10 @@ class LevenbergMarquardtIK:
             np.multiply(Jm[:, :, :, self.free], sw[:, :, None, None],
                         out=J[:, :P.shape[1] * 3].reshape(B, P.shape[1], 3, nf))
             if nc:
-                parts.append(self.ctask_sw * (Q[:, self.ctask_idx] - qref))
-                Jc = np.zeros((nc, self.nq))
-                Jc[np.arange(nc), self.ctask_idx] = self.ctask_sw
                 J[:, P.shape[1] * 3:] = Jc[:, self.free]
             return np.concatenate(parts, axis=1), J, P, Q
         Js = [(Jm * sw[:, :, None, None]).reshape(B, -1, self.nq)]
         if nc:
-            parts.append(self.ctask_sw * (Q[:, self.ctask_idx] - qref))
-            Jc = np.zeros((nc, self.nq))
-            Jc[np.arange(nc), self.ctask_idx] = self.ctask_sw
             Js.append(np.broadcast_to(Jc, (B, nc, self.nq)))
         if self.couplers:
             sc = math.sqrt(self.constraint_weight)
