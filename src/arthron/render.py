@@ -342,10 +342,10 @@ def _torus_cylinder(phi: float, R: float):
     """Origin (3,) and axes (rows X, Y, Z; Z the cylinder's axis) of the cylinder
     :func:`arthron.geometry.wrapping.wrap_torus` lays tangent to the torus circle (radius R,
     z = 0 plane) at the circle's angle ``phi``."""
+    from .geometry.wrapping import torus_cylinder_frame
+
     c = np.array([R * np.cos(phi), R * np.sin(phi), 0.0])
-    X = -c / R
-    Y = np.array([0.0, 0.0, -1.0])
-    return c, np.stack([X, Y, np.cross(X, Y)])
+    return c, torus_cylinder_frame(c[None])[0]
 
 
 def _torus_arc(dims: dict, a, b, length: float, n: int):

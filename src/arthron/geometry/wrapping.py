@@ -634,6 +634,16 @@ def _torus_line_point(p, q, r):
     return p + u[:, None] * n
 
 
+def torus_cylinder_frame(c):
+    """Axes of the cylinder that :func:`wrap_torus` lays tangent to the torus circle at the
+    circle points ``c`` (T, 3), in the torus frame: (T, 3, 3), rows X (towards the torus axis),
+    Y (−z) and Z = X × Y (the cylinder's axis, along the circle), as OpenSim's ``WrapTorus``
+    builds them."""
+    X = _unit(-c)[0]
+    Y = np.broadcast_to([0.0, 0.0, -1.0], X.shape)
+    return np.stack([X, Y, _cross(X, Y)], 1)
+
+
 def wrap_torus(p1, p2, inner_radius: float, outer_radius: float, axis: int = -1,
                sign: int = 0, adjust_tangents=False):
     """Wrap the segment p1-p2 over a torus (tube radius ``inner_radius`` round the circle of
@@ -673,10 +683,7 @@ def wrap_torus(p1, p2, inner_radius: float, outer_radius: float, axis: int = -1,
     c = np.zeros((T, 3))
     c[:, 0] = a[:, 0] * r / rho
     c[:, 1] = a[:, 1] * r / rho
-    X = _unit(-c)[0]
-    Y = np.broadcast_to([0.0, 0.0, -1.0], (T, 3))
-    Z = _cross(X, Y)
-    Rm = np.stack([X, Y, Z], 1)                         # rows: cylinder axes in torus frame
+    Rm = torus_cylinder_frame(c)                        # rows: cylinder axes in torus frame
     q1 = np.einsum("tij,tj->ti", Rm, p1 - c)
     q2 = np.einsum("tij,tj->ti", Rm, p2 - c)
     st, r1, r2, L = wrap_cylinder(q1, q2, inner_radius, _TORUS_CYL_LENGTH, 0, 1,
