@@ -66,6 +66,10 @@ class ShoulderForces:
     reaction_magnitude : (T,) N; cone_angle_deg : (T,) angle from the cone axis;
     cone_ratio : (T,) ≤ 1 inside the cone; cone_active : (T,) bool; residual : (T,)
     max |equation of motion residual| (N·m); objective : (T,); feasible : (T,) bool.
+    extra : ``reaction_ground`` (T, 3) N; ``objective_without_cone`` (T,);
+    ``reaction_magnitude_without_cone`` (T,) N and ``cone_angle_without_cone_deg`` (T,): the
+    reaction of the optimum without the cone (equal to the solution where the cone is inactive),
+    which shows how far the cone bent the solution and what it cost.
     """
 
     time: np.ndarray
@@ -327,6 +331,11 @@ def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: Stabilit
     rest[:, ~rows] = 0.0
     Fb = np.einsum("ij,tj->ti", cone.frame(), Fc)
     F = np.einsum("tij,tj->ti", Rb, Fb)
+    # the optimum without the cone: its reaction and angle from the axis (how far the cone bent it)
+    from .load_sharing_convex import cone_angle
+    F0 = np.einsum("tin,tn->ti", C, free.activations) + d
+    F0c = np.einsum("ji,tkj,tk->ti", cone.frame(), Rb, F0)
+    ang0, _ = cone_angle(F0c, *(np.tan(np.radians(a)) for a in cone.half_angles_deg))
     j = tree.joint_names.index(cone.joint)
     child = tree.body_names[int(tree.joint_child_body[j])]
     forces = x * prob.force_per_control
@@ -341,7 +350,9 @@ def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: Stabilit
                           feasible=ok, joint=cone.joint, child=child, body=cone.body,
                           elevation_deg=None if elevation_deg is None else np.asarray(elevation_deg, float),
                           extra={"reaction_ground": F, "cone_off_outside": outside,
-                                 "objective_without_cone": free.objective})
+                                 "objective_without_cone": free.objective,
+                                 "reaction_magnitude_without_cone": np.linalg.norm(F0, axis=1),
+                                 "cone_angle_without_cone_deg": ang0})
 
 
 def moment_arm_check(model: Model, q, coordinates, muscles=None, tree: Tree | None = None,

@@ -365,7 +365,8 @@ class AbductionResult:
 def run_abduction(model: Model, spec: StudySpec, subject: Subject | None = None, *,
                   elevation_deg=None, duration: float = 4.0, plane_deg: float = 30.0,
                   on_infeasible: str = "raise", progress=None,
-                  kinematics: AbductionKinematics | None = None) -> AbductionResult:
+                  kinematics: AbductionKinematics | None = None,
+                  humeral_rotation_deg: float = 0.0) -> AbductionResult:
     """Steps 1–4 of the module docstring for one subject (default: the generic one).
 
     elevation_deg : humerothoracic elevations (default 20°…150° by 1°); duration s.
@@ -373,6 +374,9 @@ def run_abduction(model: Model, spec: StudySpec, subject: Subject | None = None,
     kinematics : a motion already solved on a model of the same geometry (same height and
     shoulder width: masses, PCSAs and the glenoid's angles do not change the kinematics),
     reused instead of solving again.
+    humeral_rotation_deg : external rotation of the humerus about its long axis from Codman's
+    "no axial rotation" (degrees; :func:`arthron.solvers.shoulder_kinematics.abduction_targets`);
+    Sarshari et al. (2021) do not say which axial rotation their abduction has.
     """
     subject = (subject or spec.generic).check()
     say = progress or (lambda s: None)
@@ -390,7 +394,8 @@ def run_abduction(model: Model, spec: StudySpec, subject: Subject | None = None,
         say("generating the abduction (de Groot & Brand 2001)")
         kin = solve_abduction(scaled, spec.coordinates, elevation_deg=elevation_deg, duration=duration,
                               plane_deg=plane_deg, constraints=cs, tree=tree,
-                              landmarks=spec.landmarks or None)
+                              landmarks=spec.landmarks or None,
+                              humeral_rotation_deg=humeral_rotation_deg)
     say("load sharing with the stability cone")
     muscles = [n for n in pcsa]
     rows = cs.row_labels()
