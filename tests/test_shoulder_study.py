@@ -99,6 +99,45 @@ def test_landmark_trial_reconstructs_the_motion_by_ik(run):
     assert np.abs(cs.residuals(res.q)).max() <= 1e-9
 
 
+def test_glenoid_inclination_rotates_the_cone_as_eq16(generic):
+    """Sarshari et al. 2021, Eqs. 15–16 read literally: the glenoid centre GC is rotated by
+    Δα_GI = α_GI − 7° about ŷ_s = (SN − AI) × (SN − TS) through the scapula frame's origin SN
+    (the spinoglenoid notch, on the scapular neck medial of GC; DAS4 has no SN landmark), and the
+    cone is built from the rotated GC (axis GC → GH). ``glenoid_cone`` rotates the axis itself by
+    Δα_GI about ŷ_s: the same direction for any centre medial of GC along the axis, and the same
+    angle within 1° when that centre lies as far medial of GC as GH lies lateral (19 mm); the
+    literal tilt for −7° is 7.1°, 13.2°, 17.0° for a centre 10, 19, 25 mm medial (17.4° about
+    AA, which stands for SN in ŷ_s)."""
+    import math
+    from arthron.models.shoulder_elbow import shoulder_elbow_info
+    from arthron.solvers.shoulder_study import Subject, glenoid_cone
+    model, spec = generic
+    info = shoulder_elbow_info()
+    gc, gh = np.asarray(info.glenoid_center), np.asarray(info.glenohumeral_center)
+    ys = np.asarray(info.scapular_plane_normal)
+    a0 = np.asarray(spec.cone_axis)
+
+    def rod(u, a):                                    # Eq. 16
+        K = np.array([[0, -u[2], u[1]], [u[2], 0, -u[0]], [-u[1], u[0], 0]])
+        return np.outer(u, u) + math.cos(a) * (np.eye(3) - np.outer(u, u)) + math.sin(a) * K
+
+    def ang(u, v):
+        return math.degrees(math.acos(np.clip(u @ v / np.linalg.norm(u) / np.linalg.norm(v), -1, 1)))
+    for incl in (-7.0, 15.0):
+        ours = np.asarray(glenoid_cone(model, spec, Subject(inclination_deg=incl)).axis)
+        d = math.radians(incl - 7.0)
+        assert ang(ours, a0) == pytest.approx(abs(incl - 7.0), abs=0.05)   # the axis is 2.7° off the plane
+        tilt = []
+        for r_mm in (5.0, 10.0, 19.0, 25.0, 60.0):
+            sn = gc - r_mm / 1000 * a0
+            gc_new = sn + rod(ys, d) @ (gc - sn)
+            lit = gh - gc_new
+            assert (lit - a0) @ (ours - a0) > 0          # tilted the same way
+            tilt.append(ang(lit, a0))
+        assert np.all(np.diff(tilt) > 0)                 # more the farther the centre
+        assert tilt[2] == pytest.approx(abs(incl - 7.0), abs=1.0)   # centre as far as GH: Δα_GI
+
+
 def test_load_sharing_meets_the_equations_the_cone_and_newton(run):
     f = run.forces
     assert f.feasible.all()
@@ -165,6 +204,37 @@ def test_humeral_rotation_of_the_abduction(generic):
     assert (ahead[20.0] > ahead[0.0] + 0.1).all()
     with pytest.raises(OptionError, match="humeral rotation"):
         solve_abduction(model, spec.coordinates, elevation_deg=el, humeral_rotation_deg=120.0, tree=tree)
+
+
+def test_elevation_moment_arms_are_the_moments_of_the_path_forces(run):
+    """``elevation_moment_arms`` (J⁻ᵀ of the glenohumeral generalized forces) against the
+    moment about GH of the forces each path applies at its nodes on the humerus, ulna and
+    radius (OpenSim's equivalent point forces, :func:`path_body_forces`), projected on the
+    elevation axis: equal to 1e-7 m (J by central differences)."""
+    from arthron.multibody.paths import compile_paths, path_body_forces
+    from arthron.solvers.shoulder_forces import elevation_moment_arms
+    model, k = run.model, run.kinematics
+    muscles = [m for m in model.forces if m.startswith(("delt_scap_", "supra_", "infra_", "subscap_", "bic_l",
+                                                    "ter_maj_", "tric_long_"))]
+    assert len(muscles) > 30
+    q = k.q[[1, 3, 5]]
+    mom, arm = elevation_moment_arms(model, q, muscles)
+    tree = compile_model(model)
+    ps = compile_paths(model, tree, forces=muscles)
+    loads = path_body_forces(ps, tree, q, np.ones((len(q), len(muscles))))
+    distal = [tree.body_names.index(b) for b in ("humerus", "ulna", "radius")]
+    _, P = marker_positions(tree, q, ["GH", "EL"])
+    n = np.cross(P[:, 1] - P[:, 0], [0.0, 1.0, 0.0])
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    for i, (body, pts, f) in enumerate(loads.points):
+        on = np.isin(body, distal)[..., None]
+        m = (np.cross(pts - P[:, None, 0], f) * on).sum(axis=1)
+        np.testing.assert_allclose(mom[:, i], m, atol=1e-7)
+        np.testing.assert_allclose(arm[:, i], np.einsum("ti,ti->t", m, n), atol=1e-7)
+    # the deltoid's acromial part raises the arm, teres major lowers it
+    acro = [i for i, m in enumerate(muscles) if m.startswith("delt_scap_") and int(m.rsplit("_", 1)[1]) >= 4]
+    ter = [i for i, m in enumerate(muscles) if m.startswith("ter_maj_")]
+    assert arm[:, acro].mean() > 0.01 and arm[:, ter].max() < 0
 
 
 def _wrap_class(model, muscle):
