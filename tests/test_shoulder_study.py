@@ -433,6 +433,21 @@ def test_cli_demo_and_bad_arguments(tmp_path, capsys, generic):
         assert not (tmp_path / "bad").exists()
 
 
+def test_cli_humeral_rotation(tmp_path, capsys):
+    """``--humeral-rotation`` turns the humerus about its long axis during the abduction (the
+    study's kinematics; the force changes by a few per cent)."""
+    from arthron.io.sto import read_sto
+    F = {}
+    for rho in ("0", "20"):
+        out = tmp_path / rho
+        assert main(["study", "--humeral-rotation", rho, "--step", "26", "-o", str(out)]) == 0
+        assert "Sarshari et al. 2021" in capsys.readouterr().out
+        t = read_sto(out / "generic_abduction_JointReaction_ReactionLoads.sto")
+        F[rho] = t.data[:, t.labels.index("gh3_magnitude")]
+        assert not (out / "generic_model.png").exists()
+    assert 0.005 < np.abs(F["20"] / F["0"] - 1).max() < 0.1
+
+
 def test_study_without_matplotlib_writes_the_rest(tmp_path, generic, monkeypatch):
     # `pip install -e .` (no extra `plot`): the figures are skipped with a note, nothing fails
     import sys
