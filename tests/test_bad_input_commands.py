@@ -119,6 +119,8 @@ CASES = {
                                    ["--humeral-rotation", "100"]),
     "demo-humeral-rotation-nan": ({}, ["demo", "--humeral-rotation", "nan", "-o", "out"], 2,
                                   ["--humeral-rotation", "nan"]),
+    "study-elbow-flexion-150": ({}, ["study", "--elbow-flexion", "150", "-o", "out"], 2,
+                                ["--elbow-flexion", "150"]),
     "study-output-is-a-file": ({"f.txt": "x"}, ["study", "-o", "f.txt"], 2, ["f.txt", "is a file"]),
     "demo-output-is-a-file": ({"f.txt": "x"}, ["demo", "-o", "f.txt"], 2, ["f.txt", "is a file"]),
     "demo-output-under-a-file": ({"f.txt": "x"}, ["demo", "-o", "f.txt/sub"], 2, ["f.txt", "is a file"]),

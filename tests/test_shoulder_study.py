@@ -448,6 +448,21 @@ def test_cli_humeral_rotation(tmp_path, capsys):
     assert 0.005 < np.abs(F["20"] / F["0"] - 1).max() < 0.1
 
 
+def test_cli_elbow_flexion(tmp_path, capsys):
+    """``--elbow-flexion`` holds the built-in model's EL_x during the abduction (the paper does
+    not give the elbow's posture; the forearm then points forwards and loads the arm less)."""
+    from arthron.io.sto import read_sto
+    out = tmp_path / "ef"
+    assert main(["study", "--elbow-flexion", "90", "--step", "26", "-o", str(out)]) == 0
+    capsys.readouterr()
+    mot = read_sto(out / "generic_abduction.mot")
+    el = mot.data[:, mot.labels.index("EL_x")]
+    np.testing.assert_allclose(el, 90.0 if mot.in_degrees else np.pi / 2, rtol=1e-9)
+    t = read_sto(out / "generic_abduction_JointReaction_ReactionLoads.sto")
+    f90 = t.data[:, t.labels.index("gh3_magnitude")]
+    assert np.all(np.isfinite(f90)) and f90.max() < 360.0       # extended: 411 N peak
+
+
 def test_study_without_matplotlib_writes_the_rest(tmp_path, generic, monkeypatch):
     # `pip install -e .` (no extra `plot`): the figures are skipped with a note, nothing fails
     import sys

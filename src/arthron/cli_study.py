@@ -56,6 +56,20 @@ def cmd_study(a, demo: bool = False):
             from .tools.shoulder_study_tool import default_model
             model, spec = default_model()
         spec = replace(spec, humeral_rotation_deg=float(a.humeral_rotation))
+    if getattr(a, "elbow_flexion", None) is not None:
+        from dataclasses import replace
+        import math
+        from .errors import OptionError
+        if spec is None:
+            from .tools.shoulder_study_tool import default_model
+            model, spec = default_model()
+        if "EL_x" not in spec.coordinates:
+            raise OptionError("--elbow-flexion sets the built-in model's elbow coordinate EL_x, which the model "
+                              "given with --model does not solve")
+        lo, hi = (math.degrees(v) for v in model.coordinates["EL_x"].range)
+        if not (math.isfinite(a.elbow_flexion) and lo <= a.elbow_flexion <= hi):
+            raise OptionError(f"--elbow-flexion must lie in [{lo:g}, {hi:g}] degrees, got {a.elbow_flexion!r}")
+        spec = replace(spec, fixed_coordinates=dict(spec.fixed_coordinates, EL_x=math.radians(a.elbow_flexion)))
     g = spec.generic if spec is not None else Subject()
     pick = (lambda v, d: d if v is None else v)
     subj = Subject(gender=pick(a.gender, g.gender), height=pick(a.height, g.height), mass=pick(a.mass, g.mass),
@@ -119,6 +133,9 @@ def _add_study_parsers(sub):
         s.add_argument("--humeral-rotation", type=float, default=None,
                        help="external rotation of the humerus about its long axis during the abduction, "
                             "degrees (default 0: Codman's no axial rotation; the papers give none)")
+        s.add_argument("--elbow-flexion", type=float, default=None,
+                       help="elbow flexion held during the abduction, degrees (default 0: extended; the "
+                            "paper does not say)")
         s.add_argument("--step", type=float, default=None,
                        help="elevation step, degrees (default 1: 131 frames from 20 to 150)")
         s.add_argument("-o", "--output", help="output folder")

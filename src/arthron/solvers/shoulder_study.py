@@ -121,7 +121,10 @@ class StudySpec:
     built-in model, whose results are compared with Sarshari et al.'s printed values;
     humeral_rotation_deg : external rotation of the humerus about its long axis during the
     abduction, from Codman's "no axial rotation" (degrees, default 0;
-    :func:`arthron.solvers.shoulder_kinematics.abduction_targets`).
+    :func:`arthron.solvers.shoulder_kinematics.abduction_targets`); fixed_coordinates :
+    {coordinate: value (rad)} held during the abduction instead of their defaults (e.g. the
+    built-in model's elbow flexion ``EL_x``; ``fixed`` of
+    :func:`arthron.solvers.shoulder_kinematics.solve_abduction`).
     """
 
     coordinates: tuple
@@ -143,6 +146,7 @@ class StudySpec:
     builtin: bool = True
     mass_center_map: dict = field(default_factory=dict)
     humeral_rotation_deg: float = 0.0
+    fixed_coordinates: dict = field(default_factory=dict)
 
     @classmethod
     def for_model(cls, model: Model, *, glenohumeral_joint: str, cone_body: str, cone_axis,
@@ -402,7 +406,8 @@ def run_abduction(model: Model, spec: StudySpec, subject: Subject | None = None,
         kin = solve_abduction(scaled, spec.coordinates, elevation_deg=elevation_deg, duration=duration,
                               plane_deg=plane_deg, constraints=cs, tree=tree,
                               landmarks=spec.landmarks or None,
-                              humeral_rotation_deg=humeral_rotation_deg)
+                              humeral_rotation_deg=humeral_rotation_deg,
+                              fixed=dict(spec.fixed_coordinates) or None)
     say("load sharing with the stability cone")
     muscles = [n for n in pcsa]
     rows = cs.row_labels()
