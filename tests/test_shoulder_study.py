@@ -403,7 +403,8 @@ def test_about_seventy_percent_body_weight_at_ninety(study):
                                        "abductor (19-23 mm) as supraspinatus (21-24 mm) and better than "
                                        "infraspinatus (12-17 mm), so less total force carries the arm; no cone "
                                        "from 10° x 10° to 18.8° x 31.4° nor a humeral rotation of -20° to +40° "
-                                       "makes it rise")
+                                       "makes it rise; with the elbow flexed 90° (not the default: the paper does "
+                                       "not give the elbow's posture) it rises by up to 7.5 % after 100°")
 def test_weaker_rotator_cuff_raises_the_late_peak(study):
     _, r = study
     s = {k: v[1].summary for k, v in r["results"].items()}
