@@ -46,30 +46,26 @@ def cmd_study(a, demo: bool = False):
         raise OptionError("--cone, --landmarks, --coordinates, --rotator-cuff, --specific-tension and "
                           "--model-subject describe a model given with --model")
     other_model = model is not None
-    if getattr(a, "humeral_rotation", None) is not None:
-        from dataclasses import replace
+    if getattr(a, "humeral_rotation", None) is not None or getattr(a, "elbow_flexion", None) is not None:
         import math
-        if not (math.isfinite(a.humeral_rotation) and abs(a.humeral_rotation) <= 90.0):
-            from .errors import OptionError
-            raise OptionError(f"--humeral-rotation must lie in [-90, 90] degrees, got {a.humeral_rotation!r}")
-        if spec is None:
-            from .tools.shoulder_study_tool import default_model
-            model, spec = default_model()
-        spec = replace(spec, humeral_rotation_deg=float(a.humeral_rotation))
-    if getattr(a, "elbow_flexion", None) is not None:
         from dataclasses import replace
-        import math
         from .errors import OptionError
         if spec is None:
             from .tools.shoulder_study_tool import default_model
             model, spec = default_model()
-        if "EL_x" not in spec.coordinates:
-            raise OptionError("--elbow-flexion sets the built-in model's elbow coordinate EL_x, which the model "
-                              "given with --model does not solve")
-        lo, hi = (math.degrees(v) for v in model.coordinates["EL_x"].range)
-        if not (math.isfinite(a.elbow_flexion) and lo <= a.elbow_flexion <= hi):
-            raise OptionError(f"--elbow-flexion must lie in [{lo:g}, {hi:g}] degrees, got {a.elbow_flexion!r}")
-        spec = replace(spec, fixed_coordinates=dict(spec.fixed_coordinates, EL_x=math.radians(a.elbow_flexion)))
+        if a.humeral_rotation is not None:
+            if not (math.isfinite(a.humeral_rotation) and abs(a.humeral_rotation) <= 90.0):
+                raise OptionError(f"--humeral-rotation must lie in [-90, 90] degrees, got {a.humeral_rotation!r}")
+            spec = replace(spec, humeral_rotation_deg=float(a.humeral_rotation))
+        if a.elbow_flexion is not None:
+            if "EL_x" not in spec.coordinates:
+                raise OptionError("--elbow-flexion sets the built-in model's elbow coordinate EL_x, which the "
+                                  "model given with --model does not solve")
+            lo, hi = (math.degrees(v) for v in model.coordinates["EL_x"].range)
+            if not (math.isfinite(a.elbow_flexion) and lo <= a.elbow_flexion <= hi):
+                raise OptionError(f"--elbow-flexion must lie in [{lo:g}, {hi:g}] degrees, got {a.elbow_flexion!r}")
+            spec = replace(spec, fixed_coordinates=dict(spec.fixed_coordinates,
+                                                        EL_x=math.radians(a.elbow_flexion)))
     g = spec.generic if spec is not None else Subject()
     pick = (lambda v, d: d if v is None else v)
     subj = Subject(gender=pick(a.gender, g.gender), height=pick(a.height, g.height), mass=pick(a.mass, g.mass),
