@@ -45,6 +45,27 @@ def cmd_study(a, demo: bool = False):
         from .errors import OptionError
         raise OptionError("--cone, --landmarks, --coordinates, --rotator-cuff, --specific-tension and "
                           "--model-subject describe a model given with --model")
+    other_model = model is not None
+    if getattr(a, "humeral_rotation", None) is not None or getattr(a, "elbow_flexion", None) is not None:
+        import math
+        from dataclasses import replace
+        from .errors import OptionError
+        if spec is None:
+            from .tools.shoulder_study_tool import default_model
+            model, spec = default_model()
+        if a.humeral_rotation is not None:
+            if not (math.isfinite(a.humeral_rotation) and abs(a.humeral_rotation) <= 90.0):
+                raise OptionError(f"--humeral-rotation must lie in [-90, 90] degrees, got {a.humeral_rotation!r}")
+            spec = replace(spec, humeral_rotation_deg=float(a.humeral_rotation))
+        if a.elbow_flexion is not None:
+            if "EL_x" not in spec.coordinates:
+                raise OptionError("--elbow-flexion sets the built-in model's elbow coordinate EL_x, which the "
+                                  "model given with --model does not solve")
+            lo, hi = (math.degrees(v) for v in model.coordinates["EL_x"].range)
+            if not (math.isfinite(a.elbow_flexion) and lo <= a.elbow_flexion <= hi):
+                raise OptionError(f"--elbow-flexion must lie in [{lo:g}, {hi:g}] degrees, got {a.elbow_flexion!r}")
+            spec = replace(spec, fixed_coordinates=dict(spec.fixed_coordinates,
+                                                        EL_x=math.radians(a.elbow_flexion)))
     g = spec.generic if spec is not None else Subject()
     pick = (lambda v, d: d if v is None else v)
     subj = Subject(gender=pick(a.gender, g.gender), height=pick(a.height, g.height), mass=pick(a.mass, g.mass),
@@ -61,10 +82,10 @@ def cmd_study(a, demo: bool = False):
     print(f"arthron {'demo' if demo else 'study'}: scapular-plane abduction (de Groot & Brand 2001 rhythm), "
           "load sharing with the glenohumeral stability cone (Sarshari et al. 2021)", flush=True)
     if demo:
-        r = run_demo(out, subj, progress=say, elevation_deg=el)
+        r = run_demo(out, subj, progress=say, elevation_deg=el, model=model, spec=spec)
     else:
         r = run_study(out, subj, parameter_study=a.parameter_study, progress=say, elevation_deg=el,
-                      model=model, spec=spec, picture=model is not None)
+                      model=model, spec=spec, picture=other_model)
     header, rows = r["table"]
     if a.parameter_study if not demo else False:
         print(format_table(header, rows))
@@ -76,7 +97,7 @@ def cmd_study(a, demo: bool = False):
         print(f"  glenohumeral reaction ({key}): {s[20.0]:.0f} N at 20°, {s[60.0]:.0f} N at 60°, "
               f"{s[90.0]:.0f} N at 90°{bw}, peak {s['peak']:.0f} N "
               f"at {s['peak_deg']:.0f}°; cone active on {int(f.cone_active.sum())} of {len(f.time)} frames")
-        if spec is None:
+        if spec is None or spec.builtin:
             print("  Sarshari et al. 2021 (generic male): 276 N at 20°, 422 N at 60°, peak 585 N at 122° "
                   "(69.8 % body weight)")
     for p in r["files"]:
@@ -105,6 +126,12 @@ def _add_study_parsers(sub):
         s.add_argument("--version", type=float, default=None, help="glenoid version, degrees (generic 0)")
         s.add_argument("--rc-pcsa-factor", type=float, default=1.0,
                        help="factor on the rotator cuff's PCSAs (0.5: the -50 %% of the parameter study)")
+        s.add_argument("--humeral-rotation", type=float, default=None,
+                       help="external rotation of the humerus about its long axis during the abduction, "
+                            "degrees (default 0: Codman's no axial rotation; the papers give none)")
+        s.add_argument("--elbow-flexion", type=float, default=None,
+                       help="elbow flexion held during the abduction, degrees (default 0: extended; the "
+                            "paper does not say)")
         s.add_argument("--step", type=float, default=None,
                        help="elevation step, degrees (default 1: 131 frames from 20 to 150)")
         s.add_argument("-o", "--output", help="output folder")

@@ -47,7 +47,7 @@ from .load_sharing import LoadSharingProblem
 from .load_sharing_cone import StabilityCone, cone_resolve
 
 __all__ = ["ShoulderForces", "ShoulderProblem", "abduction_problem", "shoulder_load_sharing", "moment_arm_check",
-           "reaction_force_map",
+           "reaction_force_map", "elevation_moment_arms",
            "MULTIPLIER_WEIGHT"]
 
 #: weight of a constraint multiplier relative to the smallest muscle weight (see the docstring)
@@ -66,6 +66,10 @@ class ShoulderForces:
     reaction_magnitude : (T,) N; cone_angle_deg : (T,) angle from the cone axis;
     cone_ratio : (T,) ≤ 1 inside the cone; cone_active : (T,) bool; residual : (T,)
     max |equation of motion residual| (N·m); objective : (T,); feasible : (T,) bool.
+    extra : ``reaction_ground`` (T, 3) N; ``objective_without_cone`` (T,);
+    ``reaction_magnitude_without_cone`` (T,) N and ``cone_angle_without_cone_deg`` (T,): the
+    reaction of the optimum without the cone (equal to the solution where the cone is inactive),
+    which shows how far the cone bent the solution and what it cost.
     """
 
     time: np.ndarray
@@ -327,6 +331,11 @@ def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: Stabilit
     rest[:, ~rows] = 0.0
     Fb = np.einsum("ij,tj->ti", cone.frame(), Fc)
     F = np.einsum("tij,tj->ti", Rb, Fb)
+    # the optimum without the cone: its reaction and angle from the axis (how far the cone bent it)
+    from .load_sharing_convex import cone_angle
+    F0 = np.einsum("tin,tn->ti", C, free.activations) + d
+    F0c = np.einsum("ji,tkj,tk->ti", cone.frame(), Rb, F0)
+    ang0, _ = cone_angle(F0c, *(np.tan(np.radians(a)) for a in cone.half_angles_deg))
     j = tree.joint_names.index(cone.joint)
     child = tree.body_names[int(tree.joint_child_body[j])]
     forces = x * prob.force_per_control
@@ -341,7 +350,9 @@ def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: Stabilit
                           feasible=ok, joint=cone.joint, child=child, body=cone.body,
                           elevation_deg=None if elevation_deg is None else np.asarray(elevation_deg, float),
                           extra={"reaction_ground": F, "cone_off_outside": outside,
-                                 "objective_without_cone": free.objective})
+                                 "objective_without_cone": free.objective,
+                                 "reaction_magnitude_without_cone": np.linalg.norm(F0, axis=1),
+                                 "cone_angle_without_cone_deg": ang0})
 
 
 def moment_arm_check(model: Model, q, coordinates, muscles=None, tree: Tree | None = None,
@@ -361,3 +372,53 @@ def moment_arm_check(model: Model, q, coordinates, muscles=None, tree: Tree | No
     g = moment_arms(ps, tree, q, coupled=False)[:, :, idx]
     e = moment_arms_excursion(ps, tree, q, coordinates=idx, h=h)[:, :, idx]
     return g, e
+
+
+def elevation_moment_arms(model: Model, q, muscles, coordinates=("GH_y", "GH_z", "GH_yy"), *,
+                          humerus: str = "humerus", center: str = "GH", elbow: str = "EL",
+                          up=(0.0, 1.0, 0.0), tree: Tree | None = None, h: float = 1e-6):
+    """Glenohumeral moment arms about the humerus's elevation axis, the scapula held: what
+    cadaver studies of scapular-plane abduction measure (e.g. Ackland et al. 2008, J Anat
+    213:383; review Hik & Ackland 2019, J Anat 234:1).
+
+    The moment ``m`` (about the ``center`` marker, ground frame) of a unit tension on the
+    humerus and the bodies distal to it follows from the generalized forces of the three
+    glenohumeral ``coordinates`` (``τ = Jᵀ m``; ``J`` (3, 3) the humerus's angular velocity
+    per coordinate rate, by central differences of its rotation with step ``h``); the elevation
+    axis is ``n = (GH→elbow) × up`` (a positive moment arm raises the arm). Away from the
+    Y–Z–Y singularity (arm hanging straight down) J is invertible.
+
+    q : (T, nq) rad; muscles : names; up : the thorax's up direction in ground.
+    Returns (moments (T, n, 3) N·m per N of tension, elevation moment arms (T, n) m).
+    Raises OptionError for unknown coordinates, bodies or markers.
+    """
+    from ..multibody.kinematics import marker_positions
+    tree = tree or compile_model(model)
+    for c in coordinates:
+        if c not in model.coordinates:
+            raise OptionError(f"model '{model.name}' has no coordinate '{c}'")
+    if humerus not in model.bodies:
+        raise OptionError(f"model '{model.name}' has no body '{humerus}'")
+    for m in (center, elbow):
+        if m not in model.markers:
+            raise OptionError(f"model '{model.name}' has no marker '{m}'")
+    q = np.atleast_2d(np.asarray(q, float))
+    idx = [tree.coordinate_index(c) for c in coordinates]
+    node = tree.body_node[tree.body_names.index(humerus)]
+    R0 = forward_kinematics(tree, q).R[:, node]
+    J = np.zeros((q.shape[0], 3, len(idx)))
+    for j, c in enumerate(idx):
+        qp, qm = q.copy(), q.copy()
+        qp[:, c] += h
+        qm[:, c] -= h
+        dR = (forward_kinematics(tree, qp).R[:, node] - forward_kinematics(tree, qm).R[:, node]) / (2 * h)
+        W = np.einsum("tij,tkj->tik", dR, R0)            # Ṙ Rᵀ: skew(ω)
+        J[:, :, j] = np.stack([W[:, 2, 1], W[:, 0, 2], W[:, 1, 0]], axis=1)
+    ps = compile_paths(model, tree, forces=list(muscles))
+    tau = moment_arms(ps, tree, q, coupled=False)[:, :, idx]
+    mom = np.einsum("tij,tnj->tni", np.linalg.inv(np.swapaxes(J, 1, 2)), tau)     # J⁻ᵀ τ
+    _, P = marker_positions(tree, q, [center, elbow])
+    u = P[:, 1] - P[:, 0]
+    n = np.cross(u, np.asarray(up, float))
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    return mom, np.einsum("tni,ti->tn", mom, n)

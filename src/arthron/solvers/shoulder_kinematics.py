@@ -13,7 +13,9 @@ plane of elevation Hy and elevation Hz::
 with the rest orientations C0 = (−28.573, 11.680, 7.482)° and S0 = (32.047, 10.669, −10.320)°
 (their mean subject). Clavicle axial rotation is not regressed (its rest value is kept as a
 weak target); the humerus is given "no axial rotation" in Codman's sense (Y–Z–Y angles
-(Hy, Hz, −Hy)).
+(Hy, Hz, −Hy)), or a constant external rotation ρ about its long axis (Hy, Hz, −Hy − ρ): the
+regression does not give the humerus's axial rotation, nor does Sarshari et al. (2021) say
+which their kinematics tool uses.
 
 Sarshari et al. (2021), "A Matlab toolbox for scaled-generic modeling of shoulder and elbow",
 Sci Rep 11:20806, generate their abduction "without measurement data" with their kinematics
@@ -184,14 +186,17 @@ class AbductionKinematics:
     coordinate_names: list = field(default_factory=list)
 
 
-def abduction_targets(elevation_deg, plane_deg=30.0):
+def abduction_targets(elevation_deg, plane_deg=30.0, humeral_rotation_deg=0.0):
     """Target bone frames (Delft thorax axes) {"clavicle", "scapula", "humerus"} → (T, 3, 3)
     and the Euler angles {name: (T, 3) deg} for humerothoracic ``elevation_deg`` (T,) in the
-    plane ``plane_deg`` (30°: the scapular plane, anterior of the frontal plane)."""
+    plane ``plane_deg`` (30°: the scapular plane, anterior of the frontal plane).
+    ``humeral_rotation_deg``: external rotation of the humerus about its long axis from
+    Codman's "no axial rotation" (Y–Z–Y angles (Hy, Hz, −Hy − ρ); for the right arm a positive
+    third Y angle is internal rotation)."""
     hz = np.atleast_1d(np.asarray(elevation_deg, float))
     hy = np.broadcast_to(np.asarray(plane_deg, float), hz.shape)
     C, S = degroot_brand_2001(hy, hz)
-    H = np.column_stack([hy, hz, -hy])
+    H = np.column_stack([hy, hz, -hy - float(humeral_rotation_deg)])
     ang = {"clavicle": C, "scapula": S, "humerus": H}
     R = {"clavicle": euler_matrix("YZX", C), "scapula": euler_matrix("YZX", S),
          "humerus": euler_matrix("YZY", H)}
@@ -352,7 +357,7 @@ def _gauss_newton(pb, x, Rt, tol, max_iter=100, max_step=0.2):
 def solve_abduction(model: Model, coordinates, *, elevation_deg=None, plane_deg: float = 30.0,
                     duration: float = 4.0, landmarks=None, fixed=None, constraints=None,
                     weights=None, tol: float = 1e-9, coarse_step_deg: float = 10.0,
-                    tree: Tree | None = None) -> AbductionKinematics:
+                    tree: Tree | None = None, humeral_rotation_deg: float = 0.0) -> AbductionKinematics:
     """Scapular-plane abduction of ``model`` (see the module docstring).
 
     Parameters
@@ -368,6 +373,8 @@ def solve_abduction(model: Model, coordinates, *, elevation_deg=None, plane_deg:
         the model's enabled constraints, :func:`arthron.multibody.constraints.compile_constraints`)
     weights : {"clavicle", "clavicle_axial", "scapula", "humerus", "coordinate"} residual weights
     tol : constraint residual to hold (units of the constraint rows)
+    humeral_rotation_deg : external rotation of the humerus from Codman's "no axial rotation"
+        (degrees, constant over the motion; :func:`abduction_targets`)
 
     Returns
     -------
@@ -388,6 +395,8 @@ def solve_abduction(model: Model, coordinates, *, elevation_deg=None, plane_deg:
         raise OptionError(f"duration must be positive (s), got {duration!r}")
     if not -90.0 < float(plane_deg) < 180.0:
         raise OptionError(f"plane of elevation must lie in (−90°, 180°), got {plane_deg!r}")
+    if not (np.isfinite(humeral_rotation_deg) and abs(float(humeral_rotation_deg)) <= 90.0):
+        raise OptionError(f"humeral rotation must lie in [−90°, 90°], got {humeral_rotation_deg!r}")
     coords = list(coordinates)
     for c in coords:
         if c not in model.coordinates:
@@ -401,7 +410,7 @@ def solve_abduction(model: Model, coordinates, *, elevation_deg=None, plane_deg:
             raise OptionError(f"fixed coordinate '{name}' is not among the solved coordinates")
         fx[tree.coordinate_index(name)] = float(v)
     pb = _Problem(model, tree, coords, landmarks, cs, fx, w)
-    Rt_all, ang_t = abduction_targets(el, plane_deg)
+    Rt_all, ang_t = abduction_targets(el, plane_deg, humeral_rotation_deg)
     Rt_all = {k: v for k, v in Rt_all.items()}
     # coarse grid, frame to frame from the model's default pose
     n_coarse = max(2, int(np.ceil((el[-1] - el[0]) / coarse_step_deg)) + 1)
@@ -409,7 +418,7 @@ def solve_abduction(model: Model, coordinates, *, elevation_deg=None, plane_deg:
     if el.size <= n_coarse:            # few frames: solve them all in the sequence
         el_c = np.unique(np.concatenate([el_c, el]))
     n_coarse = el_c.size
-    Rc, _ = abduction_targets(el_c, plane_deg)
+    Rc, _ = abduction_targets(el_c, plane_deg, humeral_rotation_deg)
     x = tree.default_q[pb.idx][None].copy()
     xs = []
     for k in range(n_coarse):

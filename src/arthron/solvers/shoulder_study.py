@@ -118,7 +118,13 @@ class StudySpec:
     (default its ``LANDMARKS``); rotator_cuff : the groups the rotator-cuff factor acts on;
     scale : False: the model is used as it is for its generic subject (a model that is not
     the built-in one, :meth:`for_model`, until a subject of its own is given); builtin : the
-    built-in model, whose results are compared with Sarshari et al.'s printed values.
+    built-in model, whose results are compared with Sarshari et al.'s printed values;
+    humeral_rotation_deg : external rotation of the humerus about its long axis during the
+    abduction, from Codman's "no axial rotation" (degrees, default 0;
+    :func:`arthron.solvers.shoulder_kinematics.abduction_targets`); fixed_coordinates :
+    {coordinate: value (rad)} held during the abduction instead of their defaults (e.g. the
+    built-in model's elbow flexion ``EL_x``; ``fixed`` of
+    :func:`arthron.solvers.shoulder_kinematics.solve_abduction`).
     """
 
     coordinates: tuple
@@ -139,6 +145,8 @@ class StudySpec:
     scale: bool = True
     builtin: bool = True
     mass_center_map: dict = field(default_factory=dict)
+    humeral_rotation_deg: float = 0.0
+    fixed_coordinates: dict = field(default_factory=dict)
 
     @classmethod
     def for_model(cls, model: Model, *, glenohumeral_joint: str, cone_body: str, cone_axis,
@@ -365,7 +373,8 @@ class AbductionResult:
 def run_abduction(model: Model, spec: StudySpec, subject: Subject | None = None, *,
                   elevation_deg=None, duration: float = 4.0, plane_deg: float = 30.0,
                   on_infeasible: str = "raise", progress=None,
-                  kinematics: AbductionKinematics | None = None) -> AbductionResult:
+                  kinematics: AbductionKinematics | None = None,
+                  humeral_rotation_deg: float | None = None) -> AbductionResult:
     """Steps 1–4 of the module docstring for one subject (default: the generic one).
 
     elevation_deg : humerothoracic elevations (default 20°…150° by 1°); duration s.
@@ -373,8 +382,14 @@ def run_abduction(model: Model, spec: StudySpec, subject: Subject | None = None,
     kinematics : a motion already solved on a model of the same geometry (same height and
     shoulder width: masses, PCSAs and the glenoid's angles do not change the kinematics),
     reused instead of solving again.
+    humeral_rotation_deg : external rotation of the humerus about its long axis from Codman's
+    "no axial rotation" (degrees; :func:`arthron.solvers.shoulder_kinematics.abduction_targets`;
+    None: ``spec.humeral_rotation_deg``); Sarshari et al. (2021) do not say which axial rotation
+    their abduction has.
     """
     subject = (subject or spec.generic).check()
+    if humeral_rotation_deg is None:
+        humeral_rotation_deg = spec.humeral_rotation_deg
     say = progress or (lambda s: None)
     say("scaling the model")
     scaled, pcsa, rep = scale_subject(model, spec, subject)
@@ -390,7 +405,9 @@ def run_abduction(model: Model, spec: StudySpec, subject: Subject | None = None,
         say("generating the abduction (de Groot & Brand 2001)")
         kin = solve_abduction(scaled, spec.coordinates, elevation_deg=elevation_deg, duration=duration,
                               plane_deg=plane_deg, constraints=cs, tree=tree,
-                              landmarks=spec.landmarks or None)
+                              landmarks=spec.landmarks or None,
+                              humeral_rotation_deg=humeral_rotation_deg,
+                              fixed=dict(spec.fixed_coordinates) or None)
     say("load sharing with the stability cone")
     muscles = [n for n in pcsa]
     rows = cs.row_labels()

@@ -317,10 +317,13 @@ def format_table(header, rows) -> str:
     return "\n".join(lines)
 
 
-def run_demo(out_dir, subject: Subject | None = None, progress=None, elevation_deg=None) -> dict:
+def run_demo(out_dir, subject: Subject | None = None, progress=None, elevation_deg=None,
+             model=None, spec: StudySpec | None = None) -> dict:
     """``arthron demo``: the abduction of one subject (default the generic male of Sarshari et
-    al. 2021) on the built-in model, with the reaction plot and a picture of the model.
-    Returns :func:`run_study`'s dict plus ``summary`` (the subject's force summary)."""
-    r = run_study(out_dir, subject, progress=progress, picture=True, elevation_deg=elevation_deg)
+    al. 2021) on the built-in model (or ``model``, ``spec``), with the reaction plot and a
+    picture of the model. Returns :func:`run_study`'s dict plus ``summary`` (the subject's
+    force summary)."""
+    r = run_study(out_dir, subject, progress=progress, picture=True, elevation_deg=elevation_deg,
+                  model=model, spec=spec)
     r["summary"] = next(iter(r["results"].values()))[1].summary
     return r
