@@ -38,6 +38,8 @@ import numpy as np
 
 from ..errors import ModelFileError, UnsupportedFeature
 from .functions import StepFunction
+from .spline_muscles import (SPLINE_MUSCLE_TYPES, muscle_spline, rigid_tendon_fiber,
+                             schutte_force_velocity, schutte_static_optimization_force)
 
 __all__ = ["MuscleParameters", "muscle_parameters", "muscle_property", "thelen_active_force_length",
            "MuscleCurve", "millard_curves", "millard_curve_params", "millard_active_force_length_curve",
@@ -62,7 +64,9 @@ class MuscleParameters:
     muscle's own values, OpenSim's defaults where absent); ``curves``: per muscle the Millard
     curves or None; ``degroote``: per muscle None or the DeGrooteFregly2016Muscle properties
     ``active_force_width_scale``, ``passive_fiber_strain_at_one_norm_force``,
-    ``ignore_passive_fiber_force``.
+    ``ignore_passive_fiber_force``; ``spline``: per muscle the muscle itself for the classes
+    whose curves are splines in the file (Schutte1993Muscle_Deprecated, RigidTendonMuscle;
+    :mod:`arthron.models.spline_muscles`), else None.
     """
 
     names: list
@@ -75,6 +79,7 @@ class MuscleParameters:
     thelen: dict | None = None
     curves: list | None = None
     degroote: list | None = None
+    spline: list | None = None
 
 
 def muscle_parameters(model, names=None) -> MuscleParameters:
@@ -109,8 +114,9 @@ def muscle_parameters(model, names=None) -> MuscleParameters:
             model.forces[n], "passive_fiber_strain_at_one_norm_force", 0.6),
         "ignore_passive_fiber_force": muscle_property(model.forces[n], "ignore_passive_fiber_force", False)}
         for n, t in zip(names, types)]
+    spline = [model.forces[n] if t in SPLINE_MUSCLE_TYPES else None for n, t in zip(names, types)]
     return MuscleParameters(names, types, *(np.asarray(cols[k], float) for k in cols),
-                            thelen=thelen, curves=curves, degroote=degroote)
+                            thelen=thelen, curves=curves, degroote=degroote, spline=spline)
 
 
 # ------------------------------------------------------------------------------ Thelen2003
@@ -165,23 +171,40 @@ def rigid_tendon_fiber_state(params: MuscleParameters, lengths, speeds=None):
 def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
     """Static muscle multipliers for a rigid tendon: (f_L active, f_PE passive, f_V, cos α),
     each (T, n). Thelen2003Muscle (and Thelen2003Muscle_Deprecated, given the Thelen curves
-    here; the deprecated Schutte1993/Delp1990 classes, whose curves are splines in the file,
-    raise UnsupportedFeature), Millard2012 muscles (their own Bézier curves, OpenSim 4.6) and
+    here), Millard2012 muscles (their own Bézier curves, OpenSim 4.6) and
     DeGrooteFregly2016Muscle (De Groote et al. 2016's curves; its cos α is returned as 1: OpenSim
     4.6's ``calcInextensibleTendonActiveFiberForce`` of this class is the active fiber force
-    along the fiber, not projected on the tendon).
+    along the fiber, not projected on the tendon). RigidTendonMuscle: the file's splines at
+    OpenSim's fiber length and unprojected fiber velocity
+    (:func:`arthron.models.spline_muscles.rigid_tendon_forces`). Schutte1993Muscle_Deprecated:
+    f_L is the isometric tendon force at activation 1 over F_max (OpenSim's
+    ``computeIsometricForce``, passive force included), f_V the deprecated classes' generic
+    force-velocity factor, cos α 1, f_PE the passive force along the tendon at that fiber
+    length over F_max (:func:`arthron.models.spline_muscles.schutte_static_optimization_force`),
+    so that ``F_max f_L f_V cos α`` is OpenSim's StaticOptimization force per activation.
+    ``speeds`` None reads as 0.
 
-    Raises UnsupportedFeature for other muscle classes.
+    Raises UnsupportedFeature for other muscle classes (Delp1990Muscle_Deprecated) and for a
+    Schutte1993Muscle_Deprecated with max_contraction_velocity ≤ 0 (MoBL_ARMS_J's: OpenSim's
+    force-velocity factor is then NaN or 0/1.8).
     """
     for i, t in enumerate(params.types):      # refused before computing anything
-        if t in ("Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated"):
-            # their force-length curves are the file's SimmSplines and their force-velocity law
-            # not Thelen's (MoBL_ARMS_J.osim of osim-rl: max_contraction_velocity 0, which made
-            # the Thelen force-velocity NaN and static optimization fail deep in scipy)
+        if t == "Delp1990Muscle_Deprecated":
             raise UnsupportedFeature(f"muscle '{params.names[i]}' ({t}): its force-length-velocity "
                                      "curves (the file's splines) are not reproduced; use "
                                      "use_muscle_physiology false (force = activation × "
                                      "max_isometric_force, as OpenSim does then)")
+    spl = [i for i, t in enumerate(params.types) if t in SPLINE_MUSCLE_TYPES]
+    if spl and (params.spline is None or any(params.spline[i] is None for i in spl)):
+        raise UnsupportedFeature(f"muscle '{params.names[spl[0]]}': its curves are missing "
+                                 "(build MuscleParameters with muscle_parameters)")
+    sch = [i for i in spl if params.types[i] == "Schutte1993Muscle_Deprecated"]
+    rig = [i for i in spl if params.types[i] == "RigidTendonMuscle"]
+    L2 = np.atleast_2d(np.asarray(lengths, float))
+    V2 = np.zeros_like(L2) if speeds is None else np.atleast_2d(np.asarray(speeds, float))
+    if sch:
+        fhat_s, pas_s = schutte_static_optimization_force([params.spline[i] for i in sch],
+                                                          L2[:, sch], V2[:, sch])
     ln, vn, alpha = rigid_tendon_fiber_state(params, lengths, speeds)
     th = params.thelen or {k: np.full(len(params.names), v) for k, v in THELEN_DEFAULTS.items()}
     fl = thelen_active_force_length(ln, th["KshapeActive"])
@@ -205,6 +228,24 @@ def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
                 ln[:, i], dg["passive_fiber_strain_at_one_norm_force"])
             fv[:, i] = degroote_force_velocity(vn[:, i])
             alpha[:, i] = 0.0
+        elif t == "Schutte1993Muscle_Deprecated":
+            k = sch.index(i)
+            fmax = params.max_isometric_force[i]
+            v = -np.cos(params.pennation_angle_at_optimal[i]) * V2[:, i] / (
+                params.max_contraction_velocity[i] * params.optimal_fiber_length[i])
+            fv[:, i] = schutte_force_velocity(v)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                fl[:, i] = np.where(fmax > 0, fhat_s[:, k] / (fmax * fv[:, i]), 0.0)
+                fp[:, i] = np.where(fmax > 0, pas_s[:, k] / fmax, 0.0)
+            fl[:, i] = np.where(np.isfinite(fl[:, i]), fl[:, i], 0.0)
+            alpha[:, i] = 0.0
+        elif t == "RigidTendonMuscle":
+            m = params.spline[i]
+            ln_r, cos_r, v_r = rigid_tendon_fiber(m, L2[:, i], V2[:, i])
+            fl[:, i] = muscle_spline(m, "active_force_length_curve").value(ln_r)
+            fp[:, i] = np.clip(muscle_spline(m, "passive_force_length_curve").value(ln_r), 0.0, 10.0)
+            fv[:, i] = muscle_spline(m, "force_velocity_curve").value(v_r)
+            alpha[:, i] = np.arccos(np.clip(cos_r, -1.0, 1.0))
         elif not t.startswith("Thelen"):
             raise UnsupportedFeature(f"muscle '{params.names[i]}' ({t}): force-length-velocity "
                                      "curves not reproduced")

@@ -18,6 +18,12 @@ arthron reproduces (:data:`DEFAULT_STATE_TYPES`; :func:`default_state_tensions` 
 * ``DeGrooteFregly2016Muscle``: states activation ``default_activation`` and normalized tendon
   force ``default_normalized_tendon_force``; force = ``F_iso`` × that state (elastic tendon), or
   the rigid tendon's fiber force along the tendon (:func:`degroote_default_state_tensions`).
+* ``Schutte1993Muscle_Deprecated``: states fiber length 0 and activation 0 (the deprecated
+  classes have no default-state properties): the whole path is tendon, force
+  ``F_max f_T((L − l_s)/l_s)`` (:func:`arthron.models.spline_muscles.schutte_default_state_tensions`).
+* ``RigidTendonMuscle``: no states; its activation is its control, 0 without a controller, so
+  the passive fiber force along the tendon ``F_max f_PE(l̃) cos α``
+  (:func:`arthron.models.spline_muscles.rigid_tendon_forces`).
 
 Properties arthron does not model as fields are read from the muscle's verbatim XML
 (``unmodelled_xml``), with OpenSim 4.6's defaults where absent.
@@ -42,6 +48,7 @@ from ..models.muscles import (degroote_active_force_length, millard_curve_params
                               degroote_force_velocity, degroote_passive_force_length,
                               millard_active_force_length_curve, millard_fiber_force_length_curve,
                               millard_force_velocity_curve, millard_tendon_force_length_curve)
+from ..models.spline_muscles import rigid_tendon_forces, schutte_default_state_tensions
 
 __all__ = ["DEFAULT_STATE_TYPES", "default_state_tensions", "needs_lengthening_speeds",
            "DefaultStateMuscles", "default_state_muscles",
@@ -50,13 +57,18 @@ __all__ = ["DEFAULT_STATE_TYPES", "default_state_tensions", "needs_lengthening_s
 
 #: the muscle classes whose default-state force arthron reproduces
 DEFAULT_STATE_TYPES = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle",
-                       "Millard2012AccelerationMuscle", "DeGrooteFregly2016Muscle")
+                       "Millard2012AccelerationMuscle", "DeGrooteFregly2016Muscle",
+                       "Schutte1993Muscle_Deprecated", "RigidTendonMuscle")
+
+#: the classes whose default-state force does not depend on the paths' lengthening speeds
+_NO_SPEED_TYPES = ("Thelen2003Muscle", "Schutte1993Muscle_Deprecated", "RigidTendonMuscle")
 
 
 def needs_lengthening_speeds(muscles) -> bool:
     """Whether the default-state tensions of ``muscles`` depend on the paths' lengthening
-    speeds (every supported class but ``Thelen2003Muscle``)."""
-    return any(m.type != "Thelen2003Muscle" for m in muscles)
+    speeds (every supported class but ``Thelen2003Muscle``, ``Schutte1993Muscle_Deprecated``
+    and ``RigidTendonMuscle``)."""
+    return any(m.type not in _NO_SPEED_TYPES for m in muscles)
 
 
 @dataclass
@@ -124,7 +136,9 @@ def default_state_tensions(muscles, lengths, speeds=None, default_fiber_lengths=
                ms, l_, v_, default_fiber_lengths),
            "Millard2012AccelerationMuscle": lambda ms, l_, v_: millard_acceleration_default_state_tensions(
                ms, l_, v_, default_fiber_lengths),
-           "DeGrooteFregly2016Muscle": degroote_default_state_tensions}
+           "DeGrooteFregly2016Muscle": degroote_default_state_tensions,
+           "Schutte1993Muscle_Deprecated": lambda ms, l_, v_: schutte_default_state_tensions(ms, l_),
+           "RigidTendonMuscle": lambda ms, l_, v_: rigid_tendon_forces(ms, l_, v_, 0.0)[0]}
     for kind, f in law.items():
         cols = [k for k, m in enumerate(muscles) if m.type == kind]
         if cols:
