@@ -223,3 +223,33 @@ def test_rigid_tendon_muscle_equals_opensim(tmp_path, curves):
     R = ref.data[:, ref.labels.index("FLEX")]
     assert len(R) == len(A) > 30 and R.max() > 0.02
     np.testing.assert_allclose(A, R, atol=1e-6)
+
+
+@needs_opensim
+@pytest.mark.parametrize("cls", ["Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated"])
+def test_deprecated_muscles_inline_equal_opensim(tmp_path, cls):
+    """A pennated (0.2 rad) Schutte1993 / Delp1990 muscle with the class's default curves
+    (Schutte: no passive curve in the file, so the exponential exp(8(l̃−1))/exp(4); Delp: its
+    first guess L − l_s) at 9 poses and speeds, some with the path shorter than the tendon
+    slack length: the default-state force and StaticOptimization's force per activation equal
+    OpenSim 4.6's to 1e-9 relative."""
+    from arthron.io.osim import read_osim
+    from arthron.models.muscles import force_length_velocity, muscle_parameters
+    from arthron.solvers.muscle_states import default_state_tensions
+    path = tmp_path / "arm.osim"
+    text = _RIGID_ARM.format(curves="").replace("RigidTendonMuscle", cls)
+    path.write_text(text.replace("<tendon_slack_length>0.1<", "<tendon_slack_length>0.2<"))
+    model = read_osim(path)
+    q = np.linspace(-1.2, 1.8, 9)[:, None]
+    qd = np.linspace(-3, 3, 9)[:, None]
+    with oracle.opensim_defaults_kept(tmp_path):
+        _, dflt, lens = _opensim_at(path, ["flex"], q, qd, "default")
+        _, fhat, _ = _opensim_at(path, ["flex"], q, qd, "fhat")
+    L, V = _arthron_paths(model, ["flex"], q, qd, ["FLEX"])
+    assert np.abs(L - lens).max() < 1e-12 and L.min() < 0.2 < L.max()
+    np.testing.assert_allclose(default_state_tensions([model.forces["FLEX"]], L, V), dflt,
+                               rtol=1e-9, atol=1e-9)
+    par = muscle_parameters(model, ["FLEX"])
+    fl, fp, fv, cosa = force_length_velocity(par, L, V)
+    assert fhat.max() > 100 and np.any(fhat == 0)
+    np.testing.assert_allclose(800.0 * fl * fv * cosa, fhat, rtol=1e-9, atol=1e-9)

@@ -176,7 +176,8 @@ def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
     4.6's ``calcInextensibleTendonActiveFiberForce`` of this class is the active fiber force
     along the fiber, not projected on the tendon). RigidTendonMuscle: the file's splines at
     OpenSim's fiber length and unprojected fiber velocity
-    (:func:`arthron.models.spline_muscles.rigid_tendon_forces`). Schutte1993Muscle_Deprecated:
+    (:func:`arthron.models.spline_muscles.rigid_tendon_forces`). Schutte1993Muscle_Deprecated
+    and Delp1990Muscle_Deprecated:
     f_L is the isometric tendon force at activation 1 over F_max (OpenSim's
     ``computeIsometricForce``, passive force included), f_V the deprecated classes' generic
     force-velocity factor, cos α 1, f_PE the passive force along the tendon at that fiber
@@ -184,21 +185,15 @@ def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
     so that ``F_max f_L f_V cos α`` is OpenSim's StaticOptimization force per activation.
     ``speeds`` None reads as 0.
 
-    Raises UnsupportedFeature for other muscle classes (Delp1990Muscle_Deprecated) and for a
-    Schutte1993Muscle_Deprecated with max_contraction_velocity ≤ 0 (MoBL_ARMS_J's: OpenSim's
-    force-velocity factor is then NaN or 0/1.8).
+    Raises UnsupportedFeature for other muscle classes and for a Schutte1993/Delp1990 muscle with
+    max_contraction_velocity ≤ 0 (MoBL_ARMS_J's: OpenSim's force-velocity factor is then NaN,
+    0 or 1.8).
     """
-    for i, t in enumerate(params.types):      # refused before computing anything
-        if t == "Delp1990Muscle_Deprecated":
-            raise UnsupportedFeature(f"muscle '{params.names[i]}' ({t}): its force-length-velocity "
-                                     "curves (the file's splines) are not reproduced; use "
-                                     "use_muscle_physiology false (force = activation × "
-                                     "max_isometric_force, as OpenSim does then)")
     spl = [i for i, t in enumerate(params.types) if t in SPLINE_MUSCLE_TYPES]
     if spl and (params.spline is None or any(params.spline[i] is None for i in spl)):
         raise UnsupportedFeature(f"muscle '{params.names[spl[0]]}': its curves are missing "
                                  "(build MuscleParameters with muscle_parameters)")
-    sch = [i for i in spl if params.types[i] == "Schutte1993Muscle_Deprecated"]
+    sch = [i for i in spl if params.types[i].endswith("_Deprecated")]
     rig = [i for i in spl if params.types[i] == "RigidTendonMuscle"]
     L2 = np.atleast_2d(np.asarray(lengths, float))
     V2 = np.zeros_like(L2) if speeds is None else np.atleast_2d(np.asarray(speeds, float))
@@ -228,7 +223,7 @@ def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
                 ln[:, i], dg["passive_fiber_strain_at_one_norm_force"])
             fv[:, i] = degroote_force_velocity(vn[:, i])
             alpha[:, i] = 0.0
-        elif t == "Schutte1993Muscle_Deprecated":
+        elif t in ("Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated"):
             k = sch.index(i)
             fmax = params.max_isometric_force[i]
             v = -np.cos(params.pennation_angle_at_optimal[i]) * V2[:, i] / (

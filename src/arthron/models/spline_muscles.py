@@ -1,5 +1,5 @@
-"""Muscles whose curves are splines in the model file: OpenSim ``Schutte1993Muscle_Deprecated``
-and ``RigidTendonMuscle``, vectorized over frames.
+"""Muscles whose curves are splines in the model file: OpenSim ``Schutte1993Muscle_Deprecated``,
+``Delp1990Muscle_Deprecated`` and ``RigidTendonMuscle``, vectorized over frames.
 
 * :func:`muscle_spline` reads a muscle's curve property (``active_force_length_curve``,
   ``passive_force_length_curve``, ``tendon_force_length_curve``, ``force_velocity_curve``) from
@@ -21,6 +21,8 @@ and ``RigidTendonMuscle``, vectorized over frames.
     length 0 and activation 0: ``ActivationFiberLengthMuscle_Deprecated::setNull``; no
     ``default_fiber_length`` property): pennation 0, the whole path is tendon, force
     ``F_max f_T((L − l_s)/l_s)`` (0 for negative strain).
+  ``Delp1990Muscle_Deprecated`` (Delp 1990; ``Delp1990Muscle_Deprecated.cpp``) shares these three
+  with its own first guess and passive curve in ``computeIsometricForce`` (see there).
 * RigidTendonMuscle (OpenSim 4.6 ``RigidTendonMuscle.cpp``, ``Muscle::
   calcInextensibleTendonActiveFiberForce``): fiber length ``sqrt(max(L − l_s, 0)² + w²)``
   (w = l_opt sin α_opt; ``max(L − l_s, 0)`` and cos α = 1 when w ≤ sqrt(ε)), cos α =
@@ -47,7 +49,8 @@ __all__ = ["SPLINE_MUSCLE_TYPES", "muscle_spline", "schutte_isometric_force",
            "schutte_default_state_tensions", "rigid_tendon_fiber", "rigid_tendon_forces"]
 
 #: the classes of this module
-SPLINE_MUSCLE_TYPES = ("Schutte1993Muscle_Deprecated", "RigidTendonMuscle")
+SPLINE_MUSCLE_TYPES = ("Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated",
+                       "RigidTendonMuscle")
 
 _ROUNDOFF_ERROR = 2e-13      # SimmMacros.h
 _EPS = float(np.finfo(float).eps)
@@ -158,10 +161,12 @@ def _calc_pennation(lf, lopt, alpha):
 
 
 class _Schutte:
-    """One Schutte1993Muscle_Deprecated's constants and curves."""
+    """One Schutte1993Muscle_Deprecated's (or Delp1990Muscle_Deprecated's) constants and curves."""
 
     def __init__(self, m):
         self.name = m.name
+        self.type = m.type
+        self.delp = m.type == "Delp1990Muscle_Deprecated"
         self.fmax = float(m.max_isometric_force)
         self.lopt = float(m.optimal_fiber_length)
         self.ls = float(m.tendon_slack_length)
@@ -170,7 +175,7 @@ class _Schutte:
         self.damping = _prop(m, "damping", 0.1)
         self.afl = muscle_spline(m, "active_force_length_curve")
         self.tfl = muscle_spline(m, "tendon_force_length_curve")
-        self.pfl = muscle_spline(m, "passive_force_length_curve", default=False)
+        self.pfl = muscle_spline(m, "passive_force_length_curve", default=self.delp)
 
     def passive(self, ln):
         """``calcNonzeroPassiveForce(l̃, 0)``: the file's curve, or exp(8(l̃−1))/exp(4) when the
@@ -181,11 +186,16 @@ class _Schutte:
 
 
 def schutte_isometric_force(muscle, lengths, activation: float = 1.0):
-    """Isometric tendon force (T,) N of a ``Schutte1993Muscle_Deprecated`` at path lengths
-    ``lengths`` (T,) m and ``activation``, and the fiber length (T,) m found: OpenSim 4.6's
-    ``Schutte1993Muscle_Deprecated::computeIsometricForce`` replayed step by step (at most 100
-    iterations; stops when |tendon − fiber force| ≤ 0.01 N, stiffness-based steps capped at
-    l_opt/2, proportional steps back after a sign change of the error)."""
+    """Isometric tendon force (T,) N of a ``Schutte1993Muscle_Deprecated`` (or
+    ``Delp1990Muscle_Deprecated``) at path lengths ``lengths`` (T,) m and ``activation``, and
+    the fiber length (T,) m found: OpenSim 4.6's ``computeIsometricForce`` of the class replayed
+    step by step (at most 100 iterations; stops when |tendon − fiber force| ≤ 0.01 N,
+    stiffness-based steps capped at l_opt/2, proportional steps back after a sign change of the
+    error). Delp1990: first guess l_f = L − l_s (Schutte: l_opt), passive curve always the
+    spline (Schutte: exp(8(l̃−1))/exp(4) when the file has none).
+
+    Raises UnsupportedFeature for a Delp1990Muscle_Deprecated with tendon_slack_length 0
+    (OpenSim then iterates on a 0/0 tendon strain)."""
     p = muscle if isinstance(muscle, _Schutte) else _Schutte(muscle)
     L = np.atleast_1d(np.asarray(lengths, float))
     T = len(L)
@@ -195,6 +205,9 @@ def schutte_isometric_force(muscle, lengths, activation: float = 1.0):
     if lopt < _ROUNDOFF_ERROR:
         return force, fiber
     w = lopt * np.sin(p.alpha)
+    if ls < _ROUNDOFF_ERROR and p.delp:
+        raise UnsupportedFeature(f"muscle '{p.name}' (Delp1990Muscle_Deprecated): "
+                                 "tendon_slack_length 0 is not reproduced")
     if ls < _ROUNDOFF_ERROR:
         cos_f = np.cos(np.arctan(w / L))
         lf = L / cos_f
@@ -205,8 +218,8 @@ def schutte_isometric_force(muscle, lengths, activation: float = 1.0):
     fiber[short] = w
     idx = np.flatnonzero(~short)
     Li = L[idx]
-    lf = np.full(len(idx), lopt)
-    cos_f = np.full(len(idx), np.cos(_calc_pennation(lopt, lopt, p.alpha)))
+    lf = Li - ls if p.delp else np.full(len(idx), lopt)
+    cos_f = np.cos(_calc_pennation(lf, lopt, p.alpha)) * np.ones(len(idx))
     lt = Li - lf * cos_f
     lo = lt < ls
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -281,7 +294,7 @@ def schutte_force_velocity(v_norm):
 
 def _check_vmax(p):
     if not p.vmax > 0.0:
-        raise UnsupportedFeature(f"muscle '{p.name}' (Schutte1993Muscle_Deprecated): "
+        raise UnsupportedFeature(f"muscle '{p.name}' ({p.type}): "
                                  f"max_contraction_velocity {p.vmax:g}; OpenSim's force-velocity "
                                  "factor divides the lengthening speed by it (NaN or ±inf in "
                                  "StaticOptimization with use_muscle_physiology); use "
@@ -290,7 +303,8 @@ def _check_vmax(p):
 
 
 def schutte_static_optimization_force(muscles, lengths, speeds):
-    """Force per unit activation (T, m) N of ``Schutte1993Muscle_Deprecated`` s in OpenSim 4.6's
+    """Force per unit activation (T, m) N of ``Schutte1993Muscle_Deprecated`` s (and
+    ``Delp1990Muscle_Deprecated`` s, the same inherited method) in OpenSim 4.6's
     StaticOptimization with ``use_muscle_physiology``: ``ActivationFiberLengthMuscle_Deprecated::
     calcInextensibleTendonActiveFiberForce(s, 1)`` = :func:`schutte_isometric_force` at
     activation 1 × :func:`schutte_force_velocity` of ``−cos α_opt L̇ / (v_max l_opt)``.
@@ -314,7 +328,8 @@ def schutte_static_optimization_force(muscles, lengths, speeds):
 
 
 def schutte_default_state_tensions(muscles, lengths):
-    """Tensions (T, m) N of ``Schutte1993Muscle_Deprecated`` s at OpenSim 4.6's default states
+    """Tensions (T, m) N of ``Schutte1993Muscle_Deprecated`` s (and ``Delp1990Muscle_Deprecated``
+    s: same ``calcTendonForce``, fiber velocity state 0) at OpenSim 4.6's default states
     (fiber length 0, activation 0) and path lengths ``lengths`` (T, m) m:
     ``computeActuation`` = ``F_max f_T(ε)``, ε = (L − l_s)/l_s (0 where ε < 0), f_T the
     ``tendon_force_length_curve`` (the file's, or the class default)."""
