@@ -97,25 +97,10 @@ def test_das4_schutte_forces_equal_opensim(tmp_path, what):
     np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
 
 
-@needs_data
-@needs_opensim
-def test_das4_static_optimization_with_physiology(tmp_path):
-    """StaticOptimization with use_muscle_physiology on DAS4 (164 Schutte1993Muscle_Deprecated
-    muscles; reserves of 1 N·m on every coordinate, 1e4 on the floating thorax's six), 4 frames
-    of a slow generated motion: activations within 1e-2 of OpenSim 4.6's (measured 4.9e-3, the
-    largest 0.17) and arthron's objective at most OpenSim's (0.3 % lower: OpenSim's optimizer
-    stops at its convergence criterion 1e-4)."""
-    import opensim as osim
-    from arthron.cli import main
-    from arthron.io.osim import read_osim, write_osim
-    from arthron.io.sto import read_sto, write_sto
+def _das4_motion(model, path):
+    """A slow 1-s DAS4 motion (21 frames, radians) about the default pose, couplers met."""
+    from arthron.io.sto import write_sto
     from arthron.tables import Table
-    from arthron.tools.load_sharing_tool import add_reserves
-    model = add_reserves(read_osim(DAS4), 1.0)
-    for f in model.forces.values():        # the floating thorax is held by its reserves at no cost
-        if f.name.startswith("TH_") and f.name.endswith("_reserve"):
-            f.optimal_force = 1e4
-    write_osim(tmp_path / "das4r.osim", model)
     t = np.linspace(0, 1, 21)
     s = np.sin(2 * np.pi * t / 4)
     names = list(model.coordinates)
@@ -127,7 +112,29 @@ def test_das4_static_optimization_with_physiology(tmp_path):
         d = names.index(con.properties["dependent_coordinate"])
         i = names.index(con.properties["independent_coordinates"][0])
         vals[:, d] = con.properties["function"].value(vals[:, i])
-    write_sto(tmp_path / "m.mot", Table(name="das4", time=t, labels=names, data=vals, in_degrees=False))
+    write_sto(path, Table(name="das4", time=t, labels=names, data=vals, in_degrees=False))
+    return path
+
+
+@needs_data
+@needs_opensim
+def test_das4_static_optimization_with_physiology(tmp_path):
+    """StaticOptimization with use_muscle_physiology on DAS4 (164 Schutte1993Muscle_Deprecated
+    muscles; reserves of 1 N·m on every coordinate, 1e4 on the floating thorax's six), 4 frames
+    of a slow generated motion: activations within 1e-2 of OpenSim 4.6's (measured 4.9e-3, the
+    largest 0.17) and arthron's objective at most OpenSim's (0.3 % lower: OpenSim's optimizer
+    stops at its convergence criterion 1e-4)."""
+    import opensim as osim
+    from arthron.cli import main
+    from arthron.io.osim import read_osim, write_osim
+    from arthron.io.sto import read_sto
+    from arthron.tools.load_sharing_tool import add_reserves
+    model = add_reserves(read_osim(DAS4), 1.0)
+    for f in model.forces.values():        # the floating thorax is held by its reserves at no cost
+        if f.name.startswith("TH_") and f.name.endswith("_reserve"):
+            f.optimal_force = 1e4
+    write_osim(tmp_path / "das4r.osim", model)
+    _das4_motion(model, tmp_path / "m.mot")
     for who in ("osim", "arthron"):
         (tmp_path / f"so_{who}.xml").write_text(static_optimization_setup(
             "das4", tmp_path / "das4r.osim", tmp_path / "m.mot", tmp_path / f"res_{who}", 0.4, 0.55,
@@ -253,3 +260,37 @@ def test_deprecated_muscles_inline_equal_opensim(tmp_path, cls):
     fl, fp, fv, cosa = force_length_velocity(par, L, V)
     assert fhat.max() > 100 and np.any(fhat == 0)
     np.testing.assert_allclose(800.0 * fl * fv * cosa, fhat, rtol=1e-9, atol=1e-9)
+
+
+@needs_data
+@needs_opensim
+def test_das4_inverse_dynamics_with_muscles_not_excluded(tmp_path):
+    """OpenSim's InverseDynamicsTool with an empty forces_to_exclude applies DAS4's 164 Schutte
+    muscles at their default states (fiber length 0: tendon forces of 10⁴ N); arthron's
+    inverse dynamics equals it (21 frames, 6 Hz), every column to 1e-9 of the largest."""
+    import warnings
+    import opensim
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import read_sto
+    from arthron.solvers.inverse_dynamics import run_inverse_dynamics
+    model = read_osim(DAS4)
+    mot = _das4_motion(model, tmp_path / "m.mot")
+    tool = opensim.InverseDynamicsTool()
+    tool.setModelFileName(str(DAS4))
+    tool.setCoordinatesFileName(str(mot))
+    tool.setLowpassCutoffFrequency(6)
+    tool.setStartTime(0)
+    tool.setEndTime(1)
+    tool.setExcludedForces(opensim.ArrayStr())
+    tool.setResultsDir(str(tmp_path / "osim"))
+    tool.setOutputGenForceFileName("id.sto")
+    with oracle.opensim_defaults_kept(tmp_path):
+        tool.run()
+    ref = read_sto(tmp_path / "osim" / "id.sto")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = run_inverse_dynamics(model, read_sto(mot), lowpass_hz=6, forces_to_exclude=())
+    assert got.labels == ref.labels and len(got.time) == len(ref.time) == 21
+    big = np.abs(ref.data).max()
+    assert big > 1e3
+    assert np.abs(got.generalized_forces - ref.data).max() < 1e-9 * big
