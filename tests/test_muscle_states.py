@@ -282,10 +282,11 @@ def test_jr_without_forces_warns_that_the_muscles_pull_at_their_default_states(t
 def test_other_muscle_classes_are_refused_by_name():
     """default_state_tensions names a muscle whose class it does not reproduce."""
     from arthron.errors import UnsupportedFeature
-    from arthron.models.forces import DeGrooteFregly2016Muscle, Thelen2003Muscle_Deprecated
+    from arthron.models.forces import DeGrooteFregly2016Muscle, Muscle
     from arthron.solvers.muscle_states import default_state_tensions
     ok = DeGrooteFregly2016Muscle(name="dg", max_isometric_force=300.0)
     np.testing.assert_array_equal(default_state_tensions([ok], [[0.3], [0.5]]), [[150.0], [150.0]])
-    # (RigidTendonMuscle was the example until its default-state force was reproduced)
-    with pytest.raises(UnsupportedFeature, match="'td' \\(Thelen2003Muscle_Deprecated\\)"):
-        default_state_tensions([ok, Thelen2003Muscle_Deprecated(name="td")], [[0.3, 0.3]])
+    # (RigidTendonMuscle, then the deprecated classes, were the example until their
+    # default-state forces were reproduced; every class arthron types now is)
+    with pytest.raises(UnsupportedFeature, match="'pm' \\(PluginMuscle\\)"):
+        default_state_tensions([ok, Muscle(name="pm", type="PluginMuscle")], [[0.3, 0.3]])

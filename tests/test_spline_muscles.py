@@ -233,11 +233,12 @@ def test_rigid_tendon_muscle_equals_opensim(tmp_path, curves):
 
 
 @needs_opensim
-@pytest.mark.parametrize("cls", ["Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated"])
+@pytest.mark.parametrize("cls", ["Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated",
+                                 "Thelen2003Muscle_Deprecated"])
 def test_deprecated_muscles_inline_equal_opensim(tmp_path, cls):
-    """A pennated (0.2 rad) Schutte1993 / Delp1990 muscle with the class's default curves
-    (Schutte: no passive curve in the file, so the exponential exp(8(l̃−1))/exp(4); Delp: its
-    first guess L − l_s) at 9 poses and speeds, some with the path shorter than the tendon
+    """A pennated (0.2 rad) Schutte1993 / Delp1990 / Thelen2003 deprecated muscle with the
+    class's default curves (Schutte: no passive curve in the file, so the exponential
+    exp(8(l̃−1))/exp(4); Delp: its first guess L − l_s; Thelen: closed forms) at 9 poses and speeds, some with the path shorter than the tendon
     slack length: the default-state force and StaticOptimization's force per activation equal
     OpenSim 4.6's to 1e-9 relative."""
     from arthron.io.osim import read_osim

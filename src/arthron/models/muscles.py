@@ -170,14 +170,13 @@ def rigid_tendon_fiber_state(params: MuscleParameters, lengths, speeds=None):
 
 def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
     """Static muscle multipliers for a rigid tendon: (f_L active, f_PE passive, f_V, cos α),
-    each (T, n). Thelen2003Muscle (and Thelen2003Muscle_Deprecated, given the Thelen curves
-    here), Millard2012 muscles (their own Bézier curves, OpenSim 4.6) and
+    each (T, n). Thelen2003Muscle, Millard2012 muscles (their own Bézier curves, OpenSim 4.6) and
     DeGrooteFregly2016Muscle (De Groote et al. 2016's curves; its cos α is returned as 1: OpenSim
     4.6's ``calcInextensibleTendonActiveFiberForce`` of this class is the active fiber force
     along the fiber, not projected on the tendon). RigidTendonMuscle: the file's splines at
     OpenSim's fiber length and unprojected fiber velocity
-    (:func:`arthron.models.spline_muscles.rigid_tendon_forces`). Schutte1993Muscle_Deprecated
-    and Delp1990Muscle_Deprecated:
+    (:func:`arthron.models.spline_muscles.rigid_tendon_forces`). Schutte1993Muscle_Deprecated,
+    Delp1990Muscle_Deprecated and Thelen2003Muscle_Deprecated:
     f_L is the isometric tendon force at activation 1 over F_max (OpenSim's
     ``computeIsometricForce``, passive force included), f_V the deprecated classes' generic
     force-velocity factor, cos α 1, f_PE the passive force along the tendon at that fiber
@@ -185,7 +184,7 @@ def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
     so that ``F_max f_L f_V cos α`` is OpenSim's StaticOptimization force per activation.
     ``speeds`` None reads as 0.
 
-    Raises UnsupportedFeature for other muscle classes and for a Schutte1993/Delp1990 muscle with
+    Raises UnsupportedFeature for other muscle classes and for a deprecated-class muscle with
     max_contraction_velocity ≤ 0 (MoBL_ARMS_J's: OpenSim's force-velocity factor is then NaN,
     0 or 1.8).
     """
@@ -223,7 +222,8 @@ def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
                 ln[:, i], dg["passive_fiber_strain_at_one_norm_force"])
             fv[:, i] = degroote_force_velocity(vn[:, i])
             alpha[:, i] = 0.0
-        elif t in ("Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated"):
+        elif t in ("Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated",
+                   "Thelen2003Muscle_Deprecated"):
             k = sch.index(i)
             fmax = params.max_isometric_force[i]
             v = -np.cos(params.pennation_angle_at_optimal[i]) * V2[:, i] / (

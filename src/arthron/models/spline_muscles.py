@@ -22,7 +22,11 @@
     ``default_fiber_length`` property): pennation 0, the whole path is tendon, force
     ``F_max f_T((L − l_s)/l_s)`` (0 for negative strain).
   ``Delp1990Muscle_Deprecated`` (Delp 1990; ``Delp1990Muscle_Deprecated.cpp``) shares these three
-  with its own first guess and passive curve in ``computeIsometricForce`` (see there).
+  with its own first guess and passive curve in ``computeIsometricForce`` (see there), and so
+  does ``Thelen2003Muscle_Deprecated`` (``Thelen2003Muscle_Deprecated.cpp``) with Thelen's
+  closed-form curves (Gaussian active, exponential-linear passive, tendon with its toe region
+  plus 0.001 (1 + ε); defaults KshapeActive 0.5, KshapePassive 4, FmaxMuscleStrain 0.6,
+  FmaxTendonStrain 0.033).
 * RigidTendonMuscle (OpenSim 4.6 ``RigidTendonMuscle.cpp``, ``Muscle::
   calcInextensibleTendonActiveFiberForce``): fiber length ``sqrt(max(L − l_s, 0)² + w²)``
   (w = l_opt sin α_opt; ``max(L − l_s, 0)`` and cos α = 1 when w ≤ sqrt(ε)), cos α =
@@ -50,7 +54,7 @@ __all__ = ["SPLINE_MUSCLE_TYPES", "muscle_spline", "schutte_isometric_force",
 
 #: the classes of this module
 SPLINE_MUSCLE_TYPES = ("Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated",
-                       "RigidTendonMuscle")
+                       "Thelen2003Muscle_Deprecated", "RigidTendonMuscle")
 
 _ROUNDOFF_ERROR = 2e-13      # SimmMacros.h
 _EPS = float(np.finfo(float).eps)
@@ -161,33 +165,84 @@ def _calc_pennation(lf, lopt, alpha):
 
 
 class _Schutte:
-    """One Schutte1993Muscle_Deprecated's (or Delp1990Muscle_Deprecated's) constants and curves."""
+    """One deprecated muscle's constants and curves: Schutte1993Muscle_Deprecated,
+    Delp1990Muscle_Deprecated (the file's splines) or Thelen2003Muscle_Deprecated (Thelen's
+    closed forms, ``Thelen2003Muscle_Deprecated.cpp``)."""
 
     def __init__(self, m):
         self.name = m.name
         self.type = m.type
         self.delp = m.type == "Delp1990Muscle_Deprecated"
+        self.thelen = m.type == "Thelen2003Muscle_Deprecated"
         self.fmax = float(m.max_isometric_force)
         self.lopt = float(m.optimal_fiber_length)
         self.ls = float(m.tendon_slack_length)
         self.alpha = float(m.pennation_angle_at_optimal or 0.0)
         self.vmax = float(10.0 if m.max_contraction_velocity is None else m.max_contraction_velocity)
-        self.damping = _prop(m, "damping", 0.1)
+        if self.thelen:                        # OpenSim 4.6 constructProperties() defaults
+            self.ka = float(getattr(m, "KshapeActive", 0.5))
+            self.kp = float(getattr(m, "KshapePassive", 4.0))
+            self.em = float(getattr(m, "FmaxMuscleStrain", 0.6))
+            e0 = getattr(m, "FmaxTendonStrain", None)
+            self.e0 = 0.033 if e0 is None else float(e0)
+            return
         self.afl = muscle_spline(m, "active_force_length_curve")
         self.tfl = muscle_spline(m, "tendon_force_length_curve")
         self.pfl = muscle_spline(m, "passive_force_length_curve", default=self.delp)
 
+    def active(self, ln):
+        """The active force-length multiplier (``calcActiveForce``)."""
+        if self.thelen:
+            return np.exp(-(ln - 1.0) * (ln - 1.0) / self.ka)
+        return self.afl.value(ln)
+
     def passive(self, ln):
-        """``calcNonzeroPassiveForce(l̃, 0)``: the file's curve, or exp(8(l̃−1))/exp(4) when the
-        property is OpenSim's default (absent from the file)."""
+        """Schutte: ``calcNonzeroPassiveForce(l̃, 0)``: the file's curve, or exp(8(l̃−1))/exp(4)
+        when the property is OpenSim's default (absent from the file); Delp: the curve; Thelen:
+        ``calcPassiveForce``, exponential, linear beyond 1 + FmaxMuscleStrain."""
+        if self.thelen:
+            kp, em = self.kp, self.em
+            slope = (kp / em) * np.exp(kp * (1.0 + em - 1.0) / em) / np.exp(kp)
+            with np.errstate(over="ignore"):
+                ex = np.exp(kp * (ln - 1.0) / em) / np.exp(kp)
+            return np.where(ln > 1.0 + em, 1.0 + slope * (ln - (1.0 + em)), ex)
         if self.pfl is None:
             return np.exp(8.0 * (ln - 1.0)) / np.exp(4.0)
         return self.pfl.value(ln)
 
+    def _thelen_tendon(self, lt_norm):
+        """``Thelen2003Muscle_Deprecated::calcTendonForce`` at the normalized tendon length."""
+        rest = self.ls / self.lopt
+        strain = (lt_norm - rest) / rest
+        toe, toe_f, klin = 0.609 * self.e0, 0.333333, 1.712 / self.e0
+        with np.errstate(over="ignore"):
+            f = np.where(strain > toe, klin * (strain - toe) + toe_f,
+                         np.where(strain > 0, toe_f * (np.exp(3.0 * strain / toe) - 1.0) / (np.exp(3.0) - 1.0),
+                                  0.0))
+        return f + 0.001 * (1.0 + strain)
+
+    def tendon(self, lt):
+        """(normalized tendon force, its value in the stiffness estimate) at tendon length lt (m)
+        as ``computeIsometricForce`` takes them."""
+        if self.thelen:
+            f = self._thelen_tendon(lt / self.lopt)
+            return f, f
+        strain = lt / self.ls - 1.0
+        f = self.tfl.value(strain)
+        return np.where(strain < 0.0, 0.0, f), f
+
+    def default_tendon(self, L):
+        """Normalized tendon force at fiber length 0 (``computeActuation`` at the default state)."""
+        if self.thelen:
+            return self._thelen_tendon(L / self.lopt)
+        rest = self.ls / self.lopt
+        strain = (L / self.lopt - rest) / rest
+        return np.where(strain < 0.0, 0.0, self.tfl.value(strain))
+
 
 def schutte_isometric_force(muscle, lengths, activation: float = 1.0):
     """Isometric tendon force (T,) N of a ``Schutte1993Muscle_Deprecated`` (or
-    ``Delp1990Muscle_Deprecated``) at path lengths ``lengths`` (T,) m and ``activation``, and
+    ``Delp1990Muscle_Deprecated``, ``Thelen2003Muscle_Deprecated``) at path lengths ``lengths`` (T,) m and ``activation``, and
     the fiber length (T,) m found: OpenSim 4.6's ``computeIsometricForce`` of the class replayed
     step by step (at most 100 iterations; stops when |tendon − fiber force| ≤ 0.01 N,
     stiffness-based steps capped at l_opt/2, proportional steps back after a sign change of the
@@ -211,8 +266,10 @@ def schutte_isometric_force(muscle, lengths, activation: float = 1.0):
     if ls < _ROUNDOFF_ERROR:
         cos_f = np.cos(np.arctan(w / L))
         lf = L / cos_f
-        act = np.maximum(p.afl.value(lf / lopt) * activation * fmax, 0.0)
+        act = np.maximum(p.active(lf / lopt) * activation * fmax, 0.0)
         pas = p.passive(lf / lopt) * fmax
+        if p.thelen:
+            pas = np.maximum(pas, 0.0)
         return (act + pas) * cos_f, lf
     short = L < ls
     fiber[short] = w
@@ -235,13 +292,12 @@ def schutte_isometric_force(muscle, lengths, activation: float = 1.0):
         if live.size == 0:
             break
         lfl, cfl, ltl, Ll = lf[live], cos_f[live], lt[live], Li[live]
-        fl = p.afl.value(lfl / lopt)
+        fl = p.active(lfl / lopt)
         act = np.maximum(fl * activation, 0.0)
         pas = np.maximum(p.passive(lfl / lopt), 0.0)
         fiber_force = (act + pas) * fmax * cfl
-        strain = ltl / ls - 1.0
-        fse = p.tfl.value(strain)
-        tfl_ = np.where(strain < 0.0, 0.0, fse * fmax)
+        fse_f, fse = p.tendon(ltl)
+        tfl_ = fse_f * fmax
         tf[live] = tfl_
         old_err = err[live] if i > 0 else tfl_ - fiber_force
         e = tfl_ - fiber_force
@@ -304,7 +360,8 @@ def _check_vmax(p):
 
 def schutte_static_optimization_force(muscles, lengths, speeds):
     """Force per unit activation (T, m) N of ``Schutte1993Muscle_Deprecated`` s (and
-    ``Delp1990Muscle_Deprecated`` s, the same inherited method) in OpenSim 4.6's
+    ``Delp1990Muscle_Deprecated``, ``Thelen2003Muscle_Deprecated`` s: the same inherited
+    method) in OpenSim 4.6's
     StaticOptimization with ``use_muscle_physiology``: ``ActivationFiberLengthMuscle_Deprecated::
     calcInextensibleTendonActiveFiberForce(s, 1)`` = :func:`schutte_isometric_force` at
     activation 1 × :func:`schutte_force_velocity` of ``−cos α_opt L̇ / (v_max l_opt)``.
@@ -329,18 +386,16 @@ def schutte_static_optimization_force(muscles, lengths, speeds):
 
 def schutte_default_state_tensions(muscles, lengths):
     """Tensions (T, m) N of ``Schutte1993Muscle_Deprecated`` s (and ``Delp1990Muscle_Deprecated``
-    s: same ``calcTendonForce``, fiber velocity state 0) at OpenSim 4.6's default states
-    (fiber length 0, activation 0) and path lengths ``lengths`` (T, m) m:
-    ``computeActuation`` = ``F_max f_T(ε)``, ε = (L − l_s)/l_s (0 where ε < 0), f_T the
-    ``tendon_force_length_curve`` (the file's, or the class default)."""
+    s: same ``calcTendonForce``, fiber velocity state 0; ``Thelen2003Muscle_Deprecated`` s:
+    Thelen's tendon curve plus 0.001 (1 + ε)) at OpenSim 4.6's default states (fiber length 0,
+    activation 0) and path lengths ``lengths`` (T, m) m: ``computeActuation`` =
+    ``F_max f_T(ε)``, ε = (L − l_s)/l_s (0 where ε < 0), f_T the ``tendon_force_length_curve``
+    (the file's, or the class default)."""
     L = np.atleast_2d(np.asarray(lengths, float))
     out = np.zeros_like(L)
     for k, m in enumerate(muscles):
         p = _Schutte(m)
-        lt_n = L[:, k] / p.lopt                          # normalized tendon length (fiber 0)
-        rest = p.ls / p.lopt
-        strain = (lt_n - rest) / rest
-        out[:, k] = p.fmax * np.where(strain < 0.0, 0.0, p.tfl.value(strain))
+        out[:, k] = p.fmax * p.default_tendon(L[:, k])
     return out
 
 

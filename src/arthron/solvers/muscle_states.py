@@ -18,10 +18,11 @@ arthron reproduces (:data:`DEFAULT_STATE_TYPES`; :func:`default_state_tensions` 
 * ``DeGrooteFregly2016Muscle``: states activation ``default_activation`` and normalized tendon
   force ``default_normalized_tendon_force``; force = ``F_iso`` × that state (elastic tendon), or
   the rigid tendon's fiber force along the tendon (:func:`degroote_default_state_tensions`).
-* ``Schutte1993Muscle_Deprecated``, ``Delp1990Muscle_Deprecated``: states fiber length 0 and
-  activation 0 (the deprecated classes have no default-state properties): the whole path is
-  tendon, force
-  ``F_max f_T((L − l_s)/l_s)`` (:func:`arthron.models.spline_muscles.schutte_default_state_tensions`).
+* ``Schutte1993Muscle_Deprecated``, ``Delp1990Muscle_Deprecated``,
+  ``Thelen2003Muscle_Deprecated``: states fiber length 0 and activation 0 (the deprecated
+  classes have no default-state properties): the whole path is tendon, force
+  ``F_max f_T((L − l_s)/l_s)`` (Thelen's: plus 0.001 (1 + ε))
+  (:func:`arthron.models.spline_muscles.schutte_default_state_tensions`).
 * ``RigidTendonMuscle``: no states; its activation is its control, 0 without a controller, so
   the passive fiber force along the tendon ``F_max f_PE(l̃) cos α``
   (:func:`arthron.models.spline_muscles.rigid_tendon_forces`).
@@ -60,17 +61,17 @@ __all__ = ["DEFAULT_STATE_TYPES", "default_state_tensions", "needs_lengthening_s
 DEFAULT_STATE_TYPES = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle",
                        "Millard2012AccelerationMuscle", "DeGrooteFregly2016Muscle",
                        "Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated",
-                       "RigidTendonMuscle")
+                       "Thelen2003Muscle_Deprecated", "RigidTendonMuscle")
 
 #: the classes whose default-state force does not depend on the paths' lengthening speeds
 _NO_SPEED_TYPES = ("Thelen2003Muscle", "Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated",
-                   "RigidTendonMuscle")
+                   "Thelen2003Muscle_Deprecated", "RigidTendonMuscle")
 
 
 def needs_lengthening_speeds(muscles) -> bool:
     """Whether the default-state tensions of ``muscles`` depend on the paths' lengthening
     speeds (every supported class but ``Thelen2003Muscle``, ``Schutte1993Muscle_Deprecated``
-    ``Delp1990Muscle_Deprecated`` and ``RigidTendonMuscle``)."""
+    ``Delp1990Muscle_Deprecated``, ``Thelen2003Muscle_Deprecated`` and ``RigidTendonMuscle``)."""
     return any(m.type not in _NO_SPEED_TYPES for m in muscles)
 
 
@@ -142,6 +143,7 @@ def default_state_tensions(muscles, lengths, speeds=None, default_fiber_lengths=
            "DeGrooteFregly2016Muscle": degroote_default_state_tensions,
            "Schutte1993Muscle_Deprecated": lambda ms, l_, v_: schutte_default_state_tensions(ms, l_),
            "Delp1990Muscle_Deprecated": lambda ms, l_, v_: schutte_default_state_tensions(ms, l_),
+           "Thelen2003Muscle_Deprecated": lambda ms, l_, v_: schutte_default_state_tensions(ms, l_),
            "RigidTendonMuscle": lambda ms, l_, v_: rigid_tendon_forces(ms, l_, v_, 0.0)[0]}
     for kind, f in law.items():
         cols = [k for k, m in enumerate(muscles) if m.type == kind]
