@@ -668,3 +668,73 @@ def test_hunt_crossley_pulling_contact_like_opensim(tmp_path):
         ref = opensim_contact(q, qd)
         assert (np.abs(ref).max() > 100) == applied          # the heel pulling drops the toe too
         np.testing.assert_allclose(got[0], ref, rtol=1e-12, atol=1e-9)
+
+
+_TORQUE_PENDULUM = """<?xml version="1.0" encoding="UTF-8"?><OpenSimDocument Version="40000"><Model name="lumbar">
+<gravity>0 -9.80665 0</gravity>
+<BodySet name="bodyset"><objects>
+<Body name="pelvis"><mass>11</mass><mass_center>0 0.1 0</mass_center><inertia>0.1 0.09 0.06 0 0 0</inertia></Body>
+<Body name="torso"><mass>26</mass><mass_center>0 0.3 0</mass_center><inertia>1.4 0.7 1.4 0 0 0</inertia></Body>
+</objects></BodySet>
+<JointSet name="jointset"><objects>
+<PinJoint name="hip"><socket_parent_frame>/ground</socket_parent_frame><socket_child_frame>/bodyset/pelvis</socket_child_frame>
+<coordinates><Coordinate name="pelvis_tilt"><range>-1.5 1.5</range></Coordinate></coordinates></PinJoint>
+<PinJoint name="back"><socket_parent_frame>pelvis_offset</socket_parent_frame><socket_child_frame>/bodyset/torso</socket_child_frame>
+<coordinates><Coordinate name="lumbar_extension"><range>-1.5 1.5</range></Coordinate></coordinates>
+<frames><PhysicalOffsetFrame name="pelvis_offset"><socket_parent>/bodyset/pelvis</socket_parent>
+<translation>-0.1 0.08 0</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame></frames></PinJoint>
+</objects></JointSet>
+<ForceSet name="forceset"><objects>
+<CoordinateActuator name="tilt"><coordinate>pelvis_tilt</coordinate><optimal_force>100</optimal_force>
+<min_control>-inf</min_control><max_control>inf</max_control></CoordinateActuator>
+<CoordinateActuator name="lumbar_ext"><coordinate>lumbar_extension</coordinate><optimal_force>10</optimal_force>
+<min_control>-inf</min_control><max_control>inf</max_control></CoordinateActuator>
+</objects></ForceSet></Model></OpenSimDocument>"""
+
+
+@needs_opensim
+def test_static_optimization_meets_the_speeds_spline_accelerations_like_opensim(tmp_path):
+    """Rajagopal et al. (2016)'s full-body model (Rajagopal2015.osim) with reserves on a 21-frame
+    motion: arthron's StaticOptimization activations of the lumbar CoordinateActuator were up to
+    6.6 (5 %) off OpenSim 4.6's at the first and last frames, decaying inwards. OpenSim's
+    StaticOptimization meets, as target accelerations, the derivative of a quintic GCVSpline
+    fitted to the AnalyzeTool's speeds (``StaticOptimizationTarget::computeConstraintVector``),
+    not the coordinates' spline's second derivative the InverseDynamicsTool uses; arthron now
+    does the same. Two pins with one CoordinateActuator each (activations fixed by the equations,
+    no optimizer tolerance in the way): every frame equals OpenSim's to 1e-7 relative, with
+    and without a low-pass filter, where the InverseDynamicsTool's torques differ by over 0.5 %."""
+    import opensim as osim
+    from arthron.io.sto import read_sto
+    from arthron.solvers.inverse_dynamics import run_inverse_dynamics
+    from arthron.tools.static_optimization_tool import run_static_optimization
+    osim.Logger.setLevelString("error")
+    model_path = tmp_path / "lumbar.osim"
+    model_path.write_text(_TORQUE_PENDULUM)
+    t = np.linspace(0, 1, 21)
+    q = np.column_stack([40 * np.sin(2 * np.pi * 0.9 * t + 0.3), 30 * np.sin(2 * np.pi * 1.3 * t + 1.1)])
+    mot = tmp_path / "motion.mot"
+    mot.write_text("motion\nversion=1\nnRows=21\nnColumns=3\ninDegrees=yes\nendheader\n"
+                   "time\tpelvis_tilt\tlumbar_extension\n"
+                   + "".join(f"{a:.6f}\t{b:.10f}\t{c:.10f}\n" for a, (b, c) in zip(t, q)))
+    for lowpass in (-1, 6):
+        setup = tmp_path / f"so{lowpass}.xml"
+        setup.write_text(f"""<?xml version="1.0" encoding="UTF-8"?><OpenSimDocument Version="40000">
+<AnalyzeTool name="so"><model_file>{model_path}</model_file><results_directory>{tmp_path}/os{lowpass}</results_directory>
+<initial_time>0</initial_time><final_time>1</final_time><AnalysisSet name="Analyses"><objects>
+<StaticOptimization name="StaticOptimization"><on>true</on><step_interval>1</step_interval>
+<use_model_force_set>true</use_model_force_set><activation_exponent>2</activation_exponent>
+<use_muscle_physiology>true</use_muscle_physiology><optimizer_convergence_criterion>1e-10</optimizer_convergence_criterion>
+<optimizer_max_iterations>200</optimizer_max_iterations></StaticOptimization></objects></AnalysisSet>
+<coordinates_file>{mot}</coordinates_file><lowpass_cutoff_frequency_for_coordinates>{lowpass}</lowpass_cutoff_frequency_for_coordinates>
+</AnalyzeTool></OpenSimDocument>""")
+        osim.AnalyzeTool(str(setup)).run()
+        ref = read_sto(tmp_path / f"os{lowpass}" / "so_StaticOptimization_activation.sto")
+        res = run_static_optimization(model_path, mot, lowpass_hz=lowpass)
+        np.testing.assert_allclose(res.time, ref.time, atol=1e-9, rtol=0)
+        ours = res.activations[:, [res.names.index(n) for n in ref.labels]]
+        scale = np.abs(ref.data).max(axis=0)
+        np.testing.assert_allclose(ours, ref.data, atol=1e-7 * scale.max(), rtol=0)
+        # the case matters: the InverseDynamicsTool's accelerations give other torques at the ends
+        idr = run_inverse_dynamics(read_osim(model_path), read_sto(mot), lowpass_hz=lowpass)
+        tau = np.column_stack([idr.column(f"{c}_moment") for c in ("pelvis_tilt", "lumbar_extension")])
+        assert np.abs(tau / [100, 10] - ref.data).max() > 5e-3 * scale.max()
