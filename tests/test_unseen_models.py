@@ -738,3 +738,162 @@ def test_static_optimization_meets_the_speeds_spline_accelerations_like_opensim(
         idr = run_inverse_dynamics(read_osim(model_path), read_sto(mot), lowpass_hz=lowpass)
         tau = np.column_stack([idr.column(f"{c}_moment") for c in ("pelvis_tilt", "lumbar_extension")])
         assert np.abs(tau / [100, 10] - ref.data).max() > 5e-3 * scale.max()
+
+
+_WELDED_CONDYLES = """<?xml version="1.0" encoding="UTF-8"?><OpenSimDocument Version="40000"><Model name="condyles">
+<gravity>0 -9.80665 0</gravity>
+<BodySet name="bodyset"><objects>
+<Body name="thigh"><mass>8</mass><mass_center>0 -0.17 0</mass_center><inertia>0.1 0.03 0.1 0 0 0</inertia></Body>
+<Body name="sagittal"><mass>0.1</mass><mass_center>0 0 0</mass_center><inertia>0.001 0.001 0.001 0 0 0</inertia></Body>
+<Body name="med_cond"><mass>0.1</mass><mass_center>0 0 0</mass_center><inertia>0.001 0.001 0.001 0 0 0</inertia></Body>
+<Body name="lat_cond"><mass>0.1</mass><mass_center>0 0 0</mass_center><inertia>0.001 0.001 0.001 0 0 0</inertia></Body>
+<Body name="shank"><mass>3.5</mass><mass_center>0 -0.18 0</mass_center><inertia>0.05 0.005 0.05 0 0 0</inertia></Body>
+</objects></BodySet>
+<JointSet name="jointset"><objects>{joints}</objects></JointSet>
+<ConstraintSet name="constraintset"><objects>
+<WeldConstraint name="lat_cond_weld"><socket_frame1>lat_cond_offset</socket_frame1><socket_frame2>/bodyset/shank</socket_frame2>
+<frames><PhysicalOffsetFrame name="lat_cond_offset"><socket_parent>/bodyset/lat_cond</socket_parent>
+<translation>0 -0.03 0.02</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame></frames></WeldConstraint>
+</objects></ConstraintSet>
+<ForceSet name="forceset"><objects>{muscles}</objects></ForceSet>
+<MarkerSet name="markerset"><objects>{markers}</objects></MarkerSet>
+</Model></OpenSimDocument>"""
+
+
+def _pin(name, parent, child, coord, at, rng=(-2.5, 0.5), locked=False, orient="0 0 0"):
+    return f"""<PinJoint name="{name}"><socket_parent_frame>{parent}_offset</socket_parent_frame>
+<socket_child_frame>{child}_offset</socket_child_frame><coordinates><Coordinate name="{coord}">
+<range>{rng[0]} {rng[1]}</range><locked>{str(locked).lower()}</locked></Coordinate></coordinates>
+<frames><PhysicalOffsetFrame name="{parent}_offset"><socket_parent>{'/ground' if parent == 'ground' else '/bodyset/' + parent}</socket_parent>
+<translation>{at}</translation><orientation>{orient}</orientation></PhysicalOffsetFrame>
+<PhysicalOffsetFrame name="{child}_offset"><socket_parent>/bodyset/{child}</socket_parent>
+<translation>0 0 0</translation><orientation>{orient}</orientation></PhysicalOffsetFrame></frames></PinJoint>"""
+
+
+def _condyles_doc():
+    """The knee of GPK_v4_016.osim (bioscout's full-body model) in small: the tibial plateau
+    welded to the medial condyle, the lateral condyle held to it by a WeldConstraint, both
+    condyles on locked ad/abduction pins (a closed loop that holds them still)."""
+    joints = (_pin("hip", "ground", "thigh", "hip_flexion", "0 1 0", (-1, 1.5))
+              + _pin("knee", "thigh", "sagittal", "knee_angle", "0 -0.4 0")
+              + _pin("med_cond_joint", "sagittal", "med_cond", "med_cond_adduction", "0 -0.02 0.02",
+                     (-2, 2), True, "0 1.5707963267949 0")
+              + _pin("lat_cond_joint", "sagittal", "lat_cond", "lat_cond_adduction", "0 -0.02 -0.02",
+                     (-2, 2), True, "0 1.5707963267949 0")
+              + """<WeldJoint name="plateau"><socket_parent_frame>med_cond_offset</socket_parent_frame>
+<socket_child_frame>shank_offset</socket_child_frame><frames>
+<PhysicalOffsetFrame name="med_cond_offset"><socket_parent>/bodyset/med_cond</socket_parent><translation>0 -0.03 -0.02</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame>
+<PhysicalOffsetFrame name="shank_offset"><socket_parent>/bodyset/shank</socket_parent><translation>0 0 0</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame>
+</frames></WeldJoint>""")
+    def muscle(name, p1, b1, p2, b2):
+        return f"""<Thelen2003Muscle name="{name}"><GeometryPath name="path"><PathPointSet><objects>
+<PathPoint name="{name}-P1"><location>{p1}</location><socket_parent_frame>{b1}</socket_parent_frame></PathPoint>
+<PathPoint name="{name}-P2"><location>{p2}</location><socket_parent_frame>{b2}</socket_parent_frame></PathPoint>
+</objects></PathPointSet></GeometryPath><max_isometric_force>1000</max_isometric_force>
+<optimal_fiber_length>0.1</optimal_fiber_length><tendon_slack_length>0.3</tendon_slack_length></Thelen2003Muscle>"""
+    muscles = (muscle("vas", "0.03 -0.2 0", "/bodyset/thigh", "0.04 -0.06 0", "/bodyset/shank")
+               + muscle("rf", "0.05 1.05 0", "/ground", "0.04 -0.06 0.01", "/bodyset/shank")
+               + muscle("bf", "-0.05 0.95 0", "/ground", "-0.03 -0.05 0", "/bodyset/shank"))
+    markers = "".join(f"""<Marker name="{n}"><socket_parent_frame>/bodyset/{b}</socket_parent_frame>
+<location>{loc}</location></Marker>""" for n, b, loc in (
+        ("thigh_front", "thigh", "0.06 -0.2 0"), ("thigh_knee", "thigh", "0.05 -0.38 0.04"),
+        ("shank_front", "shank", "0.05 -0.1 0"), ("ankle", "shank", "0 -0.4 0.04"),
+        ("shank_back", "shank", "-0.04 -0.2 -0.03")))
+    return _WELDED_CONDYLES.format(joints=joints, muscles=muscles, markers=markers)
+
+
+def _knee_motion(tmp_path, T=21):
+    """A hip and knee motion (degrees) over 1 s; the condyles stay at 0."""
+    t = np.linspace(0, 1, T)
+    q = np.column_stack([20 + 30 * np.sin(2 * np.pi * t), -40 - 35 * np.sin(2 * np.pi * 0.8 * t + 0.5),
+                         np.zeros(T), np.zeros(T)])
+    mot = tmp_path / "knee.mot"
+    mot.write_text(f"knee\nversion=1\nnRows={T}\nnColumns=5\ninDegrees=yes\nendheader\n"
+                   "time\thip_flexion\tknee_angle\tmed_cond_adduction\tlat_cond_adduction\n"
+                   + "".join(f"{a:.6f}\t" + "\t".join(f"{v:.10f}" for v in row) + "\n" for a, row in zip(t, q)))
+    return t, q, mot
+
+
+@needs_opensim
+def test_moment_arms_about_coordinates_a_weld_loop_holds(tmp_path):
+    """GPK_v4_016.osim (the bioscout package's full-body model; Full_Body_with_ball.osim and
+    Digital_Athlete.osim have the same knee) holds each knee's lateral condyle to the tibial
+    plateau with a WeldConstraint, the condyles on locked ad/abduction pins. Two things went
+    wrong: the constraint rows of that loop are rounding noise on the free coordinates, and
+    arthron's coupling vectors inverted them, so moment arms came out arbitrary (0.08 m for a
+    muscle that does not cross the hip); and about the condyles themselves (they cannot move)
+    the moment arms were NaN at some frames, rounding noise at others, so ``arthron paths``
+    stopped ('data contains NaN'). Now noise rows constrain nothing: moment arms about hip and
+    knee equal OpenSim 4.6's computeMomentArm to 1e-12 (on GPK_v4_016, 31 frames: every
+    MuscleAnalysis file to its 8 decimals); moment arms about the condyles are NaN at every
+    frame (OpenSim writes -nan or noise there), get no file, and one warning names them.
+    (OpenSim's AnalyzeTool and IK do not assemble this small model away from its default
+    pose, so the command's files are checked against the direct values.)"""
+    import opensim as osim
+    from arthron.io.sto import read_sto
+    from arthron.multibody.kinematics import compile_model
+    from arthron.multibody.paths import compile_paths, moment_arms
+    osim.Logger.setLevelString("error")
+    src = tmp_path / "condyles.osim"
+    src.write_text(_condyles_doc())
+    t, qdeg, mot = _knee_motion(tmp_path)
+    # direct: OpenSim's computeMomentArm about every coordinate at the motion's poses
+    model = read_osim(src)
+    tree = compile_model(model)
+    q = np.radians(qdeg)
+    R = moment_arms(compile_paths(model, tree), tree, q)
+    m, s = oracle.load(src)
+    cs = m.getCoordinateSet()
+    names = list(tree.coordinate_names)
+    for i in range(len(t)):
+        for j, c in enumerate(names):
+            cs.get(c).setValue(s, q[i, j], False)
+        m.realizeVelocity(s)
+        for k, f in enumerate(("vas", "rf", "bf")):
+            gp = osim.PathActuator.safeDownCast(m.getForceSet().get(f)).getPath()
+            for j in (0, 1):
+                assert abs(R[i, k, j] - gp.computeMomentArm(s, cs.get(names[j]))) < 1e-12
+    assert np.isnan(R[:, :, 2:]).all()
+    assert np.abs(R[:, 0, 0]).max() < 1e-12 and np.abs(R[:, :, 1]).max() > 0.05   # vas: knee only
+    # the command: the same numbers, no files for the condyles, one warning
+    with pytest.warns(ArthronWarning, match="med_cond_adduction, lat_cond_adduction .*cannot move"):
+        assert main(["paths", str(src), str(mot), "-o", str(tmp_path / "ours")]) == 0
+    ours = sorted(f.name for f in (tmp_path / "ours").iterdir())
+    assert ours == ["condyles_MuscleAnalysis_Length.sto", "condyles_MuscleAnalysis_MomentArm_hip_flexion.sto",
+                    "condyles_MuscleAnalysis_MomentArm_knee_angle.sto"]
+    for j, what in ((0, "MomentArm_hip_flexion"), (1, "MomentArm_knee_angle")):
+        a = read_sto(tmp_path / "ours" / f"condyles_MuscleAnalysis_{what}.sto")
+        assert a.labels == ["vas", "rf", "bf"]
+        np.testing.assert_allclose(a.data, R[:, :, j], atol=1e-8, rtol=0)
+
+
+def test_ik_holds_a_weld_constraint(tmp_path):
+    """``arthron ik`` refused GPK_v4_016.osim ('IK with a weld constraint: only Point,
+    ConstantDistance, ...'); OpenSim's IK holds every model constraint exactly, and so does
+    arthron now with a WeldConstraint (its six rows). On markers made from a motion of the
+    welded-condyles knee the motion comes back to 1e-4° (the TRC's precision) and the weld
+    holds to 1e-10. (On
+    GPK_v4_016 itself, 31 frames of a random motion: arthron to 1e-4°, OpenSim 4.6's tool to
+    0.006°; on this small model OpenSim's tool stays at the default pose.)"""
+    from arthron.io.trc import write_trc
+    from arthron.io.sto import read_sto
+    from arthron.multibody.constraints import compile_constraints
+    from arthron.multibody.kinematics import compile_model, marker_positions
+    from arthron.tables import MarkerTrial
+    src = tmp_path / "condyles.osim"
+    src.write_text(_condyles_doc())
+    t, qdeg, _ = _knee_motion(tmp_path)
+    model = read_osim(src)
+    tree = compile_model(model)
+    names, P = marker_positions(tree, np.radians(qdeg))
+    T = len(t)
+    trial = MarkerTrial(frames=np.arange(1, T + 1), time=t, labels=list(names), positions=P,
+                        data_rate=20.0, camera_rate=20.0, orig_data_rate=20.0, orig_start_frame=1,
+                        orig_num_frames=T, units="mm")
+    write_trc(tmp_path / "knee.trc", trial)
+    assert main(["ik", str(src), str(tmp_path / "knee.trc"), "-o", str(tmp_path / "ik.mot")]) == 0
+    ik = read_sto(tmp_path / "ik.mot")
+    got = ik.data[:, [ik.labels.index(c) for c in tree.coordinate_names]]
+    np.testing.assert_allclose(got, qdeg, atol=1e-4, rtol=0)        # the TRC's precision
+    res = compile_constraints(model, tree).residuals(np.radians(got))
+    assert np.abs(res).max() < 1e-10
