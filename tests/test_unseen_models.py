@@ -897,3 +897,27 @@ def test_ik_holds_a_weld_constraint(tmp_path):
     np.testing.assert_allclose(got, qdeg, atol=1e-4, rtol=0)        # the TRC's precision
     res = compile_constraints(model, tree).residuals(np.radians(got))
     assert np.abs(res).max() < 1e-10
+
+
+def test_path_functions_on_a_model_without_paths(tmp_path):
+    """Model_Pose2Sim_simple.osim (the pose2sim package's model: no muscles) made
+    ``path_lengths`` end in numpy's 'need at least one array to stack'; the path functions now
+    return empty arrays there, as moment_arms and lengthening_speeds already did, and ``arthron
+    paths`` names the model that has no path."""
+    from arthron.errors import ArthronError
+    from arthron.multibody.kinematics import compile_model
+    from arthron.multibody.paths import compile_paths, lengthening_speeds, moment_arms, path_lengths
+    src = tmp_path / "lumbar.osim"
+    src.write_text(_TORQUE_PENDULUM)
+    model = read_osim(src)
+    tree = compile_model(model)
+    ps = compile_paths(model, tree)
+    q = np.zeros((3, tree.nq))
+    assert path_lengths(ps, tree, q).shape == (3, 0)
+    assert moment_arms(ps, tree, q).shape == (3, 0, 2)
+    assert lengthening_speeds(ps, tree, q, q).shape == (3, 0)
+    _, _, mot = _knee_motion(tmp_path)
+    with pytest.raises(ArthronError, match="no muscle or other force with a path"):
+        from arthron.tools.analyze_tool import write_path_analysis
+        from arthron.io.sto import read_sto
+        write_path_analysis(model, read_sto(mot), tmp_path / "out")

@@ -138,7 +138,7 @@ def path_lengths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None)
     """
     q = np.atleast_2d(np.asarray(q, float))
     fb = pathset.function_based
-    if not fb:
+    if not fb and pathset.paths:
         states = compute_paths(pathset, tree, q, kin)
         return np.stack([s.length for s in states], 1)
     L = np.empty((q.shape[0], len(pathset.paths)))
