@@ -921,3 +921,65 @@ def test_path_functions_on_a_model_without_paths(tmp_path):
         from arthron.tools.analyze_tool import write_path_analysis
         from arthron.io.sto import read_sto
         write_path_analysis(model, read_sto(mot), tmp_path / "out")
+
+
+def _axis(name, coord, axis, slope):
+    fn = (f"<LinearFunction name='function'><coefficients>{slope} 0</coefficients></LinearFunction>"
+          if coord else "<Constant name='function'><value>0</value></Constant>")
+    return (f"<TransformAxis name='{name}'><coordinates>{coord}</coordinates><axis>{axis}</axis>"
+            f"{fn}</TransformAxis>")
+
+
+_SPINE = """<?xml version="1.0" encoding="UTF-8"?><OpenSimDocument Version="40000"><Model name="spine">
+<gravity>0 -9.80665 0</gravity>
+<BodySet name="bodyset"><objects>
+<Body name="pelvis"><mass>11</mass><mass_center>0.02 0.05 0.01</mass_center><inertia>0.1 0.09 0.06 0 0 0</inertia></Body>
+<Body name="lumbar"><mass>3</mass><mass_center>0 0.05 0</mass_center><inertia>0.02 0.02 0.02 0 0 0</inertia></Body>
+</objects></BodySet>
+<JointSet name="jointset"><objects>
+<CustomJoint name="ground_pelvis"><socket_parent_frame>/ground</socket_parent_frame><socket_child_frame>/bodyset/pelvis</socket_child_frame>
+<coordinates><Coordinate name="tilt"><range>-1 1</range></Coordinate><Coordinate name="slide"><range>-1 1</range></Coordinate>
+</coordinates><SpatialTransform>{pelvis}</SpatialTransform></CustomJoint>
+<CustomJoint name="L5_S1"><socket_parent_frame>pelvis_offset</socket_parent_frame><socket_child_frame>/bodyset/lumbar</socket_child_frame>
+<coordinates><Coordinate name="flex_extension"><range>-1.2 0.45</range></Coordinate></coordinates>
+<frames><PhysicalOffsetFrame name="pelvis_offset"><socket_parent>/bodyset/pelvis</socket_parent>
+<translation>-0.1 0.08 0</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame></frames>
+<SpatialTransform>{lumbar}</SpatialTransform></CustomJoint>
+</objects></JointSet></Model></OpenSimDocument>"""
+
+
+@needs_opensim
+def test_coordinate_motion_types_as_opensim_classifies_them(tmp_path):
+    """Full_Body_with_ball.osim and Digital_Athlete.osim (bioscout) drive each lumbar vertebra
+    by a fraction of ``flex_extension`` (LinearFunction slope 0.089). OpenSim 4.6 calls such a
+    coordinate Coupled (a pure axis needs slope exactly ±1; over the six axes a later pure axis
+    wins); arthron called it Rotational, so ``arthron id`` labelled it ``_moment`` where
+    OpenSim's InverseDynamicsTool writes ``_force`` (a label mismatch on the whole file) and
+    converted it from degrees where OpenSim takes the file's number as radians. Now the motion
+    types equal OpenSim's getMotionType, and so do the ``id`` file's labels and values."""
+    from arthron.io.sto import read_sto
+    pelvis = (_axis("rotation1", "tilt", "0 0 1", 1) + _axis("rotation2", "slide", "1 0 0", 1)
+              + _axis("rotation3", "", "0 1 0", 0) + _axis("translation1", "slide", "1 0 0", -1)
+              + _axis("translation2", "", "0 1 0", 0) + _axis("translation3", "", "0 0 1", 0))
+    lumbar = (_axis("rotation1", "flex_extension", "0 0 1", 0.0889273) + _axis("rotation2", "", "1 0 0", 0)
+              + _axis("rotation3", "", "0 1 0", 0) + _axis("translation1", "", "1 0 0", 0)
+              + _axis("translation2", "", "0 1 0", 0) + _axis("translation3", "", "0 0 1", 0))
+    src = tmp_path / "spine.osim"
+    src.write_text(_SPINE.format(pelvis=pelvis, lumbar=lumbar))
+    model = read_osim(src)
+    m, s = oracle.load(src)
+    kinds = {1: "rotational", 2: "translational", 3: "coupled"}
+    ref = {c: kinds[m.getCoordinateSet().get(c).getMotionType()] for c in ("tilt", "slide", "flex_extension")}
+    assert ref == {"tilt": "rotational", "slide": "translational", "flex_extension": "coupled"}
+    assert {c: model.coordinates[c].motion_type for c in ref} == ref
+    t = np.linspace(0, 1, 21)
+    mot = tmp_path / "spine.mot"
+    mot.write_text("spine\nversion=1\nnRows=21\nnColumns=4\ninDegrees=yes\nendheader\ntime\ttilt\tslide\tflex_extension\n"
+                   + "".join(f"{a:.6f}\t{20 * np.sin(3 * a):.10f}\t{0.1 * np.cos(2 * a):.10f}\t{0.5 * np.sin(4 * a):.10f}\n"
+                             for a in t))
+    labels, _, data = oracle.run_id_tool(src, mot, tmp_path, (0, 1))
+    assert main(["id", str(src), str(mot), "-o", str(tmp_path / "ours.sto")]) == 0
+    ours = read_sto(tmp_path / "ours.sto")
+    assert ours.labels == labels == ["tilt_moment", "slide_force", "flex_extension_force"]
+    np.testing.assert_allclose(ours.data, data, atol=1e-7, rtol=1e-7)
+    assert np.abs(data).max() > 1.0
