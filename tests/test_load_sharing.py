@@ -690,17 +690,25 @@ def test_joint_reactions_on_a_setup_run(tmp_path):
 def test_use_model_force_set_false_gives_inverse_dynamics():
     """use_model_force_set=false: one CoordinateActuator (optimal force 1) per unconstrained
     coordinate replaces the muscles, so the controls are the inverse-dynamics generalized
-    forces. (OpenSim 4.6 crashes, segmentation fault, on this arm26 setup, so arthron's own
-    inverse dynamics is the reference.)"""
+    forces at the accelerations StaticOptimization meets. (OpenSim 4.6 crashes, segmentation
+    fault, on this arm26 setup, so arthron's own inverse dynamics is the reference.) Those
+    accelerations are the derivative of the speeds' spline (OpenSim's StaticOptimizationTarget),
+    not the InverseDynamicsTool's second derivative of the coordinates' spline: q and q̇ are the
+    ID tool's, q̈ differs slightly."""
     from arthron.io.osim import read_osim
     from arthron.io.sto import read_sto
-    from arthron.solvers.inverse_dynamics import run_inverse_dynamics
+    from arthron.multibody.kinematics import compile_model
+    from arthron.solvers.inverse_dynamics import inverse_dynamics, run_inverse_dynamics
     from arthron.tools.static_optimization_tool import run_static_optimization
     model = read_osim(ARM_MODEL)
     res = run_static_optimization(model, ARM_IK, lowpass_hz=6, time_range=(0, 1), use_model_force_set=False)
     assert res.names == ["r_shoulder_elev_actuator", "r_elbow_flex_actuator"]     # OpenSim's names
+    prob, tree = res.extra["problem"], compile_model(model)
+    assert list(tree.coordinate_names) == ["r_shoulder_elev", "r_elbow_flex"]
+    tau = inverse_dynamics(tree, prob.q, prob.qd, prob.qdd)
     idr = run_inverse_dynamics(model, read_sto(ARM_IK), lowpass_hz=6, time_range=(0, 1))
-    tau = np.column_stack([idr.column(f"{c}_moment") for c in ("r_shoulder_elev", "r_elbow_flex")])
+    tau_id = np.column_stack([idr.column(f"{c}_moment") for c in ("r_shoulder_elev", "r_elbow_flex")])
+    assert 1e-8 < np.abs(tau - tau_id).max() < 1e-4 * np.abs(tau_id).max()
     assert np.abs(res.activations - tau).max() < 1e-8 * (1 + np.abs(tau).max())
 
 

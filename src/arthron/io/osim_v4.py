@@ -474,17 +474,24 @@ def _classify_coordinates(model: Model):
     for j in model.joints.values():
         if j.type == "CustomJoint" and j.spatial_transform is not None:
             for c in j.coordinates:
-                # As OpenSim 4.6 classifies them: a coordinate that drives a rotation axis
-                # through a LinearFunction is Rotational (the slope may be -1, as in
-                # Lenhart2015's left knee), else one driving a translation axis through a
-                # LinearFunction is Translational, anything else is Coupled.
-                c.motion_type = "coupled"
-                for kind, axes in (("rotational", j.spatial_transform[:3]),
-                                   ("translational", j.spatial_transform[3:])):
-                    if any(c.name in a.coordinates and (a.function is None or isinstance(a.function, fn.LinearFunction))
-                           for a in axes):
-                        c.motion_type = kind
-                        break
+                # As OpenSim 4.6's CustomJoint::constructCoordinates classifies them: over the six
+                # axes in order, an axis the coordinate drives through a LinearFunction of slope
+                # exactly ±1 makes it Rotational (rotation axes) or Translational (translation
+                # axes; a later such axis wins); any other function makes it Coupled unless a
+                # pure axis came before. So the lumbar coordinates that drive each vertebra by a
+                # fraction (Full_Body_with_ball: slope 0.089) are Coupled: labelled ``_force`` in
+                # ID, not converted from degrees in motion files. An axis without a function
+                # counts as the identity; no axis at all: Coupled here (OpenSim's Undefined).
+                mt = None
+                for k, a in enumerate(j.spatial_transform[:6]):
+                    if c.name not in a.coordinates:
+                        continue
+                    if a.function is None or (isinstance(a.function, fn.LinearFunction)
+                                              and abs(a.function.slope) == 1.0):
+                        mt = "rotational" if k < 3 else "translational"
+                    elif mt is None:
+                        mt = "coupled"
+                c.motion_type = mt or "coupled"
         elif j.type in ("SliderJoint",):
             for c in j.coordinates:
                 c.motion_type = "translational"

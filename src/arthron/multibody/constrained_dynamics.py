@@ -1,7 +1,8 @@
 """Constrained dynamics: the model constraints' bias, loads and multipliers.
 
 Model constraints (closed chains: PointConstraint, ConstantDistanceConstraint,
-CoordinateCouplerConstraint, PointOnLineConstraint, PointOnEllipsoidConstraint; :mod:`arthron.multibody.constraints`) enter the equations of motion
+CoordinateCouplerConstraint, PointOnLineConstraint, PointOnEllipsoidConstraint, WeldConstraint;
+:mod:`arthron.multibody.constraints`) enter the equations of motion
 with Lagrange multipliers μ: ``M q̈ = Q + Dᵀh − DᵀMγ + Gᵀμ``, ``G q̈ + Ġq̇ = 0``
 (Blajer & Czaplicki 2005, Eq. 2.2 form; G = ∂c/∂q). This module gives the constraint bias
 ``Ġq̇`` (:func:`constraint_bias`), the body loads and mobility forces of given multipliers
@@ -21,7 +22,25 @@ from ..errors import UnsupportedFeature
 from .inverse_dynamics import ExternalLoad, inverse_dynamics
 from .kinematics import Tree, forward_kinematics
 
-__all__ = ["constraint_bias", "constraint_loads", "motion_constraint_multipliers"]
+__all__ = ["constraint_bias", "constraint_loads", "motion_constraint_multipliers", "redundant_rows"]
+
+
+def redundant_rows(G):
+    """``(W, drop)`` for constraint rows G (T, m, n) that are not independent, else
+    ``(None, None)``: W (T, m, m) orthonormal combinations of the rows (G's left singular
+    vectors), ``drop`` (T, m) True for those that constrain nothing (singular value below an
+    absolute 1e-10 or 1e-12 of the largest: a loop the locked coordinates already close, as
+    the welded condyles of GPK_v4_016, whose rows on the free coordinates are rounding noise).
+    Their multipliers are set to 0 (Simbody's least-squares multipliers of redundant
+    constraints); the model's own independent rows are unchanged."""
+    T, m, n = G.shape
+    U, S, _ = np.linalg.svd(G)
+    keep = np.zeros((T, m), bool)
+    k = min(m, n)
+    keep[:, :k] = S > np.maximum(1e-10, 1e-12 * S[:, :1])
+    if keep.all():
+        return None, None
+    return U, ~keep
 
 
 def constraint_bias(tree: Tree, q, qd, constraints, kin=None) -> np.ndarray:
@@ -39,7 +58,8 @@ def constraint_bias(tree: Tree, q, qd, constraints, kin=None) -> np.ndarray:
 
     Raises
     ------
-    UnsupportedFeature for constraint kinds other than point, distance and coupler.
+    UnsupportedFeature for constraint kinds other than point, distance, coupler, ellipsoid,
+    line and weld.
     """
     cs = constraints
     q = np.atleast_2d(np.asarray(q, float))
@@ -97,9 +117,40 @@ def constraint_bias(tree: Tree, q, qd, constraints, kin=None) -> np.ndarray:
             out.append(_ellipsoid_bias(tree, kin0, cs, it, pt)[:, None])
         elif kind == "line":
             out.append(_line_bias(tree, kin0, cs, it, pt))
+        elif kind == "weld":
+            out.extend(_weld_bias(tree, kin0, cs, it, pt))
         else:
             raise UnsupportedFeature(f"{kind} constraint '{it[1]}' in forward dynamics for joint reactions")
     return np.concatenate(out, -1) if out else np.zeros((T, 0))
+
+
+def _weld_bias(tree, kin0, cs, it, pt):
+    """Φ̈ at q̈ = 0 of a WeldConstraint's six rows (:class:`~arthron.multibody.constraints.ConstraintSet`
+    order): the frame origins' relative acceleration (m/s²), then of ½ Σ a_i × b_i with a_i,
+    b_i the frames' axes (ȧ = ω₁ × a, ä = α₁ × a + ω₁ × (ω₁ × a)):
+    ½ Σ (ä_i × b_i + 2 ȧ_i × ḃ_i + a_i × b̈_i) (1/s²)."""
+    T = kin0.o.shape[0]
+    _, _, i1, X1, i2, X2 = it
+    _, _, a1 = pt(i1, X1.p)
+    _, _, a2 = pt(i2, X2.p)
+
+    def spin(b):
+        if b < 0:
+            return np.zeros((T, 3)), np.zeros((T, 3))
+        n = tree.body_node[b]
+        return kin0.w[:, n], kin0.al[:, n]
+
+    (w1, al1), (w2, al2) = spin(i1), spin(i2)
+    A, B = cs._frame_R(kin0, i1, X1), cs._frame_R(kin0, i2, X2)          # columns: the axes
+    ax = lambda R, k: R[:, :, k]                                           # noqa: E731
+    rot = np.zeros((T, 3))
+    for k in range(3):
+        a, b = ax(A, k), ax(B, k)
+        ad, bd = np.cross(w1, a), np.cross(w2, b)
+        add = np.cross(al1, a) + np.cross(w1, ad)
+        bdd = np.cross(al2, b) + np.cross(w2, bd)
+        rot += 0.5 * (np.cross(add, b) + 2.0 * np.cross(ad, bd) + np.cross(a, bdd))
+    return [a1 - a2, rot]
 
 
 def _line_bias(tree, kin0, cs, it, pt):
@@ -206,6 +257,23 @@ def constraint_loads(tree: Tree, q, constraints, mu, kin=None):
                     loads.append(ExternalLoad(body=tree.body_names[b], force=sgn * f, point=P,
                                               name=f"constraint_{it[1]}"))
             continue
+        elif kind == "weld":
+            # rows: origins (force μ at frame 1's origin on body 1, −μ at frame 2's on body 2),
+            # then ½ Σ a_i × b_i, whose Jacobian ½ (A₁ J_ω1 + A₂ J_ω2) makes the torques
+            # ½ A₁ᵀ μ_r on body 1 and ½ A₂ᵀ μ_r on body 2 (ground frame)
+            _, _, i1, X1, i2, X2 = it
+            f, mr = mu[:, r0:r0 + 3], mu[:, r0 + 3:r0 + 6]
+            r0 += 6
+            R1, R2 = cs._frame_R(kin0, i1, X1), cs._frame_R(kin0, i2, X2)
+            ab = np.einsum("tji,tji->t", R1, R2)[:, None, None] * np.eye(3)
+            A1 = np.einsum("tik,tjk->tij", R1, R2) - ab
+            A2 = ab - np.einsum("tik,tjk->tij", R2, R1)
+            for b, X, sgn, Ak in ((i1, X1, 1.0, A1), (i2, X2, -1.0, A2)):
+                if b >= 0:
+                    loads.append(ExternalLoad(body=tree.body_names[b], force=sgn * f, point=pos(b, X.p),
+                                              torque=0.5 * np.einsum("tji,tj->ti", Ak, mr),
+                                              name=f"constraint_{it[1]}"))
+            continue
         else:
             raise UnsupportedFeature(f"{kind} constraint '{it[1]}' in joint reactions")
         for b, loc, sgn in ((it[2], it[3], 1.0), (it[4], it[5], -1.0)):
@@ -243,8 +311,16 @@ def motion_constraint_multipliers(tree: Tree, q, qd, qdd, constraints, generaliz
         need = need - np.asarray(generalized, float)
     free = np.ones(nq, bool) if locked is None else ~np.asarray(locked, bool)
     G = constraints.jacobian(q)[:, :, free]
+    W, drop = redundant_rows(G)
+    if W is not None:                     # rows the locks make redundant carry nothing
+        G = np.where(drop[:, :, None], 0.0, np.swapaxes(W, 1, 2) @ G)
     A = G @ np.swapaxes(G, 1, 2)
+    if W is not None:
+        A = A + drop[:, :, None] * np.eye(A.shape[1])
     mu = np.linalg.solve(A, np.einsum("tmk,tk->tm", G, need[:, free])[..., None])[..., 0]
+    if W is not None:
+        G = constraints.jacobian(q)[:, :, free]
+        mu = np.einsum("tij,tj->ti", W, mu)
     r = need.copy()
     r[:, free] -= np.einsum("tmk,tm->tk", G, mu)
     return mu, r

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .constrained_dynamics import constraint_bias
+from .constrained_dynamics import constraint_bias, redundant_rows
 from .frames_last import inverse_dynamics_frames_last, kinematics_frames_last
 from .kinematics import Tree, forward_kinematics
 from .mass_matrix import mass_matrix, node_mass_matrix
@@ -37,7 +37,9 @@ def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=
     q, qd : (T, nq); generalized : (T, nq) or None, mobility forces (CoordinateActuators), N·m or N
     loads : ExternalLoad list (body forces: external loads, muscles along paths)
     locked : (nq,) bool or None, coordinates held at zero acceleration (OpenSim's locked ones)
-    constraints : ConstraintSet or None (point, distance and coupler constraints)
+    constraints : ConstraintSet or None (its rows may be redundant where locked coordinates close
+        a loop: the multipliers are then the minimum-norm ones over the rows and the locks,
+        :func:`~arthron.multibody.constrained_dynamics.redundant_rows`)
     return_multipliers : also return μ (T, m) (see :func:`~arthron.multibody.constrained_dynamics.constraint_loads`)
 
     Returns
@@ -77,13 +79,28 @@ def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=
         G = constraints.jacobian(q)[:, :, fi]
         b = constraint_bias(tree, q, qd, constraints, forward_kinematics(tree, q, qd, np.zeros_like(q)))
         nf = fi.size
+        W, drop = redundant_rows(G)
+        if W is not None:                 # independent combinations of the rows; the others' μ 0
+            G = np.where(drop[:, :, None], 0.0, np.swapaxes(W, 1, 2) @ G)
+            b = np.where(drop, 0.0, np.einsum("tji,tj->ti", W, b))
         K = np.zeros((T, nf + m, nf + m))
         K[:, :nf, :nf] = Mb[:, fi][:, :, fi]
         K[:, :nf, nf:] = -np.swapaxes(G, 1, 2)
         K[:, nf:, :nf] = G
+        if W is not None:
+            K[:, nf:, nf:] = drop[:, :, None] * np.eye(m)
         sol = np.linalg.solve(K, np.concatenate([rhs[:, fi], -b], -1)[..., None])[..., 0]
         qdd[:, fi] = sol[:, :nf]
         mu = sol[:, nf:]
+        if W is not None:
+            # redundant rows: the constraint forces M q̈ − Q are shared among the constraints
+            # and the locks (OpenSim's locked coordinates are Simbody constraints) by the
+            # minimum-norm multipliers, as Simbody's least-squares solve shares them
+            lk = np.flatnonzero(~free)
+            A = np.concatenate([np.swapaxes(constraints.jacobian(q), 1, 2),
+                                np.broadcast_to(np.eye(nq)[:, lk], (T, nq, lk.size))], 2)
+            fc = np.einsum("tij,tj->ti", Mb, qdd) - rhs
+            mu = np.einsum("tij,tj->ti", np.linalg.pinv(A, rcond=1e-10), fc)[:, :m]
     return (qdd, mu) if return_multipliers else qdd
 
 

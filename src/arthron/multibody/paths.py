@@ -138,7 +138,7 @@ def path_lengths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None)
     """
     q = np.atleast_2d(np.asarray(q, float))
     fb = pathset.function_based
-    if not fb:
+    if not fb and pathset.paths:
         states = compute_paths(pathset, tree, q, kin)
         return np.stack([s.length for s in states], 1)
     L = np.empty((q.shape[0], len(pathset.paths)))
@@ -269,6 +269,12 @@ def speed_map(pathset: PathSet, q) -> np.ndarray:
     return N
 
 
+# a coordinate whose unit speed, projected onto the constraints, keeps less than this: it cannot move
+_STILL = 1e-9
+# singular values of the constraint Jacobian (m or rad per unit speed) below this are rounding
+_NOISE = 1e-10
+
+
 def coupling_vectors(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None):
     """OpenSim's moment-arm coupling vectors (T, nq, nq), column k for coordinate k.
 
@@ -321,14 +327,23 @@ def coupling_vectors(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = N
         Gf = G[:, :, free]
         ek = np.zeros(free.sum())
         ek[np.where(np.where(free)[0] == k)[0][0]] = 1.0
-        pinv = np.linalg.pinv(Gf @ Gf.transpose(0, 2, 1), rcond=1e-12)
-        u = ek - np.einsum("tmi,tmn,tn->ti", Gf, pinv, Gf @ ek)
+        # ek projected onto the null space of Gf; rows that are rounding noise (a loop the
+        # locks already close, whose Jacobian on the free coordinates is ~1e-17) constrain
+        # nothing: singular values below an absolute 1e-10 are dropped (relative to the
+        # largest alone, noise-only rows were inverted and the speeds came out arbitrary)
+        _, S, Vt = np.linalg.svd(Gf, full_matrices=False)
+        keep = S > np.maximum(_NOISE, 1e-12 * S[:, :1])
+        V = Vt * keep[:, :, None]
+        u = ek - np.einsum("tri,trj,j->ti", V, V, ek)
         col = np.zeros((T, nq))
         col[:, free] = u
-        # a coordinate that cannot move (dependent on locked ones only): NaN, as OpenSim's
-        # computeMomentArm returns for it
-        with np.errstate(invalid="ignore", divide="ignore"):
-            C[:, :, k] = col / col[:, k:k + 1]
+        # a coordinate that cannot move (dependent on locked ones only, or a locked one the
+        # constraints hold, as the welded condyles of some full-body knees): its projected unit
+        # speed is 0 to rounding, the moment arms about it are undefined: NaN (OpenSim's
+        # computeMomentArm returns NaN there, or rounding noise divided by rounding noise)
+        ck = col[:, k:k + 1]
+        moves = np.abs(ck) > _STILL
+        C[:, :, k] = np.where(moves, col / np.where(moves, ck, 1.0), np.nan)
     return C
 
 

@@ -387,7 +387,7 @@ def find_index(times, t):
     return int(max(np.searchsorted(times, t, side="right") - 1, 0))
 
 
-def prepare_coordinates(times, values, lowpass_hz=None, time_range=None):
+def prepare_coordinates(times, values, lowpass_hz=None, time_range=None, accelerations="q"):
     """q, q̇, q̈ at the frames where OpenSim's InverseDynamicsTool solves.
 
     Parameters
@@ -403,6 +403,16 @@ def prepare_coordinates(times, values, lowpass_hz=None, time_range=None):
         filter).
     time_range : (float, float) or None
         The tool's ``time_range``; None means all the data.
+    accelerations : "q" or "speeds"
+        "q" (InverseDynamicsTool, AnalyzeTool's kinematics): q̈ is the second derivative of the
+        coordinates' spline. "speeds" (OpenSim 4.6's StaticOptimization): q̈ is the first
+        derivative of a second quintic GCVSpline fitted, over every row of the (padded,
+        resampled) storage, to the speeds q̇ of the first one there: ``StaticOptimization::begin``
+        splines AnalyzeTool's states storage (``GCVSplineSet(5, states)``) and
+        ``StaticOptimizationTarget::computeConstraintVector`` takes the target acceleration
+        as the derivative of the speed's spline. Inside a smooth trial the two agree closely;
+        near its ends they differ (on a 21-frame trial of Rajagopal et al. (2016)'s model by up
+        to 5 % of the lumbar torque at the first frame).
 
     Returns
     -------
@@ -446,7 +456,12 @@ def prepare_coordinates(times, values, lowpass_hz=None, time_range=None):
     t_out = t[i0:i1 + 1].copy()
     q = splines.value(t_out)
     qd = splines.derivative(t_out, 1)
-    qdd = splines.derivative(t_out, 2)
+    if accelerations == "q":
+        qdd = splines.derivative(t_out, 2)
+    elif accelerations == "speeds":
+        qdd = GCVSplineSet(t, splines.derivative(t, 1), 5).derivative(t_out, 1)
+    else:
+        raise OptionError(f"accelerations must be 'q' or 'speeds', got {accelerations!r}")
     if squeeze:
         q, qd, qdd = q[:, 0], qd[:, 0], qdd[:, 0]
     return t_out, q, qd, qdd

@@ -306,7 +306,8 @@ class InverseKinematics(LevenbergMarquardtIK):
     ------
     OptionError for bad task weights, task values or constraint weight.
     UnsupportedFeature for model constraints other than CoordinateCoupler, Point,
-    ConstantDistance, PointOnLine and PointOnEllipsoid constraints (Weld).
+    ConstantDistance, PointOnLine, PointOnEllipsoid and (held exactly, met at the default
+    pose) Weld constraints.
     """
 
     def __init__(self, model: Model, tasks: IKTasks | None = None, constraint_weight=math.inf,
@@ -369,28 +370,29 @@ class InverseKinematics(LevenbergMarquardtIK):
             self.couplers.append((tr.coordinate_index(pr["dependent_coordinate"].strip()),
                                   tr.coordinate_index(ind[0].strip()), pr["function"],
                                   float(pr.get("scale_factor", 1.0))))
-        # other constraint types (Point, Weld, ConstantDistance): residuals and Jacobians from
-        # arthron.multibody.constraints; exact (projected Gauss-Newton on the constraint manifold)
-        # with an infinite weight, penalty residuals sqrt(w)·c(q) otherwise
+        # other constraint types: residuals and Jacobians from arthron.multibody.constraints; exact
+        # (projected Gauss-Newton on the constraint manifold) or penalty residuals sqrt(w)·c(q)
         others = [c for c in model.constraints if c.enabled and c.type != "CoordinateCouplerConstraint"]
         self.cset = None
         if others:
             proxy = SimpleNamespace(constraints=others, frame_in_base=model.frame_in_base,
                                     source=model.source, name=model.name)
             self.cset = compile_constraints(proxy, tr)
-            for it in self.cset.items:
-                if it[0] not in ("point", "distance", "ellipsoid", "line"):
-                    raise UnsupportedFeature(f"IK with a {it[0]} constraint ('{it[1]}'): only Point, "
-                                             "ConstantDistance, PointOnLine, PointOnEllipsoid and "
-                                             "CoordinateCoupler constraints", model.source)
-            # Simbody's position error of a ConstantDistance (Rod) constraint is
-            # (|p|² − d²)/2, which is what a finite constraint weight penalises
-            self._dist_rows = []
-            row = 0
-            for it in self.cset.items:
-                if it[0] == "distance":
-                    self._dist_rows.append((row, float(it[6])))
-                row += {"point": 3, "distance": 1, "ellipsoid": 1, "line": 2}[it[0]]
+            # a WeldConstraint (six rows: origins coincide, axes align) is held exactly from a
+            # default pose that meets it (GPK_v4_016's welded condyles); as a penalty its
+            # orientation error is not Simbody's. Simbody's position error of a ConstantDistance
+            # (Rod) constraint is (|p|² − d²)/2, which is what a finite constraint weight penalises
+            rows = np.cumsum([0] + [len(self.cset._ROWS[it[0]]) for it in self.cset.items])
+            r0 = np.abs(self.cset.residuals(np.array([[c.default_value for c in coords]]))[0])
+            for it, a, b in zip(self.cset.items, rows[:-1], rows[1:]):
+                if it[0] not in ("point", "distance", "ellipsoid", "line") and not (
+                        it[0] == "weld" and math.isinf(self.constraint_weight) and r0[a:b].max() < 1e-9):
+                    raise UnsupportedFeature(
+                        f"IK with a {it[0]} constraint ('{it[1]}') weighted {self.constraint_weight:g} "
+                        "or not met at the default pose: only Point, ConstantDistance, PointOnLine, "
+                        "PointOnEllipsoid and CoordinateCoupler constraints, and Weld held exactly "
+                        "from a default pose that meets it", model.source)
+            self._dist_rows = [(a, float(it[6])) for it, a in zip(self.cset.items, rows) if it[0] == "distance"]
         self.exact = self.cset is not None and math.isinf(self.constraint_weight)
         # PointConstraints only: their two points as stations (one cheap evaluation gives
         # residuals and Jacobian)

@@ -328,7 +328,9 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
         constraints by assembly before filtering)
     external_loads : arthron.io.setup.ExternalLoads or None; loads_table its data (default read)
     lowpass_hz, time_range : as AnalyzeTool's ``lowpass_cutoff_frequency_for_coordinates``,
-        ``initial_time``/``final_time``
+        ``initial_time``/``final_time``; the accelerations to meet are OpenSim's
+        StaticOptimization's: the derivative of the spline of the speeds
+        (:func:`arthron.solvers.filtering.prepare_coordinates` ``accelerations="speeds"``)
     use_muscle_physiology : OpenSim's option (F̂ = F_max f_L f_V cos α, Millard2012 muscles as
         :func:`arthron.models.muscles.millard_inextensible_tendon_active_force`; else F̂ = F_max)
     controls : {actuator: (min_control, max_control)} overriding :func:`actuator_bounds`
@@ -352,7 +354,9 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
     lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
     if time_range is None:
         time_range = (float(motion.time[0]), float(motion.time[-1]))
-    t, q, qd, qdd = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range)
+    # the target accelerations as OpenSim's StaticOptimization takes them (the speeds' spline)
+    t, q, qd, qdd = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range,
+                                        accelerations="speeds")
     if tree.angular_velocity_groups:
         qd, qdd = qdot_from_speeds(tree, q, qd, qdd)
     T = t.size

@@ -248,15 +248,35 @@ def _path_table_files(coords, out: Path, prefix: str, analysis: str = "MuscleAna
         out / f"{prefix}_{analysis}_MomentArm_{c}.sto" for c in coords]
 
 
+def _still_coordinates(res: PathAnalysis) -> list:
+    """Coordinates the moment arms are undefined about (NaN) at some frame: they cannot move
+    there (locked, and held by the model's constraints)."""
+    nan = np.isnan(res.moment_arms).any(axis=(0, 1)) if res.moment_arms.size else []
+    return [c for c, k in zip(res.coordinates, nan) if k]
+
+
 def _write_path_tables(res: PathAnalysis, coords, out: Path, prefix: str,
                        analysis: str = "MuscleAnalysis") -> list:
+    """Length and moment-arm files. Moment arms about a coordinate that cannot move are
+    written NaN (OpenSim's MuscleAnalysis writes -nan or rounding noise there), with one
+    warning naming those coordinates; a coordinate chosen by ``all`` that cannot move at any
+    frame gets no file (:meth:`PathAnalysis.crossed`), named in the warning too."""
     files = _path_table_files(coords, out, prefix, analysis)
     for f in files:
         make_output_folder(f)
+    still = _still_coordinates(res)
     with output_group():
         write_sto(files[0], res.length_table())
         for c, f in zip(coords, files[1:]):
-            write_sto(f, res.moment_arm_table(c))
+            write_sto(f, res.moment_arm_table(c), allow_nan=c in still)
+    if still:
+        warnings.warn(f"moment arms about {', '.join(still)} are undefined (NaN) where these "
+                      "coordinates cannot move (locked and held by the model's constraints); "
+                      + ("written as NaN" if set(still) & set(coords) else "")
+                      + ("; " if set(still) & set(coords) and set(still) - set(coords) else "")
+                      + ("no file for " + ", ".join(c for c in still if c not in coords)
+                         if set(still) - set(coords) else ""),
+                      ArthronWarning, stacklevel=3)
     return files
 
 
