@@ -394,6 +394,96 @@ class StationKinematics:
             return P, cr @ self.AC, Hinges(W, V, O, W2, V2)
         return P, cr @ self.AC
 
+    def positions_batch(self, Q):
+        """Positions (B, n, 3) m at B poses Q (B, nq): those of :meth:`evaluate_batch`, without
+        the Jacobian."""
+        Q = np.asarray(Q, float)
+        if self.compiled and compiled_kernel() is not None:
+            return self._evaluate_compiled(Q)[0]
+        Rst, ost = self._pose_loop(Q)[:2]
+        mv = self.m_var + 1
+        return np.einsum("mbij,mj->bmi", Rst[mv], self.m_loc) + ost[mv].transpose(1, 0, 2)
+
+    def evaluate_weighted(self, Q, sw, free, out, hinges: bool = False):
+        """Positions (B, n, 3) m at B poses Q (B, nq), and the station Jacobians weighted per
+        station and frame and restricted to the coordinates ``free``, written into
+        ``out[:, :3n]``: ``out[b, 3m + i, f] = sw[b, m] ∂x_mi/∂q_free[f]`` (what a
+        least-squares problem over weighted station residuals stacks; ``out`` (B, ≥3n,
+        len(free)) C-contiguous, its other rows untouched). Returns P, or (P, Hinges) with
+        ``hinges`` (as :meth:`evaluate_batch`).
+
+        The same numbers as ``evaluate_batch(Q)[1][..., free] * sw`` (to rounding), computed
+        only where a column moves a station (:meth:`_weighted_plan`): each such entry is
+        ``ω_j × x_m + (v_j − ω_j × o_j)``, columns of the same coordinate summed."""
+        Q = np.asarray(Q, float)
+        B, n, nf = Q.shape[0], len(self.m_var), len(free)
+        if self.compiled and compiled_kernel() is not None:
+            res = self.evaluate_batch(Q, hinges)
+            np.multiply(res[1][:, :, :, free], sw[:, :, None, None],
+                        out=out[:, :3 * n].reshape(B, n, 3, nf))
+            return (res[0], res[2]) if hinges else res[0]
+        Rst, ost, W, V, O, W2, V2 = self._pose_loop(Q, hinges)
+        mv = self.m_var + 1
+        P = np.einsum("mbij,mj->bmi", Rst[mv], self.m_loc) + ost[mv].transpose(1, 0, 2)
+        Wx, Wy, Wz = W[:, :, 0], W[:, :, 1], W[:, :, 2]       # (ncol, B)
+        Ox, Oy, Oz = O[:, :, 0], O[:, :, 1], O[:, :, 2]
+        Cx = V[:, :, 0] - (Wy * Oz - Wz * Oy)                  # v − ω × o
+        Cy = V[:, :, 1] - (Wz * Ox - Wx * Oz)
+        Cz = V[:, :, 2] - (Wx * Oy - Wy * Ox)
+        PT = P.transpose(1, 2, 0)                               # (n, 3, B)
+        swT = np.asarray(sw, float).T
+        if not out.flags.c_contiguous:
+            raise ValueError("StationKinematics.evaluate_weighted: out must be C-contiguous")
+        flat = out.reshape(B, -1)
+        flat[:, :3 * n * nf] = 0.0
+        for layer, (mk, jk, idx) in enumerate(self._weighted_plan(free)):
+            px, py, pz = PT[mk, 0], PT[mk, 1], PT[mk, 2]        # (K, B)
+            wx, wy, wz = Wx[jk], Wy[jk], Wz[jk]
+            s = swT[mk]
+            for i, e in enumerate(((wy * pz - wz * py + Cx[jk]) * s,
+                                   (wz * px - wx * pz + Cy[jk]) * s,
+                                   (wx * py - wy * px + Cz[jk]) * s)):
+                if layer == 0:
+                    flat[:, idx[i]] = e.T
+                else:
+                    flat[:, idx[i]] += e.T
+        if hinges:
+            return P, Hinges(W, V, O, W2, V2)
+        return P
+
+    def _weighted_plan(self, free):
+        """The (station, column) pairs of :meth:`evaluate_weighted` for the coordinates
+        ``free`` (pose independent, once per ``free``): layers of pairs (stations (K,),
+        columns (K,), flat indices into ``out[b]`` (3, K) of the x, y, z rows), each (station,
+        coordinate) at most once per layer; a coordinate with several hinge columns (a knee's
+        rotation and its coupled translation) adds its second column in a second layer."""
+        free = np.asarray(free, int)
+        key = free.tobytes()
+        plans = self.__dict__.setdefault("_plans", {})
+        plan = plans.get(key)
+        if plan is not None:
+            return plan
+        fd = self.fold
+        nf = len(free)
+        where = {int(c): f for f, c in enumerate(free)}
+        fcol = [where.get(int(c), -1) for c in fd.col_coord]
+        seen: dict = {}
+        layers: dict = {}
+        for m, j in zip(*np.nonzero(self.A)):
+            if fcol[j] < 0:
+                continue
+            layer = seen.get((m, fcol[j]), 0)
+            seen[(m, fcol[j])] = layer + 1
+            layers.setdefault(layer, []).append((m, j))
+        plan = []
+        for layer in sorted(layers):
+            mk = np.array([m for m, _ in layers[layer]], np.intp)
+            jk = np.array([j for _, j in layers[layer]], np.intp)
+            f = np.array([fcol[j] for j in jk], np.intp)
+            plan.append((mk, jk, np.stack([(3 * mk + i) * nf + f for i in range(3)])))
+        plans[key] = plan
+        return plan
+
     def _pose_loop(self, Q, second=False):
         """The frames of the variable nodes and the hinge columns at B poses: Rst (n+1, B, 3, 3),
         ost (n+1, B, 3), W, V, O (ncol, B, 3) (angular and linear velocity per unit column, axis
@@ -559,28 +649,6 @@ class StationKinematics:
                     self.m_loc, self.A, int(self.nq), Q, kt["pre"], kt["ncoord"], kt["fspec"],
                     kt["fpar"], kt["X"], kt["Y"], kt["Bc"], kt["Cc"], kt["Dc"], kt["t_node"],
                     kt["t_coord"], kt["t_col"], kt["t_axis"], kt["t_spec"], kt["t_par"])
-
-
-def _assemble(P, W, V, O, ACj):
-    """Station Jacobians (B, n, 3, nq) from the hinge columns: the column of coordinate c of
-    station m is ``Σ_j AC[m, j, c] (v_j + ω_j × (x_m − o_j)) = Ω × x_m + C`` with
-    ``Ω = Σ_j AC ω_j`` and ``C = Σ_j AC (v_j − ω_j × o_j)`` (two matrix products over the
-    columns j, then one cross product per station).
-
-    P (B, n, 3); W, V, O (B, ncol, 3); ACj (ncol, n·nq) = AC[m, j, c] laid out as [j, (m, c)].
-    """
-    B, n = P.shape[0], P.shape[1]
-    ncol = W.shape[1]
-    nq = ACj.shape[1] // max(n, 1)
-    C = V - cross(W, O)
-    Wm = (np.ascontiguousarray(W.transpose(0, 2, 1)).reshape(B * 3, ncol) @ ACj).reshape(B, 3, n, nq)
-    Cm = (np.ascontiguousarray(C.transpose(0, 2, 1)).reshape(B * 3, ncol) @ ACj).reshape(B, 3, n, nq)
-    x, y, z = (P[:, :, i, None] for i in range(3))
-    J = np.empty((B, n, 3, nq))
-    J[:, :, 0] = Wm[:, 1] * z - Wm[:, 2] * y + Cm[:, 0]
-    J[:, :, 1] = Wm[:, 2] * x - Wm[:, 0] * z + Cm[:, 1]
-    J[:, :, 2] = Wm[:, 0] * y - Wm[:, 1] * x + Cm[:, 2]
-    return J
 
 
 def station_jacobian(tree: Tree, q, bodies, locations):

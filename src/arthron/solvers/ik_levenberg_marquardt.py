@@ -405,6 +405,26 @@ class LevenbergMarquardtIK:
         B = X.shape[0]
         Q = np.broadcast_to(base, (B, self.nq)).copy()
         Q[:, self.free] = X
+        if not self.couplers and (self.cset is None or self.exact):
+            # markers and coordinate tasks only: the weighted marker rows of the Jacobian come
+            # from the station kinematics directly (only the entries a coordinate moves)
+            n3, nc, nf = 3 * obs0.shape[1], len(self.ctask_idx), len(self.free)
+            J = np.empty((B, n3 + nc, nf))
+            res = self.chain.evaluate_weighted(Q, sw, self.free, J, hinges=second)
+            P = res[0] if second else res
+            r = np.empty((B, n3 + nc))
+            r[:, :n3] = ((P - obs0) * sw[:, :, None]).reshape(B, n3)
+            if nc:
+                r[:, n3:] = self.ctask_sw * (Q[:, self.ctask_idx] - qref)
+                Jc = np.zeros((nc, self.nq))
+                Jc[np.arange(nc), self.ctask_idx] = self.ctask_sw
+                J[:, n3:] = Jc[:, self.free]
+            if not second:
+                return r, J, P, Q
+            S = self.chain.second_order(P, (P - obs0) * (sw * sw)[:, :, None], res[1])
+            if nf < self.nq:
+                S = S[:, self.free][:, :, self.free]
+            return r, J, P, Q, S
         if second:
             P, Jm, h = self.chain.evaluate_batch(Q, hinges=True)
             S = self.chain.second_order(P, (P - obs0) * (sw * sw)[:, :, None], h)
@@ -415,22 +435,14 @@ class LevenbergMarquardtIK:
 
     def _stack(self, B, Q, P, Jm, obs0, sw, qref):
         """The residuals (B, m) and their Jacobians in the free coordinates (B, m, nfree) from
-        the marker positions P and Jacobians Jm at the poses Q."""
+        the marker positions P and Jacobians Jm at the poses Q, with the penalty rows of
+        couplers and constraints (:meth:`_residual_batch` stacks the other problems itself)."""
         parts = [((P - obs0) * sw[:, :, None]).reshape(B, -1)]
         nc = len(self.ctask_idx)
         if nc:
             parts.append(self.ctask_sw * (Q[:, self.ctask_idx] - qref))
             Jc = np.zeros((nc, self.nq))
             Jc[np.arange(nc), self.ctask_idx] = self.ctask_sw
-        if not self.couplers and (self.cset is None or self.exact):
-            # markers and coordinate tasks only: the free columns taken before stacking
-            nf = len(self.free)
-            J = np.empty((B, P.shape[1] * 3 + nc, nf))
-            np.multiply(Jm[:, :, :, self.free], sw[:, :, None, None],
-                        out=J[:, :P.shape[1] * 3].reshape(B, P.shape[1], 3, nf))
-            if nc:
-                J[:, P.shape[1] * 3:] = Jc[:, self.free]
-            return np.concatenate(parts, axis=1), J, P, Q
         Js = [(Jm * sw[:, :, None, None]).reshape(B, -1, self.nq)]
         if nc:
             Js.append(np.broadcast_to(Jc, (B, nc, self.nq)))
@@ -590,6 +602,7 @@ class LevenbergMarquardtIK:
             r, J, P, Q = self._residual_batch(X, base, obs0, sw, qref)
             S = np.zeros((B, nx, nx))
         near = np.zeros(B, bool)     # Newton's term only once a frame takes short steps
+        placed = np.ones(B, bool)    # P holds the markers at X (not after a last tiny step)
         cost = np.einsum("bm,bm->b", r, r)
         lam = np.full(B, 1e-6)
         its = np.zeros(B, int)
@@ -619,6 +632,22 @@ class LevenbergMarquardtIK:
                 continue
             Xn = np.clip(X[a] + step, lo, hi)
             if newton:
+                # a step below the tolerance is taken whatever the cost does and ends the frame
+                # (_lm_update's tiny_stops): taken here without evaluating the residuals and
+                # Jacobians there; the frame's markers are placed once, after the loop
+                tiny = np.max(np.abs(Xn - X0a), axis=1) < tol
+                if tiny.any():
+                    t = a[tiny]
+                    X[t] = Xn[tiny]
+                    Q[t[:, None], self.free] = Xn[tiny]
+                    its[t] += 1
+                    lam[t] = np.maximum(lam[t] * 0.1, 1e-12)
+                    act[t] = False
+                    placed[t] = False
+                    keep = ~tiny
+                    a, Xn, X0a = a[keep], Xn[keep], X0a[keep]
+                    if a.size == 0:
+                        continue
                 rn, Jn, Pn, Qn, Sn = self._residual_batch(Xn, base, obs0[a], sw[a], qref[a], True)
                 ok = _lm_update(a, Xn, rn, Jn, Pn, Qn, True, X, r, J, P, Q, cost, lam, its, act,
                                 tol, tiny_stops=True)
@@ -638,6 +667,8 @@ class LevenbergMarquardtIK:
                 _secant_update(Sa, st[near], gn - g0[near],
                                gn - np.einsum("bmi,bm->bi", Ja[near], rn[near]))
                 S[a[near]] = Sa
+        if not placed.all():
+            P[~placed] = self.chain.positions_batch(Q[~placed])
         err = np.where(valid, np.linalg.norm(P - obs0, axis=2), np.nan)
         self._block_converged = ~act & (lam <= 1e20)
         return X, Q, its, err
