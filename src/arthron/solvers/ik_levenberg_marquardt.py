@@ -48,13 +48,16 @@ def _lm_update(a, Xn, rn, Jn, Pn, Qn, extra_ok, X, r, J, P, Q, cost, lam, its, a
     its[a] += 1
     acc = a[ok]
     if acc.size:
-        dx = np.max(np.abs(Xn[ok] - X[acc]), axis=1)
-        dec = cost[acc] - cn[ok]
-        X[acc], r[acc], J[acc], P[acc], Q[acc] = Xn[ok], rn[ok], Jn[ok], Pn[ok], Qn[ok]
-        cost[acc] = cn[ok]
+        new = (Xn, rn, Jn, Pn, Qn, cn) if ok.all() else (Xn[ok], rn[ok], Jn[ok], Pn[ok], Qn[ok], cn[ok])
+        if acc.size == len(X):          # every frame (a and acc are sorted): whole-array copies
+            acc = slice(None)
+        dx = np.max(np.abs(new[0] - X[acc]), axis=1)
+        dec = cost[acc] - new[5]
+        for dst, src in zip((X, r, J, P, Q, cost), new):
+            dst[acc] = src
         lam[acc] = np.maximum(lam[acc] * 0.1, 1e-12)
         conv = (dx < tol) | (dec <= 1e-16 * np.maximum(cost[acc], 1e-30))
-        act[acc[conv]] = False
+        act[a[ok][conv]] = False
     rej = a[~ok]
     if rej.size:
         lam[rej] *= 10.0
@@ -608,16 +611,18 @@ class LevenbergMarquardtIK:
         its = np.zeros(B, int)
         act = np.ones(B, bool)
         eye = np.eye(nx)
+        diag = np.arange(nx)
         for _ in range(max_iter):
             a = np.flatnonzero(act)
             if a.size == 0:
                 break
-            Ja, ra = J[a], r[a]
+            # (the secant update below needs this iteration's J after _lm_update replaced it)
+            Ja, ra = (J, r) if newton and a.size == B else (J[a], r[a])
             g = np.einsum("bmi,bm->bi", Ja, ra)
-            H = np.swapaxes(Ja, 1, 2) @ Ja          # batched GEMM (einsum here is 4x slower)
-            dH = np.maximum(np.einsum("bii->bi", H), 1e-12)
-            A = H + (S[a] if not newton else S[a] * near[a][:, None, None]) \
-                + (lam[a][:, None] * dH)[:, :, None] * eye
+            A = np.swapaxes(Ja, 1, 2) @ Ja          # batched GEMM (einsum here is 4x slower)
+            dH = np.maximum(A[:, diag, diag], 1e-12)
+            A += S[a] if not newton else S[a] * near[a][:, None, None]
+            A[:, diag, diag] += lam[a][:, None] * dH
             g0, X0a = g, X[a]
             if bounded:
                 fixed = ((X[a] <= lo) & (g > 0)) | ((X[a] >= hi) & (g < 0))
