@@ -108,7 +108,18 @@ def _decorated(deco):
     return Base, deco(type("Child", (Base,), ns)), deco(NoDoc)
 
 
-def test_init_made_on_first_use_has_the_standard_signature_and_behaviour():
+@pytest.fixture(params=["generator", "copy"])
+def init_route(request, monkeypatch):
+    """Both routes of runtime._generated_init: dataclasses' own generator (Python 3.10–3.12)
+    and the decorated field-for-field copy (other versions)."""
+    if request.param == "copy":
+        monkeypatch.setattr(runtime, "_INIT_FN", False)
+    elif not runtime._INIT_FN:
+        pytest.skip("dataclasses._init_fn has other arguments in this Python")
+    return request.param
+
+
+def test_init_made_on_first_use_has_the_standard_signature_and_behaviour(init_route):
     """The ``__init__`` made on first use (a class's first instance, or a lookup on the class:
     inspect.signature, help) is the standard decorator's: signature, annotations and help
     before any instance, defaults and factories, keyword-only and init=False fields, InitVar
@@ -145,7 +156,7 @@ def test_init_made_on_first_use_has_the_standard_signature_and_behaviour():
     assert ours[2](1).y == 3 and ours[0]("b").mass == 1.0
 
 
-def test_subclass_without_fields_of_its_own_uses_the_base_init():
+def test_subclass_without_fields_of_its_own_uses_the_base_init(init_route):
     """A plain subclass of a component class (no dataclass decorator) gets its base's
     ``__init__``, made on its first use through the subclass."""
     _, ours, _ = _decorated(arthron_dataclass)

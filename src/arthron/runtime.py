@@ -158,14 +158,33 @@ class _LazyInit:
         return init if obj is None else init.__get__(obj, cls)
 
 
+#: dataclasses' own generator of ``__init__`` with the arguments of Python 3.10–3.12
+_INIT_FN = getattr(getattr(_dc, "_init_fn", None), "__code__", None) is not None and \
+    _dc._init_fn.__code__.co_varnames[:8] == ("fields", "std_fields", "kw_only_fields", "frozen",
+                                              "has_post_init", "self_name", "globals", "slots") \
+    and hasattr(_dc, "_fields_in_init_order")
+
+
 def _generated_init(cls):
-    """The ``__init__`` :func:`dataclasses.dataclass` generates for ``cls``: dataclasses itself
-    generates it, for a field-for-field copy of ``cls`` (same module and qualified name, the
-    same fields and ``InitVar`` pseudo-fields in the same order with the same annotations,
-    defaults, factories and flags, a ``__post_init__`` when ``cls`` has one)."""
+    """The ``__init__`` :func:`dataclasses.dataclass` generates for ``cls``, made by dataclasses
+    itself: with dataclasses' generator (Python 3.10–3.12: ``_init_fn`` called as
+    ``_process_class`` calls it), else by decorating a field-for-field copy of ``cls`` (same
+    module and qualified name, the same fields and ``InitVar`` pseudo-fields in the same order
+    with the same annotations, defaults, factories and flags, a ``__post_init__`` when ``cls``
+    has one)."""
+    fields = cls.__dataclass_fields__
+    if _INIT_FN:
+        init_fields = [f for f in fields.values() if f._field_type in (_dc._FIELD, _dc._FIELD_INITVAR)]
+        std, kw_only = _dc._fields_in_init_order(init_fields)
+        module = sys.modules.get(cls.__module__)
+        fn = _dc._init_fn(init_fields, std, kw_only, False, hasattr(cls, "__post_init__"),
+                          "__dataclass_self__" if "self" in fields else "self",
+                          module.__dict__ if module is not None else {}, False)
+        fn.__qualname__ = f"{cls.__qualname__}.{fn.__name__}"
+        return fn
     ns: dict = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
                 "__annotations__": {}}
-    for f in cls.__dataclass_fields__.values():
+    for f in fields.values():
         if f._field_type is _dc._FIELD_CLASSVAR:
             continue
         ns["__annotations__"][f.name] = f.type
