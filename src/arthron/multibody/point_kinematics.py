@@ -517,21 +517,19 @@ class StationKinematics:
             TH = TH.T
             M = (bt["R0"][:, None] + np.sin(TH)[:, :, None, None] * bt["R0K"][:, None]
                  + (1.0 - np.cos(TH))[:, :, None, None] * bt["R0K2"][:, None])
+        rot_index, p0_zero = bt["rot_index"], bt["p0_zero"]
         for k in range(n):
             p = fd.parent[k] + 1
             Rp = Rst[p]
-            i = bt["rot_index"][k]
-            j = bt["col0"][k]
+            i = rot_index[k]
             if i >= 0:                        # rotation: one product for the frame and the angle
-                Rst[k + 1] = Rp @ M[i]
-                of = ost[p] if bt["p0_zero"][k] else ost[p] + Rp @ fd.p0[k]
-                ost[k + 1] = of
-                w = Rp @ bt["R0axis"][i]
-                W[j] = w if i not in D1 else w * D1[i][:, None]
-                if i in D2:
-                    W2[j] = w * D2[i][:, None]
-                O[j] = of
+                np.matmul(Rp, M[i], out=Rst[k + 1])
+                if p0_zero[k]:
+                    ost[k + 1] = ost[p]
+                else:
+                    np.add(ost[p], Rp @ fd.p0[k], out=ost[k + 1])
                 continue
+            j = bt["col0"][k]
             if fd.ident[k]:
                 Rf, of = Rp, ost[p]
             else:
@@ -561,6 +559,15 @@ class StationKinematics:
                 Hv = Rf @ Jl
                 V[j] = Hv[:, :, 0]
                 V[j + 1] = Hv[:, :, 1]
+        if rot:                # the rotation columns at once: ω = R_parent R0 axis θ', o = origin
+            rc = bt["rot_col"]
+            w = np.matmul(Rst[bt["rot_parent"]], bt["R0axis"][:, None, :, None])[..., 0]
+            for i in D2:
+                W2[rc[i]] = w[i] * D2[i][:, None]
+            for i in D1:
+                w[i] *= D1[i][:, None]
+            W[rc] = w
+            O[rc] = ost[bt["rot_node1"]]
         return Rst, ost, W, V, O, W2, V2
 
     @property
@@ -736,6 +743,9 @@ def _batch_tables(fd: "_Fold"):
     index = np.full(fd.n, -1, int)
     index[rot] = np.arange(len(rot))
     bt = dict(rot=rot, rot_index=index.tolist(), R0=R0, R0K=R0 @ K, R0K2=R0 @ K2,
+              rot_col=np.array([col0[k] for k in rot], np.intp),
+              rot_parent=np.array([fd.parent[k] + 1 for k in rot], np.intp),
+              rot_node1=np.array([k + 1 for k in rot], np.intp),
               R0axis=np.einsum("kij,kj->ki", R0, ax),
               rot_coord=np.array([fd.coord[k] for k in rot], int),
               rot_func=[(i, fd.func[k]) for i, k in enumerate(rot) if fd.func[k] is not None],
