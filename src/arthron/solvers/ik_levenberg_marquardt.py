@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ..errors import SolverError
+from ..multibody.point_kinematics import Hinges
 
 __all__ = ["LevenbergMarquardtIK"]
 
@@ -403,8 +404,9 @@ class LevenbergMarquardtIK:
     def _residual_batch(self, X, base, obs0, sw, qref, second=False):
         """Stacked residuals (B, m) and Jacobians (B, m, nfree) for B frames (no eliminated
         coordinates). ``obs0`` has missing markers set to 0 and ``sw`` 0 for them. With
-        ``second`` (see :meth:`_newton_available`) also Σ rᵢ∇²rᵢ (B, nfree, nfree), the
-        second-order term of the Hessian of ½|r|² (the coordinate tasks are linear)."""
+        ``second`` (see :meth:`_newton_available`; True, or a (B,) mask of the frames that
+        need it, the others' rows left 0) also Σ rᵢ∇²rᵢ (B, nfree, nfree), the second-order
+        term of the Hessian of ½|r|² (the coordinate tasks are linear)."""
         B = X.shape[0]
         Q = np.broadcast_to(base, (B, self.nq)).copy()
         Q[:, self.free] = X
@@ -413,8 +415,9 @@ class LevenbergMarquardtIK:
             # from the station kinematics directly (only the entries a coordinate moves)
             n3, nc, nf = 3 * obs0.shape[1], len(self.ctask_idx), len(self.free)
             J = np.empty((B, n3 + nc, nf))
-            res = self.chain.evaluate_weighted(Q, sw, self.free, J, hinges=second)
-            P = res[0] if second else res
+            want = second is not False
+            res = self.chain.evaluate_weighted(Q, sw, self.free, J, hinges=want)
+            P = res[0] if want else res
             r = np.empty((B, n3 + nc))
             r[:, :n3] = ((P - obs0) * sw[:, :, None]).reshape(B, n3)
             if nc:
@@ -422,19 +425,30 @@ class LevenbergMarquardtIK:
                 Jc = np.zeros((nc, self.nq))
                 Jc[np.arange(nc), self.ctask_idx] = self.ctask_sw
                 J[:, n3:] = Jc[:, self.free]
-            if not second:
+            if not want:
                 return r, J, P, Q
-            S = self.chain.second_order(P, (P - obs0) * (sw * sw)[:, :, None], res[1])
-            if nf < self.nq:
-                S = S[:, self.free][:, :, self.free]
-            return r, J, P, Q, S
-        if second:
+            return r, J, P, Q, self._second_rows(second, P, obs0, sw, res[1])
+        if second is not False:
             P, Jm, h = self.chain.evaluate_batch(Q, hinges=True)
-            S = self.chain.second_order(P, (P - obs0) * (sw * sw)[:, :, None], h)
             r, J, P, Q = self._stack(B, Q, P, Jm, obs0, sw, qref)
-            return r, J, P, Q, S[:, self.free][:, :, self.free]
+            return r, J, P, Q, self._second_rows(second, P, obs0, sw, h)
         P, Jm = self.chain.evaluate_batch(Q)
         return self._stack(B, Q, P, Jm, obs0, sw, qref)
+
+    def _second_rows(self, second, P, obs0, sw, h):
+        """Σ rᵢ∇²rᵢ (B, nfree, nfree) of :meth:`_residual_batch` (``second`` True or a mask of
+        the rows computed; the others 0) from the hinge columns ``h`` at the markers P."""
+        R = (P - obs0) * (sw * sw)[:, :, None]
+        if second is True:
+            S = self.chain.second_order(P, R, h)
+        else:
+            m = np.flatnonzero(second)
+            sub = Hinges(*(None if v is None else v[:, m] for v in (h.W, h.V, h.O, h.W2, h.V2)))
+            S = np.zeros((len(P), self.nq, self.nq))
+            S[m] = self.chain.second_order(P[m], R[m], sub)
+        if len(self.free) < self.nq:
+            S = S[:, self.free][:, :, self.free]
+        return S
 
     def _stack(self, B, Q, P, Jm, obs0, sw, qref):
         """The residuals (B, m) and their Jacobians in the free coordinates (B, m, nfree) from
@@ -599,11 +613,10 @@ class LevenbergMarquardtIK:
         bounded = bool(np.any(np.isfinite(lo)) or np.any(np.isfinite(hi)))
         X = np.clip(X0, lo, hi)
         newton = self._newton_available()
-        if newton:
-            r, J, P, Q, S = self._residual_batch(X, base, obs0, sw, qref, second=True)
-        else:
-            r, J, P, Q = self._residual_batch(X, base, obs0, sw, qref)
-            S = np.zeros((B, nx, nx))
+        # (with Newton steps the start's second-order term is never used: a frame uses it only
+        # after an accepted step shorter than SECANT_STEP, computed at that step's end)
+        r, J, P, Q = self._residual_batch(X, base, obs0, sw, qref)
+        S = np.zeros((B, nx, nx))
         near = np.zeros(B, bool)     # Newton's term only once a frame takes short steps
         placed = np.ones(B, bool)    # P holds the markers at X (not after a last tiny step)
         cost = np.einsum("bm,bm->b", r, r)
@@ -653,11 +666,14 @@ class LevenbergMarquardtIK:
                     a, Xn, X0a = a[keep], Xn[keep], X0a[keep]
                     if a.size == 0:
                         continue
-                rn, Jn, Pn, Qn, Sn = self._residual_batch(Xn, base, obs0[a], sw[a], qref[a], True)
+                short = np.max(np.abs(Xn - X0a), axis=1) < SECANT_STEP
+                rn, Jn, Pn, Qn, *Sn = self._residual_batch(Xn, base, obs0[a], sw[a], qref[a],
+                                                           short if short.any() else False)
                 ok = _lm_update(a, Xn, rn, Jn, Pn, Qn, True, X, r, J, P, Q, cost, lam, its, act,
                                 tol, tiny_stops=True)
-                S[a[ok]] = Sn[ok]
-                near[a] = ok & (np.max(np.abs(Xn - X0a), axis=1) < SECANT_STEP)
+                near[a] = ok & short
+                if Sn:
+                    S[a[near[a]]] = Sn[0][near[a]]
                 continue
             rn, Jn, Pn, Qn = self._residual_batch(Xn, base, obs0[a], sw[a], qref[a])
             ok = _lm_update(a, Xn, rn, Jn, Pn, Qn, True, X, r, J, P, Q, cost, lam, its, act, tol)
