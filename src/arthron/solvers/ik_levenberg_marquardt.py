@@ -667,8 +667,8 @@ class LevenbergMarquardtIK:
                     if a.size == 0:
                         continue
                 short = np.max(np.abs(Xn - X0a), axis=1) < SECANT_STEP
-                rn, Jn, Pn, Qn, *Sn = self._residual_batch(Xn, base, obs0[a], sw[a], qref[a],
-                                                           short if short.any() else False)
+                second = True if short.all() else (short if short.any() else False)
+                rn, Jn, Pn, Qn, *Sn = self._residual_batch(Xn, base, obs0[a], sw[a], qref[a], second)
                 ok = _lm_update(a, Xn, rn, Jn, Pn, Qn, True, X, r, J, P, Q, cost, lam, its, act,
                                 tol, tiny_stops=True)
                 near[a] = ok & short
