@@ -268,17 +268,8 @@ class StationKinematics:
         self.m_var = np.array(mv, int).reshape(-1)
         self._mv64 = self.m_var.astype(np.int64)
         self.m_loc = np.array(mloc, float).reshape(-1, 3)
-        A = np.zeros((len(mv), len(fold.cols)))
-        for i, v in enumerate(mv):
-            if v < 0:
-                continue
-            chain = fold.anc[v] | {v}
-            for j, (k, _) in enumerate(fold.cols):
-                if k in chain:
-                    A[i, j] = 1.0
-        self.A = A                                          # (n, ncol): column moves station
-        self.AC = A[:, :, None] * fold.Cmap[None, :, :]     # (n, ncol, nq)
-        self._ACj = np.ascontiguousarray(self.AC.transpose(1, 0, 2)).reshape(len(fold.cols), -1)
+        self.A = _moved_by(fold)[self.m_var + 1]             # (n, ncol): column moves station
+        self.AC = self.A[:, :, None] * fold.Cmap[None, :, :]  # (n, ncol, nq)
 
     @classmethod
     def for_markers(cls, tree: Tree, names) -> "StationKinematics":
@@ -711,6 +702,19 @@ class Hinges:
 
     def __init__(self, W, V, O, W2, V2):
         self.W, self.V, self.O, self.W2, self.V2 = W, V, O, W2, V2
+
+
+def _moved_by(fd: "_Fold"):
+    """(n + 1, ncol): row v + 1 is 1 where hinge column j moves the frame of variable node v
+    (the column's node is v or one of its ancestors); row 0 (ground) is 0. Once per fold."""
+    m = getattr(fd, "_moved_by", None)
+    if m is None:
+        m = np.zeros((fd.n + 1, len(fd.cols)))
+        for v in range(fd.n):
+            chain = fd.anc[v] | {v}
+            m[v + 1] = [1.0 if k in chain else 0.0 for k, _ in fd.cols]
+        fd._moved_by = m
+    return m
 
 
 def _ancestor_mask(fd: "_Fold"):

@@ -495,8 +495,10 @@ class InverseKinematics(LevenbergMarquardtIK):
         Q = np.empty((T, self.nq))
         E = np.full((T, len(self.marker_names)), np.nan)
         its = np.zeros(T, int)
-        for k in range(T):
-            if not np.any(np.all(np.isfinite(obs[k]), axis=1)) and len(self.ctask_idx) == 0:
+        if len(self.ctask_idx) == 0 and T:
+            empty = ~np.any(np.all(np.isfinite(obs), axis=2), axis=1)
+            if empty.any():
+                k = int(np.argmax(empty))
                 raise SolverError(f"frame at t={time[k]:g} s has no marker data to track")
         t0 = _time.perf_counter()
         if block is None:
@@ -504,7 +506,10 @@ class InverseKinematics(LevenbergMarquardtIK):
         blockable = not self.dependent and (not self.exact or self._cchain is not None)
         if block > 1 and blockable and T > 1:
             solve_block = self.solve_block_exact if self.exact else self.solve_block
-            qrefs = np.array([self.coordinate_targets(t, tr.default_q) for t in time])
+            if any(t.value_type == "from_file" for t in self.ctask):
+                qrefs = np.array([self.coordinate_targets(t, tr.default_q) for t in time])
+            else:                                   # the same targets in every frame
+                qrefs = np.tile(self.coordinate_targets(time[0], tr.default_q), (T, 1))
             qrefs = qrefs.reshape(T, len(self.ctask_idx))
             X = np.empty((T, len(self.free)))
             X[0], Q[0], its[0], E[0] = self.solve_first(obs[0], x, base, qrefs[0], self.solve_single)
