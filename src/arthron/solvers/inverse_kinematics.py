@@ -64,7 +64,7 @@ from ..multibody.kinematics import Tree, compile_model, marker_positions
 from ..multibody.point_kinematics import StationKinematics, compiled_available
 from .. import runtime
 from ..tables import Table
-from .ik_levenberg_marquardt import LevenbergMarquardtIK
+from .ik_levenberg_marquardt import LevenbergMarquardtIK, _interpolated_starts
 
 __all__ = ["IKTasks", "CoordinateTask", "IKResult", "InverseKinematics", "solve_ik",
            "check_ik_options", "coordinate_reference"]
@@ -679,32 +679,6 @@ COARSE_STRIDE = 3
 #: 1.02 s CPU as whole commands; break-even about 3,000 frames; 1,500 with Gauss–Newton
 #: steps in blocks of 16).
 COMPILED_MIN_FRAMES = 3000
-
-
-def _interpolated_starts(f, anchors, values):
-    """Starts (len(f), n) at the frame indices ``f`` from the solutions ``values`` (A, n) of the
-    frames ``anchors`` (A,) around them (increasing, none equal to an ``f``): the cubic
-    (Lagrange) through the two anchors on each side, linear where one side has only one
-    (the Gait2354 walk, blocks of 64 frames every third solved first: the frames between
-    need 3–4 Newton iterations from the linear interpolation (22 of 48 take a fourth), 3 from
-    the cubic (3 of 48); the optimum is the same)."""
-    f = np.asarray(f)
-    out = np.empty((len(f), values.shape[1]))
-    for d in range(values.shape[1]):
-        out[:, d] = np.interp(f, anchors, values[:, d])
-    k = np.searchsorted(anchors, f) - 1               # anchors[k] < f < anchors[k + 1]
-    inner = (k >= 1) & (k + 2 < len(anchors))
-    if inner.any():
-        idx = k[inner, None] + np.arange(-1, 3)        # the four anchors, (m, 4)
-        a = anchors[idx].astype(float)
-        x = f[inner].astype(float)[:, None]
-        w = np.ones(idx.shape)
-        for i in range(4):
-            for j in range(4):
-                if i != j:
-                    w[:, i] *= (x[:, 0] - a[:, j]) / (a[:, i] - a[:, j])
-        out[inner] = np.einsum("mi,mid->md", w, values[idx])
-    return out
 
 
 def _whole_turn_coordinates(model: Model, tree: Tree, couplers) -> np.ndarray:
