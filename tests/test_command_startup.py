@@ -107,6 +107,29 @@ def test_program_writes_what_main_writes(tmp_path):
     assert (tmp_path / "a.sto").read_bytes() == (tmp_path / "b.sto").read_bytes()
 
 
+def test_program_end_keeps_output_status_and_atexit(tmp_path):
+    """The program's quick end (runtime.end_process) flushes what it printed to a pipe, runs
+    the atexit functions and keeps the exit status (0, and 2 for an arthron error); main(argv)
+    and a library session keep the collector's thresholds, the program raises generation 0's."""
+    code = ("import atexit, gc, sys\n"
+            "atexit.register(lambda: print('atexit ran', gc.get_threshold()[0]))\n"
+            "from arthron.cli import main\n"
+            "sys.argv = ['arthron', *sys.argv[1:]]\n"
+            "sys.exit(main())\n")
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    r = subprocess.run([sys.executable, "-c", code, "info", str(tmp_path / "none.osim")], env=env,
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2 and "does not exist" in r.stderr
+    assert r.stdout.strip() == f"atexit ran {runtime.COMMAND_GC_THRESHOLD}"
+    if GAIT_REF_MODEL.exists():
+        r = subprocess.run([sys.executable, "-c", code, "info", str(GAIT_REF_MODEL)], env=env,
+                           capture_output=True, text=True, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith("model ") and r.stdout.rstrip().endswith(
+            f"atexit ran {runtime.COMMAND_GC_THRESHOLD}")
+    assert gc.get_threshold()[0] != runtime.COMMAND_GC_THRESHOLD     # not in this process
+
+
 @pytest.mark.parametrize("m", [2, 3])
 def test_natural_spline_at_a_run_of_knots_equals_its_evaluation(m, monkeypatch):
     """Evaluated at a run of consecutive knots (all of them, or the tool's time range), the

@@ -610,3 +610,18 @@ def test_setup_results_go_to_results_directory(tmp_path):
     assert res2.errors_file is None
     res2.write()
     assert not (tmp_path / "r2" / "arm26_ik_marker_errors.sto").exists()
+
+
+def test_interpolated_starts_are_the_cubic_through_four_anchors():
+    """The starts of the frames between a block's first-pass frames: a cubic in the frame index
+    is reproduced exactly between inner anchors, linear interpolation where one side has a
+    single anchor (next to the block's ends)."""
+    from arthron.solvers.inverse_kinematics import _interpolated_starts
+    anchors = np.array([-1, 2, 5, 8, 11, 12])
+    f = np.array([0, 1, 3, 4, 6, 7, 9, 10])
+    cubic = lambda t: np.stack([0.3 - 0.2 * t + 0.05 * t ** 2 - 0.004 * t ** 3, 2.0 + 0.1 * t], 1)
+    got = _interpolated_starts(f, anchors, cubic(anchors.astype(float)))
+    inner = f > 2                          # (0 and 1 have only the anchor -1 before them)
+    np.testing.assert_allclose(got[inner], cubic(f[inner].astype(float)), rtol=0, atol=1e-12)
+    lin = np.stack([np.interp(f, anchors, cubic(anchors.astype(float))[:, d]) for d in range(2)], 1)
+    np.testing.assert_array_equal(got[~inner], lin[~inner])

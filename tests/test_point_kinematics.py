@@ -146,6 +146,43 @@ def test_second_order_term_matches_finite_differences(path):
 
 
 @needs_data
+@pytest.mark.parametrize("path", [GAIT_REF_MODEL, TSM, LENHART], ids=["gait2354", "thoracoscapular", "lenhart"])
+def test_weighted_jacobian_rows_equal_evaluate_batch(path):
+    """StationKinematics.evaluate_weighted (the weighted, free-column Jacobian rows IK stacks,
+    built only where a column moves a station) equals evaluate_batch's Jacobian restricted and
+    weighted, to 1e-15 m: coordinates with two hinge columns (Gait2354's knee rotation and its
+    spline-driven translation), Ellipsoid mobilizers, ground stations, a subset of free
+    coordinates, both routes; positions_batch equals evaluate_batch's positions."""
+    from arthron.io.osim import read_osim
+    from arthron.multibody.kinematics import compile_model
+    from arthron.multibody.point_kinematics import StationKinematics, compiled_kernel
+    tree = compile_model(read_osim(path))
+    rng = np.random.default_rng(7)
+    bodies = np.array([-1] + list(range(tree.nb)) * 2)
+    locs = rng.normal(0, 0.1, (len(bodies), 3))
+    Q = tree.default_q + rng.normal(0, 0.3, (5, tree.nq))
+    sw = rng.uniform(0, 1, (5, len(bodies)))
+    for compiled in (False, True):
+        if compiled and compiled_kernel() is None:
+            continue
+        sk = StationKinematics(tree, bodies, locs)
+        sk.compiled = compiled
+        P0, J0, h0 = sk.evaluate_batch(Q, hinges=True)
+        for free in (np.arange(tree.nq), np.arange(0, tree.nq, 3)):
+            out = np.full((5, 3 * len(bodies) + 2, len(free)), 7.0)
+            P, h = sk.evaluate_weighted(Q, sw, free, out, hinges=True)
+            assert np.array_equal(P, P0) and np.array_equal(h.W, h0.W)
+            ref = (J0[:, :, :, free] * sw[:, :, None, None]).reshape(5, -1, len(free))
+            assert np.abs(out[:, :3 * len(bodies)] - ref).max() <= 1e-15
+            assert np.all(out[:, 3 * len(bodies):] == 7.0)          # the other rows untouched
+            assert np.array_equal(sk.evaluate_weighted(Q, sw, free, out), P0)
+        assert np.array_equal(sk.positions_batch(Q), P0)
+    sk.compiled = False
+    with pytest.raises(ValueError):
+        sk.evaluate_weighted(Q, sw, np.arange(tree.nq), np.zeros((5, tree.nq, 3 * len(bodies))).swapaxes(1, 2))
+
+
+@needs_data
 def test_fold_cached_per_tree():
     """The pose-independent folding is computed once per tree and released with it."""
     import gc

@@ -7,10 +7,12 @@ import copy
 import dataclasses
 import inspect
 import pickle
+from typing import ClassVar
 
 import numpy as np
 import pytest
 
+from arthron import runtime
 from arthron.runtime import dataclass as arthron_dataclass
 
 
@@ -73,3 +75,94 @@ def test_component_classes_pickle_and_copy():
                 va, vb = getattr(obj, f.name), getattr(other, f.name)
                 assert np.array_equal(va, vb) if isinstance(va, np.ndarray) else va == vb
     assert "name" in str(inspect.signature(Body))
+
+
+def _lazy_bodies():
+    class Base:
+        """A base."""
+        name: str
+        kind: ClassVar[str] = "base"
+        mass: float = 1.0
+
+    class Child(Base):
+        """A child."""
+        scale: dataclasses.InitVar[float] = 2.0
+        tags: list = dataclasses.field(default_factory=list)
+        flag: bool = dataclasses.field(default=False, kw_only=True)
+        count: int = dataclasses.field(default=0, init=False)
+
+        def __post_init__(self, scale):
+            self.mass = self.mass * scale
+            self.count = len(self.tags)
+
+    class NoDoc:
+        x: int
+        y: int = 3
+    return Base, Child, NoDoc
+
+
+def _decorated(deco):
+    Base, Child, NoDoc = _lazy_bodies()
+    Base = deco(Base)
+    ns = {k: v for k, v in vars(Child).items() if k not in ("__dict__", "__weakref__")}
+    return Base, deco(type("Child", (Base,), ns)), deco(NoDoc)
+
+
+@pytest.fixture(params=["generator", "copy"])
+def init_route(request, monkeypatch):
+    """Both routes of runtime._generated_init: dataclasses' own generator (Python 3.10–3.12)
+    and the decorated field-for-field copy (other versions)."""
+    if request.param == "copy":
+        monkeypatch.setattr(runtime, "_INIT_FN", False)
+    elif not runtime._INIT_FN:
+        pytest.skip("dataclasses._init_fn has other arguments in this Python")
+    return request.param
+
+
+def test_init_made_on_first_use_has_the_standard_signature_and_behaviour(init_route):
+    """The ``__init__`` made on first use (a class's first instance, or a lookup on the class:
+    inspect.signature, help) is the standard decorator's: signature, annotations and help
+    before any instance, defaults and factories, keyword-only and init=False fields, InitVar
+    pseudo-fields passed to __post_init__, ClassVars left out, inherited fields first,
+    classes without a docstring (dataclasses writes it from the signature), copying of an
+    instance made before the class's first ``__init__`` call."""
+    import pydoc
+    std, ours = _decorated(dataclasses.dataclass), _decorated(arthron_dataclass)
+    assert isinstance(vars(ours[1])["__init__"], runtime._LazyInit)       # not made yet
+    c0 = ours[1].__new__(ours[1])
+    c0.__dict__.update(name="n", mass=1.0, tags=[], flag=False, count=0)
+    assert copy.deepcopy(c0).__dict__ == c0.__dict__
+    assert isinstance(vars(ours[1])["__init__"], runtime._LazyInit)
+    for s, o in zip(std, ours):
+        assert str(inspect.signature(s)) == str(inspect.signature(o))
+        assert s.__init__.__annotations__ == o.__init__.__annotations__
+        assert s.__init__.__qualname__ == o.__init__.__qualname__
+        assert s.__doc__ == o.__doc__ and o.__dataclass_params__.init
+    assert "kind" not in str(inspect.signature(ours[1]))
+    helps = [[ln for ln in pydoc.plain(pydoc.render_doc(c[1])).splitlines() if "__init__(" in ln]
+             for c in (std, ours)]
+    assert helps[0] == helps[1] and "name: 'str'" in helps[1][0]
+    for C in (std[1], ours[1]):
+        a = C("a", 3.0, 0.5, [1, 2], flag=True)
+        assert (a.name, a.mass, a.tags, a.flag, a.count) == ("a", 1.5, [1, 2], True, 2)
+        b = C("b")
+        assert b.mass == 2.0 and b.tags == [] and b.tags is not C("c").tags
+        with pytest.raises(TypeError):
+            C("a", 1.0, 1.0, [], True)                 # flag is keyword-only
+        with pytest.raises(TypeError):
+            C()
+        assert dataclasses.replace(a, name="z", scale=1.0).mass == 1.5
+    assert not isinstance(vars(ours[1])["__init__"], runtime._LazyInit)   # made, in place
+    assert ours[2](1).y == 3 and ours[0]("b").mass == 1.0
+
+
+def test_subclass_without_fields_of_its_own_uses_the_base_init(init_route):
+    """A plain subclass of a component class (no dataclass decorator) gets its base's
+    ``__init__``, made on its first use through the subclass."""
+    _, ours, _ = _decorated(arthron_dataclass)
+
+    class Sub(ours):
+        pass
+    s = Sub("s", 1.0)
+    assert s.mass == 2.0 and type(s) is Sub           # (scale 2 by default)
+    assert not isinstance(vars(ours)["__init__"], runtime._LazyInit)

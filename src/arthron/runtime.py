@@ -25,10 +25,13 @@ classes as a result (fields, ``__init__`` and its signature, equality, ``repr``,
 (:func:`_dataclass_repr`, :func:`_dataclass_eq`) instead of generated and compiled once per
 class: Python 3.11 compiles every generated method from source at import, some 0.1 ms each
 (measured on an ``arthron ik`` command: 7 ms of the 28 ms of arthron's imports for
-``__repr__``/``__eq__``). Frozen, ordered, slotted and ``unsafe_hash`` classes go to
-:func:`dataclasses.dataclass` unchanged. (A lazily generated ``__init__`` saved a further
-5 ms of the 0.15 s Gait2354 walk IK command but hid the classes' signatures from ``help()``
-until their first instance; not kept.)
+``__repr__``/``__eq__``). The ``__init__`` is made by dataclasses itself when the class is first
+instantiated or its ``__init__`` first looked up (:class:`_LazyInit`: ``inspect.signature``,
+``help`` and ``dataclasses.replace`` see the standard one; :func:`_generated_init`): a command
+uses about a third of the ~70 component classes, and compiling the others' ``__init__`` cost
+some 5 ms of every command's start-up. Frozen, ordered, slotted and ``unsafe_hash`` classes go
+to :func:`dataclasses.dataclass` unchanged, as do classes without a docstring or with an
+``__init__`` of their own.
 """
 from __future__ import annotations
 
@@ -98,6 +101,54 @@ def _heap_in_huge_pages(ctypes) -> None:
             free(p)
 
 
+#: the collector's generation-0 threshold during a command (:func:`collect_less`; Python's is 700)
+COMMAND_GC_THRESHOLD = 100_000
+
+
+def collect_less() -> tuple:
+    """Raise the cyclic garbage collector's generation-0 threshold to
+    :data:`COMMAND_GC_THRESHOLD` allocations for the rest of the process (the ``arthron``
+    program, for one job): with Python's 700, importing numpy and arthron, reading a model and
+    solving start the collector some 50 times, each pass over the young objects of which
+    almost none are garbage (measured on the Gait2354 walk's ``arthron ik``: 48 collections,
+    5 ms). Reference cycles are still collected, after 100,000 net allocations instead of 700;
+    objects without cycles are freed at once as always. Returns the previous thresholds."""
+    import gc
+    old = gc.get_threshold()
+    gc.set_threshold(COMMAND_GC_THRESHOLD, *old[1:])
+    return old
+
+
+def end_process(status: int) -> None:
+    """End the ``arthron`` program now with exit status ``status``, as the interpreter ends it
+    after its main function returns, less the teardown: the standard streams are flushed and
+    the ``atexit`` functions run, then :func:`os._exit` (the interpreter's final collections
+    and the deallocation of every module and object, some 4 ms of a short command, are left
+    to the operating system, which frees the process's memory at once). The command's files
+    are written and closed before (outputs are whole or not at all,
+    :mod:`arthron.io.files`). Returns without ending anything when another thread is alive or a
+    stream cannot be flushed (a closed pipe): the interpreter then ends the process as usual."""
+    import atexit
+    import os
+    import threading
+    if threading.active_count() > 1:
+        return
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        return
+    atexit._run_exitfuncs()
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(status)
+
+
 # ----------------------------------------------------------------------- shared dataclass methods
 _REPR_NAMES: dict = {}
 _EQ_NAMES: dict = {}
@@ -135,9 +186,78 @@ def _dataclass_eq(self, other):
     return NotImplemented
 
 
+class _LazyInit:
+    """A dataclass's ``__init__`` until it is first looked up: then :func:`_generated_init`
+    makes it, it replaces this descriptor in the class, and it is returned (bound to the
+    instance being initialized, or unbound for a lookup on the class: ``inspect.signature``,
+    ``help``). Creating a class thus costs no compilation of an ``__init__`` the process never
+    calls (see the module docstring)."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner):
+        self.owner = owner
+
+    def __get__(self, obj, cls=None):
+        owner = self.owner
+        init = _generated_init(owner)
+        if owner.__dict__.get("__init__") is self:
+            type.__setattr__(owner, "__init__", init)
+        return init if obj is None else init.__get__(obj, cls)
+
+
+#: dataclasses' own generator of ``__init__`` with the arguments of Python 3.10–3.12
+_INIT_FN = getattr(getattr(_dc, "_init_fn", None), "__code__", None) is not None and \
+    _dc._init_fn.__code__.co_varnames[:8] == ("fields", "std_fields", "kw_only_fields", "frozen",
+                                              "has_post_init", "self_name", "globals", "slots") \
+    and hasattr(_dc, "_fields_in_init_order")
+
+
+def _generated_init(cls):
+    """The ``__init__`` :func:`dataclasses.dataclass` generates for ``cls``, made by dataclasses
+    itself: with dataclasses' generator (Python 3.10–3.12: ``_init_fn`` called as
+    ``_process_class`` calls it), else by decorating a field-for-field copy of ``cls`` (same
+    module and qualified name, the same fields and ``InitVar`` pseudo-fields in the same order
+    with the same annotations, defaults, factories and flags, a ``__post_init__`` when ``cls``
+    has one)."""
+    fields = cls.__dataclass_fields__
+    if _INIT_FN:
+        init_fields = [f for f in fields.values() if f._field_type in (_dc._FIELD, _dc._FIELD_INITVAR)]
+        std, kw_only = _dc._fields_in_init_order(init_fields)
+        module = sys.modules.get(cls.__module__)
+        fn = _dc._init_fn(init_fields, std, kw_only, False, hasattr(cls, "__post_init__"),
+                          "__dataclass_self__" if "self" in fields else "self",
+                          module.__dict__ if module is not None else {}, False)
+        fn.__qualname__ = f"{cls.__qualname__}.{fn.__name__}"
+        return fn
+    ns: dict = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                "__annotations__": {}}
+    for f in fields.values():
+        if f._field_type is _dc._FIELD_CLASSVAR:
+            continue
+        ns["__annotations__"][f.name] = f.type
+        fkw = dict(init=f.init, repr=f.repr, hash=f.hash, compare=f.compare, metadata=f.metadata)
+        if getattr(f, "kw_only", _dc.MISSING) is not _dc.MISSING:
+            fkw["kw_only"] = f.kw_only
+        if f.default is not _dc.MISSING:
+            fkw["default"] = f.default
+        if f.default_factory is not _dc.MISSING:
+            fkw["default_factory"] = f.default_factory
+        ns[f.name] = _dc.field(**fkw)
+    if hasattr(cls, "__post_init__"):
+        ns["__post_init__"] = cls.__post_init__
+    shadow = _dc.dataclass(type(cls.__name__, (), ns), repr=False, eq=False, match_args=False)
+    return shadow.__dict__["__init__"]
+
+
+#: the dataclasses internals :func:`_generated_init` reads (else every ``__init__`` is made at once)
+_LAZY_INIT = all(hasattr(_dc, n) for n in ("_FIELD_CLASSVAR", "_FIELD_INITVAR", "_FIELD"))
+
+
 def dataclass(cls=None, /, **kw):
-    """:func:`dataclasses.dataclass` with shared ``__repr__`` and ``__eq__`` (see the module
-    docstring); same arguments, same resulting class behaviour."""
+    """:func:`dataclasses.dataclass` with shared ``__repr__`` and ``__eq__`` and an ``__init__``
+    generated on first use (see the module docstring); same arguments, same resulting class
+    behaviour."""
     def wrap(c):
         if any(kw.get(k) for k in ("order", "unsafe_hash", "frozen", "slots")):
             return _dc.dataclass(c, **kw)
@@ -147,7 +267,11 @@ def dataclass(cls=None, /, **kw):
         explicit_hash = not (class_hash is _dc.MISSING
                              or (class_hash is None and "__eq__" in c.__dict__))
         own_repr, own_eq = "__repr__" in c.__dict__, "__eq__" in c.__dict__
-        c = _dc.dataclass(c, **{**kw, "init": want_init, "repr": False, "eq": False})
+        # (dataclasses writes the signature into a missing docstring: that needs the __init__)
+        lazy = _LAZY_INIT and want_init and bool(c.__doc__) and "__init__" not in c.__dict__
+        c = _dc.dataclass(c, **{**kw, "init": want_init and not lazy, "repr": False, "eq": False})
+        if lazy:
+            c.__init__ = _LazyInit(c)
         if want_repr and not own_repr:
             c.__repr__ = _dataclass_repr
         if want_eq:
@@ -156,6 +280,6 @@ def dataclass(cls=None, /, **kw):
             if not explicit_hash:
                 c.__hash__ = None             # as dataclasses does for eq=True, frozen=False
         params = c.__dataclass_params__
-        params.repr, params.eq = want_repr, want_eq
+        params.init, params.repr, params.eq = want_init, want_repr, want_eq
         return c
     return wrap if cls is None else wrap(cls)

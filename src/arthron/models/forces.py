@@ -262,6 +262,9 @@ class Thelen2003Muscle(Muscle):
 @register_force
 @dataclass(eq=False)
 class Thelen2003Muscle_Deprecated(Thelen2003Muscle):
+    """OpenSim ``Thelen2003Muscle_Deprecated``: :class:`Thelen2003Muscle`'s properties with the
+    deprecated class's defaults (OpenSim 4.6)."""
+
     type: str = "Thelen2003Muscle_Deprecated"
     opensim_type: ClassVar[str] = "Thelen2003Muscle_Deprecated"
     # OpenSim 4.6's defaults of the deprecated class (read back from OpenSim in
@@ -291,6 +294,9 @@ class Millard2012EquilibriumMuscle(Muscle):
 @register_force
 @dataclass(eq=False)
 class Millard2012AccelerationMuscle(Millard2012EquilibriumMuscle):
+    """OpenSim ``Millard2012AccelerationMuscle`` (Millard et al. 2013): the curve properties of
+    :class:`Millard2012EquilibriumMuscle`; its other properties are kept verbatim."""
+
     type: str = "Millard2012AccelerationMuscle"
     opensim_type: ClassVar[str] = "Millard2012AccelerationMuscle"
 
@@ -298,6 +304,8 @@ class Millard2012AccelerationMuscle(Millard2012EquilibriumMuscle):
 @register_force
 @dataclass(eq=False)
 class RigidTendonMuscle(Muscle):
+    """OpenSim ``RigidTendonMuscle``: the :class:`Muscle` properties (inextensible tendon)."""
+
     type: str = "RigidTendonMuscle"
     opensim_type: ClassVar[str] = "RigidTendonMuscle"
 
@@ -305,6 +313,9 @@ class RigidTendonMuscle(Muscle):
 @register_force
 @dataclass(eq=False)
 class DeGrooteFregly2016Muscle(Muscle):
+    """OpenSim ``DeGrooteFregly2016Muscle`` (De Groote et al. 2016): the :class:`Muscle`
+    properties; its other properties are kept verbatim."""
+
     type: str = "DeGrooteFregly2016Muscle"
     opensim_type: ClassVar[str] = "DeGrooteFregly2016Muscle"
 
@@ -312,6 +323,9 @@ class DeGrooteFregly2016Muscle(Muscle):
 @register_force
 @dataclass(eq=False)
 class Schutte1993Muscle_Deprecated(Muscle):
+    """OpenSim ``Schutte1993Muscle_Deprecated`` (Schutte 1993): the :class:`Muscle` properties;
+    its curves and other properties are kept verbatim."""
+
     type: str = "Schutte1993Muscle_Deprecated"
     opensim_type: ClassVar[str] = "Schutte1993Muscle_Deprecated"
 
@@ -319,6 +333,9 @@ class Schutte1993Muscle_Deprecated(Muscle):
 @register_force
 @dataclass(eq=False)
 class Delp1990Muscle_Deprecated(Muscle):
+    """OpenSim ``Delp1990Muscle_Deprecated`` (Delp 1990): the :class:`Muscle` properties; its
+    curves and other properties are kept verbatim."""
+
     type: str = "Delp1990Muscle_Deprecated"
     opensim_type: ClassVar[str] = "Delp1990Muscle_Deprecated"
 
@@ -365,6 +382,9 @@ class PathActuator(Force):
 @register_force
 @dataclass(eq=False)
 class McKibbenActuator(PathActuator):
+    """OpenSim ``McKibbenActuator``: a pneumatic artificial muscle along its path,
+    ``thread_stiffness``, ``number_of_turns`` and ``cord_length`` (m) as OpenSim's."""
+
     type: str = "McKibbenActuator"
     opensim_type: ClassVar[str] = "McKibbenActuator"
     thread_stiffness: float | None = _num()
@@ -388,6 +408,10 @@ class PathSpring(Force):
 @register_force
 @dataclass(eq=False)
 class ClutchedPathSpring(Force):
+    """OpenSim ``ClutchedPathSpring``: a spring along its path engaged by a clutch control;
+    ``stiffness`` (N/m), ``dissipation``, ``relaxation_time_constant`` (s) and
+    ``initial_stretch`` (m) as OpenSim's properties."""
+
     type: str = "ClutchedPathSpring"
     opensim_type: ClassVar[str] = "ClutchedPathSpring"
     stiffness: float | None = _num()

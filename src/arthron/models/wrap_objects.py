@@ -135,6 +135,8 @@ class UnmodelledWrapObject(WrapObject):
 @register_wrap_object
 @dataclass(eq=False)
 class WrapSphere(WrapObject):
+    """OpenSim ``WrapSphere``: a sphere of ``radius`` (m) centred at the wrap frame's origin."""
+
     type: str = "WrapSphere"
     opensim_type: ClassVar[str] = "WrapSphere"
     dimension_fields: ClassVar[tuple] = ("radius",)
@@ -144,6 +146,9 @@ class WrapSphere(WrapObject):
 @register_wrap_object
 @dataclass(eq=False)
 class WrapCylinder(WrapObject):
+    """OpenSim ``WrapCylinder``: a cylinder of ``radius`` and ``length`` (m) along the wrap
+    frame's z axis, centred at its origin."""
+
     type: str = "WrapCylinder"
     opensim_type: ClassVar[str] = "WrapCylinder"
     dimension_fields: ClassVar[tuple] = ("radius", "length")
@@ -194,6 +199,9 @@ class _EllipsoidDims(_DimView):
 @register_wrap_object
 @dataclass(eq=False)
 class WrapTorus(WrapObject):
+    """OpenSim ``WrapTorus``: a torus about the wrap frame's z axis, ``inner_radius`` and
+    ``outer_radius`` (m)."""
+
     type: str = "WrapTorus"
     opensim_type: ClassVar[str] = "WrapTorus"
     dimension_fields: ClassVar[tuple] = ("inner_radius", "outer_radius")
@@ -215,6 +223,8 @@ def _direction(w, tag, txt):
 @register_wrap_object
 @dataclass(eq=False)
 class WrapSphereObst(WrapObject):
+    """OpenSim ``WrapSphereObst`` (Garner & Pandy 2000 obstacle-set sphere): ``radius`` (m)."""
+
     type: str = "WrapSphereObst"
     opensim_type: ClassVar[str] = "WrapSphereObst"
     dimension_fields: ClassVar[tuple] = ("radius",)
@@ -224,6 +234,10 @@ class WrapSphereObst(WrapObject):
 @register_wrap_object
 @dataclass(eq=False)
 class WrapCylinderObst(WrapObject):
+    """OpenSim ``WrapCylinderObst`` (Garner & Pandy 2000 obstacle-set cylinder): ``radius``
+    and ``length`` (m) along the wrap frame's z axis; ``wrapDirection`` ``righthand`` (default)
+    or ``lefthand``."""
+
     type: str = "WrapCylinderObst"
     opensim_type: ClassVar[str] = "WrapCylinderObst"
     dimension_fields: ClassVar[tuple] = ("radius", "length")

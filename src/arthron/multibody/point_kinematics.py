@@ -268,17 +268,8 @@ class StationKinematics:
         self.m_var = np.array(mv, int).reshape(-1)
         self._mv64 = self.m_var.astype(np.int64)
         self.m_loc = np.array(mloc, float).reshape(-1, 3)
-        A = np.zeros((len(mv), len(fold.cols)))
-        for i, v in enumerate(mv):
-            if v < 0:
-                continue
-            chain = fold.anc[v] | {v}
-            for j, (k, _) in enumerate(fold.cols):
-                if k in chain:
-                    A[i, j] = 1.0
-        self.A = A                                          # (n, ncol): column moves station
-        self.AC = A[:, :, None] * fold.Cmap[None, :, :]     # (n, ncol, nq)
-        self._ACj = np.ascontiguousarray(self.AC.transpose(1, 0, 2)).reshape(len(fold.cols), -1)
+        self.A = _moved_by(fold)[self.m_var + 1]             # (n, ncol): column moves station
+        self.AC = self.A[:, :, None] * fold.Cmap[None, :, :]  # (n, ncol, nq)
 
     @classmethod
     def for_markers(cls, tree: Tree, names) -> "StationKinematics":
@@ -394,6 +385,96 @@ class StationKinematics:
             return P, cr @ self.AC, Hinges(W, V, O, W2, V2)
         return P, cr @ self.AC
 
+    def positions_batch(self, Q):
+        """Positions (B, n, 3) m at B poses Q (B, nq): those of :meth:`evaluate_batch`, without
+        the Jacobian."""
+        Q = np.asarray(Q, float)
+        if self.compiled and compiled_kernel() is not None:
+            return self._evaluate_compiled(Q)[0]
+        Rst, ost = self._pose_loop(Q)[:2]
+        mv = self.m_var + 1
+        return np.einsum("mbij,mj->bmi", Rst[mv], self.m_loc) + ost[mv].transpose(1, 0, 2)
+
+    def evaluate_weighted(self, Q, sw, free, out, hinges: bool = False):
+        """Positions (B, n, 3) m at B poses Q (B, nq), and the station Jacobians weighted per
+        station and frame and restricted to the coordinates ``free``, written into
+        ``out[:, :3n]``: ``out[b, 3m + i, f] = sw[b, m] ∂x_mi/∂q_free[f]`` (what a
+        least-squares problem over weighted station residuals stacks; ``out`` (B, ≥3n,
+        len(free)) C-contiguous, its other rows untouched). Returns P, or (P, Hinges) with
+        ``hinges`` (as :meth:`evaluate_batch`).
+
+        The same numbers as ``evaluate_batch(Q)[1][..., free] * sw`` (to rounding), computed
+        only where a column moves a station (:meth:`_weighted_plan`): each such entry is
+        ``ω_j × x_m + (v_j − ω_j × o_j)``, columns of the same coordinate summed."""
+        Q = np.asarray(Q, float)
+        B, n, nf = Q.shape[0], len(self.m_var), len(free)
+        if self.compiled and compiled_kernel() is not None:
+            res = self.evaluate_batch(Q, hinges)
+            np.multiply(res[1][:, :, :, free], sw[:, :, None, None],
+                        out=out[:, :3 * n].reshape(B, n, 3, nf))
+            return (res[0], res[2]) if hinges else res[0]
+        Rst, ost, W, V, O, W2, V2 = self._pose_loop(Q, hinges)
+        mv = self.m_var + 1
+        P = np.einsum("mbij,mj->bmi", Rst[mv], self.m_loc) + ost[mv].transpose(1, 0, 2)
+        Wx, Wy, Wz = W[:, :, 0], W[:, :, 1], W[:, :, 2]       # (ncol, B)
+        Ox, Oy, Oz = O[:, :, 0], O[:, :, 1], O[:, :, 2]
+        Cx = V[:, :, 0] - (Wy * Oz - Wz * Oy)                  # v − ω × o
+        Cy = V[:, :, 1] - (Wz * Ox - Wx * Oz)
+        Cz = V[:, :, 2] - (Wx * Oy - Wy * Ox)
+        PT = P.transpose(1, 2, 0)                               # (n, 3, B)
+        swT = np.asarray(sw, float).T
+        if not out.flags.c_contiguous:
+            raise ValueError("StationKinematics.evaluate_weighted: out must be C-contiguous")
+        flat = out.reshape(B, -1)
+        flat[:, :3 * n * nf] = 0.0
+        for layer, (mk, jk, idx) in enumerate(self._weighted_plan(free)):
+            px, py, pz = PT[mk, 0], PT[mk, 1], PT[mk, 2]        # (K, B)
+            wx, wy, wz = Wx[jk], Wy[jk], Wz[jk]
+            s = swT[mk]
+            for i, e in enumerate(((wy * pz - wz * py + Cx[jk]) * s,
+                                   (wz * px - wx * pz + Cy[jk]) * s,
+                                   (wx * py - wy * px + Cz[jk]) * s)):
+                if layer == 0:
+                    flat[:, idx[i]] = e.T
+                else:
+                    flat[:, idx[i]] += e.T
+        if hinges:
+            return P, Hinges(W, V, O, W2, V2)
+        return P
+
+    def _weighted_plan(self, free):
+        """The (station, column) pairs of :meth:`evaluate_weighted` for the coordinates
+        ``free`` (pose independent, once per ``free``): layers of pairs (stations (K,),
+        columns (K,), flat indices into ``out[b]`` (3, K) of the x, y, z rows), each (station,
+        coordinate) at most once per layer; a coordinate with several hinge columns (a knee's
+        rotation and its coupled translation) adds its second column in a second layer."""
+        free = np.asarray(free, int)
+        key = free.tobytes()
+        plans = self.__dict__.setdefault("_plans", {})
+        plan = plans.get(key)
+        if plan is not None:
+            return plan
+        fd = self.fold
+        nf = len(free)
+        where = {int(c): f for f, c in enumerate(free)}
+        fcol = [where.get(int(c), -1) for c in fd.col_coord]
+        seen: dict = {}
+        layers: dict = {}
+        for m, j in zip(*np.nonzero(self.A)):
+            if fcol[j] < 0:
+                continue
+            layer = seen.get((m, fcol[j]), 0)
+            seen[(m, fcol[j])] = layer + 1
+            layers.setdefault(layer, []).append((m, j))
+        plan = []
+        for layer in sorted(layers):
+            mk = np.array([m for m, _ in layers[layer]], np.intp)
+            jk = np.array([j for _, j in layers[layer]], np.intp)
+            f = np.array([fcol[j] for j in jk], np.intp)
+            plan.append((mk, jk, np.stack([(3 * mk + i) * nf + f for i in range(3)])))
+        plans[key] = plan
+        return plan
+
     def _pose_loop(self, Q, second=False):
         """The frames of the variable nodes and the hinge columns at B poses: Rst (n+1, B, 3, 3),
         ost (n+1, B, 3), W, V, O (ncol, B, 3) (angular and linear velocity per unit column, axis
@@ -427,21 +508,19 @@ class StationKinematics:
             TH = TH.T
             M = (bt["R0"][:, None] + np.sin(TH)[:, :, None, None] * bt["R0K"][:, None]
                  + (1.0 - np.cos(TH))[:, :, None, None] * bt["R0K2"][:, None])
+        rot_index, p0_zero = bt["rot_index"], bt["p0_zero"]
         for k in range(n):
             p = fd.parent[k] + 1
             Rp = Rst[p]
-            i = bt["rot_index"][k]
-            j = bt["col0"][k]
+            i = rot_index[k]
             if i >= 0:                        # rotation: one product for the frame and the angle
-                Rst[k + 1] = Rp @ M[i]
-                of = ost[p] if bt["p0_zero"][k] else ost[p] + Rp @ fd.p0[k]
-                ost[k + 1] = of
-                w = Rp @ bt["R0axis"][i]
-                W[j] = w if i not in D1 else w * D1[i][:, None]
-                if i in D2:
-                    W2[j] = w * D2[i][:, None]
-                O[j] = of
+                np.matmul(Rp, M[i], out=Rst[k + 1])
+                if p0_zero[k]:
+                    ost[k + 1] = ost[p]
+                else:
+                    np.add(ost[p], Rp @ fd.p0[k], out=ost[k + 1])
                 continue
+            j = bt["col0"][k]
             if fd.ident[k]:
                 Rf, of = Rp, ost[p]
             else:
@@ -471,6 +550,15 @@ class StationKinematics:
                 Hv = Rf @ Jl
                 V[j] = Hv[:, :, 0]
                 V[j + 1] = Hv[:, :, 1]
+        if rot:                # the rotation columns at once: ω = R_parent R0 axis θ', o = origin
+            rc = bt["rot_col"]
+            w = np.matmul(Rst[bt["rot_parent"]], bt["R0axis"][:, None, :, None])[..., 0]
+            for i in D2:
+                W2[rc[i]] = w[i] * D2[i][:, None]
+            for i in D1:
+                w[i] *= D1[i][:, None]
+            W[rc] = w
+            O[rc] = ost[bt["rot_node1"]]
         return Rst, ost, W, V, O, W2, V2
 
     @property
@@ -561,28 +649,6 @@ class StationKinematics:
                     kt["t_coord"], kt["t_col"], kt["t_axis"], kt["t_spec"], kt["t_par"])
 
 
-def _assemble(P, W, V, O, ACj):
-    """Station Jacobians (B, n, 3, nq) from the hinge columns: the column of coordinate c of
-    station m is ``Σ_j AC[m, j, c] (v_j + ω_j × (x_m − o_j)) = Ω × x_m + C`` with
-    ``Ω = Σ_j AC ω_j`` and ``C = Σ_j AC (v_j − ω_j × o_j)`` (two matrix products over the
-    columns j, then one cross product per station).
-
-    P (B, n, 3); W, V, O (B, ncol, 3); ACj (ncol, n·nq) = AC[m, j, c] laid out as [j, (m, c)].
-    """
-    B, n = P.shape[0], P.shape[1]
-    ncol = W.shape[1]
-    nq = ACj.shape[1] // max(n, 1)
-    C = V - cross(W, O)
-    Wm = (np.ascontiguousarray(W.transpose(0, 2, 1)).reshape(B * 3, ncol) @ ACj).reshape(B, 3, n, nq)
-    Cm = (np.ascontiguousarray(C.transpose(0, 2, 1)).reshape(B * 3, ncol) @ ACj).reshape(B, 3, n, nq)
-    x, y, z = (P[:, :, i, None] for i in range(3))
-    J = np.empty((B, n, 3, nq))
-    J[:, :, 0] = Wm[:, 1] * z - Wm[:, 2] * y + Cm[:, 0]
-    J[:, :, 1] = Wm[:, 2] * x - Wm[:, 0] * z + Cm[:, 1]
-    J[:, :, 2] = Wm[:, 0] * y - Wm[:, 1] * x + Cm[:, 2]
-    return J
-
-
 def station_jacobian(tree: Tree, q, bodies, locations):
     """Ground positions and Jacobians ``∂x/∂q`` of stations fixed on bodies.
 
@@ -638,6 +704,19 @@ class Hinges:
         self.W, self.V, self.O, self.W2, self.V2 = W, V, O, W2, V2
 
 
+def _moved_by(fd: "_Fold"):
+    """(n + 1, ncol): row v + 1 is 1 where hinge column j moves the frame of variable node v
+    (the column's node is v or one of its ancestors); row 0 (ground) is 0. Once per fold."""
+    m = getattr(fd, "_moved_by", None)
+    if m is None:
+        m = np.zeros((fd.n + 1, len(fd.cols)))
+        for v in range(fd.n):
+            chain = fd.anc[v] | {v}
+            m[v + 1] = [1.0 if k in chain else 0.0 for k, _ in fd.cols]
+        fd._moved_by = m
+    return m
+
+
 def _ancestor_mask(fd: "_Fold"):
     """(ncol, ncol): 1 where column i's node is an ancestor of column j's node or i = j."""
     m = getattr(fd, "_anc_mask", None)
@@ -668,6 +747,9 @@ def _batch_tables(fd: "_Fold"):
     index = np.full(fd.n, -1, int)
     index[rot] = np.arange(len(rot))
     bt = dict(rot=rot, rot_index=index.tolist(), R0=R0, R0K=R0 @ K, R0K2=R0 @ K2,
+              rot_col=np.array([col0[k] for k in rot], np.intp),
+              rot_parent=np.array([fd.parent[k] + 1 for k in rot], np.intp),
+              rot_node1=np.array([k + 1 for k in rot], np.intp),
               R0axis=np.einsum("kij,kj->ki", R0, ax),
               rot_coord=np.array([fd.coord[k] for k in rot], int),
               rot_func=[(i, fd.func[k]) for i, k in enumerate(rot) if fd.func[k] is not None],

@@ -310,7 +310,8 @@ def compile_model(model: Model) -> Tree:
         for j in level:
             placed.add(info[j.name][2])
         order += level
-        remaining = [j for j in remaining if j not in level]
+        placed_now = {id(j) for j in level}         # (by identity: no field-by-field __eq__)
+        remaining = [j for j in remaining if id(j) not in placed_now]
     nodes = [Node(parent=-1, R0=np.eye(3), p0=np.zeros(3), joint="ground")]
     body_node = np.full(len(body_names), -1)
     node_of = {GROUND: 0}

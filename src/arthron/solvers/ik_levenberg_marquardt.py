@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ..errors import SolverError
+from ..multibody.point_kinematics import Hinges
 
 __all__ = ["LevenbergMarquardtIK"]
 
@@ -48,13 +49,16 @@ def _lm_update(a, Xn, rn, Jn, Pn, Qn, extra_ok, X, r, J, P, Q, cost, lam, its, a
     its[a] += 1
     acc = a[ok]
     if acc.size:
-        dx = np.max(np.abs(Xn[ok] - X[acc]), axis=1)
-        dec = cost[acc] - cn[ok]
-        X[acc], r[acc], J[acc], P[acc], Q[acc] = Xn[ok], rn[ok], Jn[ok], Pn[ok], Qn[ok]
-        cost[acc] = cn[ok]
+        new = (Xn, rn, Jn, Pn, Qn, cn) if ok.all() else (Xn[ok], rn[ok], Jn[ok], Pn[ok], Qn[ok], cn[ok])
+        if acc.size == len(X):          # every frame (a and acc are sorted): whole-array copies
+            acc = slice(None)
+        dx = np.max(np.abs(new[0] - X[acc]), axis=1)
+        dec = cost[acc] - new[5]
+        for dst, src in zip((X, r, J, P, Q, cost), new):
+            dst[acc] = src
         lam[acc] = np.maximum(lam[acc] * 0.1, 1e-12)
         conv = (dx < tol) | (dec <= 1e-16 * np.maximum(cost[acc], 1e-30))
-        act[acc[conv]] = False
+        act[a[ok][conv]] = False
     rej = a[~ok]
     if rej.size:
         lam[rej] *= 10.0
@@ -84,6 +88,32 @@ def _secant_update(S, s, y, ysh):
     ws = np.einsum("ki,ki->k", w, sg)
     S[good] += ((w[:, :, None] * yg[:, None, :] + yg[:, :, None] * w[:, None, :]) / ysg[:, None, None]
                 - (ws / ysg ** 2)[:, None, None] * yg[:, :, None] * yg[:, None, :])
+
+
+def _interpolated_starts(f, anchors, values):
+    """Starts (len(f), n) at the frame indices ``f`` from the solutions ``values`` (A, n) of the
+    frames ``anchors`` (A,) around them (increasing, none equal to an ``f``): the cubic
+    (Lagrange) through the two anchors on each side, linear where one side has only one
+    (the Gait2354 walk, blocks of 64 frames every third solved first: the frames between
+    need 3–4 Newton iterations from the linear interpolation (22 of 48 take a fourth), 3 from
+    the cubic (3 of 48); the optimum is the same)."""
+    f = np.asarray(f)
+    out = np.empty((len(f), values.shape[1]))
+    for d in range(values.shape[1]):
+        out[:, d] = np.interp(f, anchors, values[:, d])
+    k = np.searchsorted(anchors, f) - 1               # anchors[k] < f < anchors[k + 1]
+    inner = (k >= 1) & (k + 2 < len(anchors))
+    if inner.any():
+        idx = k[inner, None] + np.arange(-1, 3)        # the four anchors, (m, 4)
+        a = anchors[idx].astype(float)
+        x = f[inner].astype(float)[:, None]
+        w = np.ones(idx.shape)
+        for i in range(4):
+            for j in range(4):
+                if i != j:
+                    w[:, i] *= (x[:, 0] - a[:, j]) / (a[:, i] - a[:, j])
+        out[inner] = np.einsum("mi,mid->md", w, values[idx])
+    return out
 
 
 class LevenbergMarquardtIK:
@@ -400,37 +430,62 @@ class LevenbergMarquardtIK:
     def _residual_batch(self, X, base, obs0, sw, qref, second=False):
         """Stacked residuals (B, m) and Jacobians (B, m, nfree) for B frames (no eliminated
         coordinates). ``obs0`` has missing markers set to 0 and ``sw`` 0 for them. With
-        ``second`` (see :meth:`_newton_available`) also Σ rᵢ∇²rᵢ (B, nfree, nfree), the
-        second-order term of the Hessian of ½|r|² (the coordinate tasks are linear)."""
+        ``second`` (see :meth:`_newton_available`; True, or a (B,) mask of the frames that
+        need it, the others' rows left 0) also Σ rᵢ∇²rᵢ (B, nfree, nfree), the second-order
+        term of the Hessian of ½|r|² (the coordinate tasks are linear)."""
         B = X.shape[0]
         Q = np.broadcast_to(base, (B, self.nq)).copy()
         Q[:, self.free] = X
-        if second:
+        if not self.couplers and (self.cset is None or self.exact):
+            # markers and coordinate tasks only: the weighted marker rows of the Jacobian come
+            # from the station kinematics directly (only the entries a coordinate moves)
+            n3, nc, nf = 3 * obs0.shape[1], len(self.ctask_idx), len(self.free)
+            J = np.empty((B, n3 + nc, nf))
+            want = second is not False
+            res = self.chain.evaluate_weighted(Q, sw, self.free, J, hinges=want)
+            P = res[0] if want else res
+            r = np.empty((B, n3 + nc))
+            r[:, :n3] = ((P - obs0) * sw[:, :, None]).reshape(B, n3)
+            if nc:
+                r[:, n3:] = self.ctask_sw * (Q[:, self.ctask_idx] - qref)
+                Jc = np.zeros((nc, self.nq))
+                Jc[np.arange(nc), self.ctask_idx] = self.ctask_sw
+                J[:, n3:] = Jc[:, self.free]
+            if not want:
+                return r, J, P, Q
+            return r, J, P, Q, self._second_rows(second, P, obs0, sw, res[1])
+        if second is not False:
             P, Jm, h = self.chain.evaluate_batch(Q, hinges=True)
-            S = self.chain.second_order(P, (P - obs0) * (sw * sw)[:, :, None], h)
             r, J, P, Q = self._stack(B, Q, P, Jm, obs0, sw, qref)
-            return r, J, P, Q, S[:, self.free][:, :, self.free]
+            return r, J, P, Q, self._second_rows(second, P, obs0, sw, h)
         P, Jm = self.chain.evaluate_batch(Q)
         return self._stack(B, Q, P, Jm, obs0, sw, qref)
 
+    def _second_rows(self, second, P, obs0, sw, h):
+        """Σ rᵢ∇²rᵢ (B, nfree, nfree) of :meth:`_residual_batch` (``second`` True or a mask of
+        the rows computed; the others 0) from the hinge columns ``h`` at the markers P."""
+        R = (P - obs0) * (sw * sw)[:, :, None]
+        if second is True:
+            S = self.chain.second_order(P, R, h)
+        else:
+            m = np.flatnonzero(second)
+            sub = Hinges(*(None if v is None else v[:, m] for v in (h.W, h.V, h.O, h.W2, h.V2)))
+            S = np.zeros((len(P), self.nq, self.nq))
+            S[m] = self.chain.second_order(P[m], R[m], sub)
+        if len(self.free) < self.nq:
+            S = S[:, self.free][:, :, self.free]
+        return S
+
     def _stack(self, B, Q, P, Jm, obs0, sw, qref):
         """The residuals (B, m) and their Jacobians in the free coordinates (B, m, nfree) from
-        the marker positions P and Jacobians Jm at the poses Q."""
+        the marker positions P and Jacobians Jm at the poses Q, with the penalty rows of
+        couplers and constraints (:meth:`_residual_batch` stacks the other problems itself)."""
         parts = [((P - obs0) * sw[:, :, None]).reshape(B, -1)]
         nc = len(self.ctask_idx)
         if nc:
             parts.append(self.ctask_sw * (Q[:, self.ctask_idx] - qref))
             Jc = np.zeros((nc, self.nq))
             Jc[np.arange(nc), self.ctask_idx] = self.ctask_sw
-        if not self.couplers and (self.cset is None or self.exact):
-            # markers and coordinate tasks only: the free columns taken before stacking
-            nf = len(self.free)
-            J = np.empty((B, P.shape[1] * 3 + nc, nf))
-            np.multiply(Jm[:, :, :, self.free], sw[:, :, None, None],
-                        out=J[:, :P.shape[1] * 3].reshape(B, P.shape[1], 3, nf))
-            if nc:
-                J[:, P.shape[1] * 3:] = Jc[:, self.free]
-            return np.concatenate(parts, axis=1), J, P, Q
         Js = [(Jm * sw[:, :, None, None]).reshape(B, -1, self.nq)]
         if nc:
             Js.append(np.broadcast_to(Jc, (B, nc, self.nq)))
@@ -584,27 +639,29 @@ class LevenbergMarquardtIK:
         bounded = bool(np.any(np.isfinite(lo)) or np.any(np.isfinite(hi)))
         X = np.clip(X0, lo, hi)
         newton = self._newton_available()
-        if newton:
-            r, J, P, Q, S = self._residual_batch(X, base, obs0, sw, qref, second=True)
-        else:
-            r, J, P, Q = self._residual_batch(X, base, obs0, sw, qref)
-            S = np.zeros((B, nx, nx))
+        # (with Newton steps the start's second-order term is never used: a frame uses it only
+        # after an accepted step shorter than SECANT_STEP, computed at that step's end)
+        r, J, P, Q = self._residual_batch(X, base, obs0, sw, qref)
+        S = np.zeros((B, nx, nx))
         near = np.zeros(B, bool)     # Newton's term only once a frame takes short steps
+        placed = np.ones(B, bool)    # P holds the markers at X (not after a last tiny step)
         cost = np.einsum("bm,bm->b", r, r)
         lam = np.full(B, 1e-6)
         its = np.zeros(B, int)
         act = np.ones(B, bool)
         eye = np.eye(nx)
+        diag = np.arange(nx)
         for _ in range(max_iter):
             a = np.flatnonzero(act)
             if a.size == 0:
                 break
-            Ja, ra = J[a], r[a]
+            # (the secant update below needs this iteration's J after _lm_update replaced it)
+            Ja, ra = (J, r) if newton and a.size == B else (J[a], r[a])
             g = np.einsum("bmi,bm->bi", Ja, ra)
-            H = np.swapaxes(Ja, 1, 2) @ Ja          # batched GEMM (einsum here is 4x slower)
-            dH = np.maximum(np.einsum("bii->bi", H), 1e-12)
-            A = H + (S[a] if not newton else S[a] * near[a][:, None, None]) \
-                + (lam[a][:, None] * dH)[:, :, None] * eye
+            A = np.swapaxes(Ja, 1, 2) @ Ja          # batched GEMM (einsum here is 4x slower)
+            dH = np.maximum(A[:, diag, diag], 1e-12)
+            A += S[a] if not newton else S[a] * near[a][:, None, None]
+            A[:, diag, diag] += lam[a][:, None] * dH
             g0, X0a = g, X[a]
             if bounded:
                 fixed = ((X[a] <= lo) & (g > 0)) | ((X[a] >= hi) & (g < 0))
@@ -619,11 +676,30 @@ class LevenbergMarquardtIK:
                 continue
             Xn = np.clip(X[a] + step, lo, hi)
             if newton:
-                rn, Jn, Pn, Qn, Sn = self._residual_batch(Xn, base, obs0[a], sw[a], qref[a], True)
+                # a step below the tolerance is taken whatever the cost does and ends the frame
+                # (_lm_update's tiny_stops): taken here without evaluating the residuals and
+                # Jacobians there; the frame's markers are placed once, after the loop
+                tiny = np.max(np.abs(Xn - X0a), axis=1) < tol
+                if tiny.any():
+                    t = a[tiny]
+                    X[t] = Xn[tiny]
+                    Q[t[:, None], self.free] = Xn[tiny]
+                    its[t] += 1
+                    lam[t] = np.maximum(lam[t] * 0.1, 1e-12)
+                    act[t] = False
+                    placed[t] = False
+                    keep = ~tiny
+                    a, Xn, X0a = a[keep], Xn[keep], X0a[keep]
+                    if a.size == 0:
+                        continue
+                short = np.max(np.abs(Xn - X0a), axis=1) < SECANT_STEP
+                second = True if short.all() else (short if short.any() else False)
+                rn, Jn, Pn, Qn, *Sn = self._residual_batch(Xn, base, obs0[a], sw[a], qref[a], second)
                 ok = _lm_update(a, Xn, rn, Jn, Pn, Qn, True, X, r, J, P, Q, cost, lam, its, act,
                                 tol, tiny_stops=True)
-                S[a[ok]] = Sn[ok]
-                near[a] = ok & (np.max(np.abs(Xn - X0a), axis=1) < SECANT_STEP)
+                near[a] = ok & short
+                if Sn:
+                    S[a[near[a]]] = Sn[0][near[a]]
                 continue
             rn, Jn, Pn, Qn = self._residual_batch(Xn, base, obs0[a], sw[a], qref[a])
             ok = _lm_update(a, Xn, rn, Jn, Pn, Qn, True, X, r, J, P, Q, cost, lam, its, act, tol)
@@ -638,6 +714,8 @@ class LevenbergMarquardtIK:
                 _secant_update(Sa, st[near], gn - g0[near],
                                gn - np.einsum("bmi,bm->bi", Ja[near], rn[near]))
                 S[a[near]] = Sa
+        if not placed.all():
+            P[~placed] = self.chain.positions_batch(Q[~placed])
         err = np.where(valid, np.linalg.norm(P - obs0, axis=2), np.nan)
         self._block_converged = ~act & (lam <= 1e20)
         return X, Q, its, err

@@ -64,7 +64,7 @@ from ..multibody.kinematics import Tree, compile_model, marker_positions
 from ..multibody.point_kinematics import StationKinematics, compiled_available
 from .. import runtime
 from ..tables import Table
-from .ik_levenberg_marquardt import LevenbergMarquardtIK
+from .ik_levenberg_marquardt import LevenbergMarquardtIK, _interpolated_starts
 
 __all__ = ["IKTasks", "CoordinateTask", "IKResult", "InverseKinematics", "solve_ik",
            "check_ik_options", "coordinate_reference"]
@@ -497,8 +497,10 @@ class InverseKinematics(LevenbergMarquardtIK):
         Q = np.empty((T, self.nq))
         E = np.full((T, len(self.marker_names)), np.nan)
         its = np.zeros(T, int)
-        for k in range(T):
-            if not np.any(np.all(np.isfinite(obs[k]), axis=1)) and len(self.ctask_idx) == 0:
+        if len(self.ctask_idx) == 0 and T:
+            empty = ~np.any(np.all(np.isfinite(obs), axis=2), axis=1)
+            if empty.any():
+                k = int(np.argmax(empty))
                 raise SolverError(f"frame at t={time[k]:g} s has no marker data to track")
         t0 = _time.perf_counter()
         if block is None:
@@ -506,7 +508,10 @@ class InverseKinematics(LevenbergMarquardtIK):
         blockable = not self.dependent and (not self.exact or self._cchain is not None)
         if block > 1 and blockable and T > 1:
             solve_block = self.solve_block_exact if self.exact else self.solve_block
-            qrefs = np.array([self.coordinate_targets(t, tr.default_q) for t in time])
+            if any(t.value_type == "from_file" for t in self.ctask):
+                qrefs = np.array([self.coordinate_targets(t, tr.default_q) for t in time])
+            else:                                   # the same targets in every frame
+                qrefs = np.tile(self.coordinate_targets(time[0], tr.default_q), (T, 1))
             qrefs = qrefs.reshape(T, len(self.ctask_idx))
             X = np.empty((T, len(self.free)))
             X[0], Q[0], its[0], E[0] = self.solve_first(obs[0], x, base, qrefs[0], self.solve_single)
@@ -566,10 +571,10 @@ class InverseKinematics(LevenbergMarquardtIK):
 
     def _coarse_fine_block(self, obs, kk, x_last, base, qrefs):
         """A block in two passes: every :data:`COARSE_STRIDE`-th frame (and the last) from
-        :meth:`_linearized_starts`, then the frames between them, started from the linear
-        interpolation of the solved frames around them (a start far closer than any
-        prediction from the frames before the block). Returns X, Q, iterations, marker
-        errors and converged, (n, ...) over the block's frames ``kk``."""
+        :meth:`_linearized_starts`, then the frames between them, started from the cubic
+        through the four solved frames around them (:func:`_interpolated_starts`; a start far
+        closer than any prediction from the frames before the block). Returns X, Q,
+        iterations, marker errors and converged, (n, ...) over the block's frames ``kk``."""
         s = COARSE_STRIDE
         n = len(kk)
         coarse = np.zeros(n, bool)      # (np.unique / setdiff1d would import numpy.ma: 6 ms)
@@ -586,12 +591,8 @@ class InverseKinematics(LevenbergMarquardtIK):
             st = np.broadcast_to(x_last, (len(ci), len(x_last))).copy()
         Xb[ci], Qb[ci], ib[ci], eb[ci] = self.solve_block(obs[kk[ci]], st, base, qrefs[kk[ci]])
         conv[ci] = self._block_converged
-        # the frames between: linear interpolation between the solved frames around them
-        anchors = np.r_[-1, ci]
-        ax = np.vstack([x_last[None, :], Xb[ci]])
-        starts = np.empty((len(fi), len(x_last)))
-        for d in range(len(x_last)):
-            starts[:, d] = np.interp(fi, anchors, ax[:, d])
+        # the frames between: interpolated between the solved frames around them
+        starts = _interpolated_starts(fi, np.r_[-1, ci], np.vstack([x_last[None, :], Xb[ci]]))
         starts = np.clip(starts, self.lo, self.hi)
         Xb[fi], Qb[fi], ib[fi], eb[fi] = self.solve_block(obs[kk[fi]], starts, base, qrefs[kk[fi]])
         conv[fi] = self._block_converged
