@@ -378,10 +378,9 @@ class InverseKinematics(LevenbergMarquardtIK):
             proxy = SimpleNamespace(constraints=others, frame_in_base=model.frame_in_base,
                                     source=model.source, name=model.name)
             self.cset = compile_constraints(proxy, tr)
-            # a WeldConstraint (six rows: origins coincide, axes align) is held exactly from a
-            # default pose that meets it (GPK_v4_016's welded condyles); as a penalty its
-            # orientation error is not Simbody's. Simbody's position error of a ConstantDistance
-            # (Rod) constraint is (|p|² − d²)/2, which is what a finite constraint weight penalises
+            # a WeldConstraint (six rows) is held exactly from a default pose that meets it (GPK's
+            # welded condyles); as a penalty its orientation error is not Simbody's. Simbody's
+            # ConstantDistance (Rod) error (|p|² − d²)/2 is what a finite constraint weight penalises
             rows = np.cumsum([0] + [len(self.cset._ROWS[it[0]]) for it in self.cset.items])
             r0 = np.abs(self.cset.residuals(np.array([[c.default_value for c in coords]]))[0])
             for it, a, b in zip(self.cset.items, rows[:-1], rows[1:]):
