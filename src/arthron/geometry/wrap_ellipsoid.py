@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .spatial import cross as _cross
-from .wrap_common import INSIDE, MANDATORY, NO_WRAP, _dot, _norm, _sgn, _unit
+from .wrap_common import INSIDE, MANDATORY, NO_WRAP, _divide_positive, _dot, _norm, _sgn, _unit
 from .wrap_kernels import kernels, use_kernel
 
 __all__ = ["wrap_ellipsoid"]
@@ -80,17 +80,21 @@ def _closest_ellipse(a, b, u, v):
     return x, y
 
 
-def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
-    """Eberly's Newton steps on the Lagrange multiplier ``t`` of the rows ``ix`` (in place),
+def _newton_ellipsoid(t, s0, s1, a2, b2, c2, a2u2, b2v2, c2w2):
+    """Eberly's Newton steps on the Lagrange multiplier ``t`` of the rows ``s0:s1`` (in place),
     each row until |f| < 1e-9 (at most 64 steps); converged rows leave the working arrays
-    once at least half have converged (until then they are skipped by ``where``).
+    once at least half have converged (until then they keep their t: every row takes the
+    step, and ``np.where`` keeps the converged rows' old t, which costs a fraction of a ufunc
+    with ``where=``; their t is written back when they leave and at the end).
     ``f = P²Q²R² − AQ²R² − BP²R² − CP²Q²`` and its derivative are evaluated factored, as
     ``f = (QR)²(P² − A) − P²(BR·R + CQ·Q)`` and
     ``f'/2 = (Q + R)·QR·(P² − A) + P(QR)² − P(BR·R + CQ·Q) − P²(BR + CQ)`` (14 and 11
     operations instead of 17 and 20; the compiled fan kernel evaluates the same expressions
     in the same order), into preallocated buffers (no temporaries)."""
-    tt, A, B, Cc = t[ix], a2u2[ix], b2v2[ix], c2w2[ix]
-    m = len(ix)
+    sl = slice(s0, s1)
+    tt, A, B, Cc = t[sl].copy(), a2u2[sl], b2v2[sl], c2w2[sl]
+    ix = None             # where the working rows are in t: ``sl`` until the first compaction
+    m = s1 - s0
     buf = np.empty((12, m))
     conv = np.empty(m, bool)
     P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = buf
@@ -118,14 +122,20 @@ def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
         np.less(fp, 1e-9, out=c)
         go = None
         if c.any():
-            t[ix] = tt
             go = ~c
             ng = np.count_nonzero(go)
+            if ng == 0 or ng < m // 2:        # write the rows' t back
+                if ix is None:
+                    t[sl] = tt
+                else:
+                    t[ix] = tt
             if ng == 0:
                 return
             if ng < m // 2:   # compact (f and its parts evaluated again on the rows left, the
-                # same values); else the converged rows stay, frozen by ``where``
-                ix, tt, A, B, Cc = ix[go], tt[go], A[go], B[go], Cc[go]
+                # same values); else the converged rows stay, frozen by ``np.where``
+                keep = np.flatnonzero(go)
+                ix = keep + s0 if ix is None else ix[keep]
+                tt, A, B, Cc = tt[keep], A[keep], B[keep], Cc[keep]
                 m = ng
                 P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = buf[:, :m]
                 f_of_t()
@@ -143,11 +153,16 @@ def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
         fp += fp                                  # f'
         if go is None:
             np.divide(f, fp, out=fp)
-            tt = tt - fp
+            np.subtract(tt, fp, out=tt)
         else:         # a frozen row keeps its t, so its f stays converged
-            np.divide(f, fp, out=fp, where=go)
-            np.subtract(tt, fp, out=tt, where=go)
-    t[ix] = tt
+            with np.errstate(divide="ignore", invalid="ignore"):   # (on frozen rows only)
+                np.divide(f, fp, out=fp)
+            np.subtract(tt, fp, out=fp)
+            tt = np.where(go, fp, tt)
+    if ix is None:
+        t[sl] = tt
+    else:
+        t[ix] = tt
 
 
 def _closest_ellipsoid(a, dims, p, axis=-1):
@@ -187,8 +202,7 @@ def _closest_ellipsoid(a, dims, p, axis=-1):
         # cache; points leave the working arrays when they converge (same arithmetic per
         # point as one step at a time, so the same result)
         for s0 in range(0, n, _NEWTON_CHUNK):
-            _newton_ellipsoid(t, np.arange(s0, min(n, s0 + _NEWTON_CHUNK)), a2, b2, c2,
-                              a2u2, b2v2, c2w2)
+            _newton_ellipsoid(t, s0, min(n, s0 + _NEWTON_CHUNK), a2, b2, c2, a2u2, b2v2, c2w2)
         if allg:
             out[:, 0] = a2 * u / (t + a2)
             out[:, 1] = b2 * v / (t + b2)
@@ -253,7 +267,7 @@ def _fan_numpy(R1, d12, a, dims, tt):
     A, B, C = A.ravel(), B.ravel(), C.ravel()
     m = len(t)
     for s0 in range(0, m, _NEWTON_CHUNK):
-        _newton_ellipsoid(t, np.arange(s0, min(m, s0 + _NEWTON_CHUNK)), a2, b2, c2, A, B, C)
+        _newton_ellipsoid(t, s0, min(m, s0 + _NEWTON_CHUNK), a2, b2, c2, A, B, C)
     t = t.reshape(u.shape)
     dx = a2 * u / (t + a2) - u
     dy = b2 * v / (t + b2) - v
@@ -261,9 +275,11 @@ def _fan_numpy(R1, d12, a, dims, tt):
     nrm = np.sqrt(dx * dx + dy * dy + dz * dz)
     ok = nrm > 0
     K, nn = u.shape
-    res = np.zeros((K, 3, nn))
+    res = np.empty((K, 3, nn))
+    if not ok.all():      # a point on the surface: a zero vector (d = 0 there; 0/1 = 0)
+        nrm = np.where(ok, nrm, 1.0)
     for j, d in enumerate((dx, dy, dz)):
-        np.divide(d, nrm, out=res[:, j], where=ok)
+        np.divide(d, nrm, out=res[:, j])
     # summed over the fan in fan order: a reduction over the outer axis of (K, 3n) adds one
     # point at a time to each of the 3n sums (pairwise summation happens only along a
     # contiguous reduced axis, which this layout never has, even for a single row)
@@ -302,7 +318,7 @@ def _tangent_lm(pe, r, p, a, vs, vs4):
     d1 = -(n0[:, 0] * R[:, 0] + n0[:, 1] * R[:, 1] + n0[:, 2] * R[:, 2])
     E, ssq = _lm_resid(R, d1, P, V, V4, a, a2)
     pn = _norm(P)
-    PU = np.divide(P, pn[:, None], out=np.zeros_like(P), where=pn[:, None] > 0)
+    PU = _divide_positive(P, pn[:, None])
     Dp = 2.0 * P / a2                              # the Jacobian's p column (fixed)
     alpha = np.full(len(ix), 0.01)
     nit = 0
@@ -328,7 +344,7 @@ def _tangent_lm(pe, r, p, a, vs, vs4):
         D[:, 3, 3] = 1.0
         Q = P - R
         qn = _norm(Q)
-        Q = np.divide(Q, qn[:, None], out=np.zeros_like(Q), where=qn[:, None] > 0)
+        Q = _divide_positive(Q, qn[:, None])
         QU = Q * PU
         pcos = QU[:, 0] + QU[:, 1] + QU[:, 2]
         dd = np.where(pcos > 0.1, 1.0 - np.abs(pcos) ** 100, 1.0)

@@ -36,8 +36,8 @@ from __future__ import annotations
 import numpy as np
 
 from .spatial import cross as _cross
-from .wrap_common import (INSIDE, MANDATORY, NO_WRAP, WRAPPED, _dot, _norm, _rotate,  # noqa: F401
-                          _sgn, _unit)
+from .wrap_common import (INSIDE, MANDATORY, NO_WRAP, WRAPPED, _divide_positive,  # noqa: F401
+                          _dot, _norm, _rotate, _sgn, _unit)
 from .wrap_ellipsoid import wrap_ellipsoid
 from .wrap_kernels import kernels, use_kernel
 from .wrap_obstacles import (DC_BOTH, DC_INSIDE, DC_NONE, DC_U, DC_V, _double_cylinder_obstacle,  # noqa: F401
@@ -161,7 +161,7 @@ def _vnorm(a):
 
 def _vunit(a):
     n = _vnorm(a)
-    return np.divide(a, n, out=np.zeros_like(a), where=n > 0), n
+    return _divide_positive(a, n), n
 
 
 def _vcross(a, b):

@@ -449,21 +449,34 @@ def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | No
         W = np.concatenate([W, np.zeros((T, 1, 3))], 1)
         Rb, ob = _frames(tree, kin)
         tt = np.arange(T)[:, None]
-        for i, (st, dloc) in enumerate(states):
-            if st is None:
-                continue
-            b = st.body
-            vel = Vo[tt, b] + np.cross(W[tt, b], st.P - ob[tt, b])
-            for k, c, dl in dloc:                                       # moving path points
+        # every geometric path's node list side by side (T, ΣK): the nodes' velocities and
+        # the segments' unit directions in one pass, then each path's sum over its own
+        # segments (the same per-path sums as one path at a time)
+        geo = [i for i, (st, _) in enumerate(states) if st is not None]
+        sts = [states[i][0] for i in geo]
+        Ks = [st.P.shape[1] for st in sts]
+        off = np.concatenate([[0], np.cumsum(Ks)]).astype(np.intp)
+        one = len(sts) == 1
+        cat = (lambda xs: xs[0]) if one else (lambda xs: np.concatenate(xs, 1))  # noqa: E731
+        P = cat([st.P for st in sts])
+        X = cat([st.P if st.G is None else st.G for st in sts])
+        tag = cat([st.tag for st in sts])
+        b = cat([st.body for st in sts])
+        vel = Vo[tt, b] + np.cross(W[tt, b], P - ob[tt, b])
+        for g, i in enumerate(geo):                                     # moving path points
+            for k, c, dl in states[i][1]:
                 bk = pathset.paths[i].body[k]
                 vk = np.einsum("tij,tj->ti", Rb[:, bk], dl) * qd[:, c:c + 1]
-                vel += (st.tag == k)[..., None] * vk[:, None, :]
-            X = st.P if st.G is None else st.G
-            d = X[:, 1:] - X[:, :-1]
-            nrm = np.linalg.norm(d, axis=-1)
-            ok = (st.tag[:, :-1] >= 0) & (st.tag[:, 1:] >= 0) & (nrm > 0)
-            u = np.divide(d, nrm[..., None], out=np.zeros_like(d), where=ok[..., None])
-            v[:, i] = np.einsum("tki,tki->t", vel[:, 1:] - vel[:, :-1], u)
+                vel[:, off[g]:off[g + 1]] += (sts[g].tag == k)[..., None] * vk[:, None, :]
+        d = X[:, 1:] - X[:, :-1]
+        nrm = _wr_norm(d)
+        ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0) & (nrm > 0)
+        u = d / np.where(ok, nrm, 1.0)[..., None]
+        u[~ok] = 0.0
+        dv = vel[:, 1:] - vel[:, :-1]
+        for g, i in enumerate(geo):
+            s = slice(off[g], off[g + 1] - 1)
+            v[:, i] = np.einsum("tki,tki->t", dv[:, s], u[:, s])
     for i in fb:
         p = pathset.paths[i]
         if p.speed is not None:
