@@ -26,6 +26,7 @@ _SEG = 0.001               # m, length of the chords of the surface path
 SURFACE_CHORD = _SEG       # (public name: the renderer draws the same chords)
 _NEWTON_CHUNK = 8192       # points per block of the closest-point Newton iteration (its 12
 #                            buffers stay in a 2 MiB L2 cache)
+_FAN_BLOCK = 1 << 18       # fan points per block of frames (NumPy route)
 
 
 def _closest_ellipse(a, b, u, v):
@@ -229,7 +230,7 @@ def _fan_blades(R1, d12, a, dims):
     if len(todo) == 0:
         return blades
     tt = np.arange(1, _NUM_FAN - 1) / _NUM_FAN
-    nb = max(1, (1 << 18) // len(tt))   # frames per block: memory ~2**18 points
+    nb = max(1, _FAN_BLOCK // len(tt))   # frames per block
     for b0 in range(0, len(todo), nb):
         fb = todo[b0:b0 + nb]
         blades[fb] = _fan_numpy(R1[fb], d12[fb], a, dims, tt)
