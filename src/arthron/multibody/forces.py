@@ -63,9 +63,9 @@ from .kinematics import Tree
 from ..models.model import Model
 
 __all__ = ["PASSIVE_COORDINATE_FORCES", "LIGAMENT_TYPES", "active_forces", "PassiveForces",
-           "passive_forces", "applied_generalized_forces", "passive_generalized_forces", "coordinate_force",
-           "coordinate_limit_potential_energy", "two_point_forces", "bushing_body_forces",
-           "contact_body_forces"]
+           "passive_forces", "applied_generalized_forces", "passive_generalized_forces",
+           "coordinate_force", "coordinate_limit_potential_energy", "two_point_forces",
+           "bushing_body_forces", "contact_body_forces"]
 
 PASSIVE_COORDINATE_FORCES = ("SpringGeneralizedForce", "CoordinateLimitForce")
 LIGAMENT_TYPES = ("Blankevoort1991Ligament", "Ligament")
@@ -160,17 +160,10 @@ class PassiveForces:
         of body-to-body elements (PointToPointSpring) in ground, at the T frames
     paths : the compiled PathSet of ``path_names`` (None when there are none), to apply the
         tensions along without compiling the paths again
-    coordinate_forces : {name: (T,) N·m or N} each coordinate-space element's generalized force
-        (the terms of ``mobility``)
-    lengths, speeds : (T, n) m, m/s: the paths' lengths and lengthening speeds (``tensions``
-        order; None without paths)
-    two_point : the two-point elements' :func:`two_point_forces` tuples
-    kinematics : the forward kinematics at q, q̇ the point and contact elements were evaluated
-        with (None when there are none)
-
-    The per-element parts are what OpenSim's ForceReporter records
-    (:func:`arthron.multibody.force_records.force_records` takes them instead of evaluating
-    the elements again).
+    coordinate_forces : {name: (T,) N·m or N} the coordinate-space elements' terms of ``mobility``;
+    lengths, speeds : (T, n) m, m/s of the paths (None without); two_point : the
+    :func:`two_point_forces` tuples; kinematics : forward kinematics at q, q̇ (None when unused)
+    (what :func:`arthron.multibody.force_records.force_records` records, not evaluated again)
     """
 
     mobility: np.ndarray
@@ -248,7 +241,10 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
         from .kinematics import forward_kinematics
         kin = forward_kinematics(tree, q, qd)
     two = two_point_forces(model, tree, q, qd, points, kin=kin)
-    loads = _point_force_loads(two)
+    # their point forces (ground frame) on the two bodies (body2 gets −F1)
+    from .inverse_dynamics import ExternalLoad
+    loads = [ExternalLoad(body=body, force=F, point=P, name=f.name) for f, b1, b2, P1, P2, F1 in two
+             for body, P, F in ((b1, P1, F1), (b2, P2, -F1)) if body is not None]
     if contacts:
         loads += _contact_loads(model, tree, q, qd, contacts, kin=kin)
     return PassiveForces(tau, ligaments, tension, not_applied, loads, ps, coord, L, V, two, kin)
@@ -411,8 +407,7 @@ def contact_body_forces(model: Model, tree: Tree, q, qd, f, kin=None):
     from ..models.model import GROUND
     from .kinematics import forward_kinematics
     q, qd = np.atleast_2d(q), np.atleast_2d(qd)
-    if kin is None:
-        kin = forward_kinematics(tree, q, qd)
+    kin = forward_kinematics(tree, q, qd) if kin is None else kin
     o = kin.body_origin(tree)
     T = q.shape[0]
     total = {}
@@ -448,8 +443,7 @@ def bushing_body_forces(model: Model, tree: Tree, q, qd, f, kin=None):
     (the ground's origin for a frame fixed to the ground); a body holding both frames gets the
     sum. ``kin``: the forward kinematics at q, qd when the caller has them."""
     from .kinematics import forward_kinematics
-    if kin is None:
-        kin = forward_kinematics(tree, np.atleast_2d(q), np.atleast_2d(qd))
+    kin = forward_kinematics(tree, np.atleast_2d(q), np.atleast_2d(qd)) if kin is None else kin
     o = kin.body_origin(tree)
     loads = _bushing_loads(model, tree, kin, f, ground=True)      # [on frame2, on frame1]
     T = o.shape[0]
@@ -725,20 +719,6 @@ def _body_of(model, f, ref):
         raise ModelFileError(f"{f.type} '{f.name}' names body '{ref}', which the model does not "
                              "have", model.source)
     return name
-
-
-def _point_force_loads(two):
-    """Point forces (ground frame) of the two-point elements on their two bodies, from their
-    :func:`two_point_forces` tuples ``two``: PointToPointSpring ``stiffness (d −
-    rest_length)`` and ExpressionBasedPointToPointForce ``expression(d, ddot)``, along the line
-    between the points (positive pulls them together)."""
-    from .inverse_dynamics import ExternalLoad
-    loads = []
-    for f, b1, b2, P1, P2, F1 in two:
-        for body, P, F in ((b1, P1, F1), (b2, P2, -F1)):
-            if body is not None:
-                loads.append(ExternalLoad(body=body, force=F, point=P, name=f.name))
-    return loads
 
 
 def two_point_forces(model: Model, tree: Tree, q, qd, forces, kin=None) -> list:
