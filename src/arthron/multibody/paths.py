@@ -70,6 +70,7 @@ import numpy as np
 from ..errors import UnsupportedFeature
 from .kinematics import Kinematics, Tree, _euler_xyz_rate_matrix, forward_kinematics, velocity_map
 from .path_compile import PathSet, WrapObjectData, _FunctionPath, compile_paths  # noqa: F401  (public API)
+from ..geometry.spatial import cross as _cross
 from ..geometry.wrap_common import _norm as _wr_norm
 from .path_geometry import (PathState, _compute_many, _compute_one, _frames,  # noqa: F401
                             compute_paths)
@@ -218,7 +219,7 @@ def _moment_arms_from_states(pathset, tree, q, kin, states_dloc):
     f[:, 1:] -= u
     tt = np.arange(T)[:, None]
     r = P - ob[tt, body]
-    m = np.cross(r, f)
+    m = _cross(r, f)                    # (np.cross's arithmetic, without its overhead)
     # the pulls (force, moment about the body origin) summed per (path, body) pair present,
     # then through that body's velocity map: ma[t, p] = Σ_β S[t, (p, β)] · D[t, β]
     ng = geo.size
@@ -463,7 +464,7 @@ def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | No
         X = cat([st.P if st.G is None else st.G for st in sts])
         tag = cat([st.tag for st in sts])
         b = cat([st.body for st in sts])
-        vel = Vo[tt, b] + np.cross(W[tt, b], P - ob[tt, b])
+        vel = Vo[tt, b] + _cross(W[tt, b], P - ob[tt, b])
         for g, i in enumerate(geo):                                     # moving path points
             for k, c, dl in states[i][1]:
                 bk = pathset.paths[i].body[k]
