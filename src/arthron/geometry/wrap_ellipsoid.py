@@ -96,7 +96,9 @@ def _newton_ellipsoid(t, s0, s1, a2, b2, c2, a2u2, b2v2, c2w2):
     tt, A, B, Cc = t[sl].copy(), a2u2[sl], b2v2[sl], c2w2[sl]
     ix = None             # where the working rows are in t: ``sl`` until the first compaction
     m = s1 - s0
-    buf = np.empty((12, m))
+    # twelve arrays, not one (12, m) block: each small enough for the allocator to reuse its
+    # memory from call to call (a fresh block costs a page fault per 4 KiB)
+    buf = [np.empty(m) for _ in range(12)]
     conv = np.empty(m, bool)
     P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = buf
 
@@ -138,7 +140,7 @@ def _newton_ellipsoid(t, s0, s1, a2, b2, c2, a2u2, b2v2, c2w2):
                 ix = keep + s0 if ix is None else ix[keep]
                 tt, A, B, Cc = tt[keep], A[keep], B[keep], Cc[keep]
                 m = ng
-                P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = buf[:, :m]
+                P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = (b[:m] for b in buf)
                 f_of_t()
                 go = None
         np.add(Q, R, out=fp)
@@ -238,6 +240,55 @@ def _fan_blades(R1, d12, a, dims):
 
 
 def _fan_numpy(R1, d12, a, dims, tt):
+    """:func:`_fan_blades` in NumPy for rows R1, d12 (n, 3), in blocks of whole fan rows
+    (k = k0 … k1 − 1 of every row, at most :data:`_NEWTON_CHUNK` points): the chord points,
+    Eberly's Newton iteration (:func:`_newton_ellipsoid`) and the unit vectors of a block, their
+    running sum over the fan carried from block to block in fan order (the kernel's order).
+    Every array of a block stays small, so the allocator reuses its memory (the whole fan's
+    arrays at once, several 100 kB each, cost a page fault per 4 KiB of fresh memory in every
+    call); the same values as :func:`_fan_numpy_whole`, which takes the calls with a chord
+    point on a coordinate plane."""
+    n = len(R1)
+    K = len(tt)
+    per = max(1, _NEWTON_CHUNK // max(n, 1))
+    a2, b2, c2 = a ** 2
+    acc = None
+    for k0 in range(0, K, per):
+        ts = tt[k0:k0 + per, None]
+        u = R1[:, 0] + ts * d12[:, 0]                                   # (kc, n) each
+        v = R1[:, 1] + ts * d12[:, 1]
+        w = R1[:, 2] + ts * d12[:, 2]
+        if ((np.abs(u) <= _ROUNDOFF) | (np.abs(v) <= _ROUNDOFF) | (np.abs(w) <= _ROUNDOFF)).any():
+            return _fan_numpy_whole(R1, d12, a, dims, tt)
+        A, B, C = a2 * u * u, b2 * v * v, c2 * w * w
+        su, sv_, sw = u / a[0], v / a[1], w / a[2]
+        out_ = ~(su * su + sv_ * sv_ + sw * sw < 1.0)   # outside (chord points rarely are)
+        t = np.zeros(u.size)
+        if out_.any():
+            t[out_.ravel()] = (a.max() * np.sqrt(u * u + v * v + w * w))[out_]
+        _newton_ellipsoid(t, 0, t.size, a2, b2, c2, A.ravel(), B.ravel(), C.ravel())
+        t = t.reshape(u.shape)
+        kc = u.shape[0]
+        # this block's unit vectors after the running sum (row 0), summed in fan order: a
+        # reduction over the outer axis of (rows, 3n) adds one row at a time
+        buf = np.empty((kc + (acc is not None), 3, n))
+        res = buf if acc is None else buf[1:]
+        dx = a2 * u / (t + a2) - u
+        dy = b2 * v / (t + b2) - v
+        dz = c2 * w / (t + c2) - w
+        nrm = np.sqrt(dx * dx + dy * dy + dz * dz)
+        ok = nrm > 0
+        if not ok.all():      # a point on the surface: a zero vector (d = 0 there; 0/1 = 0)
+            nrm = np.where(ok, nrm, 1.0)
+        for j, d in enumerate((dx, dy, dz)):
+            np.divide(d, nrm, out=res[:, j])
+        if acc is not None:
+            buf[0] = acc
+        acc = np.add.reduce(buf.reshape(len(buf), 3 * n), axis=0).reshape(3, n)
+    return acc.T.copy()
+
+
+def _fan_numpy_whole(R1, d12, a, dims, tt):
     """:func:`_fan_blades` in NumPy for rows R1, d12 (n, 3): the chord points as coordinate
     arrays (K, n) (K = len(tt)), Eberly's Newton iteration on all points of the rows without a
     point on a coordinate plane at once (:func:`_newton_ellipsoid`), the unit vectors summed
