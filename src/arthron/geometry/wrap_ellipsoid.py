@@ -443,6 +443,7 @@ def _tangent_lm(pe, r, p, a, vs, vs4):
 
 #: doublings of the step tried at once by :func:`_line_search`
 _LINE_BATCH = 8
+_DOUBLINGS = 2.0 ** np.arange(1, _LINE_BATCH + 1)
 
 
 def _line_search(R, d1, ssq, vt, P, V, V4, a, a2):
@@ -459,15 +460,17 @@ def _line_search(R, d1, ssq, vt, P, V, V4, a, a2):
     cur_R, cur_d, cur_s = R, d1, ssq
     while len(rows):
         K = min(_LINE_BATCH, 1000 - k2)
-        vtr = vt[rows]
-        Rs = np.empty((K, len(rows), 3))
-        ds = np.empty((K, len(rows)))
-        fk = np.empty(K)
-        for k in range(K):
-            fakt *= 2.0
-            fk[k] = fakt
-            Rs[k] = (cur_R if k == 0 else Rs[k - 1]) + vtr[:, :3] * fakt
-            ds[k] = (cur_d if k == 0 else ds[k - 1]) + vtr[:, 3] * fakt
+        vtr = vt if len(rows) == m else vt[rows]
+        fk = fakt * _DOUBLINGS[:K]                 # fakt doubled K times (powers of two: exact)
+        fakt = fk[-1]
+        # the steps vt·fakt of all K doublings at once, added one after the other
+        Rs = vtr[None, :, :3] * fk[:, None, None]
+        ds = vtr[None, :, 3] * fk[:, None]
+        Rs[0] += cur_R
+        ds[0] += cur_d
+        for k in range(1, K):
+            Rs[k] += Rs[k - 1]
+            ds[k] += ds[k - 1]
         if len(rows) == m:
             _, s = _lm_resid(Rs, ds, P, V, V4, a, a2)
         else:
