@@ -154,6 +154,38 @@ def test_unreproduced_records_are_named_in_a_warning(tmp_path):
     assert t.labels[:2] == ["elbow_limit", "PotentialEnergy"] and "bush.r_humerus.torque.Z" in t.labels
 
 
+@needs_data
+def test_records_take_the_passive_forces_already_evaluated(tmp_path, monkeypatch):
+    """``force_records(..., passive=pf)`` (what the static optimization passes: the passive
+    elements as its equations of motion evaluated them) gives the same columns bit for bit as
+    evaluating the elements again, and evaluates none of them again."""
+    import arthron.multibody.force_records as FR
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import read_sto
+    from arthron.models.motion import coordinates_from_table
+    from arthron.multibody.forces import passive_forces
+    from arthron.multibody.kinematics import compile_model
+    model = read_osim(_model(tmp_path))
+    tree = compile_model(model)
+    q = np.asarray(coordinates_from_table(model, read_sto(ARM_IK), missing="default"), float)[:40]
+    qd = np.gradient(q, 0.01, axis=0)
+    acts = [n for n, f in model.forces.items() if f.is_muscle]
+    pf = passive_forces(model, tree, q, qd, ("Muscles", "Actuators"))
+    again = FR.force_records(model, tree, q, qd, acts)
+
+    def evaluated_again(*a, **k):
+        raise AssertionError("passive element evaluated again")
+    for name in ("coordinate_force", "two_point_forces"):
+        monkeypatch.setattr(FR, name, evaluated_again)
+    monkeypatch.setattr("arthron.multibody.paths.compile_paths", evaluated_again)
+    monkeypatch.setattr("arthron.multibody.kinematics.forward_kinematics", evaluated_again)
+    shared = FR.force_records(model, tree, q, qd, acts, passive=pf)
+    forces = {n: np.full(40, 1.0 + i) for i, n in enumerate(acts)}
+    (la, da), (lb, db) = again.columns(forces, 40), shared.columns(forces, 40)
+    assert la == lb and len(la) > 60 and np.array_equal(da, db)
+    assert again.omitted == shared.omitted
+
+
 GEOMETRY = """<ContactHalfSpace name="floor"><socket_frame>/ground</socket_frame><location>0 {h} 0</location>
 <orientation>0 0 -1.5707963</orientation></ContactHalfSpace>
 <ContactSphere name="hand"><socket_frame>/bodyset/r_ulna_radius_hand</socket_frame><location>0 -0.2 0</location><radius>0.05</radius></ContactSphere>

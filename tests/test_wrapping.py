@@ -94,6 +94,33 @@ def test_ellipsoid_vectorized_equals_one_by_one():
             assert np.allclose(a[i], b[0])
 
 
+def test_fan_in_blocks_equals_the_whole_fan_and_cylinder_rows_alone(monkeypatch):
+    """The NumPy fan in blocks of whole fan rows (running sum carried in fan order) equals the
+    fan over all its points at once bit for bit, with one block, several, and a row with chord
+    points on a coordinate plane (the whole-fan route); a cylinder wraps each row as it would
+    alone (only the rows that may wrap are computed)."""
+    from arthron.geometry import wrap_ellipsoid as WE
+    from arthron.geometry import wrap_kernels as WK
+    monkeypatch.setattr(WK, "FORCE", False)
+    rng = np.random.default_rng(7)
+    a = np.array([1.15, 0.92, 0.93])
+    tt = np.arange(1, 299) / 300
+    for n in (5, 37, 200):                       # 1, 2 and 8 blocks
+        R1 = rng.normal(scale=0.5, size=(n, 3))
+        d12 = rng.normal(scale=0.4, size=(n, 3))
+        if n == 37:
+            R1[3, 0] = d12[3, 0] = 0.0           # every chord point of row 3 on x = 0
+        assert np.array_equal(WE._fan_numpy(R1, d12, a, a, tt), WE._fan_numpy_whole(R1, d12, a, a, tt))
+    p1 = rng.normal(scale=0.05, size=(300, 3))
+    p2 = rng.normal(scale=0.05, size=(300, 3))
+    for axis, sign in ((-1, 0), (0, 1)):
+        many = W.wrap_cylinder(p1, p2, 0.02, 0.06, axis, sign, adjust_tangents=True)
+        assert 10 < (many[0] >= W.WRAPPED).sum() < 290
+        for i in (0, 1, 2, int(np.argmax(many[0] >= W.WRAPPED))):
+            one = W.wrap_cylinder(p1[i:i + 1], p2[i:i + 1], 0.02, 0.06, axis, sign, adjust_tangents=True)
+            assert all(np.array_equal(x[i:i + 1], y) for x, y in zip(many, one))
+
+
 def test_obstacle_set_objects_are_refused_by_wrap_segment():
     class Obj:
         type = "WrapDoubleCylinderObst"

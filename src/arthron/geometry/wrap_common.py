@@ -26,9 +26,21 @@ def _dot(a, b):
     return np.einsum("...i,...i->...", a, b)
 
 
+def _divide_positive(v, n):
+    """``v / n`` where ``n > 0``, 0 elsewhere (``n`` broadcast against ``v``): the values of
+    ``np.divide(v, n, out=zeros, where=n > 0)``, without its masked loop (several times
+    slower than a plain division)."""
+    ok = n > 0
+    if ok.all():
+        return v / n
+    out = v / np.where(ok, n, 1.0)
+    out[~np.broadcast_to(ok, out.shape)] = 0.0
+    return out
+
+
 def _unit(v):
     n = _norm(v, keepdims=True)
-    return np.divide(v, n, out=np.zeros_like(v), where=n > 0), n[..., 0]
+    return _divide_positive(v, n), n[..., 0]
 
 
 def _sgn(x):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .spatial import cross as _cross
-from .wrap_common import INSIDE, MANDATORY, NO_WRAP, _dot, _norm, _sgn, _unit
+from .wrap_common import INSIDE, MANDATORY, NO_WRAP, _divide_positive, _dot, _norm, _sgn, _unit
 from .wrap_kernels import kernels, use_kernel
 
 __all__ = ["wrap_ellipsoid"]
@@ -26,6 +26,7 @@ _SEG = 0.001               # m, length of the chords of the surface path
 SURFACE_CHORD = _SEG       # (public name: the renderer draws the same chords)
 _NEWTON_CHUNK = 8192       # points per block of the closest-point Newton iteration (its 12
 #                            buffers stay in a 2 MiB L2 cache)
+_FAN_BLOCK = 1 << 18       # fan points per block of frames (NumPy route)
 
 
 def _closest_ellipse(a, b, u, v):
@@ -80,18 +81,24 @@ def _closest_ellipse(a, b, u, v):
     return x, y
 
 
-def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
-    """Eberly's Newton steps on the Lagrange multiplier ``t`` of the rows ``ix`` (in place),
+def _newton_ellipsoid(t, s0, s1, a2, b2, c2, a2u2, b2v2, c2w2):
+    """Eberly's Newton steps on the Lagrange multiplier ``t`` of the rows ``s0:s1`` (in place),
     each row until |f| < 1e-9 (at most 64 steps); converged rows leave the working arrays
-    once at least half have converged (until then they are skipped by ``where``).
+    once at least half have converged (until then they keep their t: every row takes the
+    step, and ``np.where`` keeps the converged rows' old t, which costs a fraction of a ufunc
+    with ``where=``; their t is written back when they leave and at the end).
     ``f = P²Q²R² − AQ²R² − BP²R² − CP²Q²`` and its derivative are evaluated factored, as
     ``f = (QR)²(P² − A) − P²(BR·R + CQ·Q)`` and
     ``f'/2 = (Q + R)·QR·(P² − A) + P(QR)² − P(BR·R + CQ·Q) − P²(BR + CQ)`` (14 and 11
     operations instead of 17 and 20; the compiled fan kernel evaluates the same expressions
     in the same order), into preallocated buffers (no temporaries)."""
-    tt, A, B, Cc = t[ix], a2u2[ix], b2v2[ix], c2w2[ix]
-    m = len(ix)
-    buf = np.empty((12, m))
+    sl = slice(s0, s1)
+    tt, A, B, Cc = t[sl].copy(), a2u2[sl], b2v2[sl], c2w2[sl]
+    ix = None             # where the working rows are in t: ``sl`` until the first compaction
+    m = s1 - s0
+    # twelve arrays, not one (12, m) block: each small enough for the allocator to reuse its
+    # memory from call to call (a fresh block costs a page fault per 4 KiB)
+    buf = [np.empty(m) for _ in range(12)]
     conv = np.empty(m, bool)
     P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = buf
 
@@ -118,16 +125,22 @@ def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
         np.less(fp, 1e-9, out=c)
         go = None
         if c.any():
-            t[ix] = tt
             go = ~c
             ng = np.count_nonzero(go)
+            if ng == 0 or ng < m // 2:        # write the rows' t back
+                if ix is None:
+                    t[sl] = tt
+                else:
+                    t[ix] = tt
             if ng == 0:
                 return
             if ng < m // 2:   # compact (f and its parts evaluated again on the rows left, the
-                # same values); else the converged rows stay, frozen by ``where``
-                ix, tt, A, B, Cc = ix[go], tt[go], A[go], B[go], Cc[go]
+                # same values); else the converged rows stay, frozen by ``np.where``
+                keep = np.flatnonzero(go)
+                ix = keep + s0 if ix is None else ix[keep]
+                tt, A, B, Cc = tt[keep], A[keep], B[keep], Cc[keep]
                 m = ng
-                P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = buf[:, :m]
+                P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = (b[:m] for b in buf)
                 f_of_t()
                 go = None
         np.add(Q, R, out=fp)
@@ -143,11 +156,16 @@ def _newton_ellipsoid(t, ix, a2, b2, c2, a2u2, b2v2, c2w2):
         fp += fp                                  # f'
         if go is None:
             np.divide(f, fp, out=fp)
-            tt = tt - fp
+            np.subtract(tt, fp, out=tt)
         else:         # a frozen row keeps its t, so its f stays converged
-            np.divide(f, fp, out=fp, where=go)
-            np.subtract(tt, fp, out=tt, where=go)
-    t[ix] = tt
+            with np.errstate(divide="ignore", invalid="ignore"):   # (on frozen rows only)
+                np.divide(f, fp, out=fp)
+            np.subtract(tt, fp, out=fp)
+            tt = np.where(go, fp, tt)
+    if ix is None:
+        t[sl] = tt
+    else:
+        t[ix] = tt
 
 
 def _closest_ellipsoid(a, dims, p, axis=-1):
@@ -187,8 +205,7 @@ def _closest_ellipsoid(a, dims, p, axis=-1):
         # cache; points leave the working arrays when they converge (same arithmetic per
         # point as one step at a time, so the same result)
         for s0 in range(0, n, _NEWTON_CHUNK):
-            _newton_ellipsoid(t, np.arange(s0, min(n, s0 + _NEWTON_CHUNK)), a2, b2, c2,
-                              a2u2, b2v2, c2w2)
+            _newton_ellipsoid(t, s0, min(n, s0 + _NEWTON_CHUNK), a2, b2, c2, a2u2, b2v2, c2w2)
         if allg:
             out[:, 0] = a2 * u / (t + a2)
             out[:, 1] = b2 * v / (t + b2)
@@ -215,7 +232,7 @@ def _fan_blades(R1, d12, a, dims):
     if len(todo) == 0:
         return blades
     tt = np.arange(1, _NUM_FAN - 1) / _NUM_FAN
-    nb = max(1, (1 << 18) // len(tt))   # frames per block: memory ~2**18 points
+    nb = max(1, _FAN_BLOCK // len(tt))   # frames per block
     for b0 in range(0, len(todo), nb):
         fb = todo[b0:b0 + nb]
         blades[fb] = _fan_numpy(R1[fb], d12[fb], a, dims, tt)
@@ -223,6 +240,55 @@ def _fan_blades(R1, d12, a, dims):
 
 
 def _fan_numpy(R1, d12, a, dims, tt):
+    """:func:`_fan_blades` in NumPy for rows R1, d12 (n, 3), in blocks of whole fan rows
+    (k = k0 … k1 − 1 of every row, at most :data:`_NEWTON_CHUNK` points): the chord points,
+    Eberly's Newton iteration (:func:`_newton_ellipsoid`) and the unit vectors of a block, their
+    running sum over the fan carried from block to block in fan order (the kernel's order).
+    Every array of a block stays small, so the allocator reuses its memory (the whole fan's
+    arrays at once, several 100 kB each, cost a page fault per 4 KiB of fresh memory in every
+    call); the same values as :func:`_fan_numpy_whole`, which takes the calls with a chord
+    point on a coordinate plane."""
+    n = len(R1)
+    K = len(tt)
+    per = max(1, _NEWTON_CHUNK // max(n, 1))
+    a2, b2, c2 = a ** 2
+    acc = None
+    for k0 in range(0, K, per):
+        ts = tt[k0:k0 + per, None]
+        u = R1[:, 0] + ts * d12[:, 0]                                   # (kc, n) each
+        v = R1[:, 1] + ts * d12[:, 1]
+        w = R1[:, 2] + ts * d12[:, 2]
+        if ((np.abs(u) <= _ROUNDOFF) | (np.abs(v) <= _ROUNDOFF) | (np.abs(w) <= _ROUNDOFF)).any():
+            return _fan_numpy_whole(R1, d12, a, dims, tt)
+        A, B, C = a2 * u * u, b2 * v * v, c2 * w * w
+        su, sv_, sw = u / a[0], v / a[1], w / a[2]
+        out_ = ~(su * su + sv_ * sv_ + sw * sw < 1.0)   # outside (chord points rarely are)
+        t = np.zeros(u.size)
+        if out_.any():
+            t[out_.ravel()] = (a.max() * np.sqrt(u * u + v * v + w * w))[out_]
+        _newton_ellipsoid(t, 0, t.size, a2, b2, c2, A.ravel(), B.ravel(), C.ravel())
+        t = t.reshape(u.shape)
+        kc = u.shape[0]
+        # this block's unit vectors after the running sum (row 0), summed in fan order: a
+        # reduction over the outer axis of (rows, 3n) adds one row at a time
+        buf = np.empty((kc + (acc is not None), 3, n))
+        res = buf if acc is None else buf[1:]
+        dx = a2 * u / (t + a2) - u
+        dy = b2 * v / (t + b2) - v
+        dz = c2 * w / (t + c2) - w
+        nrm = np.sqrt(dx * dx + dy * dy + dz * dz)
+        ok = nrm > 0
+        if not ok.all():      # a point on the surface: a zero vector (d = 0 there; 0/1 = 0)
+            nrm = np.where(ok, nrm, 1.0)
+        for j, d in enumerate((dx, dy, dz)):
+            np.divide(d, nrm, out=res[:, j])
+        if acc is not None:
+            buf[0] = acc
+        acc = np.add.reduce(buf.reshape(len(buf), 3 * n), axis=0).reshape(3, n)
+    return acc.T.copy()
+
+
+def _fan_numpy_whole(R1, d12, a, dims, tt):
     """:func:`_fan_blades` in NumPy for rows R1, d12 (n, 3): the chord points as coordinate
     arrays (K, n) (K = len(tt)), Eberly's Newton iteration on all points of the rows without a
     point on a coordinate plane at once (:func:`_newton_ellipsoid`), the unit vectors summed
@@ -253,7 +319,7 @@ def _fan_numpy(R1, d12, a, dims, tt):
     A, B, C = A.ravel(), B.ravel(), C.ravel()
     m = len(t)
     for s0 in range(0, m, _NEWTON_CHUNK):
-        _newton_ellipsoid(t, np.arange(s0, min(m, s0 + _NEWTON_CHUNK)), a2, b2, c2, A, B, C)
+        _newton_ellipsoid(t, s0, min(m, s0 + _NEWTON_CHUNK), a2, b2, c2, A, B, C)
     t = t.reshape(u.shape)
     dx = a2 * u / (t + a2) - u
     dy = b2 * v / (t + b2) - v
@@ -261,9 +327,11 @@ def _fan_numpy(R1, d12, a, dims, tt):
     nrm = np.sqrt(dx * dx + dy * dy + dz * dz)
     ok = nrm > 0
     K, nn = u.shape
-    res = np.zeros((K, 3, nn))
+    res = np.empty((K, 3, nn))
+    if not ok.all():      # a point on the surface: a zero vector (d = 0 there; 0/1 = 0)
+        nrm = np.where(ok, nrm, 1.0)
     for j, d in enumerate((dx, dy, dz)):
-        np.divide(d, nrm, out=res[:, j], where=ok)
+        np.divide(d, nrm, out=res[:, j])
     # summed over the fan in fan order: a reduction over the outer axis of (K, 3n) adds one
     # point at a time to each of the 3n sums (pairwise summation happens only along a
     # contiguous reduced axis, which this layout never has, even for a single row)
@@ -302,7 +370,7 @@ def _tangent_lm(pe, r, p, a, vs, vs4):
     d1 = -(n0[:, 0] * R[:, 0] + n0[:, 1] * R[:, 1] + n0[:, 2] * R[:, 2])
     E, ssq = _lm_resid(R, d1, P, V, V4, a, a2)
     pn = _norm(P)
-    PU = np.divide(P, pn[:, None], out=np.zeros_like(P), where=pn[:, None] > 0)
+    PU = _divide_positive(P, pn[:, None])
     Dp = 2.0 * P / a2                              # the Jacobian's p column (fixed)
     alpha = np.full(len(ix), 0.01)
     nit = 0
@@ -328,7 +396,7 @@ def _tangent_lm(pe, r, p, a, vs, vs4):
         D[:, 3, 3] = 1.0
         Q = P - R
         qn = _norm(Q)
-        Q = np.divide(Q, qn[:, None], out=np.zeros_like(Q), where=qn[:, None] > 0)
+        Q = _divide_positive(Q, qn[:, None])
         QU = Q * PU
         pcos = QU[:, 0] + QU[:, 1] + QU[:, 2]
         dd = np.where(pcos > 0.1, 1.0 - np.abs(pcos) ** 100, 1.0)
@@ -375,6 +443,7 @@ def _tangent_lm(pe, r, p, a, vs, vs4):
 
 #: doublings of the step tried at once by :func:`_line_search`
 _LINE_BATCH = 8
+_DOUBLINGS = 2.0 ** np.arange(1, _LINE_BATCH + 1)
 
 
 def _line_search(R, d1, ssq, vt, P, V, V4, a, a2):
@@ -391,15 +460,17 @@ def _line_search(R, d1, ssq, vt, P, V, V4, a, a2):
     cur_R, cur_d, cur_s = R, d1, ssq
     while len(rows):
         K = min(_LINE_BATCH, 1000 - k2)
-        vtr = vt[rows]
-        Rs = np.empty((K, len(rows), 3))
-        ds = np.empty((K, len(rows)))
-        fk = np.empty(K)
-        for k in range(K):
-            fakt *= 2.0
-            fk[k] = fakt
-            Rs[k] = (cur_R if k == 0 else Rs[k - 1]) + vtr[:, :3] * fakt
-            ds[k] = (cur_d if k == 0 else ds[k - 1]) + vtr[:, 3] * fakt
+        vtr = vt if len(rows) == m else vt[rows]
+        fk = fakt * _DOUBLINGS[:K]                 # fakt doubled K times (powers of two: exact)
+        fakt = fk[-1]
+        # the steps vt·fakt of all K doublings at once, added one after the other
+        Rs = vtr[None, :, :3] * fk[:, None, None]
+        ds = vtr[None, :, 3] * fk[:, None]
+        Rs[0] += cur_R
+        ds[0] += cur_d
+        for k in range(1, K):
+            Rs[k] += Rs[k - 1]
+            ds[k] += ds[k - 1]
         if len(rows) == m:
             _, s = _lm_resid(Rs, ds, P, V, V4, a, a2)
         else:

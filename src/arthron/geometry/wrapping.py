@@ -36,8 +36,8 @@ from __future__ import annotations
 import numpy as np
 
 from .spatial import cross as _cross
-from .wrap_common import (INSIDE, MANDATORY, NO_WRAP, WRAPPED, _dot, _norm, _rotate,  # noqa: F401
-                          _sgn, _unit)
+from .wrap_common import (INSIDE, MANDATORY, NO_WRAP, WRAPPED, _divide_positive,  # noqa: F401
+                          _dot, _norm, _rotate, _sgn, _unit)
 from .wrap_ellipsoid import wrap_ellipsoid
 from .wrap_kernels import kernels, use_kernel
 from .wrap_obstacles import (DC_BOTH, DC_INSIDE, DC_NONE, DC_U, DC_V, _double_cylinder_obstacle,  # noqa: F401
@@ -161,7 +161,7 @@ def _vnorm(a):
 
 def _vunit(a):
     n = _vnorm(a)
-    return np.divide(a, n, out=np.zeros_like(a), where=n > 0), n
+    return _divide_positive(a, n), n
 
 
 def _vcross(a, b):
@@ -223,9 +223,30 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
         t12 = s / m1
         dnn = near12 - (cs + t * v2)
         pierce = (_vdot(dnn, dnn) < r2sq) & (t12 > 0) & (t12 < 1)
-    status = np.full(T, WRAPPED)
-    if not constrained:
+    if constrained:
+        ws = sign
+        s1, s2 = _vsgn(P1[axis]), _vsgn(P2[axis])
+        either = (s1 == ws) | (s2 == ws)
+        opt = (s1 != s2) & (_vsgn(near12[axis]) != ws)
+        st_c = np.where(pierce, MANDATORY, np.where(opt, WRAPPED, NO_WRAP))
+        status = np.where(either, st_c, WRAPPED)
+    else:
         status = np.where(pierce, MANDATORY, NO_WRAP)
+    status = np.where(inside, INSIDE, status)
+    # the rest only for the rows that may wrap (the others' results are zeros); each row's
+    # arithmetic does not depend on the others
+    work = status >= WRAPPED
+    adjust = np.broadcast_to(np.asarray(adjust_tangents, bool), (T,))
+    T0 = T
+    if not work.all():
+        rows = np.flatnonzero(work)
+        out_st = status
+        r1o, r2o, Lo = np.zeros((T, 3)), np.zeros((T, 3)), np.zeros(T)
+        if len(rows) == 0:
+            return out_st, r1o, r2o, Lo
+        P1, P2, p1, p2 = P1[:, rows], P2[:, rows], p1[rows], p2[rows]
+        rho1, rho2, status, adjust = rho1[rows], rho2[rows], status[rows], adjust[rows]
+        T = len(rows)
     zero = np.zeros(T)
     p11 = np.stack([zero, zero, P1[2]])
     p22 = np.stack([zero, zero, P2[2]])
@@ -243,12 +264,6 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
     far = np.zeros(T, bool)
     long_wrap = np.zeros(T, bool)
     if constrained:
-        ws = sign
-        s1, s2 = _vsgn(P1[axis]), _vsgn(P2[axis])
-        either = (s1 == ws) | (s2 == ws)
-        opt = (s1 != s2) & (_vsgn(near12[axis]) != ws)
-        st_c = np.where(pierce, MANDATORY, np.where(opt, WRAPPED, NO_WRAP))
-        status = np.where(either, st_c, WRAPPED)
         r1am, r1bm = r1a - p11, r1b - p11
         r2am, r2bm = r2a - p22, r2b - p22
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -326,10 +341,9 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
     out1 = (r1[:, 2] < -halfL) | (r1[:, 2] > halfL)
     out2 = (r2[:, 2] < -halfL) | (r2[:, 2] > halfL)
     beyond = out1 & out2
-    status = np.where(inside, INSIDE, status)
-    status = np.where((status >= WRAPPED) & beyond, NO_WRAP, status)
+    status = np.where(beyond, NO_WRAP, status)
     ok = status >= WRAPPED
-    adj = np.broadcast_to(np.asarray(adjust_tangents, bool), (T,)) & ok
+    adj = adjust & ok
     r1 = np.ascontiguousarray(r1)
     r2 = np.ascontiguousarray(r2)
     if adj.any():
@@ -337,8 +351,11 @@ def wrap_cylinder(p1, p2, radius: float, length: float, axis: int = -1, sign: in
         r1[ai], r2[ai] = _adjust_spiral(p1[ai], p2[ai], r1[ai], r2[ai], R, long_wrap[ai])
     with np.errstate(invalid="ignore"):
         L = _spiral_length(r1, r2, R, long_wrap)
-    return (status, np.where(ok[:, None], r1, 0.0), np.where(ok[:, None], r2, 0.0),
-            np.where(ok, L, 0.0))
+    r1, r2, L = np.where(ok[:, None], r1, 0.0), np.where(ok[:, None], r2, 0.0), np.where(ok, L, 0.0)
+    if T == T0:
+        return status, r1, r2, L
+    out_st[rows], r1o[rows], r2o[rows], Lo[rows] = status, r1, r2, L
+    return out_st, r1o, r2o, Lo
 
 
 def _spiral_angle(r1, r2, long_wrap):

@@ -69,34 +69,59 @@ class ForceRecords:
         return labels, (np.hstack(cols) if cols else np.zeros((T, 0)))
 
 
-def force_records(model: Model, tree: Tree, q, qd, actuators) -> ForceRecords:
+def force_records(model: Model, tree: Tree, q, qd, actuators, passive=None) -> ForceRecords:
     """The ForceReporter records of ``model``'s forces at q, qd (T, nq; rad, m, model order).
 
     ``actuators``: the names whose force the caller supplies (the solved actuators); other
-    enabled muscles and actuators are omitted. Raises what the passive-force evaluation raises
-    (ModelFileError for a coordinate or body the model lacks ...)."""
+    enabled muscles and actuators are omitted. ``passive``: the
+    :class:`~arthron.multibody.forces.PassiveForces` evaluated at the same q, qd when the
+    caller has them (their elements' generalized forces, path lengths and speeds, two-point
+    forces and kinematics are taken from there instead of being evaluated again). Raises what
+    the passive-force evaluation raises (ModelFileError for a coordinate or body the model
+    lacks ...)."""
     from ..models.muscles import blankevoort_force, ligament_forces
     q = np.atleast_2d(np.asarray(q, float))
     qd = np.atleast_2d(np.asarray(qd, float))
     T = q.shape[0]
     acts = set(actuators)
     forces = [f for f in model.forces.values() if f.applies_force]
-    paths = [f.name for f in forces if f.type in _PATH_RECORDS and f.name not in acts]
-    L = V = None
+    have_coord = passive.coordinate_forces if passive is not None else {}
+    have_paths = {}
+    if passive is not None and passive.lengths is not None:
+        have_paths = {n: (passive.lengths[:, i], passive.speeds[:, i])
+                      for i, n in enumerate(passive.path_names)}
+    have_points = {r[0].name: r for r in passive.two_point} if passive is not None else {}
+    kin = passive.kinematics if passive is not None else None
+
+    def kinematics():          # at q, qd, evaluated once for every element that needs them
+        nonlocal kin
+        if kin is None:
+            from .kinematics import forward_kinematics
+            kin = forward_kinematics(tree, q, qd)
+        return kin
+    paths = [f.name for f in forces if f.type in _PATH_RECORDS and f.name not in acts
+             and f.name not in have_paths]
+    lv = dict(have_paths)
     if paths:
         from .paths import compile_paths, lengthening_speeds, path_lengths
         ps = compile_paths(model, tree, forces=paths)
-        idx = {n: i for i, n in enumerate(ps.names)}
         L, V = path_lengths(ps, tree, q), lengthening_speeds(ps, tree, q, qd)
-    points = {r[0].name: r for r in two_point_forces(
-        model, tree, q, qd, [f for f in forces if f.type in POINT_FORCE_TYPES and f.name not in acts])}
+        lv.update((n, (L[:, i], V[:, i])) for i, n in enumerate(ps.names))
+    points = dict(have_points)
+    todo = [f for f in forces if f.type in POINT_FORCE_TYPES and f.name not in acts
+            and f.name not in have_points]
+    if todo:
+        points.update((r[0].name, r) for r in two_point_forces(model, tree, q, qd, todo, kin=kinematics()))
     entries, omitted = [], []
     for f in forces:
         n = f.name
         if n in acts:
             entries.append(([n], None))
         elif f.type in COORDINATE_FORCE_TYPES:
-            tau = np.array(coordinate_force(model, tree, f, q, qd), float).reshape(T)
+            tau = have_coord.get(n)
+            if tau is None:
+                tau = coordinate_force(model, tree, f, q, qd)
+            tau = np.array(tau, float).reshape(T)
             if f.type == "SpringGeneralizedForce":
                 entries.append(([f"{n}_Force"], tau[:, None]))
             elif f.type == "CoordinateLimitForce":
@@ -105,8 +130,7 @@ def force_records(model: Model, tree: Tree, q, qd, actuators) -> ForceRecords:
             else:
                 entries.append(([n], tau[:, None]))
         elif f.type in _PATH_RECORDS:
-            i = idx[n]
-            l, v = L[:, i], V[:, i]
+            l, v = lv[n]
             if f.type == "Blankevoort1991Ligament":
                 l0 = float(f.slack_length)
                 k, et, c = float(f.linear_stiffness), float(f.transition_strain), float(f.damping_coefficient)
@@ -125,14 +149,14 @@ def force_records(model: Model, tree: Tree, q, qd, actuators) -> ForceRecords:
             entries.append((labels, np.hstack([F1, P1, -F1, P2])))
         elif f.type == "BushingForce":
             labels, cols = [], []
-            for frame, F, M in bushing_body_forces(model, tree, q, qd, f):
+            for frame, F, M in bushing_body_forces(model, tree, q, qd, f, kin=kinematics()):
                 labels += [f"{n}.{frame}.{kind}.{a}" for kind in ("force", "torque") for a in "XYZ"]
                 cols += [F, M]
             entries.append((labels, np.hstack(cols)))
         elif f.type in ("HuntCrossleyForce", "SmoothSphereHalfSpaceForce") or (
                 f.type == "ElasticFoundationForce" and _on_spheres_and_half_spaces(model, f)):
             labels, cols = [], []
-            for part, F, M in contact_body_forces(model, tree, q, qd, f):
+            for part, F, M in contact_body_forces(model, tree, q, qd, f, kin=kinematics()):
                 labels += [f"{n}.{part}.{kind}.{a}" for kind in ("force", "torque") for a in "XYZ"]
                 cols += [F, M]
             entries.append((labels, np.hstack(cols) if cols else np.zeros((T, 0))))

@@ -63,9 +63,9 @@ from .kinematics import Tree
 from ..models.model import Model
 
 __all__ = ["PASSIVE_COORDINATE_FORCES", "LIGAMENT_TYPES", "active_forces", "PassiveForces",
-           "passive_forces", "applied_generalized_forces", "coordinate_force",
-           "coordinate_limit_potential_energy", "two_point_forces", "bushing_body_forces",
-           "contact_body_forces"]
+           "passive_forces", "applied_generalized_forces", "passive_generalized_forces",
+           "coordinate_force", "coordinate_limit_potential_energy", "two_point_forces",
+           "bushing_body_forces", "contact_body_forces"]
 
 PASSIVE_COORDINATE_FORCES = ("SpringGeneralizedForce", "CoordinateLimitForce")
 LIGAMENT_TYPES = ("Blankevoort1991Ligament", "Ligament")
@@ -160,6 +160,10 @@ class PassiveForces:
         of body-to-body elements (PointToPointSpring) in ground, at the T frames
     paths : the compiled PathSet of ``path_names`` (None when there are none), to apply the
         tensions along without compiling the paths again
+    coordinate_forces : {name: (T,) N·m or N} the coordinate-space elements' terms of ``mobility``;
+    lengths, speeds : (T, n) m, m/s of the paths (None without); two_point : the
+    :func:`two_point_forces` tuples; kinematics : forward kinematics at q, q̇ (None when unused)
+    (what :func:`arthron.multibody.force_records.force_records` records, not evaluated again)
     """
 
     mobility: np.ndarray
@@ -168,6 +172,11 @@ class PassiveForces:
     not_applied: list
     loads: list = None
     paths: object = field(default=None, repr=False)
+    coordinate_forces: dict = field(default_factory=dict, repr=False)
+    lengths: np.ndarray | None = field(default=None, repr=False)
+    speeds: np.ndarray | None = field(default=None, repr=False)
+    two_point: list = field(default_factory=list, repr=False)
+    kinematics: object = field(default=None, repr=False)
 
 
 def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> PassiveForces:
@@ -184,9 +193,11 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
     tau = np.zeros((T, tree.nq))
     not_applied, refused, points, contacts = [], [], [], []
     ligaments = []
+    coord = {}
     for f in active_forces(model, exclude):
         if f.type in COORDINATE_FORCE_TYPES:
-            tau[:, _coordinate_index(model, tree, f)] += coordinate_force(model, tree, f, q, qd)
+            coord[f.name] = v = coordinate_force(model, tree, f, q, qd)
+            tau[:, _coordinate_index(model, tree, f)] += v
         elif f.type in PATH_TENSION_TYPES:
             ligaments.append(f.name)
         elif f.type in POINT_FORCE_TYPES:
@@ -217,18 +228,26 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
             f"arthron does not apply {', '.join(refused)}, which OpenSim would apply; exclude "
             "them (forces_to_exclude / --exclude) to compute without them", model.source)
     tension = np.zeros((T, 0))
-    ps = None
+    ps = L = V = None
     if ligaments:
         from ..models.muscles import ligament_forces
         from .paths import compile_paths, lengthening_speeds, path_lengths
         ps = compile_paths(model, tree, forces=ligaments)
         ligaments = list(ps.names)
-        tension = ligament_forces(model, ligaments, path_lengths(ps, tree, q),
-                                  lengthening_speeds(ps, tree, q, qd))
-    loads = _point_force_loads(model, tree, q, qd, points) if points else []
+        L, V = path_lengths(ps, tree, q), lengthening_speeds(ps, tree, q, qd)
+        tension = ligament_forces(model, ligaments, L, V)
+    kin = None
+    if points or contacts:
+        from .kinematics import forward_kinematics
+        kin = forward_kinematics(tree, q, qd)
+    two = two_point_forces(model, tree, q, qd, points, kin=kin)
+    # their point forces (ground frame) on the two bodies (body2 gets −F1)
+    from .inverse_dynamics import ExternalLoad
+    loads = [ExternalLoad(body=body, force=F, point=P, name=f.name) for f, b1, b2, P1, P2, F1 in two
+             for body, P, F in ((b1, P1, F1), (b2, P2, -F1)) if body is not None]
     if contacts:
-        loads += _contact_loads(model, tree, q, qd, contacts)
-    return PassiveForces(tau, ligaments, tension, not_applied, loads, ps)
+        loads += _contact_loads(model, tree, q, qd, contacts, kin=kin)
+    return PassiveForces(tau, ligaments, tension, not_applied, loads, ps, coord, L, V, two, kin)
 
 
 def _contact_loads(model, tree, q, qd, forces, ground=False, kin=None):
@@ -377,17 +396,18 @@ def _bushing_loads(model, tree, kin, f, ground=False):
     return loads
 
 
-def contact_body_forces(model: Model, tree: Tree, q, qd, f):
+def contact_body_forces(model: Model, tree: Tree, q, qd, f, kin=None):
     """What OpenSim 4.6 reports for a HuntCrossleyForce or an ElasticFoundationForce
     (``<name>.<frame>``: one entry per geometry of its contact parameters, in their order; the
     elastic foundation's are 0 on spheres and half-spaces) or a SmoothSphereHalfSpaceForce
     (``<name>.Sphere``, ``<name>.HalfSpace``): (label, force (T, 3) N, torque (T, 3) N·m), the
     force's spatial force on the geometry's body in ground, torque about the body's origin
-    (ground: its origin), summed over the force's contacts on that body."""
+    (ground: its origin), summed over the force's contacts on that body. ``kin``: the forward
+    kinematics at q, qd when the caller has them."""
     from ..models.model import GROUND
     from .kinematics import forward_kinematics
     q, qd = np.atleast_2d(q), np.atleast_2d(qd)
-    kin = forward_kinematics(tree, q, qd)
+    kin = forward_kinematics(tree, q, qd) if kin is None else kin
     o = kin.body_origin(tree)
     T = q.shape[0]
     total = {}
@@ -416,14 +436,14 @@ def contact_body_forces(model: Model, tree: Tree, q, qd, f):
     return [(lab, *(np.broadcast_to(v, (T, 3)) for v in total.get(b, (zero, zero)))) for lab, b in items]
 
 
-def bushing_body_forces(model: Model, tree: Tree, q, qd, f):
+def bushing_body_forces(model: Model, tree: Tree, q, qd, f, kin=None):
     """What OpenSim's ``TwoFrameLinker::getRecordValues`` reports for a BushingForce: for
     frame1 then frame2, (frame name, force (T, 3) N, torque (T, 3) N·m) of the bushing's spatial
     force on the body the frame is fixed to, in ground, the torque about the body's origin
     (the ground's origin for a frame fixed to the ground); a body holding both frames gets the
-    sum."""
+    sum. ``kin``: the forward kinematics at q, qd when the caller has them."""
     from .kinematics import forward_kinematics
-    kin = forward_kinematics(tree, np.atleast_2d(q), np.atleast_2d(qd))
+    kin = forward_kinematics(tree, np.atleast_2d(q), np.atleast_2d(qd)) if kin is None else kin
     o = kin.body_origin(tree)
     loads = _bushing_loads(model, tree, kin, f, ground=True)      # [on frame2, on frame1]
     T = o.shape[0]
@@ -701,26 +721,16 @@ def _body_of(model, f, ref):
     return name
 
 
-def _point_force_loads(model, tree, q, qd, forces):
-    """Point forces (ground frame) of the two-point elements on their two bodies:
-    PointToPointSpring ``stiffness (d − rest_length)`` and ExpressionBasedPointToPointForce
-    ``expression(d, ddot)``, along the line between the points (positive pulls them together)."""
-    from .inverse_dynamics import ExternalLoad
-    loads = []
-    for f, b1, b2, P1, P2, F1 in two_point_forces(model, tree, q, qd, forces):
-        for body, P, F in ((b1, P1, F1), (b2, P2, -F1)):
-            if body is not None:
-                loads.append(ExternalLoad(body=body, force=F, point=P, name=f.name))
-    return loads
-
-
-def two_point_forces(model: Model, tree: Tree, q, qd, forces) -> list:
+def two_point_forces(model: Model, tree: Tree, q, qd, forces, kin=None) -> list:
     """Per PointToPointSpring / ExpressionBasedPointToPointForce of ``forces``:
     (force, body1, body2, P1, P2, F1): body names (None for ground), the two points in ground
     (T, 3) m and the force on body1 in ground (T, 3) N (towards point2 when positive; body2
-    gets −F1)."""
-    from .kinematics import forward_kinematics
-    kin = forward_kinematics(tree, q, qd)
+    gets −F1). ``kin``: the forward kinematics at q, qd when the caller has them."""
+    if not forces:
+        return []
+    if kin is None:
+        from .kinematics import forward_kinematics
+        kin = forward_kinematics(tree, q, qd)
     R, o = kin.body_R(tree), kin.body_origin(tree)
     nodes = tree.body_node
     T = q.shape[0]
@@ -766,6 +776,13 @@ def applied_generalized_forces(model: Model, tree: Tree, q, qd, exclude=("Muscle
         (muscles without activations, contact, bushings, plugin classes ...)
     """
     pf = passive_forces(model, tree, q, qd, exclude)
+    return passive_generalized_forces(tree, q, pf), pf.not_applied
+
+
+def passive_generalized_forces(tree: Tree, q, pf: PassiveForces) -> np.ndarray:
+    """Generalized forces (T, nq) N·m / N of the passive elements evaluated in ``pf``
+    (:func:`passive_forces` at q): the coordinate-space elements' plus Dᵀ of the point loads
+    and of the path tensions along their paths."""
     tau = pf.mobility
     if pf.loads:
         from .frames_last import kinematics_frames_last, velocity_map_transpose_frames_last
@@ -776,4 +793,4 @@ def applied_generalized_forces(model: Model, tree: Tree, q, qd, exclude=("Muscle
     if pf.path_names:
         from .paths import path_generalized_forces
         tau = tau + path_generalized_forces(pf.paths, tree, np.atleast_2d(q), pf.tensions)
-    return tau, pf.not_applied
+    return tau

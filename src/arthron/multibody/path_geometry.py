@@ -162,8 +162,9 @@ _HASH_MUL = (np.arange(1, 8, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) |
 
 
 def _row_hash(k):
-    """A 64-bit hash per row of the uint64 words ``k`` (n, 7) (wrapping products summed)."""
-    return (k * _HASH_MUL).sum(1, dtype=np.uint64)
+    """A 64-bit hash per row of the uint64 words ``k`` (n, 7) (wrapping products summed, as one
+    integer matrix-vector product)."""
+    return k @ _HASH_MUL
 
 
 def _wrap_rows(wo, method, x1, x2, single, memo):
@@ -175,7 +176,9 @@ def _wrap_rows(wo, method, x1, x2, single, memo):
             wo.type not in _MEMO_TYPES_NUMPY or use_kernel()))):
         return _wr.wrap_segment(wo, x1, x2, method, single=single)
     sg = np.broadcast_to(np.asarray(single, bool), (len(x1),))
-    key = np.ascontiguousarray(np.column_stack([x1, x2, sg]).astype(float)).view(np.uint64)
+    key = np.empty((len(x1), 7))
+    key[:, :3], key[:, 3:6], key[:, 6] = x1, x2, sg
+    key = key.view(np.uint64)
     h = _row_hash(key)
     ent = memo.get((id(wo), method))
     if ent is None:
@@ -183,21 +186,24 @@ def _wrap_rows(wo, method, x1, x2, single, memo):
         memo[(id(wo), method)] = (key, h, tuple(np.array(o) for o in res))
         return res
     old_k, old_h, old_res = ent
-    order = np.argsort(old_h, kind="stable")
+    order = np.argsort(old_h)     # (equal hashes: any of them; a row found has the same result)
     hs = old_h[order]
-    pos = np.minimum(np.searchsorted(hs, h), len(hs) - 1)
+    hn = np.argsort(h)            # the rows' hashes looked up in increasing order (faster)
+    pos = np.empty(len(h), np.intp)
+    pos[hn] = np.searchsorted(hs, h[hn])
+    np.minimum(pos, len(hs) - 1, out=pos)
     src = order[pos]
     found = (hs[pos] == h) & (old_k[src] == key).all(1)
+    new = ~found
     if not found.any():
         res = _wr.wrap_segment(wo, x1, x2, method, single=sg)
     else:
         res = tuple(o[src] for o in old_res)
-        new = ~found
-        if new.any():
-            part = _wr.wrap_segment(wo, x1[new], x2[new], method, single=sg[new])
-            for o, r in zip(res, part):
-                o[new] = r
-    new = ~found
+        if not new.any():
+            return res
+        part = _wr.wrap_segment(wo, x1[new], x2[new], method, single=sg[new])
+        for o, r in zip(res, part):
+            o[new] = r
     memo[(id(wo), method)] = (np.concatenate([old_k, key[new]]), np.concatenate([old_h, h[new]]),
                               tuple(np.concatenate([o, r[new]]) for o, r in zip(old_res, res)))
     return res

@@ -70,6 +70,7 @@ import numpy as np
 from ..errors import UnsupportedFeature
 from .kinematics import Kinematics, Tree, _euler_xyz_rate_matrix, forward_kinematics, velocity_map
 from .path_compile import PathSet, WrapObjectData, _FunctionPath, compile_paths  # noqa: F401  (public API)
+from ..geometry.spatial import cross as _cross
 from ..geometry.wrap_common import _norm as _wr_norm
 from .path_geometry import (PathState, _compute_many, _compute_one, _frames,  # noqa: F401
                             compute_paths)
@@ -211,13 +212,14 @@ def _moment_arms_from_states(pathset, tree, q, kin, states_dloc):
     n = _wr_norm(d)
     ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0) & (body[:, :-1] != body[:, 1:]) & (n > 0)
     ok[:, off[1:] - 1] = False
-    u = np.divide(d, n[..., None], out=np.zeros_like(d), where=ok[..., None])
+    u = d / np.where(ok, n, 1.0)[..., None]      # (np.divide with where= is several times slower)
+    u[~ok] = 0.0
     f = np.zeros_like(P)
     f[:, :-1] += u
     f[:, 1:] -= u
     tt = np.arange(T)[:, None]
     r = P - ob[tt, body]
-    m = np.cross(r, f)
+    m = _cross(r, f)                    # (np.cross's arithmetic, without its overhead)
     # the pulls (force, moment about the body origin) summed per (path, body) pair present,
     # then through that body's velocity map: ma[t, p] = Σ_β S[t, (p, β)] · D[t, β]
     ng = geo.size
@@ -464,21 +466,34 @@ def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | No
         W = np.concatenate([W, np.zeros((T, 1, 3))], 1)
         Rb, ob = _frames(tree, kin)
         tt = np.arange(T)[:, None]
-        for i, (st, dloc) in enumerate(states):
-            if st is None:
-                continue
-            b = st.body
-            vel = Vo[tt, b] + np.cross(W[tt, b], st.P - ob[tt, b])
-            for k, c, dl in dloc:                                       # moving path points
+        # every geometric path's node list side by side (T, ΣK): the nodes' velocities and
+        # the segments' unit directions in one pass, then each path's sum over its own
+        # segments (the same per-path sums as one path at a time)
+        geo = [i for i, (st, _) in enumerate(states) if st is not None]
+        sts = [states[i][0] for i in geo]
+        Ks = [st.P.shape[1] for st in sts]
+        off = np.concatenate([[0], np.cumsum(Ks)]).astype(np.intp)
+        one = len(sts) == 1
+        cat = (lambda xs: xs[0]) if one else (lambda xs: np.concatenate(xs, 1))  # noqa: E731
+        P = cat([st.P for st in sts])
+        X = cat([st.P if st.G is None else st.G for st in sts])
+        tag = cat([st.tag for st in sts])
+        b = cat([st.body for st in sts])
+        vel = Vo[tt, b] + _cross(W[tt, b], P - ob[tt, b])
+        for g, i in enumerate(geo):                                     # moving path points
+            for k, c, dl in states[i][1]:
                 bk = pathset.paths[i].body[k]
                 vk = np.einsum("tij,tj->ti", Rb[:, bk], dl) * qd[:, c:c + 1]
-                vel += (st.tag == k)[..., None] * vk[:, None, :]
-            X = st.P if st.G is None else st.G
-            d = X[:, 1:] - X[:, :-1]
-            nrm = np.linalg.norm(d, axis=-1)
-            ok = (st.tag[:, :-1] >= 0) & (st.tag[:, 1:] >= 0) & (nrm > 0)
-            u = np.divide(d, nrm[..., None], out=np.zeros_like(d), where=ok[..., None])
-            v[:, i] = np.einsum("tki,tki->t", vel[:, 1:] - vel[:, :-1], u)
+                vel[:, off[g]:off[g + 1]] += (sts[g].tag == k)[..., None] * vk[:, None, :]
+        d = X[:, 1:] - X[:, :-1]
+        nrm = _wr_norm(d)
+        ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0) & (nrm > 0)
+        u = d / np.where(ok, nrm, 1.0)[..., None]
+        u[~ok] = 0.0
+        dv = vel[:, 1:] - vel[:, :-1]
+        for g, i in enumerate(geo):
+            s = slice(off[g], off[g + 1] - 1)
+            v[:, i] = np.einsum("tki,tki->t", dv[:, s], u[:, s])
     for i in fb:
         p = pathset.paths[i]
         if p.speed is not None:

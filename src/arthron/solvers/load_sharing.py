@@ -42,7 +42,7 @@ from ..models.muscles import (force_length_velocity, millard_inextensible_tendon
                               muscle_parameters, muscle_property)
 from ..multibody.constraints import assemble, compile_constraints
 from ..multibody.force_records import force_records
-from ..multibody.forces import applied_generalized_forces
+from ..multibody.forces import passive_forces, passive_generalized_forces
 from ..multibody.inverse_dynamics import ExternalLoad, inverse_dynamics
 from ..multibody.kinematics import Tree, compile_model, forward_kinematics, qdot_from_speeds
 from ..multibody.paths import compile_paths, lengthening_speeds, moment_arms, path_states
@@ -360,7 +360,8 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
     if tree.angular_velocity_groups:
         qd, qdd = qdot_from_speeds(tree, q, qd, qdd)
     T = t.size
-    applied, not_applied = applied_generalized_forces(model, tree, q, qd, ("Muscles", "Actuators"))
+    pf = passive_forces(model, tree, q, qd, ("Muscles", "Actuators"))
+    applied, not_applied = passive_generalized_forces(tree, q, pf), pf.not_applied
     if not_applied:
         warnings.warn(f"model '{model.name}': force elements left out of the static optimization: "
                       + ", ".join(f"{a} {b}" for a, b in not_applied[:8]), ArthronWarning)
@@ -372,7 +373,7 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
     tau = inverse_dynamics(tree, q, qd, qdd, loads, applied=applied)
     kin = forward_kinematics(tree, q)
     external_columns = _external_columns(tree, kin, loads)
-    records = force_records(model, tree, q, qd, actuators)
+    records = force_records(model, tree, q, qd, actuators, passive=pf)
     mus = [n for n in actuators if model.forces[n].is_muscle]
     other = [model.forces[n] for n in actuators if not model.forces[n].is_muscle]
     bad = [f.name for f in other if f.type not in SO_ACTUATOR_TYPES]
