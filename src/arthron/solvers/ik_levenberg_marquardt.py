@@ -240,18 +240,27 @@ class LevenbergMarquardtIK:
         return a[0], a[1], its, a[3]
 
     def _root_first_start(self, obs_all, x0, base, qref):
-        """A start for the first frame that places the model's root first, or None.
+        """A start for the first frame that places the model's root first and then each level
+        of the tree below it (segment-wise registration down the kinematic tree), or None.
 
-        The root coordinates are the free coordinates that move every tracked marker (a
-        pelvis's six ground-joint coordinates); the root markers are those that no other free
-        coordinate moves (the markers on the pelvis), at ``x0``. With three or more root
-        markers, the root coordinates are fitted to them alone (every other coordinate held at
-        ``x0``), as one fits a segment's pose to its own markers before its children's
-        (segment-wise registration), so the trunk and limbs start from their default pose
-        relative to a correctly placed root instead of the root being dragged to compensate
-        for them. Returns the free coordinates (nfree,) of that fit, or None when the model
-        has no such root (fewer than three root markers, or no coordinate moving every
-        marker)."""
+        Levels come from which free coordinates move which tracked markers at ``x0`` (the
+        Jacobian's sparsity): the root coordinates move every marker (a pelvis's six
+        ground-joint coordinates), the root markers are those no other coordinate moves (the
+        markers on the pelvis). The root coordinates are fitted to the root markers alone,
+        every other coordinate held at ``x0``; then the next level is released (the remaining
+        coordinates whose set of moved markers no other remaining coordinate's set strictly
+        contains: hips, lumbar, shoulders ...) and fitted, with the levels above, to the
+        markers that only released coordinates move; and so on down to the last level but
+        one (the caller's full solve is the last). So no segment is dragged away to make up
+        for a child still in its default pose. Each stage is a bounded Levenberg–Marquardt
+        solve (:meth:`solve_frame`) from the stage before.
+
+        Returns the free coordinates (nfree,), or None when the model has no such root (no
+        coordinate moving every marker, or fewer than three markers moved by no other).
+        Found on bioscout's Full_Body_with_ball (the root level suffices there) and on
+        Gait2354 at poses spanning the coordinates' full ranges (the levels below are needed:
+        68 mm from the default start and from the root level alone, exact from this start;
+        ``tests/test_ik_first_frame.py``)."""
         rows, obs, sw = self._present_markers(obs_all)
         w = sw > 0
         if w.sum() < 3:
@@ -265,17 +274,35 @@ class LevenbergMarquardtIK:
         alone = ~moves[:, ~root].any(1)
         if alone.sum() < 3:
             return None
-        keep = np.zeros(len(obs_all), bool)
-        keep[rows[np.flatnonzero(w)[alone]]] = True
-        o1 = np.where(keep[:, None], obs_all, np.nan)
+        wrows = rows[np.flatnonzero(w)]
         lo, hi = self.lo, self.hi
         x = np.clip(x0, lo, hi)
+        freed = root
         try:
-            self.lo, self.hi = np.where(root, lo, x), np.where(root, hi, x)
-            xs = self.solve_frame(o1, x, base, qref)[0]
+            while True:
+                use = ~moves[:, ~freed].any(1)
+                keep = np.zeros(len(obs_all), bool)
+                keep[wrows[use]] = True
+                self.lo, self.hi = np.where(freed, lo, x), np.where(freed, hi, x)
+                x = self.solve_frame(np.where(keep[:, None], obs_all, np.nan), x, base, qref)[0]
+                self.lo, self.hi = lo, hi
+                rest = ~freed & moves.any(0)
+                if not rest.any():
+                    break
+                # the next level: the remaining coordinates whose markers no other remaining
+                # coordinate's markers strictly contain (the proximal joints of each branch)
+                M = moves[:, rest]
+                sub = (M[:, :, None] <= M[:, None, :]).all(0)      # sub[c, d]: M(c) ⊆ M(d)
+                strict = sub & ~sub.T
+                top = ~strict.any(1)
+                nxt = np.zeros_like(freed)
+                nxt[np.flatnonzero(rest)[top]] = True
+                freed = freed | nxt
+                if not (~freed & moves.any(0)).any():
+                    break                       # the next stage is the whole problem
         finally:
             self.lo, self.hi = lo, hi
-        return xs
+        return x
 
     def _objective(self, obs_all, x, base, qref) -> float:
         """The weighted marker and coordinate-task objective (with the constraint penalty where
