@@ -362,7 +362,8 @@ def glenoid_cone(model: Model, spec: StudySpec, subject: Subject, tree=None) -> 
     # of a positive R_GV moves it posteriorly (on the right scapula; flipped if not)
     s_inc = 1.0 if (Rb @ (rod(ys, -0.1) @ axis - axis)) @ up > 0 else -1.0
     s_ver = 1.0 if (Rb @ (rod(zs, -0.1) @ axis - axis)) @ fwd < 0 else -1.0
-    a2 = rod(ys, -s_inc * math.radians(d_inc)) @ (rod(zs, -s_ver * math.radians(d_ver)) @ axis)
+    a1 = rod(zs, -s_ver * math.radians(d_ver)) @ axis if d_ver else axis   # no version: inclination as before
+    a2 = rod(ys, -s_inc * math.radians(d_inc)) @ a1
     return StabilityCone(joint=spec.glenohumeral_joint, body=spec.cone_body, axis=tuple(a2),
                          half_angles_deg=tuple(spec.half_angles_deg))
 
