@@ -123,7 +123,8 @@ def _add_study_parsers(sub):
                        help="AA to AA, m (default: scaled with height)")
         s.add_argument("--inclination", type=float, default=None,
                        help="glenoid inclination, degrees (generic 7; moves the stability cone, Eqs. 15-16)")
-        s.add_argument("--version", type=float, default=None, help="glenoid version, degrees (generic 0)")
+        s.add_argument("--version", type=float, default=None,
+                       help="glenoid version, degrees (generic 0; + tilts the stability cone posteriorly, Eq. 16)")
         s.add_argument("--rc-pcsa-factor", type=float, default=1.0,
                        help="factor on the rotator cuff's PCSAs (0.5: the -50 %% of the parameter study)")
         s.add_argument("--humeral-rotation", type=float, default=None,

@@ -12,7 +12,7 @@ Pipeline for one subject (:func:`run_abduction`):
    (Eq. 17), optionally the rotator cuff's PCSAs × a factor (:func:`arthron.solvers.scaling.scale_anthropometric`
    does the masses, geometry and muscle strength);
 2. the glenoid's inclination and version (Eqs. 15–16) rotate the stability cone's axis about
-   the scapular-plane normal ŷ_s and about ẑ_s (:func:`glenoid_cone`);
+   the scapular-plane normal ŷ_s and about ẑ_s, the in-plane axis ⟂ SN − TS (:func:`glenoid_cone`);
 3. abduction without measurements (de Groot & Brand 2001 rhythm, constraints held:
    :func:`arthron.solvers.shoulder_kinematics.solve_abduction`);
 4. load sharing with the cone and the glenohumeral reaction
@@ -306,10 +306,35 @@ def _subject_pcsa(out: Model, spec: StudySpec, subject: Subject, ratio: float) -
 
 
 def glenoid_cone(model: Model, spec: StudySpec, subject: Subject, tree=None) -> StabilityCone:
-    """The stability cone of the subject: ``spec.cone_axis`` rotated by Δα_GI = inclination −
-    generic about ŷ_s and by Δα_GV about the glenoid's superior–inferior axis (Eq. 16, Rodrigues'
-    formula). Signs: a positive Δα_GI tilts the axis superiorly, a positive Δα_GV anteriorly
-    (checked on the model at its default pose against the thorax's up and forward markers)."""
+    """The stability cone of the subject, after Sarshari et al. 2021, Eqs. 15–16.
+
+    Δα_GI = inclination − generic, Δα_GV = version − generic (degrees). Eq. 15 builds the
+    scapula frame from SN, AI, TS: ŷ_s = (SN − AI) × (SN − TS) (the scapular-plane normal,
+    anterior on the paper's right scapula), ẑ_s = (SN − TS) × ŷ_s (in the plane, superior),
+    x̂_s = ŷ_s × ẑ_s (lateral); DAS4 has no SN, AA stands for it (``spec.scapular_plane_normal``
+    is ŷ_s; ẑ_s is built here from the AA and TS markers (``spec.landmarks`` roles) at the
+    default pose). Eq. 16 gives R_GI = Rodrigues(ŷ_s, Δα_GI) and R_GV = Rodrigues(ẑ_s, Δα_GV)
+    and the text rotates "the glenoid center (GC) around ŷ_s and ẑ_s by Δα_GI and Δα_GV,
+    respectively" (inclination first: GC' − SN = R_GV R_GI (GC − SN)), then builds the cone
+    from the rotated GC; our cone axis runs from GC to GH, which stays where it is. The axis is
+    therefore turned by the inverse rotation,
+
+        axis = (R_GV R_GI)ᵀ axis_generic = R_GI(−Δα_GI) R_GV(−Δα_GV) axis_generic,
+
+    the direction of GH seen from the rotated glenoid: for a small angle the literal
+    construction (GC rotated about an SN medial of GC, axis GC' → GH) turns the axis the same
+    way, by the same angle when SN lies as far medial of GC as GH lies lateral
+    (tests/test_shoulder_study.py). Reading Eq. 16 as a rotation of the axis itself would turn
+    it the other way: +Δα_GI would tilt the cone inferiorly, against the paper's finding that
+    the −7° glenoid is the "more downward" one. Signs, as Eq. 16 prints them on the right
+    scapula: a positive Δα_GI tilts the axis superiorly, a positive Δα_GV posteriorly
+    (retroversion of the cone); a model whose ŷ_s or ẑ_s comes out the other way (a left
+    shoulder) gets the angle's sign flipped so that the directions stay these (checked at the
+    default pose against the thorax's up and forward directions from IJ, C7, PX, T8).
+
+    Returns the :class:`StabilityCone` on ``spec.cone_body`` (axis (3,) unit, in its frame;
+    half-angles ``spec.half_angles_deg``). Raises OptionError for a bad subject (:meth:`Subject.check`)."""
+    from .shoulder_kinematics import LANDMARKS
     subject = subject.check()
     gen = spec.generic
     d_inc = (subject.inclination_deg if subject.inclination_deg is not None else gen.inclination_deg or 0.0) \
@@ -321,22 +346,24 @@ def glenoid_cone(model: Model, spec: StudySpec, subject: Subject, tree=None) -> 
     ys = np.asarray(spec.scapular_plane_normal, float)
     ys = ys / np.linalg.norm(ys)
     tree = tree or compile_model(model)
-    kin = forward_kinematics(tree, tree.default_q[None])
+    q0 = tree.default_q[None]
+    kin = forward_kinematics(tree, q0)
     Rb = kin.R[0, tree.body_node[tree.body_names.index(spec.cone_body)]]
+    roles = dict(LANDMARKS, **(spec.landmarks or {}))
+    _, P = marker_positions(tree, q0, [roles["AA"], roles["TS"]])
+    zs = np.cross(Rb.T @ (P[0, 0] - P[0, 1]), ys)          # Eq. 15: (SN − TS) × ŷ_s, AA for SN
+    zs = zs / np.linalg.norm(zs)
     up, fwd = _thorax_up_forward(tree)
-    si = np.cross(ys, axis)                       # ⟂ axis in the scapular plane
-    si = si * (1.0 if (Rb @ si) @ up >= 0 else -1.0)   # pointing superiorly
-    ap = np.cross(si, axis)
-    ap = ap * (1.0 if (Rb @ ap) @ fwd >= 0 else -1.0)  # pointing anteriorly
 
-    def rod(u, a):
+    def rod(u, a):                                          # Eq. 16
         K = np.array([[0, -u[2], u[1]], [u[2], 0, -u[0]], [-u[1], u[0], 0]])
         return np.outer(u, u) + math.cos(a) * (np.eye(3) - np.outer(u, u)) + math.sin(a) * K
-    # rotation about ys that takes the axis towards si for a positive angle
-    s_inc = 1.0 if np.cross(ys, axis) @ si > 0 else -1.0
-    a1 = rod(ys, s_inc * math.radians(d_inc)) @ axis
-    s_ver = 1.0 if np.cross(si, a1) @ ap > 0 else -1.0
-    a2 = rod(si, s_ver * math.radians(d_ver)) @ a1
+    # (R_GV R_GI)ᵀ = R_GI(−Δα_GI) R_GV(−Δα_GV); the inverse of a positive R_GI lifts the axis,
+    # of a positive R_GV moves it posteriorly (on the right scapula; flipped if not)
+    s_inc = 1.0 if (Rb @ (rod(ys, -0.1) @ axis - axis)) @ up > 0 else -1.0
+    s_ver = 1.0 if (Rb @ (rod(zs, -0.1) @ axis - axis)) @ fwd < 0 else -1.0
+    a1 = rod(zs, -s_ver * math.radians(d_ver)) @ axis if d_ver else axis   # no version: inclination as before
+    a2 = rod(ys, -s_inc * math.radians(d_inc)) @ a1
     return StabilityCone(joint=spec.glenohumeral_joint, body=spec.cone_body, axis=tuple(a2),
                          half_angles_deg=tuple(spec.half_angles_deg))
 
