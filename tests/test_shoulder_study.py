@@ -131,8 +131,8 @@ def test_glenoid_inclination_rotates_the_cone_as_eq16(generic):
         for r_mm in (5.0, 10.0, 19.0, 25.0, 60.0):
             sn = gc - r_mm / 1000 * a0
             gc_new = sn + rod(ys, d) @ (gc - sn)
-            lit = gh - gc_new
-            assert (lit - a0) @ (ours - a0) > 0          # tilted the same way
+            lit = (gh - gc_new) / np.linalg.norm(gh - gc_new)
+            assert (lit - a0) @ (ours - a0) > 0          # tilted the same way (unit vectors)
             tilt.append(ang(lit, a0))
         assert np.all(np.diff(tilt) > 0)                 # more the farther the centre
         assert tilt[2] == pytest.approx(abs(incl - 7.0), abs=1.0)   # centre as far as GH: Δα_GI
