@@ -310,7 +310,8 @@ def motion_constraint_multipliers(tree: Tree, q, qd, qdd, constraints, generaliz
     if generalized is not None:
         need = need - np.asarray(generalized, float)
     free = np.ones(nq, bool) if locked is None else ~np.asarray(locked, bool)
-    G = constraints.jacobian(q)[:, :, free]
+    G0 = constraints.jacobian(q)[:, :, free]
+    G = G0
     W, drop = redundant_rows(G)
     if W is not None:                     # rows the locks make redundant carry nothing
         G = np.where(drop[:, :, None], 0.0, np.swapaxes(W, 1, 2) @ G)
@@ -319,8 +320,7 @@ def motion_constraint_multipliers(tree: Tree, q, qd, qdd, constraints, generaliz
         A = A + drop[:, :, None] * np.eye(A.shape[1])
     mu = np.linalg.solve(A, np.einsum("tmk,tk->tm", G, need[:, free])[..., None])[..., 0]
     if W is not None:
-        G = constraints.jacobian(q)[:, :, free]
         mu = np.einsum("tij,tj->ti", W, mu)
     r = need.copy()
-    r[:, free] -= np.einsum("tmk,tm->tk", G, mu)
+    r[:, free] -= np.einsum("tmk,tm->tk", G0, mu)
     return mu, r
