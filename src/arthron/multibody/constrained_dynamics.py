@@ -25,6 +25,19 @@ from .kinematics import Tree, forward_kinematics
 __all__ = ["constraint_bias", "constraint_loads", "motion_constraint_multipliers", "redundant_rows"]
 
 
+#: singular values of a constraint Jacobian (m or rad per unit speed) below this are rounding
+#: noise: rows that constrain nothing
+_NOISE = 1e-10
+
+
+def independent_singular_values(S):
+    """True for the singular values S (T, k) (largest first) of constraint rows that constrain
+    something: above an absolute 1e-10 (:data:`_NOISE`) and above 1e-12 of the largest. The
+    rule of :func:`redundant_rows` and of the moment arms' coupling vectors
+    (:func:`arthron.multibody.paths.coupling_vectors`)."""
+    return S > np.maximum(_NOISE, 1e-12 * S[:, :1])
+
+
 def redundant_rows(G):
     """``(W, drop)`` for constraint rows G (T, m, n) that are not independent, else
     ``(None, None)``: W (T, m, m) orthonormal combinations of the rows (G's left singular
@@ -37,7 +50,7 @@ def redundant_rows(G):
     U, S, _ = np.linalg.svd(G)
     keep = np.zeros((T, m), bool)
     k = min(m, n)
-    keep[:, :k] = S > np.maximum(1e-10, 1e-12 * S[:, :1])
+    keep[:, :k] = independent_singular_values(S)
     if keep.all():
         return None, None
     return U, ~keep

@@ -68,6 +68,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import UnsupportedFeature
+from .constrained_dynamics import independent_singular_values
 from .kinematics import Kinematics, Tree, _euler_xyz_rate_matrix, forward_kinematics, velocity_map
 from .path_compile import PathSet, WrapObjectData, _FunctionPath, compile_paths  # noqa: F401  (public API)
 from ..geometry.spatial import cross as _cross
@@ -273,8 +274,6 @@ def speed_map(pathset: PathSet, q) -> np.ndarray:
 
 # a coordinate whose unit speed, projected onto the constraints, keeps less than this: it cannot move
 _STILL = 1e-9
-# singular values of the constraint Jacobian (m or rad per unit speed) below this are rounding
-_NOISE = 1e-10
 
 
 def coupling_vectors(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None):
@@ -334,7 +333,7 @@ def coupling_vectors(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = N
         # nothing: singular values below an absolute 1e-10 are dropped (relative to the
         # largest alone, noise-only rows were inverted and the speeds came out arbitrary)
         _, S, Vt = np.linalg.svd(Gf, full_matrices=False)
-        keep = S > np.maximum(_NOISE, 1e-12 * S[:, :1])
+        keep = independent_singular_values(S)
         V = Vt * keep[:, :, None]
         u = ek - np.einsum("tri,trj,j->ti", V, V, ek)
         col = np.zeros((T, nq))
