@@ -72,7 +72,7 @@ from .constrained_dynamics import independent_singular_values
 from .kinematics import Kinematics, Tree, _euler_xyz_rate_matrix, forward_kinematics, velocity_map
 from .path_compile import PathSet, WrapObjectData, _FunctionPath, compile_paths  # noqa: F401  (public API)
 from ..geometry.spatial import cross as _cross
-from ..geometry.wrap_common import _norm as _wr_norm
+from ..geometry.wrap_common import _divide_positive, _norm as _wr_norm
 from .path_geometry import (PathState, _compute_many, _compute_one, _frames,  # noqa: F401
                             compute_paths)
 
@@ -213,8 +213,7 @@ def _moment_arms_from_states(pathset, tree, q, kin, states_dloc):
     n = _wr_norm(d)
     ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0) & (body[:, :-1] != body[:, 1:]) & (n > 0)
     ok[:, off[1:] - 1] = False
-    u = d / np.where(ok, n, 1.0)[..., None]      # (np.divide with where= is several times slower)
-    u[~ok] = 0.0
+    u = _divide_positive(d, n[..., None], ok[..., None])
     f = np.zeros_like(P)
     f[:, :-1] += u
     f[:, 1:] -= u
@@ -487,8 +486,7 @@ def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | No
         d = X[:, 1:] - X[:, :-1]
         nrm = _wr_norm(d)
         ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0) & (nrm > 0)
-        u = d / np.where(ok, nrm, 1.0)[..., None]
-        u[~ok] = 0.0
+        u = _divide_positive(d, nrm[..., None], ok[..., None])
         dv = vel[:, 1:] - vel[:, :-1]
         for g, i in enumerate(geo):
             s = slice(off[g], off[g + 1] - 1)
