@@ -155,10 +155,9 @@ def _weld_bias(tree, kin0, cs, it, pt):
 
     (w1, al1), (w2, al2) = spin(i1), spin(i2)
     A, B = cs._frame_R(kin0, i1, X1), cs._frame_R(kin0, i2, X2)          # columns: the axes
-    ax = lambda R, k: R[:, :, k]                                           # noqa: E731
     rot = np.zeros((T, 3))
     for k in range(3):
-        a, b = ax(A, k), ax(B, k)
+        a, b = A[:, :, k], B[:, :, k]
         ad, bd = np.cross(w1, a), np.cross(w2, b)
         add = np.cross(al1, a) + np.cross(w1, ad)
         bdd = np.cross(al2, b) + np.cross(w2, bd)
