@@ -12,7 +12,6 @@ from arthron.io.osim import read_osim
 from arthron.io.sto import read_sto
 from arthron.multibody import paths as P
 from arthron.models.motion import coordinates_from_table
-from arthron.solvers import muscle_analysis as MA
 from arthron.multibody.kinematics import apply_velocity_map_transpose, compile_model, \
     forward_kinematics
 

@@ -998,7 +998,6 @@ def test_joint_reactions_through_a_weld_loop_the_locks_close(tmp_path):
     children in ground equal OpenSim 4.6's (Simbody's udot and
     ``Joint::calcReactionOnChildExpressedInGround``) at the same states."""
     import re
-    import opensim as osim
     from arthron.io.sto import read_sto
     from arthron.solvers.reactions import joint_reactions
     src = tmp_path / "condyles.osim"

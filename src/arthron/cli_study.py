@@ -30,7 +30,7 @@ def cmd_study(a, demo: bool = False):
     shoulder–elbow model (tools.shoulder_study_tool)."""
     import time
     from .solvers.shoulder_study import Subject
-    from .tools.shoulder_study_tool import format_table, run_demo, run_study
+    from .tools.shoulder_study_tool import arm_pose_spec, format_table, run_demo, run_study
     t0 = time.perf_counter()
     out = Path(a.output) if a.output else Path.cwd() / ("arthron-demo" if demo else "arthron-study")
     model = spec = None
@@ -46,26 +46,8 @@ def cmd_study(a, demo: bool = False):
         raise OptionError("--cone, --landmarks, --coordinates, --rotator-cuff, --specific-tension and "
                           "--model-subject describe a model given with --model")
     other_model = model is not None
-    if getattr(a, "humeral_rotation", None) is not None or getattr(a, "elbow_flexion", None) is not None:
-        import math
-        from dataclasses import replace
-        from .errors import OptionError
-        if spec is None:
-            from .tools.shoulder_study_tool import default_model
-            model, spec = default_model()
-        if a.humeral_rotation is not None:
-            if not (math.isfinite(a.humeral_rotation) and abs(a.humeral_rotation) <= 90.0):
-                raise OptionError(f"--humeral-rotation must lie in [-90, 90] degrees, got {a.humeral_rotation!r}")
-            spec = replace(spec, humeral_rotation_deg=float(a.humeral_rotation))
-        if a.elbow_flexion is not None:
-            if "EL_x" not in spec.coordinates:
-                raise OptionError("--elbow-flexion sets the built-in model's elbow coordinate EL_x, which the "
-                                  "model given with --model does not solve")
-            lo, hi = (math.degrees(v) for v in model.coordinates["EL_x"].range)
-            if not (math.isfinite(a.elbow_flexion) and lo <= a.elbow_flexion <= hi):
-                raise OptionError(f"--elbow-flexion must lie in [{lo:g}, {hi:g}] degrees, got {a.elbow_flexion!r}")
-            spec = replace(spec, fixed_coordinates=dict(spec.fixed_coordinates,
-                                                        EL_x=math.radians(a.elbow_flexion)))
+    model, spec = arm_pose_spec(model, spec, humeral_rotation=getattr(a, "humeral_rotation", None),
+                                elbow_flexion=getattr(a, "elbow_flexion", None))
     g = spec.generic if spec is not None else Subject()
     pick = (lambda v, d: d if v is None else v)
     subj = Subject(gender=pick(a.gender, g.gender), height=pick(a.height, g.height), mass=pick(a.mass, g.mass),

@@ -26,11 +26,13 @@ def _dot(a, b):
     return np.einsum("...i,...i->...", a, b)
 
 
-def _divide_positive(v, n):
-    """``v / n`` where ``n > 0``, 0 elsewhere (``n`` broadcast against ``v``): the values of
-    ``np.divide(v, n, out=zeros, where=n > 0)``, without its masked loop (several times
-    slower than a plain division)."""
-    ok = n > 0
+def _divide_positive(v, n, ok=None):
+    """``v / n`` where ``ok`` (default ``n > 0``; ``n > 0`` wherever ``ok``), 0 elsewhere
+    (``n`` and ``ok`` broadcast against ``v``): the values of
+    ``np.divide(v, n, out=zeros, where=ok)``, without its masked loop (several times slower
+    than a plain division)."""
+    if ok is None:
+        ok = n > 0
     if ok.all():
         return v / n
     out = v / np.where(ok, n, 1.0)

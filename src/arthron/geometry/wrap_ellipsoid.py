@@ -260,28 +260,13 @@ def _fan_numpy(R1, d12, a, dims, tt):
         w = R1[:, 2] + ts * d12[:, 2]
         if ((np.abs(u) <= _ROUNDOFF) | (np.abs(v) <= _ROUNDOFF) | (np.abs(w) <= _ROUNDOFF)).any():
             return _fan_numpy_whole(R1, d12, a, dims, tt)
-        A, B, C = a2 * u * u, b2 * v * v, c2 * w * w
-        su, sv_, sw = u / a[0], v / a[1], w / a[2]
-        out_ = ~(su * su + sv_ * sv_ + sw * sw < 1.0)   # outside (chord points rarely are)
-        t = np.zeros(u.size)
-        if out_.any():
-            t[out_.ravel()] = (a.max() * np.sqrt(u * u + v * v + w * w))[out_]
-        _newton_ellipsoid(t, 0, t.size, a2, b2, c2, A.ravel(), B.ravel(), C.ravel())
-        t = t.reshape(u.shape)
+        t, A, B, C = _fan_start(u, v, w, a)
+        _newton_ellipsoid(t, 0, t.size, a2, b2, c2, A, B, C)
         kc = u.shape[0]
         # this block's unit vectors after the running sum (row 0), summed in fan order: a
         # reduction over the outer axis of (rows, 3n) adds one row at a time
         buf = np.empty((kc + (acc is not None), 3, n))
-        res = buf if acc is None else buf[1:]
-        dx = a2 * u / (t + a2) - u
-        dy = b2 * v / (t + b2) - v
-        dz = c2 * w / (t + c2) - w
-        nrm = np.sqrt(dx * dx + dy * dy + dz * dz)
-        ok = nrm > 0
-        if not ok.all():      # a point on the surface: a zero vector (d = 0 there; 0/1 = 0)
-            nrm = np.where(ok, nrm, 1.0)
-        for j, d in enumerate((dx, dy, dz)):
-            np.divide(d, nrm, out=res[:, j])
+        _fan_units(u, v, w, t.reshape(u.shape), a, buf if acc is None else buf[1:])
         if acc is not None:
             buf[0] = acc
         acc = np.add.reduce(buf.reshape(len(buf), 3 * n), axis=0).reshape(3, n)
@@ -310,33 +295,48 @@ def _fan_numpy_whole(R1, d12, a, dims, tt):
     else:
         gen = slice(None)
     a2, b2, c2 = a ** 2
-    A, B, C = a2 * u * u, b2 * v * v, c2 * w * w
-    su, sv_, sw = u / a[0], v / a[1], w / a[2]
-    out_ = ~(su * su + sv_ * sv_ + sw * sw < 1.0)     # outside (chord points rarely are)
-    t = np.zeros(u.size)
-    if out_.any():
-        t[out_.ravel()] = (a.max() * np.sqrt(u * u + v * v + w * w))[out_]
-    A, B, C = A.ravel(), B.ravel(), C.ravel()
+    t, A, B, C = _fan_start(u, v, w, a)
     m = len(t)
     for s0 in range(0, m, _NEWTON_CHUNK):
         _newton_ellipsoid(t, s0, min(m, s0 + _NEWTON_CHUNK), a2, b2, c2, A, B, C)
-    t = t.reshape(u.shape)
-    dx = a2 * u / (t + a2) - u
-    dy = b2 * v / (t + b2) - v
-    dz = c2 * w / (t + c2) - w
-    nrm = np.sqrt(dx * dx + dy * dy + dz * dz)
-    ok = nrm > 0
     K, nn = u.shape
     res = np.empty((K, 3, nn))
-    if not ok.all():      # a point on the surface: a zero vector (d = 0 there; 0/1 = 0)
-        nrm = np.where(ok, nrm, 1.0)
-    for j, d in enumerate((dx, dy, dz)):
-        np.divide(d, nrm, out=res[:, j])
+    _fan_units(u, v, w, t.reshape(u.shape), a, res)
     # summed over the fan in fan order: a reduction over the outer axis of (K, 3n) adds one
     # point at a time to each of the 3n sums (pairwise summation happens only along a
     # contiguous reduced axis, which this layout never has, even for a single row)
     out[gen] = np.add.reduce(res.reshape(K, 3 * nn), axis=0).reshape(3, nn).T
     return out
+
+
+def _fan_start(u, v, w, a):
+    """Eberly's start for the chord points (u, v, w) (K, n) each: t (K·n,) (0 inside the
+    ellipsoid of radii ``a``, ``max(a)·|x|`` outside; chord points rarely are) and the
+    flattened ``a²u², b²v², c²w²`` of :func:`_newton_ellipsoid`."""
+    a2, b2, c2 = a ** 2
+    A, B, C = a2 * u * u, b2 * v * v, c2 * w * w
+    su, sv_, sw = u / a[0], v / a[1], w / a[2]
+    out_ = ~(su * su + sv_ * sv_ + sw * sw < 1.0)     # outside
+    t = np.zeros(u.size)
+    if out_.any():
+        t[out_.ravel()] = (a.max() * np.sqrt(u * u + v * v + w * w))[out_]
+    return t, A.ravel(), B.ravel(), C.ravel()
+
+
+def _fan_units(u, v, w, t, a, res):
+    """The unit vectors from the chord points (u, v, w) (K, n) each to their closest
+    ellipsoid points (multipliers t (K, n)), written into ``res[:, j]`` (K, 3, n); a point on
+    the surface gives a zero vector (d = 0 there; 0/1 = 0)."""
+    a2, b2, c2 = a ** 2
+    dx = a2 * u / (t + a2) - u
+    dy = b2 * v / (t + b2) - v
+    dz = c2 * w / (t + c2) - w
+    nrm = np.sqrt(dx * dx + dy * dy + dz * dz)
+    ok = nrm > 0
+    if not ok.all():
+        nrm = np.where(ok, nrm, 1.0)
+    for j, d in enumerate((dx, dy, dz)):
+        np.divide(d, nrm, out=res[:, j])
 
 
 def _tangent_lm(pe, r, p, a, vs, vs4):

@@ -25,6 +25,19 @@ from .kinematics import Tree, forward_kinematics
 __all__ = ["constraint_bias", "constraint_loads", "motion_constraint_multipliers", "redundant_rows"]
 
 
+#: singular values of a constraint Jacobian (m or rad per unit speed) below this are rounding
+#: noise: rows that constrain nothing
+_NOISE = 1e-10
+
+
+def independent_singular_values(S):
+    """True for the singular values S (T, k) (largest first) of constraint rows that constrain
+    something: above an absolute 1e-10 (:data:`_NOISE`) and above 1e-12 of the largest. The
+    rule of :func:`redundant_rows` and of the moment arms' coupling vectors
+    (:func:`arthron.multibody.paths.coupling_vectors`)."""
+    return S > np.maximum(_NOISE, 1e-12 * S[:, :1])
+
+
 def redundant_rows(G):
     """``(W, drop)`` for constraint rows G (T, m, n) that are not independent, else
     ``(None, None)``: W (T, m, m) orthonormal combinations of the rows (G's left singular
@@ -37,7 +50,7 @@ def redundant_rows(G):
     U, S, _ = np.linalg.svd(G)
     keep = np.zeros((T, m), bool)
     k = min(m, n)
-    keep[:, :k] = S > np.maximum(1e-10, 1e-12 * S[:, :1])
+    keep[:, :k] = independent_singular_values(S)
     if keep.all():
         return None, None
     return U, ~keep
@@ -142,10 +155,9 @@ def _weld_bias(tree, kin0, cs, it, pt):
 
     (w1, al1), (w2, al2) = spin(i1), spin(i2)
     A, B = cs._frame_R(kin0, i1, X1), cs._frame_R(kin0, i2, X2)          # columns: the axes
-    ax = lambda R, k: R[:, :, k]                                           # noqa: E731
     rot = np.zeros((T, 3))
     for k in range(3):
-        a, b = ax(A, k), ax(B, k)
+        a, b = A[:, :, k], B[:, :, k]
         ad, bd = np.cross(w1, a), np.cross(w2, b)
         add = np.cross(al1, a) + np.cross(w1, ad)
         bdd = np.cross(al2, b) + np.cross(w2, bd)
@@ -310,7 +322,8 @@ def motion_constraint_multipliers(tree: Tree, q, qd, qdd, constraints, generaliz
     if generalized is not None:
         need = need - np.asarray(generalized, float)
     free = np.ones(nq, bool) if locked is None else ~np.asarray(locked, bool)
-    G = constraints.jacobian(q)[:, :, free]
+    G0 = constraints.jacobian(q)[:, :, free]
+    G = G0
     W, drop = redundant_rows(G)
     if W is not None:                     # rows the locks make redundant carry nothing
         G = np.where(drop[:, :, None], 0.0, np.swapaxes(W, 1, 2) @ G)
@@ -319,8 +332,7 @@ def motion_constraint_multipliers(tree: Tree, q, qd, qdd, constraints, generaliz
         A = A + drop[:, :, None] * np.eye(A.shape[1])
     mu = np.linalg.solve(A, np.einsum("tmk,tk->tm", G, need[:, free])[..., None])[..., 0]
     if W is not None:
-        G = constraints.jacobian(q)[:, :, free]
         mu = np.einsum("tij,tj->ti", W, mu)
     r = need.copy()
-    r[:, free] -= np.einsum("tmk,tm->tk", G, mu)
+    r[:, free] -= np.einsum("tmk,tm->tk", G0, mu)
     return mu, r

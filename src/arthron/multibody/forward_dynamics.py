@@ -76,7 +76,8 @@ def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=
         qdd[:, fi] = np.linalg.solve(Mb[:, fi][:, :, fi], rhs[:, fi, None])[..., 0]
         mu = np.zeros((T, 0))
     else:
-        G = constraints.jacobian(q)[:, :, fi]
+        Gq = constraints.jacobian(q)                 # (T, m, nq); the free columns solved
+        G = Gq[:, :, fi]
         b = constraint_bias(tree, q, qd, constraints, forward_kinematics(tree, q, qd, np.zeros_like(q)))
         nf = fi.size
         W, drop = redundant_rows(G)
@@ -97,7 +98,7 @@ def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=
             # and the locks (OpenSim's locked coordinates are Simbody constraints) by the
             # minimum-norm multipliers, as Simbody's least-squares solve shares them
             lk = np.flatnonzero(~free)
-            A = np.concatenate([np.swapaxes(constraints.jacobian(q), 1, 2),
+            A = np.concatenate([np.swapaxes(Gq, 1, 2),
                                 np.broadcast_to(np.eye(nq)[:, lk], (T, nq, lk.size))], 2)
             fc = np.einsum("tij,tj->ti", Mb, qdd) - rhs
             mu = np.einsum("tij,tj->ti", np.linalg.pinv(A, rcond=1e-10), fc)[:, :m]

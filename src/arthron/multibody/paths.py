@@ -68,10 +68,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import UnsupportedFeature
+from .constrained_dynamics import independent_singular_values
 from .kinematics import Kinematics, Tree, _euler_xyz_rate_matrix, forward_kinematics, velocity_map
 from .path_compile import PathSet, WrapObjectData, _FunctionPath, compile_paths  # noqa: F401  (public API)
 from ..geometry.spatial import cross as _cross
-from ..geometry.wrap_common import _norm as _wr_norm
+from ..geometry.wrap_common import _divide_positive, _norm as _wr_norm
 from .path_geometry import (PathState, _compute_many, _compute_one, _frames,  # noqa: F401
                             compute_paths)
 
@@ -212,8 +213,7 @@ def _moment_arms_from_states(pathset, tree, q, kin, states_dloc):
     n = _wr_norm(d)
     ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0) & (body[:, :-1] != body[:, 1:]) & (n > 0)
     ok[:, off[1:] - 1] = False
-    u = d / np.where(ok, n, 1.0)[..., None]      # (np.divide with where= is several times slower)
-    u[~ok] = 0.0
+    u = _divide_positive(d, n[..., None], ok[..., None])
     f = np.zeros_like(P)
     f[:, :-1] += u
     f[:, 1:] -= u
@@ -273,8 +273,6 @@ def speed_map(pathset: PathSet, q) -> np.ndarray:
 
 # a coordinate whose unit speed, projected onto the constraints, keeps less than this: it cannot move
 _STILL = 1e-9
-# singular values of the constraint Jacobian (m or rad per unit speed) below this are rounding
-_NOISE = 1e-10
 
 
 def coupling_vectors(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None):
@@ -334,7 +332,7 @@ def coupling_vectors(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = N
         # nothing: singular values below an absolute 1e-10 are dropped (relative to the
         # largest alone, noise-only rows were inverted and the speeds came out arbitrary)
         _, S, Vt = np.linalg.svd(Gf, full_matrices=False)
-        keep = S > np.maximum(_NOISE, 1e-12 * S[:, :1])
+        keep = independent_singular_values(S)
         V = Vt * keep[:, :, None]
         u = ek - np.einsum("tri,trj,j->ti", V, V, ek)
         col = np.zeros((T, nq))
@@ -488,8 +486,7 @@ def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | No
         d = X[:, 1:] - X[:, :-1]
         nrm = _wr_norm(d)
         ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0) & (nrm > 0)
-        u = d / np.where(ok, nrm, 1.0)[..., None]
-        u[~ok] = 0.0
+        u = _divide_positive(d, nrm[..., None], ok[..., None])
         dv = vel[:, 1:] - vel[:, :-1]
         for g, i in enumerate(geo):
             s = slice(off[g], off[g + 1] - 1)

@@ -40,7 +40,8 @@ from ..solvers.shoulder_study import (PARAMETER_STUDY, SARSHARI_2021, SUMMARY_AN
 from ..tables import MarkerTrial, Table
 from .shoulder_elbow_tool import export_shoulder_elbow
 
-__all__ = ["run_study", "run_demo", "default_model", "study_table", "study_spec_of_model", "PAPER_POINTS"]
+__all__ = ["run_study", "run_demo", "default_model", "arm_pose_spec", "study_table", "study_spec_of_model",
+           "PAPER_POINTS"]
 
 #: points of Sarshari et al. (2021) drawn beside the curves: {variant: [(elevation, N), ...]}
 #: (the 684 N peak of 100 kg has no printed elevation: it is in the table only)
@@ -53,6 +54,33 @@ def default_model():
     from ..models.shoulder_elbow import build_shoulder_elbow_model, shoulder_elbow_info
     model = build_shoulder_elbow_model()
     return model, StudySpec.from_info(shoulder_elbow_info())
+
+
+def arm_pose_spec(model, spec: StudySpec | None, *, humeral_rotation=None, elbow_flexion=None):
+    """(model, spec) with the command options ``--humeral-rotation`` and ``--elbow-flexion``
+    (degrees; None: not given) set in ``spec`` (the built-in model's, :func:`default_model`,
+    when ``spec`` is None); ``(model, spec)`` unchanged when neither is given.
+
+    Raises OptionError for a rotation outside [−90°, 90°], a flexion outside EL_x's range, or a
+    flexion for a model whose study does not solve EL_x."""
+    if humeral_rotation is None and elbow_flexion is None:
+        return model, spec
+    if spec is None:
+        model, spec = default_model()
+    if humeral_rotation is not None:
+        if not (math.isfinite(humeral_rotation) and abs(humeral_rotation) <= 90.0):
+            raise OptionError(f"--humeral-rotation must lie in [-90, 90] degrees, got {humeral_rotation!r}")
+        spec = replace(spec, humeral_rotation_deg=float(humeral_rotation))
+    if elbow_flexion is not None:
+        if "EL_x" not in spec.coordinates:
+            raise OptionError("--elbow-flexion sets the built-in model's elbow coordinate EL_x, which the "
+                              "model given with --model does not solve")
+        lo, hi = (math.degrees(v) for v in model.coordinates["EL_x"].range)
+        if not (math.isfinite(elbow_flexion) and lo <= elbow_flexion <= hi):
+            raise OptionError(f"--elbow-flexion must lie in [{lo:g}, {hi:g}] degrees, got {elbow_flexion!r}")
+        spec = replace(spec, fixed_coordinates=dict(spec.fixed_coordinates,
+                                                    EL_x=math.radians(elbow_flexion)))
+    return model, spec
 
 
 def study_spec_of_model(path, *, cone, landmarks=None, coordinates=None, rotator_cuff=None,
