@@ -193,7 +193,6 @@ def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
         raise UnsupportedFeature(f"muscle '{params.names[spl[0]]}': its curves are missing "
                                  "(build MuscleParameters with muscle_parameters)")
     sch = [i for i in spl if params.types[i].endswith("_Deprecated")]
-    rig = [i for i in spl if params.types[i] == "RigidTendonMuscle"]
     L2 = np.atleast_2d(np.asarray(lengths, float))
     V2 = np.zeros_like(L2) if speeds is None else np.atleast_2d(np.asarray(speeds, float))
     if sch:

@@ -87,7 +87,6 @@ _DEFAULTS = {"active_force_length_curve": _AFL, "passive_force_length_curve": _P
 _XY = {"SimmSpline": SimmSpline, "NaturalCubicSpline": NaturalCubicSpline,
        "PiecewiseLinearFunction": PiecewiseLinearFunction,
        "PiecewiseConstantFunction": PiecewiseConstantFunction}
-_NUMS = re.compile(r"[-+0-9.eEinfINFnaN]+")
 
 
 def _numbers(text, muscle, tag):
