@@ -50,7 +50,8 @@ from .functions import (Constant, LinearFunction, NaturalCubicSpline, PiecewiseC
 
 __all__ = ["SPLINE_MUSCLE_TYPES", "muscle_spline", "schutte_isometric_force",
            "schutte_force_velocity", "schutte_static_optimization_force",
-           "schutte_default_state_tensions", "rigid_tendon_fiber", "rigid_tendon_forces"]
+           "schutte_default_state_tensions", "rigid_tendon_fiber", "rigid_tendon_multipliers",
+           "rigid_tendon_forces"]
 
 #: the classes of this module
 SPLINE_MUSCLE_TYPES = ("Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated",
@@ -416,6 +417,17 @@ def rigid_tendon_fiber(muscle, lengths, speeds=None):
     return lf / lopt, cos_a, v
 
 
+def rigid_tendon_multipliers(muscle, lengths, speeds=None):
+    """``RigidTendonMuscle`` multipliers at path lengths (T,) m and lengthening speeds (T,) m/s:
+    (f_L, f_PE clamped to [0, 10], f_V, cos α), the file's curves (or the class defaults) at
+    :func:`rigid_tendon_fiber`'s fiber state."""
+    ln, cos_a, v = rigid_tendon_fiber(muscle, lengths, speeds)
+    fl = muscle_spline(muscle, "active_force_length_curve").value(ln)
+    fp = np.clip(muscle_spline(muscle, "passive_force_length_curve").value(ln), 0.0, 10.0)
+    fv = muscle_spline(muscle, "force_velocity_curve").value(v)
+    return fl, fp, fv, cos_a
+
+
 def rigid_tendon_forces(muscles, lengths, speeds=None, activation=0.0):
     """``RigidTendonMuscle`` forces (T, m) N: (tension at ``activation`` (scalar or (T, m)),
     force per unit activation ``F_max f_L f_V cos α`` (``Muscle::
@@ -431,11 +443,8 @@ def rigid_tendon_forces(muscles, lengths, speeds=None, activation=0.0):
     a = np.broadcast_to(np.asarray(activation, float), L.shape)
     tension, per_act, passive = (np.zeros_like(L) for _ in range(3))
     for k, m in enumerate(muscles):
-        ln, cos_a, v = rigid_tendon_fiber(m, L[:, k], V[:, k])
+        fl, fp, fv, cos_a = rigid_tendon_multipliers(m, L[:, k], V[:, k])
         fmax = float(m.max_isometric_force)
-        fl = muscle_spline(m, "active_force_length_curve").value(ln)
-        fp = np.clip(muscle_spline(m, "passive_force_length_curve").value(ln), 0.0, 10.0)
-        fv = muscle_spline(m, "force_velocity_curve").value(v)
         per_act[:, k] = fmax * fl * fv * cos_a
         passive[:, k] = fmax * fp * cos_a
         tension[:, k] = a[:, k] * per_act[:, k] + passive[:, k]
