@@ -276,7 +276,7 @@ def schutte_isometric_force(muscle, lengths, activation: float = 1.0):
     idx = np.flatnonzero(~short)
     Li = L[idx]
     lf = Li - ls if p.delp else np.full(len(idx), lopt)
-    cos_f = np.cos(_calc_pennation(lf, lopt, p.alpha)) * np.ones(len(idx))
+    cos_f = np.cos(_calc_pennation(lf, lopt, p.alpha))
     lt = Li - lf * cos_f
     lo = lt < ls
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -293,8 +293,9 @@ def schutte_isometric_force(muscle, lengths, activation: float = 1.0):
             break
         lfl, cfl, ltl, Ll = lf[live], cos_f[live], lt[live], Li[live]
         fl = p.active(lfl / lopt)
+        fpe = p.passive(lfl / lopt)
         act = np.maximum(fl * activation, 0.0)
-        pas = np.maximum(p.passive(lfl / lopt), 0.0)
+        pas = np.maximum(fpe, 0.0)
         fiber_force = (act + pas) * fmax * cfl
         fse_f, fse = p.tendon(ltl)
         tfl_ = fse_f * fmax
@@ -304,16 +305,15 @@ def schutte_isometric_force(muscle, lengths, activation: float = 1.0):
         err[live] = e
         done = np.abs(e) <= 0.01
         flip = (np.where(e >= 0, 1, -1) != np.where(old_err >= 0, 1, -1)) & ~done
-        new_lf = lfl.copy()
-        prev = old_lf[live].copy()
+        prev = old_lf[live]
         # sign change: step back proportionally towards the previous fiber length
         pct = np.abs(e) / (np.abs(e) + np.abs(old_err))
-        new_lf = np.where(flip, lfl + pct * (prev - lfl), new_lf)
+        new_lf = np.where(flip, lfl + pct * (prev - lfl), lfl)
         # same sign: stiffness-based step
         t_stiff = fse * fmax / ls
         t_min = (act + pas) * 1200.0 * fmax / (32.0 * ls)
         t_stiff = np.maximum(t_stiff, t_min)
-        f_stiff = fmax / lopt * (fl + p.passive(lfl / lopt))
+        f_stiff = fmax / lopt * (fl + fpe)
         with np.errstate(divide="ignore", invalid="ignore"):
             dl = np.abs(e / (f_stiff / cfl + t_stiff))
         dl = np.where(np.abs(dl / lopt) > 0.5, 0.5 * lopt, dl)
