@@ -9,7 +9,7 @@ import glob
 import numpy as np
 import pytest
 
-from conftest import DATA, needs_data, needs_opensim, static_optimization_setup
+from conftest import DATA, needs_data, needs_opensim, one_muscle_arm, static_optimization_setup
 import oracle
 
 DAS4 = DATA / "arm-model" / "das4_v4.osim"
@@ -154,25 +154,6 @@ def test_das4_static_optimization_with_physiology(tmp_path):
     assert np.all((B ** 2).sum(1) <= (A ** 2).sum(1) * (1 + 1e-6))
 
 
-_RIGID_ARM = """<?xml version="1.0" encoding="UTF-8"?>
-<OpenSimDocument Version="40000"><Model name="arm"><Ground name="ground"/>
-<gravity>0 -9.80665 0</gravity>
-<BodySet name="bodyset"><objects><Body name="arm"><mass>1.5</mass><mass_center>0 -0.15 0</mass_center>
-<inertia>0.01 0.002 0.01 0 0 0</inertia></Body></objects></BodySet>
-<JointSet name="jointset"><objects><PinJoint name="elbow">
-<socket_parent_frame>/ground</socket_parent_frame><socket_child_frame>/bodyset/arm</socket_child_frame>
-<coordinates><Coordinate name="flex"><range>-2 2</range></Coordinate></coordinates></PinJoint></objects></JointSet>
-<ForceSet name="forceset"><objects>
-<RigidTendonMuscle name="FLEX"><min_control>0</min_control><max_control>1</max_control>
-<GeometryPath name="path"><PathPointSet><objects>
-<PathPoint name="o"><socket_parent_frame>/ground</socket_parent_frame><location>0.03 0.2 0</location></PathPoint>
-<PathPoint name="i"><socket_parent_frame>/bodyset/arm</socket_parent_frame><location>0.03 -0.05 0</location></PathPoint>
-</objects></PathPointSet></GeometryPath>
-<max_isometric_force>800</max_isometric_force><optimal_fiber_length>0.12</optimal_fiber_length>
-<tendon_slack_length>0.1</tendon_slack_length><pennation_angle_at_optimal>0.2</pennation_angle_at_optimal>
-<max_contraction_velocity>8</max_contraction_velocity>{curves}
-</RigidTendonMuscle></objects></ForceSet></Model></OpenSimDocument>"""
-
 # a file curve for each property (the passive one steeper than the default, so it pulls at
 # the lengths reached)
 _RIGID_CURVES = """
@@ -197,7 +178,7 @@ def test_rigid_tendon_muscle_equals_opensim(tmp_path, curves):
     from arthron.cli import main
     from arthron.solvers.muscle_states import default_state_tensions
     path = tmp_path / "arm.osim"
-    path.write_text(_RIGID_ARM.format(curves=curves))
+    path.write_text(one_muscle_arm("RigidTendonMuscle", 8, curves))
     model = read_osim(path)
     q = np.linspace(-1.2, 1.8, 9)[:, None]
     qd = np.linspace(-3, 3, 9)[:, None]
@@ -245,7 +226,7 @@ def test_deprecated_muscles_inline_equal_opensim(tmp_path, cls):
     from arthron.models.muscles import force_length_velocity, muscle_parameters
     from arthron.solvers.muscle_states import default_state_tensions
     path = tmp_path / "arm.osim"
-    text = _RIGID_ARM.format(curves="").replace("RigidTendonMuscle", cls)
+    text = one_muscle_arm(cls, 8)
     path.write_text(text.replace("<tendon_slack_length>0.1<", "<tendon_slack_length>0.2<"))
     model = read_osim(path)
     q = np.linspace(-1.2, 1.8, 9)[:, None]
