@@ -251,21 +251,12 @@ def test_das4_inverse_dynamics_with_muscles_not_excluded(tmp_path):
     muscles at their default states (fiber length 0: tendon forces of 10⁴ N); arthron's
     inverse dynamics equals it (21 frames, 6 Hz), every column to 1e-9 of the largest."""
     import warnings
-    import opensim
     from arthron.io.osim import read_osim
     from arthron.io.sto import read_sto
     from arthron.solvers.inverse_dynamics import run_inverse_dynamics
     model = read_osim(DAS4)
     mot = _das4_motion(model, tmp_path / "m.mot")
-    tool = opensim.InverseDynamicsTool()
-    tool.setModelFileName(str(DAS4))
-    tool.setCoordinatesFileName(str(mot))
-    tool.setLowpassCutoffFrequency(6)
-    tool.setStartTime(0)
-    tool.setEndTime(1)
-    tool.setExcludedForces(opensim.ArrayStr())
-    tool.setResultsDir(str(tmp_path / "osim"))
-    tool.setOutputGenForceFileName("id.sto")
+    tool = oracle.inverse_dynamics_tool(DAS4, mot, tmp_path / "osim", lowpass=6, time_range=(0, 1))
     with oracle.opensim_defaults_kept(tmp_path):
         tool.run()
     ref = read_sto(tmp_path / "osim" / "id.sto")
