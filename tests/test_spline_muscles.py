@@ -154,6 +154,21 @@ def test_das4_static_optimization_with_physiology(tmp_path):
     assert np.all((B ** 2).sum(1) <= (A ** 2).sum(1) * (1 + 1e-6))
 
 
+def _one_muscle_arm_at_nine_poses(tmp_path, path):
+    """:func:`conftest.one_muscle_arm` at ``path`` at 9 poses and speeds: (the model read by
+    arthron, OpenSim's default-state forces, its forces per activation, its path lengths,
+    arthron's path lengths and lengthening speeds)."""
+    from arthron.io.osim import read_osim
+    model = read_osim(path)
+    q = np.linspace(-1.2, 1.8, 9)[:, None]
+    qd = np.linspace(-3, 3, 9)[:, None]
+    with oracle.opensim_defaults_kept(tmp_path):
+        _, dflt, lens = _opensim_at(path, ["flex"], q, qd, "default")
+        _, fhat, _ = _opensim_at(path, ["flex"], q, qd, "fhat")
+    L, V = _arthron_paths(model, ["flex"], q, qd, ["FLEX"])
+    return model, dflt, fhat, lens, L, V
+
+
 # a file curve for each property (the passive one steeper than the default, so it pulls at
 # the lengths reached)
 _RIGID_CURVES = """
@@ -172,20 +187,13 @@ def test_rigid_tendon_muscle_equals_opensim(tmp_path, curves):
     StaticOptimization with use_muscle_physiology gives OpenSim's activations (one muscle: a
     unique solution)."""
     import opensim as osim
-    from arthron.io.osim import read_osim
     from arthron.io.sto import read_sto
     from arthron.models.muscles import force_length_velocity, muscle_parameters
     from arthron.cli import main
     from arthron.solvers.muscle_states import default_state_tensions
     path = tmp_path / "arm.osim"
     path.write_text(one_muscle_arm("RigidTendonMuscle", 8, curves))
-    model = read_osim(path)
-    q = np.linspace(-1.2, 1.8, 9)[:, None]
-    qd = np.linspace(-3, 3, 9)[:, None]
-    with oracle.opensim_defaults_kept(tmp_path):
-        _, dflt, lens = _opensim_at(path, ["flex"], q, qd, "default")
-        _, fhat, _ = _opensim_at(path, ["flex"], q, qd, "fhat")
-    L, V = _arthron_paths(model, ["flex"], q, qd, ["FLEX"])
+    model, dflt, fhat, lens, L, V = _one_muscle_arm_at_nine_poses(tmp_path, path)
     assert np.abs(L - lens).max() < 1e-12
     got = default_state_tensions([model.forces["FLEX"]], L, V)
     assert dflt.max() > 1.0                                 # the passive force pulls somewhere
@@ -222,19 +230,12 @@ def test_deprecated_muscles_inline_equal_opensim(tmp_path, cls):
     exp(8(l̃−1))/exp(4); Delp: its first guess L − l_s; Thelen: closed forms) at 9 poses and speeds, some with the path shorter than the tendon
     slack length: the default-state force and StaticOptimization's force per activation equal
     OpenSim 4.6's to 1e-9 relative."""
-    from arthron.io.osim import read_osim
     from arthron.models.muscles import force_length_velocity, muscle_parameters
     from arthron.solvers.muscle_states import default_state_tensions
     path = tmp_path / "arm.osim"
     text = one_muscle_arm(cls, 8)
     path.write_text(text.replace("<tendon_slack_length>0.1<", "<tendon_slack_length>0.2<"))
-    model = read_osim(path)
-    q = np.linspace(-1.2, 1.8, 9)[:, None]
-    qd = np.linspace(-3, 3, 9)[:, None]
-    with oracle.opensim_defaults_kept(tmp_path):
-        _, dflt, lens = _opensim_at(path, ["flex"], q, qd, "default")
-        _, fhat, _ = _opensim_at(path, ["flex"], q, qd, "fhat")
-    L, V = _arthron_paths(model, ["flex"], q, qd, ["FLEX"])
+    model, dflt, fhat, lens, L, V = _one_muscle_arm_at_nine_poses(tmp_path, path)
     assert np.abs(L - lens).max() < 1e-12 and L.min() < 0.2 < L.max()
     np.testing.assert_allclose(default_state_tensions([model.forces["FLEX"]], L, V), dflt,
                                rtol=1e-9, atol=1e-9)
