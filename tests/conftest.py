@@ -30,6 +30,31 @@ LENHART = DATA / "opensim-jam" / "models" / "knee_healthy" / "lenhart2015" / "le
 ARM26_TUT = MODELS / "Tutorials" / "Computed_Muscle_Control"
 
 
+
+def one_muscle_arm(muscle_class: str, max_contraction_velocity, curves: str = "") -> str:
+    """The .osim text (4.x) of an arm (1.5 kg) on a pin joint ``flex`` under gravity, moved by
+    one muscle ``FLEX`` of ``muscle_class`` from the ground to the arm (F_max 800 N, l_opt
+    0.12 m, l_s 0.1 m, α_opt 0.2 rad, ``max_contraction_velocity``), ``curves`` (XML of its
+    curve properties) after its other properties."""
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<OpenSimDocument Version="40000"><Model name="arm"><Ground name="ground"/>
+<gravity>0 -9.80665 0</gravity>
+<BodySet name="bodyset"><objects><Body name="arm"><mass>1.5</mass><mass_center>0 -0.15 0</mass_center>
+<inertia>0.01 0.002 0.01 0 0 0</inertia></Body></objects></BodySet>
+<JointSet name="jointset"><objects><PinJoint name="elbow">
+<socket_parent_frame>/ground</socket_parent_frame><socket_child_frame>/bodyset/arm</socket_child_frame>
+<coordinates><Coordinate name="flex"><range>-2 2</range></Coordinate></coordinates></PinJoint></objects></JointSet>
+<ForceSet name="forceset"><objects>
+<{muscle_class} name="FLEX"><min_control>0</min_control><max_control>1</max_control>
+<GeometryPath name="path"><PathPointSet><objects>
+<PathPoint name="o"><socket_parent_frame>/ground</socket_parent_frame><location>0.03 0.2 0</location></PathPoint>
+<PathPoint name="i"><socket_parent_frame>/bodyset/arm</socket_parent_frame><location>0.03 -0.05 0</location></PathPoint>
+</objects></PathPointSet></GeometryPath>
+<max_isometric_force>800</max_isometric_force><optimal_fiber_length>0.12</optimal_fiber_length>
+<tendon_slack_length>0.1</tendon_slack_length><pennation_angle_at_optimal>0.2</pennation_angle_at_optimal>
+<max_contraction_velocity>{max_contraction_velocity}</max_contraction_velocity>{curves}
+</{muscle_class}></objects></ForceSet></Model></OpenSimDocument>"""
+
 def static_optimization_setup(name, model, coordinates, results, t0, t1, *, physiology,
                               force_set=None, grf=None) -> str:
     """The XML text of an OpenSim AnalyzeTool setup ``name`` running StaticOptimization from

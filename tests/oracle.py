@@ -137,6 +137,27 @@ def set_coordinates(m, s, values: dict):
     m.realizePosition(s)
 
 
+
+def inverse_dynamics_tool(model_path, coordinates_path, results_dir, *, lowpass, time_range,
+                          excluded=()):
+    """OpenSim's InverseDynamicsTool set up, not run, on the files (absolute paths): results
+    ``results_dir``/id.sto, ``excluded`` its forces_to_exclude (empty: the muscles pull at
+    their default states)."""
+    import opensim as osim
+    tool = osim.InverseDynamicsTool()
+    tool.setModelFileName(str(model_path))
+    tool.setCoordinatesFileName(str(coordinates_path))
+    tool.setLowpassCutoffFrequency(lowpass)
+    tool.setStartTime(time_range[0])
+    tool.setEndTime(time_range[1])
+    ex = osim.ArrayStr()
+    for name in excluded:
+        ex.append(name)
+    tool.setExcludedForces(ex)
+    tool.setResultsDir(str(results_dir))
+    tool.setOutputGenForceFileName("id.sto")
+    return tool
+
 def run_id_tool(model_path, coordinates_path, out_dir, time_range, lowpass=-1.0, external_loads=None):
     """Run OpenSim's InverseDynamicsTool (absolute paths) and return (labels, time, data)."""
     import opensim as osim

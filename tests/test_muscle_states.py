@@ -243,15 +243,7 @@ def test_inverse_dynamics_with_muscles_not_excluded_as_opensim(tmp_path, kind):
     from arthron.solvers.inverse_dynamics import run_inverse_dynamics
     model = ARM26 if kind == "Thelen2003Muscle" else CONVERT[kind](tmp_path)
     opensim.Logger.setLevelString("error")
-    tool = opensim.InverseDynamicsTool()
-    tool.setModelFileName(str(model))
-    tool.setCoordinatesFileName(str(ARM_MOT))
-    tool.setLowpassCutoffFrequency(6)
-    tool.setStartTime(0)
-    tool.setEndTime(1)
-    tool.setExcludedForces(opensim.ArrayStr())
-    tool.setResultsDir(str(tmp_path / "osim"))
-    tool.setOutputGenForceFileName("id.sto")
+    tool = oracle.inverse_dynamics_tool(model, ARM_MOT, tmp_path / "osim", lowpass=6, time_range=(0, 1))
     with oracle._cwd(tmp_path):
         tool.run()
     ref = read_sto(tmp_path / "osim" / "id.sto")

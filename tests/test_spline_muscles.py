@@ -9,7 +9,7 @@ import glob
 import numpy as np
 import pytest
 
-from conftest import DATA, needs_data, needs_opensim, static_optimization_setup
+from conftest import DATA, needs_data, needs_opensim, one_muscle_arm, static_optimization_setup
 import oracle
 
 DAS4 = DATA / "arm-model" / "das4_v4.osim"
@@ -154,24 +154,20 @@ def test_das4_static_optimization_with_physiology(tmp_path):
     assert np.all((B ** 2).sum(1) <= (A ** 2).sum(1) * (1 + 1e-6))
 
 
-_RIGID_ARM = """<?xml version="1.0" encoding="UTF-8"?>
-<OpenSimDocument Version="40000"><Model name="arm"><Ground name="ground"/>
-<gravity>0 -9.80665 0</gravity>
-<BodySet name="bodyset"><objects><Body name="arm"><mass>1.5</mass><mass_center>0 -0.15 0</mass_center>
-<inertia>0.01 0.002 0.01 0 0 0</inertia></Body></objects></BodySet>
-<JointSet name="jointset"><objects><PinJoint name="elbow">
-<socket_parent_frame>/ground</socket_parent_frame><socket_child_frame>/bodyset/arm</socket_child_frame>
-<coordinates><Coordinate name="flex"><range>-2 2</range></Coordinate></coordinates></PinJoint></objects></JointSet>
-<ForceSet name="forceset"><objects>
-<RigidTendonMuscle name="FLEX"><min_control>0</min_control><max_control>1</max_control>
-<GeometryPath name="path"><PathPointSet><objects>
-<PathPoint name="o"><socket_parent_frame>/ground</socket_parent_frame><location>0.03 0.2 0</location></PathPoint>
-<PathPoint name="i"><socket_parent_frame>/bodyset/arm</socket_parent_frame><location>0.03 -0.05 0</location></PathPoint>
-</objects></PathPointSet></GeometryPath>
-<max_isometric_force>800</max_isometric_force><optimal_fiber_length>0.12</optimal_fiber_length>
-<tendon_slack_length>0.1</tendon_slack_length><pennation_angle_at_optimal>0.2</pennation_angle_at_optimal>
-<max_contraction_velocity>8</max_contraction_velocity>{curves}
-</RigidTendonMuscle></objects></ForceSet></Model></OpenSimDocument>"""
+def _one_muscle_arm_at_nine_poses(tmp_path, path):
+    """:func:`conftest.one_muscle_arm` at ``path`` at 9 poses and speeds: (the model read by
+    arthron, OpenSim's default-state forces, its forces per activation, its path lengths,
+    arthron's path lengths and lengthening speeds)."""
+    from arthron.io.osim import read_osim
+    model = read_osim(path)
+    q = np.linspace(-1.2, 1.8, 9)[:, None]
+    qd = np.linspace(-3, 3, 9)[:, None]
+    with oracle.opensim_defaults_kept(tmp_path):
+        _, dflt, lens = _opensim_at(path, ["flex"], q, qd, "default")
+        _, fhat, _ = _opensim_at(path, ["flex"], q, qd, "fhat")
+    L, V = _arthron_paths(model, ["flex"], q, qd, ["FLEX"])
+    return model, dflt, fhat, lens, L, V
+
 
 # a file curve for each property (the passive one steeper than the default, so it pulls at
 # the lengths reached)
@@ -191,20 +187,13 @@ def test_rigid_tendon_muscle_equals_opensim(tmp_path, curves):
     StaticOptimization with use_muscle_physiology gives OpenSim's activations (one muscle: a
     unique solution)."""
     import opensim as osim
-    from arthron.io.osim import read_osim
     from arthron.io.sto import read_sto
     from arthron.models.muscles import force_length_velocity, muscle_parameters
     from arthron.cli import main
     from arthron.solvers.muscle_states import default_state_tensions
     path = tmp_path / "arm.osim"
-    path.write_text(_RIGID_ARM.format(curves=curves))
-    model = read_osim(path)
-    q = np.linspace(-1.2, 1.8, 9)[:, None]
-    qd = np.linspace(-3, 3, 9)[:, None]
-    with oracle.opensim_defaults_kept(tmp_path):
-        _, dflt, lens = _opensim_at(path, ["flex"], q, qd, "default")
-        _, fhat, _ = _opensim_at(path, ["flex"], q, qd, "fhat")
-    L, V = _arthron_paths(model, ["flex"], q, qd, ["FLEX"])
+    path.write_text(one_muscle_arm("RigidTendonMuscle", 8, curves))
+    model, dflt, fhat, lens, L, V = _one_muscle_arm_at_nine_poses(tmp_path, path)
     assert np.abs(L - lens).max() < 1e-12
     got = default_state_tensions([model.forces["FLEX"]], L, V)
     assert dflt.max() > 1.0                                 # the passive force pulls somewhere
@@ -241,19 +230,12 @@ def test_deprecated_muscles_inline_equal_opensim(tmp_path, cls):
     exp(8(l̃−1))/exp(4); Delp: its first guess L − l_s; Thelen: closed forms) at 9 poses and speeds, some with the path shorter than the tendon
     slack length: the default-state force and StaticOptimization's force per activation equal
     OpenSim 4.6's to 1e-9 relative."""
-    from arthron.io.osim import read_osim
     from arthron.models.muscles import force_length_velocity, muscle_parameters
     from arthron.solvers.muscle_states import default_state_tensions
     path = tmp_path / "arm.osim"
-    text = _RIGID_ARM.format(curves="").replace("RigidTendonMuscle", cls)
+    text = one_muscle_arm(cls, 8)
     path.write_text(text.replace("<tendon_slack_length>0.1<", "<tendon_slack_length>0.2<"))
-    model = read_osim(path)
-    q = np.linspace(-1.2, 1.8, 9)[:, None]
-    qd = np.linspace(-3, 3, 9)[:, None]
-    with oracle.opensim_defaults_kept(tmp_path):
-        _, dflt, lens = _opensim_at(path, ["flex"], q, qd, "default")
-        _, fhat, _ = _opensim_at(path, ["flex"], q, qd, "fhat")
-    L, V = _arthron_paths(model, ["flex"], q, qd, ["FLEX"])
+    model, dflt, fhat, lens, L, V = _one_muscle_arm_at_nine_poses(tmp_path, path)
     assert np.abs(L - lens).max() < 1e-12 and L.min() < 0.2 < L.max()
     np.testing.assert_allclose(default_state_tensions([model.forces["FLEX"]], L, V), dflt,
                                rtol=1e-9, atol=1e-9)
@@ -270,21 +252,12 @@ def test_das4_inverse_dynamics_with_muscles_not_excluded(tmp_path):
     muscles at their default states (fiber length 0: tendon forces of 10⁴ N); arthron's
     inverse dynamics equals it (21 frames, 6 Hz), every column to 1e-9 of the largest."""
     import warnings
-    import opensim
     from arthron.io.osim import read_osim
     from arthron.io.sto import read_sto
     from arthron.solvers.inverse_dynamics import run_inverse_dynamics
     model = read_osim(DAS4)
     mot = _das4_motion(model, tmp_path / "m.mot")
-    tool = opensim.InverseDynamicsTool()
-    tool.setModelFileName(str(DAS4))
-    tool.setCoordinatesFileName(str(mot))
-    tool.setLowpassCutoffFrequency(6)
-    tool.setStartTime(0)
-    tool.setEndTime(1)
-    tool.setExcludedForces(opensim.ArrayStr())
-    tool.setResultsDir(str(tmp_path / "osim"))
-    tool.setOutputGenForceFileName("id.sto")
+    tool = oracle.inverse_dynamics_tool(DAS4, mot, tmp_path / "osim", lowpass=6, time_range=(0, 1))
     with oracle.opensim_defaults_kept(tmp_path):
         tool.run()
     ref = read_sto(tmp_path / "osim" / "id.sto")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import oracle
-from conftest import needs_opensim
+from conftest import needs_opensim, one_muscle_arm
 from arthron.cli import main
 from arthron.errors import ArthronWarning
 from arthron.io.osim import read_osim, write_osim
@@ -538,24 +538,7 @@ def test_comment_holding_double_hyphen_read_as_opensim(tmp_path):
         read_osim(bad)
 
 
-_SCHUTTE_ARM = """<?xml version="1.0" encoding="UTF-8"?>
-<OpenSimDocument Version="40000"><Model name="arm"><Ground name="ground"/>
-<gravity>0 -9.80665 0</gravity>
-<BodySet name="bodyset"><objects><Body name="arm"><mass>1.5</mass><mass_center>0 -0.15 0</mass_center>
-<inertia>0.01 0.002 0.01 0 0 0</inertia></Body></objects></BodySet>
-<JointSet name="jointset"><objects><PinJoint name="elbow">
-<socket_parent_frame>/ground</socket_parent_frame><socket_child_frame>/bodyset/arm</socket_child_frame>
-<coordinates><Coordinate name="flex"><range>-2 2</range></Coordinate></coordinates></PinJoint></objects></JointSet>
-<ForceSet name="forceset"><objects>
-<Schutte1993Muscle_Deprecated name="FLEX"><min_control>0</min_control><max_control>1</max_control>
-<GeometryPath name="path"><PathPointSet><objects>
-<PathPoint name="o"><socket_parent_frame>/ground</socket_parent_frame><location>0.03 0.2 0</location></PathPoint>
-<PathPoint name="i"><socket_parent_frame>/bodyset/arm</socket_parent_frame><location>0.03 -0.05 0</location></PathPoint>
-</objects></PathPointSet></GeometryPath>
-<max_isometric_force>800</max_isometric_force><optimal_fiber_length>0.12</optimal_fiber_length>
-<tendon_slack_length>0.1</tendon_slack_length><pennation_angle_at_optimal>0.2</pennation_angle_at_optimal>
-<max_contraction_velocity>0</max_contraction_velocity>
-</Schutte1993Muscle_Deprecated></objects></ForceSet></Model></OpenSimDocument>"""
+_SCHUTTE_ARM = one_muscle_arm("Schutte1993Muscle_Deprecated", 0)
 
 
 @needs_opensim

@@ -38,8 +38,8 @@ import numpy as np
 
 from ..errors import ModelFileError, UnsupportedFeature
 from .functions import StepFunction
-from .spline_muscles import (SPLINE_MUSCLE_TYPES, muscle_spline, rigid_tendon_fiber,
-                             schutte_force_velocity, schutte_static_optimization_force)
+from .spline_muscles import (SPLINE_MUSCLE_TYPES, rigid_tendon_multipliers, schutte_force_velocity,
+                             schutte_static_optimization_force)
 
 __all__ = ["MuscleParameters", "muscle_parameters", "muscle_property", "thelen_active_force_length",
            "MuscleCurve", "millard_curves", "millard_curve_params", "millard_active_force_length_curve",
@@ -175,8 +175,8 @@ def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
     4.6's ``calcInextensibleTendonActiveFiberForce`` of this class is the active fiber force
     along the fiber, not projected on the tendon). RigidTendonMuscle: the file's splines at
     OpenSim's fiber length and unprojected fiber velocity
-    (:func:`arthron.models.spline_muscles.rigid_tendon_forces`). Schutte1993Muscle_Deprecated,
-    Delp1990Muscle_Deprecated and Thelen2003Muscle_Deprecated:
+    (:func:`arthron.models.spline_muscles.rigid_tendon_multipliers`).
+    Schutte1993Muscle_Deprecated, Delp1990Muscle_Deprecated and Thelen2003Muscle_Deprecated:
     f_L is the isometric tendon force at activation 1 over F_max (OpenSim's
     ``computeIsometricForce``, passive force included), f_V the deprecated classes' generic
     force-velocity factor, cos α 1, f_PE the passive force along the tendon at that fiber
@@ -193,7 +193,6 @@ def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
         raise UnsupportedFeature(f"muscle '{params.names[spl[0]]}': its curves are missing "
                                  "(build MuscleParameters with muscle_parameters)")
     sch = [i for i in spl if params.types[i].endswith("_Deprecated")]
-    rig = [i for i in spl if params.types[i] == "RigidTendonMuscle"]
     L2 = np.atleast_2d(np.asarray(lengths, float))
     V2 = np.zeros_like(L2) if speeds is None else np.atleast_2d(np.asarray(speeds, float))
     if sch:
@@ -235,11 +234,8 @@ def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
             fl[:, i] = np.where(np.isfinite(fl[:, i]), fl[:, i], 0.0)
             alpha[:, i] = 0.0
         elif t == "RigidTendonMuscle":
-            m = params.spline[i]
-            ln_r, cos_r, v_r = rigid_tendon_fiber(m, L2[:, i], V2[:, i])
-            fl[:, i] = muscle_spline(m, "active_force_length_curve").value(ln_r)
-            fp[:, i] = np.clip(muscle_spline(m, "passive_force_length_curve").value(ln_r), 0.0, 10.0)
-            fv[:, i] = muscle_spline(m, "force_velocity_curve").value(v_r)
+            fl[:, i], fp[:, i], fv[:, i], cos_r = rigid_tendon_multipliers(params.spline[i], L2[:, i],
+                                                                           V2[:, i])
             alpha[:, i] = np.arccos(np.clip(cos_r, -1.0, 1.0))
         elif not t.startswith("Thelen"):
             raise UnsupportedFeature(f"muscle '{params.names[i]}' ({t}): force-length-velocity "

@@ -50,7 +50,8 @@ from .functions import (Constant, LinearFunction, NaturalCubicSpline, PiecewiseC
 
 __all__ = ["SPLINE_MUSCLE_TYPES", "muscle_spline", "schutte_isometric_force",
            "schutte_force_velocity", "schutte_static_optimization_force",
-           "schutte_default_state_tensions", "rigid_tendon_fiber", "rigid_tendon_forces"]
+           "schutte_default_state_tensions", "rigid_tendon_fiber", "rigid_tendon_multipliers",
+           "rigid_tendon_forces"]
 
 #: the classes of this module
 SPLINE_MUSCLE_TYPES = ("Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated",
@@ -87,7 +88,6 @@ _DEFAULTS = {"active_force_length_curve": _AFL, "passive_force_length_curve": _P
 _XY = {"SimmSpline": SimmSpline, "NaturalCubicSpline": NaturalCubicSpline,
        "PiecewiseLinearFunction": PiecewiseLinearFunction,
        "PiecewiseConstantFunction": PiecewiseConstantFunction}
-_NUMS = re.compile(r"[-+0-9.eEinfINFnaN]+")
 
 
 def _numbers(text, muscle, tag):
@@ -276,7 +276,7 @@ def schutte_isometric_force(muscle, lengths, activation: float = 1.0):
     idx = np.flatnonzero(~short)
     Li = L[idx]
     lf = Li - ls if p.delp else np.full(len(idx), lopt)
-    cos_f = np.cos(_calc_pennation(lf, lopt, p.alpha)) * np.ones(len(idx))
+    cos_f = np.cos(_calc_pennation(lf, lopt, p.alpha))
     lt = Li - lf * cos_f
     lo = lt < ls
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -293,8 +293,9 @@ def schutte_isometric_force(muscle, lengths, activation: float = 1.0):
             break
         lfl, cfl, ltl, Ll = lf[live], cos_f[live], lt[live], Li[live]
         fl = p.active(lfl / lopt)
+        fpe = p.passive(lfl / lopt)
         act = np.maximum(fl * activation, 0.0)
-        pas = np.maximum(p.passive(lfl / lopt), 0.0)
+        pas = np.maximum(fpe, 0.0)
         fiber_force = (act + pas) * fmax * cfl
         fse_f, fse = p.tendon(ltl)
         tfl_ = fse_f * fmax
@@ -304,16 +305,15 @@ def schutte_isometric_force(muscle, lengths, activation: float = 1.0):
         err[live] = e
         done = np.abs(e) <= 0.01
         flip = (np.where(e >= 0, 1, -1) != np.where(old_err >= 0, 1, -1)) & ~done
-        new_lf = lfl.copy()
-        prev = old_lf[live].copy()
+        prev = old_lf[live]
         # sign change: step back proportionally towards the previous fiber length
         pct = np.abs(e) / (np.abs(e) + np.abs(old_err))
-        new_lf = np.where(flip, lfl + pct * (prev - lfl), new_lf)
+        new_lf = np.where(flip, lfl + pct * (prev - lfl), lfl)
         # same sign: stiffness-based step
         t_stiff = fse * fmax / ls
         t_min = (act + pas) * 1200.0 * fmax / (32.0 * ls)
         t_stiff = np.maximum(t_stiff, t_min)
-        f_stiff = fmax / lopt * (fl + p.passive(lfl / lopt))
+        f_stiff = fmax / lopt * (fl + fpe)
         with np.errstate(divide="ignore", invalid="ignore"):
             dl = np.abs(e / (f_stiff / cfl + t_stiff))
         dl = np.where(np.abs(dl / lopt) > 0.5, 0.5 * lopt, dl)
@@ -417,6 +417,17 @@ def rigid_tendon_fiber(muscle, lengths, speeds=None):
     return lf / lopt, cos_a, v
 
 
+def rigid_tendon_multipliers(muscle, lengths, speeds=None):
+    """``RigidTendonMuscle`` multipliers at path lengths (T,) m and lengthening speeds (T,) m/s:
+    (f_L, f_PE clamped to [0, 10], f_V, cos α), the file's curves (or the class defaults) at
+    :func:`rigid_tendon_fiber`'s fiber state."""
+    ln, cos_a, v = rigid_tendon_fiber(muscle, lengths, speeds)
+    fl = muscle_spline(muscle, "active_force_length_curve").value(ln)
+    fp = np.clip(muscle_spline(muscle, "passive_force_length_curve").value(ln), 0.0, 10.0)
+    fv = muscle_spline(muscle, "force_velocity_curve").value(v)
+    return fl, fp, fv, cos_a
+
+
 def rigid_tendon_forces(muscles, lengths, speeds=None, activation=0.0):
     """``RigidTendonMuscle`` forces (T, m) N: (tension at ``activation`` (scalar or (T, m)),
     force per unit activation ``F_max f_L f_V cos α`` (``Muscle::
@@ -432,11 +443,8 @@ def rigid_tendon_forces(muscles, lengths, speeds=None, activation=0.0):
     a = np.broadcast_to(np.asarray(activation, float), L.shape)
     tension, per_act, passive = (np.zeros_like(L) for _ in range(3))
     for k, m in enumerate(muscles):
-        ln, cos_a, v = rigid_tendon_fiber(m, L[:, k], V[:, k])
+        fl, fp, fv, cos_a = rigid_tendon_multipliers(m, L[:, k], V[:, k])
         fmax = float(m.max_isometric_force)
-        fl = muscle_spline(m, "active_force_length_curve").value(ln)
-        fp = np.clip(muscle_spline(m, "passive_force_length_curve").value(ln), 0.0, 10.0)
-        fv = muscle_spline(m, "force_velocity_curve").value(v)
         per_act[:, k] = fmax * fl * fv * cos_a
         passive[:, k] = fmax * fp * cos_a
         tension[:, k] = a[:, k] * per_act[:, k] + passive[:, k]

@@ -135,15 +135,15 @@ def default_state_tensions(muscles, lengths, speeds=None, default_fiber_lengths=
     L = np.atleast_2d(np.asarray(lengths, float))
     V = np.zeros_like(L) if speeds is None else np.broadcast_to(np.atleast_2d(np.asarray(speeds, float)), L.shape)
     out = np.zeros_like(L)
+    schutte = lambda ms, l_, v_: schutte_default_state_tensions(ms, l_)        # noqa: E731  (three classes)
     law = {"Thelen2003Muscle": lambda ms, l_, v_: thelen_default_state_tensions(ms, l_, default_fiber_lengths),
            "Millard2012EquilibriumMuscle": lambda ms, l_, v_: millard_default_state_tensions(
                ms, l_, v_, default_fiber_lengths),
            "Millard2012AccelerationMuscle": lambda ms, l_, v_: millard_acceleration_default_state_tensions(
                ms, l_, v_, default_fiber_lengths),
            "DeGrooteFregly2016Muscle": degroote_default_state_tensions,
-           "Schutte1993Muscle_Deprecated": lambda ms, l_, v_: schutte_default_state_tensions(ms, l_),
-           "Delp1990Muscle_Deprecated": lambda ms, l_, v_: schutte_default_state_tensions(ms, l_),
-           "Thelen2003Muscle_Deprecated": lambda ms, l_, v_: schutte_default_state_tensions(ms, l_),
+           "Schutte1993Muscle_Deprecated": schutte, "Delp1990Muscle_Deprecated": schutte,
+           "Thelen2003Muscle_Deprecated": schutte,
            "RigidTendonMuscle": lambda ms, l_, v_: rigid_tendon_forces(ms, l_, v_, 0.0)[0]}
     for kind, f in law.items():
         cols = [k for k, m in enumerate(muscles) if m.type == kind]

@@ -270,13 +270,12 @@ def _write_path_tables(res: PathAnalysis, coords, out: Path, prefix: str,
         for c, f in zip(coords, files[1:]):
             write_sto(f, res.moment_arm_table(c), allow_nan=c in still)
     if still:
+        unwritten = [c for c in still if c not in coords]
+        said = (["written as NaN"] if len(unwritten) < len(still) else []) + (
+            ["no file for " + ", ".join(unwritten)] if unwritten else [])
         warnings.warn(f"moment arms about {', '.join(still)} are undefined (NaN) where these "
                       "coordinates cannot move (locked and held by the model's constraints); "
-                      + ("written as NaN" if set(still) & set(coords) else "")
-                      + ("; " if set(still) & set(coords) and set(still) - set(coords) else "")
-                      + ("no file for " + ", ".join(c for c in still if c not in coords)
-                         if set(still) - set(coords) else ""),
-                      ArthronWarning, stacklevel=3)
+                      + "; ".join(said), ArthronWarning, stacklevel=3)
     return files
 
 
