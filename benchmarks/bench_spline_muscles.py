@@ -17,7 +17,8 @@ load average is printed at the start and the end.
 Measured 2026-11-24 (2 cores shared with three other sessions, load 2.3-2.4; 2 rounds):
 OpenSim 4.30 s, arthron 0.400 s (ratio 10.8; both mostly model loading and paths at 4 frames);
 max |Δa| 4.9e-3; arthron's objective 0.26-0.34 % below OpenSim's at each frame; force per
-activation of the 164 muscles for 101 frames 0.33 s.
+activation of the 164 muscles for 101 frames 0.33 s (0.28 s once the passive curve is evaluated
+once per step of the isometric search, median of 7).
 """
 from __future__ import annotations
 
