@@ -295,3 +295,28 @@ def test_read_force_set_typed_actuators():
         for name, _ in f.property_fields():
             np.testing.assert_array_equal(getattr(back, name), getattr(f, name))
         assert back.unmodelled_xml == f.unmodelled_xml
+
+
+@needs_data
+def test_read_without_forces_is_the_same_kinematics(tmp_path):
+    """``read_osim(forces=False)`` (the IK tool's read) gives the model of the full read
+    without its forces: the same bodies, frames, joints, constraints and markers (the same
+    marker positions at a random pose) and no force, and does not read the forces' paths (a
+    path point on a missing frame, an error of the full read, is not raised)."""
+    full, kin = read_osim(GAIT2354_SUBJECT), read_osim(GAIT2354_SUBJECT, forces=False)
+    assert len(full.forces) == 54 and kin.forces == {}
+    for part in ("bodies", "frames", "joints", "constraints", "markers"):
+        assert repr(getattr(kin, part)) == repr(getattr(full, part)), part
+    cf, ck = compile_model(full), compile_model(kin)
+    q = np.random.default_rng(3).uniform(-0.3, 0.3, (4, len(cf.coordinate_names)))
+    (nk, xk), (nf, xf) = marker_positions(ck, q), marker_positions(cf, q)
+    assert nk == nf and len(nk) == 39
+    np.testing.assert_array_equal(xk, xf)
+    text = GAIT2354_SUBJECT.read_text()
+    i = text.index("<socket_parent_frame>", text.index("<ForceSet"))
+    j = text.index("</socket_parent_frame>", i)
+    p = tmp_path / "bad_path.osim"
+    p.write_text(text[:i] + "<socket_parent_frame>/bodyset/nobody" + text[j:])
+    with pytest.raises(ModelFileError, match="nobody"):
+        read_osim(p)
+    assert read_osim(p, forces=False).forces == {}

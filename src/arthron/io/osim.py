@@ -50,13 +50,18 @@ __all__ = ["read_osim", "write_osim", "write_osims", "model_to_xml", "force_to_x
 
 
 # ----------------------------------------------------------------------------- reading
-def read_osim(path) -> Model:
+def read_osim(path, *, forces: bool = True) -> Model:
     """Read an OpenSim model file.
 
     Parameters
     ----------
     path : str or os.PathLike
         ``.osim`` file (4.x, 3.x or 2.x format).
+    forces : bool
+        False: the forces of the ForceSet are not read (``model.forces`` is empty, the errors
+        and warnings of their paths and properties are not raised; the frames they own are
+        read) -- for the tools that use the kinematics alone (the IK tool); such a model is
+        not for writing back.
 
     Returns
     -------
@@ -79,7 +84,7 @@ def read_osim(path) -> Model:
     muscle control bounds, socket paths of constraints and of the forces kept verbatim,
     display and contact geometry, controllers.
     """
-    ctx = _Ctx(path)
+    ctx = _Ctx(path, forces)
     try:
         # lxml, tolerant of OpenSim's '::' element names only (see io.setup.parse_xml)
         root = parse_xml(path)

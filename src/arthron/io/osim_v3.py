@@ -116,7 +116,7 @@ def read_v3(melem, ctx: _Ctx, version: int = 0) -> Model:
         f.parent = _resolve(f.parent, f.path, all_frames, ctx, fe)
         model.frames[f.path] = f
         all_frames.add(f.path)
-    for fe in _objects(_child(melem, "ForceSet")):
+    for fe in _objects(_child(melem, "ForceSet")) if ctx.forces else ():
         f = _read_force(fe, all_frames, model, ctx, v4=False)
         model.forces[f.name] = f
     groups = melem.find("ForceSet/groups")

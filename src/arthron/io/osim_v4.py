@@ -286,7 +286,7 @@ def read_v4(melem, ctx: _Ctx) -> Model:
             fixed=_bool(me, "fixed"),
             unmodelled_xml=_rest(me, ("socket_parent_frame", "location", "fixed")))
     # Forces.
-    for fe in _objects(_child(melem, "ForceSet")):
+    for fe in _objects(_child(melem, "ForceSet")) if ctx.forces else ():
         f = _read_force(fe, all_frames, model, ctx, v4=True)
         model.forces[f.name] = f
     model.contact_geometry = _read_contact_geometry(melem, all_frames, ctx)

@@ -36,8 +36,9 @@ FORCE_SCALARS = (
 
 # ----------------------------------------------------------------------------- helpers
 class _Ctx:
-    def __init__(self, path):
+    def __init__(self, path, forces=True):
         self.path = str(path) if path is not None else None
+        self.forces = forces      # False: the ForceSet's forces are not read (read_osim)
 
     def err(self, msg, elem=None):
         where = None

@@ -293,7 +293,7 @@ def _run_ik_from_setup(path, search_dirs, placeholders, progress, block, penalty
     mf = find_setup_file(st, st.get("model_file"), search_dirs)
     if mf is None:
         raise DataFileError("model_file is not set", st.path)
-    model = read_osim(mf)
+    model = read_osim(mf, forces=False)      # IK uses the kinematics alone
     trc = find_setup_file(st, st.get("marker_file"), search_dirs)
     if trc is None:
         raise DataFileError("marker_file is not set", st.path)
