@@ -131,22 +131,22 @@ def end_process(status: int) -> None:
     import atexit
     import os
     import threading
-    if threading.active_count() > 1:
-        return
-    try:
-        for stream in (sys.stdout, sys.stderr):
-            if stream is not None:
-                stream.flush()
-    except (OSError, ValueError):
+    if threading.active_count() > 1 or not _streams_flushed():
         return
     atexit._run_exitfuncs()
+    if _streams_flushed():
+        os._exit(status)
+
+
+def _streams_flushed() -> bool:
+    """Flush the standard output and error streams; False when one cannot be (a closed pipe)."""
     try:
         for stream in (sys.stdout, sys.stderr):
             if stream is not None:
                 stream.flush()
     except (OSError, ValueError):
-        return
-    os._exit(status)
+        return False
+    return True
 
 
 # ----------------------------------------------------------------------- shared dataclass methods
