@@ -331,11 +331,6 @@ def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: Stabilit
     rest[:, ~rows] = 0.0
     Fb = np.einsum("ij,tj->ti", cone.frame(), Fc)
     F = np.einsum("tij,tj->ti", Rb, Fb)
-    # the optimum without the cone: its reaction and angle from the axis (how far the cone bent it)
-    from .load_sharing_convex import cone_angle
-    F0 = np.einsum("tin,tn->ti", C, free.activations) + d
-    F0c = np.einsum("ji,tkj,tk->ti", cone.frame(), Rb, F0)
-    ang0, _ = cone_angle(F0c, *(np.tan(np.radians(a)) for a in cone.half_angles_deg))
     j = tree.joint_names.index(cone.joint)
     child = tree.body_names[int(tree.joint_child_body[j])]
     forces = x * prob.force_per_control
@@ -351,8 +346,9 @@ def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: Stabilit
                           elevation_deg=None if elevation_deg is None else np.asarray(elevation_deg, float),
                           extra={"reaction_ground": F, "cone_off_outside": outside,
                                  "objective_without_cone": free.objective,
-                                 "reaction_magnitude_without_cone": np.linalg.norm(F0, axis=1),
-                                 "cone_angle_without_cone_deg": ang0})
+                                 # the optimum without the cone (how far the cone bent it)
+                                 "reaction_magnitude_without_cone": np.linalg.norm(sol.reaction_free, axis=1),
+                                 "cone_angle_without_cone_deg": sol.angle_free_deg})
 
 
 def moment_arm_check(model: Model, q, coordinates, muscles=None, tree: Tree | None = None,
