@@ -210,7 +210,7 @@ def test_elevation_moment_arms_are_the_moments_of_the_path_forces(run):
     """``elevation_moment_arms`` (J⁻ᵀ of the glenohumeral generalized forces) against the
     moment about GH of the forces each path applies at its nodes on the humerus, ulna and
     radius (OpenSim's equivalent point forces, :func:`path_body_forces`), projected on the
-    elevation axis: equal to 1e-7 m (J by central differences)."""
+    elevation axis: equal to 1e-7 m (J exact, from the velocity map)."""
     from arthron.multibody.paths import compile_paths, path_body_forces
     from arthron.solvers.shoulder_forces import elevation_moment_arms
     model, k = run.model, run.kinematics

@@ -252,7 +252,9 @@ class ConeSolution:
 
     x : (T, n) controls; feasible : (T,) bool; outside : (T,) bool, the unconstrained optimum
     leaves the cone; active : (T,) bool, the cone changed the solution; reaction : (T, 3) N, the
-    reaction in the cone frame; angle_deg : (T,) its angle from the axis; ratio : (T,) ≤ 1 inside.
+    reaction in the cone frame; angle_deg : (T,) its angle from the axis; ratio : (T,) ≤ 1 inside;
+    reaction_free : (T, 3) N and angle_free_deg : (T,) the same for the unconstrained optimum
+    (the load sharing without the cone).
     """
 
     x: np.ndarray
@@ -262,6 +264,8 @@ class ConeSolution:
     reaction: np.ndarray
     angle_deg: np.ndarray
     ratio: np.ndarray
+    reaction_free: np.ndarray
+    angle_free_deg: np.ndarray
 
 
 def cone_resolve(prob: LoadSharingProblem, free: LoadSharingResult, C, d, cone: StabilityCone, R_body,
@@ -282,7 +286,8 @@ def cone_resolve(prob: LoadSharingProblem, free: LoadSharingResult, C, d, cone: 
     dc = np.einsum("tij,tj->ti", Rc, d)
     tx, ty = (np.tan(np.radians(a)) for a in cone.half_angles_deg)
     x = free.activations.copy()
-    _, ratio0 = cone_angle(np.einsum("tin,tn->ti", Cc, x) + dc, tx, ty)
+    F0 = np.einsum("tin,tn->ti", Cc, x) + dc
+    ang0, ratio0 = cone_angle(F0, tx, ty)
     outside = ~(ratio0 <= 1.0 + 1e-9)
     ok = free.feasible.copy()
     frames = np.flatnonzero(outside & ok)
@@ -304,7 +309,7 @@ def cone_resolve(prob: LoadSharingProblem, free: LoadSharingResult, C, d, cone: 
         from ..errors import ArthronWarning
         warnings.warn(msg, ArthronWarning)
     return ConeSolution(x=x, feasible=ok, outside=outside, active=outside & ok, reaction=F,
-                        angle_deg=ang, ratio=ratio)
+                        angle_deg=ang, ratio=ratio, reaction_free=F0, angle_free_deg=ang0)
 
 
 def _result(prob, x, ok, weights):

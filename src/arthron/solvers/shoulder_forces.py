@@ -331,11 +331,6 @@ def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: Stabilit
     rest[:, ~rows] = 0.0
     Fb = np.einsum("ij,tj->ti", cone.frame(), Fc)
     F = np.einsum("tij,tj->ti", Rb, Fb)
-    # the optimum without the cone: its reaction and angle from the axis (how far the cone bent it)
-    from .load_sharing_convex import cone_angle
-    F0 = np.einsum("tin,tn->ti", C, free.activations) + d
-    F0c = np.einsum("ji,tkj,tk->ti", cone.frame(), Rb, F0)
-    ang0, _ = cone_angle(F0c, *(np.tan(np.radians(a)) for a in cone.half_angles_deg))
     j = tree.joint_names.index(cone.joint)
     child = tree.body_names[int(tree.joint_child_body[j])]
     forces = x * prob.force_per_control
@@ -351,8 +346,9 @@ def shoulder_load_sharing(model: Model, prob: LoadSharingProblem, cone: Stabilit
                           elevation_deg=None if elevation_deg is None else np.asarray(elevation_deg, float),
                           extra={"reaction_ground": F, "cone_off_outside": outside,
                                  "objective_without_cone": free.objective,
-                                 "reaction_magnitude_without_cone": np.linalg.norm(F0, axis=1),
-                                 "cone_angle_without_cone_deg": ang0})
+                                 # the optimum without the cone (how far the cone bent it)
+                                 "reaction_magnitude_without_cone": np.linalg.norm(sol.reaction_free, axis=1),
+                                 "cone_angle_without_cone_deg": sol.angle_free_deg})
 
 
 def moment_arm_check(model: Model, q, coordinates, muscles=None, tree: Tree | None = None,
@@ -376,7 +372,7 @@ def moment_arm_check(model: Model, q, coordinates, muscles=None, tree: Tree | No
 
 def elevation_moment_arms(model: Model, q, muscles, coordinates=("GH_y", "GH_z", "GH_yy"), *,
                           humerus: str = "humerus", center: str = "GH", elbow: str = "EL",
-                          up=(0.0, 1.0, 0.0), tree: Tree | None = None, h: float = 1e-6):
+                          up=(0.0, 1.0, 0.0), tree: Tree | None = None):
     """Glenohumeral moment arms about the humerus's elevation axis, the scapula held: what
     cadaver studies of scapular-plane abduction measure (e.g. Ackland et al. 2008, J Anat
     213:383; review Hik & Ackland 2019, J Anat 234:1).
@@ -384,15 +380,16 @@ def elevation_moment_arms(model: Model, q, muscles, coordinates=("GH_y", "GH_z",
     The moment ``m`` (about the ``center`` marker, ground frame) of a unit tension on the
     humerus and the bodies distal to it follows from the generalized forces of the three
     glenohumeral ``coordinates`` (``τ = Jᵀ m``; ``J`` (3, 3) the humerus's angular velocity
-    per coordinate rate, by central differences of its rotation with step ``h``); the elevation
-    axis is ``n = (GH→elbow) × up`` (a positive moment arm raises the arm). Away from the
+    per coordinate rate, exact: the angular rows of
+    :func:`arthron.multibody.kinematics.velocity_map`); the elevation axis is
+    ``n = (GH→elbow) × up`` (a positive moment arm raises the arm). Away from the
     Y–Z–Y singularity (arm hanging straight down) J is invertible.
 
     q : (T, nq) rad; muscles : names; up : the thorax's up direction in ground.
     Returns (moments (T, n, 3) N·m per N of tension, elevation moment arms (T, n) m).
     Raises OptionError for unknown coordinates, bodies or markers.
     """
-    from ..multibody.kinematics import marker_positions
+    from ..multibody.kinematics import marker_positions, velocity_map
     tree = tree or compile_model(model)
     for c in coordinates:
         if c not in model.coordinates:
@@ -404,20 +401,12 @@ def elevation_moment_arms(model: Model, q, muscles, coordinates=("GH_y", "GH_z",
             raise OptionError(f"model '{model.name}' has no marker '{m}'")
     q = np.atleast_2d(np.asarray(q, float))
     idx = [tree.coordinate_index(c) for c in coordinates]
-    node = tree.body_node[tree.body_names.index(humerus)]
-    R0 = forward_kinematics(tree, q).R[:, node]
-    J = np.zeros((q.shape[0], 3, len(idx)))
-    for j, c in enumerate(idx):
-        qp, qm = q.copy(), q.copy()
-        qp[:, c] += h
-        qm[:, c] -= h
-        dR = (forward_kinematics(tree, qp).R[:, node] - forward_kinematics(tree, qm).R[:, node]) / (2 * h)
-        W = np.einsum("tij,tkj->tik", dR, R0)            # Ṙ Rᵀ: skew(ω)
-        J[:, :, j] = np.stack([W[:, 2, 1], W[:, 0, 2], W[:, 1, 0]], axis=1)
+    kin = forward_kinematics(tree, q)
+    J = velocity_map(tree, q, kin)[:, tree.body_names.index(humerus), 3:][:, :, idx]   # ω (ground) per q̇
     ps = compile_paths(model, tree, forces=list(muscles))
     tau = moment_arms(ps, tree, q, coupled=False)[:, :, idx]
     mom = np.einsum("tij,tnj->tni", np.linalg.inv(np.swapaxes(J, 1, 2)), tau)     # J⁻ᵀ τ
-    _, P = marker_positions(tree, q, [center, elbow])
+    _, P = marker_positions(tree, q, [center, elbow], kin=kin)
     u = P[:, 1] - P[:, 0]
     n = np.cross(u, np.asarray(up, float))
     n /= np.linalg.norm(n, axis=1, keepdims=True)
