@@ -869,3 +869,51 @@ def test_activation_coordinate_actuators_are_optimized_as_opensim(tmp_path):
     k = res.names.index("elbow_act")
     assert np.abs(a[:, k]).max() > 0.01          # it carries load in both solutions (seen: 0.028)
     assert np.abs(res.residual).max() < 1e-6
+
+
+@needs_data
+@needs_opensim
+def test_opensim_writes_its_last_iterate_where_ipopt_stops(tmp_path):
+    """Where IPOPT stops (``optimizer_max_iterations`` reached, "Restoration failed"), OpenSim
+    4.6's StaticOptimization logs "OPTIMIZATION FAILED" and still writes its last iterate;
+    arthron solves each frame's problem exactly and writes the optimum, whatever the setup's
+    iteration cap. On arm26 (0-0.2 s, 25 frames) with the cap at 2, OpenSim's activations are
+    off the optimum by up to 0.53 and its objective 2.3-454 times arthron's, while arthron's output
+    is the one OpenSim reaches with its default 100 iterations (within 5e-3). This is the
+    mechanism behind the last frame of Model_Pose2Sim_muscles_flex with the feet deep in the
+    floor (README, "Where arthron and OpenSim differ on purpose")."""
+    import opensim as osim
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import read_sto
+    from arthron.solvers.load_sharing import build_problem
+    from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
+    raw = (SO_REF / "setups" / "so_setup_nonphysiological.xml").read_text()
+    raw = (raw.replace("<workdir>/arm26/results/SO_nonphys", "RESULTS")
+              .replace("<workdir>/arm26/results/IK", str(SO_REF / "IK"))
+              .replace("<workdir>/arm26", str(ARM26_TUT / "InverseKinematics"))
+              .replace("<final_time>1</final_time>", "<final_time>0.2</final_time>"))
+    osim.Logger.setLevelString("error")
+    out = {}
+    for cap in (2, 100):
+        setup = tmp_path / f"so_{cap}.xml"
+        setup.write_text(raw.replace("RESULTS", str(tmp_path / f"osim{cap}"))
+                            .replace("<optimizer_max_iterations>100<", f"<optimizer_max_iterations>{cap}<"))
+        osim.AnalyzeTool(str(setup)).run()
+        ref = read_sto(tmp_path / f"osim{cap}" / "arm26_StaticOptimization_activation.sto")
+        res, _ = run_static_optimization_from_setup(setup, results_dir=tmp_path / f"ours{cap}")
+        out[cap] = (ref.data[:, [ref.labels.index(n) for n in res.names]], res)
+    (a2, r2), (a100, r100) = out[2], out[100]
+    assert len(r2.time) == a2.shape[0] == 25
+    np.testing.assert_allclose(r2.activations, r100.activations, atol=1e-12)   # the cap changes nothing
+    assert np.abs(r2.activations - a100).max() < 5e-3
+    assert np.all(r2.objective <= (a100 ** 2).sum(axis=1) + 1e-12)
+    # OpenSim's capped output: its last iterate, far from the optimum
+    assert np.abs(a2 - a100).max() > 0.3
+    ratio = (a2 ** 2).sum(axis=1) / r2.objective
+    assert ratio.min() > 2 and np.median(ratio) > 20, ratio
+    # both outputs still meet the equations of motion of arthron's problem (arthron's exactly)
+    prob = build_problem(read_osim(ARM_MODEL), read_sto(ARM_IK), lowpass_hz=6, time_range=(0, 0.2),
+                         use_muscle_physiology=False)
+    A, b, _ = prob.reduced()
+    assert np.abs(np.einsum("trn,tn->tr", A, r2.activations) - b).max() < 1e-8
+    assert np.abs(np.einsum("trn,tn->tr", A, a2) - b).max() < 1e-5
