@@ -172,11 +172,12 @@ def test_study_machinery_matches_opensim(tmp_path, monkeypatch):
     assert c["id"] < 1e-6 and c["id_study"] < 1e-6 and c["tau_max"] > 1.0
     # the study's moment arms are the generic StaticOptimization's
     assert c["moment_arms"] < 1e-9
-    # load sharing: OpenSim's optimizer stops at its tolerance (measured 7e-5 in activation,
-    # objectives within 1e-5; 2.4e-3 and 0.1 % while arthron met the InverseDynamicsTool's
-    # accelerations instead of StaticOptimization's); arthron meets the equations to rounding
-    assert c["activation"] < 5e-3 and c["residual"] < 1e-6
-    assert np.all(np.abs(c["objective_ratio"] - 1) < 5e-3)
+    # load sharing: OpenSim's optimizer stops at its tolerance (measured 6.9e-5 in activation,
+    # objectives within 2.2e-7; 2.4e-3 and 0.11 % while arthron met the InverseDynamicsTool's
+    # accelerations instead of StaticOptimization's, which these bounds must see: "id" above
+    # compares at arthron's own accelerations); arthron meets the equations to rounding
+    assert c["activation"] < 5e-4 and c["residual"] < 1e-6
+    assert np.all(np.abs(c["objective_ratio"] - 1) < 1e-4)
     # glenohumeral reaction on OpenSim's own forces (study map) and on arthron's (0.2 N measured)
     assert c["reaction_study"] < 1e-3 * c["reaction_opensim"].max()
     assert c["reaction_so_tool"] < 2e-3 * c["reaction_opensim"].max()
