@@ -708,7 +708,8 @@ def test_use_model_force_set_false_gives_inverse_dynamics():
     tau = inverse_dynamics(tree, prob.q, prob.qd, prob.qdd)
     idr = run_inverse_dynamics(model, read_sto(ARM_IK), lowpass_hz=6, time_range=(0, 1))
     tau_id = np.column_stack([idr.column(f"{c}_moment") for c in ("r_shoulder_elev", "r_elbow_flex")])
-    assert 1e-8 < np.abs(tau - tau_id).max() < 1e-4 * np.abs(tau_id).max()
+    # measured 6.8e-7 of the largest torque; a cubic (not quintic) speeds' spline gives 3.3e-6
+    assert 1e-8 < np.abs(tau - tau_id).max() < 2e-6 * np.abs(tau_id).max()
     assert np.abs(res.activations - tau).max() < 1e-8 * (1 + np.abs(tau).max())
 
 
