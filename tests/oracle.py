@@ -158,6 +158,28 @@ def inverse_dynamics_tool(model_path, coordinates_path, results_dir, *, lowpass,
     tool.setOutputGenForceFileName("id.sto")
     return tool
 
+def inverse_dynamics_with_muscles(model_path, motion_path, out_dir, context, *, lowpass=6,
+                                  time_range=(0, 1)):
+    """OpenSim's InverseDynamicsTool with no forces excluded (the muscles pull at their default
+    states) run inside ``context`` (a context manager: the working folder, OpenSim's defaults),
+    and arthron's ``run_inverse_dynamics`` on the same files with every warning an error.
+    Returns (arthron's result, OpenSim's id.sto as a Table)."""
+    import warnings
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import read_sto
+    from arthron.solvers.inverse_dynamics import run_inverse_dynamics
+    tool = inverse_dynamics_tool(model_path, motion_path, Path(out_dir), lowpass=lowpass,
+                                 time_range=time_range)
+    with context:
+        tool.run()
+    ref = read_sto(Path(out_dir) / "id.sto")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = run_inverse_dynamics(read_osim(model_path), read_sto(motion_path), lowpass_hz=lowpass,
+                                   forces_to_exclude=())
+    return got, ref
+
+
 def run_id_tool(model_path, coordinates_path, out_dir, time_range, lowpass=-1.0, external_loads=None):
     """Run OpenSim's InverseDynamicsTool (absolute paths) and return (labels, time, data)."""
     import opensim as osim

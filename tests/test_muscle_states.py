@@ -238,18 +238,9 @@ def test_inverse_dynamics_with_muscles_not_excluded_as_opensim(tmp_path, kind):
     converted: every column as OpenSim's, no warning. Measured worst: 5e-9 N·m (the file's
     rounding)."""
     import opensim
-    from arthron.io.osim import read_osim
-    from arthron.io.sto import read_sto
-    from arthron.solvers.inverse_dynamics import run_inverse_dynamics
     model = ARM26 if kind == "Thelen2003Muscle" else CONVERT[kind](tmp_path)
     opensim.Logger.setLevelString("error")
-    tool = oracle.inverse_dynamics_tool(model, ARM_MOT, tmp_path / "osim", lowpass=6, time_range=(0, 1))
-    with oracle._cwd(tmp_path):
-        tool.run()
-    ref = read_sto(tmp_path / "osim" / "id.sto")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        got = run_inverse_dynamics(read_osim(model), read_sto(ARM_MOT), lowpass_hz=6, forces_to_exclude=())
+    got, ref = oracle.inverse_dynamics_with_muscles(model, ARM_MOT, tmp_path / "osim", oracle._cwd(tmp_path))
     assert got.labels == ref.labels and len(got.time) == len(ref.time)
     assert np.abs(got.generalized_forces - ref.data).max() < 1e-8 and np.abs(ref.data).max() > 5
 

@@ -251,19 +251,10 @@ def test_das4_inverse_dynamics_with_muscles_not_excluded(tmp_path):
     """OpenSim's InverseDynamicsTool with an empty forces_to_exclude applies DAS4's 164 Schutte
     muscles at their default states (fiber length 0: tendon forces of 10⁴ N); arthron's
     inverse dynamics equals it (21 frames, 6 Hz), every column to 1e-9 of the largest."""
-    import warnings
     from arthron.io.osim import read_osim
-    from arthron.io.sto import read_sto
-    from arthron.solvers.inverse_dynamics import run_inverse_dynamics
-    model = read_osim(DAS4)
-    mot = _das4_motion(model, tmp_path / "m.mot")
-    tool = oracle.inverse_dynamics_tool(DAS4, mot, tmp_path / "osim", lowpass=6, time_range=(0, 1))
-    with oracle.opensim_defaults_kept(tmp_path):
-        tool.run()
-    ref = read_sto(tmp_path / "osim" / "id.sto")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        got = run_inverse_dynamics(model, read_sto(mot), lowpass_hz=6, forces_to_exclude=())
+    mot = _das4_motion(read_osim(DAS4), tmp_path / "m.mot")
+    got, ref = oracle.inverse_dynamics_with_muscles(DAS4, mot, tmp_path / "osim",
+                                                    oracle.opensim_defaults_kept(tmp_path))
     assert got.labels == ref.labels and len(got.time) == len(ref.time) == 21
     big = np.abs(ref.data).max()
     assert big > 1e3
