@@ -370,7 +370,7 @@ class StationKinematics:
         B = Q.shape[0]
         ncol = W.shape[0]
         mv = self.m_var + 1
-        P = np.einsum("mbij,mj->bmi", Rst[mv], self.m_loc) + ost[mv].transpose(1, 0, 2)
+        P = self._place(Rst, ost)
         # point velocity per column, v + ω × (P − o), component by component: (B, n, 3, ncol)
         Px, Py, Pz = (P[:, :, i, None] for i in range(3))
         Wx, Wy, Wz = (W[:, :, i].T[:, None, :] for i in range(3))
@@ -391,9 +391,7 @@ class StationKinematics:
         Q = np.asarray(Q, float)
         if self.compiled and compiled_kernel() is not None:
             return self._evaluate_compiled(Q)[0]
-        Rst, ost = self._pose_loop(Q)[:2]
-        mv = self.m_var + 1
-        return np.einsum("mbij,mj->bmi", Rst[mv], self.m_loc) + ost[mv].transpose(1, 0, 2)
+        return self._place(*self._pose_loop(Q)[:2])
 
     def evaluate_weighted(self, Q, sw, free, out, hinges: bool = False):
         """Positions (B, n, 3) m at B poses Q (B, nq), and the station Jacobians weighted per
@@ -414,8 +412,7 @@ class StationKinematics:
                         out=out[:, :3 * n].reshape(B, n, 3, nf))
             return (res[0], res[2]) if hinges else res[0]
         Rst, ost, W, V, O, W2, V2 = self._pose_loop(Q, hinges)
-        mv = self.m_var + 1
-        P = np.einsum("mbij,mj->bmi", Rst[mv], self.m_loc) + ost[mv].transpose(1, 0, 2)
+        P = self._place(Rst, ost)
         Wx, Wy, Wz = W[:, :, 0], W[:, :, 1], W[:, :, 2]       # (ncol, B)
         Ox, Oy, Oz = O[:, :, 0], O[:, :, 1], O[:, :, 2]
         Cx = V[:, :, 0] - (Wy * Oz - Wz * Oy)                  # v − ω × o
@@ -441,6 +438,11 @@ class StationKinematics:
         if hinges:
             return P, Hinges(W, V, O, W2, V2)
         return P
+
+    def _place(self, Rst, ost):
+        """Positions (B, n, 3) of the stations from the frames Rst, ost of :meth:`_pose_loop`."""
+        mv = self.m_var + 1
+        return np.einsum("mbij,mj->bmi", Rst[mv], self.m_loc) + ost[mv].transpose(1, 0, 2)
 
     def _weighted_plan(self, free):
         """The (station, column) pairs of :meth:`evaluate_weighted` for the coordinates

@@ -643,7 +643,8 @@ class LevenbergMarquardtIK(FirstFrameStarts):
                 # a step below the tolerance is taken whatever the cost does and ends the frame
                 # (_lm_update's tiny_stops): taken here without evaluating the residuals and
                 # Jacobians there; the frame's markers are placed once, after the loop
-                tiny = np.max(np.abs(Xn - X0a), axis=1) < tol
+                dx = np.max(np.abs(Xn - X0a), axis=1)
+                tiny = dx < tol
                 if tiny.any():
                     t = a[tiny]
                     X[t] = Xn[tiny]
@@ -653,10 +654,10 @@ class LevenbergMarquardtIK(FirstFrameStarts):
                     act[t] = False
                     placed[t] = False
                     keep = ~tiny
-                    a, Xn, X0a = a[keep], Xn[keep], X0a[keep]
+                    a, Xn, dx = a[keep], Xn[keep], dx[keep]
                     if a.size == 0:
                         continue
-                short = np.max(np.abs(Xn - X0a), axis=1) < SECANT_STEP
+                short = dx < SECANT_STEP
                 second = True if short.all() else (short if short.any() else False)
                 rn, Jn, Pn, Qn, *Sn = self._residual_batch(Xn, base, obs0[a], sw[a], qref[a], second)
                 ok = _lm_update(a, Xn, rn, Jn, Pn, Qn, True, X, r, J, P, Q, cost, lam, its, act,
