@@ -1,0 +1,137 @@
+"""What a new user ran into on a fresh install, following the README and ``--help``: each test
+failed before its fix."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arthron import cli
+from arthron.cli import main
+from conftest import GAIT2354_SUBJECT, LENHART, needs_data
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+@needs_data
+def test_ligament_output_into_a_folder_that_does_not_exist(tmp_path, capsys):
+    """`-o` into a missing folder creates it, as for every other command (it stopped with
+    'output folder does not exist' after the computation)."""
+    mesh = LENHART.parent / "Geometry" / "lenhart2015-R-tibia-bone.stl"
+    out = tmp_path / "new" / "sub" / "acl.sto"
+    assert main(["ligament", str(LENHART), "--ligament", "ACL", "--mesh", str(mesh),
+                 "--triangles", "15", "-o", str(out)]) == 0
+    assert out.is_file() and f"wrote {out}" in capsys.readouterr().out
+    # a file where the folder goes: one line naming it, before any computation
+    (tmp_path / "afile").write_text("x")
+    assert main(["ligament", str(LENHART), "--ligament", "ACL", "--triangles", "15",
+                 "-o", str(tmp_path / "afile" / "acl.sto")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("arthron: error:") and "is a file" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["id", "ik", "jr", "so", "paths", "scale", "ligament"])
+def test_missing_arguments_are_a_usage_error_with_exit_2(command, capsys):
+    """`arthron id` without its files says what to give, in one line, with exit status 2 (as
+    argparse's usage errors and bad input); it ended with status 1."""
+    assert main([command]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"arthron {command}") and "give" in err and err.count("\n") == 1
+
+
+def test_a_mistyped_option_is_answered_with_the_closest_one(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "_PARSER", None)
+    with pytest.raises(SystemExit) as e:
+        main(["demo", "--stp", "5"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2
+    assert "unrecognized arguments: --stp 5 (did you mean --step? 'arthron demo --help' lists its options)" in err
+    with pytest.raises(SystemExit):
+        main(["id", "m.osim", "q.mot", "--external-laods=x.xml"])
+    assert "did you mean --external-loads?" in capsys.readouterr().err
+    with pytest.raises(SystemExit):                 # nothing close: no guess
+        main(["id", "--no-such-option"])
+    assert "did you mean" not in capsys.readouterr().err
+
+
+def test_show_frames_counted_from_the_end_first(tmp_path, monkeypatch, capsys):
+    """`--frames -1,0` (README: indices, negative from the end) was refused by argparse as an
+    unknown option ('expected one argument')."""
+    import arthron.render as render
+    seen = {}
+
+    def fake_show(model, output, **kw):
+        seen.update(kw)
+        return {"frames": [0, 1], "output": output, "time": [0.0, 1.0], "meshes": 0, "missing": []}
+
+    monkeypatch.setattr(render, "show", fake_show)
+    assert main(["show", "m.osim", "--motion", "q.mot", "--frames", "-1,0", "-o", str(tmp_path / "a.png")]) == 0
+    assert list(seen["frames"]) == [-1, 0]
+    assert main(["show", "m.osim", "--motion", "q.mot", "--times", "-.5", "-o", str(tmp_path / "a.png")]) == 0
+    assert cli._negative_lists(["show", "--frames", "0,-1"]) == ["show", "--frames", "0,-1"]
+
+
+@needs_data
+def test_output_into_a_closed_pipe_ends_quietly():
+    """`arthron info M.osim | head -1`: no BrokenPipeError traceback; status 141 (128 + SIGPIPE)."""
+    env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    p = subprocess.Popen([sys.executable, "-m", "arthron", "info", str(GAIT2354_SUBJECT)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    p.stdout.close()                      # the reader is gone before the command prints
+    err = p.stderr.read().decode()
+    p.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert p.returncode == 141
+
+
+def test_demo_arm_refuses_the_shoulder_subject_options(tmp_path, capsys):
+    """`demo --arm --gender f` ignored --gender silently."""
+    assert main(["demo", "--arm", "--gender", "f", "--step", "2", "-o", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("arthron: error: --gender, --step:") and not (tmp_path / "d").exists()
+
+
+def test_a_subject_of_another_shoulder_width_is_not_the_generic_one():
+    """`demo --shoulder-width 0.4` wrote generic.osim, generic_abduction.mot ... and printed
+    '(generic)' for a subject that is not the generic one."""
+    from arthron.solvers.shoulder_study import Subject
+    from arthron.tools.shoulder_study_tool import _slug, default_model
+    _, spec = default_model()
+    assert _slug(Subject().check(), spec) == "generic"
+    assert _slug(Subject(shoulder_width=0.4).check(), spec) == "m_1.86m_85.5kg_sw0.4m"
+
+
+@needs_data
+def test_parameter_study_names_the_model_subject(tmp_path, monkeypatch):
+    """With --model-subject the first variant is that subject (it was announced as the paper's
+    'generic male 1.86 m, 85.5 kg')."""
+    from dataclasses import replace
+    from arthron.solvers.shoulder_study import Subject
+    from arthron.tools import shoulder_study_tool as tool
+    calls = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_run(model, spec, s, **kw):
+        calls.append(s)
+        raise Stop
+
+    said = []
+    monkeypatch.setattr(tool, "run_abduction", fake_run)
+    model, spec = tool.default_model()
+    spec = replace(spec, generic=Subject(gender="male", height=1.80, mass=75.0))
+    with pytest.raises(Stop):
+        tool.run_study(tmp_path / "o", parameter_study=True, progress=said.append, model=model, spec=spec,
+                       plot=False)
+    assert said[-1] == "[1/9] generic male 1.80 m, 75 kg" and calls[0].mass == 75.0
+
+
+def test_info_help_names_what_it_takes(capsys):
+    with pytest.raises(SystemExit):
+        main(["info", "--help"])
+    out = capsys.readouterr().out
+    assert "MODEL.osim" in out and "OpenSim model" in out
