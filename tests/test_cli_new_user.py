@@ -11,7 +11,7 @@ import pytest
 
 from arthron import cli
 from arthron.cli import main
-from conftest import GAIT2354_SUBJECT, LENHART, needs_data
+from conftest import GAIT2354_SUBJECT, LENHART, needs_data, needs_opensim
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -135,3 +135,18 @@ def test_info_help_names_what_it_takes(capsys):
         main(["info", "--help"])
     out = capsys.readouterr().out
     assert "MODEL.osim" in out and "OpenSim model" in out
+
+
+@needs_data
+@needs_opensim
+def test_convert_check_leaves_no_opensim_log_and_no_stray_line(tmp_path):
+    """`convert --check` with OpenSim installed printed OpenSim's own '[error] ... not a
+    registered Object' line and left an opensim.log in the user's folder."""
+    env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-m", "arthron", "convert", str(LENHART), "len.osim",
+                        "--exclude", "Smith2018ArticularContactForce", "--check"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "[error]" not in r.stdout + r.stderr
+    assert "needs plugin class Smith2018ContactMesh" in r.stdout       # arthron's own line says it
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["len.osim"]

@@ -59,6 +59,11 @@ def cmd_convert(a):
     m = convert_model(a.input, a.output, exclude_types=tuple(a.exclude or ()))
     print(f"wrote {a.output}")
     if a.check:
+        try:                # the check loads the file in OpenSim when installed: no opensim.log in the user's folder
+            import opensim
+            opensim.Logger.removeFileSink()
+        except Exception:   # not installed (the check is arthron's alone), or an OpenSim without it
+            pass
         res = check_conversion(m, a.output, original_file=a.input, exclude_types=tuple(a.exclude or ()))
         print(res.report())
         return 0 if res.ok else 1
