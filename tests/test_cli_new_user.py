@@ -11,7 +11,7 @@ import pytest
 
 from arthron import cli
 from arthron.cli import main
-from conftest import GAIT2354_SUBJECT, LENHART, needs_data, needs_opensim
+from conftest import GAIT2354_SUBJECT, GAIT_PIPE, LENHART, needs_data, needs_opensim
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -150,3 +150,17 @@ def test_convert_check_leaves_no_opensim_log_and_no_stray_line(tmp_path):
     assert "[error]" not in r.stdout + r.stderr
     assert "needs plugin class Smith2018ContactMesh" in r.stdout       # arthron's own line says it
     assert sorted(x.name for x in tmp_path.iterdir()) == ["len.osim"]
+
+
+@needs_data
+def test_a_setup_naming_a_file_elsewhere_points_to_search_dir(tmp_path, capsys):
+    """OpenSim's Gait2354 pipeline setups name the model a previous step wrote: the refusal now
+    says where it looked and how to look elsewhere (it named the file only)."""
+    out = tmp_path / "ik.mot"
+    assert main(["ik", "--setup", str(GAIT_PIPE / "subject01_Setup_IK.xml"), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "'subject01_simbody.osim' named in the setup does not exist (not beside the setup; --search-dir DIR" in err
+    assert err.count("\n") == 1 and not out.exists()
+    assert main(["ik", "--setup", str(GAIT_PIPE / "subject01_Setup_IK.xml"), "--search-dir", str(tmp_path),
+                 "-o", str(out)]) == 2
+    assert "(not beside the setup nor under the search folders)" in capsys.readouterr().err
