@@ -164,3 +164,9 @@ def test_a_setup_naming_a_file_elsewhere_points_to_search_dir(tmp_path, capsys):
     assert main(["ik", "--setup", str(GAIT_PIPE / "subject01_Setup_IK.xml"), "--search-dir", str(tmp_path),
                  "-o", str(out)]) == 2
     assert "(not beside the setup nor under the search folders)" in capsys.readouterr().err
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.startswith("arthron ")

@@ -403,6 +403,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser; ``only``: a parser holding just that command's subparser (what
     ``main`` parses a known command with: the other commands' arguments are not built)."""
     p = argparse.ArgumentParser(prog="arthron", description="Musculoskeletal biomechanics that speaks OpenSim.")
+    from . import __version__
+    p.add_argument("--version", action="version", version=f"arthron {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     if only is not None:
         sub = _OneCommand(sub, only)
