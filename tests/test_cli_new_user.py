@@ -170,3 +170,30 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert e.value.code == 0 and capsys.readouterr().out.startswith("arthron ")
+
+
+@needs_data
+def test_paths_with_an_unknown_muscle_is_one_line(tmp_path, capsys):
+    """`arthron paths M Q --muscles NOPE` ended in a KeyError traceback."""
+    from conftest import ARM26, ARM26_TUT
+    motion = ARM26_TUT / "OutputReference" / "InverseKinematics" / "arm26_InverseKinematics.mot"
+    assert main(["paths", str(ARM26), str(motion), "--muscles", "NOPE,BIClong", "-o", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("arthron: error:") and "arm26.osim" in err and "no force named 'NOPE'" in err
+    assert "BIClong" in err and err.count("\n") == 1 and not (tmp_path / "p").exists()
+
+
+@needs_data
+def test_id_exclude_naming_nothing_warns(tmp_path):
+    """`--exclude muscles` (lower case) excluded nothing and the muscles pulled at their default
+    states (776 N·m at arm26's shoulder instead of 2.7) without a word."""
+    from conftest import ARM26, ARM26_TUT
+    from arthron.errors import ArthronWarning
+    motion = ARM26_TUT / "OutputReference" / "InverseKinematics" / "arm26_InverseKinematics.mot"
+    with pytest.warns(ArthronWarning, match=r"forces_to_exclude names 'muscles', which match no force"):
+        assert main(["id", str(ARM26), str(motion), "--exclude", "muscles", "-o", str(tmp_path / "a.sto")]) == 0
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ArthronWarning)      # a class name or a group of OpenSim's: silent
+        assert main(["id", str(ARM26), str(motion), "--exclude", "Thelen2003Muscle", "-o", str(tmp_path / "b.sto")]) == 0
+        assert main(["id", str(ARM26), str(motion), "--exclude", "Muscles", "-o", str(tmp_path / "c.sto")]) == 0

@@ -326,7 +326,8 @@ def _add_picture_parsers(sub):
     s.add_argument("--geometry", action="append", metavar="DIR",
                    help="another folder of mesh files (after the model's folder and its Geometry folder)")
     s.add_argument("--size", metavar="WxH", help="image size in pixels (default 800x800)")
-    s.add_argument("-o", "--output", required=True, metavar="OUT.png|OUT.gif")
+    s.add_argument("-o", "--output", required=True, metavar="OUT.png|OUT.gif",
+                   help="a PNG (several frames side by side) or a GIF (an animation over the motion)")
     s.set_defaults(func=cmd_show)
     s = sub.add_parser("plot", help="time series of a .sto/.mot results file (matplotlib), units on the axes")
     s.add_argument("results", metavar="RESULTS.sto")
@@ -399,12 +400,25 @@ def _add_loads_and_filter_options(s):
                    help="first and last time (s) of the motion to use (default: all of it)")
 
 
+class _Version(argparse.Action):
+    """``arthron --version``: the installed distribution's version, looked up only when asked
+    (no package metadata read at every command's start)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            v = version("arthron")
+        except PackageNotFoundError:            # run from a source tree that is not installed
+            v = "(not installed)"
+        print(f"arthron {v}")
+        parser.exit()
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser; ``only``: a parser holding just that command's subparser (what
     ``main`` parses a known command with: the other commands' arguments are not built)."""
     p = argparse.ArgumentParser(prog="arthron", description="Musculoskeletal biomechanics that speaks OpenSim.")
-    from . import __version__
-    p.add_argument("--version", action="version", version=f"arthron {__version__}")
+    p.add_argument("--version", action=_Version, nargs=0, help="print arthron's version and exit")
     sub = p.add_subparsers(dest="command", required=True)
     if only is not None:
         sub = _OneCommand(sub, only)
@@ -470,7 +484,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--static", help="static trial .trc for per-segment factors")
     s.add_argument("--mass", type=float, help="subject mass (kg)")
     s.add_argument("--height", type=float, help="subject height (m)")
-    s.add_argument("--gender", default="m", help="f or m")
+    s.add_argument("--gender", default="m", help="f or m (default m)")
     s.add_argument("-o", "--output", help="output .osim")
     s.set_defaults(func=cmd_scale)
     s = sub.add_parser("paths", help="muscle lengths and moment arms, like OpenSim's MuscleAnalysis")
