@@ -197,3 +197,19 @@ def test_id_exclude_naming_nothing_warns(tmp_path):
         warnings.simplefilter("error", ArthronWarning)      # a class name or a group of OpenSim's: silent
         assert main(["id", str(ARM26), str(motion), "--exclude", "Thelen2003Muscle", "-o", str(tmp_path / "b.sto")]) == 0
         assert main(["id", str(ARM26), str(motion), "--exclude", "Muscles", "-o", str(tmp_path / "c.sto")]) == 0
+
+
+@needs_data
+@pytest.mark.parametrize("option", ["--pcsa", "--emg-map"])
+def test_so_text_files_that_are_not_text_are_one_line(tmp_path, capsys, option):
+    """`so --pcsa FILE` / `--emg-map FILE` on a binary file or a folder ended in a
+    UnicodeDecodeError / IsADirectoryError traceback."""
+    from conftest import ARM26, ARM26_TUT
+    motion = ARM26_TUT / "OutputReference" / "InverseKinematics" / "arm26_InverseKinematics.mot"
+    binary = tmp_path / "b.dat"
+    binary.write_bytes(bytes(range(256)) * 4)
+    extra = ["--objective", "stress"] if option == "--pcsa" else ["--emg", str(motion)]
+    for bad in (binary, tmp_path):
+        assert main(["so", str(ARM26), str(motion), *extra, option, str(bad), "-o", str(tmp_path / "o")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"arthron: error: {bad}") and err.count("\n") == 1, err
