@@ -213,3 +213,17 @@ def test_so_text_files_that_are_not_text_are_one_line(tmp_path, capsys, option):
         assert main(["so", str(ARM26), str(motion), *extra, option, str(bad), "-o", str(tmp_path / "o")]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"arthron: error: {bad}") and err.count("\n") == 1, err
+
+
+@needs_data
+def test_output_folders_that_cannot_be_made_are_one_line(tmp_path, capsys):
+    """`so -o FILE/x` and `ligament --demo -o FILE/x` (a file, /dev/null, a name too long where the
+    folder goes) ended in NotADirectoryError / FileExistsError / OSError tracebacks."""
+    from conftest import ARM26, ARM26_TUT
+    motion = ARM26_TUT / "OutputReference" / "InverseKinematics" / "arm26_InverseKinematics.mot"
+    (tmp_path / "afile").write_text("x")
+    for out in (tmp_path / "afile" / "x", tmp_path / "afile", tmp_path / ("x" * 300)):
+        assert main(["so", str(ARM26), str(motion), "-o", str(out)]) == 2
+        assert main(["ligament", "--demo", "-o", str(out)]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 2 and all(e.startswith(f"arthron: error: {str(out)[:40]}") for e in err), err

@@ -93,7 +93,7 @@ def run_demo(out_dir, n_triangles=DEMO_TRIANGLES, verbose: bool = True) -> dict:
     (TPSM-3, 360 triangles, l0 = 27 mm, 0-120° flexion). Returns a summary dict and prints it.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    make_output_folder(out / "tpsm_errors.csv")     # a file or device as the folder: one line naming it
     methods = ("MBM", "MBM-centroid", "TPSM-1", "TPSM-3", "TPSM-4")
     rows, summary = [], {}
     for l0 in (0.027, 0.010):
