@@ -106,11 +106,12 @@ def test_readme_command_parses(synopsis, capsys):
             for alt in value.split("|"):
                 assert (action.type(alt) if action.type else alt) in action.choices, \
                     f"{synopsis}: {opt} {alt} is not one of {list(action.choices)}"
-        if action.type in (int, float):      # a placeholder (KG, DEG, N) stands for a number
-            try:
-                action.type(value)
-            except ValueError:
-                argv[i + 1] = "1"
+        if action.type in (int, float):      # a placeholder (KG, DEG, N, T0 T1) stands for a number
+            for j in range(i + 1, min(i + 1 + (action.nargs if isinstance(action.nargs, int) else 1), len(argv))):
+                try:
+                    action.type(argv[j])
+                except ValueError:
+                    argv[j] = "1"
     argv = [w.split("|")[0] if "|" in w else w for w in argv]
     try:
         parser.parse_args(argv)
@@ -134,3 +135,4 @@ def test_a_wrong_option_in_a_synopsis_is_caught(capsys):
         test_readme_command_parses("arthron jr M Q [--on child|distal] -o OUT.sto", capsys)
     with pytest.raises(pytest.fail.Exception, match="refused by the parser"):
         test_readme_command_parses("arthron info", capsys)
+    test_readme_command_parses("arthron id M.osim Q.mot [--time-range T0 T1] [--lowpass HZ] -o OUT.sto", capsys)
