@@ -227,3 +227,10 @@ def test_output_folders_that_cannot_be_made_are_one_line(tmp_path, capsys):
         assert main(["ligament", "--demo", "-o", str(out)]) == 2
         err = capsys.readouterr().err.splitlines()
         assert len(err) == 2 and all(e.startswith(f"arthron: error: {str(out)[:40]}") for e in err), err
+
+
+def test_top_level_help_says_where_to_start(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "Start with 'arthron demo'" in out and "'arthron COMMAND --help'" in out

@@ -417,7 +417,9 @@ class _Version(argparse.Action):
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser; ``only``: a parser holding just that command's subparser (what
     ``main`` parses a known command with: the other commands' arguments are not built)."""
-    p = argparse.ArgumentParser(prog="arthron", description="Musculoskeletal biomechanics that speaks OpenSim.")
+    p = argparse.ArgumentParser(prog="arthron", description="Musculoskeletal biomechanics that speaks OpenSim.",
+                                epilog="Start with 'arthron demo' (the built-in shoulder-elbow model's abduction "
+                                       "study); 'arthron COMMAND --help' describes each command.")
     p.add_argument("--version", action=_Version, nargs=0, help="print arthron's version and exit")
     sub = p.add_subparsers(dest="command", required=True)
     if only is not None:
