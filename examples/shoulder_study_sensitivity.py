@@ -5,7 +5,7 @@ motion or cone, the generic subject's glenohumeral reaction and the two findings
 the cone (glenoid inclination −7° / 15°, rotator-cuff PCSA −50 %), as the README's sensitivity
 table (issue 12) prints them.
 
-Run:  python examples/shoulder_study_sensitivity.py [STEP_DEG]   (default 1°: about 2 minutes)
+Run:  python examples/shoulder_study_sensitivity.py [STEP_DEG]   (default 1°: about 30 s)
 """
 import sys
 from dataclasses import replace

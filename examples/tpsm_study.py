@@ -173,6 +173,7 @@ def lenhart_poses(coords_list, tmpdir: Path):
     """Knee kinematics from OpenSim 4.6 (Smith2018 plugin components stripped)."""
     import opensim as osim
     from lxml import etree
+    osim.Logger.setLevelString("error")     # not one "[warning] Couldn't find file" line per absent mesh
     tree = etree.parse(str(LENHART))
     for el in list(tree.getroot().iter()):
         if isinstance(el.tag, str) and el.tag.startswith("Smith2018"):
@@ -255,6 +256,11 @@ def lenhart_study(out: Path):
     except ImportError:
         print("OpenSim not installed: no Lenhart flexion sweep")
     try:
+        import os
+        from arthron.render import offscreen_backend
+        window, _ = offscreen_backend()        # the VTK window arthron's pictures use (no X server needed)
+        if window not in (None, "display"):
+            os.environ.setdefault("VTK_DEFAULT_OPENGL_WINDOW", window)
         import pyvista as pv
         pv.OFF_SCREEN = True
         V, F = mesh

@@ -59,6 +59,11 @@ def cmd_convert(a):
     m = convert_model(a.input, a.output, exclude_types=tuple(a.exclude or ()))
     print(f"wrote {a.output}")
     if a.check:
+        try:                # the check loads the file in OpenSim when installed: no opensim.log in the user's folder
+            import opensim
+            opensim.Logger.removeFileSink()
+        except Exception:   # not installed (the check is arthron's alone), or an OpenSim without it
+            pass
         res = check_conversion(m, a.output, original_file=a.input, exclude_types=tuple(a.exclude or ()))
         print(res.report())
         return 0 if res.ok else 1
@@ -321,7 +326,8 @@ def _add_picture_parsers(sub):
     s.add_argument("--geometry", action="append", metavar="DIR",
                    help="another folder of mesh files (after the model's folder and its Geometry folder)")
     s.add_argument("--size", metavar="WxH", help="image size in pixels (default 800x800)")
-    s.add_argument("-o", "--output", required=True, metavar="OUT.png|OUT.gif")
+    s.add_argument("-o", "--output", required=True, metavar="OUT.png|OUT.gif",
+                   help="a PNG (several frames side by side) or a GIF (an animation over the motion)")
     s.set_defaults(func=cmd_show)
     s = sub.add_parser("plot", help="time series of a .sto/.mot results file (matplotlib), units on the axes")
     s.add_argument("results", metavar="RESULTS.sto")
@@ -390,18 +396,36 @@ def _add_loads_and_filter_options(s):
     """The external-load and coordinate filtering options shared by ``id`` and ``so``."""
     _add_external_loads_options(s)
     s.add_argument("--lowpass", type=float, default=None, help="low-pass cut-off for coordinates (Hz)")
-    s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
+    s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"),
+                   help="first and last time (s) of the motion to use (default: all of it)")
+
+
+class _Version(argparse.Action):
+    """``arthron --version``: the installed distribution's version, looked up only when asked
+    (no package metadata read at every command's start)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            v = version("arthron")
+        except PackageNotFoundError:            # run from a source tree that is not installed
+            v = "(not installed)"
+        print(f"arthron {v}")
+        parser.exit()
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser; ``only``: a parser holding just that command's subparser (what
     ``main`` parses a known command with: the other commands' arguments are not built)."""
-    p = argparse.ArgumentParser(prog="arthron", description="Musculoskeletal biomechanics that speaks OpenSim.")
+    p = argparse.ArgumentParser(prog="arthron", description="Musculoskeletal biomechanics that speaks OpenSim.",
+                                epilog="Start with 'arthron demo' (the built-in shoulder-elbow model's abduction "
+                                       "study); 'arthron COMMAND --help' describes each command.")
+    p.add_argument("--version", action=_Version, nargs=0, help="print arthron's version and exit")
     sub = p.add_subparsers(dest="command", required=True)
     if only is not None:
         sub = _OneCommand(sub, only)
     s = sub.add_parser("info", help="summarize a model")
-    s.add_argument("model")
+    s.add_argument("model", metavar="MODEL.osim", help="OpenSim model (4.x, or 2.x/3.x read as OpenSim upgrades it)")
     s.set_defaults(func=cmd_info)
     s = sub.add_parser("convert", help="read a model and write it as OpenSim 4.x")
     s.add_argument("input")
@@ -451,7 +475,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--rotate", metavar="AXIS+ANGLE", default=None,
                    help="with a .c3d trial: lab-to-OpenSim rotation, e.g. x-90 (as arthron c3d)")
     s.add_argument("--setup", help="OpenSim InverseKinematicsTool setup file")
-    s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
+    s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"),
+                   help="first and last time (s) of the trial to solve (default: all of it)")
     s.add_argument("-o", "--output", help="output .mot (degrees, like OpenSim)")
     s.set_defaults(func=cmd_ik)
     s = sub.add_parser("scale", help="scale a model: OpenSim ScaleTool setup, or anthropometric (mass, height, gender)")
@@ -461,7 +486,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--static", help="static trial .trc for per-segment factors")
     s.add_argument("--mass", type=float, help="subject mass (kg)")
     s.add_argument("--height", type=float, help="subject height (m)")
-    s.add_argument("--gender", default="m", help="f or m")
+    s.add_argument("--gender", default="m", help="f or m (default m)")
     s.add_argument("-o", "--output", help="output .osim")
     s.set_defaults(func=cmd_scale)
     s = sub.add_parser("paths", help="muscle lengths and moment arms, like OpenSim's MuscleAnalysis")
@@ -480,10 +505,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--forces", help="actuator/muscle forces .sto (e.g. static optimization output)")
     _add_external_loads_options(s)
     s.add_argument("--joints", action="append", help="joint names (comma separated; default all)")
-    s.add_argument("--on", default="child", choices=("child", "parent"))
+    s.add_argument("--on", default="child", choices=("child", "parent"),
+                   help="the body the reaction acts on (default child, OpenSim's apply_on_bodies)")
     s.add_argument("--in", default="ground", help="frame: ground, child, parent or a body name")
     s.add_argument("--lowpass", type=float, default=None, help="low-pass cut-off for coordinates (Hz)")
-    s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"))
+    s.add_argument("--time-range", nargs=2, type=float, metavar=("T0", "T1"),
+                   help="first and last time (s) of the motion to use (default: all of it)")
     s.add_argument("--accelerations", default="motion", choices=("motion", "forward"),
                    help="motion: the trial's accelerations (Blajer & Czaplicki 2005); forward: from the equations "
                         "of motion with the given forces, as OpenSim's JointReaction (without --forces: "
@@ -500,12 +527,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--output-dir", help="folder for the outputs (default: the setup's results_directory)")
     s.set_defaults(func=cmd_analyze)
     s = sub.add_parser("so", help="load sharing: OpenSim's StaticOptimization, or the stress objective with a "
-                                  "glenohumeral stability cone (Sarshari et al.)")
+                                  "glenohumeral stability cone (Sarshari et al. 2021)")
     s.add_argument("model", nargs="?")
     s.add_argument("motion", nargs="?")
     s.add_argument("--setup", help="OpenSim AnalyzeTool setup with a StaticOptimization analysis")
     _add_loads_and_filter_options(s)
-    s.add_argument("--activation-exponent", type=float, default=2.0)
+    s.add_argument("--activation-exponent", type=float, default=2.0,
+                   help="p of the opensim objective, sum of activations^p (default 2, OpenSim's)")
     s.add_argument("--no-physiology", action="store_true",
                    help="muscle force per activation = max isometric force (OpenSim use_muscle_physiology=false)")
     s.add_argument("--objective", default="opensim", choices=("opensim", "stress"),
@@ -532,8 +560,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--ligament", help="strand name prefix, e.g. ACL")
     s.add_argument("--mesh", help="tibia mesh (STL/VTP/OBJ) in the tibial body frame")
     s.add_argument("--motion", help="coordinates .mot/.sto (default pose if omitted)")
-    s.add_argument("--triangles", type=int, default=360)
-    s.add_argument("--rule", type=int, default=3, choices=(1, 3, 4, 6, 7))
+    s.add_argument("--triangles", type=int, default=360,
+                   help="triangles of the tibial insertion's triangulation (default 360)")
+    s.add_argument("--rule", type=int, default=3, choices=(1, 3, 4, 6, 7),
+                   help="Gauss points per triangle, one fibre each (default 3: TPSM-3)")
     s.add_argument("--export", metavar="OUT.osim",
                    help="write the model with the strands replaced by the TPSM fibres")
     s.add_argument("-o", "--output", help="output .sto (or folder with --demo)")
@@ -676,10 +706,13 @@ def _main(argv=None) -> int:
     runtime.light_imports = True     # a command's start-up: no scipy.interpolate/signal import on short trials
     warnings.formatwarning = _warn_format
     warnings.simplefilter("default", ArthronWarning)
-    words = sys.argv[1:] if argv is None else list(argv)
-    args, extra = _parser(words[0] if words else None).parse_known_args(argv)
+    words = _negative_lists(sys.argv[1:] if argv is None else list(argv))
+    args, extra = _parser(words[0] if words else None).parse_known_args(words)
     if extra:           # refused by the whole parser (its usage line lists every command)
-        build_parser().parse_args(argv)
+        hint = _option_hint(words[0], extra)
+        if hint:
+            build_parser().error(f"unrecognized arguments: {' '.join(extra)} ({hint})")
+        build_parser().parse_args(words)
     from .io.files import check_output, input_guard
     try:
         # no command writes onto a file it reads (the files named here, and every file a reader
@@ -700,6 +733,54 @@ def _main(argv=None) -> int:
         print("arthron: interrupted (files already written are whole; none is half-written)",
               file=sys.stderr)
         return 130
+    except SystemExit as e:         # a handler's usage line (arguments missing): exit status 2, as argparse's
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+            return 2
+        raise
+    except BrokenPipeError:         # the reader of the output went away (`arthron info M | head`): no traceback
+        _quiet_stdout()
+        return 141                  # 128 + SIGPIPE, what a shell reports for a process ended by a closed pipe
+
+
+def _quiet_stdout() -> None:
+    """Send what is left of standard output to the null device (the pipe is closed: the
+    interpreter's final flush would otherwise report a BrokenPipeError)."""
+    import os
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):      # no file descriptor (output captured in Python)
+        pass
+
+
+def _negative_lists(words: list) -> list:
+    """``--frames -1,0`` as ``--frames=-1,0``: argparse takes a word starting with a minus for an
+    option unless it is one number, so a list of indices counted from the end was refused."""
+    out = list(words)
+    for i in range(len(out) - 1):
+        if out[i] in ("--frames", "--times") and len(out[i + 1]) > 1 and out[i + 1][0] == "-" \
+                and (out[i + 1][1].isdigit() or out[i + 1][1] == "."):
+            out[i] = f"{out[i]}={out.pop(i + 1)}"
+            break
+    return out
+
+
+def _option_hint(command, extra) -> str:
+    """'did you mean --step?' for a mistyped option of ``command`` (the closest of its options),
+    or '' when nothing is close."""
+    import difflib
+    try:
+        sp = _parser(command)._subparsers._group_actions[0].choices[command]
+    except (KeyError, AttributeError, TypeError):
+        return ""
+    options = [o for a in sp._actions for o in a.option_strings if o.startswith("--")]
+    for word in extra:
+        if word.startswith("--"):
+            close = difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.75)
+            if close:
+                return f"did you mean {close[0]}? 'arthron {command} --help' lists its options"
+    return ""
 
 
 if __name__ == "__main__":

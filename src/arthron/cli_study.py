@@ -12,6 +12,13 @@ from pathlib import Path
 def cmd_demo(a):
     out = Path(a.output) if a.output else Path.cwd() / "arthron-demo"
     if a.arm:
+        given = [k for k in ("gender", "height", "mass", "shoulder_width", "inclination", "version",
+                             "humeral_rotation", "elbow_flexion", "step") if getattr(a, k) is not None]
+        if given or a.rc_pcsa_factor != 1.0:        # the arm demo has no subject: they would be ignored
+            from .errors import OptionError
+            opts = ", ".join("--" + k.replace("_", "-") for k in given + (["rc_pcsa_factor"]
+                                                                       if a.rc_pcsa_factor != 1.0 else []))
+            raise OptionError(f"{opts}: subject options of the shoulder abduction, not of demo --arm")
         from .tools.demo_tool import run_demo
         s = run_demo(out)
         print(f"arthron demo: model {s['model']}, {s['frames']} frames of elbow flexion")
@@ -95,12 +102,13 @@ def _add_study_parsers(sub):
     cite = ("Sarshari, Boulanaache, Terrier, Farron, Mullhaupt & Pioletti (2021), 'A Matlab toolbox for "
             "scaled-generic modeling of shoulder and elbow', Sci Rep 11:20806")
 
-    def subject_options(s):
-        s.add_argument("--gender", default=None, help="m or f (default m, or --model-subject's)")
+    def subject_options(s, demo=False):
+        other = "" if demo else ", or --model-subject's"      # demo has no --model
+        s.add_argument("--gender", default=None, help=f"m or f (default m{other})")
         s.add_argument("--height", type=float, default=None,
-                       help="m (default 1.86, the generic subject, or --model-subject's)")
+                       help=f"m (default 1.86, the generic subject{other})")
         s.add_argument("--mass", "--weight", dest="mass", type=float, default=None,
-                       help="body mass, kg (default 85.5, or --model-subject's)")
+                       help=f"body mass, kg (default 85.5{other})")
         s.add_argument("--shoulder-width", type=float, default=None,
                        help="AA to AA, m (default: scaled with height)")
         s.add_argument("--inclination", type=float, default=None,
@@ -152,6 +160,6 @@ def _add_study_parsers(sub):
                                     "muscle forces and the glenohumeral reaction (Sarshari et al. 2021)",
                        description="Runs `arthron study` for one subject (default the generic male of " + cite
                                    + ") and draws the model; --arm: the former demo on the embedded arm.")
-    subject_options(s)
+    subject_options(s, demo=True)
     s.add_argument("--arm", action="store_true", help="the former demo: elbow flexion of the embedded two-segment arm")
     s.set_defaults(func=cmd_demo, parameter_study=False)

@@ -224,6 +224,12 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
                                     bool(w.active)))
     names, types, paths, props = [], [], [], []
     sel = None if forces is None else list(forces)
+    unknown = [n for n in sel or () if n not in model.forces]
+    if unknown:         # a name typed by hand (--muscles, a MuscleAnalysis' muscle_list): name it
+        with_path = [n for n, f in model.forces.items() if f.path is not None]
+        raise ModelFileError(f"model '{model.name}' has no force named {', '.join(map(repr, unknown))} "
+                             f"(forces with a path: {', '.join(with_path[:8])}"
+                             f"{' ...' if len(with_path) > 8 else ''})", model.source)
     items = model.forces.items() if sel is None else [(n, model.forces[n]) for n in sel]
     for name, f in items:
         if f.path is None:

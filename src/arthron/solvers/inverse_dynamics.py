@@ -135,6 +135,14 @@ def _labels(model: Model, names):
     return [f"{n}_moment" if coords[n].motion_type == "rotational" else f"{n}_force" for n in names]
 
 
+def _unmatched_exclusions(model: Model, exclude=()) -> list:
+    """The names of ``exclude`` (OpenSim's ``forces_to_exclude``) that exclude nothing: neither a
+    force nor the class of one in ``model``, nor ``Muscles``, ``Actuators``, ``All`` (a typo such
+    as ``muscles``; a ForceSet group, which arthron does not read, is one of them too)."""
+    known = {"Muscles", "Actuators", "All"} | set(model.forces) | {f.type for f in model.forces.values()}
+    return [n for n in (exclude or ()) if n not in known]
+
+
 def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_table=None,
                          lowpass_hz=None, time_range=None, in_degrees=None,
                          forces_to_exclude=("Muscles",), tree: Tree | None = None) -> InverseDynamicsResult:
@@ -178,6 +186,11 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
     # muscles not excluded pull with their forces at their default states, as in OpenSim's tool
     from ..multibody.forces import active_forces
     from .muscle_states import default_state_muscles
+    unmatched = _unmatched_exclusions(model, forces_to_exclude)
+    if unmatched:           # a typo would otherwise leave the muscles pulling without a word
+        warnings.warn(f"model '{model.name}': forces_to_exclude names {', '.join(map(repr, unmatched))}, which "
+                      "match no force or force class of the model (nor Muscles, Actuators, All; ForceSet "
+                      "groups are not read): they exclude nothing", ArthronWarning)
     muscles = default_state_muscles(model, tree, names={f.name for f in active_forces(model, forces_to_exclude)
                                                         if f.is_muscle})
     pulled = {m.name for m in muscles.muscles}

@@ -220,16 +220,18 @@ def _opensim_load(path, tree, model, out, original=None):
     except ImportError:
         return None
     from ..multibody.kinematics import forward_kinematics
-    try:
-        osim.Logger.setLevelString("error")
+    try:        # off while loading: a refusal is reported from OpenSim's exception, not its "[error]" line
+        osim.Logger.setLevelString("off")
         m = osim.Model(str(path))
         s = m.initSystem()
     except Exception as e:             # OpenSim's refusal is the result being reported
+        osim.Logger.setLevelString("error")
         cls = None if original is None else _unregistered_class(path, osim)
         if cls is not None and f"<{cls}" in Path(original).read_text(errors="replace"):
             return (f"{PLUGIN_NOTE} {cls}, which OpenSim 4.6 does not know (it refuses the original "
                     f"too); --exclude {cls} to load the rest in OpenSim")
         return f"refused the file: {str(e).strip().splitlines()[0]}"
+    osim.Logger.setLevelString("error")
     q = np.array([[model.coordinates[c].default_value for c in tree.coordinate_names]])
     cs = m.getCoordinateSet()
     for c, v in zip(tree.coordinate_names, q[0]):

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SolverError
-from ..io.files import atomic_write
+from ..io.files import atomic_write, check_output, make_output_folder
 from ..io.mesh import load_mesh
 from ..io.osim import force_to_xml, read_osim, write_osim
 from ..io.sto import read_sto, write_sto
@@ -93,7 +93,7 @@ def run_demo(out_dir, n_triangles=DEMO_TRIANGLES, verbose: bool = True) -> dict:
     (TPSM-3, 360 triangles, l0 = 27 mm, 0-120° flexion). Returns a summary dict and prints it.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    make_output_folder(out / "tpsm_errors.csv")     # a file or device as the folder: one line naming it
     methods = ("MBM", "MBM-centroid", "TPSM-1", "TPSM-3", "TPSM-4")
     rows, summary = [], {}
     for l0 in (0.027, 0.010):
@@ -147,7 +147,7 @@ def run_model(model_path, ligament: str, *, mesh=None, motion=None, out=None, n_
         warning; with ``inDegrees=yes`` only rotational coordinates are converted, as OpenSim
         does — "coupled" ones such as Lenhart2015's knee_flex_r stay as written); None → the
         default pose only
-    out : .sto to write (optional)
+    out : .sto to write (optional; its missing folders are created, as for every ``-o``)
     n_triangles, rule : TPSM discretization (default TPSM-3 on 360 triangles)
 
     Returns
@@ -162,6 +162,8 @@ def run_model(model_path, ligament: str, *, mesh=None, motion=None, out=None, n_
     naming the mesh when the footprint misses it.
     """
     n_triangles = check_positive_int(n_triangles, "n_triangles")
+    if out is not None:     # before the computation: an output onto an input, or a file where a folder goes
+        check_output(out)
     model = model_path if isinstance(model_path, Model) else read_osim(model_path)
     strands = strands_from_model(model, ligament, tibia_frame=tibia_frame)
     tree = compile_model(model)
@@ -194,6 +196,7 @@ def run_model(model_path, ligament: str, *, mesh=None, motion=None, out=None, n_
                   comments=[f"TPSM-{rule} on {n_triangles} triangles ({fib.n} fibres) built from "
                             f"{len(strands.names)} strands; moments about the {body} origin"])
     if out is not None:
+        make_output_folder(out)
         write_sto(out, table)
     return table, {"ligament": lig, "fibres": fib, "strands": strands, "mbm": mbm, "poses": (R, t),
                    "model": model}

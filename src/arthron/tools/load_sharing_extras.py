@@ -45,7 +45,8 @@ def read_emg(path, model: Model, mapping=None):
     table = read_sto(path)
     if mapping is not None and not isinstance(mapping, dict):
         mp = {}
-        for k, line in enumerate(Path(mapping).read_text().splitlines(), 1):
+        from ..io.sto import _read_lines    # a missing, unreadable or binary file: one line naming it
+        for k, line in enumerate(_read_lines(Path(mapping)), 1):
             if line.strip() and not line.lstrip().startswith("#"):
                 bits = line.split()
                 if len(bits) != 2:

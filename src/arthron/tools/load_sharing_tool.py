@@ -28,8 +28,9 @@ def read_pcsa(path) -> dict:
     malformed line or a PCSA that is not positive."""
     from pathlib import Path
     from ..errors import DataFileError
+    from ..io.sto import _read_lines        # a missing, unreadable or binary file: one line naming it
     out = {}
-    for k, line in enumerate(Path(path).read_text().splitlines(), 1):
+    for k, line in enumerate(_read_lines(Path(path)), 1):
         t = line.split("#", 1)[0].split()
         if not t:
             continue

@@ -104,7 +104,10 @@ def find_setup_file(setup, name, search_dirs=None, key: str | None = None) -> Pa
         hits = sorted(d.rglob(base))
         if hits:
             return hits[0]
-    raise DataFileError(f"file {what}'{str(name).strip()}' named in the setup does not exist", setup.path)
+    where = ("not beside the setup nor under the search folders" if dirs else
+             "not beside the setup; --search-dir DIR (search_dirs) looks for it under another folder")
+    raise DataFileError(f"file {what}'{str(name).strip()}' named in the setup does not exist ({where})",
+                        setup.path)
 
 
 def require_setup_file(setup, key: str, search_dirs=None, value=None) -> Path:

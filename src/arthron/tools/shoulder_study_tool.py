@@ -126,9 +126,12 @@ def study_spec_of_model(path, *, cone, landmarks=None, coordinates=None, rotator
 def _slug(s: Subject, spec: StudySpec) -> str:
     g = spec.generic
     if (s.gender, s.height, s.mass, s.rc_pcsa_factor) == (g.gender, g.height, g.mass, 1.0) \
+            and s.shoulder_width in (None, g.shoulder_width) \
             and s.inclination_deg in (None, g.inclination_deg) and s.version_deg in (None, 0.0, g.version_deg):
         return "generic"
     parts = [s.gender[0], f"{s.height:.2f}m", f"{s.mass:g}kg"]
+    if s.shoulder_width is not None and s.shoulder_width != g.shoulder_width:
+        parts.append(f"sw{s.shoulder_width:g}m")
     if s.inclination_deg is not None:
         parts.append(f"incl{s.inclination_deg:g}")
     if s.version_deg:
@@ -263,6 +266,8 @@ def run_study(out_dir, subject: Subject | None = None, *, parameter_study: bool 
         motions = {}        # the kinematics depend on the geometry only (height, shoulder width)
         for key, label, change in PARAMETER_STUDY:
             s = replace(spec.generic, **change).check()
+            if key == "generic":    # the subject the model stands for (--model-subject), not always the paper's
+                label = f"generic {s.gender} {s.height:.2f} m, {s.mass:g} kg"
             say(f"[{len(results) + 1}/{len(PARAMETER_STUDY)}] {label}")
             geo = (s.height, s.shoulder_width)
             try:

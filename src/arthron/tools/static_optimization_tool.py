@@ -25,7 +25,7 @@ from ..io.sto import read_sto, write_sto
 from ..models.forces import CoordinateActuator
 from ..models.model import Model
 from ..solvers.load_sharing import LoadSharingResult, static_optimization
-from ..io.files import output_group
+from ..io.files import make_output_folder, output_group
 from .analyze_setup import AnalyzeSetup, analysis_name, model_with_force_sets, read_analyze_setup, step_rows
 from .options import check_lowpass, check_time_range
 from .setup_files import setting_bool, setting_float, setting_text, step_interval
@@ -90,7 +90,7 @@ def write_static_optimization(result: LoadSharingResult, out_dir, name: str, row
     ``<name>_StaticOptimization_report.sto`` (objective, residual, feasibility, cone per frame).
     All tables are computed before the first file is written. Returns the paths."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    make_output_folder(out / f"{name}_{analysis}_activation.sto")   # one line naming it, not OSError
     written = []
     tables = [("activation", result.activation_table()), ("force", result.force_table())]
     if report:
