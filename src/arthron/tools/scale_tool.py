@@ -303,18 +303,26 @@ class ScaleResult:
         s = self.setup
         out = []
 
-        def where(p):
-            if p is None:
+        # as OpenSim 4.6's ScaleTool: the ModelScaler and the MarkerPlacer write their files
+        # only when they ran, and a placed model named as the scaled one overwrites it
+        # (Pose2Sim's setups name one file for both)
+        placed_run = self.static_q is not None
+
+        def where(p, placer=False):
+            if p is None or (placer and not placed_run):
                 return None
             return Path(folder) / Path(p).name if folder is not None else Path(p)
-        targets = [p for p in (where(x) for x in (s.scaled_model_file, s.scale_file, s.placer_model_file,
-                                                  s.placer_marker_set_file, s.placer_motion_file))
+        p_scaled = where(s.scaled_model_file) if s.scaler_apply else None
+        p_placed = where(s.placer_model_file, True)
+        if p_scaled is not None and p_placed is not None and p_scaled.resolve() == p_placed.resolve():
+            p_scaled = None
+        targets = [p for p in (p_scaled, where(s.scale_file), p_placed,
+                               where(s.placer_marker_set_file, True), where(s.placer_motion_file, True))
                    if p is not None]
         for p in targets:                       # every output checked before anything is created
             check_output(p)
         for p in targets:
             make_output_folder(p)
-        p_scaled, p_placed = where(s.scaled_model_file), where(s.placer_model_file)
         models = [(p, m) for p, m in ((p_scaled, self.scaled_model), (p_placed, self.model))
                   if p is not None]
         write_osims(models)     # the placed model's shared components written once
