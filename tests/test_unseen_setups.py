@@ -5,6 +5,7 @@ the shared data, and compared with OpenSim 4.6."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import os
 import warnings
 
@@ -160,3 +161,30 @@ def test_forces_outside_the_file_times_extrapolated_as_opensim(tmp_path):
     with pytest.warns(ArthronWarning, match="extrapolated linearly"):
         gen, _ = actuator_forces(model, tree, tab, times, q=np.zeros((times.size, tree.nq)))
     np.testing.assert_allclose(gen[:, tree.coordinate_index("r_elbow_flex")], ref[:, 0], rtol=1e-13, atol=1e-12)
+
+
+@needs_data
+def test_scale_setup_that_writes_nothing_says_so(tmp_path, monkeypatch, capsys):
+    """Pose2Sim 0.8's Scaling_Setup_Pose2Sim_LSTM.xml leaves the ModelScaler's outputs
+    Unassigned and turns the MarkerPlacer off: OpenSim 4.6's ScaleTool then writes nothing (and
+    returns false); `arthron scale --setup` wrote nothing and said nothing. Now it fails in
+    one line naming the setup and the elements to set."""
+    from arthron.cli import main
+    raw = (GAIT_PIPE / "subject01_Setup_Scale.xml").read_text()
+    start = raw.index("<MarkerPlacer")
+    scaler, placer = raw[:start], raw[start:]
+    for tag in ("output_model_file", "output_scale_file"):
+        scaler = re.sub(rf"<{tag}>[^<]*</{tag}>", f"<{tag}>Unassigned</{tag}>", scaler)
+    placer = re.sub(r"<apply>\s*true\s*</apply>", "<apply>false</apply>", placer, count=1)
+    p = tmp_path / "setup.xml"
+    p.write_text(scaler + placer)
+    monkeypatch.chdir(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ArthronWarning)
+        status = main(["scale", "--setup", str(p), "--search-dir", str(GAIT_PIPE),
+                       "--search-dir", str(MODELS / "Models" / "Gait2354_Simbody")])
+    err = capsys.readouterr().err
+    assert status == 2 and "Traceback" not in err
+    assert f"arthron: error: {p}: nothing to write" in err
+    assert "<output_model_file>" in err and "MarkerPlacer is off" in err
+    assert sorted(os.listdir(tmp_path)) == ["setup.xml"]

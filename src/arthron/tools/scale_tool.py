@@ -299,6 +299,17 @@ class ScaleResult:
         with input_guard(self.inputs), output_group():
             return self._write(folder)
 
+    def nothing_written_reason(self) -> str:
+        """Why :meth:`write` writes nothing for this setup (OpenSim 4.6's ScaleTool then
+        writes nothing either): the message of ``arthron scale --setup``."""
+        s = self.setup
+        scaler = ("the ModelScaler is off (<apply>false</apply>)" if not s.scaler_apply else
+                  "the ModelScaler's <output_model_file> and <output_scale_file> are Unassigned")
+        placer = ("the MarkerPlacer is off (<apply>false</apply>)" if not s.placer_apply else
+                  "the MarkerPlacer names no output file")
+        return (f"nothing to write: {scaler} and {placer}; name an <output_model_file> of the "
+                "ModelScaler (or turn the MarkerPlacer on)")
+
     def _write(self, folder):
         s = self.setup
         out = []
