@@ -188,3 +188,44 @@ def test_scale_setup_that_writes_nothing_says_so(tmp_path, monkeypatch, capsys):
     assert f"arthron: error: {p}: nothing to write" in err
     assert "<output_model_file>" in err and "MarkerPlacer is off" in err
     assert sorted(os.listdir(tmp_path)) == ["setup.xml"]
+
+
+_WRITE_NO_RATE = """
+import sys, numpy as np, ezc3d
+c = ezc3d.c3d()
+c["parameters"]["POINT"]["RATE"]["value"] = [float(sys.argv[2])]
+c["parameters"]["POINT"]["LABELS"]["value"] = ("A",)
+p = np.ones((4, 1, 6))
+c["data"]["points"] = p
+c.write(sys.argv[1])
+"""
+
+
+def test_c3d_without_a_sampling_rate_is_one_clear_error(tmp_path, monkeypatch, capsys):
+    """biomdp's Kistler force-plate files (kistler_CMJ_1plate.c3d ...) have POINT:RATE and
+    ANALOG:RATE 0: `arthron c3d` divided by 0 (a numpy warning) and then failed naming the
+    TRC it was writing ('time must be finite'). Now one error naming the C3D and POINT:RATE,
+    nothing written; a positive rate still reads."""
+    import subprocess
+    import sys
+    from arthron.cli import main
+    from arthron.io.c3d import read_c3d
+    # written in a child process (ezc3d's writer shadows OpenSim's SWIG types, see test_c3d)
+    zero, good = tmp_path / "norate.c3d", tmp_path / "rate.c3d"
+    subprocess.run([sys.executable, "-c", _WRITE_NO_RATE, str(good), "50"], check=True)
+    # ezc3d writes no rate 0: every float32 50.0 (the rates; the data are ones) set to 0
+    raw = good.read_bytes()
+    fifty = np.float32(50).tobytes()
+    assert raw.count(fifty) >= 2             # header, POINT:RATE (and ANALOG:RATE)
+    zero.write_bytes(raw.replace(fifty, np.float32(0).tobytes()))
+    with pytest.raises(DataFileError, match="is 0: the file's 6 frames have no sampling rate") as e:
+        read_c3d(zero)
+    assert e.value.path == str(zero) and e.value.where == "POINT:RATE"
+    np.testing.assert_allclose(read_c3d(good).markers.time, np.arange(6) / 50)
+    monkeypatch.chdir(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # no numpy division warning on the way
+        assert main(["c3d", str(zero), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"arthron: error: {zero}: POINT:RATE" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
