@@ -229,3 +229,18 @@ def test_c3d_without_a_sampling_rate_is_one_clear_error(tmp_path, monkeypatch, c
     err = capsys.readouterr().err
     assert f"arthron: error: {zero}: POINT:RATE" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+@needs_data
+def test_scale_setup_missing_file_names_its_element(tmp_path):
+    """bioscout's setup_scale.xml names its marker set by a Windows path of the author's
+    machine: the error said 'file ... does not exist' without saying which of the ScaleTool's
+    five file properties; now it names it (GenericModelMaker/marker_set_file)."""
+    from arthron.tools.scale_tool import read_scale_setup
+    raw = (GAIT_PIPE / "subject01_Setup_Scale.xml").read_text()
+    raw = re.sub(r"<marker_set_file>[^<]*</marker_set_file>",
+                 "<marker_set_file>C:/Git/models/P03/FINAL_MARKERSET.xml</marker_set_file>", raw)
+    p = tmp_path / "setup.xml"
+    p.write_text(raw)
+    with pytest.raises(DataFileError, match=r"<GenericModelMaker/marker_set_file> 'C:/Git/models/P03/FINAL_MARKERSET.xml'"):
+        read_scale_setup(p, search_dirs=[GAIT_PIPE, MODELS / "Models" / "Gait2354_Simbody"])

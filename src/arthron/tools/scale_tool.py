@@ -192,10 +192,10 @@ def read_scale_setup(path, *, placeholders=None, search_dirs=None,
     check_tool(st, "ScaleTool")
     el = st.element
 
-    def f(name):
+    def f(name, key=None):
         if name is None or not name.strip() or name.strip() == "Unassigned":
             return None
-        return find_setup_file(st, name, search_dirs)
+        return find_setup_file(st, name, search_dirs, key=key)
 
     def out_file(name):
         if name is None or not name.strip() or name.strip() == "Unassigned":
@@ -206,8 +206,8 @@ def read_scale_setup(path, *, placeholders=None, search_dirs=None,
     s = ScaleSetup(path=st.path, name=st.name, mass=_floats(mass, 1, st.path, "<mass>")[0] if mass else None,
                    model_file=None, marker_set_file=None)
     gm = el.find("GenericModelMaker")
-    s.model_file = None if model_given else f(_txt(gm, "model_file"))
-    s.marker_set_file = f(_txt(gm, "marker_set_file"))
+    s.model_file = None if model_given else f(_txt(gm, "model_file"), "GenericModelMaker/model_file")
+    s.marker_set_file = f(_txt(gm, "marker_set_file"), "GenericModelMaker/marker_set_file")
     ms = el.find("ModelScaler")
     if ms is not None:
         s.scaler_apply = _boolean(_txt(ms, "apply"), True)
@@ -242,7 +242,7 @@ def read_scale_setup(path, *, placeholders=None, search_dirs=None,
                 seg = (se.findtext("segment") or "").strip()
                 fac = _floats(se.findtext("scales"), 3, st.path, f"Scale '{seg}' scales")
                 s.manual.append(ScaleEntry(seg, np.array(fac), _boolean(_txt(se, "apply"), True)))
-        s.scaler_marker_file = f(_txt(ms, "marker_file"))
+        s.scaler_marker_file = f(_txt(ms, "marker_file"), "ModelScaler/marker_file")
         tr = _txt(ms, "time_range")
         s.scaler_time_range = _floats(tr, 2, st.path, "ModelScaler time_range") if tr else None
         s.preserve_mass_distribution = _boolean(_txt(ms, "preserve_mass_distribution"), False)
@@ -254,8 +254,8 @@ def read_scale_setup(path, *, placeholders=None, search_dirs=None,
     if mp is not None:
         s.placer_apply = _boolean(_txt(mp, "apply"), True)
         s.ik_task_set = mp.find("IKTaskSet")
-        s.placer_marker_file = f(_txt(mp, "marker_file"))
-        s.placer_coordinate_file = f(_txt(mp, "coordinate_file"))
+        s.placer_marker_file = f(_txt(mp, "marker_file"), "MarkerPlacer/marker_file")
+        s.placer_coordinate_file = f(_txt(mp, "coordinate_file"), "MarkerPlacer/coordinate_file")
         tr = _txt(mp, "time_range")
         s.placer_time_range = _floats(tr, 2, st.path, "MarkerPlacer time_range") if tr else None
         s.placer_motion_file = out_file(_txt(mp, "output_motion_file"))
