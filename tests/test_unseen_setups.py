@@ -244,3 +244,63 @@ def test_scale_setup_missing_file_names_its_element(tmp_path):
     p.write_text(raw)
     with pytest.raises(DataFileError, match=r"<GenericModelMaker/marker_set_file> 'C:/Git/models/P03/FINAL_MARKERSET.xml'"):
         read_scale_setup(p, search_dirs=[GAIT_PIPE, MODELS / "Models" / "Gait2354_Simbody"])
+
+
+_HIDDEN_DOC = """<?xml version="1.0" encoding="UTF-8" ?><OpenSimDocument Version="40000"><Model name="hide">
+<Ground name="ground"><attached_geometry><Mesh name="floor"><socket_frame>..</socket_frame>
+<mesh_file>tri.obj</mesh_file><Appearance><visible>false</visible></Appearance></Mesh></attached_geometry></Ground>
+<BodySet><objects><Body name="b"><mass>1</mass><mass_center>0 0 0</mass_center><inertia>1 1 1 0 0 0</inertia>
+<attached_geometry><Mesh name="bone"><socket_frame>..</socket_frame><mesh_file>tri.obj</mesh_file></Mesh>
+<Mesh name="skin"><socket_frame>..</socket_frame><mesh_file>tri.obj</mesh_file>
+<Appearance><visible>false</visible><opacity>0.3</opacity></Appearance></Mesh></attached_geometry>
+<WrapObjectSet><objects>
+<WrapCylinder name="Cylinder"><translation>0.1 0 0</translation><quadrant>all</quadrant>
+<Appearance><visible>false</visible></Appearance><radius>0.17</radius><length>0.26</length></WrapCylinder>
+<WrapSphere name="ball"><translation>0 0.1 0</translation><radius>0.05</radius></WrapSphere>
+</objects></WrapObjectSet></Body></objects></BodySet>
+<JointSet><objects><PinJoint name="j"><socket_parent_frame>/ground</socket_parent_frame>
+<socket_child_frame>/bodyset/b</socket_child_frame><coordinates><Coordinate name="q"/></coordinates></PinJoint></objects></JointSet>
+</Model></OpenSimDocument>"""
+
+
+@needs_opensim
+def test_invisible_geometry_and_wrap_objects_not_drawn_as_opensim(tmp_path):
+    """Pose2Sim 0.8's Model_Pose2Sim_SKEL.osim hides its torso wrap cylinder, chest and abdomen
+    ellipsoids and a skin mesh (``<Appearance><visible>false</visible>``); OpenSim 4.6 draws
+    none of them, `arthron show` drew them all (a 0.17 m cylinder across the trunk). Now the
+    scene holds what OpenSim's generateDecorations gives decorations for; `info` still counts
+    every referenced mesh."""
+    import opensim as osim
+    from arthron.io.mesh import hidden_wrap_objects, model_geometry
+    from arthron.io.osim import read_osim
+    from arthron.multibody.kinematics import compile_model
+    from arthron.render import ModelScene
+    osim.Logger.setLevelString("error")
+    (tmp_path / "tri.obj").write_text("v 0 0 0\nv 0.1 0 0\nv 0 0.1 0\nf 1 2 3\n")
+    p = tmp_path / "hide.osim"
+    p.write_text(_HIDDEN_DOC)
+    m = osim.Model(str(p))
+    s = m.initSystem()
+    hints = m.getDisplayHints()
+    drawn = set()
+    body = m.getBodySet().get("b")
+    for owner, geoms in (("/ground", m.getGround()), ("/bodyset/b", body)):
+        for i in range(geoms.getPropertyByName("attached_geometry").size()):
+            g = geoms.get_attached_geometry(i)
+            arr = osim.ArrayDecorativeGeometry()
+            g.generateDecorations(True, hints, s, arr)
+            if arr.size():
+                drawn.add(g.getName())
+    ws = body.getWrapObjectSet()
+    for i in range(ws.getSize()):
+        arr = osim.ArrayDecorativeGeometry()
+        ws.get(i).generateDecorations(True, hints, s, arr)
+        if arr.size():
+            drawn.add(ws.get(i).getName())
+    assert drawn == {"bone", "ball"}
+    model = read_osim(p)
+    assert {g.name for _, g, _ in model_geometry(model)} == {"floor", "bone", "skin"}
+    assert {g.name for _, g, _ in model_geometry(model, visible_only=True)} == {"bone"}
+    assert hidden_wrap_objects(model) == {("b", "Cylinder")}
+    scene = ModelScene.build(model, np.zeros((1, compile_model(model).nq)))
+    assert {name for *_, name in scene.bodies} | {w[-1] for w in scene.wraps} == drawn
