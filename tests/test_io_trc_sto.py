@@ -459,7 +459,7 @@ def test_trc_good_fixture_reads(tmp_path):
     ("time repeats", dict(rows=[GOOD_ROWS[0], GOOD_ROWS[1], "3\t0.01\t1\t2\t3\t4\t5\t6"]), 9, "not greater"),
     ("time decreases", dict(rows=[GOOD_ROWS[0], "2\t-1\t1\t2\t3\t4\t5\t6", GOOD_ROWS[2]]), 8, "not greater"),
     ("non numeric", dict(rows=[GOOD_ROWS[0], "2\t0.01\t1\tabc\t3\t4\t5\t6", GOOD_ROWS[2]]), 8, "non-numeric"),
-    ("NumFrames", dict(nf=4), 3, "NumFrames=4 but the file has 3"),
+    ("NumFrames", dict(nf=2), 3, "NumFrames=2 but the file has 3"),
     ("NumMarkers", dict(nm=3), 4, "NumMarkers=3"),
     ("units unknown", dict(units="inch"), 3, "Units"),
     ("data after blank", dict(rows=[GOOD_ROWS[0], "", GOOD_ROWS[1]]), 9, "blank line"),

@@ -145,7 +145,11 @@ def cmd_scale(a):
     if a.setup:
         _setup_only(a, "model", "static", "mass", "height", "output")
         res = scale_from_setup(a.setup, search_dirs=a.search_dir)
-        for p in res.write(a.output_dir):
+        written = res.write(a.output_dir)
+        if not written:
+            from .errors import DataFileError
+            raise DataFileError(res.nothing_written_reason(), res.setup.path)
+        for p in written:
             print(f"wrote {p}")
         return 0
     if not (a.model and a.mass and a.height and a.output):

@@ -145,7 +145,8 @@ class ModelScene:
                     body_names=list(tree.body_names))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ArthronWarning)
-            placed = model_geometry(model, extra_dirs=tuple(geometry_dirs)) if meshes else []
+            placed = (model_geometry(model, extra_dirs=tuple(geometry_dirs), visible_only=True)
+                      if meshes else [])
         bidx = {n: i for i, n in enumerate(tree.body_names)}
         for frame, g, path in placed:
             if path is None:
@@ -381,9 +382,13 @@ def _wrap_surfaces(model, tree) -> list:
             wobjs = compile_paths(model, tree, forces=[]).wrap_objects
     except Exception:   # noqa: BLE001 - a wrap object arthron cannot compile is not drawn
         return []
+    from .io.mesh import hidden_wrap_objects
+    hidden = hidden_wrap_objects(model)     # Appearance visible false: OpenSim draws none
     nb = tree.nb
+    names = list(tree.body_names)
     return [(-1 if w.body == nb else int(w.body), _pose_matrix(w.R, w.p), w.type, w.dims, w.name)
-            for w in wobjs if w.active]
+            for w in wobjs if w.active
+            and ("ground" if w.body == nb else names[int(w.body)], w.name) not in hidden]
 
 
 def _wrap_polydata(pv, kind: str, dims: dict):

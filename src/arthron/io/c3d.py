@@ -209,7 +209,8 @@ def read_c3d(path, *, force_location: str = "origin", rotation=None, units: str 
 
     Raises
     ------
-    DataFileError naming the file when it is missing, not a C3D file, or has unknown units;
+    DataFileError naming the file when it is missing, not a C3D file, has unknown units, or
+    frames without a sampling rate (POINT:RATE or ANALOG:RATE not positive);
     OptionError for a bad option.
     """
     import ezc3d
@@ -243,6 +244,13 @@ def read_c3d(path, *, force_location: str = "origin", rotation=None, units: str 
     labels = _strings(params, "POINT", "LABELS")
     pts = np.asarray(data["points"], dtype=float)  # (4, n, T)
     T = pts.shape[2] if pts.ndim == 3 else 0
+    # a file without sampling rates (biomdp's Kistler force-plate files: POINT:RATE and
+    # ANALOG:RATE 0) gives its frames no times; refused here rather than as NaN times later
+    n_analog = np.asarray(data["analogs"]).shape[-1] if np.asarray(data["analogs"]).ndim == 3 else 0
+    for what, rate, n in (("POINT:RATE", point_rate, T), ("ANALOG:RATE", analog_rate, n_analog)):
+        if n and not (np.isfinite(rate) and rate > 0):
+            raise DataFileError(f"is {rate:g}: the file's {n} frames have no sampling rate, so no "
+                                "times", path, what)
     labels = labels[: pts.shape[1]] if pts.ndim == 3 else []
     non_marker = set()
     for k in _NON_MARKER:

@@ -364,8 +364,31 @@ def resolve_model_meshes(model, *, extra_dirs=()) -> dict:
     return out
 
 
-def model_geometry(model, *, extra_dirs=()) -> list:
+def _appearance_visible(elements) -> bool:
+    """False when the ``Appearance`` among ``elements`` (a component's children) says
+    ``<visible>false</visible>``: OpenSim 4.6 then generates no decoration for the geometry or
+    wrap object (``Geometry``/``WrapObject::generateDecorations``)."""
+    for el in elements:
+        if el.tag == "Appearance":
+            return (el.findtext("visible") or "true").strip().lower() not in ("false", "0")
+    return True
+
+
+def hidden_wrap_objects(model) -> set:
+    """``(body name, wrap object name)`` of the wrap objects whose ``Appearance`` is not visible
+    (ground's under the body name ``ground``): OpenSim 4.6's visualizer draws none of them."""
+    from .osim_xml import _unmodelled_from_text
+    owners = [("ground", getattr(model, "ground_wrap_objects", []))]
+    owners += [(b.name, b.wrap_objects) for b in model.bodies.values()]
+    return {(body, w.name) for body, ws in owners for w in ws
+            if not _appearance_visible(_unmodelled_from_text(getattr(w, "unmodelled_xml", "") or ""))}
+
+
+def model_geometry(model, *, extra_dirs=(), visible_only=False) -> list:
     """Every ``Mesh`` a model displays, with the frame it is attached to and its file.
+    ``visible_only``: without the geometry whose ``Appearance`` says ``<visible>false</visible>``
+    (OpenSim's visualizer does not draw it; `arthron show` passes True, `arthron info` counts
+    every mesh the model references).
 
     Bodies' and ground's attached geometry, and the attached geometry of PhysicalOffsetFrames
     (e.g. the ``<body>_geom_frame_<k>`` frames of a 3.x model whose display transforms were
@@ -388,12 +411,14 @@ def model_geometry(model, *, extra_dirs=()) -> list:
     model_dir = Path(model.source).parent if model.source else Path.cwd()
     items = [(GROUND, g) for g in model.ground_geometry]
     items += [(b.path, g) for b in model.bodies.values() for g in b.geometry]
+    if visible_only:
+        items = [(fr, g) for fr, g in items if _appearance_visible(_unmodelled_from_text(g.unmodelled_xml))]
     for f in model.frames.values():
         for el in _unmodelled_from_text(getattr(f, "unmodelled_xml", "")):
             if el.tag != "attached_geometry":
                 continue
             for g in el:
-                if not isinstance(g.tag, str):
+                if not isinstance(g.tag, str) or visible_only and not _appearance_visible(g):
                     continue
                 sf = (g.findtext("scale_factors") or "1 1 1").split()
                 try:

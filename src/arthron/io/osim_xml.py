@@ -8,11 +8,12 @@ import copy
 import dataclasses
 import math
 import posixpath
+import warnings
 
 import numpy as np
 from lxml import etree
 
-from ..errors import ModelFileError
+from ..errors import ArthronWarning, ModelFileError
 from .osim_functions import function_property_names, function_to_xml, read_function_property
 from .osim_upgrade import set_objects as _objects
 from ..models.forces import FORCE_TYPES, UnmodelledForce
@@ -335,9 +336,17 @@ def _typed_reader(cls, handled=()):
     def read(elem, ctx):
         obj = cls(name=elem.get("name", ""))
         rest = []
+        first = {}
         for c in elem:
             if not isinstance(c.tag, str):
                 continue
+            if c.tag in by_tag or c.tag in v3_body:
+                # a property given twice: OpenSim 4.6 reads the first element (bioscout's
+                # actuators_so.xml repeats <point> and <optimal_force>)
+                if c.tag in first:
+                    _warn_duplicate(ctx, elem, c, first[c.tag])
+                    continue
+                first[c.tag] = c
             hit = by_tag.get(c.tag)
             if hit is None and c.tag in v3_body and (c.text or "").strip():
                 setattr(obj, v3_body[c.tag], body_path(c.text.strip()))
@@ -350,6 +359,16 @@ def _typed_reader(cls, handled=()):
         obj.unmodelled_xml = _unmodelled_to_text(rest)
         return obj
     return read
+
+
+def _warn_duplicate(ctx, elem, c, kept):
+    """Warn (once per element and tag) that the repeated property ``c`` of ``elem`` is ignored
+    when its value differs from the first one's, ``kept`` (OpenSim reads the first)."""
+    if (c.text or "").split() == (kept.text or "").split() and len(c) == len(kept) == 0:
+        return
+    warnings.warn(f"{ctx.path}: line {c.sourceline}: <{c.tag}> of {elem.tag} '{elem.get('name', '')}' "
+                  f"given again; the first (line {kept.sourceline}) is used, as OpenSim does",
+                  ArthronWarning, stacklevel=2)
 
 
 def _typed_writer(cls, head=None):

@@ -18,13 +18,14 @@ from __future__ import annotations
 import io
 import math
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..tables import MarkerTrial
-from ..errors import DataFileError
+from ..errors import ArthronWarning, DataFileError
 from .sto import _atomic_write_text, _check_not_input, _fmt, _read_lines
 
 __all__ = ["MarkerTrial", "read_trc", "write_trc", "UNIT_DIVISORS"]
@@ -68,15 +69,22 @@ def read_trc(path) -> MarkerTrial:
         not the eight OpenSim requires (``Units`` missing included) or values count differing;
         unknown ``Units``; label line not ``Frame#``, ``Time`` + ``NumMarkers`` names; the
         ``X1 Y1 Z1 ...`` line wrong; a data row with a number of cells other than
-        2 + 3·NumMarkers; a non-numeric cell; non-finite or non-increasing time; the number of
-        data rows different from ``NumFrames``; data after a blank line.
+        2 + 3·NumMarkers; a non-numeric cell; non-finite or non-increasing time; more data
+        rows than ``NumFrames`` (OpenSim's TRCFileAdapter reads them all, its ScaleTool's
+        MarkerData only the first NumFrames); data after a blank line.
+
+    Warns
+    -----
+    ArthronWarning
+        fewer data rows than ``NumFrames`` (Pose2Sim's demo trials): the rows there are read,
+        as OpenSim 4.6 reads them in IK and in the ScaleTool.
 
     Source
     ------
     OpenSim ``TRCFileAdapter::extendRead``: header on lines 1–5, tab delimiters, blank lines
     between header and data skipped, a blank line ends the data, a marker with an empty
     component is NaN. Unlike OpenSim, units are converted to metres here (OpenSim's
-    ``MarkersReference`` does the same when it loads a TRC for IK) and ``NumFrames`` is checked.
+    ``MarkersReference`` does the same when it loads a TRC for IK) and ``NumFrames`` is checked as above.
     The conversion shifts the decimal point of the text before rounding once, so each value
     is the double nearest to the file's decimal number in metres (it may differ by 1 ulp from
     ``float(text) / 1000``, which rounds twice).
@@ -184,8 +192,14 @@ def read_trc(path) -> MarkerTrial:
         rows.append(vals)
         linenos.append(j + 1)
 
-    if len(rows) != n_frames_hdr:
+    if len(rows) > n_frames_hdr:
+        # OpenSim's tools disagree here: the TRCFileAdapter (IK) reads every row, MarkerData
+        # (ScaleTool) the first NumFrames
         raise DataFileError(f"NumFrames={n_frames_hdr} but the file has {len(rows)} data rows", path, "line 3")
+    if len(rows) < n_frames_hdr:
+        warnings.warn(f"{path}: line 3: NumFrames={n_frames_hdr} but the file has {len(rows)} data "
+                      f"rows; the {len(rows)} rows are read, as OpenSim reads them", ArthronWarning,
+                      stacklevel=2)
     pos = np.asarray(rows, dtype=float).reshape(len(rows), n_markers, 3)
     return MarkerTrial(
         frames=np.array(frames, dtype=int),

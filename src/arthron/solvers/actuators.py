@@ -17,6 +17,24 @@ from .inverse_dynamics import ExternalLoad
 ACTUATOR_TYPES = ("CoordinateActuator", "PointActuator", "TorqueActuator", "PathActuator")
 
 
+def storage_values(times, t_src, y):
+    """Values of one column ``y`` (N,) of a file sampled at ``t_src`` (N,), increasing, at
+    ``times`` (T,), as OpenSim 4.6's ``Storage::getDataAtTime`` gives them: linear
+    interpolation between the rows around each time, and *linear extrapolation* from the
+    first two (last two) rows before the first (after the last) time; one row: its values.
+    Returns (T,)."""
+    times = np.asarray(times, float)
+    t_src, y = np.asarray(t_src, float), np.asarray(y, float)
+    if t_src.size < 2:
+        return np.full(times.shape, y[0] if y.size else np.nan)
+    val = np.interp(times, t_src, y)
+    for lo, (i, j) in (((times < t_src[0]), (0, 1)), ((times > t_src[-1]), (-2, -1))):
+        if lo.any() and t_src[j] != t_src[i]:
+            slope = (y[j] - y[i]) / (t_src[j] - t_src[i])
+            val[lo] = y[i] + (times[lo] - t_src[i]) * slope
+    return val
+
+
 def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=None, path=None):
     """Mobility forces and body loads of the actuators in a forces file (e.g. SO's ``_force.sto``).
 
@@ -28,7 +46,9 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
     PointActuator applies ``value × direction``
     at its point, a TorqueActuator ``value × axis`` on bodyA and the opposite on bodyB; muscles
     and PathActuators pull along their paths (needs :mod:`arthron.multibody.paths`). Values are
-    linearly interpolated at ``times`` (OpenSim's ``Storage::getDataAtTime``).
+    linearly interpolated at ``times`` and, outside the file's times, linearly extrapolated
+    from its first or last two rows with an ArthronWarning (:func:`storage_values`, OpenSim's
+    ``Storage::getDataAtTime``, which JointReaction uses; they were held constant before).
 
     Returns
     -------
@@ -67,6 +87,14 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
                             "column labels")
     t_src = np.asarray(forces_table.time, float)
     data = np.asarray(forces_table.data, float)
+    if t_src.size > 1 and T:
+        tol = 1e-9 * max(1.0, float(np.abs(t_src).max()))
+        out = times[(times < t_src[0] - tol) | (times > t_src[-1] + tol)]
+        if out.size:
+            warnings.warn(f"{src}: the forces cover {t_src[0]:g}–{t_src[-1]:g} s; at {out.size} frame(s) "
+                          f"outside ({out.min():g}–{out.max():g} s) they are extrapolated linearly from "
+                          "the file's first or last two rows, as OpenSim's Storage::getDataAtTime does",
+                          ArthronWarning, stacklevel=3)
     gen = np.zeros((T, tree.nq))
     gen_u = np.zeros((T, tree.nq))      # CoordinateActuators: forces on Simbody's mobilities
     loads = []
@@ -74,7 +102,7 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
     for k, lab in enumerate(labels):
         if lab not in acts:
             continue
-        val = np.interp(times, t_src, data[:, k]) if t_src.size > 1 else np.full(T, data[0, k])
+        val = storage_values(times, t_src, data[:, k])
         f = acts[lab]
         if not f.applies_force:
             continue                  # disabled: applies nothing, as in OpenSim

@@ -192,10 +192,10 @@ def read_scale_setup(path, *, placeholders=None, search_dirs=None,
     check_tool(st, "ScaleTool")
     el = st.element
 
-    def f(name):
+    def f(name, key=None):
         if name is None or not name.strip() or name.strip() == "Unassigned":
             return None
-        return find_setup_file(st, name, search_dirs)
+        return find_setup_file(st, name, search_dirs, key=key)
 
     def out_file(name):
         if name is None or not name.strip() or name.strip() == "Unassigned":
@@ -206,8 +206,8 @@ def read_scale_setup(path, *, placeholders=None, search_dirs=None,
     s = ScaleSetup(path=st.path, name=st.name, mass=_floats(mass, 1, st.path, "<mass>")[0] if mass else None,
                    model_file=None, marker_set_file=None)
     gm = el.find("GenericModelMaker")
-    s.model_file = None if model_given else f(_txt(gm, "model_file"))
-    s.marker_set_file = f(_txt(gm, "marker_set_file"))
+    s.model_file = None if model_given else f(_txt(gm, "model_file"), "GenericModelMaker/model_file")
+    s.marker_set_file = f(_txt(gm, "marker_set_file"), "GenericModelMaker/marker_set_file")
     ms = el.find("ModelScaler")
     if ms is not None:
         s.scaler_apply = _boolean(_txt(ms, "apply"), True)
@@ -242,7 +242,7 @@ def read_scale_setup(path, *, placeholders=None, search_dirs=None,
                 seg = (se.findtext("segment") or "").strip()
                 fac = _floats(se.findtext("scales"), 3, st.path, f"Scale '{seg}' scales")
                 s.manual.append(ScaleEntry(seg, np.array(fac), _boolean(_txt(se, "apply"), True)))
-        s.scaler_marker_file = f(_txt(ms, "marker_file"))
+        s.scaler_marker_file = f(_txt(ms, "marker_file"), "ModelScaler/marker_file")
         tr = _txt(ms, "time_range")
         s.scaler_time_range = _floats(tr, 2, st.path, "ModelScaler time_range") if tr else None
         s.preserve_mass_distribution = _boolean(_txt(ms, "preserve_mass_distribution"), False)
@@ -254,8 +254,8 @@ def read_scale_setup(path, *, placeholders=None, search_dirs=None,
     if mp is not None:
         s.placer_apply = _boolean(_txt(mp, "apply"), True)
         s.ik_task_set = mp.find("IKTaskSet")
-        s.placer_marker_file = f(_txt(mp, "marker_file"))
-        s.placer_coordinate_file = f(_txt(mp, "coordinate_file"))
+        s.placer_marker_file = f(_txt(mp, "marker_file"), "MarkerPlacer/marker_file")
+        s.placer_coordinate_file = f(_txt(mp, "coordinate_file"), "MarkerPlacer/coordinate_file")
         tr = _txt(mp, "time_range")
         s.placer_time_range = _floats(tr, 2, st.path, "MarkerPlacer time_range") if tr else None
         s.placer_motion_file = out_file(_txt(mp, "output_motion_file"))
@@ -299,22 +299,41 @@ class ScaleResult:
         with input_guard(self.inputs), output_group():
             return self._write(folder)
 
+    def nothing_written_reason(self) -> str:
+        """Why :meth:`write` writes nothing for this setup (OpenSim 4.6's ScaleTool then
+        writes nothing either): the message of ``arthron scale --setup``."""
+        s = self.setup
+        scaler = ("the ModelScaler is off (<apply>false</apply>)" if not s.scaler_apply else
+                  "the ModelScaler's <output_model_file> and <output_scale_file> are Unassigned")
+        placer = ("the MarkerPlacer is off (<apply>false</apply>)" if not s.placer_apply else
+                  "the MarkerPlacer names no output file")
+        return (f"nothing to write: {scaler} and {placer}; name an <output_model_file> of the "
+                "ModelScaler (or turn the MarkerPlacer on)")
+
     def _write(self, folder):
         s = self.setup
         out = []
 
-        def where(p):
-            if p is None:
+        # as OpenSim 4.6's ScaleTool: the ModelScaler and the MarkerPlacer write their files
+        # only when they ran, and a placed model named as the scaled one overwrites it
+        # (Pose2Sim's setups name one file for both)
+        placed_run = self.static_q is not None
+
+        def where(p, placer=False):
+            if p is None or (placer and not placed_run):
                 return None
             return Path(folder) / Path(p).name if folder is not None else Path(p)
-        targets = [p for p in (where(x) for x in (s.scaled_model_file, s.scale_file, s.placer_model_file,
-                                                  s.placer_marker_set_file, s.placer_motion_file))
+        p_scaled = where(s.scaled_model_file) if s.scaler_apply else None
+        p_placed = where(s.placer_model_file, True)
+        if p_scaled is not None and p_placed is not None and p_scaled.resolve() == p_placed.resolve():
+            p_scaled = None
+        targets = [p for p in (p_scaled, where(s.scale_file), p_placed,
+                               where(s.placer_marker_set_file, True), where(s.placer_motion_file, True))
                    if p is not None]
         for p in targets:                       # every output checked before anything is created
             check_output(p)
         for p in targets:
             make_output_folder(p)
-        p_scaled, p_placed = where(s.scaled_model_file), where(s.placer_model_file)
         models = [(p, m) for p, m in ((p_scaled, self.scaled_model), (p_placed, self.model))
                   if p is not None]
         write_osims(models)     # the placed model's shared components written once
