@@ -89,23 +89,38 @@ def _newton_ellipsoid(t, s0, s1, a2, b2, c2, a2u2, b2v2, c2w2):
     with ``where=``; their t is written back when they leave and at the end).
     ``f = P²Q²R² − AQ²R² − BP²R² − CP²Q²`` and its derivative are evaluated factored, as
     ``f = (QR)²(P² − A) − P²(BR·R + CQ·Q)`` and
-    ``f'/2 = (Q + R)·QR·(P² − A) + P(QR)² − P(BR·R + CQ·Q) − P²(BR + CQ)`` (14 and 11
+    ``f'/2 = (Q + R)·QR·(P² − A) + P(QR)² − P²(BR + CQ) − P(BR·R + CQ·Q)`` (14 and 11
     operations instead of 17 and 20; the compiled fan kernel evaluates the same expressions
-    in the same order), into preallocated buffers (no temporaries)."""
+    in the same order), into preallocated buffers (no temporaries).
+
+    The same values with less work: equal radii share one array (``t + b²`` is ``t + a²``
+    when b² = a²), and a block that starts at t = 0 everywhere (chord points inside the
+    ellipsoid: the fan) takes its first step with P, Q, R, P², QR, (QR)² and (Q + R)·QR as
+    numbers (``0 + a² = a²`` exactly; a product of two doubles is the same double as an
+    array's element or as a number)."""
     sl = slice(s0, s1)
     tt, A, B, Cc = t[sl].copy(), a2u2[sl], b2v2[sl], c2w2[sl]
     ix = None             # where the working rows are in t: ``sl`` until the first compaction
     m = s1 - s0
     # twelve arrays, not one (12, m) block: each small enough for the allocator to reuse its
     # memory from call to call (a fresh block costs a page fault per 4 KiB)
-    buf = [np.empty(m) for _ in range(12)]
+    nq = int(b2 != a2) + int(c2 != b2 and c2 != a2)     # arrays for Q and R beyond P's
+    buf = [np.empty(m) for _ in range(10 + nq)]
     conv = np.empty(m, bool)
-    P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = buf
+
+    def views(k):
+        P, P2, QR, Q2R2, X, S, f, t1, t2, fp, *qr = (b[:k] for b in buf)
+        Q = P if b2 == a2 else qr.pop(0)
+        R = P if c2 == a2 else (Q if c2 == b2 else qr.pop(0))
+        return P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp
+    P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = views(m)
 
     def f_of_t():      # into the buffers (views bound below), nothing rebound here
         np.add(tt, a2, out=P)
-        np.add(tt, b2, out=Q)
-        np.add(tt, c2, out=R)
+        if Q is not P:
+            np.add(tt, b2, out=Q)
+        if R is not P and R is not Q:
+            np.add(tt, c2, out=R)
         np.multiply(P, P, out=P2)
         np.multiply(Q, R, out=QR)
         np.multiply(QR, QR, out=Q2R2)
@@ -118,8 +133,24 @@ def _newton_ellipsoid(t, s0, s1, a2, b2, c2, a2u2, b2v2, c2w2):
         np.add(S, fp, out=S)                      # B R² + C Q²
         np.multiply(P2, S, out=fp)
         np.subtract(f, fp, out=f)
+
+    # t = 0 on every row: the first step's P, Q, R ... are numbers (see the docstring)
+    k = None
+    if not tt.any():
+        k = (a2, b2, c2, a2 * a2, b2 * c2)
+        k += (k[4] * k[4], (b2 + c2) * k[4])      # P, Q, R, P², QR, (QR)², (Q + R)·QR
+        np.subtract(k[3], A, out=X)
+        np.multiply(k[5], X, out=f)
+        np.multiply(B, c2, out=t1)
+        np.multiply(Cc, b2, out=t2)
+        np.multiply(t1, c2, out=S)
+        np.multiply(t2, b2, out=fp)
+        np.add(S, fp, out=S)
+        np.multiply(k[3], S, out=fp)
+        np.subtract(f, fp, out=f)
     for _ in range(64):
-        f_of_t()
+        if k is None:
+            f_of_t()
         c = conv[:m]
         np.abs(f, out=fp)
         np.less(fp, 1e-9, out=c)
@@ -140,20 +171,27 @@ def _newton_ellipsoid(t, s0, s1, a2, b2, c2, a2u2, b2v2, c2w2):
                 ix = keep + s0 if ix is None else ix[keep]
                 tt, A, B, Cc = tt[keep], A[keep], B[keep], Cc[keep]
                 m = ng
-                P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = (b[:m] for b in buf)
+                P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = views(m)
+                k = None
                 f_of_t()
                 go = None
-        np.add(Q, R, out=fp)
-        fp *= QR
-        fp *= X
-        np.multiply(P, Q2R2, out=X)
-        fp += X
-        S *= P
+        if k is None:
+            np.add(Q, R, out=fp)
+            fp *= QR
+            fp *= X
+            np.multiply(P, Q2R2, out=X)
+            fp += X
+            S *= P
+        else:         # the first step from t = 0: the same operations, numbers for arrays
+            np.multiply(k[6], X, out=fp)
+            fp += k[0] * k[5]
+            S *= k[0]
         fp -= S
         t1 += t2                                  # B R + C Q
-        t1 *= P2
+        t1 *= P2 if k is None else k[3]
         fp -= t1
         fp += fp                                  # f'
+        k = None
         if go is None:
             np.divide(f, fp, out=fp)
             np.subtract(tt, fp, out=tt)
