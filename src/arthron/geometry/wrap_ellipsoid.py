@@ -488,31 +488,33 @@ def _line_search(R, d1, ssq, vt, P, V, V4, a, a2):
     """OpenSim's step doubling, each row on its own: fakt = 1, 2, 4, ...; ``R += vt·fakt``
     while the residual does not grow (at most 1000 steps), then the last step taken back
     (``R − vt·fakt``, as OpenSim computes it). :data:`_LINE_BATCH` steps of all rows per
-    residual evaluation. Returns (R, d1) after the step back."""
+    residual evaluation, the points' coordinates as contiguous (K, rows) arrays
+    (:func:`_lm_ssq`). Returns (R, d1) after the step back."""
     m = len(R)
     Rn, dn = R.copy(), d1.copy()
     fakt_end = np.zeros(m)
     rows = np.arange(m)
     fakt = 0.5
     k2 = 0
-    cur_R, cur_d, cur_s = R, d1, ssq
+    vT, PT, VT = vt.T, P.T, V.T
+    cur_R, cur_d, cur_s = R.T, d1, ssq
     while len(rows):
         K = min(_LINE_BATCH, 1000 - k2)
-        vtr = vt if len(rows) == m else vt[rows]
+        vtr = vT if len(rows) == m else vT[:, rows]
         fk = fakt * _DOUBLINGS[:K]                 # fakt doubled K times (powers of two: exact)
         fakt = fk[-1]
         # the steps vt·fakt of all K doublings at once, added one after the other
-        Rs = vtr[None, :, :3] * fk[:, None, None]
-        ds = vtr[None, :, 3] * fk[:, None]
-        Rs[0] += cur_R
+        Rs = vtr[:3, None, :] * fk[None, :, None]  # (3, K, rows)
+        ds = vtr[3][None, :] * fk[:, None]
+        Rs[:, 0] += cur_R
         ds[0] += cur_d
         for k in range(1, K):
-            Rs[k] += Rs[k - 1]
+            Rs[:, k] += Rs[:, k - 1]
             ds[k] += ds[k - 1]
         if len(rows) == m:
-            _, s = _lm_resid(Rs, ds, P, V, V4, a, a2)
+            s = _lm_ssq(Rs, ds, PT, VT, V4, a, a2)
         else:
-            _, s = _lm_resid(Rs, ds, P[rows], V[rows], V4[rows], a, a2)
+            s = _lm_ssq(Rs, ds, PT[:, rows], VT[:, rows], V4[rows], a, a2)
         prev = np.concatenate([cur_s[None], s[:-1]])
         grew = ~(s <= prev)                        # the step that ends the doubling
         k2 += K
@@ -520,13 +522,50 @@ def _line_search(R, d1, ssq, vt, P, V, V4, a, a2):
         ks = np.where(grew.any(0), np.argmax(grew, 0), K - 1)
         j = np.flatnonzero(stop)
         g = rows[j]
-        Rn[g] = Rs[ks[j], j]
+        Rn[g] = Rs[:, ks[j], j].T
         dn[g] = ds[ks[j], j]
         fakt_end[g] = fk[ks[j]]
         go = ~stop
         rows = rows[go]
-        cur_R, cur_d, cur_s = Rs[-1, go], ds[-1, go], s[-1, go]
+        cur_R, cur_d, cur_s = Rs[:, -1, go], ds[-1, go], s[-1, go]
     return Rn - vt[:, :3] * fakt_end[:, None], dn - vt[:, 3] * fakt_end
+
+
+def _lm_ssq(r, d1, p, vs, vs4, a, a2):
+    """The sum of squares of :func:`_lm_resid` at the points r (3, K, n) (coordinates first),
+    d1 (K, n), for p, vs (3, n) and vs4 (n,): the same operations in the same order on
+    contiguous arrays."""
+    r0, r1, r2 = r
+    n0, n1, n2 = (2.0 * r0) / a2[0], (2.0 * r1) / a2[1], (2.0 * r2) / a2[2]
+    e0 = vs[0] * r0
+    e0 += vs[1] * r1
+    e0 += vs[2] * r2
+    e0 += vs4
+    x = r0 / a[0]
+    x *= x
+    e1 = r1 / a[1]
+    e1 *= e1
+    e1 += x
+    x = r2 / a[2]
+    x *= x
+    e1 += x
+    e1 -= 1.0
+    e2 = n0 * r0
+    e2 += n1 * r1
+    e2 += n2 * r2
+    e2 += d1
+    e3 = n0 * p[0]
+    e3 += n1 * p[1]
+    e3 += n2 * p[2]
+    e3 += d1
+    e0 *= e0
+    e1 *= e1
+    e0 += e1
+    e2 *= e2
+    e0 += e2
+    e3 *= e3
+    e0 += e3
+    return e0
 
 
 def _lm_resid(r, d1, p, vs, vs4, a, a2):
