@@ -664,8 +664,8 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
     # segment, the new ones, the rest shifted by ns
     # (the old nodes by one flat take per array, then the new ones written over their places)
     srcf = (np.arange(N)[:, None] * K + src).ravel()
-    at = isn.ravel()
-    rn, cn = np.nonzero(isn)
+    at = np.flatnonzero(isn)
+    rn, cn = np.divmod(at, K)
     newf = rn * ns + si[rn, cn]
     out = []
     for a, v in ((P, nG), (loc, nloc), (body, nbody), (tag, ntag), (wobj, nobj), (wlen, lens)):
