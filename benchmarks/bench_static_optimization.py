@@ -84,6 +84,14 @@ measured 2026-11-24 at load 2.4-2.5, this change and the code before it run alte
 OpenSim 0.363-0.378 s: arm26 NumPy 27.4 / 27.5 -> 22.6-23.1 / 24.3 ms (13.8× / 13.7× ->
 15.8-16.1× / 15.1×), kernels 17.5-18.8 / 18.2 ms (19.4-20.9× / 20.2×, unchanged within the
 noise); Gait2354 66-68 ms (32.9-34.0×, unchanged).
+
+Fan, tangent search and path steps trimmed bit for bit (benchmarks/README.md, "the NumPy
+route's floor"), measured 2026-11-24 with the code before and after in alternating fresh
+processes (CPU time, load 1.5-2): arm26 NumPy 20.99 -> 20.76 ms / 21.91 -> 21.66 ms (no
+physiology / physiology, -1 %); this script at load 2-2.5 (OpenSim 0.37-0.56 s): NumPy
+22.6 ms, 16.4× (before 22.7 / 23.6 ms, 16.2× / 15.5×), runs at higher load 10-15×. Still short
+of 20× on the NumPy route. DAS4 with muscle physiology (memo of the curves, grouped isometric
+search): 0.80 -> 0.64 s in process.
 """
 from __future__ import annotations
 

@@ -259,3 +259,36 @@ def test_das4_inverse_dynamics_with_muscles_not_excluded(tmp_path):
     big = np.abs(ref.data).max()
     assert big > 1e3
     assert np.abs(got.generalized_forces - ref.data).max() < 1e-9 * big
+
+
+@needs_data
+def test_das4_grouped_isometric_search_equals_one_muscle_at_a_time():
+    """The force per unit activation computes the isometric search of the muscles that share
+    their curves (one memo of muscle_spline) as one block of (frame, muscle) elements: the same
+    numbers, bit for bit, as schutte_isometric_force one muscle at a time with its own curves
+    read without the memo (DAS4's 164 Schutte1993 elements, random poses); the memo gives the
+    same curves."""
+    from arthron.io.osim import read_osim
+    from arthron.models import spline_muscles as sm
+    from arthron.multibody.path_compile import compile_paths
+    from arthron.multibody.paths import path_lengths
+    from arthron.multibody.tree import compile_model
+    model = read_osim(DAS4)
+    names, q, _ = _poses(model, 12, 3)
+    mus = [f for f in model.forces.values() if f.type in sm.SPLINE_MUSCLE_TYPES]
+    tree = compile_model(model)
+    L = path_lengths(compile_paths(model, tree, forces=[m.name for m in mus]), tree, q)
+    memo = {}
+    grouped = [sm._Schutte(m, memo) for m in mus]
+    alone = [sm._Schutte(m) for m in mus]
+    assert len({id(p.afl) for p in grouped}) < len(mus) // 10     # the curves are shared
+    F, LF = sm._isometric_grouped(grouped, L, 1.0)
+    for k, p in enumerate(alone):
+        for curve in ("afl", "tfl", "pfl"):
+            a, b = getattr(p, curve), getattr(grouped[k], curve)
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert np.array_equal(a.x, b.x) and np.array_equal(a.y, b.y)
+        f, lf = sm.schutte_isometric_force(p, L[:, k], 1.0)
+        assert np.array_equal(F[:, k], f) and np.array_equal(LF[:, k], lf), mus[k].name
+    assert (F > 0).all()

@@ -89,23 +89,38 @@ def _newton_ellipsoid(t, s0, s1, a2, b2, c2, a2u2, b2v2, c2w2):
     with ``where=``; their t is written back when they leave and at the end).
     ``f = P²Q²R² − AQ²R² − BP²R² − CP²Q²`` and its derivative are evaluated factored, as
     ``f = (QR)²(P² − A) − P²(BR·R + CQ·Q)`` and
-    ``f'/2 = (Q + R)·QR·(P² − A) + P(QR)² − P(BR·R + CQ·Q) − P²(BR + CQ)`` (14 and 11
+    ``f'/2 = (Q + R)·QR·(P² − A) + P(QR)² − P²(BR + CQ) − P(BR·R + CQ·Q)`` (14 and 11
     operations instead of 17 and 20; the compiled fan kernel evaluates the same expressions
-    in the same order), into preallocated buffers (no temporaries)."""
+    in the same order), into preallocated buffers (no temporaries).
+
+    The same values with less work: equal radii share one array (``t + b²`` is ``t + a²``
+    when b² = a²), and a block that starts at t = 0 everywhere (chord points inside the
+    ellipsoid: the fan) takes its first step with P, Q, R, P², QR, (QR)² and (Q + R)·QR as
+    numbers (``0 + a² = a²`` exactly; a product of two doubles is the same double as an
+    array's element or as a number)."""
     sl = slice(s0, s1)
     tt, A, B, Cc = t[sl].copy(), a2u2[sl], b2v2[sl], c2w2[sl]
     ix = None             # where the working rows are in t: ``sl`` until the first compaction
     m = s1 - s0
     # twelve arrays, not one (12, m) block: each small enough for the allocator to reuse its
     # memory from call to call (a fresh block costs a page fault per 4 KiB)
-    buf = [np.empty(m) for _ in range(12)]
+    nq = int(b2 != a2) + int(c2 != b2 and c2 != a2)     # arrays for Q and R beyond P's
+    buf = [np.empty(m) for _ in range(10 + nq)]
     conv = np.empty(m, bool)
-    P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = buf
+
+    def views(k):
+        P, P2, QR, Q2R2, X, S, f, t1, t2, fp, *qr = (b[:k] for b in buf)
+        Q = P if b2 == a2 else qr.pop(0)
+        R = P if c2 == a2 else (Q if c2 == b2 else qr.pop(0))
+        return P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp
+    P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = views(m)
 
     def f_of_t():      # into the buffers (views bound below), nothing rebound here
         np.add(tt, a2, out=P)
-        np.add(tt, b2, out=Q)
-        np.add(tt, c2, out=R)
+        if Q is not P:
+            np.add(tt, b2, out=Q)
+        if R is not P and R is not Q:
+            np.add(tt, c2, out=R)
         np.multiply(P, P, out=P2)
         np.multiply(Q, R, out=QR)
         np.multiply(QR, QR, out=Q2R2)
@@ -118,8 +133,24 @@ def _newton_ellipsoid(t, s0, s1, a2, b2, c2, a2u2, b2v2, c2w2):
         np.add(S, fp, out=S)                      # B R² + C Q²
         np.multiply(P2, S, out=fp)
         np.subtract(f, fp, out=f)
+
+    # t = 0 on every row: the first step's P, Q, R ... are numbers (see the docstring)
+    k = None
+    if not tt.any():
+        k = (a2, b2, c2, a2 * a2, b2 * c2)
+        k += (k[4] * k[4], (b2 + c2) * k[4])      # P, Q, R, P², QR, (QR)², (Q + R)·QR
+        np.subtract(k[3], A, out=X)
+        np.multiply(k[5], X, out=f)
+        np.multiply(B, c2, out=t1)
+        np.multiply(Cc, b2, out=t2)
+        np.multiply(t1, c2, out=S)
+        np.multiply(t2, b2, out=fp)
+        np.add(S, fp, out=S)
+        np.multiply(k[3], S, out=fp)
+        np.subtract(f, fp, out=f)
     for _ in range(64):
-        f_of_t()
+        if k is None:
+            f_of_t()
         c = conv[:m]
         np.abs(f, out=fp)
         np.less(fp, 1e-9, out=c)
@@ -140,20 +171,27 @@ def _newton_ellipsoid(t, s0, s1, a2, b2, c2, a2u2, b2v2, c2w2):
                 ix = keep + s0 if ix is None else ix[keep]
                 tt, A, B, Cc = tt[keep], A[keep], B[keep], Cc[keep]
                 m = ng
-                P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = (b[:m] for b in buf)
+                P, Q, R, P2, QR, Q2R2, X, S, f, t1, t2, fp = views(m)
+                k = None
                 f_of_t()
                 go = None
-        np.add(Q, R, out=fp)
-        fp *= QR
-        fp *= X
-        np.multiply(P, Q2R2, out=X)
-        fp += X
-        S *= P
+        if k is None:
+            np.add(Q, R, out=fp)
+            fp *= QR
+            fp *= X
+            np.multiply(P, Q2R2, out=X)
+            fp += X
+            S *= P
+        else:         # the first step from t = 0: the same operations, numbers for arrays
+            np.multiply(k[6], X, out=fp)
+            fp += k[0] * k[5]
+            S *= k[0]
         fp -= S
         t1 += t2                                  # B R + C Q
-        t1 *= P2
+        t1 *= P2 if k is None else k[3]
         fp -= t1
         fp += fp                                  # f'
+        k = None
         if go is None:
             np.divide(f, fp, out=fp)
             np.subtract(tt, fp, out=tt)
@@ -450,31 +488,33 @@ def _line_search(R, d1, ssq, vt, P, V, V4, a, a2):
     """OpenSim's step doubling, each row on its own: fakt = 1, 2, 4, ...; ``R += vt·fakt``
     while the residual does not grow (at most 1000 steps), then the last step taken back
     (``R − vt·fakt``, as OpenSim computes it). :data:`_LINE_BATCH` steps of all rows per
-    residual evaluation. Returns (R, d1) after the step back."""
+    residual evaluation, the points' coordinates as contiguous (K, rows) arrays
+    (:func:`_lm_ssq`). Returns (R, d1) after the step back."""
     m = len(R)
     Rn, dn = R.copy(), d1.copy()
     fakt_end = np.zeros(m)
     rows = np.arange(m)
     fakt = 0.5
     k2 = 0
-    cur_R, cur_d, cur_s = R, d1, ssq
+    vT, PT, VT = vt.T, P.T, V.T
+    cur_R, cur_d, cur_s = R.T, d1, ssq
     while len(rows):
         K = min(_LINE_BATCH, 1000 - k2)
-        vtr = vt if len(rows) == m else vt[rows]
+        vtr = vT if len(rows) == m else vT[:, rows]
         fk = fakt * _DOUBLINGS[:K]                 # fakt doubled K times (powers of two: exact)
         fakt = fk[-1]
         # the steps vt·fakt of all K doublings at once, added one after the other
-        Rs = vtr[None, :, :3] * fk[:, None, None]
-        ds = vtr[None, :, 3] * fk[:, None]
-        Rs[0] += cur_R
+        Rs = vtr[:3, None, :] * fk[None, :, None]  # (3, K, rows)
+        ds = vtr[3][None, :] * fk[:, None]
+        Rs[:, 0] += cur_R
         ds[0] += cur_d
         for k in range(1, K):
-            Rs[k] += Rs[k - 1]
+            Rs[:, k] += Rs[:, k - 1]
             ds[k] += ds[k - 1]
         if len(rows) == m:
-            _, s = _lm_resid(Rs, ds, P, V, V4, a, a2)
+            s = _lm_ssq(Rs, ds, PT, VT, V4, a, a2)
         else:
-            _, s = _lm_resid(Rs, ds, P[rows], V[rows], V4[rows], a, a2)
+            s = _lm_ssq(Rs, ds, PT[:, rows], VT[:, rows], V4[rows], a, a2)
         prev = np.concatenate([cur_s[None], s[:-1]])
         grew = ~(s <= prev)                        # the step that ends the doubling
         k2 += K
@@ -482,13 +522,50 @@ def _line_search(R, d1, ssq, vt, P, V, V4, a, a2):
         ks = np.where(grew.any(0), np.argmax(grew, 0), K - 1)
         j = np.flatnonzero(stop)
         g = rows[j]
-        Rn[g] = Rs[ks[j], j]
+        Rn[g] = Rs[:, ks[j], j].T
         dn[g] = ds[ks[j], j]
         fakt_end[g] = fk[ks[j]]
         go = ~stop
         rows = rows[go]
-        cur_R, cur_d, cur_s = Rs[-1, go], ds[-1, go], s[-1, go]
+        cur_R, cur_d, cur_s = Rs[:, -1, go], ds[-1, go], s[-1, go]
     return Rn - vt[:, :3] * fakt_end[:, None], dn - vt[:, 3] * fakt_end
+
+
+def _lm_ssq(r, d1, p, vs, vs4, a, a2):
+    """The sum of squares of :func:`_lm_resid` at the points r (3, K, n) (coordinates first),
+    d1 (K, n), for p, vs (3, n) and vs4 (n,): the same operations in the same order on
+    contiguous arrays."""
+    r0, r1, r2 = r
+    n0, n1, n2 = (2.0 * r0) / a2[0], (2.0 * r1) / a2[1], (2.0 * r2) / a2[2]
+    e0 = vs[0] * r0
+    e0 += vs[1] * r1
+    e0 += vs[2] * r2
+    e0 += vs4
+    x = r0 / a[0]
+    x *= x
+    e1 = r1 / a[1]
+    e1 *= e1
+    e1 += x
+    x = r2 / a[2]
+    x *= x
+    e1 += x
+    e1 -= 1.0
+    e2 = n0 * r0
+    e2 += n1 * r1
+    e2 += n2 * r2
+    e2 += d1
+    e3 = n0 * p[0]
+    e3 += n1 * p[1]
+    e3 += n2 * p[2]
+    e3 += d1
+    e0 *= e0
+    e1 *= e1
+    e0 += e1
+    e2 *= e2
+    e0 += e2
+    e3 *= e3
+    e0 += e3
+    return e0
 
 
 def _lm_resid(r, d1, p, vs, vs4, a, a2):

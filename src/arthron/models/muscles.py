@@ -204,6 +204,7 @@ def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
     fp = thelen_passive_force_length(ln, th["KshapePassive"], th["FmaxMuscleStrain"])
     fv = thelen_force_velocity(vn, th["Af"], th["Flen"])
     curves = params.curves or [None] * len(params.names)
+    memo: dict = {}                   # RigidTendonMuscle curves shared by muscles, read once
     for i, (t, c) in enumerate(zip(params.types, curves)):
         if t.startswith("Millard"):
             if c is None:
@@ -235,7 +236,7 @@ def force_length_velocity(params: MuscleParameters, lengths, speeds=None):
             alpha[:, i] = 0.0
         elif t == "RigidTendonMuscle":
             fl[:, i], fp[:, i], fv[:, i], cos_r = rigid_tendon_multipliers(params.spline[i], L2[:, i],
-                                                                           V2[:, i])
+                                                                           V2[:, i], memo)
             alpha[:, i] = np.arccos(np.clip(cos_r, -1.0, 1.0))
         elif not t.startswith("Thelen"):
             raise UnsupportedFeature(f"muscle '{params.names[i]}' ({t}): force-length-velocity "

@@ -125,23 +125,43 @@ def _parse_function(body: str, muscle, prop: str):
                              "ConstantFunction), Constant and LinearFunction here")
 
 
-def muscle_spline(muscle, prop: str, *, default: bool = True):
+def muscle_spline(muscle, prop: str, *, default: bool = True, memo: dict | None = None):
     """The curve property ``prop`` of ``muscle`` (its verbatim XML, ``unmodelled_xml``) as an
     :class:`arthron.models.functions.Function`: the 4.x form ``<prop><SimmSpline>..`` or the
     3.x form ``<SimmSpline name="prop">``. Absent: OpenSim 4.6's default curve of the class
     (``default=True``) or None.
 
+    ``memo``: a dict that the functions of one computation over several muscles share (the
+    callers here make one per call): a curve whose XML text (or default) was read before for
+    another muscle is that same Function object, not parsed and fitted again (muscles of a
+    model often share their curves; DAS4's 164 elements have a handful).
+
     Raises ModelFileError for a malformed curve, UnsupportedFeature for a function class not
     read here."""
     text = getattr(muscle, "unmodelled_xml", "") or ""
     m = re.search(rf"<{prop}>(.*?)</{prop}>", text, re.S)
-    f = _parse_function(m.group(1), muscle, prop) if m else None
+    f = _parse_memo(m.group(1), muscle, prop, memo) if m else None
     if f is None:
         m = re.search(rf"(<(\w+)\s[^>]*name=\"{prop}\"[^>]*>.*?</\2>)", text, re.S)
-        f = _parse_function(m.group(1), muscle, prop) if m else None
+        f = _parse_memo(m.group(1), muscle, prop, memo) if m else None
     if f is None and default and prop in _DEFAULTS:
-        f = SimmSpline(*_DEFAULTS[prop], name=prop)
+        f = memo.get((prop, None)) if memo is not None else None
+        if f is None:
+            f = SimmSpline(*_DEFAULTS[prop], name=prop)
+            if memo is not None:
+                memo[(prop, None)] = f
     return f
+
+
+def _parse_memo(body: str, muscle, prop: str, memo):
+    """:func:`_parse_function` of ``body``, looked up in / recorded into ``memo`` by
+    (prop, text)."""
+    if memo is None:
+        return _parse_function(body, muscle, prop)
+    key = (prop, body)
+    if key not in memo:
+        memo[key] = _parse_function(body, muscle, prop)
+    return memo[key]
 
 
 def _prop(muscle, tag, default):
@@ -169,7 +189,7 @@ class _Schutte:
     Delp1990Muscle_Deprecated (the file's splines) or Thelen2003Muscle_Deprecated (Thelen's
     closed forms, ``Thelen2003Muscle_Deprecated.cpp``)."""
 
-    def __init__(self, m):
+    def __init__(self, m, memo: dict | None = None):
         self.name = m.name
         self.type = m.type
         self.delp = m.type == "Delp1990Muscle_Deprecated"
@@ -186,9 +206,9 @@ class _Schutte:
             e0 = getattr(m, "FmaxTendonStrain", None)
             self.e0 = 0.033 if e0 is None else float(e0)
             return
-        self.afl = muscle_spline(m, "active_force_length_curve")
-        self.tfl = muscle_spline(m, "tendon_force_length_curve")
-        self.pfl = muscle_spline(m, "passive_force_length_curve", default=self.delp)
+        self.afl = muscle_spline(m, "active_force_length_curve", memo=memo)
+        self.tfl = muscle_spline(m, "tendon_force_length_curve", memo=memo)
+        self.pfl = muscle_spline(m, "passive_force_length_curve", default=self.delp, memo=memo)
 
     def active(self, ln):
         """The active force-length multiplier (``calcActiveForce``)."""
@@ -260,9 +280,7 @@ def schutte_isometric_force(muscle, lengths, activation: float = 1.0):
     if lopt < _ROUNDOFF_ERROR:
         return force, fiber
     w = lopt * np.sin(p.alpha)
-    if ls < _ROUNDOFF_ERROR and p.delp:
-        raise UnsupportedFeature(f"muscle '{p.name}' (Delp1990Muscle_Deprecated): "
-                                 "tendon_slack_length 0 is not reproduced")
+    _check_slack(p)
     if ls < _ROUNDOFF_ERROR:
         cos_f = np.cos(np.arctan(w / L))
         lf = L / cos_f
@@ -271,12 +289,36 @@ def schutte_isometric_force(muscle, lengths, activation: float = 1.0):
         if p.thelen:
             pas = np.maximum(pas, 0.0)
         return (act + pas) * cos_f, lf
+    return _isometric_search(p, L, activation, lopt, ls, fmax, w, lambda lt, ls_: p.tendon(lt))
+
+
+def _check_slack(p):
+    if p.ls < _ROUNDOFF_ERROR and p.delp and p.lopt >= _ROUNDOFF_ERROR:
+        raise UnsupportedFeature(f"muscle '{p.name}' (Delp1990Muscle_Deprecated): "
+                                 "tendon_slack_length 0 is not reproduced")
+
+
+def _isometric_search(p, L, activation, lopt, ls, fmax, w, tendon):
+    """The iteration of :func:`schutte_isometric_force` on the path lengths L (n,) for
+    tendon_slack_length > 0: the muscle's constants ``lopt``, ``ls``, ``fmax``, ``w`` (l_opt
+    sin α_opt) numbers, or arrays (n,) for elements of several muscles that share their curves
+    (:func:`_isometric_grouped`; the same operations on each element as one muscle at a time);
+    ``p`` gives the curves (``active``, ``passive``) and the pennation angle, ``tendon(lt, ls)``
+    the normalized tendon force pair. Returns (force, fiber length) (n,)."""
+    T = len(L)
+    force = np.zeros(T)
+    fiber = np.zeros(T)
+    arr = np.ndim(ls) > 0
+
+    def sub(x, i):                    # a constant's value at the elements i
+        return x[i] if arr else x
     short = L < ls
-    fiber[short] = w
+    fiber[short] = sub(w, short)
     idx = np.flatnonzero(~short)
     Li = L[idx]
-    lf = Li - ls if p.delp else np.full(len(idx), lopt)
-    cos_f = np.cos(_calc_pennation(lf, lopt, p.alpha))
+    lopt, ls, fmax, w = (sub(x, idx) for x in (lopt, ls, fmax, w))
+    lf = Li - ls if p.delp else (lopt.copy() if arr else np.full(len(idx), lopt))
+    cos_f = np.cos(_pennation(lf, w))
     lt = Li - lf * cos_f
     lo = lt < ls
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -292,13 +334,14 @@ def schutte_isometric_force(muscle, lengths, activation: float = 1.0):
         if live.size == 0:
             break
         lfl, cfl, ltl, Ll = lf[live], cos_f[live], lt[live], Li[live]
-        fl = p.active(lfl / lopt)
-        fpe = p.passive(lfl / lopt)
+        lo_l, ls_l, fm_l, w_l = (sub(x, live) for x in (lopt, ls, fmax, w))
+        fl = p.active(lfl / lo_l)
+        fpe = p.passive(lfl / lo_l)
         act = np.maximum(fl * activation, 0.0)
         pas = np.maximum(fpe, 0.0)
-        fiber_force = (act + pas) * fmax * cfl
-        fse_f, fse = p.tendon(ltl)
-        tfl_ = fse_f * fmax
+        fiber_force = (act + pas) * fm_l * cfl
+        fse_f, fse = tendon(ltl, ls_l)
+        tfl_ = fse_f * fm_l
         tf[live] = tfl_
         old_err = err[live] if i > 0 else tfl_ - fiber_force
         e = tfl_ - fiber_force
@@ -310,33 +353,76 @@ def schutte_isometric_force(muscle, lengths, activation: float = 1.0):
         pct = np.abs(e) / (np.abs(e) + np.abs(old_err))
         new_lf = np.where(flip, lfl + pct * (prev - lfl), lfl)
         # same sign: stiffness-based step
-        t_stiff = fse * fmax / ls
-        t_min = (act + pas) * 1200.0 * fmax / (32.0 * ls)
+        t_stiff = fse * fm_l / ls_l
+        t_min = (act + pas) * 1200.0 * fm_l / (32.0 * ls_l)
         t_stiff = np.maximum(t_stiff, t_min)
-        f_stiff = fmax / lopt * (fl + fpe)
+        f_stiff = fm_l / lo_l * (fl + fpe)
         with np.errstate(divide="ignore", invalid="ignore"):
             dl = np.abs(e / (f_stiff / cfl + t_stiff))
-        dl = np.where(np.abs(dl / lopt) > 0.5, 0.5 * lopt, dl)
+        dl = np.where(np.abs(dl / lo_l) > 0.5, 0.5 * lo_l, dl)
         step = np.where(e > 0.0, lfl + dl, lfl - dl)
         new_lf = np.where(flip | done, new_lf, step)
         # old_fiber_length = the fiber length before this step (both branches)
         old_lf[live] = np.where(done, prev, lfl)
         keep = ~done
         lf_k = new_lf[keep]
-        c_k = np.cos(_calc_pennation(lf_k, lopt, p.alpha))
+        ls_k, w_k = sub(ls_l, keep), sub(w_l, keep)
+        c_k = np.cos(_pennation(lf_k, w_k))
         L_k = Ll[keep]
         lt_k = L_k - lf_k * c_k
-        below = lt_k < ls
+        below = lt_k < ls_k
         with np.errstate(divide="ignore", invalid="ignore"):
-            cb = np.cos(np.arctan(w / (L_k - ls)))
-            lt_k = np.where(below, ls, lt_k)
-            lf_k = np.where(below, (L_k - ls) / cb, lf_k)
+            cb = np.cos(np.arctan(w_k / (L_k - ls_k)))
+            lt_k = np.where(below, ls_k, lt_k)
+            lf_k = np.where(below, (L_k - ls_k) / cb, lf_k)
             c_k = np.where(below, cb, c_k)
         sel = live[keep]
         lf[sel], cos_f[sel], lt[sel] = lf_k, c_k, lt_k
         live = sel
     force[idx] = tf
     fiber[idx] = lf
+    return force, fiber
+
+
+def _pennation(lf, w):
+    """:func:`_calc_pennation` with ``lopt sin α`` given (``w``, a number or an array like
+    ``lf``): the same operations."""
+    lf = np.asarray(lf, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        val = w / lf
+    out = np.where(val >= 1.0, np.pi / 2, np.arcsin(np.clip(val, 0.0, 1.0)))
+    return np.where((lf < _EPS) | np.isnan(val) | (val <= 0.0), 0.0, out)
+
+
+def _isometric_grouped(ps, L, activation: float = 1.0):
+    """:func:`schutte_isometric_force` of the muscles ``ps`` (_Schutte each) at their path
+    lengths L (T, m): the muscles that share their curves (the same Function objects, from
+    one memo of :func:`muscle_spline`) and class, neither Thelen2003 nor with l_opt or l_s
+    below round-off, iterate together as one block of (frame, muscle) elements (their
+    constants per element; the same operations on each element as one muscle at a time, so
+    the same numbers); the others one by one. Returns (force, fiber length) (T, m)."""
+    T, m = L.shape
+    force, fiber = np.zeros((T, m)), np.zeros((T, m))
+    groups: dict = {}
+    for k, p in enumerate(ps):
+        if p.thelen or p.lopt < _ROUNDOFF_ERROR or p.ls < _ROUNDOFF_ERROR:
+            force[:, k], fiber[:, k] = schutte_isometric_force(p, L[:, k], activation)
+        else:
+            groups.setdefault((id(p.afl), id(p.tfl), id(p.pfl), p.delp), []).append(k)
+    for cols in groups.values():
+        g = [ps[k] for k in cols]
+        p = g[0]
+        const = [np.repeat(np.array(v, float), T) for v in
+                 ([q.lopt for q in g], [q.ls for q in g], [q.fmax for q in g],
+                  [q.lopt * np.sin(q.alpha) for q in g])]
+        tfl = p.tfl
+
+        def tendon(lt, ls_):          # _Schutte.tendon with each element's l_s
+            strain = lt / ls_ - 1.0
+            f = tfl.value(strain)
+            return np.where(strain < 0.0, 0.0, f), f
+        f, lf = _isometric_search(p, L[:, cols].T.ravel(), activation, *const, tendon)
+        force[:, cols], fiber[:, cols] = f.reshape(len(cols), T).T, lf.reshape(len(cols), T).T
     return force, fiber
 
 
@@ -373,10 +459,14 @@ def schutte_static_optimization_force(muscles, lengths, speeds):
     V = np.broadcast_to(np.atleast_2d(np.asarray(speeds, float)), L.shape)
     out = np.zeros_like(L)
     passive = np.zeros_like(L)
-    for k, m in enumerate(muscles):
-        p = _Schutte(m)
+    memo: dict = {}                   # the curves shared by the muscles, read once
+    ps = [_Schutte(m, memo) for m in muscles]
+    for p in ps:                      # the errors in the order of one muscle at a time
         _check_vmax(p)
-        f, lf = schutte_isometric_force(p, L[:, k], 1.0)
+        _check_slack(p)
+    F, LF = _isometric_grouped(ps, L, 1.0)
+    for k, p in enumerate(ps):
+        f, lf = F[:, k], LF[:, k]
         v = -np.cos(p.alpha) * V[:, k] / (p.vmax * p.lopt)
         out[:, k] = f * schutte_force_velocity(v)
         ln = lf / p.lopt
@@ -393,8 +483,9 @@ def schutte_default_state_tensions(muscles, lengths):
     (the file's, or the class default)."""
     L = np.atleast_2d(np.asarray(lengths, float))
     out = np.zeros_like(L)
+    memo: dict = {}
     for k, m in enumerate(muscles):
-        p = _Schutte(m)
+        p = _Schutte(m, memo)
         out[:, k] = p.fmax * p.default_tendon(L[:, k])
     return out
 
@@ -417,14 +508,14 @@ def rigid_tendon_fiber(muscle, lengths, speeds=None):
     return lf / lopt, cos_a, v
 
 
-def rigid_tendon_multipliers(muscle, lengths, speeds=None):
+def rigid_tendon_multipliers(muscle, lengths, speeds=None, memo: dict | None = None):
     """``RigidTendonMuscle`` multipliers at path lengths (T,) m and lengthening speeds (T,) m/s:
     (f_L, f_PE clamped to [0, 10], f_V, cos α), the file's curves (or the class defaults) at
-    :func:`rigid_tendon_fiber`'s fiber state."""
+    :func:`rigid_tendon_fiber`'s fiber state (``memo``: see :func:`muscle_spline`)."""
     ln, cos_a, v = rigid_tendon_fiber(muscle, lengths, speeds)
-    fl = muscle_spline(muscle, "active_force_length_curve").value(ln)
-    fp = np.clip(muscle_spline(muscle, "passive_force_length_curve").value(ln), 0.0, 10.0)
-    fv = muscle_spline(muscle, "force_velocity_curve").value(v)
+    fl = muscle_spline(muscle, "active_force_length_curve", memo=memo).value(ln)
+    fp = np.clip(muscle_spline(muscle, "passive_force_length_curve", memo=memo).value(ln), 0.0, 10.0)
+    fv = muscle_spline(muscle, "force_velocity_curve", memo=memo).value(v)
     return fl, fp, fv, cos_a
 
 
@@ -442,8 +533,9 @@ def rigid_tendon_forces(muscles, lengths, speeds=None, activation=0.0):
     V = np.zeros_like(L) if speeds is None else np.broadcast_to(np.atleast_2d(np.asarray(speeds, float)), L.shape)
     a = np.broadcast_to(np.asarray(activation, float), L.shape)
     tension, per_act, passive = (np.zeros_like(L) for _ in range(3))
+    memo: dict = {}
     for k, m in enumerate(muscles):
-        fl, fp, fv, cos_a = rigid_tendon_multipliers(m, L[:, k], V[:, k])
+        fl, fp, fv, cos_a = rigid_tendon_multipliers(m, L[:, k], V[:, k], memo)
         fmax = float(m.max_isometric_force)
         per_act[:, k] = fmax * fl * fv * cos_a
         passive[:, k] = fmax * fp * cos_a

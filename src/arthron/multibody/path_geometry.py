@@ -662,10 +662,17 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
     ntag = np.where(valid, t0 + np.arange(ns), -1)
     # each node list with the new nodes appended, then gathered: old nodes up to the
     # segment, the new ones, the rest shifted by ns
-    idx = np.where(isn, K + si, src)
-    out = tuple(_gather(idx, [np.concatenate([a, v], 1) for a, v in
-                              ((P, nG), (loc, nloc), (body, nbody), (tag, ntag), (wobj, nobj),
-                               (wlen, lens))]))
+    # (the old nodes by one flat take per array, then the new ones written over their places)
+    srcf = (np.arange(N)[:, None] * K + src).ravel()
+    at = np.flatnonzero(isn)
+    rn, cn = np.divmod(at, K)
+    newf = rn * ns + si[rn, cn]
+    out = []
+    for a, v in ((P, nG), (loc, nloc), (body, nbody), (tag, ntag), (wobj, nobj), (wlen, lens)):
+        o = np.take(a.reshape(N * K, -1), srcf, axis=0)
+        o[at] = np.take(v.reshape(N * ns, -1), newf, axis=0)
+        out.append(o.reshape(a.shape))
+    out = tuple(out)
     if dbl:   # drop the nodes of a cylinder not wrapped
         keep = out[3] >= 0
         out = out[:4] + (np.where(keep, out[4], -1), np.where(keep, out[5], 0.0))
