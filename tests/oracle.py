@@ -180,8 +180,10 @@ def inverse_dynamics_with_muscles(model_path, motion_path, out_dir, context, *, 
     return got, ref
 
 
-def run_id_tool(model_path, coordinates_path, out_dir, time_range, lowpass=-1.0, external_loads=None):
-    """Run OpenSim's InverseDynamicsTool (absolute paths) and return (labels, time, data)."""
+def run_id_tool(model_path, coordinates_path, out_dir, time_range, lowpass=-1.0, external_loads=None,
+                exclude=("Muscles",)):
+    """Run OpenSim's InverseDynamicsTool (absolute paths; ``exclude`` its forces_to_exclude) and
+    return (labels, time, data)."""
     import opensim as osim
     _quiet(osim)
     tool = osim.InverseDynamicsTool()
@@ -192,7 +194,8 @@ def run_id_tool(model_path, coordinates_path, out_dir, time_range, lowpass=-1.0,
     tool.setEndTime(time_range[1])
     tool.setLowpassCutoffFrequency(lowpass)
     excl = osim.ArrayStr()
-    excl.append("Muscles")
+    for e in exclude:
+        excl.append(e)
     tool.setExcludedForces(excl)
     if external_loads:
         tool.setExternalLoadsFileName(str(external_loads))

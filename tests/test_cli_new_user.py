@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from arthron import cli
@@ -185,18 +186,26 @@ def test_paths_with_an_unknown_muscle_is_one_line(tmp_path, capsys):
 
 @needs_data
 def test_id_exclude_naming_nothing_warns(tmp_path):
-    """`--exclude muscles` (lower case) excluded nothing and the muscles pulled at their default
-    states (776 N·m at arm26's shoulder instead of 2.7) without a word."""
+    """`--exclude musles` (a typo) excluded nothing and the muscles pulled at their default
+    states (776 N·m at arm26's shoulder instead of 2.7) without a word: it warns. `muscles` in
+    lower case is OpenSim 4.6's keyword (DynamicsTool matches All, Actuators, Muscles in any
+    case): the same result as `Muscles`, silently; a class name, which OpenSim does not read,
+    excludes its forces with a warning that OpenSim's result differs (tests/test_forces_to_exclude.py)."""
     from conftest import ARM26, ARM26_TUT
     from arthron.errors import ArthronWarning
+    from arthron.io.sto import read_sto
     motion = ARM26_TUT / "OutputReference" / "InverseKinematics" / "arm26_InverseKinematics.mot"
-    with pytest.warns(ArthronWarning, match=r"forces_to_exclude names 'muscles', which match no force"):
-        assert main(["id", str(ARM26), str(motion), "--exclude", "muscles", "-o", str(tmp_path / "a.sto")]) == 0
+    with pytest.warns(ArthronWarning, match=r"forces_to_exclude names 'musles', which match no force"):
+        assert main(["id", str(ARM26), str(motion), "--exclude", "musles", "-o", str(tmp_path / "a.sto")]) == 0
+    with pytest.warns(ArthronWarning, match=r"'Thelen2003Muscle' excluded here but not by OpenSim 4.6"):
+        assert main(["id", str(ARM26), str(motion), "--exclude", "Thelen2003Muscle", "-o", str(tmp_path / "b.sto")]) == 0
     import warnings
     with warnings.catch_warnings():
-        warnings.simplefilter("error", ArthronWarning)      # a class name or a group of OpenSim's: silent
-        assert main(["id", str(ARM26), str(motion), "--exclude", "Thelen2003Muscle", "-o", str(tmp_path / "b.sto")]) == 0
-        assert main(["id", str(ARM26), str(motion), "--exclude", "Muscles", "-o", str(tmp_path / "c.sto")]) == 0
+        warnings.simplefilter("error", ArthronWarning)
+        assert main(["id", str(ARM26), str(motion), "--exclude", "muscles", "-o", str(tmp_path / "c.sto")]) == 0
+        assert main(["id", str(ARM26), str(motion), "--exclude", "Muscles", "-o", str(tmp_path / "d.sto")]) == 0
+    a, b, c, d = (read_sto(tmp_path / f"{x}.sto").data for x in "abcd")
+    assert np.array_equal(b, c) and np.array_equal(c, d) and np.abs(a - d).max() > 100.0
 
 
 @needs_data

@@ -463,8 +463,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--setup", help="OpenSim InverseDynamicsTool setup file")
     _add_loads_and_filter_options(s)
     s.add_argument("--exclude", action="append", metavar="FORCES",
-                   help="forces to exclude: names, classes, Muscles, Actuators or All (default Muscles); "
-                        "the other passive elements (springs, limit forces, ligaments) are applied")
+                   help="forces to exclude, as OpenSim's forces_to_exclude: All, Actuators or Muscles "
+                        "(any case; default Muscles), ForceSet group or force names (class names too, "
+                        "which OpenSim ignores: warned); the other passive elements (springs, limit "
+                        "forces, ligaments) are applied")
     s.add_argument("--body-forces", metavar="JOINTS",
                    help="also the body forces at these joints (comma-separated names, or All), as OpenSim's "
                         "joints_to_report_body_forces: written to --body-forces-output")

@@ -23,6 +23,7 @@ from .osim_v4 import (
 )
 from .osim_xml import (
     _Ctx, _bool, _child, _geometry_elems, _sub, _text, _unmodelled_from_text, _unmodelled_to_text,
+    read_force_groups,
 )
 
 
@@ -119,9 +120,7 @@ def read_v3(melem, ctx: _Ctx, version: int = 0) -> Model:
     for fe in _objects(_child(melem, "ForceSet")) if ctx.forces else ():
         f = _read_force(fe, all_frames, model, ctx, v4=False)
         model.forces[f.name] = f
-    groups = melem.find("ForceSet/groups")
-    if groups is not None and len(groups):
-        model.unmodelled_xml["ForceSet/groups"] = _unmodelled_to_text([groups])
+    model.force_groups = read_force_groups(melem)
     model.contact_geometry = _read_contact_geometry(melem, all_frames, ctx)
     for tag in ("ControllerSet", "ContactGeometrySet", "ProbeSet", "ComponentSet"):
         c = _child(melem, tag)

@@ -29,6 +29,7 @@ from .osim_xml import (
     _CONSTRAINT_WRITTEN, _ELLIPSOID_VECTORS, _JOINT_WRITTEN, _PATH_WRITTEN, ELLIPSOID_CONSTRAINT,
     ELLIPSOID_CONSTRAINT_SET, FORCE_SCALARS, PATH_POINT_TYPES, READERS, _Ctx, _bool, _child, _norm,
     _read_contact_parameters, _rest, _strip_comments, _text, _unmodelled_from_text, _unmodelled_to_text,
+    read_force_groups,
 )
 
 
@@ -201,9 +202,7 @@ def _joint_params(je, ctx):
 
 def read_v4(melem, ctx: _Ctx) -> Model:
     model = Model()
-    groups = melem.find("ForceSet/groups")
-    if groups is not None:
-        model.unmodelled_xml["ForceSet/groups"] = _unmodelled_to_text([groups])
+    model.force_groups = read_force_groups(melem)
     _read_common(melem, model, ctx)
     frames: dict[str, OffsetFrame] = {}
     ground = _child(melem, "Ground")

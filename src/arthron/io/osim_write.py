@@ -335,8 +335,10 @@ def model_to_xml(model: Model, *, like=None) -> etree._ElementTree:
     if fobjs is not None:
         for f in model.forces.values():
             fobjs.append(_force_elem(f, model))
-        for g in _unmodelled_from_text(model.unmodelled_xml.get("ForceSet/groups", "")):
-            fobjs.getparent().append(g)
+        if model.force_groups:
+            groups = _sub(fobjs.getparent(), "groups")
+            for name, members in model.force_groups.items():
+                _sub(_sub(groups, "ObjectGroup", name=name), "members", " ".join(members))
     mobjs = _object_set(m, reuse, "MarkerSet", "markerset")
     for mk in (model.markers.values() if mobjs is not None else ()):
         me = _element("Marker", mk.name, mk.unmodelled_xml)

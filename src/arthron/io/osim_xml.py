@@ -205,6 +205,16 @@ def _function_holder(parent, tag, f):
 _RECOVER = etree.XMLParser(recover=True, remove_comments=True)
 
 
+def read_force_groups(melem) -> dict:
+    """The ObjectGroups of the model element's ForceSet: name -> member names (tuple), in file
+    order (OpenSim's ``Set::getGroupNames``; members are whitespace separated)."""
+    out = {}
+    for g in melem.findall("ForceSet/groups/ObjectGroup"):
+        members = g.findtext("members") or ""
+        out[g.get("name", "")] = tuple(members.split())
+    return out
+
+
 def _unmodelled_to_text(elems) -> str:
     """Serialize the child elements arthron does not model (kept for lossless writing), in a
     canonical form: no comments, no whitespace-only text (what is read back from a written

@@ -347,6 +347,8 @@ class Model:
     constraints : list[Constraint]
     markers : dict name -> Marker
     forces : dict name -> Force, in ForceSet order
+    force_groups : dict name -> tuple of force names, the ForceSet's ObjectGroups (OpenSim's
+        ``forces_to_exclude`` names them; members that are not forces of the model are kept)
     contact_geometry : dict name -> ContactGeometry, the ContactSpheres and ContactHalfSpaces of
         the ContactGeometrySet (read for the contact forces; the set itself is written back
         verbatim)
@@ -364,6 +366,7 @@ class Model:
     constraints: list = field(default_factory=list)
     markers: dict = field(default_factory=dict)
     forces: dict = field(default_factory=dict)
+    force_groups: dict = field(default_factory=dict)
     ground_geometry: list = field(default_factory=list)
     ground_wrap_objects: list = field(default_factory=list)
     credits: str | None = None

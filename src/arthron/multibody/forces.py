@@ -61,6 +61,7 @@ import numpy as np
 from ..models.functions import StepFunction
 from .kinematics import Tree
 from ..models.model import Model
+from .force_exclusion import ZERO_WITHOUT_CONTROLS, forces_to_exclude
 
 __all__ = ["PASSIVE_COORDINATE_FORCES", "LIGAMENT_TYPES", "active_forces", "PassiveForces",
            "passive_forces", "applied_generalized_forces", "passive_generalized_forces",
@@ -75,26 +76,11 @@ CONTACT_FORCE_TYPES = ("SmoothSphereHalfSpaceForce", "HuntCrossleyForce", "Bushi
 #: OpenSim force classes arthron does not evaluate: refused by name unless excluded.
 REFUSED_FORCES = ("ExpressionBasedBushingForce", "ClutchedPathSpring", "FunctionBasedBushingForce",
                   "CoupledBushingForce", "PrescribedForce")
-ZERO_WITHOUT_CONTROLS = ("CoordinateActuator", "PathActuator", "PointActuator", "TorqueActuator",
-                         "ActivationCoordinateActuator", "McKibbenActuator")
-
-
-def _excluded(f, exclude) -> bool:
-    ex = set(exclude or ())
-    if "All" in ex or f.name in ex or f.type in ex:
-        return True
-    if "Muscles" in ex and f.is_muscle:
-        return True
-    if "Actuators" in ex and (f.is_muscle or f.type in ZERO_WITHOUT_CONTROLS):
-        return True
-    return False
-
-
 def active_forces(model: Model, exclude=()) -> list:
-    """Force elements that apply force and are not excluded (OpenSim's ``forces_to_exclude``:
-    names, class names, or the groups ``Muscles``, ``Actuators``, ``All``)."""
-    return [f for f in model.forces.values()
-            if f.applies_force and not _excluded(f, exclude)]
+    """Force elements that apply force and are not excluded (OpenSim's ``forces_to_exclude``,
+    read by :func:`forces_to_exclude`)."""
+    ex = forces_to_exclude(model, exclude)[0]
+    return [f for f in model.forces.values() if f.applies_force and f.name not in ex]
 
 
 COORDINATE_FORCE_TYPES = PASSIVE_COORDINATE_FORCES + ("ExpressionBasedCoordinateForce",)

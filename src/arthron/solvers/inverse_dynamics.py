@@ -135,14 +135,6 @@ def _labels(model: Model, names):
     return [f"{n}_moment" if coords[n].motion_type == "rotational" else f"{n}_force" for n in names]
 
 
-def _unmatched_exclusions(model: Model, exclude=()) -> list:
-    """The names of ``exclude`` (OpenSim's ``forces_to_exclude``) that exclude nothing: neither a
-    force nor the class of one in ``model``, nor ``Muscles``, ``Actuators``, ``All`` (a typo such
-    as ``muscles``; a ForceSet group, which arthron does not read, is one of them too)."""
-    known = {"Muscles", "Actuators", "All"} | set(model.forces) | {f.type for f in model.forces.values()}
-    return [n for n in (exclude or ()) if n not in known]
-
-
 def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_table=None,
                          lowpass_hz=None, time_range=None, in_degrees=None,
                          forces_to_exclude=("Muscles",), tree: Tree | None = None) -> InverseDynamicsResult:
@@ -156,7 +148,8 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
     loads_table : Table of the loads data (default: the ExternalLoads ``datafile``)
     lowpass_hz : cut-off for the coordinates (None or ≤ 0: no filter)
     time_range : (t0, t1) or None (the motion's first to last time)
-    forces_to_exclude : OpenSim's property (names, classes, ``Muscles``, ``Actuators``, ``All``).
+    forces_to_exclude : OpenSim's property (``All``, ``Actuators``, ``Muscles`` in any case, ForceSet
+        group or force names; class names too: :func:`arthron.multibody.force_exclusion.forces_to_exclude`).
         The passive elements that remain (springs, coordinate limit forces, ligaments) are
         applied as OpenSim applies them (:mod:`arthron.multibody.forces`); muscles not
         excluded pull with their forces at their default states, as in OpenSim's tool
@@ -185,12 +178,19 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
         loads = external_loads_from_setup(model, external_loads, loads_table, t_out)
     # muscles not excluded pull with their forces at their default states, as in OpenSim's tool
     from ..multibody.forces import active_forces
+    from ..multibody.force_exclusion import forces_to_exclude as excluded
     from .muscle_states import default_state_muscles
-    unmatched = _unmatched_exclusions(model, forces_to_exclude)
+    _, unmatched, differs = excluded(model, forces_to_exclude)
     if unmatched:           # a typo would otherwise leave the muscles pulling without a word
         warnings.warn(f"model '{model.name}': forces_to_exclude names {', '.join(map(repr, unmatched))}, which "
-                      "match no force or force class of the model (nor Muscles, Actuators, All; ForceSet "
-                      "groups are not read): they exclude nothing", ArthronWarning)
+                      "match no force, ForceSet group or force class of the model (nor All, Actuators, "
+                      "Muscles): they exclude nothing", ArthronWarning)
+    if differs:
+        why = ("OpenSim 4.6 looks names up among the model's ForceSet groups only when it has groups, "
+               "and does not read class names")
+        warnings.warn(f"model '{model.name}': forces_to_exclude {', '.join(map(repr, differs))} excluded "
+                      f"here but not by OpenSim 4.6's InverseDynamicsTool ({why}): results differ from "
+                      "OpenSim's on this setup", ArthronWarning)
     muscles = default_state_muscles(model, tree, names={f.name for f in active_forces(model, forces_to_exclude)
                                                         if f.is_muscle})
     pulled = {m.name for m in muscles.muscles}
