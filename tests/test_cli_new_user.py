@@ -234,3 +234,65 @@ def test_top_level_help_says_where_to_start(capsys):
         main(["--help"])
     out = capsys.readouterr().out
     assert "Start with 'arthron demo'" in out and "'arthron COMMAND --help'" in out
+
+
+@pytest.mark.parametrize("command", [["demo"], ["demo", "--arm"], ["study"], ["ligament", "--demo"]])
+def test_demo_into_an_existing_file_names_that_file(tmp_path, capsys, command):
+    """`demo -o FILE` with FILE an existing file said 'FILE/summary.csv: ... is a file': a file
+    the demo never writes. The error names FILE and says it is not a folder, in one line."""
+    f = tmp_path / "out.txt"
+    f.write_text("keep")
+    assert main([*command, "-o", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"arthron: error: {f}: is a file, not a folder: give a folder for the outputs\n", err
+    assert f.read_text() == "keep"
+
+
+def _no_solve(*a, **kw):
+    raise AssertionError("solved before the outputs were checked")
+
+
+@needs_data
+def test_so_checks_its_outputs_before_solving(tmp_path, capsys, monkeypatch):
+    """`so ... -o DIR`: a folder where an output goes, an output that is the motion read, or a
+    file as DIR failed only after the solve (seconds on a big model): now before it, in one
+    line; with --joint-reactions the files are written all or none."""
+    import shutil
+    from conftest import ARM26, ARM26_TUT
+    from arthron.tools import load_sharing_tool
+    motion = ARM26_TUT / "OutputReference" / "InverseKinematics" / "arm26_InverseKinematics.mot"
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "arm26_JointReaction_ReactionLoads.sto").mkdir()       # a folder where an output goes
+    as_input = tmp_path / "in"
+    as_input.mkdir()
+    mine = shutil.copy(motion, as_input / "arm26_StaticOptimization_force.sto")
+    (tmp_path / "afile").write_text("x")
+    with monkeypatch.context() as m:
+        m.setattr(load_sharing_tool, "run_load_sharing", _no_solve)
+        for args, says in [
+                (["-o", str(out), "--joint-reactions"], "arm26_JointReaction_ReactionLoads.sto: the output is a folder"),
+                ([str(mine), "-o", str(as_input)], "refusing to overwrite an input of this command"),
+                (["-o", str(tmp_path / "afile")], "afile: is a file, not a folder"),
+                (["-o", str(tmp_path / "afile" / "x")], "is a file, not a folder")]:
+            argv = ["so", str(ARM26), *([str(motion)] if not args[0].endswith(".sto") else []), *args]
+            assert main(argv) == 2, argv
+            err = capsys.readouterr().err
+            assert err.startswith("arthron: error:") and says in err and err.count("\n") == 1, err
+    assert sorted(p.name for p in out.iterdir()) == ["arm26_JointReaction_ReactionLoads.sto"]  # nothing written
+    assert main(["so", str(ARM26), str(motion), "-o", str(out / "new"), "--joint-reactions",
+                 "--time-range", "0", "0.05"]) == 0
+    assert sorted(p.name for p in (out / "new").iterdir()) == [
+        "arm26_JointReaction_ReactionLoads.sto", "arm26_StaticOptimization_activation.sto",
+        "arm26_StaticOptimization_force.sto", "arm26_StaticOptimization_report.sto"]
+
+
+@pytest.mark.parametrize("name", ["../x", "sub/x", "/tmp/x", "..", "a\\b"])
+def test_so_name_is_a_name_not_a_path(tmp_path, capsys, monkeypatch, name):
+    """`so --name ../x -o DIR` wrote DIR/../x_StaticOptimization_*.sto, outside DIR."""
+    from arthron.tools import load_sharing_tool
+    monkeypatch.setattr(load_sharing_tool, "run_load_sharing", _no_solve)
+    assert main(["so", "m.osim", "q.mot", "--name", name, "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"arthron: error: --name {name!r}: a name for the output files, not a path")
+    assert err.count("\n") == 1 and list(tmp_path.iterdir()) == []

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import OptionError, UnsupportedFeature
-from ..io.files import atomic_write, make_output_folder, output_group
+from ..io.files import atomic_write, make_output_dir, make_output_folder, output_group
 from ..io.sto import write_sto
 from ..io.trc import write_trc
 from ..multibody.kinematics import compile_model, marker_positions
@@ -260,6 +260,7 @@ def run_study(out_dir, subject: Subject | None = None, *, parameter_study: bool 
     out = Path(out_dir)
     # the folder before the computation: an existing file as -o, or one that cannot be created,
     # fails at once in one line naming it (DataFileError), not after the solve with a traceback
+    make_output_dir(out)
     make_output_folder(out / "summary.csv")
     results = {}
     if parameter_study:
