@@ -296,3 +296,19 @@ def test_so_name_is_a_name_not_a_path(tmp_path, capsys, monkeypatch, name):
     err = capsys.readouterr().err
     assert err.startswith(f"arthron: error: --name {name!r}: a name for the output files, not a path")
     assert err.count("\n") == 1 and list(tmp_path.iterdir()) == []
+
+
+@needs_data
+def test_paths_of_a_model_named_like_a_path_writes_nothing_outside(tmp_path, capsys):
+    """`paths M -o DIR` names its files after the model: a model named '../evil' (which OpenSim
+    4.6 refuses: 'contains invalid characters') wrote DIR/../evil_MuscleAnalysis_*.sto."""
+    from conftest import ARM26, ARM26_TUT
+    motion = ARM26_TUT / "OutputReference" / "InverseKinematics" / "arm26_InverseKinematics.mot"
+    text = ARM26.read_text()
+    assert text.count('<Model name="arm26">') == 1
+    model = tmp_path / "m.osim"
+    model.write_text(text.replace('<Model name="arm26">', '<Model name="../evil">'))
+    assert main(["paths", str(model), str(motion), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"arthron: error: {model}: model name '../evil': a name for the output files")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.osim"]
