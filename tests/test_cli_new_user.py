@@ -312,3 +312,55 @@ def test_paths_of_a_model_named_like_a_path_writes_nothing_outside(tmp_path, cap
     err = capsys.readouterr().err
     assert err.startswith(f"arthron: error: {model}: model name '../evil': a name for the output files")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.osim"]
+
+
+_GROUND_IN_ITS_PROPERTY = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40600"><Model name="tiny">
+ <ground><Ground name="ground"><components>
+  <PhysicalOffsetFrame name="gframe"><socket_parent>..</socket_parent>
+   <translation>0.1 0.2 -0.05</translation><orientation>0.2 -0.1 0.3</orientation></PhysicalOffsetFrame>
+ </components></Ground></ground>
+ <BodySet name="bodyset"><objects>
+  <Body name="b"><mass>1</mass><mass_center>0 -0.5 0</mass_center><inertia>0.1 0.1 0.1 0 0 0</inertia></Body>
+  <Body name="c"><mass>1</mass><mass_center>0 -0.5 0</mass_center><inertia>0.1 0.1 0.1 0 0 0</inertia></Body>
+ </objects></BodySet>
+ <JointSet name="jointset"><objects>
+  <PinJoint name="j"><socket_parent_frame>gframe_offset</socket_parent_frame><socket_child_frame>b_offset</socket_child_frame>
+   <coordinates><Coordinate name="q1"/></coordinates><frames>
+    <PhysicalOffsetFrame name="gframe_offset"><socket_parent>/ground/gframe</socket_parent>
+     <translation>0 0 0</translation><orientation>0 0 0.3</orientation></PhysicalOffsetFrame>
+    <PhysicalOffsetFrame name="b_offset"><socket_parent>/bodyset/b</socket_parent>
+     <translation>0 0.5 0</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame></frames></PinJoint>
+  <PinJoint name="k"><socket_parent_frame>/bodyset/b</socket_parent_frame><socket_child_frame>/bodyset/c</socket_child_frame>
+   <coordinates><Coordinate name="q2"/></coordinates></PinJoint>
+ </objects></JointSet>
+</Model></OpenSimDocument>"""
+
+
+@needs_opensim
+def test_ground_written_inside_its_property_element_is_read_as_opensim_does(tmp_path, capsys):
+    """`<ground><Ground name="ground">...</Ground></ground>` (OpenSim 4.6 reads it) was refused:
+    "frame '/ground/gframe' does not exist in the model". Body poses equal OpenSim's."""
+    import numpy as np
+    import oracle
+    from arthron.io.osim import read_osim, write_osim
+    from arthron.multibody.kinematics import compile_model, forward_kinematics
+    path = tmp_path / "tiny.osim"
+    path.write_text(_GROUND_IN_ITS_PROPERTY)
+    assert main(["info", str(path)]) == 0 and "bodies     2" in capsys.readouterr().out
+    model = read_osim(path)
+    assert "gframe" in str(model.frames) and not model.verbatim
+    write_osim(tmp_path / "again.osim", model)           # written as OpenSim writes it: <Ground> in <Model>
+    tree = compile_model(model)
+    m, s = oracle.load(path)
+    cs = m.getCoordinateSet()
+    for q in np.random.default_rng(1).uniform(-1.5, 1.5, (4, tree.nq)):
+        for i in range(cs.getSize()):
+            cs.get(i).setValue(s, q[tree.coordinate_index(cs.get(i).getName())], False)
+        P = oracle.body_poses(m, s)
+        kin = forward_kinematics(tree, q[None])
+        for bi, b in enumerate(tree.body_names):
+            np.testing.assert_allclose(kin.R[0, tree.body_node[bi]], P[b][0], atol=1e-12, err_msg=b)
+            np.testing.assert_allclose(kin.o[0, tree.body_node[bi]], P[b][1], atol=1e-12, err_msg=b)
+    again = compile_model(read_osim(tmp_path / "again.osim"))
+    np.testing.assert_allclose(forward_kinematics(again, q[None]).o, kin.o, atol=1e-15)
