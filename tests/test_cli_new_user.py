@@ -364,3 +364,16 @@ def test_ground_written_inside_its_property_element_is_read_as_opensim_does(tmp_
             np.testing.assert_allclose(kin.o[0, tree.body_node[bi]], P[b][1], atol=1e-12, err_msg=b)
     again = compile_model(read_osim(tmp_path / "again.osim"))
     np.testing.assert_allclose(forward_kinematics(again, q[None]).o, kin.o, atol=1e-15)
+
+
+def test_readme_names_the_module_that_holds_a_class():
+    """The README said `MultivariatePolynomialFunction` is in `arthron.models.functions`: it is
+    in arthron.models.multivariate (functions cannot re-export it: multivariate imports
+    functions' Function). Every "`Name` in `arthron.module`" of the README imports."""
+    import importlib
+    import re
+    text = (SRC.parent / "README.md").read_text(encoding="utf-8")
+    named = re.findall(r"`([A-Za-z_]\w*)` (?:is )?in\s+`(arthron(?:\.\w+)+)`", text)
+    assert ("MultivariatePolynomialFunction", "arthron.models.multivariate") in named
+    for name, module in named:
+        assert hasattr(importlib.import_module(module), name), f"{name} is not in {module}"
