@@ -377,3 +377,16 @@ def test_readme_names_the_module_that_holds_a_class():
     assert ("MultivariatePolynomialFunction", "arthron.models.multivariate") in named
     for name, module in named:
         assert hasattr(importlib.import_module(module), name), f"{name} is not in {module}"
+
+
+def test_study_of_a_model_named_like_a_path_is_refused_before_solving(tmp_path, monkeypatch):
+    """`study --model M` names its files after the model: a model named '../x' wrote
+    OUT/../x_*.sto after the solve. Refused before it, naming the model."""
+    from dataclasses import replace
+    from arthron.errors import ModelFileError
+    from arthron.tools import shoulder_study_tool as tool
+    monkeypatch.setattr(tool, "run_abduction", _no_solve)
+    model, spec = tool.default_model()
+    model.name, model.source = "../x", "m.osim"
+    with pytest.raises(ModelFileError, match=r"^m.osim: model name '../x': a name for the output files"):
+        tool.run_study(tmp_path / "o", model=model, spec=replace(spec, builtin=False), plot=False)
