@@ -390,3 +390,26 @@ def test_study_of_a_model_named_like_a_path_is_refused_before_solving(tmp_path, 
     model.name, model.source = "../x", "m.osim"
     with pytest.raises(ModelFileError, match=r"^m.osim: model name '../x': a name for the output files"):
         tool.run_study(tmp_path / "o", model=model, spec=replace(spec, builtin=False), plot=False)
+
+
+@needs_data
+def test_so_setup_checks_its_outputs_before_solving(tmp_path, capsys, monkeypatch):
+    """`so --setup S -o DIR` (and the setup's results_directory): a file as the folder or a
+    folder where an output goes failed only after the solve."""
+    from conftest import ARM26_TUT, REF
+    from arthron.tools import static_optimization_tool
+    so_ref = REF / "task1_arm26"
+    raw = (so_ref / "setups" / "so_setup_physiological.xml").read_text()
+    raw = (raw.replace("<workdir>/arm26/results/SO_phys", str(tmp_path / "res"))
+              .replace("<workdir>/arm26/results/IK", str(so_ref / "IK"))
+              .replace("<workdir>/arm26", str(ARM26_TUT / "InverseKinematics")))
+    setup = tmp_path / "so.xml"
+    setup.write_text(raw)
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "res" / "arm26_StaticOptimization_force.sto").mkdir(parents=True)
+    monkeypatch.setattr(static_optimization_tool, "static_optimization_of_setup", _no_solve)
+    for extra, says in [(["-o", str(tmp_path / "afile")], "afile: is a file, not a folder"),
+                        ([], "arm26_StaticOptimization_force.sto: the output is a folder")]:
+        assert main(["so", "--setup", str(setup), *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("arthron: error:") and says in err and err.count("\n") == 1, err

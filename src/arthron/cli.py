@@ -555,7 +555,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--joint-reactions", action="store_true",
                    help="also write <name>_JointReaction_ReactionLoads.sto (all joints, on child in ground) "
                         "with the solved forces applied")
-    s.add_argument("--name", help="prefix of the output files (default: the model file's name)")
+    s.add_argument("--name", help="prefix of the output files, a name, not a path (default: the model file's name)")
     s.add_argument("-o", "--output", help="output folder (with --setup: default the setup's results_directory)")
     s.set_defaults(func=cmd_so)
     s = sub.add_parser("ligament", help="thin-plate spline ligament model (TPSM) wrench: --demo, or a model's strands")
