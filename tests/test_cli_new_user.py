@@ -413,3 +413,18 @@ def test_so_setup_checks_its_outputs_before_solving(tmp_path, capsys, monkeypatc
         assert main(["so", "--setup", str(setup), *extra]) == 2
         err = capsys.readouterr().err
         assert err.startswith("arthron: error:") and says in err and err.count("\n") == 1, err
+
+
+def test_an_output_folder_without_write_permission_is_refused_before_solving(tmp_path, capsys, monkeypatch):
+    """`so -o DIR` in a folder this process may not write in failed after the solve."""
+    import os
+    from arthron.io import files
+    from arthron.tools import load_sharing_tool
+    monkeypatch.setattr(load_sharing_tool, "run_load_sharing", _no_solve)
+    real = os.access
+    # as root every folder is writable: the permission bits of tmp_path as an ordinary user sees them
+    monkeypatch.setattr(files.os, "access", lambda p, mode, **kw: False if Path(p) == tmp_path else real(p, mode, **kw))
+    for out in (tmp_path, tmp_path / "new" / "o"):
+        assert main(["so", "m.osim", "q.mot", "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"arthron: error: {out}: no permission to write in '{tmp_path}'\n", err

@@ -204,7 +204,9 @@ def make_output_folder(path) -> Path:
 def check_output_dir(folder) -> Path:
     """Resolve and check a folder that outputs go into (``-o DIR``, a results directory)
     before anything is computed or created: not an existing file, device or other non-folder,
-    no file where one of its parent folders goes, a name the file system accepts.
+    no file where one of its parent folders goes, a name the file system accepts, and the
+    folder (or its nearest existing parent, where it will be created) writable by this process
+    (``os.access``).
 
     Returns the resolved folder. Raises DataFileError naming ``folder`` as given (``'out.csv'
     is a file, not a folder``), never a file inside it that the tool would have written."""
@@ -222,6 +224,9 @@ def check_output_dir(folder) -> Path:
     if st is not None and not stat.S_ISDIR(st.st_mode):
         kind = "a file" if stat.S_ISREG(st.st_mode) else "a device, pipe or socket"
         raise DataFileError(f"is {kind}, not a folder: give a folder for the outputs", _short(folder))
+    a = r if st is not None else _existing_ancestor(r)     # where the files (or the new folders) go
+    if not os.access(a, os.W_OK | os.X_OK):
+        raise DataFileError(f"no permission to write in '{a}'", _short(folder))
     return r
 
 
