@@ -243,3 +243,197 @@ def test_top_level_help_says_where_to_start(capsys):
         main(["--help"])
     out = capsys.readouterr().out
     assert "Start with 'arthron demo'" in out and "'arthron COMMAND --help'" in out
+
+
+@pytest.mark.parametrize("command", [["demo"], ["demo", "--arm"], ["study"], ["ligament", "--demo"]])
+def test_demo_into_an_existing_file_names_that_file(tmp_path, capsys, command):
+    """`demo -o FILE` with FILE an existing file said 'FILE/summary.csv: ... is a file': a file
+    the demo never writes. The error names FILE and says it is not a folder, in one line."""
+    f = tmp_path / "out.txt"
+    f.write_text("keep")
+    assert main([*command, "-o", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"arthron: error: {f}: is a file, not a folder: give a folder for the outputs\n", err
+    assert f.read_text() == "keep"
+
+
+def _no_solve(*a, **kw):
+    raise AssertionError("solved before the outputs were checked")
+
+
+@needs_data
+def test_so_checks_its_outputs_before_solving(tmp_path, capsys, monkeypatch):
+    """`so ... -o DIR`: a folder where an output goes, an output that is the motion read, or a
+    file as DIR failed only after the solve (seconds on a big model): now before it, in one
+    line; with --joint-reactions the files are written all or none."""
+    import shutil
+    from conftest import ARM26, ARM26_TUT
+    from arthron.tools import load_sharing_tool
+    motion = ARM26_TUT / "OutputReference" / "InverseKinematics" / "arm26_InverseKinematics.mot"
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "arm26_JointReaction_ReactionLoads.sto").mkdir()       # a folder where an output goes
+    as_input = tmp_path / "in"
+    as_input.mkdir()
+    mine = shutil.copy(motion, as_input / "arm26_StaticOptimization_force.sto")
+    (tmp_path / "afile").write_text("x")
+    with monkeypatch.context() as m:
+        m.setattr(load_sharing_tool, "run_load_sharing", _no_solve)
+        for args, says in [
+                (["-o", str(out), "--joint-reactions"], "arm26_JointReaction_ReactionLoads.sto: the output is a folder"),
+                ([str(mine), "-o", str(as_input)], "refusing to overwrite an input of this command"),
+                (["-o", str(tmp_path / "afile")], "afile: is a file, not a folder"),
+                (["-o", str(tmp_path / "afile" / "x")], "is a file, not a folder")]:
+            argv = ["so", str(ARM26), *([str(motion)] if not args[0].endswith(".sto") else []), *args]
+            assert main(argv) == 2, argv
+            err = capsys.readouterr().err
+            assert err.startswith("arthron: error:") and says in err and err.count("\n") == 1, err
+    assert sorted(p.name for p in out.iterdir()) == ["arm26_JointReaction_ReactionLoads.sto"]  # nothing written
+    assert main(["so", str(ARM26), str(motion), "-o", str(out / "new"), "--joint-reactions",
+                 "--time-range", "0", "0.05"]) == 0
+    assert sorted(p.name for p in (out / "new").iterdir()) == [
+        "arm26_JointReaction_ReactionLoads.sto", "arm26_StaticOptimization_activation.sto",
+        "arm26_StaticOptimization_force.sto", "arm26_StaticOptimization_report.sto"]
+
+
+@pytest.mark.parametrize("name", ["../x", "sub/x", "/tmp/x", "..", "a\\b"])
+def test_so_name_is_a_name_not_a_path(tmp_path, capsys, monkeypatch, name):
+    """`so --name ../x -o DIR` wrote DIR/../x_StaticOptimization_*.sto, outside DIR."""
+    from arthron.tools import load_sharing_tool
+    monkeypatch.setattr(load_sharing_tool, "run_load_sharing", _no_solve)
+    assert main(["so", "m.osim", "q.mot", "--name", name, "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"arthron: error: --name {name!r}: a name for the output files, not a path")
+    assert err.count("\n") == 1 and list(tmp_path.iterdir()) == []
+
+
+@needs_data
+def test_paths_of_a_model_named_like_a_path_writes_nothing_outside(tmp_path, capsys):
+    """`paths M -o DIR` names its files after the model: a model named '../evil' (which OpenSim
+    4.6 refuses: 'contains invalid characters') wrote DIR/../evil_MuscleAnalysis_*.sto."""
+    from conftest import ARM26, ARM26_TUT
+    motion = ARM26_TUT / "OutputReference" / "InverseKinematics" / "arm26_InverseKinematics.mot"
+    text = ARM26.read_text()
+    assert text.count('<Model name="arm26">') == 1
+    model = tmp_path / "m.osim"
+    model.write_text(text.replace('<Model name="arm26">', '<Model name="../evil">'))
+    assert main(["paths", str(model), str(motion), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"arthron: error: {model}: model name '../evil': a name for the output files")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.osim"]
+
+
+_GROUND_IN_ITS_PROPERTY = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40600"><Model name="tiny">
+ <ground><Ground name="ground"><components>
+  <PhysicalOffsetFrame name="gframe"><socket_parent>..</socket_parent>
+   <translation>0.1 0.2 -0.05</translation><orientation>0.2 -0.1 0.3</orientation></PhysicalOffsetFrame>
+ </components></Ground></ground>
+ <BodySet name="bodyset"><objects>
+  <Body name="b"><mass>1</mass><mass_center>0 -0.5 0</mass_center><inertia>0.1 0.1 0.1 0 0 0</inertia></Body>
+  <Body name="c"><mass>1</mass><mass_center>0 -0.5 0</mass_center><inertia>0.1 0.1 0.1 0 0 0</inertia></Body>
+ </objects></BodySet>
+ <JointSet name="jointset"><objects>
+  <PinJoint name="j"><socket_parent_frame>gframe_offset</socket_parent_frame><socket_child_frame>b_offset</socket_child_frame>
+   <coordinates><Coordinate name="q1"/></coordinates><frames>
+    <PhysicalOffsetFrame name="gframe_offset"><socket_parent>/ground/gframe</socket_parent>
+     <translation>0 0 0</translation><orientation>0 0 0.3</orientation></PhysicalOffsetFrame>
+    <PhysicalOffsetFrame name="b_offset"><socket_parent>/bodyset/b</socket_parent>
+     <translation>0 0.5 0</translation><orientation>0 0 0</orientation></PhysicalOffsetFrame></frames></PinJoint>
+  <PinJoint name="k"><socket_parent_frame>/bodyset/b</socket_parent_frame><socket_child_frame>/bodyset/c</socket_child_frame>
+   <coordinates><Coordinate name="q2"/></coordinates></PinJoint>
+ </objects></JointSet>
+</Model></OpenSimDocument>"""
+
+
+@needs_opensim
+def test_ground_written_inside_its_property_element_is_read_as_opensim_does(tmp_path, capsys):
+    """`<ground><Ground name="ground">...</Ground></ground>` (OpenSim 4.6 reads it) was refused:
+    "frame '/ground/gframe' does not exist in the model". Body poses equal OpenSim's."""
+    import numpy as np
+    import oracle
+    from arthron.io.osim import read_osim, write_osim
+    from arthron.multibody.kinematics import compile_model, forward_kinematics
+    path = tmp_path / "tiny.osim"
+    path.write_text(_GROUND_IN_ITS_PROPERTY)
+    assert main(["info", str(path)]) == 0 and "bodies     2" in capsys.readouterr().out
+    model = read_osim(path)
+    assert "gframe" in str(model.frames) and not model.verbatim
+    write_osim(tmp_path / "again.osim", model)           # written as OpenSim writes it: <Ground> in <Model>
+    tree = compile_model(model)
+    m, s = oracle.load(path)
+    cs = m.getCoordinateSet()
+    for q in np.random.default_rng(1).uniform(-1.5, 1.5, (4, tree.nq)):
+        for i in range(cs.getSize()):
+            cs.get(i).setValue(s, q[tree.coordinate_index(cs.get(i).getName())], False)
+        P = oracle.body_poses(m, s)
+        kin = forward_kinematics(tree, q[None])
+        for bi, b in enumerate(tree.body_names):
+            np.testing.assert_allclose(kin.R[0, tree.body_node[bi]], P[b][0], atol=1e-12, err_msg=b)
+            np.testing.assert_allclose(kin.o[0, tree.body_node[bi]], P[b][1], atol=1e-12, err_msg=b)
+    again = compile_model(read_osim(tmp_path / "again.osim"))
+    np.testing.assert_allclose(forward_kinematics(again, q[None]).o, kin.o, atol=1e-15)
+
+
+def test_readme_names_the_module_that_holds_a_class():
+    """The README said `MultivariatePolynomialFunction` is in `arthron.models.functions`: it is
+    in arthron.models.multivariate (functions cannot re-export it: multivariate imports
+    functions' Function). Every "`Name` in `arthron.module`" of the README imports."""
+    import importlib
+    import re
+    text = (SRC.parent / "README.md").read_text(encoding="utf-8")
+    named = re.findall(r"`([A-Za-z_]\w*)` (?:is )?in\s+`(arthron(?:\.\w+)+)`", text)
+    assert ("MultivariatePolynomialFunction", "arthron.models.multivariate") in named
+    for name, module in named:
+        assert hasattr(importlib.import_module(module), name), f"{name} is not in {module}"
+
+
+def test_study_of_a_model_named_like_a_path_is_refused_before_solving(tmp_path, monkeypatch):
+    """`study --model M` names its files after the model: a model named '../x' wrote
+    OUT/../x_*.sto after the solve. Refused before it, naming the model."""
+    from dataclasses import replace
+    from arthron.errors import ModelFileError
+    from arthron.tools import shoulder_study_tool as tool
+    monkeypatch.setattr(tool, "run_abduction", _no_solve)
+    model, spec = tool.default_model()
+    model.name, model.source = "../x", "m.osim"
+    with pytest.raises(ModelFileError, match=r"^m.osim: model name '../x': a name for the output files"):
+        tool.run_study(tmp_path / "o", model=model, spec=replace(spec, builtin=False), plot=False)
+
+
+@needs_data
+def test_so_setup_checks_its_outputs_before_solving(tmp_path, capsys, monkeypatch):
+    """`so --setup S -o DIR` (and the setup's results_directory): a file as the folder or a
+    folder where an output goes failed only after the solve."""
+    from conftest import ARM26_TUT, REF
+    from arthron.tools import static_optimization_tool
+    so_ref = REF / "task1_arm26"
+    raw = (so_ref / "setups" / "so_setup_physiological.xml").read_text()
+    raw = (raw.replace("<workdir>/arm26/results/SO_phys", str(tmp_path / "res"))
+              .replace("<workdir>/arm26/results/IK", str(so_ref / "IK"))
+              .replace("<workdir>/arm26", str(ARM26_TUT / "InverseKinematics")))
+    setup = tmp_path / "so.xml"
+    setup.write_text(raw)
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "res" / "arm26_StaticOptimization_force.sto").mkdir(parents=True)
+    monkeypatch.setattr(static_optimization_tool, "static_optimization_of_setup", _no_solve)
+    for extra, says in [(["-o", str(tmp_path / "afile")], "afile: is a file, not a folder"),
+                        ([], "arm26_StaticOptimization_force.sto: the output is a folder")]:
+        assert main(["so", "--setup", str(setup), *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("arthron: error:") and says in err and err.count("\n") == 1, err
+
+
+def test_an_output_folder_without_write_permission_is_refused_before_solving(tmp_path, capsys, monkeypatch):
+    """`so -o DIR` in a folder this process may not write in failed after the solve."""
+    import os
+    from arthron.io import files
+    from arthron.tools import load_sharing_tool
+    monkeypatch.setattr(load_sharing_tool, "run_load_sharing", _no_solve)
+    real = os.access
+    # as root every folder is writable: the permission bits of tmp_path as an ordinary user sees them
+    monkeypatch.setattr(files.os, "access", lambda p, mode, **kw: False if Path(p) == tmp_path else real(p, mode, **kw))
+    for out in (tmp_path, tmp_path / "new" / "o"):
+        assert main(["so", "m.osim", "q.mot", "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"arthron: error: {out}: no permission to write in '{tmp_path}'\n", err

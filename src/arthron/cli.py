@@ -219,7 +219,7 @@ def cmd_analyze(a):
 
 
 def cmd_so(a):
-    from .tools.static_optimization_tool import run_static_optimization_from_setup, write_static_optimization
+    from .tools.static_optimization_tool import run_static_optimization_from_setup
     if a.setup:
         _setup_only(a, "model", "motion", "external_loads", "bodies", "rotate", "force_location", "lowpass",
                     "time_range", "activation_exponent", "no_physiology", "objective", "specific_tension",
@@ -231,21 +231,21 @@ def cmd_so(a):
         if not (a.model and a.motion and a.output):
             raise SystemExit("arthron so: give MODEL MOTION -o DIR, or --setup SETUP.xml")
         from .tools.load_sharing_tool import run_load_sharing
+        from .tools.static_optimization_tool import static_optimization_outputs, write_load_sharing
+        name = a.name or Path(a.model).stem
+        # the outputs before the solve (as id's check_output): a bad -o or --name fails at once
+        static_optimization_outputs(a.output, name, report=True, joint_reactions=a.joint_reactions)
         res = run_load_sharing(a.model, a.motion, external_loads=a.external_loads, lowpass_hz=a.lowpass,
                                time_range=a.time_range, activation_exponent=a.activation_exponent,
                                use_muscle_physiology=not a.no_physiology, objective=a.objective,
                                specific_tension=a.specific_tension, pcsa=a.pcsa, cone=a.cone, emg=a.emg,
                                emg_mapping=a.emg_map, reserves=a.reserves)
-        name = a.name or Path(a.model).stem
         jr = None
         if a.joint_reactions:
             from .tools.static_optimization_tool import joint_reactions_of
             jr = joint_reactions_of(res, res.extra["model"], a.motion, external_loads=a.external_loads,
                                     lowpass_hz=a.lowpass, time_range=a.time_range)
-        written = write_static_optimization(res, a.output, name, report=True)
-        if jr is not None:
-            from .tools.analyze_tool import write_joint_reactions
-            written.append(write_joint_reactions(jr, Path(a.output) / f"{name}_JointReaction_ReactionLoads.sto"))
+        written = write_load_sharing(res, a.output, name, jr)
     for p in written:
         print(f"wrote {p}")
     return 0
@@ -557,7 +557,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--joint-reactions", action="store_true",
                    help="also write <name>_JointReaction_ReactionLoads.sto (all joints, on child in ground) "
                         "with the solved forces applied")
-    s.add_argument("--name", help="prefix of the output files (default: the model file's name)")
+    s.add_argument("--name", help="prefix of the output files, a name, not a path (default: the model file's name)")
     s.add_argument("-o", "--output", help="output folder (with --setup: default the setup's results_directory)")
     s.set_defaults(func=cmd_so)
     s = sub.add_parser("ligament", help="thin-plate spline ligament model (TPSM) wrench: --demo, or a model's strands")

@@ -11,6 +11,8 @@ from pathlib import Path
 
 def cmd_demo(a):
     out = Path(a.output) if a.output else Path.cwd() / "arthron-demo"
+    from .io.files import check_output_dir
+    check_output_dir(out)        # a file as -o: one line naming it, before anything is printed or solved
     if a.arm:
         given = [k for k in ("gender", "height", "mass", "shoulder_width", "inclination", "version",
                              "humeral_rotation", "elbow_flexion", "step") if getattr(a, k) is not None]
@@ -40,6 +42,8 @@ def cmd_study(a, demo: bool = False):
     from .tools.shoulder_study_tool import arm_pose_spec, format_table, run_demo, run_study
     t0 = time.perf_counter()
     out = Path(a.output) if a.output else Path.cwd() / ("arthron-demo" if demo else "arthron-study")
+    from .io.files import check_output_dir
+    check_output_dir(out)
     model = spec = None
     if not demo and a.model:
         from .tools.shoulder_study_tool import study_spec_of_model

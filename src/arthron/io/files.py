@@ -40,7 +40,7 @@ from pathlib import Path
 from ..errors import DataFileError
 
 __all__ = ["atomic_write", "output_group", "input_guard", "note_input", "guarded_inputs",
-           "check_output", "resolve_output", "make_output_folder"]
+           "check_output", "resolve_output", "make_output_folder", "check_output_dir", "make_output_dir"]
 
 _TMP_RE = re.compile(r"^\..+\.arthron-(\d+)-[0-9a-f]+\.tmp$")
 
@@ -198,6 +198,44 @@ def make_output_folder(path) -> Path:
     Returns the resolved path. Raises DataFileError naming the file."""
     r = check_output(path)
     _mkdirs(r.parent, path)
+    return r
+
+
+def check_output_dir(folder) -> Path:
+    """Resolve and check a folder that outputs go into (``-o DIR``, a results directory)
+    before anything is computed or created: not an existing file, device or other non-folder,
+    no file where one of its parent folders goes, a name the file system accepts, and the
+    folder (or its nearest existing parent, where it will be created) writable by this process
+    (``os.access``).
+
+    Returns the resolved folder. Raises DataFileError naming ``folder`` as given (``'out.csv'
+    is a file, not a folder``), never a file inside it that the tool would have written."""
+    r = resolve_output(folder)
+    try:
+        st = os.stat(r)
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        a = next((a for a in reversed(r.parents) if a.exists() and not a.is_dir()), r.parent)
+        raise DataFileError(f"'{a}' is a file, not a folder: the output folder cannot go under it",
+                            _short(folder)) from None
+    except OSError as e:
+        raise DataFileError(f"cannot use this output folder: {e.strerror or e}", _short(folder)) from None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        kind = "a file" if stat.S_ISREG(st.st_mode) else "a device, pipe or socket"
+        raise DataFileError(f"is {kind}, not a folder: give a folder for the outputs", _short(folder))
+    a = r if st is not None else _existing_ancestor(r)     # where the files (or the new folders) go
+    if not os.access(a, os.W_OK | os.X_OK):
+        raise DataFileError(f"no permission to write in '{a}'", _short(folder))
+    return r
+
+
+def make_output_dir(folder) -> Path:
+    """:func:`check_output_dir`, then create the folder and its missing parents.
+
+    Returns the resolved folder. Raises DataFileError naming ``folder``."""
+    r = check_output_dir(folder)
+    _mkdirs(r, folder)
     return r
 
 

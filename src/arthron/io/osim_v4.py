@@ -200,12 +200,23 @@ def _joint_params(je, ctx):
     return p
 
 
+def _ground_element(melem):
+    """The model's ``<Ground>`` element: a child of ``<Model>`` as OpenSim 4 writes it, or
+    inside the property's own element, ``<ground><Ground name="ground">...</Ground></ground>``,
+    which OpenSim 4.6 also reads (the form of an object property named by its property name,
+    ``Object::updateFromXMLNode``). None when the model has neither."""
+    ground = _child(melem, "Ground")
+    if ground is None:
+        ground = _child(_child(melem, "ground"), "Ground")
+    return ground
+
+
 def read_v4(melem, ctx: _Ctx) -> Model:
     model = Model()
     model.force_groups = read_force_groups(melem)
     _read_common(melem, model, ctx)
     frames: dict[str, OffsetFrame] = {}
-    ground = _child(melem, "Ground")
+    ground = _ground_element(melem)
     if ground is not None:
         model.ground_geometry = _read_geometry_v4(ground, ctx)
         model.ground_wrap_objects = _read_wraps("ground", ground, ctx)
@@ -290,7 +301,7 @@ def read_v4(melem, ctx: _Ctx) -> Model:
         model.forces[f.name] = f
     model.contact_geometry = _read_contact_geometry(melem, all_frames, ctx)
     # Everything else at the model level is kept verbatim.
-    known = {"credits", "publications", "length_units", "force_units", "gravity", "Ground",
+    known = {"credits", "publications", "length_units", "force_units", "gravity", "Ground", "ground",
              "BodySet", "JointSet", "ConstraintSet", "MarkerSet", "ForceSet", "components",
              ELLIPSOID_CONSTRAINT_SET}
     for c in melem:

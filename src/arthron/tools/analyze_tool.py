@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ArthronWarning, DataFileError, ModelFileError, OptionError, SolverError
-from ..io.files import check_output, input_guard, make_output_folder, output_group
+from ..io.files import check_output, check_output_dir, input_guard, make_output_folder, output_group
 from ..io.osim import read_osim
 from ..io.setup import read_external_loads
 from ..io.sto import read_sto, write_sto
@@ -36,7 +36,7 @@ from ..models.motion import coordinates_from_table
 from .analyze_setup import (AnalyzeSetup, model_with_force_sets, read_analyze_setup,  # noqa: F401
                             read_force_set_file, step_rows)
 from .analyze_setup import analysis_name
-from .options import check_lowpass, check_time_range
+from .options import check_lowpass, check_result_name, check_time_range
 from .setup_files import setting_bool, setting_list, setting_text, step_interval
 from .setup_files import find_setup_file, results_directory
 
@@ -298,13 +298,27 @@ def write_path_analysis(model: Model, motion_table, out_dir, muscles=None, prefi
     ``<prefix>_MuscleAnalysis_MomentArm_<coord>.sto`` per coordinate that any selected path
     crosses (metres), and returns the list of written paths.
     """
+    prefix = _file_prefix(prefix, model)
+    check_output_dir(out_dir)
     q = coordinates_of_motion(model, motion_table)
     res = path_analysis(model, q, time=motion_table.time, muscles=muscles, tree=tree)
     out = Path(out_dir)
-    files = _path_table_files(res.crossed(), out, prefix or model.name)
+    files = _path_table_files(res.crossed(), out, prefix)
     for f in files:
         check_output(f)
-    return _write_path_tables(res, res.crossed(), out, prefix or model.name)
+    return _write_path_tables(res, res.crossed(), out, prefix)
+
+
+def _file_prefix(prefix, model: Model) -> str:
+    """The prefix of the output files: ``prefix``, else the model's name; a name, not a path
+    (a model named ``../x`` would write outside the folder: OpenSim 4.6 refuses such a name,
+    'Component ... contains invalid characters'). OptionError / ModelFileError otherwise."""
+    if prefix:
+        return check_result_name(prefix, "prefix")
+    try:
+        return check_result_name(model.name or "model", "model name")
+    except OptionError as e:
+        raise ModelFileError(e.message, model.source) from None
 
 
 # --------------------------------------------------------------------------------------

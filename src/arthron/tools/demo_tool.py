@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io.files import make_output_folder
+from ..io.files import make_output_dir, make_output_folder
 from ..io.osim import write_osim
 from ..io.sto import write_sto
 from ..models.demo import build_demo_arm, elbow_flexion_trial
@@ -34,7 +34,8 @@ def run_demo(out_dir) -> dict:
     ((min, max) N of the elbow reaction on the forearm along it), ``files`` (sorted paths).
     """
     out = Path(out_dir)
-    make_output_folder(out / "demo_arm.osim")     # DataFileError naming a file given as the folder
+    make_output_dir(out)                          # DataFileError naming a file given as the folder
+    make_output_folder(out / "demo_arm.osim")
     model = build_demo_arm()
     write_osim(out / "demo_arm.osim", model)
     t, labels, vals = elbow_flexion_trial()

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SolverError
-from ..io.files import atomic_write, check_output, make_output_folder
+from ..io.files import atomic_write, check_output, make_output_dir, make_output_folder
 from ..io.mesh import load_mesh
 from ..io.osim import force_to_xml, read_osim, write_osim
 from ..io.sto import read_sto, write_sto
@@ -93,7 +93,8 @@ def run_demo(out_dir, n_triangles=DEMO_TRIANGLES, verbose: bool = True) -> dict:
     (TPSM-3, 360 triangles, l0 = 27 mm, 0-120° flexion). Returns a summary dict and prints it.
     """
     out = Path(out_dir)
-    make_output_folder(out / "tpsm_errors.csv")     # a file or device as the folder: one line naming it
+    make_output_dir(out)                            # a file or device as the folder: one line naming it
+    make_output_folder(out / "tpsm_errors.csv")
     methods = ("MBM", "MBM-centroid", "TPSM-1", "TPSM-3", "TPSM-4")
     rows, summary = [], {}
     for l0 in (0.027, 0.010):

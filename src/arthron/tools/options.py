@@ -11,6 +11,7 @@ from ..errors import OptionError
 from ..models.subject import SUBJECT_HEIGHT_M, SUBJECT_MASS_KG  # noqa: F401  (re-exported)
 
 __all__ = ["check_time_range", "check_lowpass", "check_positive_int", "check_positive", "check_subject_size",
+           "check_result_name",
            "SUBJECT_MASS_KG", "SUBJECT_HEIGHT_M"]
 
 
@@ -73,3 +74,16 @@ def check_subject_size(mass, height) -> tuple[float, float]:
         if not lo <= v <= hi:
             raise OptionError(f"{what} must lie in [{lo:g}, {hi:g}] (a human subject's), got {v:g}")
     return mass, height
+
+
+def check_result_name(name, what: str = "--name") -> str:
+    """A result name that prefixes output files inside the output folder (``<name>_...sto``,
+    as OpenSim's tool name does): a non-empty file-name part with no path in it (no ``/`` or
+    ``\\``, not ``.`` or ``..``, not absolute, no NUL), so the files cannot land outside the
+    folder. Returns it; OptionError naming ``what`` otherwise."""
+    if not isinstance(name, str) or not name.strip():
+        raise OptionError(f"{what} must be a non-empty name, got {name!r}")
+    if any(c in name for c in "/\\\0") or name in (".", "..") or (len(name) > 1 and name[1] == ":"):
+        raise OptionError(f"{what} {name!r}: a name for the output files, not a path (no '/', '\\', "
+                          "'..' or drive): the files go into the output folder")
+    return name

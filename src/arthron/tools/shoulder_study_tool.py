@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import OptionError, UnsupportedFeature
-from ..io.files import atomic_write, make_output_folder, output_group
+from ..errors import ModelFileError, OptionError, UnsupportedFeature
+from ..io.files import atomic_write, make_output_dir, make_output_folder, output_group
 from ..io.sto import write_sto
 from ..io.trc import write_trc
 from ..multibody.kinematics import compile_model, marker_positions
@@ -38,6 +38,7 @@ from ..solvers.load_sharing import InfeasibleFrames
 from ..solvers.shoulder_study import (PARAMETER_STUDY, SARSHARI_2021, SUMMARY_ANGLES, StudySpec, Subject,
                                       run_abduction)
 from ..tables import MarkerTrial, Table
+from .options import check_result_name
 from .shoulder_elbow_tool import export_shoulder_elbow
 
 __all__ = ["run_study", "run_demo", "default_model", "arm_pose_spec", "study_table", "study_spec_of_model",
@@ -260,7 +261,13 @@ def run_study(out_dir, subject: Subject | None = None, *, parameter_study: bool 
     out = Path(out_dir)
     # the folder before the computation: an existing file as -o, or one that cannot be created,
     # fails at once in one line naming it (DataFileError), not after the solve with a traceback
+    make_output_dir(out)
     make_output_folder(out / "summary.csv")
+    if not spec.builtin:     # the files are named after the model: a name, not a path (before the solve)
+        try:
+            check_result_name(model.name or "model", "model name")
+        except OptionError as e:
+            raise ModelFileError(e.message, model.source) from None
     results = {}
     if parameter_study:
         motions = {}        # the kinematics depend on the geometry only (height, shoulder width)

@@ -25,15 +25,16 @@ from ..io.sto import read_sto, write_sto
 from ..models.forces import CoordinateActuator
 from ..models.model import Model
 from ..solvers.load_sharing import LoadSharingResult, static_optimization
-from ..io.files import make_output_folder, output_group
+from ..io.files import check_output, check_output_dir, make_output_folder, output_group
 from .analyze_setup import AnalyzeSetup, analysis_name, model_with_force_sets, read_analyze_setup, step_rows
-from .options import check_lowpass, check_time_range
+from .options import check_lowpass, check_result_name, check_time_range
 from .setup_files import setting_bool, setting_float, setting_text, step_interval
 from .setup_files import results_directory
 
 __all__ = ["control_bounds", "run_static_optimization", "run_static_optimization_from_setup",
            "static_optimization_of_setup",
-           "write_static_optimization", "coordinate_actuator_model", "joint_reactions_of"]
+           "write_static_optimization", "coordinate_actuator_model", "joint_reactions_of",
+           "static_optimization_outputs", "write_load_sharing"]
 
 _CTRL = re.compile(r"<(min_control|max_control)>\s*([^<\s]+)\s*</\1>")
 
@@ -80,6 +81,44 @@ def coordinate_actuator_model(model: Model) -> Model:
             forces[n] = f
     m.forces = forces
     return m
+
+
+def static_optimization_outputs(out_dir, name: str, *, report: bool = False, joint_reactions: bool = False,
+                                analysis: str = "StaticOptimization", what: str | None = "--name") -> list:
+    """The files :func:`write_static_optimization` (and, with ``joint_reactions``, the joint
+    reactions beside them) will write into ``out_dir``, each checked before anything is
+    solved: ``name`` a name, not a path (:func:`arthron.tools.options.check_result_name`,
+    OptionError naming ``what``; ``what=None``: not checked, a setup's name as OpenSim takes it), ``out_dir`` a folder or creatable
+    (:func:`arthron.io.files.check_output_dir`), no output an input of the running command, a
+    folder or a device (:func:`arthron.io.files.check_output`). Nothing is created.
+
+    Returns the paths (activation, force[, report][, ``<name>_JointReaction_ReactionLoads.sto``]).
+    Raises OptionError / DataFileError naming the name or the file."""
+    if what is not None:
+        check_result_name(name, what)
+    check_output_dir(out_dir)
+    out = Path(out_dir)
+    files = [out / f"{name}_{analysis}_{k}.sto" for k in ("activation", "force", "report")[:3 if report else 2]]
+    if joint_reactions:
+        files.append(out / f"{name}_JointReaction_ReactionLoads.sto")
+    for f in files:
+        check_output(f)
+    return files
+
+
+def write_load_sharing(result: LoadSharingResult, out_dir, name: str, joint_reactions=None,
+                       report: bool = True) -> list:
+    """``arthron so``'s outputs: :func:`write_static_optimization` (with the report) and, when
+    given, the JointReactionResult ``joint_reactions`` as
+    ``<name>_JointReaction_ReactionLoads.sto``, in one output group (all files whole, or none).
+    Returns the paths."""
+    with output_group():
+        written = write_static_optimization(result, out_dir, name, report=report)
+        if joint_reactions is not None:      # as analyze_tool.write_joint_reactions writes it
+            f = Path(out_dir) / f"{name}_JointReaction_ReactionLoads.sto"
+            write_sto(f, joint_reactions.to_table())
+            written.append(f)
+    return written
 
 
 def write_static_optimization(result: LoadSharingResult, out_dir, name: str, rows=None,
@@ -163,6 +202,10 @@ def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_
     so = st.analysis("StaticOptimization")
     if so is None:
         raise DataFileError("the AnalyzeTool setup has no enabled StaticOptimization analysis", st.path)
+    if write:     # the outputs before the solve: a bad folder or an input as output fails at once
+        static_optimization_outputs(results_directory(st.setup, results_dir, create=False), st.name,
+                                    joint_reactions=joint_reactions, what=None,
+                                    analysis=analysis_name(so, "StaticOptimization"))
     model = model_with_force_sets(st)
     motion = read_sto(st.coordinates_file)
     res = static_optimization_of_setup(st, so, model, motion, on_infeasible=on_infeasible)
