@@ -165,16 +165,7 @@ def check_output(path, sources=()) -> Path:
     for p, pid in entries:
         if r == p or (ident is not None and pid is not None and ident == pid):
             raise DataFileError(f"refusing to overwrite an input of this command ({p})", path)
-    try:
-        st = os.stat(r)
-    except FileNotFoundError:
-        st = None
-    except NotADirectoryError:
-        a = next((a for a in reversed(r.parents) if a.exists() and not a.is_dir()), r.parent)
-        raise DataFileError(f"'{a}' is a file, but the output path needs it to be a folder",
-                            path) from None
-    except OSError as e:
-        raise DataFileError(f"cannot write here: {e.strerror or e}", path) from None
+    st = _stat_output(r, path, "but the output path needs it to be a folder", "cannot write here")
     if st is not None:
         if stat.S_ISDIR(st.st_mode):
             raise DataFileError("the output is a folder; give a file name", path)
@@ -188,6 +179,21 @@ def check_output(path, sources=()) -> Path:
                                     path)
             break
     return r
+
+
+def _stat_output(r: Path, shown, under_a_file: str, cannot: str):
+    """``os.stat(r)`` of an output path, or None when nothing is there; DataFileError naming
+    ``shown`` when a file stands where one of its folders goes ("'A' is a file, <under_a_file>")
+    or the path cannot be examined ("<cannot>: <reason>")."""
+    try:
+        return os.stat(r)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        a = next((a for a in reversed(r.parents) if a.exists() and not a.is_dir()), r.parent)
+        raise DataFileError(f"'{a}' is a file, {under_a_file}", shown) from None
+    except OSError as e:
+        raise DataFileError(f"{cannot}: {e.strerror or e}", shown) from None
 
 
 def make_output_folder(path) -> Path:
@@ -211,16 +217,8 @@ def check_output_dir(folder) -> Path:
     Returns the resolved folder. Raises DataFileError naming ``folder`` as given (``'out.csv'
     is a file, not a folder``), never a file inside it that the tool would have written."""
     r = resolve_output(folder)
-    try:
-        st = os.stat(r)
-    except FileNotFoundError:
-        st = None
-    except NotADirectoryError:
-        a = next((a for a in reversed(r.parents) if a.exists() and not a.is_dir()), r.parent)
-        raise DataFileError(f"'{a}' is a file, not a folder: the output folder cannot go under it",
-                            _short(folder)) from None
-    except OSError as e:
-        raise DataFileError(f"cannot use this output folder: {e.strerror or e}", _short(folder)) from None
+    st = _stat_output(r, _short(folder), "not a folder: the output folder cannot go under it",
+                      "cannot use this output folder")
     if st is not None and not stat.S_ISDIR(st.st_mode):
         kind = "a file" if stat.S_ISREG(st.st_mode) else "a device, pipe or socket"
         raise DataFileError(f"is {kind}, not a folder: give a folder for the outputs", _short(folder))
