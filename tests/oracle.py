@@ -121,6 +121,23 @@ def body_poses(m, s):
     return out
 
 
+def assert_poses_equal(m, s, tree, q, atol=1e-12):
+    """OpenSim's body poses with its coordinates set to ``q`` (nq,) (arthron's order, ``tree``)
+    equal arthron's forward kinematics: rotations and origins to ``atol``. Returns arthron's
+    kinematics."""
+    import numpy.testing as npt
+    from arthron.multibody.kinematics import forward_kinematics
+    cs = m.getCoordinateSet()
+    for i in range(cs.getSize()):
+        cs.get(i).setValue(s, q[tree.coordinate_index(cs.get(i).getName())], False)
+    P = body_poses(m, s)
+    kin = forward_kinematics(tree, np.asarray(q, float)[None])
+    for bi, b in enumerate(tree.body_names):
+        npt.assert_allclose(kin.R[0, tree.body_node[bi]], P[b][0], atol=atol, err_msg=b)
+        npt.assert_allclose(kin.o[0, tree.body_node[bi]], P[b][1], atol=atol, err_msg=b)
+    return kin
+
+
 def marker_positions(m, s):
     m.realizePosition(s)
     ms = m.getMarkerSet()
