@@ -18,7 +18,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 @needs_data
-def test_ligament_output_into_a_folder_that_does_not_exist(tmp_path, capsys):
+def test_ligament_output_into_a_folder_that_does_not_exist(tmp_path, capsys, monkeypatch):
     """`-o` into a missing folder creates it, as for every other command (it stopped with
     'output folder does not exist' after the computation)."""
     mesh = LENHART.parent / "Geometry" / "lenhart2015-R-tibia-bone.stl"
@@ -28,6 +28,11 @@ def test_ligament_output_into_a_folder_that_does_not_exist(tmp_path, capsys):
     assert out.is_file() and f"wrote {out}" in capsys.readouterr().out
     # a file where the folder goes: one line naming it, before any computation
     (tmp_path / "afile").write_text("x")
+    from arthron.tools import ligament_tool
+
+    def computed(*a, **k):
+        raise AssertionError("the ligament was computed before the output was checked")
+    monkeypatch.setattr(ligament_tool, "strands_from_model", computed)
     assert main(["ligament", str(LENHART), "--ligament", "ACL", "--triangles", "15",
                  "-o", str(tmp_path / "afile" / "acl.sto")]) == 2
     err = capsys.readouterr().err
