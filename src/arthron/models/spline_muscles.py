@@ -177,11 +177,7 @@ def _prop(muscle, tag, default):
 
 def _calc_pennation(lf, lopt, alpha):
     """``ActivationFiberLengthMuscle_Deprecated::calcPennation`` (arrays)."""
-    lf = np.asarray(lf, float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        val = lopt * np.sin(alpha) / lf
-    out = np.where(val >= 1.0, np.pi / 2, np.arcsin(np.clip(val, 0.0, 1.0)))
-    return np.where((lf < _EPS) | np.isnan(val) | (val <= 0.0), 0.0, out)
+    return _pennation(lf, lopt * np.sin(alpha))
 
 
 class _Schutte:
@@ -386,7 +382,7 @@ def _isometric_search(p, L, activation, lopt, ls, fmax, w, tendon):
 
 def _pennation(lf, w):
     """:func:`_calc_pennation` with ``lopt sin α`` given (``w``, a number or an array like
-    ``lf``): the same operations."""
+    ``lf``)."""
     lf = np.asarray(lf, float)
     with np.errstate(divide="ignore", invalid="ignore"):
         val = w / lf
