@@ -237,13 +237,15 @@ class _Schutte:
                                   0.0))
         return f + 0.001 * (1.0 + strain)
 
-    def tendon(self, lt):
+    def tendon(self, lt, ls=None):
         """(normalized tendon force, its value in the stiffness estimate) at tendon length lt (m)
-        as ``computeIsometricForce`` takes them."""
+        as ``computeIsometricForce`` takes them; ``ls``: the tendon slack length to use instead
+        of the muscle's (an array like lt: elements of several muscles that share this curve,
+        :func:`_isometric_grouped`)."""
         if self.thelen:
             f = self._thelen_tendon(lt / self.lopt)
             return f, f
-        strain = lt / self.ls - 1.0
+        strain = lt / (self.ls if ls is None else ls) - 1.0
         f = self.tfl.value(strain)
         return np.where(strain < 0.0, 0.0, f), f
 
@@ -285,7 +287,7 @@ def schutte_isometric_force(muscle, lengths, activation: float = 1.0):
         if p.thelen:
             pas = np.maximum(pas, 0.0)
         return (act + pas) * cos_f, lf
-    return _isometric_search(p, L, activation, lopt, ls, fmax, w, lambda lt, ls_: p.tendon(lt))
+    return _isometric_search(p, L, activation, lopt, ls, fmax, w)
 
 
 def _check_slack(p):
@@ -294,13 +296,13 @@ def _check_slack(p):
                                  "tendon_slack_length 0 is not reproduced")
 
 
-def _isometric_search(p, L, activation, lopt, ls, fmax, w, tendon):
+def _isometric_search(p, L, activation, lopt, ls, fmax, w):
     """The iteration of :func:`schutte_isometric_force` on the path lengths L (n,) for
     tendon_slack_length > 0: the muscle's constants ``lopt``, ``ls``, ``fmax``, ``w`` (l_opt
     sin α_opt) numbers, or arrays (n,) for elements of several muscles that share their curves
     (:func:`_isometric_grouped`; the same operations on each element as one muscle at a time);
-    ``p`` gives the curves (``active``, ``passive``) and the pennation angle, ``tendon(lt, ls)``
-    the normalized tendon force pair. Returns (force, fiber length) (n,)."""
+    ``p`` gives the curves (``active``, ``passive``, ``tendon`` at each element's l_s). Returns
+    (force, fiber length) (n,)."""
     T = len(L)
     force = np.zeros(T)
     fiber = np.zeros(T)
@@ -336,7 +338,7 @@ def _isometric_search(p, L, activation, lopt, ls, fmax, w, tendon):
         act = np.maximum(fl * activation, 0.0)
         pas = np.maximum(fpe, 0.0)
         fiber_force = (act + pas) * fm_l * cfl
-        fse_f, fse = tendon(ltl, ls_l)
+        fse_f, fse = p.tendon(ltl, ls_l)
         tfl_ = fse_f * fm_l
         tf[live] = tfl_
         old_err = err[live] if i > 0 else tfl_ - fiber_force
@@ -411,13 +413,7 @@ def _isometric_grouped(ps, L, activation: float = 1.0):
         const = [np.repeat(np.array(v, float), T) for v in
                  ([q.lopt for q in g], [q.ls for q in g], [q.fmax for q in g],
                   [q.lopt * np.sin(q.alpha) for q in g])]
-        tfl = p.tfl
-
-        def tendon(lt, ls_):          # _Schutte.tendon with each element's l_s
-            strain = lt / ls_ - 1.0
-            f = tfl.value(strain)
-            return np.where(strain < 0.0, 0.0, f), f
-        f, lf = _isometric_search(p, L[:, cols].T.ravel(), activation, *const, tendon)
+        f, lf = _isometric_search(p, L[:, cols].T.ravel(), activation, *const)
         force[:, cols], fiber[:, cols] = f.reshape(len(cols), T).T, lf.reshape(len(cols), T).T
     return force, fiber
 
