@@ -327,9 +327,9 @@ class ScaleResult:
         p_placed = where(s.placer_model_file, True)
         if p_scaled is not None and p_placed is not None and p_scaled.resolve() == p_placed.resolve():
             p_scaled = None
-        targets = [p for p in (p_scaled, where(s.scale_file), p_placed,
-                               where(s.placer_marker_set_file, True), where(s.placer_motion_file, True))
-                   if p is not None]
+        p_scale = where(s.scale_file)
+        p_markers, p_motion = where(s.placer_marker_set_file, True), where(s.placer_motion_file, True)
+        targets = [p for p in (p_scaled, p_scale, p_placed, p_markers, p_motion) if p is not None]
         for p in targets:                       # every output checked before anything is created
             check_output(p)
         for p in targets:
@@ -339,22 +339,22 @@ class ScaleResult:
         write_osims(models)     # the placed model's shared components written once
         if p_scaled is not None:
             out.append(p_scaled)
-        if (p := where(s.scale_file)) is not None:
-            out.append(write_scale_set(p, self.scale_set))
+        if p_scale is not None:
+            out.append(write_scale_set(p_scale, self.scale_set))
         if p_placed is not None:
             out.append(p_placed)
-        if (p := where(s.placer_marker_set_file)) is not None and self.static_q is not None:
-            out.append(write_marker_set(p, self.model))
-        if (p := where(s.placer_motion_file)) is not None and self.static_q is not None:
+        if p_markers is not None:
+            out.append(write_marker_set(p_markers, self.model))
+        if p_motion is not None:
             coords = list(self.model.coordinates.values())
             q = np.array(self.static_q, float).copy()
             for i, c in enumerate(coords):
                 if c.motion_type == "rotational":
                     q[i] = np.rad2deg(q[i])
             t = float(s.placer_time_range[0]) if s.placer_time_range else 0.0
-            write_sto(p, Table(name="static pose", time=np.array([t]),
-                               labels=[c.name for c in coords], data=q[None], in_degrees=True))
-            out.append(p)
+            write_sto(p_motion, Table(name="static pose", time=np.array([t]),
+                                      labels=[c.name for c in coords], data=q[None], in_degrees=True))
+            out.append(p_motion)
         return out
 
 
