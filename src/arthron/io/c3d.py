@@ -246,7 +246,8 @@ def read_c3d(path, *, force_location: str = "origin", rotation=None, units: str 
     T = pts.shape[2] if pts.ndim == 3 else 0
     # a file without sampling rates (biomdp's Kistler force-plate files: POINT:RATE and
     # ANALOG:RATE 0) gives its frames no times; refused here rather than as NaN times later
-    n_analog = np.asarray(data["analogs"]).shape[-1] if np.asarray(data["analogs"]).ndim == 3 else 0
+    an = np.asarray(data["analogs"], dtype=float)  # (1, channels, n)
+    n_analog = an.shape[-1] if an.ndim == 3 else 0
     for what, rate, n in (("POINT:RATE", point_rate, T), ("ANALOG:RATE", analog_rate, n_analog)):
         if n and not (np.isfinite(rate) and rate > 0):
             raise DataFileError(f"is {rate:g}: the file's {n} frames have no sampling rate, so no "
@@ -272,7 +273,6 @@ def read_c3d(path, *, force_location: str = "origin", rotation=None, units: str 
         orig_num_frames=T, units=punits, source=path)
 
     # analogs
-    an = np.asarray(data["analogs"], dtype=float)
     an = an[0].T if an.ndim == 3 else np.zeros((0, 0))
     alabels = _strings(params, "ANALOG", "LABELS")[: an.shape[1]]
     alabels += [f"channel{j + 1}" for j in range(len(alabels), an.shape[1])]
