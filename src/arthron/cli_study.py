@@ -16,10 +16,10 @@ def cmd_demo(a):
     if a.arm:
         given = [k for k in ("gender", "height", "mass", "shoulder_width", "inclination", "version",
                              "humeral_rotation", "elbow_flexion", "step") if getattr(a, k) is not None]
-        if given or a.rc_pcsa_factor != 1.0:        # the arm demo has no subject: they would be ignored
+        given += ["rc_pcsa_factor"] if a.rc_pcsa_factor != 1.0 else []
+        if given:           # the arm demo has no subject: they would be ignored
             from .errors import OptionError
-            opts = ", ".join("--" + k.replace("_", "-") for k in given + (["rc_pcsa_factor"]
-                                                                       if a.rc_pcsa_factor != 1.0 else []))
+            opts = ", ".join("--" + k.replace("_", "-") for k in given)
             raise OptionError(f"{opts}: subject options of the shoulder abduction, not of demo --arm")
         from .tools.demo_tool import run_demo
         s = run_demo(out)
