@@ -194,19 +194,12 @@ def check_conversion(original, converted, *, n_poses=5, seed=0, tolerance=1e-9,
     return out
 
 
-def _unregistered_class(path, osim):
-    """The class OpenSim names when it refuses ``path`` for an unregistered (plugin) type, or None."""
+def _unregistered_class(error):
+    """The class OpenSim names in ``error`` (its refusal to load a file) when the refusal is for
+    an unregistered (plugin) type, or None."""
     import re
-    level = osim.Logger.getLevelString()
-    osim.Logger.setLevelString("off")         # its own "[error] ... not a registered Object" line
-    try:
-        osim.Model(str(path)).initSystem()
-        return None
-    except Exception as e:
-        m = re.search(r"object type '\{?(\w+)\}?' is not a registered Object", str(e))
-        return m.group(1) if m else None
-    finally:
-        osim.Logger.setLevelString(level)
+    m = re.search(r"object type '\{?(\w+)\}?' is not a registered Object", str(error))
+    return m.group(1) if m else None
 
 
 def _opensim_load(path, tree, model, out, original=None):
@@ -226,7 +219,7 @@ def _opensim_load(path, tree, model, out, original=None):
         s = m.initSystem()
     except Exception as e:             # OpenSim's refusal is the result being reported
         osim.Logger.setLevelString("error")
-        cls = None if original is None else _unregistered_class(path, osim)
+        cls = None if original is None else _unregistered_class(e)
         if cls is not None and f"<{cls}" in Path(original).read_text(errors="replace"):
             return (f"{PLUGIN_NOTE} {cls}, which OpenSim 4.6 does not know (it refuses the original "
                     f"too); --exclude {cls} to load the rest in OpenSim")
