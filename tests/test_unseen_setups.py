@@ -253,6 +253,12 @@ _HIDDEN_DOC = """<?xml version="1.0" encoding="UTF-8" ?><OpenSimDocument Version
 <attached_geometry><Mesh name="bone"><socket_frame>..</socket_frame><mesh_file>tri.obj</mesh_file></Mesh>
 <Mesh name="skin"><socket_frame>..</socket_frame><mesh_file>tri.obj</mesh_file>
 <Appearance><visible>false</visible><opacity>0.3</opacity></Appearance></Mesh></attached_geometry>
+<components><PhysicalOffsetFrame name="b_off"><socket_parent>/bodyset/b</socket_parent>
+<translation>0 0.05 0</translation><orientation>0 0 0</orientation><attached_geometry>
+<Mesh name="frame_hidden"><socket_frame>..</socket_frame><mesh_file>tri.obj</mesh_file>
+<Appearance><visible>false</visible></Appearance></Mesh>
+<Mesh name="frame_shown"><socket_frame>..</socket_frame><mesh_file>tri.obj</mesh_file></Mesh>
+</attached_geometry></PhysicalOffsetFrame></components>
 <WrapObjectSet><objects>
 <WrapCylinder name="Cylinder"><translation>0.1 0 0</translation><quadrant>all</quadrant>
 <Appearance><visible>false</visible></Appearance><radius>0.17</radius><length>0.26</length></WrapCylinder>
@@ -284,7 +290,8 @@ def test_invisible_geometry_and_wrap_objects_not_drawn_as_opensim(tmp_path):
     hints = m.getDisplayHints()
     drawn = set()
     body = m.getBodySet().get("b")
-    for owner, geoms in (("/ground", m.getGround()), ("/bodyset/b", body)):
+    frame = osim.PhysicalOffsetFrame.safeDownCast(m.getComponent("/bodyset/b/b_off"))
+    for owner, geoms in (("/ground", m.getGround()), ("/bodyset/b", body), ("/bodyset/b/b_off", frame)):
         for i in range(geoms.getPropertyByName("attached_geometry").size()):
             g = geoms.get_attached_geometry(i)
             arr = osim.ArrayDecorativeGeometry()
@@ -297,10 +304,10 @@ def test_invisible_geometry_and_wrap_objects_not_drawn_as_opensim(tmp_path):
         ws.get(i).generateDecorations(True, hints, s, arr)
         if arr.size():
             drawn.add(ws.get(i).getName())
-    assert drawn == {"bone", "ball"}
+    assert drawn == {"bone", "ball", "frame_shown"}
     model = read_osim(p)
-    assert {g.name for _, g, _ in model_geometry(model)} == {"floor", "bone", "skin"}
-    assert {g.name for _, g, _ in model_geometry(model, visible_only=True)} == {"bone"}
+    assert {g.name for _, g, _ in model_geometry(model)} == {"floor", "bone", "skin", "frame_hidden", "frame_shown"}
+    assert {g.name for _, g, _ in model_geometry(model, visible_only=True)} == {"bone", "frame_shown"}
     assert hidden_wrap_objects(model) == {("b", "Cylinder")}
     scene = ModelScene.build(model, np.zeros((1, compile_model(model).nq)))
     assert {name for *_, name in scene.bodies} | {w[-1] for w in scene.wraps} == drawn
