@@ -731,7 +731,9 @@ def _main(argv=None) -> int:
             from .progress import progress_bar
             with progress_bar(_PROGRESS.get(args.command, args.command)) as bar:
                 args.progress = bar
-                return args.func(args) or 0
+                status = args.func(args) or 0
+            sys.stdout.flush()      # a closed pipe is reported here (below), not at the interpreter's exit
+            return status
     except ArthronError as e:
         print(f"arthron: error: {e}", file=sys.stderr)
         return 2
