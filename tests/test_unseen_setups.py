@@ -90,8 +90,9 @@ def test_scale_outputs_named_alike_and_placer_off(gait_scale, tmp_path):
     res = dataclasses.replace(gait_scale, setup=off, model=gait_scale.scaled_model, static_q=None)
     assert res.write(tmp_path / "o") == [tmp_path / "o" / "scaled.osim"]
     assert sorted(os.listdir(tmp_path / "o")) == ["scaled.osim"]
-    # ModelScaler off: only the MarkerPlacer's outputs, whatever the scaler names
-    st_off = dataclasses.replace(gait_scale.setup, scaler_apply=False, scale_file=None,
+    # ModelScaler off: only the MarkerPlacer's outputs, whatever the scaler names (its scale set
+    # too: ModelScaler::processModel writes output_scale_file, and it does not run)
+    st_off = dataclasses.replace(gait_scale.setup, scaler_apply=False, scale_file=GAIT_PIPE / "scale.xml",
                                  scaled_model_file=GAIT_PIPE / "scaled.osim", placer_model_file=GAIT_PIPE / "placed.osim",
                                  placer_marker_set_file=None, placer_motion_file=None)
     assert dataclasses.replace(gait_scale, setup=st_off).write(tmp_path / "s") == [tmp_path / "s" / "placed.osim"]

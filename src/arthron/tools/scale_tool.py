@@ -327,7 +327,7 @@ class ScaleResult:
         p_placed = where(s.placer_model_file, True)
         if p_scaled is not None and p_placed is not None and p_scaled.resolve() == p_placed.resolve():
             p_scaled = None
-        p_scale = where(s.scale_file)
+        p_scale = where(s.scale_file) if s.scaler_apply else None     # ModelScaler::processModel writes it
         p_markers, p_motion = where(s.placer_marker_set_file, True), where(s.placer_motion_file, True)
         targets = [p for p in (p_scaled, p_scale, p_placed, p_markers, p_motion) if p is not None]
         for p in targets:                       # every output checked before anything is created
