@@ -17,7 +17,6 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-import pytest
 
 from conftest import needs_opensim
 
@@ -108,7 +107,7 @@ def compare(out, setups):
     from arthron.io.osim import read_osim
     from arthron.io.sto import read_sto
     from arthron.multibody.kinematics import compile_model
-    from arthron.solvers.shoulder_forces import abduction_problem, reaction_force_map
+    from arthron.solvers.shoulder_forces import abduction_problem
     from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
     with _quiet():
         res, _ = run_static_optimization_from_setup(setups["so"], results_dir=out / "ours", joint_reactions=True)

@@ -102,7 +102,7 @@ def _newton_ellipsoid(t, s0, s1, a2, b2, c2, a2u2, b2v2, c2w2):
     tt, A, B, Cc = t[sl].copy(), a2u2[sl], b2v2[sl], c2w2[sl]
     ix = None             # where the working rows are in t: ``sl`` until the first compaction
     m = s1 - s0
-    # twelve arrays, not one (12, m) block: each small enough for the allocator to reuse its
+    # 10 + nq arrays, not one (10 + nq, m) block: each small enough for the allocator to reuse its
     # memory from call to call (a fresh block costs a page fault per 4 KiB)
     nq = int(b2 != a2) + int(c2 != b2 and c2 != a2)     # arrays for Q and R beyond P's
     buf = [np.empty(m) for _ in range(10 + nq)]

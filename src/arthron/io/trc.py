@@ -19,7 +19,6 @@ import io
 import math
 import re
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np

@@ -87,7 +87,7 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
                             "column labels")
     t_src = np.asarray(forces_table.time, float)
     data = np.asarray(forces_table.data, float)
-    if t_src.size > 1 and T:
+    if t_src.size > 1 and T and acts:        # (no actuator of the model in the file: nothing extrapolated)
         tol = 1e-9 * max(1.0, float(np.abs(t_src).max()))
         out = times[(times < t_src[0] - tol) | (times > t_src[-1] + tol)]
         if out.size:
