@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 
 from conftest import DATA, needs_data
 
@@ -86,13 +87,51 @@ def test_first_frame_root_first_start(monkeypatch):
     assert np.all(new <= old + 1e-9)
 
 
+def _poses_near_default(model, tree, n, frac, seed):
+    """Trials of one frame at poses within ``frac`` of each coordinate's range around its
+    default value (markers made from the pose: the global minimum is 0)."""
+    from arthron.multibody.kinematics import marker_positions
+    from arthron.tables import MarkerTrial
+    rng = np.random.default_rng(seed)
+    names = list(model.markers)
+    for _ in range(n):
+        q = tree.default_q.copy()
+        for i, c in enumerate(model.coordinates.values()):
+            if not c.locked and np.all(np.isfinite(c.range)) and c.range[1] - c.range[0] < 7:
+                h = 0.5 * (c.range[1] - c.range[0]) * frac
+                q[i] = np.clip(rng.uniform(q[i] - h, q[i] + h), *c.range)
+        _, P = marker_positions(tree, q[None], names)
+        yield MarkerTrial(frames=np.array([1]), time=np.array([0.0]), labels=names, positions=P,
+                          data_rate=100.0, camera_rate=100.0, orig_data_rate=100.0,
+                          orig_start_frame=1, orig_num_frames=1)
+
+
 @needs_data
-def test_first_frame_wrong_minimum_that_looks_like_a_fit(monkeypatch):
-    """A wrong minimum can have the marker error of a good fit: on Gait2354 at random poses
-    in the coordinates' ranges, two of 40 first frames end, from the default pose alone,
-    5.2 mm and 33 mm RMS from markers made from the pose (a real trial's fit is 10–20 mm RMS,
-    the walk's first frame 21.5 mm), so no threshold on the error tells them apart; the
-    root-first start, always tried, recovers both poses to rounding."""
+def test_first_frame_within_sixty_percent_of_the_ranges():
+    """Poses within 60 % of every coordinate's range around the default pose (Gait2354): every
+    first frame fits its markers to rounding from the default start (20 here; 40 of 40 at
+    30 % and 40 of 40 at 60 % measured), so the root-first retry above 5 cm RMS is enough for them."""
+    from arthron.io.osim import read_osim
+    from arthron.multibody.kinematics import compile_model
+    from arthron.solvers.inverse_kinematics import solve_ik
+    model = read_osim(GAIT2354)
+    tree = compile_model(model)
+    rms = np.array([solve_ik(model, mt).rms[0] for mt in _poses_near_default(model, tree, 20, 0.6, 11)])
+    assert rms.max() < 1e-6, np.round(rms * 1e3, 3)
+
+
+@needs_data
+@pytest.mark.xfail(strict=True, reason="a wrong minimum with the marker error of a fit is not caught "
+                   "(always trying the root-first start recovers both, but costs the IK command ~10 ms, "
+                   "0.121 -> 0.131 s on the Gait2354 walk)")
+def test_first_frame_wrong_minimum_that_looks_like_a_fit():
+    """Known limitation: at random poses over the coordinates' full ranges (Gait2354: hips
+    flexed 120°, pelvis turned ±90° ...), two of 40 first frames end 5.2 mm and 33 mm RMS from
+    markers made from the pose, errors a real trial's fit has (the walk's first frame:
+    21.5 mm), so the retry above 5 cm RMS is not taken. Trying the root-first start on every
+    first frame recovers both to rounding (measured), at 3.6 ms per trial in a library session
+    and 10 ms in the ``arthron ik`` command (its stations on the NumPy route); it is not done:
+    poses within 60 % of the ranges never end there (test above)."""
     from arthron.io.osim import read_osim
     from arthron.multibody.kinematics import compile_model
     from arthron.solvers.inverse_kinematics import solve_ik
@@ -100,11 +139,8 @@ def test_first_frame_wrong_minimum_that_looks_like_a_fit(monkeypatch):
     tree = compile_model(model)
     trials = list(_trials(model, tree, 40, seed=7))
     picked = [trials[2], trials[30]]
-    new = np.array([solve_ik(model, mt).rms[0] for _, mt in picked])
-    assert new.max() < 1e-6, np.round(new * 1e3, 4)
-    _no_root_first(monkeypatch)
-    old = np.array([solve_ik(model, mt).rms[0] for _, mt in picked])
-    assert 1e-3 < old.min() and old.max() < 0.05, np.round(old * 1e3, 3)   # plausible errors
+    rms = np.array([solve_ik(model, mt).rms[0] for _, mt in picked])
+    assert rms.max() < 1e-6, np.round(rms * 1e3, 4)
 
 
 @needs_data

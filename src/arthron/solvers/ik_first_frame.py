@@ -4,15 +4,23 @@
 (whose ``solve_frame``, ``_residual``, ``_present_markers``, ``lo``/``hi``, ``free`` and ``model``
 it uses): the default pose can be far from the trial's first pose, and the iterations can end
 in another local minimum of the marker objective, which every later frame (started from the
-one before) then follows. :meth:`FirstFrameStarts.solve_first` solves it again from a
-root-first start, and inside the coordinates' ranges when the solution leaves them, keeping
-the solution with the lower objective.
+one before) then follows. :meth:`FirstFrameStarts.solve_first` detects the two cases seen on
+real models (a solution outside the coordinates' ranges; marker errors implausible for a fit)
+and solves again from a better start, keeping the solution with the lower objective.
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FirstFrameStarts"]
+__all__ = ["FirstFrameStarts", "IMPLAUSIBLE_RMS"]
+
+#: The first frame is solved again from a root-first start when the RMS of its marker errors
+#: exceeds this (m): 2.5 times the upper end of the RMS that OpenSim's IK guidance asks of a
+#: fit (1–2 cm; OpenSim documentation, "Getting Started with Inverse Kinematics"). Beyond it
+#: is a wrong local minimum or wrong data, and the retry costs a few more solves only then.
+#: The largest error alone does not decide: the Gait2354 walk's first frame, a good fit with
+#: an RMS of 18.7 mm, has a marker 58 mm off (all markers weighted 1).
+IMPLAUSIBLE_RMS = 0.05
 
 
 class FirstFrameStarts:
@@ -32,17 +40,15 @@ class FirstFrameStarts:
         every free coordinate held inside its range, and then released from that solution; the
         solution with the lower objective is kept (never a worse one than before).
 
-        Before that, the frame is also solved from a root-first start
-        (:meth:`_root_first_start`) and the solution with the lower objective is kept. On
-        bioscout's Full_Body_with_ball (53 bodies, 31 markers) with a pose spanning 60 % of every
-        coordinate's range, the default start stalls with the pelvis turned 0.55 rad away and
-        arm coordinates at their bounds (marker RMS 0.15 m after 100 iterations, still 0.15 m
-        after 300 more), where the root-first start fits the markers to rounding in 20
-        iterations. A wrong minimum can also look like a fit: on Gait2354 at random poses in
-        the coordinates' ranges, 2 of 40 first frames end 5.2 and 33 mm RMS from markers made
-        from the pose (a real trial's fit is 10–20 mm), so the second start is always tried
-        (about 3.6 ms on the Gait2354 walk; its result there is unchanged). Same arguments and
-        results as :meth:`solve_frame`.
+        Before that, when the marker errors of the solution are implausible for a fit (an RMS
+        above :data:`IMPLAUSIBLE_RMS`), the
+        frame is solved again from a root-first start (:meth:`_root_first_start`) and the
+        solution with the lower objective is kept. On bioscout's Full_Body_with_ball (53 bodies,
+        31 markers) with a pose spanning 60 % of every coordinate's range, the default start
+        stalls with the pelvis turned 0.55 rad away and arm coordinates at their bounds (marker
+        RMS 0.15 m after 100 iterations, still 0.15 m after 300 more), where the root-first
+        start fits the markers to rounding in 20 iterations. Same arguments and results as
+        :meth:`solve_frame`.
         """
         a = solve(obs_all, x0, base, qref)
         a = self._retry_from_root(obs_all, x0, base, qref, solve, a)
@@ -63,7 +69,11 @@ class FirstFrameStarts:
 
     def _retry_from_root(self, obs_all, x0, base, qref, solve, a):
         """``a`` (a result of ``solve`` from ``x0``), or the solution from the root-first start
-        when its objective is lower (iterations of both added)."""
+        when ``a``'s marker errors are implausible and that solution's objective is lower
+        (iterations of both added)."""
+        err = a[3][np.isfinite(a[3])]
+        if not err.size or np.sqrt(np.mean(err ** 2)) <= IMPLAUSIBLE_RMS:
+            return a
         xs = self._root_first_start(obs_all, x0, base, qref)
         if xs is None:
             return a
