@@ -168,6 +168,14 @@ def test_forces_outside_the_file_times_extrapolated_as_opensim(tmp_path):
     with pytest.warns(ArthronWarning, match="extrapolated linearly"):
         gen, _ = actuator_forces(model, tree, tab, times, q=np.zeros((times.size, tree.nq)))
     np.testing.assert_allclose(gen[:, tree.coordinate_index("r_elbow_flex")], ref[:, 0], rtol=1e-13, atol=1e-12)
+    # outside by the rounding of OpenSim's printed times (0.999999 for 1; a millionth of a
+    # 0.01 s step): extrapolated all the same, without a warning
+    t6 = np.round(np.linspace(0.0, 1.0, 101), 6)
+    t6[-1] = 0.999999
+    tab6 = Table(name="f", time=t6, labels=list(model.forces), data=np.zeros((101, len(model.forces))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ArthronWarning)
+        actuator_forces(model, tree, tab6, np.array([0.0, 0.5, 1.0]), q=np.zeros((3, tree.nq)))
 
 
 @needs_data

@@ -88,7 +88,9 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
     t_src = np.asarray(forces_table.time, float)
     data = np.asarray(forces_table.data, float)
     if t_src.size > 1 and T and acts:        # (no actuator of the model in the file: nothing extrapolated)
-        tol = 1e-9 * max(1.0, float(np.abs(t_src).max()))
+        # outside by rounding (OpenSim's files print 6 significant digits: 0.999999 for 1)
+        # is not worth a warning: a thousandth of the file's time step
+        tol = max(1e-9 * max(1.0, float(np.abs(t_src).max())), 1e-3 * float(np.median(np.diff(t_src))))
         out = times[(times < t_src[0] - tol) | (times > t_src[-1] + tol)]
         if out.size:
             warnings.warn(f"{src}: the forces cover {t_src[0]:g}–{t_src[-1]:g} s; at {out.size} frame(s) "
