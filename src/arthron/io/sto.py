@@ -29,7 +29,7 @@ import numpy as np
 
 from ..tables import Table
 from ..errors import DataFileError, UnsupportedFeature
-from .files import atomic_write, check_output, note_input
+from .files import atomic_write, check_output, note_input, output_path
 
 __all__ = ["Table", "read_sto", "read_mot", "write_sto", "write_mot"]
 
@@ -483,7 +483,7 @@ def write_sto(path, table: Table, *, allow_nan: bool = False) -> None:
         ``allow_nan``); the output path is the file the
         table was read from (``table.source``); the folder does not exist or is not writable.
     """
-    path = Path(path)
+    path = output_path(path, "write_sto", "table")
     _check_not_input(path, [table.source])
     pieces = iter_sto(table, path, allow_nan=allow_nan, as_bytes=True)
     first = next(pieces)                  # the checks run before anything is created

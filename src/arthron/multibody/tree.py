@@ -27,12 +27,12 @@ from dataclasses import field
 import numpy as np
 
 from ..runtime import dataclass  # dataclasses.dataclass with shared __repr__/__eq__
-from ..errors import ModelFileError
+from ..errors import ModelFileError, OptionError
 from ..geometry.spatial import frame_with_z
-from ..models.model import GROUND, Model, Transform
+from ..models.model import GROUND, Model, Transform, require_model
 from .joints import joint_ops, joint_type
 
-__all__ = ["Node", "Tree", "HingeLayout", "compile_model", "default_coordinates"]
+__all__ = ["Node", "Tree", "HingeLayout", "compile_model", "default_coordinates", "check_q"]
 
 
 @dataclass
@@ -286,6 +286,7 @@ def compile_model(model: Model) -> Tree:
     ModelFileError for joints that do not form a tree rooted at ground.
     UnsupportedFeature for joint types arthron does not implement.
     """
+    _check_masses(require_model(model))
     coords = list(model.coordinates.values())
     cnames = [c.name for c in coords]
     cidx = {n: i for i, n in enumerate(cnames)}
@@ -378,6 +379,36 @@ def compile_model(model: Model) -> Tree:
         model_name=model.name,
         angular_velocity_groups=av_groups,
     )
+
+
+def _check_masses(model: Model) -> None:
+    """A negative or non-finite body mass, or a non-finite mass centre or inertia, is refused
+    (ModelFileError naming the body), as OpenSim 4.6's ``Body::getMassProperties`` refuses a
+    negative mass at ``initSystem`` ("has unspecified or negative mass")."""
+    for b in model.bodies.values():
+        m = float(b.mass)
+        if not np.isfinite(m) or m < 0:
+            raise ModelFileError(f"body '{b.name}' has mass {m:g} kg: a mass must be finite and not "
+                                 "negative (OpenSim 4.6 refuses it too)", model.source, f"<Body name='{b.name}'>")
+        if not (np.all(np.isfinite(b.mass_center)) and np.all(np.isfinite(b.inertia))):
+            raise ModelFileError(f"body '{b.name}' has a non-finite mass centre or inertia",
+                                 model.source, f"<Body name='{b.name}'>")
+
+
+def check_q(tree: Tree, q, name: str = "q") -> np.ndarray:
+    """``q`` as a float array (T, nq) (one pose (nq,) becomes (1, nq)); OptionError naming the
+    argument, its shape and the model's coordinate order when its last axis is not ``nq`` or it
+    has more than two axes (a transposed (nq, T) array is named as such)."""
+    q = np.asarray(q, dtype=float)
+    shape = q.shape
+    if q.ndim == 1:
+        q = q[None]
+    if q.ndim != 2 or q.shape[1] != tree.nq:
+        hint = " (transposed: frames are the leading axis, pass q.T)" if q.ndim == 2 and q.shape[0] == tree.nq else ""
+        names = ", ".join(tree.coordinate_names[:8]) + (" ..." if tree.nq > 8 else "")
+        raise OptionError(f"{name} must have shape (T, nq) or (nq,) with nq = {tree.nq} ({names}), "
+                          f"got {shape}{hint}")
+    return q
 
 
 def default_coordinates(tree: Tree, T: int = 1) -> np.ndarray:

@@ -58,12 +58,12 @@ from ..runtime import dataclass  # dataclasses.dataclass with shared __repr__/__
 from ..errors import (ArthronWarning, DataFileError, OptionError, SolverError, UnsupportedFeature,
                       attach_source)
 from ..models.functions import GCVSpline
-from ..models.model import Model
+from ..models.model import Model, require_model
 from ..multibody.constraints import compile_constraints
 from ..multibody.kinematics import Tree, compile_model, marker_positions
 from ..multibody.point_kinematics import StationKinematics, compiled_available
 from .. import runtime
-from ..tables import Table
+from ..tables import Table, check_marker_trial
 from .ik_levenberg_marquardt import LevenbergMarquardtIK, _interpolated_starts
 
 __all__ = ["IKTasks", "CoordinateTask", "IKResult", "InverseKinematics", "solve_ik",
@@ -760,8 +760,8 @@ def solve_ik(model: Model, trial, tasks: IKTasks | None = None, *, time_range=No
     """
     time_range, constraint_weight, block, q0 = _checked(
         tasks=tasks, time_range=time_range, constraint_weight=constraint_weight, block=block,
-        q0=q0, nq=len(model.coordinates), penalty=penalty)
-    ik = InverseKinematics(model, tasks, constraint_weight, trial.labels, penalty=penalty)
+        q0=q0, nq=len(require_model(model).coordinates), penalty=penalty)
+    ik = InverseKinematics(model, tasks, constraint_weight, check_marker_trial(trial).labels, penalty=penalty)
     if not ik.marker_names:
         raise DataFileError(f"no marker of the trial matches a marker of model '{model.name}' "
                             "with a task", getattr(trial, "source", None))
