@@ -183,3 +183,60 @@ def test_writers_name_swapped_arguments(arm, tmp_path):
         warnings.simplefilter("error")
         write_sto(tmp_path / "a.sto", _motion())        # the right order still writes
     assert (tmp_path / "a.sto").is_file()
+
+
+def test_solver_options_checked_by_the_solvers(arm):
+    """The tools checked time_range and lowpass_hz; the solvers called directly did not: a
+    scalar time range was a TypeError, a NaN cut-off ran."""
+    for solve in (run_inverse_dynamics, static_optimization, joint_reactions):
+        with pytest.raises(OptionError, match="time range must be two numbers T0 T1, got 0.5"):
+            solve(arm, _motion(), time_range=0.5)
+        with pytest.raises(OptionError, match="low-pass cut-off must be a finite frequency"):
+            solve(arm, _motion(), lowpass_hz=float("nan"))
+    # one instant stays allowed (an AnalyzeTool setup with initial_time = final_time)
+    assert run_inverse_dynamics(arm, _motion(), time_range=(0.5, 0.5)).generalized_forces.shape == (1, 2)
+
+
+def test_one_name_is_not_its_letters(arm):
+    """forces_to_exclude="Muscles" and compile_paths(forces="BRA") were read letter by letter."""
+    motion = _motion()
+    tau1 = run_inverse_dynamics(arm, motion, forces_to_exclude="All").generalized_forces
+    tau2 = run_inverse_dynamics(arm, motion, forces_to_exclude=("All",)).generalized_forces
+    np.testing.assert_array_equal(tau1, tau2)
+    tree = compile_model(arm)
+    assert compile_paths(arm, tree, forces="BRA").names == ["BRA"]
+
+
+def test_path_functions_name_bad_coordinates_and_speeds(arm):
+    from arthron.multibody.paths import lengthening_speeds, moment_arms_excursion
+    tree = compile_model(arm)
+    ps = compile_paths(arm, tree)
+    q = _motion().data
+    with pytest.raises(OptionError, match=r"no coordinate 5 in the model .*indices 0..1"):
+        moment_arms_excursion(ps, tree, q, coordinates=[5])
+    by_name = moment_arms_excursion(ps, tree, q, coordinates=["r_elbow_flex"])
+    np.testing.assert_array_equal(by_name, moment_arms_excursion(ps, tree, q, coordinates=[1]))
+    with pytest.raises(OptionError, match=r"qd must have shape .* got \(21, 3\)"):
+        lengthening_speeds(ps, tree, q, np.zeros((21, 3)))
+
+
+def test_scaling_and_reading_name_the_slip(arm):
+    from arthron.solvers.scaling import scale_anthropometric
+    with pytest.raises(OptionError, match=r"height is in metres: 175 .*centimetres\? give 1.75"):
+        scale_anthropometric(arm, 70.0, 175.0)                  # before: scaled by ~100
+    with pytest.raises(OptionError, match="model must be an arthron Model"):
+        scale_anthropometric(str(ARM26), 70.0, 1.75)
+    with pytest.raises(OptionError, match="already a Model"):
+        read_osim(arm)
+
+
+def test_static_optimization_takes_in_degrees_as_id_and_jr_do(arm):
+    """run_inverse_dynamics and joint_reactions took in_degrees; static_optimization raised
+    TypeError for it. Degrees with in_degrees=True give the radians' result."""
+    rad = _motion()
+    deg = _motion(data=np.rad2deg(rad.data))
+    a = static_optimization(arm, rad).forces
+    b = static_optimization(arm, deg, in_degrees=True).forces
+    np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-9)
+    with pytest.raises(OptionError, match="low-pass cut-off must be a number"):
+        static_optimization(arm, rad, lowpass_hz="six")

@@ -67,7 +67,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import UnsupportedFeature
+from ..errors import OptionError, UnsupportedFeature
 from .constrained_dynamics import independent_singular_values
 from .kinematics import Kinematics, Tree, _euler_xyz_rate_matrix, check_q, forward_kinematics, velocity_map
 from .path_compile import PathSet, WrapObjectData, _FunctionPath, compile_paths  # noqa: F401  (public API)
@@ -412,12 +412,12 @@ def moment_arms_excursion(pathset: PathSet, tree: Tree, q, coordinates=None,
                           h: float = 1e-6) -> np.ndarray:
     """Tendon-excursion moment arms ``-(l(q + h e_j) - l(q - h e_j)) / 2h`` (T, n_paths, nq).
 
-    ``coordinates``: indices to differentiate (others are left 0). Central differences with
-    step ``h`` (rad or m).
+    ``coordinates``: indices or names of the coordinates to differentiate (others are left 0;
+    OptionError for one the model does not have). Central differences with step ``h`` (rad or m).
     """
     q = check_q(tree, q)
     T = q.shape[0]
-    cols = range(tree.nq) if coordinates is None else coordinates
+    cols = range(tree.nq) if coordinates is None else [_coordinate_index(tree, c) for c in coordinates]
     out = np.zeros((T, len(pathset.paths), tree.nq))
     for j in cols:
         qp, qm = q.copy(), q.copy()
@@ -426,6 +426,15 @@ def moment_arms_excursion(pathset: PathSet, tree: Tree, q, coordinates=None,
         dl = path_lengths(pathset, tree, qp) - path_lengths(pathset, tree, qm)
         out[:, :, j] = -dl / (2 * h)
     return out
+
+
+def _coordinate_index(tree: Tree, c) -> int:
+    if isinstance(c, str) and c in tree.coordinate_names:
+        return tree.coordinate_names.index(c)
+    if isinstance(c, (int, np.integer)) and -tree.nq <= c < tree.nq:
+        return int(c) % tree.nq
+    raise OptionError(f"no coordinate {c!r} in the model (coordinates: {', '.join(tree.coordinate_names[:10])}"
+                      f"{' ...' if tree.nq > 10 else ''}; names or indices 0..{tree.nq - 1})")
 
 
 def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | None = None,
@@ -447,7 +456,7 @@ def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | No
     FunctionBasedPaths without a speed function.
     """
     q = check_q(tree, q)
-    qd = np.broadcast_to(np.atleast_2d(np.asarray(qd, float)), q.shape)
+    qd = np.broadcast_to(check_q(tree, qd, "qd"), q.shape)
     T = q.shape[0]
     n = len(pathset.paths)
     v = np.zeros((T, n))

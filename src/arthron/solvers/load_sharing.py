@@ -48,7 +48,7 @@ from ..multibody.kinematics import Tree, compile_model, forward_kinematics, qdot
 from ..multibody.paths import compile_paths, lengthening_speeds, moment_arms, path_states
 from ..tables import Table
 from .box_qp import solve_box_qp
-from .filtering import prepare_coordinates
+from .filtering import check_lowpass, prepare_coordinates
 from .inverse_dynamics import external_loads_from_setup
 
 __all__ = ["LoadSharingProblem", "LoadSharingResult", "static_optimization", "build_problem",
@@ -316,7 +316,7 @@ def _unit_actuator_columns(model: Model, tree: Tree, acts, q, kin):
 def build_problem(model: Model, motion, *, external_loads=None, loads_table=None, lowpass_hz=None,
                   time_range=None, use_muscle_physiology: bool = True, controls=None,
                   passive_fiber_force: bool = False, tree: Tree | None = None,
-                  actuators=None) -> LoadSharingProblem:
+                  actuators=None, in_degrees=None) -> LoadSharingProblem:
     """Set up the per-frame problem of OpenSim's StaticOptimization for a motion.
 
     Parameters
@@ -335,6 +335,8 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
         :func:`arthron.models.muscles.millard_inextensible_tendon_active_force`; else F̂ = F_max)
     controls : {actuator: (min_control, max_control)} overriding :func:`actuator_bounds`
     actuators : names to solve for (default: every enabled muscle and actuator)
+    in_degrees : bool or None: rotational columns in degrees (None: the motion's ``in_degrees``,
+        as :func:`arthron.solvers.inverse_dynamics.run_inverse_dynamics`)
 
     Raises
     ------
@@ -347,10 +349,11 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
                      and (f.is_muscle or f.type in SO_ACTUATOR_TYPES)]
     if not actuators:
         raise SolverError(f"model '{model.name}' has no muscles or actuators to share the load")
-    vals = coordinates_from_table(model, motion, missing="default")
+    vals = coordinates_from_table(model, motion, missing="default", in_degrees=in_degrees)
     cons = [c for c in model.constraints if c.enabled]
     if cons:
         vals = assemble(model, tree, vals)
+    lowpass_hz = check_lowpass(lowpass_hz)      # (a str, NaN: OptionError, not a TypeError here)
     lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
     if time_range is None:
         time_range = (float(motion.time[0]), float(motion.time[-1]))
@@ -623,7 +626,13 @@ def static_optimization(model: Model, motion, *, activation_exponent: float = 2.
                         use_muscle_physiology: bool = True, weights=None,
                         on_infeasible: str = "raise", **kw) -> LoadSharingResult:
     """OpenSim's StaticOptimization on a motion: :func:`build_problem` then
-    :func:`solve_problem` (keywords of both). Returns a :class:`LoadSharingResult`."""
+    :func:`solve_problem` (keywords of both). Returns a :class:`LoadSharingResult`.
+
+    ``model``: a Model; ``motion``: a Table of coordinates, (T, n) columns named by coordinate
+    or 4.x state path, degrees honoured (``in_degrees``, default the Table's); ``lowpass_hz`` Hz, ``time_range``
+    (t0, t1) s. Raises OptionError (bad options, a path for the model or motion), DataFileError
+    (a motion that does not fit the model), :class:`InfeasibleFrames` (with
+    ``on_infeasible="raise"``)."""
     prob = build_problem(model, motion, use_muscle_physiology=use_muscle_physiology, **kw)
     res = solve_problem(prob, activation_exponent=activation_exponent, weights=weights,
                         on_infeasible=on_infeasible)
