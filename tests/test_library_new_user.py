@@ -240,3 +240,30 @@ def test_static_optimization_takes_in_degrees_as_id_and_jr_do(arm):
     np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-9)
     with pytest.raises(OptionError, match="low-pass cut-off must be a number"):
         static_optimization(arm, rad, lowpass_hz="six")
+
+
+def test_a_default_value_in_degrees_is_named(arm):
+    """Setting ``default_value = 90`` for a right angle was taken as 90 rad without a word."""
+    model = arm.copy()
+    model.coordinates["r_elbow_flex"].default_value = 90.0
+    with pytest.warns(ArthronWarning, match=r"r_elbow_flex = 90 \(degrees\? convert with numpy.deg2rad\)"):
+        compile_model(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.coordinates["r_elbow_flex"].default_value = np.deg2rad(90.0)
+        compile_model(model)
+
+
+def test_state_path_labels_read_and_misspelled(arm):
+    """4.x state paths (/jointset/<joint>/<coordinate>/value) give the same forces as names; a
+    table of state paths none of which ends in /value is named as such."""
+    plain = _motion()
+    paths = [f"/jointset/{arm.coordinates[c].joint}/{c}/value" for c in COORDS]
+    speeds = [p.replace("/value", "/speed") for p in paths]
+    states = _motion(labels=paths + speeds, data=np.c_[plain.data, np.zeros_like(plain.data)])
+    np.testing.assert_array_equal(run_inverse_dynamics(arm, states).generalized_forces,
+                                  run_inverse_dynamics(arm, plain).generalized_forces)
+    bad = _motion(labels=[p.replace("/value", "/valu") for p in paths])
+    with pytest.raises(DataFileError, match=r"read from their '/value' entries only \(ignored: "
+                                            r"/jointset/r_shoulder/r_shoulder_elev/valu"):
+        run_inverse_dynamics(arm, bad)

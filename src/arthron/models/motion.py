@@ -43,12 +43,13 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, l
     require_model(model)
     _check_table(table, path)
     coords = list(model.coordinates.values())
-    lab = {}
+    lab, other_states = {}, []
     for k, l in enumerate(table.labels):
         name = l
         if l.startswith("/"):
             parts = l.strip("/").split("/")
-            if parts[-1] != "value":
+            if parts[-1] != "value" or len(parts) < 2:
+                other_states.append(l)         # speeds, muscle states ...: not coordinate values
                 continue
             name = parts[-2]
         lab.setdefault(name, k)
@@ -84,7 +85,10 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, l
         unknown = [l for l in lab if l not in model.coordinates]
         raise DataFileError(
             f"motion does not match model '{model.name}': missing coordinate column(s) "
-            f"{', '.join(missing_names)}" + (f"; unknown column(s) {', '.join(unknown[:10])}" if unknown else ""),
+            f"{', '.join(missing_names)}" + (f"; unknown column(s) {', '.join(unknown[:10])}" if unknown else "")
+            + (f"; state-path columns are read from their '/value' entries only (ignored: "
+               f"{', '.join(other_states[:3])}{' ...' if len(other_states) > 3 else ''})"
+               if other_states and not lab else ""),
             path or getattr(table, "source", None), "column labels")
     src = path or getattr(table, "source", None)
     bad = ~np.isfinite(out)

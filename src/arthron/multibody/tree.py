@@ -22,12 +22,13 @@ the hinge-node column layout and subtree masks, the joints' frames) is computed 
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import field
 
 import numpy as np
 
 from ..runtime import dataclass  # dataclasses.dataclass with shared __repr__/__eq__
-from ..errors import ModelFileError, OptionError
+from ..errors import ArthronWarning, ModelFileError, OptionError
 from ..geometry.spatial import frame_with_z
 from ..models.model import GROUND, Model, Transform, require_model
 from .joints import joint_ops, joint_type
@@ -384,7 +385,8 @@ def compile_model(model: Model) -> Tree:
 def _check_masses(model: Model) -> None:
     """A negative or non-finite body mass, or a non-finite mass centre or inertia, is refused
     (ModelFileError naming the body), as OpenSim 4.6's ``Body::getMassProperties`` refuses a
-    negative mass at ``initSystem`` ("has unspecified or negative mass")."""
+    negative mass at ``initSystem`` ("has unspecified or negative mass"). A rotational
+    default value more than 2π outside its range is warned about (degrees given for radians)."""
     for b in model.bodies.values():
         m = float(b.mass)
         if not np.isfinite(m) or m < 0:
@@ -393,6 +395,13 @@ def _check_masses(model: Model) -> None:
         if not (np.all(np.isfinite(b.mass_center)) and np.all(np.isfinite(b.inertia))):
             raise ModelFileError(f"body '{b.name}' has a non-finite mass centre or inertia",
                                  model.source, f"<Body name='{b.name}'>")
+    far = [f"{c.name} = {c.default_value:g}" for c in model.coordinates.values()
+           if c.motion_type == "rotational" and np.isfinite(c.default_value)
+           and not min(c.range) - 2 * np.pi <= c.default_value <= max(c.range) + 2 * np.pi]
+    if far:     # a default set by hand in degrees (90 for a right angle) would be taken as 90 rad
+        warnings.warn(f"model '{model.name}': rotational coordinate default value(s) more than 2π outside "
+                      f"their ranges, in radians: {', '.join(far[:5])}{' ...' if len(far) > 5 else ''} "
+                      "(degrees? convert with numpy.deg2rad)", ArthronWarning, stacklevel=3)
 
 
 def check_q(tree: Tree, q, name: str = "q") -> np.ndarray:
