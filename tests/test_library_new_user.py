@@ -25,7 +25,7 @@ from arthron.multibody.kinematics import compile_model, default_coordinates, for
 from arthron.multibody.paths import compile_paths, moment_arms, path_lengths
 from arthron.solvers.inverse_dynamics import run_inverse_dynamics
 from arthron.solvers.inverse_kinematics import solve_ik
-from arthron.solvers.load_sharing import static_optimization
+from arthron.solvers.load_sharing import build_problem, static_optimization
 from arthron.solvers.reactions import joint_reactions
 from arthron.tables import MarkerTrial, Table
 
@@ -267,3 +267,17 @@ def test_state_path_labels_read_and_misspelled(arm):
     with pytest.raises(DataFileError, match=r"read from their '/value' entries only \(ignored: "
                                             r"/jointset/r_shoulder/r_shoulder_elev/valu"):
         run_inverse_dynamics(arm, bad)
+
+
+def test_static_optimization_names_unknown_actuators_controls_and_bad_weights(arm):
+    """actuators=["nope"] was a KeyError, actuators="BRA" a KeyError 'B', controls of an unknown
+    force silently ignored, weights of the wrong type a TypeError from float()."""
+    m = _motion()
+    with pytest.raises(OptionError, match="actuators names 'nope', not forces of model 'arm26'.*BRA"):
+        static_optimization(arm, m, actuators=["nope"])
+    with pytest.raises(OptionError, match="controls names 'nope'"):
+        static_optimization(arm, m, controls={"nope": (0.0, 1.0)})
+    with pytest.raises(OptionError, match=r"one per actuator \(6, .*got dict"):
+        static_optimization(arm, m, weights={"BRA": 2.0})
+    one = build_problem(arm, m, actuators="BRA")           # one name, not the letters B, R, A
+    assert list(one.names) == ["BRA"]

@@ -349,6 +349,13 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
                      and (f.is_muscle or f.type in SO_ACTUATOR_TYPES)]
     if not actuators:
         raise SolverError(f"model '{model.name}' has no muscles or actuators to share the load")
+    actuators = [actuators] if isinstance(actuators, str) else list(actuators)
+    for what, names in (("actuators", actuators), ("controls", controls or {})):
+        unknown = [n for n in names if n not in model.forces]
+        if unknown:             # (a name typed by hand: a KeyError deep inside, or ignored, before)
+            raise OptionError(f"{what} names {', '.join(map(repr, unknown[:5]))}, not forces of model "
+                              f"'{model.name}' (its muscles and actuators: {', '.join(list(model.forces)[:8])}"
+                              f"{' ...' if len(model.forces) > 8 else ''})")
     vals = coordinates_from_table(model, motion, missing="default", in_degrees=in_degrees)
     cons = [c for c in model.constraints if c.enabled]
     if cons:
@@ -531,9 +538,13 @@ def solve_problem(prob: LoadSharingProblem, *, activation_exponent: float = 2.0,
                                        p, on_infeasible, tol)
     A, b, N = prob.reduced()
     T, _, n = A.shape
-    w = np.ones(n) if weights is None else np.asarray(weights, float)
-    if w.shape != (n,) or np.any(~(w > 0)):
-        raise OptionError("objective weights must be positive, one per actuator")
+    try:
+        w = np.ones(n) if weights is None else np.asarray(weights, float)
+    except (TypeError, ValueError):
+        w = None
+    if w is None or w.shape != (n,) or np.any(~(w > 0)):
+        raise OptionError(f"objective weights must be positive numbers, one per actuator ({n}, in the order "
+                          f"of the problem's actuators), got {type(weights).__name__} {weights!r:.80}")
     if A.shape[1] > n:
         raise SolverError(f"static optimization: {A.shape[1]} equations of motion but only {n} actuators")
     if p == 2.0:
