@@ -281,3 +281,32 @@ def test_static_optimization_names_unknown_actuators_controls_and_bad_weights(ar
         static_optimization(arm, m, weights={"BRA": 2.0})
     one = build_problem(arm, m, actuators="BRA")           # one name, not the letters B, R, A
     assert list(one.names) == ["BRA"]
+
+
+def test_results_are_never_written_over_the_files_they_were_computed_from(tmp_path):
+    """The tools refused to write over their inputs; the solvers' result tables did not know
+    them: ``write_sto("walk.mot", run_inverse_dynamics(model, read_sto("walk.mot")).to_table())``
+    replaced the motion by its forces. Results now carry their input files (Table.inputs)."""
+    import shutil
+    from arthron.io.sto import read_sto
+    src = ARM26_TUT / "InverseKinematics"
+    for name in ("arm26.osim", "arm26_elbow_flex.trc"):
+        shutil.copy(src / name, tmp_path / name)
+    model = read_osim(tmp_path / "arm26.osim")
+    trial = read_trc(tmp_path / "arm26_elbow_flex.trc")
+    ik = solve_ik(model, trial)
+    write_sto(tmp_path / "ik.mot", ik.motion_table())
+    with pytest.raises(DataFileError, match="refusing to overwrite"):
+        write_sto(tmp_path / "arm26_elbow_flex.trc", ik.motion_table())
+    motion = read_sto(tmp_path / "ik.mot")
+    kept = (tmp_path / "ik.mot").read_bytes()
+    results = [run_inverse_dynamics(model, motion).to_table(),
+               joint_reactions(model, motion).to_table(),
+               static_optimization(model, motion).activation_table()]
+    for table in results:
+        for target in ("ik.mot", "arm26.osim"):
+            with pytest.raises(DataFileError, match="refusing to overwrite"):
+                write_sto(tmp_path / target, table)
+    assert (tmp_path / "ik.mot").read_bytes() == kept
+    write_sto(tmp_path / "id.sto", results[0])           # anywhere else is fine
+    assert read_sto(tmp_path / "id.sto").data.shape == results[0].data.shape

@@ -14,7 +14,7 @@ import numpy as np
 from .errors import DataFileError, OptionError
 from .runtime import dataclass  # dataclasses.dataclass with shared __repr__/__eq__
 
-__all__ = ["Table", "MarkerTrial", "check_marker_trial"]
+__all__ = ["Table", "MarkerTrial", "check_marker_trial", "input_files"]
 
 
 @dataclass
@@ -42,6 +42,9 @@ class Table:
         Label of the first column (``"time"`` in all OpenSim outputs).
     source : Path or None
         The file the table was read from (writers refuse to overwrite it).
+    inputs : tuple of paths
+        The files a computed table derives from (a solver's result: the motion, trial and model
+        it read); writers refuse to overwrite them too. Not compared by ``==``.
     """
 
     name: str
@@ -53,6 +56,7 @@ class Table:
     comments: list[str] = field(default_factory=list)
     time_label: str = "time"
     source: Path | None = None
+    inputs: tuple = field(default=(), repr=False, compare=False)
 
     def __post_init__(self):
         """Shapes checked where the table is made (not deep inside a solver): ``time`` (T,),
@@ -210,3 +214,9 @@ def check_marker_trial(trial) -> "MarkerTrial":
         raise DataFileError(f"times must be strictly increasing: row {k + 1} at t = {t[k]:.6g} s, then row "
                             f"{k + 2} at t = {t[k + 1]:.6g} s", src, "time column")
     return trial
+
+
+def input_files(*objects) -> tuple:
+    """The files ``objects`` (Models, Tables, MarkerTrials, None) were read from, for a result's
+    :attr:`Table.inputs`."""
+    return tuple(Path(s) for s in (getattr(o, "source", None) for o in objects) if s)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..tables import Table
+from ..tables import Table, input_files
 
 from ..errors import ArthronWarning, ModelFileError, attach_source
 from ..multibody.forces import applied_generalized_forces
@@ -66,10 +66,12 @@ class InverseDynamicsResult:
     q: np.ndarray | None = field(default=None, repr=False)
     qd: np.ndarray | None = field(default=None, repr=False)
     qdd: np.ndarray | None = field(default=None, repr=False)
+    inputs: tuple = field(default=(), repr=False, compare=False)    # files read: write_sto refuses them
 
     def to_table(self):
         return Table(name="Inverse Dynamics Generalized Forces", time=self.time.copy(),
-                     labels=list(self.labels), data=self.generalized_forces.copy(), in_degrees=False)
+                     labels=list(self.labels), data=self.generalized_forces.copy(), in_degrees=False,
+                     inputs=self.inputs)
 
     def column(self, label):
         return self.generalized_forces[:, self.labels.index(label)]
@@ -224,4 +226,5 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
     order = tree.multibody_order
     names = [tree.coordinate_names[i] for i in order]
     return InverseDynamicsResult(time=t_out, coordinates=names, labels=_labels(model, names),
-                                 generalized_forces=tau[:, order], q=q, qd=qd, qdd=qdd)
+                                 generalized_forces=tau[:, order], q=q, qd=qd, qdd=qdd,
+                                 inputs=input_files(model, motion, loads_table))

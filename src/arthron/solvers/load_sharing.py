@@ -46,7 +46,7 @@ from ..multibody.forces import passive_forces, passive_generalized_forces
 from ..multibody.inverse_dynamics import ExternalLoad, inverse_dynamics
 from ..multibody.kinematics import Tree, compile_model, forward_kinematics, qdot_from_speeds
 from ..multibody.paths import compile_paths, lengthening_speeds, moment_arms, path_states
-from ..tables import Table
+from ..tables import Table, input_files
 from .box_qp import solve_box_qp
 from .filtering import check_lowpass, prepare_coordinates
 from .inverse_dynamics import external_loads_from_setup
@@ -150,11 +150,12 @@ class LoadSharingResult:
     feasible: np.ndarray
     coordinates: list
     extra: dict = field(default_factory=dict)
+    inputs: tuple = field(default=(), repr=False, compare=False)    # files read: write_sto refuses them
 
     def activation_table(self) -> Table:
         """OpenSim's ``<name>_StaticOptimization_activation.sto`` table."""
         return Table(name="Static Optimization", time=np.array(self.time, float), labels=list(self.names),
-                     data=np.array(self.activations, float), in_degrees=False)
+                     data=np.array(self.activations, float), in_degrees=False, inputs=self.inputs)
 
     def report_table(self) -> Table:
         """Per frame: ``objective``, ``max_residual`` (N·m or N), ``feasible`` (1/0) and, with a
@@ -166,7 +167,7 @@ class LoadSharingResult:
             if k in self.extra:
                 cols[k] = np.asarray(self.extra[k], float)
         return Table(name="Load sharing report", time=np.array(self.time, float), labels=list(cols),
-                     data=np.column_stack(list(cols.values())), in_degrees=False)
+                     data=np.column_stack(list(cols.values())), in_degrees=False, inputs=self.inputs)
 
     def force_table(self) -> Table:
         """OpenSim's ``<name>_StaticOptimization_force.sto`` table (its ForceReporter's
@@ -191,7 +192,7 @@ class LoadSharingResult:
         if ext is not None and len(ext_labels):
             labels, data = labels + list(ext_labels), np.hstack([data, ext])
         return Table(name="ModelForces", time=np.array(self.time, float), labels=labels,
-                     data=data, in_degrees=False)
+                     data=data, in_degrees=False, inputs=self.inputs)
 
 
 # ------------------------------------------------------------------------------ building
@@ -648,4 +649,5 @@ def static_optimization(model: Model, motion, *, activation_exponent: float = 2.
     res = solve_problem(prob, activation_exponent=activation_exponent, weights=weights,
                         on_infeasible=on_infeasible)
     res.extra["problem"] = prob
+    res.inputs = input_files(model, motion, kw.get("loads_table"))
     return res

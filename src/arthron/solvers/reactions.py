@@ -97,7 +97,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..tables import Table
+from ..tables import Table, input_files
 
 from ..errors import ArthronWarning, OptionError, SolverError
 from ..geometry.spatial import cross
@@ -528,10 +528,12 @@ class JointReactionResult:
     qd: np.ndarray | None = field(repr=False, default=None)
     qdd: np.ndarray | None = field(repr=False, default=None)
     residual: np.ndarray | None = field(repr=False, default=None)
+    inputs: tuple = field(default=(), repr=False, compare=False)    # files read: write_sto refuses them
 
     def to_table(self):
         return Table(name="Joint Reaction Loads", time=np.array(self.time, float), labels=list(self.labels),
-                     data=np.array(self.data, float), in_degrees=False, comments=list(_DESCRIPTION))
+                     data=np.array(self.data, float), in_degrees=False, comments=list(_DESCRIPTION),
+                     inputs=self.inputs)
 
     def column(self, label: str) -> np.ndarray:
         return self.data[:, self.labels.index(label)]
@@ -657,7 +659,7 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
         jl = jl_s if len(chunks) == 1 else None      # the per-frame decomposition of short trials
     qdd = qdd_out
     return JointReactionResult(time=t, labels=labels, data=data, loads=jl, q=q, qd=qd, qdd=qdd,
-                               residual=residual)
+                               residual=residual, inputs=input_files(model, motion_table, forces_table, loads_table))
 
 
 def _reaction_chunk(model, tree, t, q, qd, qdd, loads, forces_table, accelerations,
