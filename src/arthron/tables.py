@@ -11,9 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import DataFileError, OptionError
 from .runtime import dataclass  # dataclasses.dataclass with shared __repr__/__eq__
 
-__all__ = ["Table", "MarkerTrial"]
+__all__ = ["Table", "MarkerTrial", "check_marker_trial", "input_files"]
 
 
 @dataclass
@@ -41,6 +42,9 @@ class Table:
         Label of the first column (``"time"`` in all OpenSim outputs).
     source : Path or None
         The file the table was read from (writers refuse to overwrite it).
+    inputs : tuple of paths
+        The files a computed table derives from (a solver's result: the motion, trial and model
+        it read); writers refuse to overwrite them too. Not compared by ``==``.
     """
 
     name: str
@@ -52,6 +56,28 @@ class Table:
     comments: list[str] = field(default_factory=list)
     time_label: str = "time"
     source: Path | None = None
+    inputs: tuple = field(default=(), repr=False, compare=False)
+
+    def __post_init__(self):
+        """Shapes checked where the table is made (not deep inside a solver): ``time`` (T,),
+        ``data`` (T, n); lists are turned into float arrays. Raises OptionError naming the field
+        and both shapes (a transposed ``data`` is named as such)."""
+        if not isinstance(self.time, np.ndarray) or self.time.dtype != np.float64:
+            self.time = _float_array(self.time, "time", self.name)
+        if not isinstance(self.data, np.ndarray) or self.data.dtype != np.float64:
+            self.data = _float_array(self.data, "data", self.name)
+        T, n = self.time.shape[0] if self.time.ndim == 1 else -1, len(self.labels)
+        if self.time.ndim != 1:
+            raise OptionError(f"Table {self.name!r}: time must have shape (T,), got {self.time.shape}")
+        if self.data.ndim != 2 or self.data.shape[0] != T:     # (labels vs columns: checked by users of the
+            # table, write_sto and the motion readers, so that a table can be built then relabelled)
+            hint = ""
+            if self.data.shape == (n, T):
+                hint = " (transposed: frames are the leading axis, pass data.T)"
+            elif self.data.ndim == 1 and self.data.shape[0] == T and n == 1:
+                hint = " (one column: pass data[:, None])"
+            raise OptionError(f"Table {self.name!r}: data must have shape (T, n_labels) = ({T}, {n}) for "
+                              f"{T} times and {n} labels, got {self.data.shape}{hint}")
 
     @property
     def n_rows(self) -> int:
@@ -130,6 +156,22 @@ class MarkerTrial:
     units: str = "m"
     source: Path | None = None
 
+    def __post_init__(self):
+        """Shapes checked where the trial is made: ``time`` (T,), ``positions`` (T, n, 3) for
+        n = len(labels); lists are turned into arrays. Raises OptionError naming both shapes."""
+        if not isinstance(self.time, np.ndarray) or self.time.dtype != np.float64:
+            self.time = _float_array(self.time, "time", "marker trial")
+        if not isinstance(self.positions, np.ndarray) or self.positions.dtype != np.float64:
+            self.positions = _float_array(self.positions, "positions", "marker trial")
+        if self.time.ndim != 1:
+            raise OptionError(f"MarkerTrial: time must have shape (T,), got {self.time.shape}")
+        T, n = self.time.shape[0], len(self.labels)
+        if self.positions.shape != (T, n, 3):
+            hint = (" (transposed: pass positions.transpose(0, 2, 1))"
+                    if self.positions.shape == (T, 3, n) else "")
+            raise OptionError(f"MarkerTrial: positions must have shape (T, n_markers, 3) = ({T}, {n}, 3) "
+                              f"for {T} times and {n} labels, metres, got {self.positions.shape}{hint}")
+
     @property
     def n_frames(self) -> int:
         return int(np.shape(self.time)[0])
@@ -145,3 +187,36 @@ class MarkerTrial:
         except ValueError:
             raise KeyError(f"no marker {name!r}") from None
         return self.positions[:, j, :]
+
+
+def _float_array(x, field_name: str, owner) -> np.ndarray:
+    try:
+        return np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise OptionError(f"{owner!r}: {field_name} must be numbers ({e})") from None
+
+
+def check_marker_trial(trial) -> "MarkerTrial":
+    """``trial`` when it is a MarkerTrial with at least one frame and strictly increasing times
+    (what the solvers need); OptionError when it is not a MarkerTrial (a path: read it with
+    :func:`arthron.io.trc.read_trc`), DataFileError naming the rows otherwise."""
+    if not all(hasattr(trial, a) for a in ("time", "labels", "positions")):
+        hint = (" (read the file first: arthron.io.trc.read_trc(path), or use arthron.tools.ik_tool.run_ik, "
+                "which takes paths)" if isinstance(trial, (str, Path)) else "")
+        raise OptionError(f"trial must be an arthron MarkerTrial, got {type(trial).__name__}{hint}")
+    t = np.asarray(trial.time, float)
+    src = getattr(trial, "source", None)
+    if t.shape[0] == 0:
+        raise DataFileError("the marker trial has no frames", src)
+    dt = np.diff(t)
+    if dt.size and not np.all(dt > 0):
+        k = int(np.argmax(~(dt > 0)))
+        raise DataFileError(f"times must be strictly increasing: row {k + 1} at t = {t[k]:.6g} s, then row "
+                            f"{k + 2} at t = {t[k + 1]:.6g} s", src, "time column")
+    return trial
+
+
+def input_files(*objects) -> tuple:
+    """The files ``objects`` (Models, Tables, MarkerTrials, None) were read from, for a result's
+    :attr:`Table.inputs`."""
+    return tuple(Path(s) for s in (getattr(o, "source", None) for o in objects) if s)

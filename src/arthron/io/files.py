@@ -37,9 +37,9 @@ import re
 import stat
 from pathlib import Path
 
-from ..errors import DataFileError
+from ..errors import DataFileError, OptionError
 
-__all__ = ["atomic_write", "output_group", "input_guard", "note_input", "guarded_inputs",
+__all__ = ["output_path", "atomic_write", "output_group", "input_guard", "note_input", "guarded_inputs",
            "check_output", "resolve_output", "make_output_folder", "check_output_dir", "make_output_dir"]
 
 _TMP_RE = re.compile(r"^\..+\.arthron-(\d+)-[0-9a-f]+\.tmp$")
@@ -429,3 +429,13 @@ def output_group():
                 f"cannot write file ({e.strerror or e}); written: {', '.join(done) or 'none'}; "
                 f"stale (old or missing): {', '.join(stale)}", shown) from None
         done.append(str(shown))
+
+
+def output_path(path, writer: str, what: str) -> Path:
+    """``path`` as a Path; OptionError when it is not a file name, e.g. the object to write given
+    first (``write_osim(model, "out.osim")`` for ``write_osim("out.osim", model)``): the writers
+    take the path first, as OpenSim's ``print(file)`` is called on the object."""
+    if isinstance(path, (str, os.PathLike)):
+        return Path(path)
+    swapped = " (arguments swapped?)" if type(path).__name__ in ("Model", "Table", "MarkerTrial") else ""
+    raise OptionError(f"{writer}(path, {what}): path must be a file name, got {type(path).__name__}{swapped}")

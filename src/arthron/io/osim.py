@@ -33,7 +33,7 @@ import warnings
 
 from lxml import etree
 
-from ..errors import ArthronWarning, DataFileError, ModelFileError, UnsupportedFeature
+from ..errors import ArthronWarning, DataFileError, ModelFileError, OptionError, UnsupportedFeature
 from ..models.model import GROUND, Model
 from .osim_functions import wrap_inline_function_properties
 from .osim_upgrade import set_objects as _objects
@@ -70,6 +70,8 @@ def read_osim(path, *, forces: bool = True) -> Model:
 
     Raises
     ------
+    OptionError
+        ``path`` is a Model already.
     ModelFileError
         Malformed XML (with the line), no ``<Model>``, a socket or body reference that does not
         resolve, an unknown joint type, a joint whose child already has a parent (closed loop
@@ -84,6 +86,8 @@ def read_osim(path, *, forces: bool = True) -> Model:
     muscle control bounds, socket paths of constraints and of the forces kept verbatim,
     display and contact geometry, controllers.
     """
+    if isinstance(path, Model):
+        raise OptionError("read_osim(path) takes a file name; this is already a Model (copy it: model.copy())")
     ctx = _Ctx(path, forces)
     try:
         # lxml, tolerant of OpenSim's '::' element names only (see io.setup.parse_xml)

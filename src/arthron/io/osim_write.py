@@ -12,7 +12,7 @@ from lxml import etree
 
 from ..errors import ArthronWarning, DataFileError, ModelFileError
 from ..models import functions as fn
-from .files import atomic_write, check_output
+from .files import atomic_write, check_output, output_path
 from .osim_functions import function_to_xml
 from ..models.model import GROUND, Constraint, FunctionBasedPath, GeometryPath, Joint, Model, OffsetFrame
 from .osim_xml import (
@@ -382,7 +382,7 @@ def write_osim(path, model: Model, *, exclude_types=()) -> Path:
     ------
     ModelFileError if ``path`` is the model's own source file.
     """
-    path = Path(path)
+    path = output_path(path, "write_osim", "model")
     _write_osim(path, model, exclude_types)
     return path
 

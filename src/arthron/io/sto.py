@@ -29,7 +29,7 @@ import numpy as np
 
 from ..tables import Table
 from ..errors import DataFileError, UnsupportedFeature
-from .files import atomic_write, check_output, note_input
+from .files import atomic_write, check_output, note_input, output_path
 
 __all__ = ["Table", "read_sto", "read_mot", "write_sto", "write_mot"]
 
@@ -480,14 +480,15 @@ def write_sto(path, table: Table, *, allow_nan: bool = False) -> None:
     DataFileError
         Inconsistent table (labels count != data columns, time shape, time not strictly
         increasing or non-finite, labels with tabs/newlines, NaN/Inf data without
-        ``allow_nan``); the output path is the file the
-        table was read from (``table.source``); the folder does not exist or is not writable.
+        ``allow_nan``); the output path is the file the table was read from (``table.source``)
+        or one it was computed from (``table.inputs``); the folder does not exist or is not writable.
     """
-    path = Path(path)
-    _check_not_input(path, [table.source])
+    path = output_path(path, "write_sto", "table")
+    sources = [table.source, *getattr(table, "inputs", ())]     # a result never over what it was computed from
+    _check_not_input(path, sources)
     pieces = iter_sto(table, path, allow_nan=allow_nan, as_bytes=True)
     first = next(pieces)                  # the checks run before anything is created
-    _atomic_write_text(path, itertools.chain([first], pieces), [table.source])
+    _atomic_write_text(path, itertools.chain([first], pieces), sources)
 
 
 write_mot = write_sto

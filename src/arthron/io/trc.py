@@ -26,6 +26,7 @@ import numpy as np
 from ..tables import MarkerTrial
 from ..errors import ArthronWarning, DataFileError
 from .sto import _atomic_write_text, _check_not_input, _fmt, _read_lines
+from .files import output_path
 
 __all__ = ["MarkerTrial", "read_trc", "write_trc", "UNIT_DIVISORS"]
 
@@ -366,7 +367,7 @@ def write_trc(path, trial: MarkerTrial, units: str | None = None) -> None:
         strictly increasing, unknown units, the output being the file the trial was read from,
         or a write failure.
     """
-    path = Path(path)
+    path = output_path(path, "write_trc", "trial")
     _check_not_input(path, [trial.source])
     text = format_trc(trial, path, units)
     _atomic_write_text(path, text, [trial.source])

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import field
+from os import PathLike
 from typing import Any
 
 import numpy as np
 
 from ..runtime import dataclass  # dataclasses.dataclass with shared __repr__/__eq__
-from ..errors import ModelFileError
+from ..errors import ModelFileError, OptionError
 from ..geometry.spatial import rotation_xyz  # noqa: F401  (OpenSim's X-Y-Z convention; re-exported)
 
 GROUND = "/ground"
@@ -445,3 +446,15 @@ class Model:
                          if not (e.tag.endswith("Set") and not len(e.findall("objects/*")))]
             + [f"ForceSet: {f.type} {f.name}" for f in self.forces.values() if not f.modelled],
         }
+
+
+def require_model(model, what: str = "model") -> "Model":
+    """``model`` when it is a :class:`Model`; else OptionError naming the argument and the
+    reader to use (a path given where a solver takes a Model is the usual slip: the tools in
+    :mod:`arthron.tools` take paths, the solvers take Models)."""
+    if isinstance(model, Model):
+        return model
+    hint = ("read the file first: arthron.io.osim.read_osim(path), or use the tool of "
+            "arthron.tools that takes paths" if isinstance(model, (str, PathLike)) else "")
+    raise OptionError(f"{what} must be an arthron Model, got {type(model).__name__} {str(model)[:80]!r}"
+                      + (f" ({hint})" if hint else ""))

@@ -7,11 +7,12 @@ only (as OpenSim converts them: "coupled" coordinates stay as written).
 from __future__ import annotations
 
 import warnings
+from os import PathLike
 
 import numpy as np
 
-from ..errors import ArthronWarning, DataFileError
-from .model import Model
+from ..errors import ArthronWarning, DataFileError, OptionError
+from .model import Model, require_model
 
 __all__ = ["coordinates_from_table"]
 
@@ -34,15 +35,21 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, l
 
     Raises
     ------
-    DataFileError when an unlocked coordinate of the model is missing, naming them and the file.
+    DataFileError when an unlocked coordinate of the model is missing, naming them and the file;
+    when the motion has no rows, as many labels as data columns, or times that do not strictly
+    increase; or holds a NaN or infinite value of a coordinate (named with its time).
+    OptionError when ``model`` is not a Model or ``table`` not a Table (a path, an array).
     """
+    require_model(model)
+    _check_table(table, path)
     coords = list(model.coordinates.values())
-    lab = {}
+    lab, other_states = {}, []
     for k, l in enumerate(table.labels):
         name = l
         if l.startswith("/"):
             parts = l.strip("/").split("/")
-            if parts[-1] != "value":
+            if parts[-1] != "value" or len(parts) < 2:
+                other_states.append(l)         # speeds, muscle states ...: not coordinate values
                 continue
             name = parts[-2]
         lab.setdefault(name, k)
@@ -67,15 +74,21 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, l
     if missing_names and missing == "default":
         for name in missing_names:
             out[:, list(model.coordinates).index(name)] = model.coordinates[name].default_value
+        unknown = [lb for lb in lab if lb not in model.coordinates]     # a misspelling shows here
         warnings.warn(f"{path or getattr(table, 'source', None) or 'motion'}: {len(missing_names)} coordinate(s) "
                       f"not in the motion keep their default values ({', '.join(missing_names[:6])}"
-                      f"{' ...' if len(missing_names) > 6 else ''})", ArthronWarning, stacklevel=2)
+                      f"{' ...' if len(missing_names) > 6 else ''})"
+                      + (f"; column(s) that name no coordinate of model '{model.name}': {', '.join(unknown[:6])}"
+                         if unknown else ""), ArthronWarning, stacklevel=2)
         missing_names = []
     if missing_names:
         unknown = [l for l in lab if l not in model.coordinates]
         raise DataFileError(
             f"motion does not match model '{model.name}': missing coordinate column(s) "
-            f"{', '.join(missing_names)}" + (f"; unknown column(s) {', '.join(unknown[:10])}" if unknown else ""),
+            f"{', '.join(missing_names)}" + (f"; unknown column(s) {', '.join(unknown[:10])}" if unknown else "")
+            + (f"; state-path columns are read from their '/value' entries only (ignored: "
+               f"{', '.join(other_states[:3])}{' ...' if len(other_states) > 3 else ''})"
+               if other_states and not lab else ""),
             path or getattr(table, "source", None), "column labels")
     src = path or getattr(table, "source", None)
     bad = ~np.isfinite(out)
@@ -92,6 +105,27 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, l
                       f"{float(table.time[k]):.6g} s (below {_MIN_DT:g} s; derivatives of the "
                       "coordinates will be meaningless)", ArthronWarning, stacklevel=2)
     return out
+
+
+def _check_table(table, path) -> None:
+    """The motion is a Table whose labels match its columns, with rows whose times strictly
+    increase (else the spline and the time range fail later with messages about neither)."""
+    if not all(hasattr(table, a) for a in ("time", "labels", "data")):
+        hint = (" (read the file first: arthron.io.sto.read_sto(path))" if isinstance(table, (str, PathLike))
+                else " (build one: arthron.tables.Table(name, time (T,), labels, data (T, n)))")
+        raise OptionError(f"motion must be an arthron Table, got {type(table).__name__}{hint}")
+    src = path or getattr(table, "source", None)
+    shape = np.shape(table.data)
+    if len(shape) != 2 or shape[1] != len(table.labels):
+        raise DataFileError(f"{len(table.labels)} column label(s) for data of shape {shape}", src, "column labels")
+    t = np.asarray(table.time, float)
+    if t.shape[0] == 0:
+        raise DataFileError("the motion has no rows (0 frames)", src)
+    dt = np.diff(t)
+    if dt.size and not np.all(dt > 0):
+        k = int(np.argmax(~(dt > 0)))
+        raise DataFileError(f"times must be strictly increasing: row {k + 1} at t = {t[k]:.6g} s, then row "
+                            f"{k + 2} at t = {t[k + 1]:.6g} s", src, "time column")
 
 
 #: A time step below this (s) is not a sampling interval of measured motion.

@@ -24,7 +24,7 @@ def forces_to_exclude(model: Model, exclude=()) -> tuple[set, list, list]:
     Returns (names of the excluded forces, the entries that match nothing, the entries that
     OpenSim 4.6 would not exclude on this model)."""
     out, unmatched, differs = set(), [], []
-    for n in exclude or ():
+    for n in ((exclude,) if isinstance(exclude, str) else exclude or ()):   # one name is not its letters
         key = str(n).upper()
         if key == "ALL":
             return set(model.forces), unmatched, differs

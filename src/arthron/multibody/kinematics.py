@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import OptionError
 from ..geometry.spatial import cross
-from .tree import Node, Tree, compile_model, default_coordinates
+from .tree import Node, Tree, check_q, compile_model, default_coordinates
 
 __all__ = ["Tree", "Node", "compile_model", "forward_kinematics", "Kinematics", "velocity_map",
            "apply_velocity_map_transpose", "marker_positions", "default_coordinates",
@@ -169,17 +170,17 @@ def forward_kinematics(tree: Tree, q, qd=None, qdd=None) -> Kinematics:
     angular and origin-velocity contribution of node n's motion per unit speed of each of its
     coordinates, in ground.
     """
-    q = np.atleast_2d(np.asarray(q, float))
+    q = check_q(tree, q)
     T = q.shape[0]
     N = len(tree.nodes)
     want_v = qd is not None
     want_a = qdd is not None
     if want_v:
-        qd = np.atleast_2d(np.asarray(qd, float))
+        qd = check_q(tree, qd, "qd")
     if want_a:
         if not want_v:
-            raise ValueError("accelerations need speeds")
-        qdd = np.atleast_2d(np.asarray(qdd, float))
+            raise OptionError("accelerations qdd need speeds qd")
+        qdd = check_q(tree, qdd, "qdd")
     # Per-node contiguous arrays while recursing (stacked once at the end).
     R = [np.broadcast_to(np.eye(3), (T, 3, 3))] + [None] * (N - 1)
     o = [np.zeros((T, 3))] + [None] * (N - 1)
@@ -346,10 +347,17 @@ def marker_positions(tree: Tree, q, names=None, kin: Kinematics | None = None) -
     Returns
     -------
     names : list[str], positions : (T, n_markers, 3) metres.
+
+    Parameters: q (T, nq) or (nq,), rad / m, model order; names: marker names (default all);
+    kin: poses already computed for ``q``. OptionError for a bad ``q`` shape or an unknown name.
     """
     if kin is None:
         kin = forward_kinematics(tree, q)
     names = list(tree.markers) if names is None else list(names)
+    unknown = [n for n in names if n not in tree.markers]
+    if unknown:
+        raise OptionError(f"no marker {', '.join(map(repr, unknown[:5]))} in the model (markers: "
+                          f"{', '.join(list(tree.markers)[:10])}{' ...' if len(tree.markers) > 10 else ''})")
     bi = np.array([tree.markers[n][0] for n in names], int)
     loc = np.array([tree.markers[n][1] for n in names], float).reshape(-1, 3)
     return names, station_positions(tree, kin, bi, loc)

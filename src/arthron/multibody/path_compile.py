@@ -172,8 +172,8 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
     ----------
     model : Model
     tree : Tree                    from :func:`arthron.multibody.kinematics.compile_model`
-    forces : iterable of str, optional
-        Force names to include (default: every force with a GeometryPath, ForceSet order).
+    forces : str or iterable of str, optional
+        Force name(s) to include (default: every force with a GeometryPath, ForceSet order).
     strict : bool
         Refuse (UnsupportedFeature) instead of warning for paths that arthron would reproduce
         only approximately (``PathSet.approximate``). Every wrap arthron supports now follows
@@ -223,7 +223,7 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         wobjs.append(WrapObjectData(w.name, w.type, bidx[base], Rw, pw, dims, axis, sign,
                                     bool(w.active)))
     names, types, paths, props = [], [], [], []
-    sel = None if forces is None else list(forces)
+    sel = None if forces is None else [forces] if isinstance(forces, str) else list(forces)
     unknown = [n for n in sel or () if n not in model.forces]
     if unknown:         # a name typed by hand (--muscles, a MuscleAnalysis' muscle_list): name it
         with_path = [n for n, f in model.forces.items() if f.path is not None]

@@ -67,9 +67,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import UnsupportedFeature
+from ..errors import OptionError, UnsupportedFeature
 from .constrained_dynamics import independent_singular_values
-from .kinematics import Kinematics, Tree, _euler_xyz_rate_matrix, forward_kinematics, velocity_map
+from .kinematics import Kinematics, Tree, _euler_xyz_rate_matrix, check_q, forward_kinematics, velocity_map
 from .path_compile import PathSet, WrapObjectData, _FunctionPath, compile_paths  # noqa: F401  (public API)
 from ..geometry.spatial import cross as _cross
 from ..geometry.wrap_common import _divide_positive, _norm as _wr_norm
@@ -138,7 +138,7 @@ def path_lengths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None)
 
     Source: OpenSim ``GeometryPath::computePath`` / ``calcLengthAfterPathComputation``.
     """
-    q = np.atleast_2d(np.asarray(q, float))
+    q = check_q(tree, q)
     fb = pathset.function_based
     if not fb and pathset.paths:
         states = compute_paths(pathset, tree, q, kin)
@@ -159,7 +159,7 @@ def path_states(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None) 
     for a FunctionBasedPath). Pass them as
     ``states=`` to :func:`moment_arms` and :func:`path_body_forces` at the same ``q`` to wrap
     the paths once for both."""
-    q = np.atleast_2d(np.asarray(q, float))
+    q = check_q(tree, q)
     if kin is None:
         kin = forward_kinematics(tree, q)
     Rb, ob = _frames(tree, kin)
@@ -290,7 +290,7 @@ def coupling_vectors(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = N
     """
     if not pathset.constraints:
         return None
-    q = np.atleast_2d(np.asarray(q, float))
+    q = check_q(tree, q)
     if kin is None:
         kin = forward_kinematics(tree, q)
     T, nq = q.shape
@@ -363,7 +363,7 @@ def moment_arms(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
 
     Source: OpenSim ``MomentArmSolver::solve`` with ``GeometryPath::addInEquivalentForces``.
     """
-    q = np.atleast_2d(np.asarray(q, float))
+    q = check_q(tree, q)
     fb = pathset.function_based
     if pathset.paths and len(fb) == len(pathset.paths):     # no geometry: no kinematics needed
         ma = np.stack([_fn_row(p, q, tree.nq) for p in pathset.paths], 1)
@@ -393,7 +393,7 @@ def moment_arms_and_node_forces(pathset: PathSet, tree: Tree, q, kin: Kinematics
     :func:`moment_arms` with ``coupled=False``), and per path ``(body (T, K), force (T, K, 3))``,
     the ground-frame force a unit tension applies at each node (padding rows zero; the
     ``points`` of :func:`path_body_forces` for unit tensions, without recomputing the paths)."""
-    q = np.atleast_2d(np.asarray(q, float))
+    q = check_q(tree, q)
     if kin is None:
         kin = forward_kinematics(tree, q)
     fb = pathset.function_based
@@ -412,12 +412,12 @@ def moment_arms_excursion(pathset: PathSet, tree: Tree, q, coordinates=None,
                           h: float = 1e-6) -> np.ndarray:
     """Tendon-excursion moment arms ``-(l(q + h e_j) - l(q - h e_j)) / 2h`` (T, n_paths, nq).
 
-    ``coordinates``: indices to differentiate (others are left 0). Central differences with
-    step ``h`` (rad or m).
+    ``coordinates``: indices or names of the coordinates to differentiate (others are left 0;
+    OptionError for one the model does not have). Central differences with step ``h`` (rad or m).
     """
-    q = np.atleast_2d(np.asarray(q, float))
+    q = check_q(tree, q)
     T = q.shape[0]
-    cols = range(tree.nq) if coordinates is None else coordinates
+    cols = range(tree.nq) if coordinates is None else [_coordinate_index(tree, c) for c in coordinates]
     out = np.zeros((T, len(pathset.paths), tree.nq))
     for j in cols:
         qp, qm = q.copy(), q.copy()
@@ -426,6 +426,15 @@ def moment_arms_excursion(pathset: PathSet, tree: Tree, q, coordinates=None,
         dl = path_lengths(pathset, tree, qp) - path_lengths(pathset, tree, qm)
         out[:, :, j] = -dl / (2 * h)
     return out
+
+
+def _coordinate_index(tree: Tree, c) -> int:
+    if isinstance(c, str) and c in tree.coordinate_names:
+        return tree.coordinate_names.index(c)
+    if isinstance(c, (int, np.integer)) and -tree.nq <= c < tree.nq:
+        return int(c) % tree.nq
+    raise OptionError(f"no coordinate {c!r} in the model (coordinates: {', '.join(tree.coordinate_names[:10])}"
+                      f"{' ...' if tree.nq > 10 else ''}; names or indices 0..{tree.nq - 1})")
 
 
 def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | None = None,
@@ -446,8 +455,8 @@ def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | No
     moment arms (T, n_paths, nq) of :func:`moment_arms` (``coupled=False``), used only for
     FunctionBasedPaths without a speed function.
     """
-    q = np.atleast_2d(np.asarray(q, float))
-    qd = np.broadcast_to(np.atleast_2d(np.asarray(qd, float)), q.shape)
+    q = check_q(tree, q)
+    qd = np.broadcast_to(check_q(tree, qd, "qd"), q.shape)
     T = q.shape[0]
     n = len(pathset.paths)
     v = np.zeros((T, n))
@@ -506,7 +515,7 @@ def path_generalized_forces(pathset: PathSet, tree: Tree, q, tensions,
                             kin: Kinematics | None = None) -> np.ndarray:
     """Generalized forces (T, nq) of path tensions (T, n_paths) or (n_paths,), newtons:
     ``τ = Σ_f tension_f r_f(q)`` (N·m for rotational, N for translational coordinates)."""
-    q = np.atleast_2d(np.asarray(q, float))
+    q = check_q(tree, q)
     ten = np.broadcast_to(np.asarray(tensions, float), (q.shape[0], len(pathset.paths)))
     return np.einsum("tfq,tf->tq", moment_arms(pathset, tree, q, kin, coupled=False), ten)
 
@@ -540,7 +549,7 @@ def path_body_forces(pathset: PathSet, tree: Tree, q, tensions,
     :func:`path_generalized_forces`. ``states``: the paths already rebuilt at ``q``
     (:func:`path_states`), not recomputed.
     """
-    q = np.atleast_2d(np.asarray(q, float))
+    q = check_q(tree, q)
     if kin is None:
         kin = forward_kinematics(tree, q)
     T = q.shape[0]

@@ -22,17 +22,18 @@ the hinge-node column layout and subtree masks, the joints' frames) is computed 
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import field
 
 import numpy as np
 
 from ..runtime import dataclass  # dataclasses.dataclass with shared __repr__/__eq__
-from ..errors import ModelFileError
+from ..errors import ArthronWarning, ModelFileError, OptionError
 from ..geometry.spatial import frame_with_z
-from ..models.model import GROUND, Model, Transform
+from ..models.model import GROUND, Model, Transform, require_model
 from .joints import joint_ops, joint_type
 
-__all__ = ["Node", "Tree", "HingeLayout", "compile_model", "default_coordinates"]
+__all__ = ["Node", "Tree", "HingeLayout", "compile_model", "default_coordinates", "check_q"]
 
 
 @dataclass
@@ -286,6 +287,7 @@ def compile_model(model: Model) -> Tree:
     ModelFileError for joints that do not form a tree rooted at ground.
     UnsupportedFeature for joint types arthron does not implement.
     """
+    _check_masses(require_model(model))
     coords = list(model.coordinates.values())
     cnames = [c.name for c in coords]
     cidx = {n: i for i, n in enumerate(cnames)}
@@ -378,6 +380,44 @@ def compile_model(model: Model) -> Tree:
         model_name=model.name,
         angular_velocity_groups=av_groups,
     )
+
+
+def _check_masses(model: Model) -> None:
+    """A negative or non-finite body mass, or a non-finite mass centre or inertia, is refused
+    (ModelFileError naming the body), as OpenSim 4.6's ``Body::getMassProperties`` refuses a
+    negative mass at ``initSystem`` ("has unspecified or negative mass"). A rotational
+    default value more than 2π outside its range is warned about (degrees given for radians)."""
+    for b in model.bodies.values():
+        m = float(b.mass)
+        if not np.isfinite(m) or m < 0:
+            raise ModelFileError(f"body '{b.name}' has mass {m:g} kg: a mass must be finite and not "
+                                 "negative (OpenSim 4.6 refuses it too)", model.source, f"<Body name='{b.name}'>")
+        if not (np.all(np.isfinite(b.mass_center)) and np.all(np.isfinite(b.inertia))):
+            raise ModelFileError(f"body '{b.name}' has a non-finite mass centre or inertia",
+                                 model.source, f"<Body name='{b.name}'>")
+    far = [f"{c.name} = {c.default_value:g}" for c in model.coordinates.values()
+           if c.motion_type == "rotational" and np.isfinite(c.default_value)
+           and not min(c.range) - 2 * np.pi <= c.default_value <= max(c.range) + 2 * np.pi]
+    if far:     # a default set by hand in degrees (90 for a right angle) would be taken as 90 rad
+        warnings.warn(f"model '{model.name}': rotational coordinate default value(s) more than 2π outside "
+                      f"their ranges, in radians: {', '.join(far[:5])}{' ...' if len(far) > 5 else ''} "
+                      "(degrees? convert with numpy.deg2rad)", ArthronWarning, stacklevel=3)
+
+
+def check_q(tree: Tree, q, name: str = "q") -> np.ndarray:
+    """``q`` as a float array (T, nq) (one pose (nq,) becomes (1, nq)); OptionError naming the
+    argument, its shape and the model's coordinate order when its last axis is not ``nq`` or it
+    has more than two axes (a transposed (nq, T) array is named as such)."""
+    q = np.asarray(q, dtype=float)
+    shape = q.shape
+    if q.ndim == 1:
+        q = q[None]
+    if q.ndim != 2 or q.shape[1] != tree.nq:
+        hint = " (transposed: frames are the leading axis, pass q.T)" if q.ndim == 2 and q.shape[0] == tree.nq else ""
+        names = ", ".join(tree.coordinate_names[:8]) + (" ..." if tree.nq > 8 else "")
+        raise OptionError(f"{name} must have shape (T, nq) or (nq,) with nq = {tree.nq} ({names}), "
+                          f"got {shape}{hint}")
+    return q
 
 
 def default_coordinates(tree: Tree, T: int = 1) -> np.ndarray:

@@ -35,6 +35,7 @@ taps and the binary-search passes.
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -387,6 +388,34 @@ def find_index(times, t):
     return int(max(np.searchsorted(times, t, side="right") - 1, 0))
 
 
+def check_time_range(time_range, strict: bool = True):
+    """None, or (t0, t1) as floats with t0 < t1 (s; t0 ≤ t1 without ``strict``: one instant).
+    OptionError otherwise."""
+    if time_range is None:
+        return None
+    try:
+        t0, t1 = (float(v) for v in time_range)
+    except (TypeError, ValueError):
+        raise OptionError(f"time range must be two numbers T0 T1, got {time_range!r}") from None
+    if math.isnan(t0) or math.isnan(t1) or not (t0 < t1 or (not strict and t0 == t1)):
+        raise OptionError(f"time range must be increasing (T0 < T1), got {t0:g} {t1:g}")
+    return (t0, t1)
+
+
+def check_lowpass(lowpass_hz):
+    """None, or the cut-off frequency (Hz) as a float: finite; ≤ 0 means no filtering
+    (OpenSim's -1). OptionError for NaN or infinity."""
+    if lowpass_hz is None:
+        return None
+    try:
+        f = float(lowpass_hz)
+    except (TypeError, ValueError):
+        raise OptionError(f"low-pass cut-off must be a number (Hz), got {lowpass_hz!r}") from None
+    if not math.isfinite(f):
+        raise OptionError(f"low-pass cut-off must be a finite frequency in Hz (or -1: none), got {lowpass_hz}")
+    return f
+
+
 def prepare_coordinates(times, values, lowpass_hz=None, time_range=None, accelerations="q"):
     """q, q̇, q̈ at the frames where OpenSim's InverseDynamicsTool solves.
 
@@ -429,6 +458,7 @@ def prepare_coordinates(times, values, lowpass_hz=None, time_range=None, acceler
     DataFileError
         Times not strictly increasing.
     """
+    time_range, lowpass_hz = check_time_range(time_range, strict=False), check_lowpass(lowpass_hz)
     t = _check_times(times)
     v, squeeze = _as_2d(values, t.size)
     if time_range is not None:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..tables import Table
+from ..tables import Table, input_files
 
 from ..errors import ArthronWarning, ModelFileError, attach_source
 from ..multibody.forces import applied_generalized_forces
@@ -44,7 +44,7 @@ from ..multibody.loads import slice_loads
 from ..multibody.kinematics import Tree, compile_model, mobility_forces, qdot_from_speeds
 from ..models.model import Model
 from ..models.motion import coordinates_from_table
-from .filtering import prepare_coordinates
+from .filtering import check_lowpass, check_time_range, prepare_coordinates
 
 __all__ = ["ExternalLoad", "body_wrenches_from_loads", "InverseDynamicsResult", "inverse_dynamics", "run_inverse_dynamics",
            "external_loads_from_setup", "coordinates_from_table"]
@@ -66,10 +66,12 @@ class InverseDynamicsResult:
     q: np.ndarray | None = field(default=None, repr=False)
     qd: np.ndarray | None = field(default=None, repr=False)
     qdd: np.ndarray | None = field(default=None, repr=False)
+    inputs: tuple = field(default=(), repr=False, compare=False)    # files read: write_sto refuses them
 
     def to_table(self):
         return Table(name="Inverse Dynamics Generalized Forces", time=self.time.copy(),
-                     labels=list(self.labels), data=self.generalized_forces.copy(), in_degrees=False)
+                     labels=list(self.labels), data=self.generalized_forces.copy(), in_degrees=False,
+                     inputs=self.inputs)
 
     def column(self, label):
         return self.generalized_forces[:, self.labels.index(label)]
@@ -146,8 +148,11 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
     motion : arthron.io.sto.Table of coordinates (``.mot`` from IK; degrees honoured)
     external_loads : arthron.io.setup.ExternalLoads or None
     loads_table : Table of the loads data (default: the ExternalLoads ``datafile``)
-    lowpass_hz : cut-off for the coordinates (None or ≤ 0: no filter)
-    time_range : (t0, t1) or None (the motion's first to last time)
+    lowpass_hz : cut-off for the coordinates, Hz (None or ≤ 0: no filter)
+    time_range : (t0, t1) s or None (the motion's first to last time)
+    in_degrees : bool or None: whether the rotational columns are degrees (None: the table's
+        ``in_degrees``, radians when that is None too; values that look like degrees read as
+        radians are warned about)
     forces_to_exclude : OpenSim's property (``All``, ``Actuators``, ``Muscles`` in any case, ForceSet
         group or force names; class names too: :func:`arthron.multibody.force_exclusion.forces_to_exclude`).
         The passive elements that remain (springs, coordinate limit forces, ligaments) are
@@ -159,7 +164,15 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
     Returns
     -------
     InverseDynamicsResult with columns in OpenSim's order (Simbody mobility order).
+
+    Raises
+    ------
+    OptionError for a bad ``time_range``/``lowpass_hz``, a ``model`` that is not a Model or a
+    ``motion`` that is not a Table; DataFileError for a motion that does not match the model
+    (missing coordinates, NaN, no rows, times not increasing); ModelFileError for a model
+    arthron cannot compile (negative mass ...).
     """
+    time_range, lowpass_hz = check_time_range(time_range, strict=False), check_lowpass(lowpass_hz)
     tree = tree or compile_model(model)
     vals = coordinates_from_table(model, motion, in_degrees=in_degrees)
     lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
@@ -213,4 +226,5 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
     order = tree.multibody_order
     names = [tree.coordinate_names[i] for i in order]
     return InverseDynamicsResult(time=t_out, coordinates=names, labels=_labels(model, names),
-                                 generalized_forces=tau[:, order], q=q, qd=qd, qdd=qdd)
+                                 generalized_forces=tau[:, order], q=q, qd=qd, qdd=qdd,
+                                 inputs=input_files(model, motion, loads_table))

@@ -58,12 +58,12 @@ from ..runtime import dataclass  # dataclasses.dataclass with shared __repr__/__
 from ..errors import (ArthronWarning, DataFileError, OptionError, SolverError, UnsupportedFeature,
                       attach_source)
 from ..models.functions import GCVSpline
-from ..models.model import Model
+from ..models.model import Model, require_model
 from ..multibody.constraints import compile_constraints
 from ..multibody.kinematics import Tree, compile_model, marker_positions
 from ..multibody.point_kinematics import StationKinematics, compiled_available
 from .. import runtime
-from ..tables import Table
+from ..tables import Table, check_marker_trial, input_files
 from .ik_levenberg_marquardt import LevenbergMarquardtIK, _interpolated_starts
 
 __all__ = ["IKTasks", "CoordinateTask", "IKResult", "InverseKinematics", "solve_ik",
@@ -158,6 +158,7 @@ class IKResult:
     solve_time: float = 0.0
     model_name: str = ""
     marker_locations: np.ndarray | None = None
+    inputs: tuple = field(default=(), repr=False, compare=False)    # files read: write_sto refuses them
 
     def degrees(self) -> np.ndarray:
         """q with rotational coordinates in degrees, (T, nq)."""
@@ -170,7 +171,7 @@ class IKResult:
         degrees (``inDegrees=yes``)."""
         return Table(
             name="Coordinates", time=np.asarray(self.time, float), labels=list(self.coordinate_names),
-            data=self.degrees(), in_degrees=True,
+            data=self.degrees(), in_degrees=True, inputs=self.inputs,
             comments=["Units are S.I. units (second, meters, Newtons, ...)",
                       "If the header above contains a line with 'inDegrees', this indicates whether "
                       "rotational values are in degrees (yes) or radians (no)."])
@@ -179,8 +180,7 @@ class IKResult:
         """OpenSim's ``<name>_ik_marker_errors.sto``: total squared error, RMS and max (m)."""
         return Table(name="Model Marker Errors from IK", time=np.asarray(self.time, float),
                      labels=["total_squared_error", "marker_error_RMS", "marker_error_max"],
-                     data=np.column_stack([self.total_squared_error, self.rms, self.max]),
-                     in_degrees=False)
+                     data=np.column_stack([self.total_squared_error, self.rms, self.max]), in_degrees=False)
 
     def locations_table(self) -> Table:
         """Model marker locations in ground, OpenSim's ``Model Marker Locations from IK`` table
@@ -745,8 +745,7 @@ def solve_ik(model: Model, trial, tasks: IKTasks | None = None, *, time_range=No
     penalty : bool, see :class:`InverseKinematics` (default: constraints exact, like OpenSim 4.6)
     q0 : (nq,) start pose of the first frame
     block : frames solved together after the first (default None: 64, 16 with exact Point
-        constraints; see :meth:`InverseKinematics.solve`);
-        1 = strictly sequential
+        constraints; see :meth:`InverseKinematics.solve`); 1 = strictly sequential
 
     Returns
     -------
@@ -760,8 +759,8 @@ def solve_ik(model: Model, trial, tasks: IKTasks | None = None, *, time_range=No
     """
     time_range, constraint_weight, block, q0 = _checked(
         tasks=tasks, time_range=time_range, constraint_weight=constraint_weight, block=block,
-        q0=q0, nq=len(model.coordinates), penalty=penalty)
-    ik = InverseKinematics(model, tasks, constraint_weight, trial.labels, penalty=penalty)
+        q0=q0, nq=len(require_model(model).coordinates), penalty=penalty)
+    ik = InverseKinematics(model, tasks, constraint_weight, check_marker_trial(trial).labels, penalty=penalty)
     if not ik.marker_names:
         raise DataFileError(f"no marker of the trial matches a marker of model '{model.name}' "
                             "with a task", getattr(trial, "source", None))
@@ -778,6 +777,7 @@ def solve_ik(model: Model, trial, tasks: IKTasks | None = None, *, time_range=No
         res = ik.solve(np.asarray(trial.time, float)[idx], obs, q0=q0, progress=progress,
                        block=block)
     _warn_metre_errors(res, trial)
+    res.inputs = input_files(model, trial)      # (the motion table's: write_sto refuses them)
     return res
 
 

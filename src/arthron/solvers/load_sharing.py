@@ -46,9 +46,9 @@ from ..multibody.forces import passive_forces, passive_generalized_forces
 from ..multibody.inverse_dynamics import ExternalLoad, inverse_dynamics
 from ..multibody.kinematics import Tree, compile_model, forward_kinematics, qdot_from_speeds
 from ..multibody.paths import compile_paths, lengthening_speeds, moment_arms, path_states
-from ..tables import Table
+from ..tables import Table, input_files
 from .box_qp import solve_box_qp
-from .filtering import prepare_coordinates
+from .filtering import check_lowpass, prepare_coordinates
 from .inverse_dynamics import external_loads_from_setup
 
 __all__ = ["LoadSharingProblem", "LoadSharingResult", "static_optimization", "build_problem",
@@ -150,11 +150,12 @@ class LoadSharingResult:
     feasible: np.ndarray
     coordinates: list
     extra: dict = field(default_factory=dict)
+    inputs: tuple = field(default=(), repr=False, compare=False)    # files read: write_sto refuses them
 
     def activation_table(self) -> Table:
         """OpenSim's ``<name>_StaticOptimization_activation.sto`` table."""
         return Table(name="Static Optimization", time=np.array(self.time, float), labels=list(self.names),
-                     data=np.array(self.activations, float), in_degrees=False)
+                     data=np.array(self.activations, float), in_degrees=False, inputs=self.inputs)
 
     def report_table(self) -> Table:
         """Per frame: ``objective``, ``max_residual`` (N·m or N), ``feasible`` (1/0) and, with a
@@ -166,7 +167,7 @@ class LoadSharingResult:
             if k in self.extra:
                 cols[k] = np.asarray(self.extra[k], float)
         return Table(name="Load sharing report", time=np.array(self.time, float), labels=list(cols),
-                     data=np.column_stack(list(cols.values())), in_degrees=False)
+                     data=np.column_stack(list(cols.values())), in_degrees=False, inputs=self.inputs)
 
     def force_table(self) -> Table:
         """OpenSim's ``<name>_StaticOptimization_force.sto`` table (its ForceReporter's
@@ -191,7 +192,7 @@ class LoadSharingResult:
         if ext is not None and len(ext_labels):
             labels, data = labels + list(ext_labels), np.hstack([data, ext])
         return Table(name="ModelForces", time=np.array(self.time, float), labels=labels,
-                     data=data, in_degrees=False)
+                     data=data, in_degrees=False, inputs=self.inputs)
 
 
 # ------------------------------------------------------------------------------ building
@@ -316,7 +317,7 @@ def _unit_actuator_columns(model: Model, tree: Tree, acts, q, kin):
 def build_problem(model: Model, motion, *, external_loads=None, loads_table=None, lowpass_hz=None,
                   time_range=None, use_muscle_physiology: bool = True, controls=None,
                   passive_fiber_force: bool = False, tree: Tree | None = None,
-                  actuators=None) -> LoadSharingProblem:
+                  actuators=None, in_degrees=None) -> LoadSharingProblem:
     """Set up the per-frame problem of OpenSim's StaticOptimization for a motion.
 
     Parameters
@@ -335,6 +336,8 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
         :func:`arthron.models.muscles.millard_inextensible_tendon_active_force`; else F̂ = F_max)
     controls : {actuator: (min_control, max_control)} overriding :func:`actuator_bounds`
     actuators : names to solve for (default: every enabled muscle and actuator)
+    in_degrees : bool or None: rotational columns in degrees (None: the motion's ``in_degrees``,
+        as :func:`arthron.solvers.inverse_dynamics.run_inverse_dynamics`)
 
     Raises
     ------
@@ -347,10 +350,18 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
                      and (f.is_muscle or f.type in SO_ACTUATOR_TYPES)]
     if not actuators:
         raise SolverError(f"model '{model.name}' has no muscles or actuators to share the load")
-    vals = coordinates_from_table(model, motion, missing="default")
+    actuators = [actuators] if isinstance(actuators, str) else list(actuators)
+    for what, names in (("actuators", actuators), ("controls", controls or {})):
+        unknown = [n for n in names if n not in model.forces]
+        if unknown:             # (a name typed by hand: a KeyError deep inside, or ignored, before)
+            raise OptionError(f"{what} names {', '.join(map(repr, unknown[:5]))}, not forces of model "
+                              f"'{model.name}' (its muscles and actuators: {', '.join(list(model.forces)[:8])}"
+                              f"{' ...' if len(model.forces) > 8 else ''})")
+    vals = coordinates_from_table(model, motion, missing="default", in_degrees=in_degrees)
     cons = [c for c in model.constraints if c.enabled]
     if cons:
         vals = assemble(model, tree, vals)
+    lowpass_hz = check_lowpass(lowpass_hz)      # (a str, NaN: OptionError, not a TypeError here)
     lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
     if time_range is None:
         time_range = (float(motion.time[0]), float(motion.time[-1]))
@@ -528,9 +539,13 @@ def solve_problem(prob: LoadSharingProblem, *, activation_exponent: float = 2.0,
                                        p, on_infeasible, tol)
     A, b, N = prob.reduced()
     T, _, n = A.shape
-    w = np.ones(n) if weights is None else np.asarray(weights, float)
-    if w.shape != (n,) or np.any(~(w > 0)):
-        raise OptionError("objective weights must be positive, one per actuator")
+    try:
+        w = np.ones(n) if weights is None else np.asarray(weights, float)
+    except (TypeError, ValueError):
+        w = None
+    if w is None or w.shape != (n,) or np.any(~(w > 0)):
+        raise OptionError(f"objective weights must be positive numbers, one per actuator ({n}, in the order "
+                          f"of the problem's actuators), got {type(weights).__name__} {weights!r:.80}")
     if A.shape[1] > n:
         raise SolverError(f"static optimization: {A.shape[1]} equations of motion but only {n} actuators")
     if p == 2.0:
@@ -623,9 +638,16 @@ def static_optimization(model: Model, motion, *, activation_exponent: float = 2.
                         use_muscle_physiology: bool = True, weights=None,
                         on_infeasible: str = "raise", **kw) -> LoadSharingResult:
     """OpenSim's StaticOptimization on a motion: :func:`build_problem` then
-    :func:`solve_problem` (keywords of both). Returns a :class:`LoadSharingResult`."""
+    :func:`solve_problem` (keywords of both). Returns a :class:`LoadSharingResult`.
+
+    ``model``: a Model; ``motion``: a Table of coordinates, (T, n) columns named by coordinate
+    or 4.x state path, degrees honoured (``in_degrees``, default the Table's); ``lowpass_hz`` Hz, ``time_range``
+    (t0, t1) s. Raises OptionError (bad options, a path for the model or motion), DataFileError
+    (a motion that does not fit the model), :class:`InfeasibleFrames` (with
+    ``on_infeasible="raise"``)."""
     prob = build_problem(model, motion, use_muscle_physiology=use_muscle_physiology, **kw)
     res = solve_problem(prob, activation_exponent=activation_exponent, weights=weights,
                         on_infeasible=on_infeasible)
     res.extra["problem"] = prob
+    res.inputs = input_files(model, motion, kw.get("loads_table"))
     return res

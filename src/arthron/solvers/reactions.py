@@ -97,7 +97,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..tables import Table
+from ..tables import Table, input_files
 
 from ..errors import ArthronWarning, OptionError, SolverError
 from ..geometry.spatial import cross
@@ -511,7 +511,7 @@ def reaction_columns(model: Model, tree: Tree, loads: JointLoads, on="child", in
 class JointReactionResult:
     """Joint reactions in OpenSim's JointReaction layout.
 
-    time : (T,) s; labels : 9 per requested joint; data : (T, 9 n); loads : the
+    time : (T,) s; labels : 9 per requested joint; data : (T, 9 n), N and N·m; loads : the
     :class:`JointLoads` (Λ, decomposition into generalized forces and λ; None for trials longer
     than one chunk of frames, :data:`arthron.solvers.inverse_dynamics.FRAME_CHUNK`, whose
     decomposition is not kept so that memory stays bounded); q, qd, qdd : the
@@ -528,10 +528,12 @@ class JointReactionResult:
     qd: np.ndarray | None = field(repr=False, default=None)
     qdd: np.ndarray | None = field(repr=False, default=None)
     residual: np.ndarray | None = field(repr=False, default=None)
+    inputs: tuple = field(default=(), repr=False, compare=False)    # files read: write_sto refuses them
 
     def to_table(self):
         return Table(name="Joint Reaction Loads", time=np.array(self.time, float), labels=list(self.labels),
-                     data=np.array(self.data, float), in_degrees=False, comments=list(_DESCRIPTION))
+                     data=np.array(self.data, float), in_degrees=False, comments=list(_DESCRIPTION),
+                     inputs=self.inputs)
 
     def column(self, label: str) -> np.ndarray:
         return self.data[:, self.labels.index(label)]
@@ -593,7 +595,7 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     DataFileError (motion or forces file not matching the model), UnsupportedFeature (muscle
     forces without path geometry).
     """
-    from .filtering import prepare_coordinates
+    from .filtering import check_lowpass, prepare_coordinates
     if accelerations not in ("motion", "forward"):
         raise OptionError(f"accelerations must be 'motion' or 'forward', got {accelerations!r}")
     if constraint_forces not in ("auto", "least_squares", "none"):
@@ -609,6 +611,7 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
         _on_keyword(o)
         _frame_keyword(model, infos[sel[k]], f)
     vals = coordinates_from_table(model, motion_table, in_degrees=in_degrees)
+    lowpass_hz = check_lowpass(lowpass_hz)      # (a str, NaN: OptionError, not a TypeError here)
     lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
     t, q, qd, qdd = prepare_coordinates(np.asarray(motion_table.time, float), vals, lp, time_range)
     if any(c.enabled for c in model.constraints):
@@ -656,7 +659,7 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
         jl = jl_s if len(chunks) == 1 else None      # the per-frame decomposition of short trials
     qdd = qdd_out
     return JointReactionResult(time=t, labels=labels, data=data, loads=jl, q=q, qd=qd, qdd=qdd,
-                               residual=residual)
+                               residual=residual, inputs=input_files(model, motion_table, forces_table, loads_table))
 
 
 def _reaction_chunk(model, tree, t, q, qd, qdd, loads, forces_table, accelerations,

@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 
-from ..errors import DataFileError, ModelFileError
+from ..errors import DataFileError, ModelFileError, OptionError
 from ..multibody.kinematics import compile_model, marker_positions
 from ..geometry.spatial import rotation_xyz, xyz_from_matrix as _xyz_from_matrix
-from ..models.model import GROUND, Model
+from ..models.model import GROUND, Model, require_model
 from .dumas2007 import (DUMAS2007_COM_PERCENT, DUMAS2007_MASS_PERCENT, HAND_LENGTH_PER_HEIGHT,
                         dumas_mass_centers)
 from .model_scaling import (  # noqa: F401  (re-exported: the ScaleTool part)
@@ -44,6 +44,10 @@ DEFAULT_SEGMENT_MAP = {
     "calcn": ("foot",), "toes": ("foot",), "humerus": ("arm",), "ulna": ("forearm",),
     "radius": ("forearm",), "hand": ("hand",), "ulna_radius_hand": ("forearm", "hand"),
 }
+
+
+#: A height (m) at or above this is not a person's: a height in centimetres or millimetres.
+MAX_HEIGHT_M = 3.0
 
 
 def body_muscle_fraction(mass: float, height: float, gender: str) -> float:
@@ -195,12 +199,18 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
 
     Raises
     ------
+    OptionError for a model that is not a Model or a height (or generic height) of
+    :data:`MAX_HEIGHT_M` or more (centimetres given for metres);
     DataFileError for non-positive mass/height, an unknown gender, or no way to tell the
     generic height (no markers and no ``generic_height``); ModelFileError for a segment map or
     factors naming bodies the model lacks.
     """
+    require_model(model)
     if not (mass > 0 and height > 0):
         raise DataFileError(f"mass and height must be positive (got {mass!r} kg, {height!r} m)")
+    for what, h in (("height", height), ("generic_height", generic_height)):
+        if h is not None and not (math.isfinite(h) and h < MAX_HEIGHT_M):    # 175 (cm) would scale by ~100
+            raise OptionError(f"{what} is in metres: {h:g} is no person's height (centimetres? give {h / 100:g})")
     gender = _gender(gender)
     generic_gender = _gender(generic_gender or gender)
     gm_total = float(generic_mass) if generic_mass else model.total_mass()

@@ -90,7 +90,9 @@ def run_id(model, motion, *, external_loads=None, lowpass_hz=None, time_range=No
         as :func:`arthron.tools.c3d_tool.c3d_external_loads`
     lowpass_hz : cut-off for the coordinates (None or ≤ 0: no filter)
     time_range : (t0, t1) s or None (the whole motion)
-    forces_to_exclude : names, classes, ``Muscles``, ``Actuators`` or ``All`` (OpenSim's property)
+    forces_to_exclude : names, classes, ``Muscles``, ``Actuators`` or ``All`` (OpenSim's property;
+        one name may be given as a str)
+    in_degrees : bool or None: rotational columns in degrees (None: the motion's ``inDegrees``)
     output : the ``.sto`` path the run remembers for :meth:`InverseDynamicsRun.write`
     body_forces : joint names (or ``All``) whose equivalent body forces are also computed, as a
         setup's ``joints_to_report_body_forces`` (:func:`joints_to_report`); written to
@@ -143,7 +145,8 @@ def _run_id(model, motion, external_loads, lowpass_hz, time_range, forces_to_exc
         check_output(output)            # before computing: an output that is an input is refused
     res = run_inverse_dynamics(model, motion, external_loads=ext, loads_table=loads_table,
                                lowpass_hz=lowpass_hz, time_range=time_range, in_degrees=in_degrees,
-                               forces_to_exclude=tuple(forces_to_exclude))
+                               forces_to_exclude=(forces_to_exclude,) if isinstance(forces_to_exclude, str)
+                               else tuple(forces_to_exclude))
     return InverseDynamicsRun(res, None if output is None else Path(output))
 
 

@@ -161,6 +161,8 @@ def run_ik(model, trial, setup=None, *, tasks: IKTasks | None = None, time_range
         :func:`arthron.io.c3d.read_c3d`, turned by ``rotation``, e.g. ``"x-90"``)
     setup : optional path of an InverseKinematicsTool setup: its tasks, time range and
         constraint weight are used unless given here
+    tasks, time_range ((t0, t1) s), constraint_weight, block, penalty, progress : as
+        :func:`arthron.solvers.inverse_kinematics.solve_ik`
     output : optional path: the result remembers it for :meth:`IKResult.write`
     report_marker_locations : with ``output``, also write ``<stem>_model_marker_locations.sto``
         (model marker positions in ground; also on when the setup asks for it)

@@ -8,39 +8,13 @@ from __future__ import annotations
 import math
 
 from ..errors import OptionError
+from ..solvers.filtering import check_lowpass, check_time_range  # noqa: F401  (re-exported; the solvers check too)
 from ..models.subject import SUBJECT_HEIGHT_M, SUBJECT_MASS_KG  # noqa: F401  (re-exported)
 
 __all__ = ["check_time_range", "check_lowpass", "check_positive_int", "check_positive", "check_subject_size",
            "check_result_name",
            "SUBJECT_MASS_KG", "SUBJECT_HEIGHT_M"]
 
-
-
-def check_time_range(time_range):
-    """None, or (t0, t1) as floats with t0 < t1 (s). OptionError otherwise."""
-    if time_range is None:
-        return None
-    try:
-        t0, t1 = (float(v) for v in time_range)
-    except (TypeError, ValueError):
-        raise OptionError(f"time range must be two numbers T0 T1, got {time_range!r}") from None
-    if math.isnan(t0) or math.isnan(t1) or not t0 < t1:
-        raise OptionError(f"time range must be increasing (T0 < T1), got {t0:g} {t1:g}")
-    return (t0, t1)
-
-
-def check_lowpass(lowpass_hz):
-    """None, or the cut-off frequency (Hz) as a float: finite; ≤ 0 means no filtering
-    (OpenSim's -1). OptionError for NaN or infinity."""
-    if lowpass_hz is None:
-        return None
-    try:
-        f = float(lowpass_hz)
-    except (TypeError, ValueError):
-        raise OptionError(f"low-pass cut-off must be a number (Hz), got {lowpass_hz!r}") from None
-    if not math.isfinite(f):
-        raise OptionError(f"low-pass cut-off must be a finite frequency in Hz (or -1: none), got {lowpass_hz}")
-    return f
 
 
 def check_positive_int(value, what: str) -> int:
