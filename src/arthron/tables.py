@@ -14,7 +14,7 @@ import numpy as np
 from .errors import DataFileError, OptionError
 from .runtime import dataclass  # dataclasses.dataclass with shared __repr__/__eq__
 
-__all__ = ["Table", "MarkerTrial", "check_marker_trial", "input_files"]
+__all__ = ["Table", "MarkerTrial", "check_marker_trial", "check_times", "input_files"]
 
 
 @dataclass
@@ -204,16 +204,21 @@ def check_marker_trial(trial) -> "MarkerTrial":
         hint = (" (read the file first: arthron.io.trc.read_trc(path), or use arthron.tools.ik_tool.run_ik, "
                 "which takes paths)" if isinstance(trial, (str, Path)) else "")
         raise OptionError(f"trial must be an arthron MarkerTrial, got {type(trial).__name__}{hint}")
-    t = np.asarray(trial.time, float)
-    src = getattr(trial, "source", None)
+    check_times(trial.time, getattr(trial, "source", None), "the marker trial has no frames")
+    return trial
+
+
+def check_times(time, src, empty: str) -> None:
+    """DataFileError naming ``src`` when ``time`` has no rows (message ``empty``) or its times
+    do not strictly increase (the two rows named)."""
+    t = np.asarray(time, float)
     if t.shape[0] == 0:
-        raise DataFileError("the marker trial has no frames", src)
+        raise DataFileError(empty, src)
     dt = np.diff(t)
     if dt.size and not np.all(dt > 0):
         k = int(np.argmax(~(dt > 0)))
         raise DataFileError(f"times must be strictly increasing: row {k + 1} at t = {t[k]:.6g} s, then row "
                             f"{k + 2} at t = {t[k + 1]:.6g} s", src, "time column")
-    return trial
 
 
 def input_files(*objects) -> tuple:

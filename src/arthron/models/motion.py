@@ -12,6 +12,7 @@ from os import PathLike
 import numpy as np
 
 from ..errors import ArthronWarning, DataFileError, OptionError
+from ..tables import check_times
 from .model import Model, require_model
 
 __all__ = ["coordinates_from_table"]
@@ -118,14 +119,7 @@ def _check_table(table, path) -> None:
     shape = np.shape(table.data)
     if len(shape) != 2 or shape[1] != len(table.labels):
         raise DataFileError(f"{len(table.labels)} column label(s) for data of shape {shape}", src, "column labels")
-    t = np.asarray(table.time, float)
-    if t.shape[0] == 0:
-        raise DataFileError("the motion has no rows (0 frames)", src)
-    dt = np.diff(t)
-    if dt.size and not np.all(dt > 0):
-        k = int(np.argmax(~(dt > 0)))
-        raise DataFileError(f"times must be strictly increasing: row {k + 1} at t = {t[k]:.6g} s, then row "
-                            f"{k + 2} at t = {t[k + 1]:.6g} s", src, "time column")
+    check_times(table.time, src, "the motion has no rows (0 frames)")
 
 
 #: A time step below this (s) is not a sampling interval of measured motion.
