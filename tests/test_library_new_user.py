@@ -310,3 +310,23 @@ def test_results_are_never_written_over_the_files_they_were_computed_from(tmp_pa
     assert (tmp_path / "ik.mot").read_bytes() == kept
     write_sto(tmp_path / "id.sto", results[0])           # anywhere else is fine
     assert read_sto(tmp_path / "id.sto").data.shape == results[0].data.shape
+
+
+@needs_data
+def test_a_motion_too_short_for_the_splines_names_itself(arm, tmp_path):
+    """A 4-row motion: the quintic GCVSplines of OpenSim's tools need 6 rows. The error named
+    neither the motion nor a way out ("a degree-5 GCVSpline needs at least 6 samples"); now it
+    names the file (ID, SO, JR share the same preparation) and a low-pass filter, whose padding
+    adds rows, lets it run."""
+    from arthron.io.sto import read_sto
+    t = np.arange(4) * 0.01
+    names = list(arm.coordinates)
+    p = tmp_path / "short.mot"
+    write_sto(p, Table(name="short", time=t, labels=names, data=np.full((4, len(names)), 0.3), in_degrees=False))
+    from arthron.errors import SolverError
+    with pytest.raises(SolverError, match=r"short\.mot.*4 row\(s\) of coordinates.*at least 6 rows"):
+        run_inverse_dynamics(arm, read_sto(p))
+    with pytest.raises(SolverError, match=r"short\.mot.*at least 6 rows"):
+        static_optimization(arm, read_sto(p))
+    res = run_inverse_dynamics(arm, read_sto(p), lowpass_hz=6)
+    assert res.generalized_forces.shape == (4, len(names)) and np.all(np.isfinite(res.generalized_forces))

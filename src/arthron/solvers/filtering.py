@@ -416,7 +416,8 @@ def check_lowpass(lowpass_hz):
     return f
 
 
-def prepare_coordinates(times, values, lowpass_hz=None, time_range=None, accelerations="q"):
+def prepare_coordinates(times, values, lowpass_hz=None, time_range=None, accelerations="q",
+                        source=None):
     """q, q̇, q̈ at the frames where OpenSim's InverseDynamicsTool solves.
 
     Parameters
@@ -442,6 +443,7 @@ def prepare_coordinates(times, values, lowpass_hz=None, time_range=None, acceler
         as the derivative of the speed's spline. Inside a smooth trial the two agree closely;
         near its ends they differ (on a 21-frame trial of Rajagopal et al. (2016)'s model by up
         to 5 % of the lumbar torque at the first frame).
+    source : the motion's file (or None), named in the errors about its rows
 
     Returns
     -------
@@ -454,7 +456,8 @@ def prepare_coordinates(times, values, lowpass_hz=None, time_range=None, acceler
     Raises
     ------
     SolverError
-        Bad shapes, cut-off 0, too few samples, an empty time range.
+        Bad shapes, cut-off 0, an empty time range; fewer than 6 rows (after the filter's
+        padding: the quintic GCVSplines of OpenSim's tools need 6), naming ``source``.
     DataFileError
         Times not strictly increasing.
     """
@@ -472,6 +475,10 @@ def prepare_coordinates(times, values, lowpass_hz=None, time_range=None, acceler
                               "value for no filtering)")
         t, v = pad(t, v, t.size // 2)
         t, v = storage_lowpass_iir(t, v, lowpass_hz)
+    if t.size < 6:
+        raise SolverError(f"{t.size} row(s) of coordinates: OpenSim's tools fit them with quintic "
+                            "GCVSplines, which need at least 6 rows (a longer motion, or a low-pass "
+                            "filter, whose padding adds rows)", source)
     splines = GCVSplineSet(t, v, 5)
     t0, t1 = (-np.inf, np.inf) if time_range is None else map(float, time_range)
     if t1 < t0:

@@ -179,7 +179,8 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
     if time_range is None:  # the tool's default: the whole file (not the filter's padding)
         time_range = (float(motion.time[0]), float(motion.time[-1]))
     with attach_source(getattr(motion, "source", None)):
-        t_out, q, qd, qdd = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range)
+        t_out, q, qd, qdd = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range,
+                                                source=getattr(motion, "source", None))
     if tree.angular_velocity_groups:
         # OpenSim sets each coordinate's speed u to the spline derivative; for Ellipsoid-type
         # mobilizers u is an angular velocity, not the Euler-angle rate.

@@ -112,7 +112,8 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
     vals = coordinates_from_table(model, motion, missing="default")
     lowpass_hz = check_lowpass(lowpass_hz)      # (a str, NaN: OptionError, not a TypeError here)
     lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
-    t, q, u, _ = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range)
+    t, q, u, _ = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range,
+                                     source=getattr(motion, "source", None))
     if any(c.enabled for c in model.constraints):
         from ..multibody.constraints import assemble
         q = assemble(model, tree, q)

@@ -367,7 +367,7 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
         time_range = (float(motion.time[0]), float(motion.time[-1]))
     # the target accelerations as OpenSim's StaticOptimization takes them (the speeds' spline)
     t, q, qd, qdd = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range,
-                                        accelerations="speeds")
+                                        accelerations="speeds", source=getattr(motion, "source", None))
     if tree.angular_velocity_groups:
         qd, qdd = qdot_from_speeds(tree, q, qd, qdd)
     T = t.size

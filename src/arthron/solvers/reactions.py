@@ -613,7 +613,8 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     vals = coordinates_from_table(model, motion_table, in_degrees=in_degrees)
     lowpass_hz = check_lowpass(lowpass_hz)      # (a str, NaN: OptionError, not a TypeError here)
     lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
-    t, q, qd, qdd = prepare_coordinates(np.asarray(motion_table.time, float), vals, lp, time_range)
+    t, q, qd, qdd = prepare_coordinates(np.asarray(motion_table.time, float), vals, lp, time_range,
+                                        source=getattr(motion_table, "source", None))
     if any(c.enabled for c in model.constraints):
         from ..multibody.constraints import assemble
         q = assemble(model, tree, q)      # as OpenSim's tools set the coordinates (assembly)

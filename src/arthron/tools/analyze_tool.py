@@ -194,7 +194,8 @@ def _setup_coordinates(st: AnalyzeSetup, model: Model, tree: Tree, motion):
     assembled when the model has constraints."""
     vals = coordinates_from_table(model, motion, missing="default")
     lp = st.lowpass_hz if st.lowpass_hz > 0 else None
-    t, q, _, _ = prepare_coordinates(np.asarray(motion.time, float), vals, lp, st.time_range)
+    t, q, _, _ = prepare_coordinates(np.asarray(motion.time, float), vals, lp, st.time_range,
+                                     source=getattr(motion, "source", None))
     if any(c.enabled for c in model.constraints):
         q = assemble(model, tree, q)
     return t, q
