@@ -32,7 +32,7 @@ def fan_blades(R1, d12, a, num_fan, blades, special):
 
     The closest points: Eberly's Newton steps on the Lagrange multiplier (at most 64, until
     |f| < 1e-9) with f and f' factored and evaluated in the order of
-    ``wrap_ellipsoid._newton_ellipsoid``, on
+    ``ellipsoid_closest.newton_ellipsoid``, on
     :data:`_LANES` fan points at a time (each point keeps its own start and its own stop at
     |f| < 1e-9; a stopped point is not updated), so that the processor overlaps the
     dependent divisions of independent points; the sum is taken in fan order. The result
