@@ -120,9 +120,6 @@ def coordinate_reference(t, y):
     return lambda x: float(y[0])
 
 
-_interpolator = coordinate_reference     # old private name
-
-
 # ---------------------------------------------------------------------------------- result
 @dataclass
 class IKResult:
