@@ -465,8 +465,8 @@ def prepare_coordinates(times, values, lowpass_hz=None, time_range=None, acceler
     t = _check_times(times)
     v, squeeze = _as_2d(values, t.size)
     if time_range is not None:
-        a, b = map(float, time_range)
-        if b < t[0] or a > t[-1] or a != a or b != b:
+        a, b = time_range       # floats, a <= b, no NaN (check_time_range)
+        if b < t[0] or a > t[-1]:
             raise OptionError(f"time range {a:g}..{b:g} s lies outside the data "
                               f"({float(t[0]):g}..{float(t[-1]):g} s)")
     if lowpass_hz is not None and lowpass_hz >= 0:
@@ -480,9 +480,7 @@ def prepare_coordinates(times, values, lowpass_hz=None, time_range=None, acceler
                             "GCVSplines, which need at least 6 rows (a longer motion, or a low-pass "
                             "filter, whose padding adds rows)", source)
     splines = GCVSplineSet(t, v, 5)
-    t0, t1 = (-np.inf, np.inf) if time_range is None else map(float, time_range)
-    if t1 < t0:
-        raise OptionError(f"time_range ({t0}, {t1}) is reversed")
+    t0, t1 = (-np.inf, np.inf) if time_range is None else time_range
     start = t[0] if t[0] > t0 else t0
     final = t[-1] if t[-1] < t1 else t1
     i0 = find_index(t, start)
