@@ -48,7 +48,7 @@ from ..multibody.kinematics import Tree, compile_model, forward_kinematics, qdot
 from ..multibody.paths import compile_paths, lengthening_speeds, moment_arms, path_states
 from ..tables import Table, input_files
 from .box_qp import solve_box_qp
-from .filtering import check_lowpass, prepare_coordinates
+from .filtering import check_lowpass, check_time_range, prepare_coordinates
 from .inverse_dynamics import external_loads_from_setup
 
 __all__ = ["LoadSharingProblem", "LoadSharingResult", "static_optimization", "build_problem",
@@ -344,6 +344,8 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
     SolverError (no actuators, more rows than actuators), UnsupportedFeature (muscle classes
     whose curves are not reproduced), ModelFileError (loads on unknown bodies).
     """
+    # the options before the motion is read and assembled (as run_inverse_dynamics)
+    time_range, lowpass_hz = check_time_range(time_range, strict=False), check_lowpass(lowpass_hz)
     tree = tree or compile_model(model)
     if actuators is None:
         actuators = [n for n, f in model.forces.items() if f.applies_force
@@ -361,7 +363,6 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
     cons = [c for c in model.constraints if c.enabled]
     if cons:
         vals = assemble(model, tree, vals)
-    lowpass_hz = check_lowpass(lowpass_hz)      # (a str, NaN: OptionError, not a TypeError here)
     lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
     if time_range is None:
         time_range = (float(motion.time[0]), float(motion.time[-1]))
