@@ -107,16 +107,20 @@ def static_optimization_outputs(out_dir, name: str, *, report: bool = False, joi
 
 
 def write_load_sharing(result: LoadSharingResult, out_dir, name: str, joint_reactions=None,
-                       report: bool = True) -> list:
+                       report: bool = True, *, rows=None, analysis: str = "StaticOptimization") -> list:
     """``arthron so``'s outputs: :func:`write_static_optimization` (with the report) and, when
     given, the JointReactionResult ``joint_reactions`` as
-    ``<name>_JointReaction_ReactionLoads.sto``, in one output group (all files whole, or none).
-    Returns the paths."""
+    ``<name>_JointReaction_ReactionLoads.sto``, in one output group (all files whole, or none);
+    ``rows`` (the frames to keep, in every file) and ``analysis`` as
+    :func:`write_static_optimization`. Returns the paths."""
     with output_group():
-        written = write_static_optimization(result, out_dir, name, report=report)
-        if joint_reactions is not None:      # as analyze_tool.write_joint_reactions writes it
+        written = write_static_optimization(result, out_dir, name, rows, report=report, analysis=analysis)
+        if joint_reactions is not None:   # as analyze_tool.write_joint_reactions (importing it: a cycle)
+            table = joint_reactions.to_table()
+            if rows is not None:
+                table.time, table.data = table.time[rows], table.data[rows]
             f = Path(out_dir) / f"{name}_JointReaction_ReactionLoads.sto"
-            write_sto(f, joint_reactions.to_table())
+            write_sto(f, table)
             written.append(f)
     return written
 
@@ -219,16 +223,9 @@ def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_
         out = results_directory(st.setup, results_dir)
         n = step_interval(so, st.path)
         rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0) if n > 1 else None
-        with output_group():
-            written = write_static_optimization(res, out, st.name, rows,
-                                                analysis=analysis_name(so, "StaticOptimization"))
-            if joint_reactions:       # as analyze_tool.write_joint_reactions writes it
-                table = res.extra["joint_reactions"].to_table()
-                if rows is not None:
-                    table.time, table.data = table.time[rows], table.data[rows]
-                f = out / f"{st.name}_JointReaction_ReactionLoads.sto"
-                write_sto(f, table)
-                written.append(f)
+        jr = res.extra["joint_reactions"] if joint_reactions else None
+        written = write_load_sharing(res, out, st.name, jr, report=False, rows=rows,
+                                     analysis=analysis_name(so, "StaticOptimization"))
     return res, written
 
 
