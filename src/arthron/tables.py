@@ -62,13 +62,11 @@ class Table:
         """Shapes checked where the table is made (not deep inside a solver): ``time`` (T,),
         ``data`` (T, n); lists are turned into float arrays. Raises OptionError naming the field
         and both shapes (a transposed ``data`` is named as such)."""
-        if not isinstance(self.time, np.ndarray) or self.time.dtype != np.float64:
-            self.time = _float_array(self.time, "time", self.name)
-        if not isinstance(self.data, np.ndarray) or self.data.dtype != np.float64:
-            self.data = _float_array(self.data, "data", self.name)
-        T, n = self.time.shape[0] if self.time.ndim == 1 else -1, len(self.labels)
+        self.time = _float_array(self.time, "time", self.name)
+        self.data = _float_array(self.data, "data", self.name)
         if self.time.ndim != 1:
             raise OptionError(f"Table {self.name!r}: time must have shape (T,), got {self.time.shape}")
+        T, n = self.time.shape[0], len(self.labels)
         if self.data.ndim != 2 or self.data.shape[0] != T:     # (labels vs columns: checked by users of the
             # table, write_sto and the motion readers, so that a table can be built then relabelled)
             hint = ""
@@ -159,10 +157,8 @@ class MarkerTrial:
     def __post_init__(self):
         """Shapes checked where the trial is made: ``time`` (T,), ``positions`` (T, n, 3) for
         n = len(labels); lists are turned into arrays. Raises OptionError naming both shapes."""
-        if not isinstance(self.time, np.ndarray) or self.time.dtype != np.float64:
-            self.time = _float_array(self.time, "time", "marker trial")
-        if not isinstance(self.positions, np.ndarray) or self.positions.dtype != np.float64:
-            self.positions = _float_array(self.positions, "positions", "marker trial")
+        self.time = _float_array(self.time, "time", "marker trial")
+        self.positions = _float_array(self.positions, "positions", "marker trial")
         if self.time.ndim != 1:
             raise OptionError(f"MarkerTrial: time must have shape (T,), got {self.time.shape}")
         T, n = self.time.shape[0], len(self.labels)
@@ -190,6 +186,10 @@ class MarkerTrial:
 
 
 def _float_array(x, field_name: str, owner) -> np.ndarray:
+    """``x`` itself when it is a float64 ndarray (subclasses kept), else as one; OptionError
+    naming ``owner`` and the field when it holds no numbers."""
+    if isinstance(x, np.ndarray) and x.dtype == np.float64:
+        return x
     try:
         return np.asarray(x, dtype=float)
     except (TypeError, ValueError) as e:
