@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataFileError, OptionError
+from ..errors import DataFileError, OptionError, UnsupportedFeature
 from ..io.osim import read_osim
 from ..io.setup import read_external_loads
 from ..io.sto import read_sto, write_sto
@@ -206,6 +206,7 @@ def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_
         static_optimization_outputs(results_directory(st.setup, results_dir, create=False), st.name,
                                     joint_reactions=joint_reactions, what=None,
                                     analysis=analysis_name(so, "StaticOptimization"))
+    refuse_states_file(st, so)
     model = model_with_force_sets(st)
     motion = read_sto(st.coordinates_file)
     res = static_optimization_of_setup(st, so, model, motion, on_infeasible=on_infeasible)
@@ -232,6 +233,18 @@ def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_
     return res, written
 
 
+def refuse_states_file(st: AnalyzeSetup, so) -> None:
+    """UnsupportedFeature for a StaticOptimization of a setup driven by a ``states_file``:
+    OpenSim's StaticOptimization then takes its target accelerations from quintic splines of
+    the file's speeds, which arthron does not reproduce."""
+    if st.states_file is not None:
+        raise UnsupportedFeature(
+            f"<{so.tag} name='{analysis_name(so, so.tag)}'> on a <states_file>: OpenSim then "
+            "takes the accelerations from splines of the file's speeds, which arthron does not "
+            "reproduce; give the motion as <coordinates_file> (and leave <states_file> empty) "
+            "for a StaticOptimization", st.path, f"line {so.sourceline}" if so.sourceline else None)
+
+
 def static_optimization_of_setup(st: AnalyzeSetup, so, model: Model, motion, *,
                                  on_infeasible: str = "raise") -> LoadSharingResult:
     """The StaticOptimization analysis ``so`` (its setup element) of the AnalyzeTool setup
@@ -240,7 +253,9 @@ def static_optimization_of_setup(st: AnalyzeSetup, so, model: Model, motion, *,
     (:func:`arthron.tools.analyze_tool.run_analyze`) run. ``result.extra`` holds ``model``
     (the model solved) and ``setup_inputs`` (external loads, low-pass, time range).
 
-    Raises DataFileError for bad settings; the solver's errors."""
+    Raises DataFileError for bad settings, UnsupportedFeature for a states file
+    (:func:`refuse_states_file`); the solver's errors."""
+    refuse_states_file(st, so)
     step_interval(so, st.path)               # checked before the solve
     p = setting_float(setting_text(so, "activation_exponent"), 2.0, st.path, "activation_exponent")
     if not p >= 1:
