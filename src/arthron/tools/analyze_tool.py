@@ -480,6 +480,9 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     the muscles at their default states, :mod:`arthron.solvers.muscle_states`; other muscle
     models apply no force there, with a warning). Each analysis' ``step_interval`` keeps the
     frames OpenSim records (:func:`step_rows`). Other analyses are skipped with a warning.
+    A setup with a ``states_file`` runs on the file's rows within the time range: coordinates,
+    speeds and muscle states as given, the accelerations of forward dynamics with the muscles
+    at those states (:mod:`arthron.solvers.states_file`); its StaticOptimization is refused.
     ``only``: the analysis classes to run (default :data:`SUPPORTED_ANALYSES`);
     ``joint_reaction_file``: write the JointReaction result there instead.
 
@@ -491,8 +494,9 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     ------
     DataFileError (not an AnalyzeTool, no analysis arthron runs, missing files, an output that
     would replace an input, a kinematics analysis naming a body, coordinate or point the model
-    lacks: the setup, the element and its line), UnsupportedFeature (states_file), SolverError (InfeasibleFrames
-    of a StaticOptimization).
+    lacks: the setup, the element and its line; a states file in degrees or without coordinates),
+    UnsupportedFeature (a StaticOptimization or an equilibration of the muscles on a states
+    file), SolverError (InfeasibleFrames of a StaticOptimization).
     """
     with input_guard():
         return _run_analyze(setup_path, placeholders, search_dirs, results_dir, accelerations,
