@@ -21,6 +21,9 @@ Other muscle models and actuators apply no force in arthron (a warning names the
 accelerations of such models differ from OpenSim's; positions and velocities never depend on
 forces.
 
+On a states file (:mod:`arthron.solvers.states_file`) q and u are the file's rows and the
+muscles pull at the file's states (:func:`analysis_states_of`, the same forward dynamics).
+
 Results are typed objects whose ``to_table`` gives the tables OpenSim writes (labels, units,
 names, descriptions); writing them is :mod:`arthron.tools.analyze_tool`.
 
