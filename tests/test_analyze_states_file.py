@@ -48,12 +48,15 @@ SO = """<StaticOptimization name="StaticOptimization"><on>true</on><step_interva
 
 
 def _setup(folder: Path, name, model, states, analyses, *, t0=0, t1=10, extra="") -> Path:
+    """An AnalyzeTool setup in ``folder`` (results in osim_<name>); t0 = None: no
+    initial_time / final_time elements."""
     f = folder / f"{name}_setup.xml"
+    times = "" if t0 is None else f"<initial_time>{t0}</initial_time><final_time>{t1}</final_time>"
     f.write_text(f"""<?xml version="1.0" encoding="UTF-8"?>
 <OpenSimDocument Version="40600"><AnalyzeTool name="{name}">
   <model_file>{model}</model_file>
   <results_directory>osim_{name}</results_directory>
-  <initial_time>{t0}</initial_time><final_time>{t1}</final_time>{extra}
+  {times}{extra}
   <AnalysisSet name="Analyses"><objects>{''.join(analyses)}</objects></AnalysisSet>
   <states_file>{states}</states_file>
 </AnalyzeTool></OpenSimDocument>""")
@@ -106,6 +109,15 @@ def _relabel(src: Path, out: Path, rename=None, drop=(), add=(), header=None) ->
     head = [f"nColumns={len(cols)}" if x.startswith("nColumns") else x for x in lines[:h + 1]]
     head = [header(x) for x in head] if header else head
     out.write_text("\n".join(head + ["\t".join(new_labels)] + ["\t".join(r[c] for c in cols) for r in rows]) + "\n")
+    return out
+
+
+def _shifted(src: Path, out: Path, dt: float) -> Path:
+    """A copy of the states file ``src`` with its times moved by ``dt`` s."""
+    lines = src.read_text().splitlines()
+    h = lines.index("endheader")
+    rows = [r.split("\t") for r in lines[h + 2:]]
+    out.write_text("\n".join(lines[:h + 2] + ["\t".join([repr(float(r[0]) + dt)] + r[1:]) for r in rows]) + "\n")
     return out
 
 
@@ -171,6 +183,7 @@ def runs(tmp_path_factory):
             [KIN, JR]),
         "nocoord": _setup(d, "nocoord", ARM26, _relabel(arm, d / "nocoord.sto", drop=("/jointset/",)).name,
                           [KIN]),
+        "late": _setup(d, "late", ARM26, _shifted(arm, d / "late.sto", 0.85).name, [KIN], t0=None),
         "gait": _setup(d, "gait", GAIT10, gait.name, [
             KIN, BODY, POINT.format(n=3, body="calcn_r", rel="pelvis"), MUSCLE, JR]),
     }
@@ -339,3 +352,16 @@ def test_cli_analyze_setup_on_a_states_file(runs, tmp_path, capsys):
     assert [f.name for f in files] == ["short_JointReaction_ReactionLoads.sto", "short_Kinematics_dudt.sto",
                                        "short_Kinematics_q.sto", "short_Kinematics_u.sto"]
     assert _compare(files, setup.parent / "osim_short") < 1e-7
+
+
+@needs_data
+@needs_opensim
+def test_setup_without_times_runs_from_0_to_1_s_as_opensim(runs):
+    """A setup with neither initial_time nor final_time: OpenSim 4.6 takes its defaults, 0 and
+    1 s (not the whole file): states from 0.85 to 1.15 s give rows up to 1 s only, in OpenSim
+    and in arthron."""
+    setup = runs["late"]
+    files = _arthron(setup)
+    q = read_sto(setup.parent / "osim_late" / "late_Kinematics_q.sto")
+    assert q.time[0] == pytest.approx(0.85) and 0.99 < q.time[-1] <= 1.0
+    assert _compare(files, setup.parent / "osim_late") < 1e-7

@@ -77,7 +77,7 @@ class AnalyzeSetup:
         states, :mod:`arthron.solvers.states_file`)
     force_set_files : list of Path; replace_force_set : bool
     lowpass_hz : ``lowpass_cutoff_frequency_for_coordinates`` (≤ 0: none; -1 with a states file)
-    time_range : (initial_time, final_time) s (±inf when absent)
+    time_range : (initial_time, final_time) s (OpenSim 4.6's defaults 0 and 1 s when absent)
     analyses : the enabled analyses, (class name, lxml element) in file order
     setup : the generic ToolSetup
     """
@@ -144,8 +144,8 @@ def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetu
         lowpass_hz=-1.0 if states_file is not None else setting_float(
             s.get("lowpass_cutoff_frequency_for_coordinates"), -1.0, s.path,
             "lowpass_cutoff_frequency_for_coordinates"),
-        time_range=(setting_float(s.get("initial_time"), -math.inf, s.path, "initial_time"),
-                    setting_float(s.get("final_time"), math.inf, s.path, "final_time")),
+        time_range=(setting_float(s.get("initial_time"), 0.0, s.path, "initial_time"),
+                    setting_float(s.get("final_time"), 1.0, s.path, "final_time")),
         analyses=analyses, setup=s)
 
 
