@@ -43,8 +43,10 @@ MUSCLE = """<MuscleAnalysis name="MuscleAnalysis"><on>true</on><step_interval>1<
 JR = """<JointReaction name="JointReaction"><on>true</on><step_interval>1</step_interval>
 <forces_file /><joint_names>ALL</joint_names><apply_on_bodies>child</apply_on_bodies>
 <express_in_frame>ground</express_in_frame></JointReaction>"""
-SO = """<StaticOptimization name="StaticOptimization"><on>true</on><step_interval>1</step_interval>
-<use_model_force_set>true</use_model_force_set></StaticOptimization>"""
+SO = """<StaticOptimization name="StaticOptimization"><on>true</on><step_interval>{n}</step_interval>
+<use_model_force_set>true</use_model_force_set><activation_exponent>2</activation_exponent>
+<use_muscle_physiology>true</use_muscle_physiology>
+<optimizer_convergence_criterion>0.0001</optimizer_convergence_criterion></StaticOptimization>"""
 
 
 def _setup(folder: Path, name, model, states, analyses, *, t0=0, t1=10, extra="") -> Path:
@@ -183,6 +185,7 @@ def runs(tmp_path_factory):
             [KIN, JR]),
         "nocoord": _setup(d, "nocoord", ARM26, _relabel(arm, d / "nocoord.sto", drop=("/jointset/",)).name,
                           [KIN]),
+        "so": _setup(d, "so", ARM26, arm.name, [SO.format(n=3)], t0=0.02, t1=0.28),
         "late": _setup(d, "late", ARM26, _shifted(arm, d / "late.sto", 0.85).name, [KIN], t0=None),
         "gait": _setup(d, "gait", GAIT10, gait.name, [
             KIN, BODY, POINT.format(n=3, body="calcn_r", rel="pelvis"), MUSCLE, JR]),
@@ -193,6 +196,10 @@ def runs(tmp_path_factory):
         setups[kind] = _setup(d, kind, model.name, states.name, [KIN, JR])
     for s in setups.values():
         _run_opensim(s)
+    jr = JR.replace("<forces_file />", "<forces_file>osim_so/so_StaticOptimization_force.sto</forces_file>")
+    jr = jr.replace("<step_interval>1", "<step_interval>2").replace(">child<", ">parent<").replace(">ground<", ">child<")
+    setups["jrf"] = _setup(d, "jrf", ARM26, arm.name, [jr, KIN], t0=0.02, t1=0.28)
+    _run_opensim(setups["jrf"])
     return setups
 
 
@@ -311,11 +318,10 @@ def test_no_coordinate_column_is_refused_naming_the_file(runs):
 
 @needs_data
 @needs_opensim
-def test_degrees_static_optimization_and_equilibration_are_refused(runs):
+def test_degrees_and_equilibration_are_refused_controls_ignored(runs):
     """In degrees: refused (OpenSim too: 'Input Storage must have values for Coordinates in
-    meters or radians'). StaticOptimization on a states file and
-    solve_for_equilibrium_for_auxiliary_states: UnsupportedFeature naming the setup; a
-    controls_file: ignored with a warning, as OpenSim 4.6's AnalyzeTool ignores it."""
+    meters or radians'). solve_for_equilibrium_for_auxiliary_states: UnsupportedFeature naming
+    the setup; a controls_file: ignored with a warning, as OpenSim 4.6's AnalyzeTool ignores it."""
     import opensim
     d = runs["arm"].parent
     deg = _relabel(d / "arm_states.sto", d / "deg.sto",
@@ -326,9 +332,6 @@ def test_degrees_static_optimization_and_equilibration_are_refused(runs):
     assert "deg.sto" in str(e.value)
     with pytest.raises(Exception, match="radians"):
         _run_opensim(setup)
-    so = _setup(d, "so", ARM26, "arm_states.sto", [KIN, SO])
-    with pytest.raises(UnsupportedFeature, match="StaticOptimization.*states_file"):
-        _arthron(so)
     eq = _setup(d, "eq", ARM26, "arm_states.sto", [KIN],
                 extra="<solve_for_equilibrium_for_auxiliary_states>true</solve_for_equilibrium_for_auxiliary_states>")
     with pytest.raises(UnsupportedFeature, match="solve_for_equilibrium_for_auxiliary_states"):
@@ -365,3 +368,53 @@ def test_setup_without_times_runs_from_0_to_1_s_as_opensim(runs):
     q = read_sto(setup.parent / "osim_late" / "late_Kinematics_q.sto")
     assert q.time[0] == pytest.approx(0.85) and 0.99 < q.time[-1] <= 1.0
     assert _compare(files, setup.parent / "osim_late") < 1e-7
+
+
+@needs_data
+@needs_opensim
+def test_static_optimization_on_a_states_file_as_opensim(runs):
+    """StaticOptimization (muscle physiology, step_interval 3) on arm26's forward-simulation
+    states from 0.02 to 0.28 s: OpenSim meets the derivatives of quintic GCVSplines of the file's
+    speeds over all its rows, and so does arthron: the generalized forces of the two tools'
+    muscle forces agree to 3e-10 N·m of 0.6 (splines of the rows in the time range alone give
+    differences of 3e-3); arthron's objective (sum of squared activations) is at or below
+    OpenSim's at every frame (OpenSim's IPOPT, convergence criterion 1e-4, stops 1–18 % above it
+    on these activations of 0.01–0.1), activations within 5.2e-3."""
+    from arthron.io.osim import read_osim
+    from arthron.multibody.kinematics import compile_model
+    from arthron.multibody.paths import compile_paths, path_generalized_forces
+    from arthron.solvers.states_file import states_from_table
+    setup = runs["so"]
+    files = _arthron(setup)
+    assert sorted(f.name for f in files) == ["so_StaticOptimization_activation.sto",
+                                             "so_StaticOptimization_force.sto"]
+    model = read_osim(ARM26)
+    tree = compile_model(model)
+    states = states_from_table(model, read_sto(setup.parent / "arm_states.sto"))
+    paths = compile_paths(model, tree, forces=list(model.muscles))
+    tau, act = [], []
+    for d in (setup.parent / "osim_so", files[0].parent):
+        f = read_sto(d / "so_StaticOptimization_force.sto")
+        rows = np.searchsorted(states.time, f.time - 1e-7)
+        assert np.abs(states.time[rows] - f.time).max() < 1e-8
+        tau.append(path_generalized_forces(paths, tree, states.q[rows],
+                                           f.data[:, [f.labels.index(m) for m in model.muscles]]))
+        act.append(read_sto(d / "so_StaticOptimization_activation.sto"))
+    assert np.abs(tau[0] - tau[1]).max() < 1e-7 and np.abs(tau[0]).max() > 0.3
+    ref, got = act
+    assert got.labels == ref.labels and len(got.time) == len(ref.time) > 15
+    np.testing.assert_allclose(got.time, ref.time, atol=1e-8)
+    assert ((got.data ** 2).sum(axis=1) <= (ref.data ** 2).sum(axis=1) + 1e-9).all()
+    assert np.abs(got.data - ref.data).max() < 6e-3
+
+
+@needs_data
+@needs_opensim
+def test_joint_reaction_with_a_forces_file_on_a_states_file_as_opensim(runs):
+    """A JointReaction whose forces_file is OpenSim's StaticOptimization forces, on the states
+    file (every joint, on the parent, in the child frame, step_interval 2) beside a Kinematics:
+    every column as OpenSim's (measured 5e-9)."""
+    setup = runs["jrf"]
+    files = _arthron(setup)
+    assert len(files) == 4
+    assert _compare(files, setup.parent / "osim_jrf") < 1e-7

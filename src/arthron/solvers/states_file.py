@@ -49,7 +49,8 @@ class ModelStates:
     ``tree.angular_velocity_groups``, Simbody's angular velocity, as OpenSim writes them);
     muscles : {muscle: {state: (T,) array}} of the muscle states the file gives (the others keep
     their defaults); missing : the 4.x labels of the model's states the file lacks; unknown : the
-    file's labels that name no state of the model; source : the file.
+    file's labels that name no state of the model; source : the file; file_time (N,), file_u
+    (N, nq) : the times and speeds of every row of the file (StaticOptimization splines them).
     """
 
     time: np.ndarray
@@ -60,14 +61,37 @@ class ModelStates:
     missing: list = field(default_factory=list)
     unknown: list = field(default_factory=list)
     source: object = None
+    file_time: np.ndarray = field(default=None, repr=False)
+    file_u: np.ndarray = field(default=None, repr=False)
 
-    def step_rows(self, step_interval: int) -> np.ndarray:
+    def step_rows(self, step_interval: int, time=None) -> np.ndarray:
         """The frames an analysis with ``step_interval`` N records (``AnalyzeTool::run``: the
-        first, every row whose index in the file is a multiple of N, the last)."""
+        first, every row whose index in the file is a multiple of N, the last), among the rows
+        at ``time`` (default all of these states' rows; times of rows of the file)."""
         n = max(1, int(step_interval))
-        keep = self.index % n == 0
+        index = self.index if time is None else self.index[np.searchsorted(self.time, time)]
+        keep = index % n == 0
         keep[0] = keep[-1] = True
         return np.flatnonzero(keep)
+
+    def speed_spline_accelerations(self, time_range=None):
+        """(t, q, u, u̇) at the rows within ``time_range`` (``Storage::findIndex`` as above),
+        u̇ the first derivative of quintic GCVSplines of the speeds over every row of the file:
+        the accelerations OpenSim's StaticOptimization meets (``StaticOptimization::begin``
+        splines the AnalyzeTool's states storage, ``GCVSplineSet(5, states)``, and takes the
+        derivative of each speed's spline). DataFileError for a file of fewer than 6 rows."""
+        from .filtering import GCVSplineSet
+        if len(self.file_time) < 6:
+            raise DataFileError(f"{len(self.file_time)} row(s): a StaticOptimization splines the "
+                                "speeds with quintic GCVSplines, which need at least 6 rows", self.source)
+        rows = np.arange(len(self.time))
+        if time_range is not None:
+            t0, t1 = time_range
+            rows = np.arange(find_index(self.time, max(t0, self.time[0])),
+                             find_index(self.time, min(t1, self.time[-1])) + 1)
+        t = self.time[rows]
+        udot = GCVSplineSet(self.file_time, self.file_u, 5).derivative(t, 1)
+        return t, self.q[rows], self.u[rows], udot
 
 
 def model_state_labels(model: Model) -> list:
@@ -138,18 +162,24 @@ def states_from_table(model: Model, table, time_range=None) -> ModelStates:
                             f"({t[0]:g}..{t[-1]:g} s)", src)
     i0, i1 = find_index(t, max(t0, t[0])), find_index(t, min(t1, t[-1]))
     rows = np.arange(i0, i1 + 1)
-    data = np.asarray(table.data, float)[rows]
+    full = np.asarray(table.data, float)
+    data = full[rows]
     bad = [(table.labels[k], float(t[rows][np.argmax(~np.isfinite(data[:, k]))]))
            for k in sorted(set(col.values())) if not np.isfinite(data[:, k]).all()]
     if bad:
         raise DataFileError(f"column {bad[0][0]!r} is not a finite number at t = {bad[0][1]:g} s", src)
     coords = list(model.coordinates.values())
     q = np.empty((len(rows), len(coords)))
-    u = np.empty_like(q)
+    file_u = np.empty((len(t), len(coords)))
     for i, c in enumerate(coords):
         kq, ku = col.get(("q", c.name, "value")), col.get(("u", c.name, "speed"))
         q[:, i] = c.default_value if kq is None else data[:, kq]
-        u[:, i] = (c.default_speed_value or 0.0) if ku is None else data[:, ku]
+        file_u[:, i] = (c.default_speed_value or 0.0) if ku is None else full[:, ku]
+    if not np.isfinite(file_u).all():
+        k = int(np.argmax(~np.isfinite(file_u).all(axis=0)))
+        raise DataFileError(f"the speed of {coords[k].name!r} is not a finite number at t = "
+                            f"{t[np.argmax(~np.isfinite(file_u[:, k]))]:g} s", src)
+    u = file_u[rows].copy()
     muscles = {}
     for (kind, owner, state), k in col.items():
         if kind == "muscle":
@@ -171,4 +201,4 @@ def states_from_table(model: Model, table, time_range=None) -> ModelStates:
     if said:
         warnings.warn(f"{src or 'states file'}: " + "; ".join(said), ArthronWarning, stacklevel=2)
     return ModelStates(time=t[rows].copy(), index=rows, q=q, u=u, muscles=muscles, missing=missing,
-                       unknown=unknown, source=src)
+                       unknown=unknown, source=src, file_time=t, file_u=file_u)

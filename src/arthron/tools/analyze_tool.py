@@ -31,7 +31,7 @@ from ..solvers.filtering import prepare_coordinates
 from ..solvers.kinematics_analyses import (CENTER_OF_MASS, AnalysisStates, analysis_states,
                                            analysis_states_of, body_kinematics, coordinate_kinematics,
                                            point_kinematics)
-from ..solvers.states_file import ModelStates, states_from_table
+from ..solvers.states_file import ModelStates
 from ..solvers.muscle_analysis import PathAnalysis, coordinates_of_motion, path_analysis
 from ..solvers.reactions import JointReactionResult, joint_reactions
 from ..models.motion import coordinates_from_table
@@ -54,12 +54,9 @@ KINEMATICS_ANALYSES = ("BodyKinematics", "Kinematics", "PointKinematics")
 
 
 def _setup_input(st: AnalyzeSetup, model: Model):
-    """What the setup's analyses run on: the coordinates file (a Table), or, with a
-    ``states_file``, the model's states at its rows within the time range (ModelStates,
-    :func:`arthron.solvers.states_file.states_from_table`)."""
-    if st.states_file is None:
-        return read_sto(st.coordinates_file)
-    return states_from_table(model, read_sto(st.states_file), st.time_range)
+    """What the setup's analyses run on (:func:`~arthron.tools.static_optimization_tool.setup_motion`)."""
+    from .static_optimization_tool import setup_motion
+    return setup_motion(st, model)
 
 
 def _rows(st: AnalyzeSetup, motion, time, n: int):
@@ -67,7 +64,7 @@ def _rows(st: AnalyzeSetup, motion, time, n: int):
     if n <= 1:
         return None
     if isinstance(motion, ModelStates):
-        return motion.step_rows(n)
+        return motion.step_rows(n, time)
     return step_rows(motion.time, time, n, st.lowpass_hz > 0)
 
 
@@ -482,7 +479,8 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     frames OpenSim records (:func:`step_rows`). Other analyses are skipped with a warning.
     A setup with a ``states_file`` runs on the file's rows within the time range: coordinates,
     speeds and muscle states as given, the accelerations of forward dynamics with the muscles
-    at those states (:mod:`arthron.solvers.states_file`); its StaticOptimization is refused.
+    at those states (:mod:`arthron.solvers.states_file`); a StaticOptimization meets the
+    derivatives of the splines of the file's speeds, as OpenSim's.
     ``only``: the analysis classes to run (default :data:`SUPPORTED_ANALYSES`);
     ``joint_reaction_file``: write the JointReaction result there instead.
 
@@ -495,8 +493,8 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     DataFileError (not an AnalyzeTool, no analysis arthron runs, missing files, an output that
     would replace an input, a kinematics analysis naming a body, coordinate or point the model
     lacks: the setup, the element and its line; a states file in degrees or without coordinates),
-    UnsupportedFeature (a StaticOptimization or an equilibration of the muscles on a states
-    file), SolverError (InfeasibleFrames of a StaticOptimization).
+    UnsupportedFeature (an equilibration of the muscles on a states file), SolverError
+    (InfeasibleFrames of a StaticOptimization).
     """
     with input_guard():
         return _run_analyze(setup_path, placeholders, search_dirs, results_dir, accelerations,
