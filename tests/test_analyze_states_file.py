@@ -49,6 +49,14 @@ SO = """<StaticOptimization name="StaticOptimization"><on>true</on><step_interva
 <optimizer_convergence_criterion>0.0001</optimizer_convergence_criterion></StaticOptimization>"""
 
 
+ACTUATOR = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40000"><ForceSet name="acts"><objects>
+<CoordinateActuator name="elbow_act"><coordinate>r_elbow_flex</coordinate><optimal_force>100</optimal_force>
+<min_control>-10</min_control><max_control>10</max_control></CoordinateActuator>
+</objects><groups /></ForceSet></OpenSimDocument>
+"""
+
+
 def _setup(folder: Path, name, model, states, analyses, *, t0=0, t1=10, extra="") -> Path:
     """An AnalyzeTool setup in ``folder`` (results in osim_<name>); t0 = None: no
     initial_time / final_time elements."""
@@ -322,7 +330,6 @@ def test_degrees_and_equilibration_are_refused_controls_ignored(runs):
     """In degrees: refused (OpenSim too: 'Input Storage must have values for Coordinates in
     meters or radians'). solve_for_equilibrium_for_auxiliary_states: UnsupportedFeature naming
     the setup; a controls_file: ignored with a warning, as OpenSim 4.6's AnalyzeTool ignores it."""
-    import opensim
     d = runs["arm"].parent
     deg = _relabel(d / "arm_states.sto", d / "deg.sto",
                    header=lambda x: "inDegrees=yes" if x.startswith("inDegrees") else x)
@@ -334,14 +341,22 @@ def test_degrees_and_equilibration_are_refused_controls_ignored(runs):
         _run_opensim(setup)
     eq = _setup(d, "eq", ARM26, "arm_states.sto", [KIN],
                 extra="<solve_for_equilibrium_for_auxiliary_states>true</solve_for_equilibrium_for_auxiliary_states>")
-    with pytest.raises(UnsupportedFeature, match="solve_for_equilibrium_for_auxiliary_states"):
+    with pytest.raises(UnsupportedFeature, match="solve_for_equilibrium_for_auxiliary_states") as e:
         _arthron(eq)
-    ctl = _setup(d, "ctl", ARM26, "arm_states.sto", [KIN], extra="<controls_file>none.xml</controls_file>")
+    assert "eq_setup.xml" in str(e.value)
+    # an elbow CoordinateActuator (100 N·m per unit control) and controls of 1: OpenSim 4.6's
+    # AnalyzeTool ignores the controls file (the actuator pulls at control 0), arthron too
+    (d / "act.xml").write_text(ACTUATOR)
+    (d / "ctl.sto").write_text("controls\nversion=1\nnRows=2\nnColumns=2\ninDegrees=no\nendheader\n"
+                               "time\telbow_act\n0\t1\n1\t1\n")
+    ctl = _setup(d, "ctl", ARM26, "arm_states.sto", [KIN],
+                 extra="<force_set_files>act.xml</force_set_files><controls_file>ctl.sto</controls_file>")
+    _run_opensim(ctl)
     with pytest.warns(ArthronWarning, match="controls_file> is ignored"):
         files = _arthron(ctl)
+    assert _compare(files, d / "osim_ctl") < 1e-7
     ref = read_sto(d / "osim_short" / "short_Kinematics_dudt.sto")
-    np.testing.assert_allclose(read_sto(files[2]).data, ref.data, rtol=0, atol=1e-7)
-    assert opensim is not None
+    np.testing.assert_allclose(read_sto(d / "osim_ctl" / "ctl_Kinematics_dudt.sto").data, ref.data, atol=1e-7)
 
 
 @needs_data

@@ -5,7 +5,6 @@ and the frames an analysis records with ``step_interval``. Shared by the Analyze
 """
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
