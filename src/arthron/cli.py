@@ -529,7 +529,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_jr)
     s = sub.add_parser("analyze", help="OpenSim AnalyzeTool setup: its JointReaction, MuscleAnalysis, "
                                        "StaticOptimization, BodyKinematics, Kinematics and PointKinematics")
-    s.add_argument("--setup", required=True, help="OpenSim AnalyzeTool setup file")
+    s.add_argument("--setup", required=True, help="OpenSim AnalyzeTool setup file (on its coordinates_file, "
+                                                  "or its states_file: CMC's or a forward simulation's states)")
     s.add_argument("--output-dir", help="folder for the outputs (default: the setup's results_directory)")
     s.set_defaults(func=cmd_analyze)
     s = sub.add_parser("so", help="load sharing: OpenSim's StaticOptimization, or the stress objective with a "

@@ -21,6 +21,9 @@ Other muscle models and actuators apply no force in arthron (a warning names the
 accelerations of such models differ from OpenSim's; positions and velocities never depend on
 forces.
 
+On a states file (:mod:`arthron.solvers.states_file`) q and u are the file's rows and the
+muscles pull at the file's states (:func:`analysis_states_of`, the same forward dynamics).
+
 Results are typed objects whose ``to_table`` gives the tables OpenSim writes (labels, units,
 names, descriptions); writing them is :mod:`arthron.tools.analyze_tool`.
 
@@ -48,7 +51,7 @@ from .inverse_dynamics import external_loads_from_setup, frame_chunks, slice_loa
 from .muscle_states import (default_state_muscles, millard_default_state_tensions,  # noqa: F401
                             thelen_default_state_tensions)
 
-__all__ = ["AnalysisStates", "analysis_states", "thelen_default_state_tensions",
+__all__ = ["AnalysisStates", "analysis_states", "analysis_states_of", "thelen_default_state_tensions",
            "millard_default_state_tensions", "BodyKinematicsResult", "body_kinematics",
            "CoordinateKinematicsResult", "coordinate_kinematics", "PointKinematicsResult",
            "point_kinematics", "body_fixed_xyz", "speed_derivatives", "CENTER_OF_MASS"]
@@ -114,6 +117,22 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
     lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
     t, q, u, _ = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range,
                                      source=getattr(motion, "source", None))
+    return analysis_states_of(model, t, q, u, external_loads=external_loads, loads_table=loads_table,
+                              tree=tree, default_fiber_lengths=default_fiber_lengths)
+
+
+def analysis_states_of(model: Model, t, q, u, *, external_loads=None, loads_table=None,
+                       tree: Tree | None = None, default_fiber_lengths: dict | None = None,
+                       muscle_states: dict | None = None) -> AnalysisStates:
+    """The states OpenSim 4.6's AnalyzeTool visits at coordinates ``q`` and speeds ``u``
+    (T, nq) at times ``t`` (T,) s: q assembled when the model has constraints, the
+    accelerations of forward dynamics there (module docstring). ``muscle_states``: {muscle:
+    {state: (T,) array}} replacing the muscles' default states frame by frame (a states file,
+    :mod:`arthron.solvers.states_file`); the other arguments as :func:`analysis_states`.
+
+    Returns AnalysisStates."""
+    tree = compile_model(model) if tree is None else tree
+    t, q, u = np.asarray(t, float), np.asarray(q, float), np.asarray(u, float)
     if any(c.enabled for c in model.constraints):
         from ..multibody.constraints import assemble
         q = assemble(model, tree, q)
@@ -121,12 +140,12 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
     if tree.angular_velocity_groups:
         from ..multibody.kinematics import qdot_from_speeds
         qd = qdot_from_speeds(tree, q, u)
-    dsm = default_state_muscles(model, tree, default_fiber_lengths)
+    dsm = default_state_muscles(model, tree, default_fiber_lengths, states=muscle_states)
     if dsm.others:
         warnings.warn(f"model '{model.name}': {len(dsm.others)} muscles "
                       f"({', '.join(sorted({m.type for m in dsm.others}))}) "
-                      "apply no force to the accelerations (OpenSim applies them at their default, "
-                      "unequilibrated states): the accelerations differ from OpenSim's; positions "
+                      "apply no force to the accelerations (OpenSim applies them at their "
+                      "states): the accelerations differ from OpenSim's; positions "
                       "and velocities do not", ArthronWarning, stacklevel=2)
     loads = []
     if external_loads is not None:
@@ -142,7 +161,7 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
     for s in frame_chunks(len(t)):
         gen, chunk_loads = _applied(model, tree, q[s], qd[s], list(slice_loads(loads, s)))
         if dsm.paths is not None:
-            m_loads, m_gen = path_loads(dsm.paths, tree, q[s], dsm.tensions(tree, q[s], qd[s]))
+            m_loads, m_gen = path_loads(dsm.paths, tree, q[s], dsm.rows(s).tensions(tree, q[s], qd[s]))
             chunk_loads += m_loads
             if m_gen.any():
                 gen = m_gen if gen is None else gen + m_gen

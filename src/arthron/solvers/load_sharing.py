@@ -326,7 +326,8 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
         disabled ones left out, as OpenSim 4.6)
     motion : Table of coordinates (``.mot`` of IK; degrees honoured; coordinates missing from
         it take their defaults, dependent coordinates of couplers are filled from the
-        constraints by assembly before filtering)
+        constraints by assembly before filtering), or a states file's ModelStates (q and u as
+        given, the accelerations :meth:`~arthron.solvers.states_file.ModelStates.speed_spline_accelerations`)
     external_loads : arthron.io.setup.ExternalLoads or None; loads_table its data (default read)
     lowpass_hz, time_range : as AnalyzeTool's ``lowpass_cutoff_frequency_for_coordinates``,
         ``initial_time``/``final_time``; the accelerations to meet are OpenSim's
@@ -359,16 +360,21 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
             raise OptionError(f"{what} names {', '.join(map(repr, unknown[:5]))}, not forces of model "
                               f"'{model.name}' (its muscles and actuators: {', '.join(list(model.forces)[:8])}"
                               f"{' ...' if len(model.forces) > 8 else ''})")
-    vals = coordinates_from_table(model, motion, missing="default", in_degrees=in_degrees)
     cons = [c for c in model.constraints if c.enabled]
-    if cons:
-        vals = assemble(model, tree, vals)
-    lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
-    if time_range is None:
-        time_range = (float(motion.time[0]), float(motion.time[-1]))
-    # the target accelerations as OpenSim's StaticOptimization takes them (the speeds' spline)
-    t, q, qd, qdd = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range,
-                                        accelerations="speeds", source=getattr(motion, "source", None))
+    if hasattr(motion, "speed_spline_accelerations"):     # a states file's ModelStates
+        t, q, qd, qdd = motion.speed_spline_accelerations(time_range)
+        if cons:
+            q = assemble(model, tree, q)
+    else:
+        vals = coordinates_from_table(model, motion, missing="default", in_degrees=in_degrees)
+        if cons:
+            vals = assemble(model, tree, vals)
+        lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
+        if time_range is None:
+            time_range = (float(motion.time[0]), float(motion.time[-1]))
+        # the target accelerations as OpenSim's StaticOptimization takes them (the speeds' spline)
+        t, q, qd, qdd = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range,
+                                            accelerations="speeds", source=getattr(motion, "source", None))
     if tree.angular_velocity_groups:
         qd, qdd = qdot_from_speeds(tree, q, qd, qdd)
     T = t.size

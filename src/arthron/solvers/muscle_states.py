@@ -30,6 +30,16 @@ arthron reproduces (:data:`DEFAULT_STATE_TYPES`; :func:`default_state_tensions` 
 Properties arthron does not model as fields are read from the muscle's verbatim XML
 (``unmodelled_xml``), with OpenSim 4.6's defaults where absent.
 
+The same functions take the states per frame (``states``: {muscle name: {state name: (T,)
+array}}, e.g. from a states file, :mod:`arthron.solvers.states_file`): a state given there
+replaces its default value, frame by frame (``fiber_length`` of Thelen2003Muscle,
+Millard2012EquilibriumMuscle with an elastic tendon and Millard2012AccelerationMuscle,
+``fiber_velocity`` of Millard2012AccelerationMuscle, ``activation`` of the rigid-tendon
+Millard2012EquilibriumMuscle and DeGrooteFregly2016Muscle, ``normalized_tendon_force`` of
+DeGrooteFregly2016Muscle with an elastic tendon); states absent there keep their defaults, as
+OpenSim's ``Model::formStateStorage`` fills them. The default-state force is the special case
+of no state given.
+
 Sources: OpenSim 4.6 ``Thelen2003Muscle``, ``Millard2012EquilibriumMuscle``,
 ``Millard2012AccelerationMuscle``, ``MuscleFixedWidthPennationModel``,
 ``DeGrooteFregly2016Muscle`` (``calcMuscleLengthInfo``, ``calcFiberVelocityInfo``,
@@ -52,7 +62,8 @@ from ..models.muscles import (degroote_active_force_length, millard_curve_params
                               millard_force_velocity_curve, millard_tendon_force_length_curve)
 from ..models.spline_muscles import rigid_tendon_forces, schutte_default_state_tensions
 
-__all__ = ["DEFAULT_STATE_TYPES", "default_state_tensions", "needs_lengthening_speeds",
+__all__ = ["DEFAULT_STATE_TYPES", "STATE_NAMES", "muscle_state_names", "default_state_tensions",
+           "needs_lengthening_speeds",
            "DefaultStateMuscles", "default_state_muscles",
            "thelen_default_state_tensions", "millard_default_state_tensions",
            "millard_acceleration_default_state_tensions", "degroote_default_state_tensions"]
@@ -62,6 +73,39 @@ DEFAULT_STATE_TYPES = ("Thelen2003Muscle", "Millard2012EquilibriumMuscle",
                        "Millard2012AccelerationMuscle", "DeGrooteFregly2016Muscle",
                        "Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated",
                        "Thelen2003Muscle_Deprecated", "RigidTendonMuscle")
+
+#: the state variables of each class (OpenSim 4.6 ``getStateVariableNames``), before the
+#: ``ignore_activation_dynamics`` / ``ignore_tendon_compliance`` flags remove some
+STATE_NAMES = {"Thelen2003Muscle": ("activation", "fiber_length"),
+               "Millard2012EquilibriumMuscle": ("activation", "fiber_length"),
+               "Millard2012AccelerationMuscle": ("activation", "fiber_length", "fiber_velocity"),
+               "DeGrooteFregly2016Muscle": ("activation", "normalized_tendon_force"),
+               "Schutte1993Muscle_Deprecated": ("activation", "fiber_length"),
+               "Delp1990Muscle_Deprecated": ("activation", "fiber_length", "fiber_velocity"),
+               "Thelen2003Muscle_Deprecated": ("activation", "fiber_length"),
+               "RigidTendonMuscle": ()}
+
+
+def muscle_state_names(m) -> tuple:
+    """The state variables OpenSim 4.6 gives muscle ``m`` (:data:`STATE_NAMES`):
+    Millard2012EquilibriumMuscle and DeGrooteFregly2016Muscle have no ``activation`` with
+    ``ignore_activation_dynamics`` and no ``fiber_length`` / ``normalized_tendon_force`` with
+    ``ignore_tendon_compliance``. () for a class arthron does not model."""
+    names = STATE_NAMES.get(m.type, ())
+    if m.type in ("Millard2012EquilibriumMuscle", "DeGrooteFregly2016Muscle"):
+        if _xml_value(m, "ignore_activation_dynamics", False):
+            names = tuple(n for n in names if n != "activation")
+        if _xml_value(m, "ignore_tendon_compliance", False):
+            names = tuple(n for n in names if n not in ("fiber_length", "normalized_tendon_force"))
+    return names
+
+
+def _state(m, states, name, default):
+    """The value of muscle ``m``'s state ``name``: its (T,) array in ``states`` when given
+    there, else ``default`` (a scalar)."""
+    got = (states or {}).get(m.name, {}).get(name)
+    return default if got is None else np.asarray(got, float)
+
 
 #: the classes whose default-state force does not depend on the paths' lengthening speeds
 _NO_SPEED_TYPES = ("Thelen2003Muscle", "Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated",
@@ -82,12 +126,23 @@ class DefaultStateMuscles:
     muscles : the applied muscles of :data:`DEFAULT_STATE_TYPES` (model order); paths : their
     compiled PathSet (None when there are none); others : the applied muscles of other classes
     (arthron applies no force for them); default_fiber_lengths : overrides as in
-    :func:`default_state_tensions`."""
+    :func:`default_state_tensions`; states : {muscle: {state: (T,) array}} replacing the default
+    states frame by frame (:func:`default_state_tensions`; None: every state at its default)."""
 
     muscles: list
     paths: object
     others: list
     default_fiber_lengths: dict | None = None
+    states: dict | None = None
+
+    def rows(self, index) -> "DefaultStateMuscles":
+        """The same muscles with their per-frame states at frames ``index`` (a slice or
+        indices), for the chunks of frames the solvers work in."""
+        if not self.states:
+            return self
+        return DefaultStateMuscles(self.muscles, self.paths, self.others, self.default_fiber_lengths,
+                                   {m: {k: np.asarray(v)[index] for k, v in d.items()}
+                                    for m, d in self.states.items()})
 
     def tensions(self, tree, q, qd) -> np.ndarray:
         """Tensions (T, m) N of the muscles at their default states at coordinates ``q`` and
@@ -96,7 +151,7 @@ class DefaultStateMuscles:
         speeds = (lengthening_speeds(self.paths, tree, q, qd)
                   if needs_lengthening_speeds(self.muscles) else None)
         return default_state_tensions(self.muscles, path_lengths(self.paths, tree, q), speeds,
-                                      self.default_fiber_lengths)
+                                      self.default_fiber_lengths, self.states)
 
     def generalized_forces(self, tree, q, qd) -> np.ndarray:
         """Generalized forces (T, nq) of the muscles' default-state tensions (conjugate to the
@@ -108,10 +163,11 @@ class DefaultStateMuscles:
         return path_generalized_forces(self.paths, tree, q, self.tensions(tree, q, qd))
 
 
-def default_state_muscles(model, tree, default_fiber_lengths=None, names=None) -> DefaultStateMuscles:
+def default_state_muscles(model, tree, default_fiber_lengths=None, names=None,
+                          states=None) -> DefaultStateMuscles:
     """The model's applied muscles (those named in ``names`` when given) split into those whose
     default-state force arthron applies and the others, their paths compiled once
-    (:class:`DefaultStateMuscles`)."""
+    (:class:`DefaultStateMuscles`); ``states``: per-frame states replacing the defaults."""
     applied = [m for m in model.muscles.values() if m.applies_force
                and (names is None or m.name in names)]
     muscles = [m for m in applied if m.type in DEFAULT_STATE_TYPES]
@@ -120,15 +176,18 @@ def default_state_muscles(model, tree, default_fiber_lengths=None, names=None) -
         from ..multibody.paths import compile_paths
         paths = compile_paths(model, tree, forces=[m.name for m in muscles])
     return DefaultStateMuscles(muscles, paths, [m for m in applied if m.type not in DEFAULT_STATE_TYPES],
-                               default_fiber_lengths)
+                               default_fiber_lengths, states)
 
 
-def default_state_tensions(muscles, lengths, speeds=None, default_fiber_lengths=None) -> np.ndarray:
+def default_state_tensions(muscles, lengths, speeds=None, default_fiber_lengths=None,
+                           states=None) -> np.ndarray:
     """Tensions (T, m) N of ``muscles`` (classes in :data:`DEFAULT_STATE_TYPES`) at their
     default states, path lengths ``lengths`` (T, m) m and lengthening speeds ``speeds`` (T, m)
     m/s (needed when :func:`needs_lengthening_speeds`; None reads as 0).
     ``default_fiber_lengths``: {name: (default_fiber_length m, maximum_pennation_angle rad)}
-    overriding the file's values (either may be None).
+    overriding the file's values (either may be None). ``states``: {name: {state: (T,) array}}
+    replacing default states frame by frame (module docstring); a deprecated class's
+    ``fiber_length`` or ``activation`` there is not reproduced (UnsupportedFeature).
 
     Raises UnsupportedFeature for a muscle of another class, ModelFileError for a property that
     is not a number."""
@@ -136,12 +195,13 @@ def default_state_tensions(muscles, lengths, speeds=None, default_fiber_lengths=
     V = np.zeros_like(L) if speeds is None else np.broadcast_to(np.atleast_2d(np.asarray(speeds, float)), L.shape)
     out = np.zeros_like(L)
     schutte = lambda ms, l_, v_: schutte_default_state_tensions(ms, l_)        # noqa: E731  (three classes)
-    law = {"Thelen2003Muscle": lambda ms, l_, v_: thelen_default_state_tensions(ms, l_, default_fiber_lengths),
+    dfl, st = default_fiber_lengths, states
+    law = {"Thelen2003Muscle": lambda ms, l_, v_: thelen_default_state_tensions(ms, l_, dfl, st),
            "Millard2012EquilibriumMuscle": lambda ms, l_, v_: millard_default_state_tensions(
-               ms, l_, v_, default_fiber_lengths),
+               ms, l_, v_, dfl, st),
            "Millard2012AccelerationMuscle": lambda ms, l_, v_: millard_acceleration_default_state_tensions(
-               ms, l_, v_, default_fiber_lengths),
-           "DeGrooteFregly2016Muscle": degroote_default_state_tensions,
+               ms, l_, v_, dfl, st),
+           "DeGrooteFregly2016Muscle": lambda ms, l_, v_: degroote_default_state_tensions(ms, l_, v_, st),
            "Schutte1993Muscle_Deprecated": schutte, "Delp1990Muscle_Deprecated": schutte,
            "Thelen2003Muscle_Deprecated": schutte,
            "RigidTendonMuscle": lambda ms, l_, v_: rigid_tendon_forces(ms, l_, v_, 0.0)[0]}
@@ -149,6 +209,11 @@ def default_state_tensions(muscles, lengths, speeds=None, default_fiber_lengths=
         cols = [k for k, m in enumerate(muscles) if m.type == kind]
         if cols:
             out[:, cols] = f([muscles[k] for k in cols], L[:, cols], V[:, cols])
+    fixed = [m for m in muscles if m.type.endswith("_Deprecated") and (states or {}).get(m.name)]
+    if fixed:
+        raise UnsupportedFeature(f"muscle '{fixed[0].name}' ({fixed[0].type}): its force at given "
+                                 f"{' and '.join(states[fixed[0].name])} is not reproduced (only at its "
+                                 "default states, fiber length 0 and activation 0)")
     bad = [m for m in muscles if m.type not in law]
     if bad:
         raise UnsupportedFeature(f"muscle '{bad[0].name}' ({bad[0].type}): its force at the default "
@@ -179,7 +244,7 @@ def _thelen_fse(x, e0):
     return np.where(x > e_toe, k_lin * (x - e_toe) + 0.33, np.where(x > 0.0, toe, 0.0))
 
 
-def thelen_default_state_tensions(muscles, lengths, default_fiber_lengths=None) -> np.ndarray:
+def thelen_default_state_tensions(muscles, lengths, default_fiber_lengths=None, states=None) -> np.ndarray:
     """Tensions (T, m) N of ``Thelen2003Muscle`` s at their default states and path lengths
     ``lengths`` (T, m) m: ``F_iso f_se((L − l_M cos φ)/l_s − 1)``, l_M the default fiber length
     (``default_fiber_lengths[name][0]``, else the file's ``default_fiber_length``, else 0.1 m)
@@ -187,14 +252,16 @@ def thelen_default_state_tensions(muscles, lengths, default_fiber_lengths=None) 
     φ_max = ``default_fiber_lengths[name][1]``, else the file's ``maximum_pennation_angle``, else
     acos 0.1), sin φ = h / l_M; f_se Thelen (2003)'s tendon curve with
     ``FmaxTendonStrain`` (0.04 when absent) and OpenSim's exact toe constants
-    (``Thelen2003Muscle::calcfse``). What OpenSim's ``computeActuation`` returns there."""
+    (``Thelen2003Muscle::calcfse``). What OpenSim's ``computeActuation`` returns there.
+    ``states[name]["fiber_length"]`` (T,) m, when given, is l_M frame by frame."""
     L = np.atleast_2d(np.asarray(lengths, float))
     out = np.zeros_like(L)
     given = default_fiber_lengths or {}
     for k, m in enumerate(muscles):
-        lce, pmax = _default_fiber_length(m, given), _maximum_pennation_angle(m, given)
+        lce = _state(m, states, "fiber_length", _default_fiber_length(m, given))
+        pmax = _maximum_pennation_angle(m, given)
         h = float(m.optimal_fiber_length) * np.sin(float(m.pennation_angle_at_optimal))
-        lce = max(lce, h / np.sin(pmax))
+        lce = np.maximum(lce, h / np.sin(pmax))
         cos_phi = np.sqrt(1.0 - (h / lce) ** 2)
         e0 = 0.04 if m.FmaxTendonStrain is None else float(m.FmaxTendonStrain)
         strain = (L[:, k] - lce * cos_phi) / float(m.tendon_slack_length) - 1.0
@@ -202,7 +269,8 @@ def thelen_default_state_tensions(muscles, lengths, default_fiber_lengths=None) 
     return out
 
 
-def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengths=None) -> np.ndarray:
+def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengths=None,
+                                   states=None) -> np.ndarray:
     """Tensions (T, m) N of ``Millard2012EquilibriumMuscle`` s at their default states, path
     lengths ``lengths`` (T, m) m and lengthening speeds ``speeds`` (T, m) m/s: what OpenSim
     4.6's ``computeActuation`` (``MuscleDynamicsInfo::tendonForce``) returns there.
@@ -217,6 +285,8 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
     ``default_activation`` (``ignore_activation_dynamics``: the control, 0 in the AnalyzeTool)
     clamped to [``minimum_activation``, 1], β = ``fiber_damping``; 0 when the fiber is clamped
     and shortening or the tendon is slack. Curves: :func:`arthron.models.muscles.millard_curves`.
+    ``states[name]``: ``fiber_length`` (T,) m (elastic tendon) and ``activation`` (T,) (rigid
+    tendon with activation dynamics) frame by frame instead of their defaults.
     Source: OpenSim 4.6 ``Millard2012EquilibriumMuscle::calcMuscleLengthInfo``,
     ``calcFiberVelocityInfo``, ``calcMuscleDynamicsInfo``, ``isFiberStateClamped``."""
     L = np.atleast_2d(np.asarray(lengths, float))
@@ -226,7 +296,8 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
     for k, m in enumerate(muscles):
         lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
         fiso, vmax = float(m.max_isometric_force), float(m.max_contraction_velocity)
-        lce0, pmax = _default_fiber_length(m, given), _maximum_pennation_angle(m, given)
+        lce0 = _state(m, states, "fiber_length", _default_fiber_length(m, given))
+        pmax = _maximum_pennation_angle(m, given)
         h = lopt * np.sin(float(m.pennation_angle_at_optimal))
         cp = millard_curve_params(m)                      # as OpenSim 4.6 finalizes them
         afl = cp["ActiveForceLengthCurve"]
@@ -234,7 +305,7 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
         if _xml_value(m, "ignore_tendon_compliance", False):
             lce = np.maximum(np.sqrt(h * h + (L[:, k] - ls) ** 2), lmin)
         else:
-            lce = np.full(len(L), max(lce0, lmin))
+            lce = np.broadcast_to(np.maximum(lce0, lmin), (len(L),))
         cos_phi = np.sqrt(1.0 - (h / lce) ** 2)
         lt = L[:, k] - lce * cos_phi
         if not _xml_value(m, "ignore_tendon_compliance", False):
@@ -243,9 +314,9 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
         if _xml_value(m, "ignore_activation_dynamics", False):
             a = 0.0
         else:
-            a = _xml_value(m, "default_activation", 0.05)
+            a = _state(m, states, "activation", _xml_value(m, "default_activation", 0.05))
         amin = _xml_value(m, "minimum_activation", 0.01)
-        a = min(max(a, amin), 1.0)
+        a = np.clip(a, amin, 1.0)
         beta = _xml_value(m, "fiber_damping", 0.1)
         slack = lt < ls - 1e-14
         v = np.where(slack, 0.0, V[:, k] * cos_phi / (lopt * vmax))
@@ -274,7 +345,7 @@ def _tendon_curve(m):
 
 
 def millard_acceleration_default_state_tensions(muscles, lengths, speeds,
-                                                default_fiber_lengths=None) -> np.ndarray:
+                                                default_fiber_lengths=None, states=None) -> np.ndarray:
     """Tensions (T, m) N of ``Millard2012AccelerationMuscle`` s at their default states, path
     lengths ``lengths`` (T, m) m and lengthening speeds ``speeds`` (T, m) m/s: OpenSim 4.6's
     ``computeActuation`` (``MuscleDynamicsInfo::tendonForce``) there.
@@ -286,7 +357,8 @@ def millard_acceleration_default_state_tensions(muscles, lengths, speeds,
     l_T = L − l_M cos φ and velocity l̇_T = L̇ − l̇_M cos φ + l_M sin φ φ̇. Force
     ``F_iso max(0, f_T(l_T/l_s) (1 + β_T l̇_T/l_s))``, f_T the TendonForceLengthCurve,
     β_T = ``tendon_force_length_damping`` (0.1): the tendon's Hunt-Crossley visco-elastic
-    force, saturated at 0. Activation does not enter."""
+    force, saturated at 0. Activation does not enter. ``states[name]``: ``fiber_length`` (T,) m
+    and ``fiber_velocity`` (T,) m/s frame by frame instead of their defaults."""
     L = np.atleast_2d(np.asarray(lengths, float))
     V = np.broadcast_to(np.atleast_2d(np.asarray(speeds, float)), L.shape)
     out = np.zeros_like(L)
@@ -294,14 +366,15 @@ def millard_acceleration_default_state_tensions(muscles, lengths, speeds,
     for k, m in enumerate(muscles):
         lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
         popt = float(m.pennation_angle_at_optimal)
-        lce = _default_fiber_length(m, given)
-        dlce = _xml_value(m, "default_fiber_velocity", 0.0)
+        lce = _state(m, states, "fiber_length", _default_fiber_length(m, given))
+        dlce = _state(m, states, "fiber_velocity", _xml_value(m, "default_fiber_velocity", 0.0))
         bse = _xml_value(m, "tendon_force_length_damping", 0.1)
         h = lopt * np.sin(popt)
-        phi = 0.0
+        phi = dphi = 0.0
         if popt > np.finfo(float).eps:
-            phi = np.arcsin(h / lce) if lce > h and h / lce < 1.0 else np.pi / 2
-        dphi = -(dlce / lce) * np.tan(phi) if popt > np.finfo(float).eps else 0.0
+            ratio = np.divide(h, lce, out=np.full(np.shape(lce), np.inf), where=lce > 0)
+            phi = np.where((lce > h) & (ratio < 1.0), np.arcsin(np.minimum(ratio, 1.0)), np.pi / 2)
+            dphi = -(dlce / lce) * np.tan(phi)
         lt = L[:, k] - lce * np.cos(phi)
         vt = V[:, k] - dlce * np.cos(phi) + lce * np.sin(phi) * dphi
         fse = _tendon_curve(m).value(lt / ls)
@@ -309,7 +382,7 @@ def millard_acceleration_default_state_tensions(muscles, lengths, speeds,
     return out
 
 
-def degroote_default_state_tensions(muscles, lengths, speeds) -> np.ndarray:
+def degroote_default_state_tensions(muscles, lengths, speeds, states=None) -> np.ndarray:
     """Tensions (T, m) N of ``DeGrooteFregly2016Muscle`` s at their default states, path
     lengths ``lengths`` (T, m) m and lengthening speeds ``speeds`` (T, m) m/s: OpenSim 4.6's
     ``computeActuation`` (``MuscleDynamicsInfo::tendonForce``) there.
@@ -323,14 +396,17 @@ def degroote_default_state_tensions(muscles, lengths, speeds) -> np.ndarray:
     (0), f_L with ``active_force_width_scale``, f_PE with
     ``passive_fiber_strain_at_one_norm_force`` (0 with ``ignore_passive_fiber_force``); no
     clamping (OpenSim 4.6 clamps neither the fiber length nor the force). Curves:
-    :func:`arthron.models.muscles.degroote_active_force_length` ..."""
+    :func:`arthron.models.muscles.degroote_active_force_length` ... ``states[name]``:
+    ``normalized_tendon_force`` (elastic tendon) and ``activation`` (rigid tendon) (T,) frame by
+    frame instead of their defaults."""
     L = np.atleast_2d(np.asarray(lengths, float))
     V = np.broadcast_to(np.atleast_2d(np.asarray(speeds, float)), L.shape)
     out = np.zeros_like(L)
     for k, m in enumerate(muscles):
         fiso = float(m.max_isometric_force)
         if not _xml_value(m, "ignore_tendon_compliance", False):
-            out[:, k] = fiso * _xml_value(m, "default_normalized_tendon_force", 0.5)
+            out[:, k] = fiso * _state(m, states, "normalized_tendon_force",
+                                      _xml_value(m, "default_normalized_tendon_force", 0.5))
             continue
         lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
         h = lopt * np.sin(float(m.pennation_angle_at_optimal))
@@ -338,7 +414,8 @@ def degroote_default_state_tensions(muscles, lengths, speeds) -> np.ndarray:
         lce = np.sqrt(along * along + h * h)
         cos_phi = along / lce
         v = V[:, k] * cos_phi / (lopt * float(m.max_contraction_velocity))
-        a = 0.0 if _xml_value(m, "ignore_activation_dynamics", False) else _xml_value(m, "default_activation", 0.5)
+        a = 0.0 if _xml_value(m, "ignore_activation_dynamics", False) else _state(
+            m, states, "activation", _xml_value(m, "default_activation", 0.5))
         fal = degroote_active_force_length(lce / lopt, _xml_value(m, "active_force_width_scale", 1.0))
         fpe = 0.0 if _xml_value(m, "ignore_passive_fiber_force", False) else degroote_passive_force_length(
             lce / lopt, _xml_value(m, "passive_fiber_strain_at_one_norm_force", 0.6))

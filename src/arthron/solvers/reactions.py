@@ -559,7 +559,9 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
 
     Parameters
     ----------
-    model : Model; motion_table : arthron.io.sto.Table of coordinates (degrees honoured)
+    model : Model; motion_table : arthron.io.sto.Table of coordinates (degrees honoured), or
+        the ModelStates of a states file (:mod:`arthron.solvers.states_file`: q and speeds as
+        given, muscles at the file's states; ``accelerations="forward"``; no filter, no range)
     forces_table : Table of actuator forces (static optimization ``_force.sto``) or None
     external_loads : arthron.io.setup.ExternalLoads or None (GRF etc.; ``loads_table`` = its data,
         default its ``datafile``)
@@ -610,11 +612,19 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
                                    _per_joint(in_frame, len(sel), "express_in_frame"))):
         _on_keyword(o)
         _frame_keyword(model, infos[sel[k]], f)
-    vals = coordinates_from_table(model, motion_table, in_degrees=in_degrees)
-    lowpass_hz = check_lowpass(lowpass_hz)      # (a str, NaN: OptionError, not a TypeError here)
-    lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
-    t, q, qd, qdd = prepare_coordinates(np.asarray(motion_table.time, float), vals, lp, time_range,
-                                        source=getattr(motion_table, "source", None))
+    muscle_states = getattr(motion_table, "muscles", None)
+    if muscle_states is not None:                # a states file's ModelStates: q, u as given
+        if accelerations != "forward":
+            raise OptionError("the joint reactions of a states file take the accelerations of "
+                              "forward dynamics (accelerations='forward'), as OpenSim's JointReaction")
+        t, q, qd = motion_table.time, motion_table.q, motion_table.u
+        qdd = np.zeros_like(q)
+    else:
+        vals = coordinates_from_table(model, motion_table, in_degrees=in_degrees)
+        lowpass_hz = check_lowpass(lowpass_hz)  # (a str, NaN: OptionError, not a TypeError here)
+        lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
+        t, q, qd, qdd = prepare_coordinates(np.asarray(motion_table.time, float), vals, lp, time_range,
+                                            source=getattr(motion_table, "source", None))
     if any(c.enabled for c in model.constraints):
         from ..multibody.constraints import assemble
         q = assemble(model, tree, q)      # as OpenSim's tools set the coordinates (assembly)
@@ -637,7 +647,7 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     if forces_table is None and accelerations == "forward":
         # OpenSim's JointReaction without a forces file: the muscles pull at their default states
         from .muscle_states import default_state_muscles
-        muscles = default_state_muscles(model, tree)
+        muscles = default_state_muscles(model, tree, states=muscle_states)
         if muscles.others:
             warnings.warn(f"model '{model.name}': {len(muscles.others)} muscles "
                           f"({', '.join(sorted({m.type for m in muscles.others}))}) apply no force "
@@ -650,7 +660,8 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     for s_ in chunks:
         labels, d, jl_s, res_s, qdd_out[s_] = _reaction_chunk(
             model, tree, t[s_], q[s_], qd[s_], qdd[s_], slice_loads(loads, s_), forces_table,
-            accelerations, constraint_forces, cs, locked, joints, on, in_frame, muscles)
+            accelerations, constraint_forces, cs, locked, joints, on, in_frame,
+            None if muscles is None else muscles.rows(s_))
         if data is None:
             data = np.empty((len(t), d.shape[1]))
             residual = None if res_s is None else np.empty((len(t), res_s.shape[1]))

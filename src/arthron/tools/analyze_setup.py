@@ -5,13 +5,13 @@ and the frames an analysis records with ``step_interval``. Shared by the Analyze
 """
 from __future__ import annotations
 
-import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataFileError, UnsupportedFeature
+from ..errors import ArthronWarning, DataFileError, UnsupportedFeature
 from ..io.osim import read_force_set, read_osim
 from ..io.setup import ToolSetup, read_tool_setup
 from ..models.model import Model
@@ -72,16 +72,18 @@ class AnalyzeSetup:
     ----------
     name : the tool's name (prefix of the result files)
     model_file, coordinates_file, external_loads_file : Path or None
+    states_file : Path or None (when given, coordinates_file is None: the analyses run on the
+        states, :mod:`arthron.solvers.states_file`)
     force_set_files : list of Path; replace_force_set : bool
-    lowpass_hz : ``lowpass_cutoff_frequency_for_coordinates`` (≤ 0: none)
-    time_range : (initial_time, final_time) s (±inf when absent)
+    lowpass_hz : ``lowpass_cutoff_frequency_for_coordinates`` (≤ 0: none; -1 with a states file)
+    time_range : (initial_time, final_time) s (OpenSim 4.6's defaults 0 and 1 s when absent)
     analyses : the enabled analyses, (class name, lxml element) in file order
     setup : the generic ToolSetup
     """
 
     name: str
     model_file: Path
-    coordinates_file: Path
+    coordinates_file: Path | None
     external_loads_file: Path | None
     force_set_files: list
     replace_force_set: bool
@@ -89,6 +91,7 @@ class AnalyzeSetup:
     time_range: tuple
     analyses: list = field(default_factory=list)
     setup: ToolSetup = field(default=None, repr=False)
+    states_file: Path | None = None
 
     @property
     def path(self) -> Path:
@@ -108,20 +111,19 @@ def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetu
 
     Raises
     ------
-    DataFileError (not an AnalyzeTool, missing model or coordinates file, bad numbers),
-    UnsupportedFeature (``states_file`` instead of ``coordinates_file``).
+    DataFileError (not an AnalyzeTool, missing model, coordinates or states file, bad numbers),
+    UnsupportedFeature (``solve_for_equilibrium_for_auxiliary_states`` with a ``states_file``).
+    A ``states_file`` replaces ``coordinates_file`` and ``speeds_file`` (both ignored, with a
+    warning, as OpenSim 4.6 does); its ``controls_file`` is ignored with a warning, as OpenSim
+    4.6's AnalyzeTool ignores it (actuators at control 0; measured).
     """
     s = read_tool_setup(path, placeholders)
     check_tool(s, "AnalyzeTool")
-    if not is_unassigned(s.get("states_file")):
-        el = s.element.find("states_file")
-        raise UnsupportedFeature(
-            f"<states_file> {s.get('states_file').strip()!r}: running the analyses on a states file "
-            "(the output of CMC or a forward simulation) is not supported; give the motion (e.g. "
-            "the IK .mot) as <coordinates_file> and leave <states_file> empty", s.path,
-            *((f"line {el.sourceline}",) if el is not None else ()))
-    if not s.get("model_file") or not s.get("coordinates_file"):
-        raise DataFileError("the setup needs model_file and coordinates_file", s.path)
+    states_file = None if is_unassigned(s.get("states_file")) else _states_file(s, search_dirs)
+    if not s.get("model_file") or not (s.get("coordinates_file") or states_file):
+        raise DataFileError("the setup needs model_file and coordinates_file (or states_file)", s.path)
+    if states_file is not None:
+        _check_states_file_options(s)
     analyses = []
     aset = s.element.find("AnalysisSet")
     objs = aset.find("objects") if aset is not None else None
@@ -131,16 +133,58 @@ def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetu
     return AnalyzeSetup(
         name=s.name,
         model_file=require_setup_file(s, "model_file", search_dirs),
-        coordinates_file=require_setup_file(s, "coordinates_file", search_dirs),
+        coordinates_file=(require_setup_file(s, "coordinates_file", search_dirs)
+                          if states_file is None else None),
+        states_file=states_file,
         external_loads_file=find_setup_file(s, s.get("external_loads_file"), search_dirs),
         force_set_files=[require_setup_file(s, "force_set_files", search_dirs, value=n)
                          for n in setting_list(s.get("force_set_files")) if not is_unassigned(n)],
         replace_force_set=setting_bool(s.element, "replace_force_set", False),
-        lowpass_hz=setting_float(s.get("lowpass_cutoff_frequency_for_coordinates"), -1.0, s.path,
-                          "lowpass_cutoff_frequency_for_coordinates"),
-        time_range=(setting_float(s.get("initial_time"), -math.inf, s.path, "initial_time"),
-                    setting_float(s.get("final_time"), math.inf, s.path, "final_time")),
+        lowpass_hz=-1.0 if states_file is not None else setting_float(
+            s.get("lowpass_cutoff_frequency_for_coordinates"), -1.0, s.path,
+            "lowpass_cutoff_frequency_for_coordinates"),
+        time_range=(setting_float(s.get("initial_time"), 0.0, s.path, "initial_time"),
+                    setting_float(s.get("final_time"), 1.0, s.path, "final_time")),
         analyses=analyses, setup=s)
+
+
+def _states_file(s: ToolSetup, search_dirs) -> Path:
+    """The setup's ``states_file``, found as the other inputs (:func:`find_setup_file`); a
+    missing one is a DataFileError naming the element and its line, and where such files come
+    from (CMC, a forward simulation: tools arthron does not run)."""
+    el = s.element.find("states_file")
+    try:
+        return find_setup_file(s, s.get("states_file"), search_dirs, "states_file")
+    except DataFileError as e:
+        raise DataFileError(
+            f"{e.message}; a states file is what CMC or a forward simulation writes, tools arthron "
+            "does not run (not supported): run them in OpenSim first, or give the motion (e.g. the "
+            "IK .mot) as <coordinates_file> and leave <states_file> empty", s.path,
+            *((f"line {el.sourceline}",) if el is not None else ())) from None
+
+
+def _check_states_file_options(s: ToolSetup) -> None:
+    """What OpenSim 4.6 does with the other inputs when ``states_file`` is set: warnings for
+    those it ignores, UnsupportedFeature for an equilibration of the muscles' states."""
+    if setting_bool(s.element, "solve_for_equilibrium_for_auxiliary_states", False):
+        el = s.element.find("solve_for_equilibrium_for_auxiliary_states")
+        raise UnsupportedFeature(
+            "<solve_for_equilibrium_for_auxiliary_states> true with a <states_file>: OpenSim then "
+            "replaces the file's fiber lengths by the muscles' equilibrium, which arthron does not "
+            "compute; set it false to use the file's states", s.path,
+            *((f"line {el.sourceline}",) if el is not None else ()))
+    ignored = [k for k in ("coordinates_file", "speeds_file") if not is_unassigned(s.get(k))]
+    if ignored:
+        warnings.warn(f"{s.path}: {' and '.join(f'<{k}>' for k in ignored)} ignored since "
+                      "<states_file> is set (as OpenSim does)", ArthronWarning, stacklevel=3)
+    if not is_unassigned(s.get("controls_file")):
+        warnings.warn(f"{s.path}: <controls_file> is ignored, as OpenSim 4.6's AnalyzeTool ignores "
+                      "it: actuators apply their force at control 0", ArthronWarning, stacklevel=3)
+    if setting_float(s.get("lowpass_cutoff_frequency_for_coordinates"), -1.0, s.path,
+                     "lowpass_cutoff_frequency_for_coordinates") > 0:
+        warnings.warn(f"{s.path}: <lowpass_cutoff_frequency_for_coordinates> does not apply to a "
+                      "<states_file> (as in OpenSim): its states are used as they are",
+                      ArthronWarning, stacklevel=3)
 
 
 def analysis_name(el, kind: str) -> str:

@@ -29,7 +29,9 @@ from ..multibody.constraints import assemble
 from ..multibody.kinematics import Tree, compile_model
 from ..solvers.filtering import prepare_coordinates
 from ..solvers.kinematics_analyses import (CENTER_OF_MASS, AnalysisStates, analysis_states,
-                                           body_kinematics, coordinate_kinematics, point_kinematics)
+                                           analysis_states_of, body_kinematics, coordinate_kinematics,
+                                           point_kinematics)
+from ..solvers.states_file import ModelStates
 from ..solvers.muscle_analysis import PathAnalysis, coordinates_of_motion, path_analysis
 from ..solvers.reactions import JointReactionResult, joint_reactions
 from ..models.motion import coordinates_from_table
@@ -49,6 +51,21 @@ SUPPORTED_ANALYSES = ("JointReaction", "MuscleAnalysis", "StaticOptimization", "
                       "Kinematics", "PointKinematics")
 #: the kinematics analyses (:mod:`arthron.solvers.kinematics_analyses`)
 KINEMATICS_ANALYSES = ("BodyKinematics", "Kinematics", "PointKinematics")
+
+
+def _setup_input(st: AnalyzeSetup, model: Model):
+    """What the setup's analyses run on (:func:`~arthron.tools.static_optimization_tool.setup_motion`)."""
+    from .static_optimization_tool import setup_motion
+    return setup_motion(st, model)
+
+
+def _rows(st: AnalyzeSetup, motion, time, n: int):
+    """The frames an analysis with ``step_interval`` n records (None: all)."""
+    if n <= 1:
+        return None
+    if isinstance(motion, ModelStates):
+        return motion.step_rows(n, time)
+    return step_rows(motion.time, time, n, st.lowpass_hz > 0)
 
 
 def _external_loads(path):
@@ -79,8 +96,9 @@ def _warn_default_state_muscles(model: Model, forces, accelerations, what: str, 
 def _joint_reaction(st: AnalyzeSetup, jr, model: Model, motion, accelerations, search_dirs, tree=None):
     fpath = find_setup_file(st.setup, setting_text(jr, "forces_file"), search_dirs)
     forces = read_sto(fpath) if fpath is not None else None
-    _warn_default_state_muscles(model, forces, accelerations,
-                                f"{st.path}: JointReaction without <forces_file>", "<forces_file>", 3)
+    if not isinstance(motion, ModelStates):     # a states file gives the muscles' states
+        _warn_default_state_muscles(model, forces, accelerations,
+                                    f"{st.path}: JointReaction without <forces_file>", "<forces_file>", 3)
     ext, loads_table = _external_loads(st.external_loads_file)
     names = setting_list(setting_text(jr, "joint_names")) or ["ALL"]
     on = setting_list(setting_text(jr, "apply_on_bodies")) or ["child"]
@@ -111,7 +129,8 @@ def joint_reactions_from_setup(setup_path, placeholders=None, accelerations="for
                                search_dirs=None) -> JointReactionResult:
     """Run the JointReaction analysis of an OpenSim AnalyzeTool setup.
 
-    Reads ``model_file``, ``coordinates_file`` (``states_file`` is not supported),
+    Reads ``model_file``, ``coordinates_file`` or ``states_file`` (the file's coordinates,
+    speeds and muscle states, :mod:`arthron.solvers.states_file`; ``accelerations="forward"``),
     ``lowpass_cutoff_frequency_for_coordinates``, ``initial_time``/``final_time``,
     ``external_loads_file`` and the JointReaction's ``forces_file``, ``joint_names``,
     ``apply_on_bodies``, ``express_in_frame``, and the actuators of ``force_set_files``
@@ -135,7 +154,8 @@ def joint_reactions_from_setup(setup_path, placeholders=None, accelerations="for
     jr = st.analysis("JointReaction")
     if jr is None:
         raise DataFileError("the AnalyzeTool setup has no enabled JointReaction analysis", st.path)
-    return _joint_reaction(st, jr, model_with_force_sets(st), read_sto(st.coordinates_file), accelerations, search_dirs)
+    model = model_with_force_sets(st)
+    return _joint_reaction(st, jr, model, _setup_input(st, model), accelerations, search_dirs)
 
 
 def run_joint_reaction(model, motion, *, forces=None, external_loads=None, joints=None, on="child",
@@ -191,7 +211,12 @@ def _setup_coordinates(st: AnalyzeSetup, model: Model, tree: Tree, motion):
     """(time, q) where AnalyzeTool evaluates its analyses: the coordinates file, missing
     coordinates at their defaults, filtered and splined as the tools do
     (:func:`arthron.solvers.filtering.prepare_coordinates`) over the setup's time range, and
-    assembled when the model has constraints."""
+    assembled when the model has constraints; with a states file, its coordinates."""
+    if isinstance(motion, ModelStates):
+        q = motion.q
+        if any(c.enabled for c in model.constraints):
+            q = assemble(model, tree, q)
+        return motion.time, q
     vals = coordinates_from_table(model, motion, missing="default")
     lp = st.lowpass_hz if st.lowpass_hz > 0 else None
     t, q, _, _ = prepare_coordinates(np.asarray(motion.time, float), vals, lp, st.time_range,
@@ -235,13 +260,14 @@ def muscle_analysis_from_setup(setup_path, placeholders=None, *, search_dirs=Non
     Raises
     ------
     DataFileError (not an AnalyzeTool, no MuscleAnalysis, unknown muscles or coordinates,
-    missing files), UnsupportedFeature (states_file).
+    missing files).
     """
     st = read_analyze_setup(setup_path, placeholders, search_dirs)
     ma = st.analysis("MuscleAnalysis")
     if ma is None:
         raise DataFileError("the AnalyzeTool setup has no enabled MuscleAnalysis analysis", st.path)
-    return _muscle_analysis(st, ma, model_with_force_sets(st), read_sto(st.coordinates_file))[0]
+    model = model_with_force_sets(st)
+    return _muscle_analysis(st, ma, model, _setup_input(st, model))[0]
 
 
 def _path_table_files(coords, out: Path, prefix: str, analysis: str = "MuscleAnalysis") -> list:
@@ -326,8 +352,14 @@ def _file_prefix(prefix, model: Model) -> str:
 # BodyKinematics, Kinematics, PointKinematics
 # --------------------------------------------------------------------------------------
 def _kinematics_states(st: AnalyzeSetup, model: Model, motion, tree: Tree) -> AnalysisStates:
-    """The states the kinematics analyses record (one set for all of them)."""
+    """The states the kinematics analyses record (one set for all of them): those of the
+    states file (its q, u and muscle states), or of the coordinates file's splines."""
     ext, loads_table = _external_loads(st.external_loads_file)
+    if isinstance(motion, ModelStates):
+        return analysis_states_of(model, motion.time, motion.q, motion.u, external_loads=ext,
+                                  loads_table=loads_table, tree=tree,
+                                  default_fiber_lengths=_muscle_defaults(model),
+                                  muscle_states=motion.muscles)
     lp = st.lowpass_hz if st.lowpass_hz > 0 else None
     return analysis_states(model, motion, lowpass_hz=lp, time_range=st.time_range,
                            external_loads=ext, loads_table=loads_table, tree=tree,
@@ -445,6 +477,10 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     the muscles at their default states, :mod:`arthron.solvers.muscle_states`; other muscle
     models apply no force there, with a warning). Each analysis' ``step_interval`` keeps the
     frames OpenSim records (:func:`step_rows`). Other analyses are skipped with a warning.
+    A setup with a ``states_file`` runs on the file's rows within the time range: coordinates,
+    speeds and muscle states as given, the accelerations of forward dynamics with the muscles
+    at those states (:mod:`arthron.solvers.states_file`); a StaticOptimization meets the
+    derivatives of the splines of the file's speeds, as OpenSim's.
     ``only``: the analysis classes to run (default :data:`SUPPORTED_ANALYSES`);
     ``joint_reaction_file``: write the JointReaction result there instead.
 
@@ -456,8 +492,9 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     ------
     DataFileError (not an AnalyzeTool, no analysis arthron runs, missing files, an output that
     would replace an input, a kinematics analysis naming a body, coordinate or point the model
-    lacks: the setup, the element and its line), UnsupportedFeature (states_file), SolverError (InfeasibleFrames
-    of a StaticOptimization).
+    lacks: the setup, the element and its line; a states file in degrees or without coordinates),
+    UnsupportedFeature (an equilibration of the muscles on a states file), SolverError
+    (InfeasibleFrames of a StaticOptimization).
     """
     with input_guard():
         return _run_analyze(setup_path, placeholders, search_dirs, results_dir, accelerations,
@@ -481,7 +518,7 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
         raise DataFileError(f"the AnalyzeTool setup has no enabled {' or '.join(kinds)} analysis",
                             st.path)
     model = model_with_force_sets(st)
-    motion = read_sto(st.coordinates_file)
+    motion = _setup_input(st, model)
     tree = compile_model(model)
     # compute everything before writing anything
     results = []
@@ -517,18 +554,16 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
     with output_group():
         for (kind, el, n, res), files in zip(results, plan):
             if kind == "JointReaction":
-                rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0)
-                written.append(write_joint_reactions(res, files[0], rows if n > 1 else None))
+                written.append(write_joint_reactions(res, files[0], _rows(st, motion, res.time, n)))
             elif kind == "StaticOptimization":
                 from .static_optimization_tool import write_static_optimization
-                rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0)
-                written += write_static_optimization(res, out, st.name, rows if n > 1 else None,
+                written += write_static_optimization(res, out, st.name, _rows(st, motion, res.time, n),
                                                      analysis=analysis_name(el, kind))
             elif kind in KINEMATICS_ANALYSES:
-                res = res.rows(step_rows(motion.time, res.time, n, st.lowpass_hz > 0)) if n > 1 else res
+                res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res
                 written += _write_kinematics(res, files)
             else:
                 pa, coords = res
-                pa = pa.rows(step_rows(motion.time, pa.time, n, st.lowpass_hz > 0)) if n > 1 else pa
+                pa = pa.rows(_rows(st, motion, pa.time, n)) if n > 1 else pa
                 written += _write_path_tables(pa, coords, out, st.name, analysis_name(el, kind))
     return written

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataFileError, OptionError
+from ..errors import DataFileError, OptionError, UnsupportedFeature
 from ..io.osim import read_osim
 from ..io.setup import read_external_loads
 from ..io.sto import read_sto, write_sto
@@ -153,7 +153,8 @@ def run_static_optimization(model, motion, *, external_loads=None, lowpass_hz=No
                             on_infeasible: str = "raise", **kw) -> LoadSharingResult:
     """Static optimization of files or objects.
 
-    model : Model or ``.osim`` path; motion : Table or ``.mot/.sto`` path; external_loads :
+    model : Model or ``.osim`` path; motion : Table or ``.mot/.sto`` path (or a states file's
+    ModelStates, :func:`setup_motion`); external_loads :
     ExternalLoads or the path of its XML; the rest as
     :func:`arthron.solvers.load_sharing.static_optimization` (bounds ``min_control`` /
     ``max_control`` from the model file, OpenSim 4.6's rules otherwise).
@@ -170,7 +171,8 @@ def run_static_optimization(model, motion, *, external_loads=None, lowpass_hz=No
     except (TypeError, ValueError):
         raise OptionError(f"activation exponent must be a number, got {activation_exponent!r}") from None
     model = model if isinstance(model, Model) else read_osim(model)
-    motion = motion if hasattr(motion, "labels") else read_sto(motion)
+    if not (hasattr(motion, "labels") or hasattr(motion, "speed_spline_accelerations")):
+        motion = read_sto(motion)          # (a Table, or a states file's ModelStates, as given)
     ext = external_loads
     if ext is not None and not hasattr(ext, "forces"):
         ext = read_external_loads(ext)
@@ -211,7 +213,11 @@ def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_
                                     joint_reactions=joint_reactions, what=None,
                                     analysis=analysis_name(so, "StaticOptimization"))
     model = model_with_force_sets(st)
-    motion = read_sto(st.coordinates_file)
+    motion = setup_motion(st, model)
+    if joint_reactions and st.states_file is not None:
+        raise UnsupportedFeature("joint reactions of a StaticOptimization on a <states_file> are not "
+                                 "computed here: add a JointReaction with the _force.sto as its "
+                                 "<forces_file> to an AnalyzeTool setup", st.path)
     res = static_optimization_of_setup(st, so, model, motion, on_infeasible=on_infeasible)
     if joint_reactions:
         inp = res.extra["setup_inputs"]
@@ -222,11 +228,22 @@ def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_
     if write:
         out = results_directory(st.setup, results_dir)
         n = step_interval(so, st.path)
-        rows = step_rows(motion.time, res.time, n, st.lowpass_hz > 0) if n > 1 else None
+        rows = None if n <= 1 else (motion.step_rows(n, res.time) if st.states_file is not None
+                                    else step_rows(motion.time, res.time, n, st.lowpass_hz > 0))
         jr = res.extra["joint_reactions"] if joint_reactions else None
         written = write_load_sharing(res, out, st.name, jr, report=False, rows=rows,
                                      analysis=analysis_name(so, "StaticOptimization"))
     return res, written
+
+
+def setup_motion(st: AnalyzeSetup, model: Model):
+    """What an AnalyzeTool setup's analyses run on: its coordinates file (a Table), or the
+    model's states in its ``states_file`` within its time range (ModelStates,
+    :func:`arthron.solvers.states_file.states_from_table`)."""
+    if st.states_file is None:
+        return read_sto(st.coordinates_file)
+    from ..solvers.states_file import states_from_table
+    return states_from_table(model, read_sto(st.states_file), st.time_range)
 
 
 def static_optimization_of_setup(st: AnalyzeSetup, so, model: Model, motion, *,
@@ -236,6 +253,8 @@ def static_optimization_of_setup(st: AnalyzeSetup, so, model: Model, motion, *,
     file), every frame; what :func:`run_static_optimization_from_setup` and the AnalyzeTool
     (:func:`arthron.tools.analyze_tool.run_analyze`) run. ``result.extra`` holds ``model``
     (the model solved) and ``setup_inputs`` (external loads, low-pass, time range).
+
+    ``motion`` may be the ModelStates of the setup's states file (:func:`setup_motion`).
 
     Raises DataFileError for bad settings; the solver's errors."""
     step_interval(so, st.path)               # checked before the solve
@@ -274,7 +293,8 @@ def joint_reactions_of(result: LoadSharingResult, model, motion, *, external_loa
     from ..solvers.reactions import joint_reactions
     from ..tables import Table
     model = model if isinstance(model, Model) else read_osim(model)
-    motion = motion if hasattr(motion, "labels") else read_sto(motion)
+    if not (hasattr(motion, "labels") or hasattr(motion, "speed_spline_accelerations")):
+        motion = read_sto(motion)          # (a Table, or a states file's ModelStates, as given)
     ext = external_loads
     if ext is not None and not hasattr(ext, "forces"):
         ext = read_external_loads(ext)

@@ -1,0 +1,120 @@
+"""AnalyzeTool on a ``<states_file>``: OpenSim 4.6 vs arthron, end to end (setup read, model
+loaded, states file read, Kinematics + BodyKinematics + JointReaction of every joint, files
+written), side by side in one process, interleaved run by run.
+
+Run:  python benchmarks/bench_analyze_states_file.py [n_rows_long]
+
+Cases
+-----
+* gait10dof18musc (18 Millard2012EquilibriumMuscles): the states of OpenSim's forward simulation
+  (0.1 s under constant excitations). Medians of 3 runs each.
+* The same states tiled to ``n_rows_long`` rows (default 5000; times continued). Medians of 3.
+
+The largest difference between the two tools' files is printed for each case (the accelerations
+reach 1e5 deg/s²).
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import DATA  # noqa: E402
+
+from arthron.io.sto import read_sto  # noqa: E402
+from arthron.tools.analyze_tool import run_analyze  # noqa: E402
+
+MODEL = DATA / "opensim-models-legacy" / "gait10dof18musc_v30000.osim"
+SETUP = """<?xml version="1.0" encoding="UTF-8"?>
+<OpenSimDocument Version="40600"><AnalyzeTool name="g">
+  <model_file>{model}</model_file><results_directory>{out}</results_directory>
+  <initial_time>0</initial_time><final_time>1e6</final_time>
+  <AnalysisSet name="Analyses"><objects>
+   <Kinematics name="Kinematics"><on>true</on><coordinates>all</coordinates></Kinematics>
+   <BodyKinematics name="BodyKinematics"><on>true</on><bodies>all</bodies></BodyKinematics>
+   <JointReaction name="JointReaction"><on>true</on><joint_names>ALL</joint_names></JointReaction>
+  </objects></AnalysisSet>
+  <states_file>{states}</states_file>
+</AnalyzeTool></OpenSimDocument>"""
+
+
+def _forward(out: Path) -> Path:
+    import opensim
+    m = opensim.Model(str(MODEL))
+    pc = opensim.PrescribedController()
+    ms = m.getMuscles()
+    for i in range(ms.getSize()):
+        pc.addActuator(ms.get(i))
+        pc.prescribeControlForActuator(ms.get(i).getName(), opensim.Constant(0.2 + 0.03 * i))
+    m.addController(pc)
+    s = m.initSystem()
+    m.equilibrateMuscles(s)
+    mgr = opensim.Manager(m)
+    mgr.setIntegratorAccuracy(1e-5)
+    s.setTime(0)
+    mgr.initialize(s)
+    mgr.integrate(0.1)
+    opensim.STOFileAdapter.write(mgr.getStatesTable(), str(out))
+    return out
+
+
+def _tiled(src: Path, out: Path, n: int) -> Path:
+    lines = src.read_text().splitlines()
+    h = lines.index("endheader")
+    rows = [r.split("\t") for r in lines[h + 2:]]
+    t = np.array([float(r[0]) for r in rows])
+    span = t[-1] - t[0] + (t[-1] - t[-2])
+    body = []
+    for k in range(n):
+        r = rows[k % len(rows)]
+        body.append("\t".join([repr(float(float(r[0]) + span * (k // len(rows))))] + r[1:]))
+    head = [f"nRows={n}" if x.startswith("nRows") else x for x in lines[:h + 2]]
+    out.write_text("\n".join(head + body) + "\n")
+    return out
+
+
+def _case(tmp: Path, label: str, states: Path, runs: int = 3):
+    import opensim
+    setup = tmp / f"{label}.xml"
+    setup.write_text(SETUP.format(model=MODEL, out=tmp / f"{label}_osim", states=states))
+    t_os, t_ar = [], []
+    for _ in range(runs):                    # interleaved: the same machine load for both
+        t = time.perf_counter()
+        opensim.AnalyzeTool(str(setup)).run()
+        t_os.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run_analyze(setup, results_dir=tmp / f"{label}_arthron")
+        t_ar.append(time.perf_counter() - t)
+    worst = 0.0
+    for f in (tmp / f"{label}_arthron").iterdir():
+        a, o = read_sto(f), read_sto(tmp / f"{label}_osim" / f.name)
+        worst = max(worst, float(np.abs(a.data - o.data).max()))
+    n = len(read_sto(states).time)
+    os_, ar = statistics.median(t_os), statistics.median(t_ar)
+    print(f"{label:10s} {n:6d} rows  OpenSim {os_:7.3f} s  arthron {ar:7.3f} s  ratio {os_ / ar:5.2f}x  "
+          f"worst |diff| {worst:.1e}  (load {Path('/proc/loadavg').read_text().split()[0]})")
+
+
+def main():
+    import opensim
+    opensim.Logger.setLevelString("error")
+    n_long = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        os.chdir(tmp)                        # opensim.log goes there
+        states = _forward(tmp / "states.sto")
+        _case(tmp, "forward", states)
+        _case(tmp, "tiled", _tiled(states, tmp / "long.sto", n_long))
+
+
+if __name__ == "__main__":
+    main()
