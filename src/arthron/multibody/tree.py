@@ -33,7 +33,8 @@ from ..geometry.spatial import frame_with_z
 from ..models.model import GROUND, Model, Transform, require_model
 from .joints import joint_ops, joint_type
 
-__all__ = ["Node", "Tree", "HingeLayout", "compile_model", "default_coordinates", "check_q"]
+__all__ = ["Node", "Tree", "HingeLayout", "compile_model", "default_coordinates", "check_q",
+           "warn_degrees"]
 
 
 @dataclass
@@ -395,13 +396,25 @@ def _check_masses(model: Model) -> None:
         if not (np.all(np.isfinite(b.mass_center)) and np.all(np.isfinite(b.inertia))):
             raise ModelFileError(f"body '{b.name}' has a non-finite mass centre or inertia",
                                  model.source, f"<Body name='{b.name}'>")
-    far = [f"{c.name} = {c.default_value:g}" for c in model.coordinates.values()
-           if c.motion_type == "rotational" and np.isfinite(c.default_value)
-           and not min(c.range) - 2 * np.pi <= c.default_value <= max(c.range) + 2 * np.pi]
-    if far:     # a default set by hand in degrees (90 for a right angle) would be taken as 90 rad
-        warnings.warn(f"model '{model.name}': rotational coordinate default value(s) more than 2π outside "
-                      f"their ranges, in radians: {', '.join(far[:5])}{' ...' if len(far) > 5 else ''} "
-                      "(degrees? convert with numpy.deg2rad)", ArthronWarning, stacklevel=3)
+    # a default set by hand in degrees (90 for a right angle) would be taken as 90 rad
+    warn_degrees(model, [c.default_value for c in model.coordinates.values()],
+                 f"model '{model.name}': rotational coordinate default value(s)", stacklevel=4)
+
+
+def warn_degrees(model: Model, q, what: str, stacklevel: int = 3):
+    """Warn (ArthronWarning) when a rotational value of the pose ``q`` ((nq,), radians, metres;
+    the model's coordinate order) lies more than 2π outside its coordinate's range: a value
+    given in degrees (90 for a right angle would be taken as 90 rad). ``what`` opens the
+    message (e.g. "q0: rotational coordinate value(s)"); it names each such coordinate and
+    value. Non-finite values are left to the callers' own checks. Returns ``q``."""
+    far = [f"{c.name} = {float(v):g}" for c, v in zip(model.coordinates.values(), np.ravel(q))
+           if c.motion_type == "rotational" and np.isfinite(v)
+           and not min(c.range) - 2 * np.pi <= v <= max(c.range) + 2 * np.pi]
+    if far:
+        warnings.warn(f"{what} more than 2π outside their ranges, in radians: "
+                      f"{', '.join(far[:5])}{' ...' if len(far) > 5 else ''} "
+                      "(degrees? convert with numpy.deg2rad)", ArthronWarning, stacklevel=stacklevel)
+    return q
 
 
 def check_q(tree: Tree, q, name: str = "q") -> np.ndarray:
