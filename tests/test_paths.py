@@ -752,3 +752,32 @@ def test_lengthening_speed_matches_opensim_on_the_thoracoscapular_model():
         m.realizeVelocity(s)
         ref = [osim.Muscle.safeDownCast(m.getForceSet().get(n)).getLengtheningSpeed(s) for n in ps.names]
         assert np.abs(np.array(ref) - ours[t]).max() < 1e-9      # seen 1.3e-15
+
+
+@needs_data
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_pose_is_an_error_naming_coordinate_and_frame(bad):
+    """A NaN or infinite coordinate value in q (or qd) given to the path functions is an
+    OptionError (a ValueError) naming the coordinate and the frame, from the one shape check
+    they share (tree.check_q), not NaN lengths and moment arms; forward kinematics too."""
+    from arthron.errors import OptionError
+    from arthron.multibody.kinematics import forward_kinematics
+    model = read_osim(ARM26)
+    tree = compile_model(model)
+    ps = P.compile_paths(model, tree)
+    q = np.tile(tree.default_q, (4, 1))
+    q[2, tree.coordinate_index("r_elbow_flex")] = bad
+    calls = [lambda: P.path_lengths(ps, tree, q), lambda: P.moment_arms(ps, tree, q),
+             lambda: P.path_states(ps, tree, q), lambda: P.compute_paths(ps, tree, q),
+             lambda: P.moment_arms_and_node_forces(ps, tree, q),
+             lambda: P.path_generalized_forces(ps, tree, q, np.ones((4, len(ps.paths)))),
+             lambda: P.lengthening_speeds(ps, tree, q, np.zeros_like(q)),
+             lambda: P.lengthening_speeds(ps, tree, q[[0]], q[[2]]),
+             lambda: forward_kinematics(tree, q)]
+    for call in calls:
+        with pytest.raises(OptionError, match=r"at frame 2 \(of 4\), coordinate 'r_elbow_flex'"
+                                              if call is not calls[-2] else r"frame 0 \(of 1\), coordinate 'r_elbow_flex'"):
+            call()
+    with pytest.raises(ValueError, match=r"q is .* coordinate 'r_elbow_flex' of model 'arm26'"):
+        P.path_lengths(ps, tree, q[2])
+    assert np.isfinite(P.path_lengths(ps, tree, tree.default_q)).all()

@@ -420,7 +420,9 @@ def warn_degrees(model: Model, q, what: str, stacklevel: int = 3):
 def check_q(tree: Tree, q, name: str = "q") -> np.ndarray:
     """``q`` as a float array (T, nq) (one pose (nq,) becomes (1, nq)); OptionError naming the
     argument, its shape and the model's coordinate order when its last axis is not ``nq`` or it
-    has more than two axes (a transposed (nq, T) array is named as such)."""
+    has more than two axes (a transposed (nq, T) array is named as such), and naming the first
+    coordinate and frame (row) of a NaN or infinite value (which would come out of kinematics,
+    path lengths and moment arms as NaN without a word). One ``np.isfinite`` over the array."""
     q = np.asarray(q, dtype=float)
     shape = q.shape
     if q.ndim == 1:
@@ -430,6 +432,13 @@ def check_q(tree: Tree, q, name: str = "q") -> np.ndarray:
         names = ", ".join(tree.coordinate_names[:8]) + (" ..." if tree.nq > 8 else "")
         raise OptionError(f"{name} must have shape (T, nq) or (nq,) with nq = {tree.nq} ({names}), "
                           f"got {shape}{hint}")
+    if not np.isfinite(q).all():
+        bad = ~np.isfinite(q)
+        t, i = (int(k[0]) for k in np.nonzero(bad))
+        where = f"frame {t} (of {len(q)}), " if len(shape) == 2 else ""
+        more = f" ({int(bad.sum()) - 1} more non-finite value(s))" if bad.sum() > 1 else ""
+        raise OptionError(f"{name} is {q[t, i]} at {where}coordinate '{tree.coordinate_names[i]}' "
+                          f"of model '{tree.model_name}': a pose must be finite{more}")
     return q
 
 
