@@ -127,3 +127,25 @@ def test_coupler_assembly_keeps_the_independent_coordinate_like_opensim(tmp_path
     qa = assemble(model, tree, q0[None])[0]
     np.testing.assert_allclose(q_os, [0.3, 0.7], atol=1e-6)      # OpenSim: elbow = 2·0.3 + 0.1
     np.testing.assert_allclose(qa, q_os, atol=1e-6)
+
+
+def test_independent_rows_transform_shared_by_forward_dynamics_and_multipliers():
+    """constrained_dynamics.independent_rows: the one transform of constraint rows that are not
+    independent (forward_accelerations and motion_constraint_multipliers wrote it twice): G' =
+    WᵀG and b' = Wᵀb with the combinations that constrain nothing set to 0; W G' gives G back;
+    independent rows pass through untouched. (GPK_v4_016's welded knee, tests/test_unseen_models,
+    is the guard of the solves.)"""
+    from arthron.multibody.constrained_dynamics import independent_rows
+    rng = np.random.default_rng(3)
+    G = rng.normal(size=(2, 3, 5))
+    b = rng.normal(size=(2, 3))
+    assert independent_rows(G, b)[:2] == (None, None)
+    assert independent_rows(G, b)[2] is G and independent_rows(G, b)[3] is b
+    G[:, 2] = 2.0 * G[:, 0] - G[:, 1]                   # a loop the other rows already close
+    b[:, 2] = 2.0 * b[:, 0] - b[:, 1]
+    W, drop, Gi, bi = independent_rows(G, b)
+    assert drop.tolist() == [[False, False, True]] * 2
+    assert np.all(Gi[drop] == 0.0) and np.all(bi[drop] == 0.0)
+    np.testing.assert_allclose(W @ Gi, G, atol=1e-12)
+    np.testing.assert_allclose(np.einsum("tij,tj->ti", W, bi), b, atol=1e-12)
+    assert independent_rows(G)[3] is None

@@ -625,3 +625,26 @@ def test_interpolated_starts_are_the_cubic_through_four_anchors():
     np.testing.assert_allclose(got[inner], cubic(f[inner].astype(float)), rtol=0, atol=1e-12)
     lin = np.stack([np.interp(f, anchors, cubic(anchors.astype(float))[:, d]) for d in range(2)], 1)
     np.testing.assert_array_equal(got[~inner], lin[~inner])
+
+
+@needs_data
+def test_q0_in_degrees_is_warned_naming_the_coordinate():
+    """A start pose given in degrees (90 for the elbow's right angle, more than 2π beyond its
+    range) is warned about, as a model's default values in degrees are
+    (arthron.multibody.tree.warn_degrees); the same pose in radians is not."""
+    import warnings
+    from arthron.errors import ArthronWarning
+    from arthron.io.osim import read_osim
+    from arthron.io.trc import read_trc
+    from arthron.solvers.inverse_kinematics import solve_ik
+    model = read_osim(ARM_DIRS[0] / "arm26.osim")
+    trial = read_trc(ARM_DIRS[0] / "arm26_elbow_flex.trc")
+    names = list(model.coordinates)
+    deg = np.zeros(len(names))
+    deg[names.index("r_elbow_flex")] = 90.0
+    with pytest.warns(ArthronWarning, match=r"q0: .*r_elbow_flex = 90 .*degrees\?"):
+        solve_ik(model, trial, time_range=(0.0, 0.02), q0=deg)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        solve_ik(model, trial, time_range=(0.0, 0.02), q0=np.deg2rad(deg))
+    assert not [x for x in w if "degrees?" in str(x.message)]

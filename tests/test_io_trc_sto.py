@@ -547,6 +547,37 @@ def test_writers_refuse_to_overwrite_input(tmp_path):
     write_sto(tmp_path / "other.sto", t)  # elsewhere is fine
 
 
+def test_refusals_say_of_this_command_only_in_a_command(tmp_path):
+    """A library call that would write over its input, or write two outputs of one name, is
+    refused with "an input" / "two outputs"; "of this command" is said only while a command-line
+    command runs (the CLI's input_guard; its own test asserts its words)."""
+    from arthron.io.files import atomic_write, input_guard, output_group
+    p = _sto(tmp_path)
+    t = read_sto(p)
+    with pytest.raises(DataFileError) as e:
+        write_sto(p, t)
+    assert "refusing to overwrite an input (" in str(e.value) and "command" not in str(e.value)
+    with input_guard():                                   # a tool called from Python
+        read_sto(p)
+        with pytest.raises(DataFileError) as e:
+            write_sto(p, t)
+        assert "command" not in str(e.value)
+        with pytest.raises(DataFileError, match="a.txt: two outputs have the same name"), output_group():
+            atomic_write(tmp_path / "a.txt", "1")
+            atomic_write(tmp_path / "a.txt", "2")
+    with input_guard([p], command=True):
+        with pytest.raises(DataFileError, match="refusing to overwrite an input of this command"):
+            write_sto(p, t)
+        with pytest.raises(DataFileError, match="b.txt: two outputs of this command have the same name"), \
+                output_group():
+            atomic_write(tmp_path / "b.txt", "1")
+            atomic_write(tmp_path / "b.txt", "2")
+    with pytest.raises(DataFileError) as e:              # the command's wording does not stay
+        write_sto(p, t)
+    assert "command" not in str(e.value)
+    assert not (tmp_path / "a.txt").exists() and not (tmp_path / "b.txt").exists()
+
+
 def _no_temp_files(folder):
     return [f for f in os.listdir(folder) if f.endswith(".tmp")] == []
 

@@ -752,3 +752,62 @@ def test_lengthening_speed_matches_opensim_on_the_thoracoscapular_model():
         m.realizeVelocity(s)
         ref = [osim.Muscle.safeDownCast(m.getForceSet().get(n)).getLengtheningSpeed(s) for n in ps.names]
         assert np.abs(np.array(ref) - ours[t]).max() < 1e-9      # seen 1.3e-15
+
+
+@needs_data
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_pose_is_an_error_naming_coordinate_and_frame(bad):
+    """A NaN or infinite coordinate value in q (or qd) given to the path functions is an
+    OptionError (a ValueError) naming the coordinate and the frame, from the one shape check
+    they share (tree.check_q), not NaN lengths and moment arms; forward kinematics too."""
+    from arthron.errors import OptionError
+    from arthron.multibody.kinematics import forward_kinematics
+    model = read_osim(ARM26)
+    tree = compile_model(model)
+    ps = P.compile_paths(model, tree)
+    q = np.tile(tree.default_q, (4, 1))
+    q[2, tree.coordinate_index("r_elbow_flex")] = bad
+    calls = [lambda: P.path_lengths(ps, tree, q), lambda: P.moment_arms(ps, tree, q),
+             lambda: P.path_states(ps, tree, q), lambda: P.compute_paths(ps, tree, q),
+             lambda: P.moment_arms_and_node_forces(ps, tree, q),
+             lambda: P.path_generalized_forces(ps, tree, q, np.ones((4, len(ps.paths)))),
+             lambda: P.lengthening_speeds(ps, tree, q, np.zeros_like(q)),
+             lambda: P.lengthening_speeds(ps, tree, q[[0]], q[[2]]),
+             lambda: forward_kinematics(tree, q)]
+    for call in calls:
+        with pytest.raises(OptionError, match=r"at frame 2 \(of 4\), coordinate 'r_elbow_flex'"
+                                              if call is not calls[-2] else r"frame 0 \(of 1\), coordinate 'r_elbow_flex'"):
+            call()
+    with pytest.raises(ValueError, match=r"q is .* coordinate 'r_elbow_flex' of model 'arm26'"):
+        P.path_lengths(ps, tree, q[2])
+    assert np.isfinite(P.path_lengths(ps, tree, tree.default_q)).all()
+
+
+def test_double_cylinder_stretches_are_drawn_on_the_cylinders(tmp_path):
+    """arthron show draws a path's stretch on each cylinder of a WrapDoubleCylinderObst along
+    the cylinder (the helix between its tangent points, as a single cylinder's), not as the
+    chord: with a rise along the axes, every drawn point between the nodes lies on the U or
+    the V cylinder (distance from its axis = its radius to 1e-12 m), 23 per wrapped stretch,
+    and the drawn polyline is as long as the path (to 1e-4; the chords were up to 2.2 % short)."""
+    from arthron.render import ModelScene
+    path, d = _dc_model(tmp_path, p=(-0.03, -0.02, -0.01), s=(0.013, -0.12, 0.02))
+    model, tree, ps = _setup(path)
+    th = np.linspace(-0.5, 2.6, 40)
+    Q = np.concatenate([np.c_[np.full_like(th, sh), th] for sh in (-0.6, 0.6)])
+    st = P.compute_paths(ps, tree, Q)[0]
+    case = _dc_cases(st)
+    assert all((case == c).sum() >= 2 for c in "UVB")
+    cu, cv, _, _ = _dc_centres(ps, tree, Q, d)     # cylinder axes: ground z through the centres
+    scene = ModelScene.build(model, Q, None, meshes=False)
+    worst = 0.0
+    for k in range(len(Q)):
+        drawn = scene.paths[k][scene.path_names.index("TRI")]
+        nodes = st.P[k][st.tag[k] >= 0]
+        extra = drawn[~np.any(np.all(drawn[:, None] == nodes[None], axis=2), axis=1)]
+        on_u = np.abs(np.hypot(*(extra - cu[k])[:, :2].T) - d["ru"]) < 1e-12
+        on_v = np.abs(np.hypot(*(extra - cv[k])[:, :2].T) - d["rv"]) < 1e-12
+        assert np.all(on_u | on_v), (k, case[k])
+        assert len(extra) == 23 * {"-": 0, "U": 1, "V": 1, "B": 2}[case[k]], (k, case[k])
+        L = float(np.linalg.norm(np.diff(drawn, axis=0), axis=1).sum())
+        worst = max(worst, abs(L - st.length[k]) / st.length[k])
+    assert worst < 1e-4, worst

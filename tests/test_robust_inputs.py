@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from conftest import ARM26, DATA, GAIT_PIPE, GAIT_REF_MODEL, needs_data
+from conftest import ARM26, DATA, GAIT_PIPE, GAIT_REF_MODEL, REF, needs_data, needs_opensim
 from arthron.cli import main
 from arthron.errors import ArthronError, DataFileError, ModelFileError, OptionError
 from arthron.io.osim import read_osim
@@ -522,3 +522,60 @@ def test_trc_in_millimetres_declared_metres_is_warned(tmp_path):
     t0 = float(trial.time[10])
     with pytest.warns(Warning, match=r"subject01_walk1.trc: IK marker errors of metres.*Units \(read as m\)"):
         solve_ik(read_osim(GAIT_REF_MODEL), trial, None, time_range=(t0, t0))
+
+
+def _arm26_motion_with_elbow_label(tmp_path, label):
+    src = REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot"
+    lines = src.read_text().splitlines()
+    i = lines.index("endheader")
+    lines[i + 1] = f"time\t/jointset/r_shoulder/r_shoulder_elev/value\t{label}"
+    p = tmp_path / f"m{len(list(tmp_path.glob('m*.mot')))}.mot"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+@needs_data
+@needs_opensim
+def test_state_path_naming_another_joint_is_not_read_as_in_opensim(tmp_path, monkeypatch):
+    """A column ``/jointset/WRONG/r_elbow_flex/value`` is not the elbow's: OpenSim 4.6's
+    AnalyzeTool does not read it (it warns it did not find /jointset/r_elbow/r_elbow_flex/value
+    and keeps the default value; its Kinematics q, run here, says so), nor does arthron, which
+    names the column and the coordinate's joint (a warning in analyses, an error in ID); the
+    tail ``r_elbow/r_elbow_flex/value`` is read by both."""
+    import opensim as osim
+    from arthron.errors import ArthronWarning
+    from arthron.io.osim import read_osim
+    from arthron.models.motion import coordinates_from_table
+    from arthron.solvers.inverse_dynamics import run_inverse_dynamics
+    monkeypatch.chdir(tmp_path)          # opensim.log
+    model = read_osim(ARM26)
+    k = list(model.coordinates).index("r_elbow_flex")
+    for label, read in [("/jointset/WRONG/r_elbow_flex/value", False),
+                        ("/jointset/r_shoulder/r_elbow_flex/value", False),
+                        ("r_elbow/r_elbow_flex/value", True)]:
+        mot = _arm26_motion_with_elbow_label(tmp_path, label)
+        name = mot.stem
+        (tmp_path / f"{name}.xml").write_text(
+            f'<OpenSimDocument Version="40000"><AnalyzeTool name="{name}"><model_file>{ARM26}'
+            f'</model_file><results_directory>{tmp_path}</results_directory><initial_time>0'
+            '</initial_time><final_time>0.05</final_time><AnalysisSet name="Analyses"><objects>'
+            '<Kinematics name="Kinematics"><in_degrees>false</in_degrees></Kinematics></objects>'
+            f'</AnalysisSet><coordinates_file>{mot}</coordinates_file>'
+            '<lowpass_cutoff_frequency_for_coordinates>-1</lowpass_cutoff_frequency_for_coordinates>'
+            '</AnalyzeTool></OpenSimDocument>')
+        osim.AnalyzeTool(str(tmp_path / f"{name}.xml")).run()
+        ref = read_sto(tmp_path / f"{name}_Kinematics_q.sto")
+        table = read_sto(mot)
+        if read:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                q = coordinates_from_table(model, table, missing="default")
+        else:
+            with pytest.warns(ArthronWarning, match=f"'{label}' \\(coordinate 'r_elbow_flex' is in "
+                                                    "joint 'r_elbow'"):
+                q = coordinates_from_table(model, table, missing="default")
+            with pytest.raises(DataFileError, match=f"missing coordinate column\\(s\\) r_elbow_flex.*'{label}'"):
+                run_inverse_dynamics(model, table)
+        elbow = ref.data[:, ref.labels.index("r_elbow_flex")]
+        assert (np.abs(elbow).max() > 1e-3) == read       # OpenSim read the column or kept 0
+        np.testing.assert_allclose(q[:len(elbow), k], elbow, atol=1e-7)

@@ -326,3 +326,43 @@ def test_invisible_geometry_and_wrap_objects_not_drawn_as_opensim(tmp_path):
     assert hidden_wrap_objects(model) == {("b", "Cylinder")}
     scene = ModelScene.build(model, np.zeros((1, compile_model(model).nq)))
     assert {name for *_, name in scene.bodies} | {w[-1] for w in scene.wraps} == drawn
+
+
+@needs_data
+def test_tool_and_analysis_names_that_are_paths_are_refused(tmp_path):
+    """A setup's tool name or analysis name becomes the start of result file names; one with a
+    path in it (``../esc``) would put them outside results_directory (OpenSim 4.6 drops the
+    directory with a warning from most files but writes StaticOptimization's controls .xml
+    there). arthron refuses it before solving, naming the setup file and the element, and
+    writes nothing; an empty analysis name still passes, as in OpenSim."""
+    import shutil
+    from arthron.tools.analyze_setup import read_analyze_setup
+    from arthron.tools.ik_tool import run_ik_from_setup
+    from conftest import REF
+    from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
+    w = tmp_path / "arm26"
+    (w / "results" / "IK").mkdir(parents=True)
+    src = MODELS / "Tutorials" / "Computed_Muscle_Control" / "InverseKinematics"
+    shutil.copy(src / "arm26.osim", w)
+    shutil.copy(src / "arm26_elbow_flex.trc", w)
+    shutil.copy(REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot", w / "results" / "IK")
+    setups = REF / "task1_arm26" / "setups"
+    ik = (setups / "ik_setup.xml").read_text().replace("<workdir>", str(tmp_path))
+    so = (setups / "so_setup_physiological.xml").read_text().replace("<workdir>", str(tmp_path))
+    cases = [("ik", ik.replace('name="arm26">', 'name="../esc">', 1),
+              r"<InverseKinematicsTool name='../esc'>: name '../esc': a name for the output files, not a path"),
+             ("so", so.replace('<AnalyzeTool name="arm26">', '<AnalyzeTool name="sub/esc">'),
+              r"<AnalyzeTool name='sub/esc'>: name 'sub/esc'"),
+             ("so", so.replace('<StaticOptimization name="StaticOptimization">',
+                               '<StaticOptimization name="..">'),
+              r"<StaticOptimization name='..'> \(line \d+\): name '..'")]
+    for i, (tool, text, msg) in enumerate(cases):
+        p = tmp_path / f"setup{i}.xml"
+        p.write_text(text)
+        before = sorted(tmp_path.rglob("*"))
+        with pytest.raises(DataFileError, match=re.escape(str(p)) + ": " + msg):
+            (run_ik_from_setup(p).write() if tool == "ik" else run_static_optimization_from_setup(p))
+        assert sorted(tmp_path.rglob("*")) == before
+    p = tmp_path / "empty.xml"
+    p.write_text(so.replace('<StaticOptimization name="StaticOptimization">', '<StaticOptimization name="">'))
+    assert read_analyze_setup(p).analyses[0][1].get("name") == ""

@@ -724,7 +724,7 @@ def _main(argv=None) -> int:
     try:
         # no command writes onto a file it reads (the files named here, and every file a reader
         # opens while the command runs): arthron.io.files
-        with input_guard([getattr(args, k) for k in _INPUT_ARGS if getattr(args, k, None)]):
+        with input_guard([getattr(args, k) for k in _INPUT_ARGS if getattr(args, k, None)], command=True):
             if getattr(args, "search_dir", None) and not getattr(args, "setup", None):
                 raise OptionError("--search-dir goes with --setup (it finds the files a setup names)")
             if args.command in _FILE_OUTPUT and getattr(args, "output", None):

@@ -16,7 +16,7 @@ What is drawn, as OpenSim's visualizer draws it:
   points (:func:`arthron.multibody.path_geometry.compute_paths`, the path OpenSim 4.6 computes),
   with the stretch on a wrap surface drawn on the surface (:func:`wrap_arc`: great-circle arc on a
   sphere, helix on a cylinder or on the cylinder a torus wrap lays on its tube, scaled great
-  circle on an ellipsoid; the two stretches of a double-cylinder obstacle as chords);
+  circle on an ellipsoid, a helix on each cylinder of a double-cylinder obstacle);
 * markers as spheres (radius 1 cm), at their locations on their bodies;
 * wrap objects (sphere, cylinder, ellipsoid, torus; the U cylinder of a double-cylinder
   obstacle) as translucent surfaces in their frames.
@@ -223,17 +223,40 @@ def _with_arcs(st, t, wobjs, Rb, ob, nb, n_arc: int = 24) -> np.ndarray:
     wl = st.wlen[t][keep]
     pts = [P[:1]]
     for k in range(len(P) - 1):
-        if w[k] >= 0 and w[k] == w[k + 1] and w[k] < len(wobjs):
-            wo = wobjs[w[k]]
-            Rw = wo.R if wo.body == nb else Rb[wo.body] @ wo.R
-            pw = wo.p if wo.body == nb else Rb[wo.body] @ wo.p + ob[wo.body]
+        surf = _wrap_surface(wobjs, int(w[k]), Rb, ob, nb) if w[k] >= 0 and w[k] == w[k + 1] else None
+        if surf is not None:
+            kind, dims, Rw, pw = surf
             a, b = (P[k] - pw) @ Rw, (P[k + 1] - pw) @ Rw
             before = (P[k - 1] - pw) @ Rw if k > 0 else None
-            arc = wrap_arc(wo.type, wo.dims, a, b, wl[k + 1], n_arc, plane_point=before)
+            arc = wrap_arc(kind, dims, a, b, wl[k + 1], n_arc, plane_point=before)
             if arc is not None:
                 pts.append(arc @ Rw.T + pw)
         pts.append(P[k + 1:k + 2])
     return np.concatenate(pts)
+
+
+def _wrap_surface(wobjs, i: int, Rb, ob, nb):
+    """``(kind, dims, R, origin)`` of the surface that wrap nodes with wrap-object id ``i``
+    (``PathState.wobj``) lie on, its frame in ground: the wrap object's own; for a
+    WrapDoubleCylinderObst its U cylinder (id i, the object's frame) or its V cylinder (id
+    i + number of wrap objects, on ``v_body`` at ``v_R``, ``v_p``), each drawn as a
+    ``WrapCylinder`` of its radius (Garner & Pandy 2000's path on a cylinder is its helix).
+    None for an id of nothing drawable."""
+    n = len(wobjs)
+    if 0 <= i < n:
+        wo = wobjs[i]
+        Rw = wo.R if wo.body == nb else Rb[wo.body] @ wo.R
+        pw = wo.p if wo.body == nb else Rb[wo.body] @ wo.p + ob[wo.body]
+        if wo.type == "WrapDoubleCylinderObst":
+            return "WrapCylinder", {"radius": wo.dims["radius"]}, Rw, pw
+        return wo.type, wo.dims, Rw, pw
+    if n <= i < 2 * n and wobjs[i - n].type == "WrapDoubleCylinderObst":
+        d = wobjs[i - n].dims
+        vb = d["v_body"]
+        Rv = d["v_R"] if vb == nb else Rb[vb] @ d["v_R"]
+        ov = d["v_p"] if vb == nb else Rb[vb] @ d["v_p"] + ob[vb]
+        return "WrapCylinder", {"radius": d["radius_v"]}, Rv, ov
+    return None
 
 
 def _slerp(u, v, s, long_way=False):
@@ -269,7 +292,8 @@ def wrap_arc(kind: str, dims: dict, a, b, length: float, n: int = 24, plane_poin
     ``WrapTorus`` lays tangent to the torus circle (:func:`arthron.geometry.wrapping.wrap_torus`;
     both tangent points lie on it, which fixes where it touches the circle); each way round is
     tried and the one whose length is nearest the wrap length ``length`` that OpenSim's
-    wrapping computed (``PathState.wlen``) is drawn. Double-cylinder obstacles: None.
+    wrapping computed (``PathState.wlen``) is drawn. Double-cylinder obstacles: each cylinder
+    is passed as a ``WrapCylinder`` (:func:`_wrap_surface`); their own kind gives None.
     """
     a, b = np.asarray(a, float), np.asarray(b, float)
     if kind == "WrapTorus":

@@ -62,6 +62,14 @@ def _umask() -> int:
 # the inputs of the running command
 # --------------------------------------------------------------------------------------
 _INPUTS: contextvars.ContextVar = contextvars.ContextVar("arthron_inputs", default=None)
+#: True while a command-line command runs (its outermost :func:`input_guard` said so): the
+#: messages then say "of this command"; a library call's say neither.
+_COMMAND: contextvars.ContextVar = contextvars.ContextVar("arthron_command", default=False)
+
+
+def _of_command() -> str:
+    """" of this command" inside a command-line command, "" in a library call."""
+    return " of this command" if _COMMAND.get() else ""
 
 
 def _identity(p: Path):
@@ -73,10 +81,12 @@ def _identity(p: Path):
 
 
 @contextlib.contextmanager
-def input_guard(inputs=()):
+def input_guard(inputs=(), *, command: bool = False):
     """Within this context every file an arthron reader reads (and each of ``inputs``) is
     remembered, and :func:`atomic_write` refuses to write onto any of them. Nested guards share
-    the outer one's list. Yields the list of (resolved path, identity) pairs."""
+    the outer one's list. ``command``: the guard is a command-line command's (``arthron.cli``),
+    whose messages say "an input of this command" (a library call's say "an input").
+    Yields the list of (resolved path, identity) pairs."""
     outer = _INPUTS.get()
     if outer is not None:
         for p in inputs:
@@ -85,11 +95,13 @@ def input_guard(inputs=()):
         return
     lst: list = []
     token = _INPUTS.set(lst)
+    ctoken = _COMMAND.set(bool(command))
     try:
         for p in inputs:
             note_input(p)
         yield lst
     finally:
+        _COMMAND.reset(ctoken)
         _INPUTS.reset(token)
 
 
@@ -164,7 +176,7 @@ def check_output(path, sources=()) -> Path:
             entries.append((sp, _identity(sp)))
     for p, pid in entries:
         if r == p or (ident is not None and pid is not None and ident == pid):
-            raise DataFileError(f"refusing to overwrite an input of this command ({p})", path)
+            raise DataFileError(f"refusing to overwrite an input{_of_command()} ({p})", path)
     st = _stat_output(r, path, "but the output path needs it to be a folder", "cannot write here")
     if st is not None:
         if stat.S_ISDIR(st.st_mode):
@@ -341,7 +353,7 @@ def atomic_write(path, data, *, sources=()) -> Path:
     if grp is not None:
         for t, _, shown in grp:
             if t == target:
-                raise DataFileError("two outputs of this command have the same name", shown)
+                raise DataFileError(f"two outputs{_of_command()} have the same name", shown)
     tmp = _stage(target, data, path, sync=grp is None)
     if grp is not None:
         grp.append((target, tmp, path))

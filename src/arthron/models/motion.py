@@ -1,7 +1,9 @@
 """Motions (coordinates over time) mapped onto a model's coordinates.
 
 One rule for every tool: columns are matched by coordinate name or 4.x state path
-(``/jointset/<joint>/<coordinate>/value``); degrees are converted for rotational coordinates
+(``/jointset/<joint>/<coordinate>/value``, or a tail of it such as ``<joint>/<coordinate>/value``,
+as OpenSim 4.6 matches them; a path naming another joint than the coordinate's is not read, and
+named in the error or warning); degrees are converted for rotational coordinates
 only (as OpenSim converts them: "coupled" coordinates stay as written).
 """
 from __future__ import annotations
@@ -22,8 +24,11 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, l
                           missing: str = "error"):
     """Coordinate columns of a motion table, in model order and SI units.
 
-    Column labels may be coordinate names or 4.x state paths (``/jointset/j/c/value``).
-    Coordinates missing from the file take their default value when locked; with
+    Column labels may be coordinate names or 4.x state paths (``/jointset/j/c/value``, or its
+    tail ``j/c/value``, as OpenSim 4.6 reads them); a state path naming another joint than the
+    coordinate's (``/jointset/WRONG/c/value``) is not read (OpenSim's AnalyzeTool does not read
+    it either: it keeps the default value) and is named, with the coordinate's joint, in the
+    error or warning about the missing coordinate (in a warning when it was locked). Coordinates missing from the file take their default value when locked; with
     ``locked_at_default`` locked coordinates take it whatever the file holds. (OpenSim's
     InverseDynamicsTool uses the file's values, locks and constraints being ignored.)
     ``missing``: ``"error"`` (an unlocked coordinate missing from the file is an error, as
@@ -44,16 +49,24 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, l
     require_model(model)
     _check_table(table, path)
     coords = list(model.coordinates.values())
-    lab, other_states = {}, []
+    lab, other_states, misnamed = {}, [], []
     for k, l in enumerate(table.labels):
         name = l
-        if l.startswith("/"):
+        if "/" in l:
             parts = l.strip("/").split("/")
             if parts[-1] != "value" or len(parts) < 2:
                 other_states.append(l)         # speeds, muscle states ...: not coordinate values
                 continue
             name = parts[-2]
+            c = model.coordinates.get(name)
+            if c is not None and not _is_state_path(l, c):
+                misnamed.append(f"'{l}' (coordinate '{name}' is in joint '{c.joint}': "
+                                f"{_state_path(c)})")
+                continue
         lab.setdefault(name, k)
+    mis = (f"; column(s) naming a coordinate under another joint than its own are not read, as "
+           f"OpenSim 4.6 does not read them: {', '.join(misnamed[:4])}{' ...' if len(misnamed) > 4 else ''}"
+           if misnamed else "")
     deg = table.in_degrees if in_degrees is None else in_degrees
     if deg is None:
         deg = False
@@ -80,8 +93,8 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, l
                       f"not in the motion keep their default values ({', '.join(missing_names[:6])}"
                       f"{' ...' if len(missing_names) > 6 else ''})"
                       + (f"; column(s) that name no coordinate of model '{model.name}': {', '.join(unknown[:6])}"
-                         if unknown else ""), ArthronWarning, stacklevel=2)
-        missing_names = []
+                         if unknown else "") + mis, ArthronWarning, stacklevel=2)
+        missing_names, mis = [], ""
     if missing_names:
         unknown = [l for l in lab if l not in model.coordinates]
         raise DataFileError(
@@ -89,8 +102,11 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, l
             f"{', '.join(missing_names)}" + (f"; unknown column(s) {', '.join(unknown[:10])}" if unknown else "")
             + (f"; state-path columns are read from their '/value' entries only (ignored: "
                f"{', '.join(other_states[:3])}{' ...' if len(other_states) > 3 else ''})"
-               if other_states and not lab else ""),
+               if other_states and not lab else "") + mis,
             path or getattr(table, "source", None), "column labels")
+    if mis:     # a locked coordinate took its default value
+        warnings.warn(f"{path or getattr(table, 'source', None) or 'motion'}: {mis[2:]}", ArthronWarning,
+                      stacklevel=2)
     src = path or getattr(table, "source", None)
     bad = ~np.isfinite(out)
     if bad.any():
@@ -106,6 +122,21 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, l
                       f"{float(table.time[k]):.6g} s (below {_MIN_DT:g} s; derivatives of the "
                       "coordinates will be meaningless)", ArthronWarning, stacklevel=2)
     return out
+
+
+def _state_path(c) -> str:
+    """The state path of coordinate ``c``'s value, ``/jointset/<joint>/<coordinate>/value``."""
+    return f"/jointset/{c.joint}/{c.name}/value"
+
+
+def _is_state_path(label: str, c) -> bool:
+    """Whether a column label with '/' reads coordinate ``c``'s value as OpenSim 4.6 reads it
+    (``Storage::getStateIndex``): the whole state path, or a tail of it at a '/' without the
+    leading '/' (``r_elbow/r_elbow_flex/value``). A label naming another joint
+    (``/jointset/WRONG/r_elbow_flex/value``) does not: OpenSim's AnalyzeTool then warns "Did not
+    find column /jointset/r_elbow/r_elbow_flex/value" and keeps the coordinate's default."""
+    full = _state_path(c)
+    return label == full or (not label.startswith("/") and full.endswith("/" + label))
 
 
 def _check_table(table, path) -> None:

@@ -22,7 +22,8 @@ from ..errors import UnsupportedFeature
 from .inverse_dynamics import ExternalLoad, inverse_dynamics
 from .kinematics import Tree, forward_kinematics
 
-__all__ = ["constraint_bias", "constraint_loads", "motion_constraint_multipliers", "redundant_rows"]
+__all__ = ["constraint_bias", "constraint_loads", "motion_constraint_multipliers", "redundant_rows",
+           "independent_rows"]
 
 
 #: singular values of a constraint Jacobian (m or rad per unit speed) below this are rounding
@@ -54,6 +55,23 @@ def redundant_rows(G):
     if keep.all():
         return None, None
     return U, ~keep
+
+
+def independent_rows(G, b=None):
+    """``(W, drop, G', b')``: the constraint rows G (T, m, n) (and their right-hand side b
+    (T, m), optional) as the orthonormal combinations ``G' = Wᵀ G`` (``b' = Wᵀ b``) of
+    :func:`redundant_rows`, the combinations that constrain nothing (``drop``) set to 0, so that
+    a solve can give them a zero multiplier (a unit diagonal in place of ``G' G'ᵀ``); ``(None,
+    None, G, b)`` when the rows are independent. The one transform of forward dynamics
+    (:func:`~arthron.multibody.forward_dynamics.forward_accelerations`) and of
+    :func:`motion_constraint_multipliers`."""
+    W, drop = redundant_rows(G)
+    if W is None:
+        return None, None, G, b
+    G = np.where(drop[:, :, None], 0.0, np.swapaxes(W, 1, 2) @ G)
+    if b is not None:
+        b = np.where(drop, 0.0, np.einsum("tji,tj->ti", W, b))
+    return W, drop, G, b
 
 
 def constraint_bias(tree: Tree, q, qd, constraints, kin=None) -> np.ndarray:
@@ -323,10 +341,7 @@ def motion_constraint_multipliers(tree: Tree, q, qd, qdd, constraints, generaliz
         need = need - np.asarray(generalized, float)
     free = np.ones(nq, bool) if locked is None else ~np.asarray(locked, bool)
     G0 = constraints.jacobian(q)[:, :, free]
-    G = G0
-    W, drop = redundant_rows(G)
-    if W is not None:                     # rows the locks make redundant carry nothing
-        G = np.where(drop[:, :, None], 0.0, np.swapaxes(W, 1, 2) @ G)
+    W, drop, G, _ = independent_rows(G0)     # rows the locks make redundant carry nothing
     A = G @ np.swapaxes(G, 1, 2)
     if W is not None:
         A = A + drop[:, :, None] * np.eye(A.shape[1])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .constrained_dynamics import constraint_bias, redundant_rows
+from .constrained_dynamics import constraint_bias, independent_rows
 from .frames_last import inverse_dynamics_frames_last, kinematics_frames_last
 from .kinematics import Tree, forward_kinematics
 from .mass_matrix import mass_matrix, node_mass_matrix
@@ -80,10 +80,7 @@ def forward_accelerations(tree: Tree, q, qd, generalized=None, loads=(), locked=
         G = Gq[:, :, fi]
         b = constraint_bias(tree, q, qd, constraints, forward_kinematics(tree, q, qd, np.zeros_like(q)))
         nf = fi.size
-        W, drop = redundant_rows(G)
-        if W is not None:                 # independent combinations of the rows; the others' μ 0
-            G = np.where(drop[:, :, None], 0.0, np.swapaxes(W, 1, 2) @ G)
-            b = np.where(drop, 0.0, np.einsum("tji,tj->ti", W, b))
+        W, drop, G, b = independent_rows(G, b)  # independent combinations of the rows; the others' μ 0
         K = np.zeros((T, nf + m, nf + m))
         K[:, :nf, :nf] = Mb[:, fi][:, :, fi]
         K[:, :nf, nf:] = -np.swapaxes(G, 1, 2)

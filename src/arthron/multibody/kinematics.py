@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import OptionError
 from ..geometry.spatial import cross
-from .tree import Node, Tree, check_q, compile_model, default_coordinates
+from .tree import Node, Tree, check_q, compile_model, default_coordinates, warn_degrees
 
 __all__ = ["Tree", "Node", "compile_model", "forward_kinematics", "Kinematics", "velocity_map",
            "apply_velocity_map_transpose", "marker_positions", "default_coordinates",

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import UnsupportedFeature
 from ..geometry import wrapping as _wr
 from ..geometry.wrap_kernels import use_kernel
-from .kinematics import Kinematics, Tree, forward_kinematics
+from .kinematics import Kinematics, Tree, check_q, forward_kinematics
 
 from .path_compile import PathSet, _Path
 
@@ -128,8 +128,9 @@ def _seg_lengths(st_P, tag, wobj, wlen):
 
 def compute_paths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
                   which=None) -> list:
-    """Rebuild paths for T frames: a :class:`PathState` per path (``which``: indices)."""
-    q = np.atleast_2d(np.asarray(q, float))
+    """Rebuild paths for T frames: a :class:`PathState` per path (``which``: indices).
+    OptionError for a q of the wrong shape or not finite (:func:`~arthron.multibody.tree.check_q`)."""
+    q = check_q(tree, q)
     if kin is None:
         kin = forward_kinematics(tree, q)
     Rb, ob = _frames(tree, kin)

@@ -33,7 +33,8 @@ from ..geometry.spatial import frame_with_z
 from ..models.model import GROUND, Model, Transform, require_model
 from .joints import joint_ops, joint_type
 
-__all__ = ["Node", "Tree", "HingeLayout", "compile_model", "default_coordinates", "check_q"]
+__all__ = ["Node", "Tree", "HingeLayout", "compile_model", "default_coordinates", "check_q",
+           "warn_degrees"]
 
 
 @dataclass
@@ -395,19 +396,33 @@ def _check_masses(model: Model) -> None:
         if not (np.all(np.isfinite(b.mass_center)) and np.all(np.isfinite(b.inertia))):
             raise ModelFileError(f"body '{b.name}' has a non-finite mass centre or inertia",
                                  model.source, f"<Body name='{b.name}'>")
-    far = [f"{c.name} = {c.default_value:g}" for c in model.coordinates.values()
-           if c.motion_type == "rotational" and np.isfinite(c.default_value)
-           and not min(c.range) - 2 * np.pi <= c.default_value <= max(c.range) + 2 * np.pi]
-    if far:     # a default set by hand in degrees (90 for a right angle) would be taken as 90 rad
-        warnings.warn(f"model '{model.name}': rotational coordinate default value(s) more than 2π outside "
-                      f"their ranges, in radians: {', '.join(far[:5])}{' ...' if len(far) > 5 else ''} "
-                      "(degrees? convert with numpy.deg2rad)", ArthronWarning, stacklevel=3)
+    # a default set by hand in degrees (90 for a right angle) would be taken as 90 rad
+    warn_degrees(model, [c.default_value for c in model.coordinates.values()],
+                 f"model '{model.name}': rotational coordinate default value(s)", stacklevel=4)
+
+
+def warn_degrees(model: Model, q, what: str, stacklevel: int = 3):
+    """Warn (ArthronWarning) when a rotational value of the pose ``q`` ((nq,), radians, metres;
+    the model's coordinate order) lies more than 2π outside its coordinate's range: a value
+    given in degrees (90 for a right angle would be taken as 90 rad). ``what`` opens the
+    message (e.g. "q0: rotational coordinate value(s)"); it names each such coordinate and
+    value. Non-finite values are left to the callers' own checks. Returns ``q``."""
+    far = [f"{c.name} = {float(v):g}" for c, v in zip(model.coordinates.values(), np.ravel(q))
+           if c.motion_type == "rotational" and np.isfinite(v)
+           and not min(c.range) - 2 * np.pi <= v <= max(c.range) + 2 * np.pi]
+    if far:
+        warnings.warn(f"{what} more than 2π outside their ranges, in radians: "
+                      f"{', '.join(far[:5])}{' ...' if len(far) > 5 else ''} "
+                      "(degrees? convert with numpy.deg2rad)", ArthronWarning, stacklevel=stacklevel)
+    return q
 
 
 def check_q(tree: Tree, q, name: str = "q") -> np.ndarray:
     """``q`` as a float array (T, nq) (one pose (nq,) becomes (1, nq)); OptionError naming the
     argument, its shape and the model's coordinate order when its last axis is not ``nq`` or it
-    has more than two axes (a transposed (nq, T) array is named as such)."""
+    has more than two axes (a transposed (nq, T) array is named as such), and naming the first
+    coordinate and frame (row) of a NaN or infinite value (which would come out of kinematics,
+    path lengths and moment arms as NaN without a word). One ``np.isfinite`` over the array."""
     q = np.asarray(q, dtype=float)
     shape = q.shape
     if q.ndim == 1:
@@ -417,6 +432,13 @@ def check_q(tree: Tree, q, name: str = "q") -> np.ndarray:
         names = ", ".join(tree.coordinate_names[:8]) + (" ..." if tree.nq > 8 else "")
         raise OptionError(f"{name} must have shape (T, nq) or (nq,) with nq = {tree.nq} ({names}), "
                           f"got {shape}{hint}")
+    if not np.isfinite(q).all():
+        bad = ~np.isfinite(q)
+        t, i = (int(k[0]) for k in np.nonzero(bad))
+        where = f"frame {t} (of {len(q)}), " if len(shape) == 2 else ""
+        more = f" ({int(bad.sum()) - 1} more non-finite value(s))" if bad.sum() > 1 else ""
+        raise OptionError(f"{name} is {q[t, i]} at {where}coordinate '{tree.coordinate_names[i]}' "
+                          f"of model '{tree.model_name}': a pose must be finite{more}")
     return q
 
 

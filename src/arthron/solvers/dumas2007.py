@@ -7,7 +7,9 @@ on a model from its own landmarks (:func:`upper_limb_frames`, :func:`dumas_mass_
 Values were read from the open implementation of Dumas et al. (2007) in HuMoD (Wojtusch J, von
 Stryk O (2015) "HuMoD — a versatile and open database for the investigation, modeling and
 simulation of human motion dynamics on actuation level", IEEE-RAS Humanoids; file
-``SubjectParameterEstimation.m``, BSD 3-clause licence), not from the paper itself.
+``SubjectParameterEstimation.m``, BSD 3-clause licence), not from the paper itself, and checked
+against OpenMA's (``dumasmcconvilleyoungtable.cpp``): masses and the upper limb's mass centres
+equal.
 """
 from __future__ import annotations
 
@@ -17,39 +19,44 @@ from ..errors import DataFileError, ModelFileError
 from ..models.model import Model
 from ..multibody.kinematics import compile_model, forward_kinematics, marker_positions
 
-__all__ = ["DUMAS2007_MASS_PERCENT", "DUMAS2007_COM_PERCENT", "HAND_LENGTH_PER_HEIGHT",
+__all__ = ["DUMAS2007_MASS_PERCENT", "DUMAS2007_BODY_PERCENT", "DUMAS2007_COM_PERCENT", "HAND_LENGTH_PER_HEIGHT",
            "UPPER_LIMB_LANDMARKS", "upper_limb_frames", "dumas_mass_centers"]
 
-#: Segment masses in % of body mass, by gender: Dumas et al. 2007 (the shoulder–elbow model
-#: paper's ref. 38, its "3D predictive equations"). ``torso`` is the thorax with the abdomen.
+#: Segment masses in % of body mass, by gender: Dumas et al. 2007, Table 2 (the shoulder–elbow
+#: model paper's ref. 38, its "3D predictive equations"). ``torso`` is the thorax with the abdomen.
 #:
-#: Verification status (the shoulder–elbow model paper prints none of these values; Dumas et al.
-#: 2007 itself was not available to this project):
+#: The table's own values, not normalized: they are rounded to 0.1 %, and a whole body (head
+#: and neck, torso, pelvis and both limbs) sums to 100.2 % of the body mass for men and 99.9 % for
+#: women (:data:`DUMAS2007_BODY_PERCENT`), so a model whose bodies all carry segments of the
+#: table (:func:`arthron.solvers.scaling.segment_masses`) weighs that share of the subject's mass.
+#: The shoulder–elbow model paper uses them as printed: its generic subject's (85.5 kg) "arm
+#: weight from almost 3.51 kg to 2.99 kg" is upper arm + forearm, 4.1 % male (3.506 kg) and
+#: 3.5 % female (2.993 kg); normalized they would be 3.499 and 2.996 kg.
 #:
-#: * every entry checked against HuMoD's implementation of Dumas et al. 2007 (Wojtusch & von
-#:   Stryk 2015, ``SubjectParameterEstimation.m``: head 6.7/6.7, torso 33.3/30.4, pelvis 14.2/14.6,
-#:   upper arm 2.4/2.2, forearm 1.7/1.3, hand 0.6/0.5, thigh 12.3/14.6, shank 4.8/4.5, foot
-#:   1.2/1.0 % male/female): all equal except the female pelvis, 14.7 here. UNRESOLVED: with
-#:   HuMoD's 14.6 the female fractions sum to 99.9 %, with 14.7 to 100.0 % (the male ones to
-#:   100.2 %; a female whole-body scaling of Gait2354 keeps the body mass exactly with 14.7); an open
-#:   implementation of the revised table of Dumas & Wojtusch (2018, "Estimation of the body
-#:   segment inertial parameters for the rigid body biomechanical models used in motion
-#:   analysis", Handbook of Human Motion) lists 14.7, but its female upper arm and forearm (2.3,
-#:   1.4 %) are not 2007's, so it does not settle the 2007 value. 14.7 is kept until the
-#:   paper's Table 2 is read; the shoulder–elbow model does not use the pelvis;
-#: * consistent with the shoulder–elbow model paper's figures (generic subject 85.5 kg: "arm
-#:   weight from almost 3.51 kg to 2.99 kg"; "each extra kilogram ... scaled up the arm weight by
-#:   almost 1.17 %"): upper arm + forearm = 4.1 % male (3.506 kg) and 3.5 % female (2.993 kg);
-#:   with the hand they would be 4.02 / 3.42 kg; 1.17 %/kg = 1/85.5 holds for any fraction;
-#: * consistent with the CusToM toolbox (``WholeBodySegMass.m``, citing Dumas et al. 2007: trunk
-#:   with head and pelvis 54.2 %, upper limb 4.7 %, lower limb 18.3 %, male);
-#: * NOT checked against the paper's own table (page and table number unverified).
+#: Sources (the paper itself was not available to this project): two independent open
+#: implementations of Table 2 agree on every entry: HuMoD (Wojtusch & von Stryk 2015,
+#: ``SubjectParameterEstimation.m``, BSD 3-clause) and OpenMA (Moveck Solution 2016,
+#: ``dumasmcconvilleyoungtable.cpp``, BSD; head and neck "from the corrigendum"): head 6.7/6.7,
+#: torso 33.3/30.4, pelvis 14.2/14.6, upper arm 2.4/2.2, forearm 1.7/1.3, hand 0.6/0.5, thigh
+#: 12.3/14.6, shank 4.8/4.5, foot 1.2/1.0 % male/female. The female pelvis was 14.7 here before:
+#: that is the revised table of Dumas & Wojtusch (2018, "Estimation of the body segment inertial
+#: parameters for the rigid body biomechanical models used in motion analysis", Handbook of Human
+#: Motion), whose female upper arm and forearm (2.3, 1.4 %) differ from 2007's too. Consistent
+#: with the CusToM toolbox (``WholeBodySegMass.m``, citing Dumas et al. 2007: trunk with head and
+#: pelvis 54.2 %, upper limb 4.7 %, lower limb 18.3 %, male). The shoulder–elbow model does not
+#: use the pelvis.
 DUMAS2007_MASS_PERCENT = {
     "male": {"head_neck": 6.7, "torso": 33.3, "pelvis": 14.2, "arm": 2.4, "forearm": 1.7,
              "hand": 0.6, "thigh": 12.3, "leg": 4.8, "foot": 1.2},
-    "female": {"head_neck": 6.7, "torso": 30.4, "pelvis": 14.7, "arm": 2.2, "forearm": 1.3,
+    "female": {"head_neck": 6.7, "torso": 30.4, "pelvis": 14.6, "arm": 2.2, "forearm": 1.3,
                "hand": 0.5, "thigh": 14.6, "leg": 4.5, "foot": 1.0},
 }
+
+#: A whole body's share of the body mass in the table (% : head and neck, torso, pelvis, and two
+#: of each limb segment): 100.2 male, 99.9 female (the table's rounding; see above).
+DUMAS2007_BODY_PERCENT = {g: round(t["head_neck"] + t["torso"] + t["pelvis"] + 2 * sum(
+    t[k] for k in ("arm", "forearm", "hand", "thigh", "leg", "foot")), 6)
+    for g, t in DUMAS2007_MASS_PERCENT.items()}
 
 #: Mass centres of the upper limb's segments, Dumas et al. 2007, in % of the segment length along
 #: the axes (X, Y, Z) of the right side's ISB segment frame (Wu et al. 2005; X anterior, Y

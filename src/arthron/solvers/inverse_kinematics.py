@@ -60,7 +60,7 @@ from ..errors import (ArthronWarning, DataFileError, OptionError, SolverError, U
 from ..models.functions import GCVSpline
 from ..models.model import Model, require_model
 from ..multibody.constraints import compile_constraints
-from ..multibody.kinematics import Tree, compile_model, marker_positions
+from ..multibody.kinematics import Tree, compile_model, marker_positions, warn_degrees
 from ..multibody.point_kinematics import StationKinematics, compiled_available
 from .. import runtime
 from ..tables import Table, check_marker_trial, input_files
@@ -487,7 +487,7 @@ class InverseKinematics(LevenbergMarquardtIK):
         for ch in (self.chain, self._cchain):
             if ch is not None:
                 ch.compiled = fast
-        base = np.array(tr.default_q if q0 is None else q0, float)
+        base = np.array(tr.default_q if q0 is None else warn_degrees(self.model, q0, "q0: rotational coordinate value(s)"), float)
         x = base[self.free].copy()
         xprev = None
         Q = np.empty((T, self.nq))
@@ -740,7 +740,7 @@ def solve_ik(model: Model, trial, tasks: IKTasks | None = None, *, time_range=No
     time_range : (t0, t1) s, optional (default the whole trial)
     constraint_weight : float (a penalty weight only with ``penalty=True``)
     penalty : bool, see :class:`InverseKinematics` (default: constraints exact, like OpenSim 4.6)
-    q0 : (nq,) start pose of the first frame
+    q0 : (nq,) start pose of the first frame, rad or m (degrees are warned about: warn_degrees)
     block : frames solved together after the first (default None: 64, 16 with exact Point
         constraints; see :meth:`InverseKinematics.solve`); 1 = strictly sequential
 

@@ -101,7 +101,10 @@ def default_segment_map(model: Model) -> dict:
 
 def segment_masses(model: Model, mass: float, gender: str, segment_map=None,
                    table=None) -> dict:
-    """Body masses (kg) from the regression table (see :data:`DUMAS2007_MASS_PERCENT`).
+    """Body masses (kg) from the regression table (see :data:`DUMAS2007_MASS_PERCENT`), its
+    fractions as printed (not normalized: bodies carrying a whole body's segments weigh
+    :data:`~arthron.solvers.dumas2007.DUMAS2007_BODY_PERCENT` of ``mass``, 100.2 % male and
+    99.9 % female, the table's rounding).
 
     Returns a dict body -> mass for the mapped bodies (unmapped bodies are absent).
 
@@ -154,8 +157,9 @@ def scale_anthropometric(model: Model, mass: float, height: float, gender: str =
       distances of a static trial, see :func:`measurement_factor`) override S per body.
       Frames, markers, path points, wrap objects, joint functions and muscle lengths follow
       the OpenSim 4.6 rules of :func:`scale_model`.
-    * Masses: mapped bodies get the regression masses of :func:`segment_masses`; unmapped
-      bodies are scaled by ``mass / generic_mass``. Inertias are the generic ones scaled
+    * Masses: mapped bodies get the regression masses of :func:`segment_masses` (Dumas et al.
+      2007's fractions as printed: a model whose bodies all map weighs 100.2 % of ``mass`` for
+      a man, 99.9 % for a woman); unmapped bodies are scaled by ``mass / generic_mass``. Inertias are the generic ones scaled
       geometrically by S (OpenSim's rule, cylinder fit for anisotropic S) and by the mass
       ratio of the body.
     * Mass centres (``mass_centers``: body → Dumas segments, e.g. ``{"humerus": ("arm",),

@@ -16,7 +16,7 @@ from ..io.osim import read_force_set, read_osim
 from ..io.setup import ToolSetup, read_tool_setup
 from ..models.model import Model
 from .setup_files import setting_bool, setting_float, setting_list
-from .setup_files import check_tool, find_setup_file, is_unassigned, require_setup_file
+from .setup_files import check_tool, find_setup_file, is_unassigned, require_setup_file, setup_result_name
 
 __all__ = ["step_rows", "read_force_set_file", "AnalyzeSetup", "read_analyze_setup",
            "model_with_force_sets"]
@@ -129,9 +129,10 @@ def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetu
     objs = aset.find("objects") if aset is not None else None
     for el in ([] if objs is None else list(objs)):
         if isinstance(el.tag, str) and setting_bool(el, "on", True):
+            setup_result_name(s, el.get("name"), f"<{el.tag} name='{el.get('name')}'> (line {el.sourceline})")
             analyses.append((el.tag, el))
     return AnalyzeSetup(
-        name=s.name,
+        name=setup_result_name(s, s.name, f"<AnalyzeTool name='{s.name}'>"),
         model_file=require_setup_file(s, "model_file", search_dirs),
         coordinates_file=(require_setup_file(s, "coordinates_file", search_dirs)
                           if states_file is None else None),

@@ -24,7 +24,7 @@ from ..io.trc import read_trc
 from ..models.model import Model
 from ..solvers.inverse_kinematics import (CoordinateTask, IKResult, IKTasks, check_ik_options,
                                           coordinate_reference, solve_ik)
-from .setup_files import check_tool, find_setup_file, results_directory
+from .setup_files import check_tool, find_setup_file, results_directory, setup_result_name
 
 __all__ = ["IKToolResult", "read_ik_tasks", "run_ik", "run_ik_from_setup", "write_ik_result"]
 
@@ -303,6 +303,8 @@ def _run_ik_from_setup(path, search_dirs, placeholders, progress, block, penalty
     cfg = _ik_config(st, model, search_dirs)
     out = st.resolve(st.get("output_motion_file"))
     rd = results_directory(st, create=False)
+    if out is None or cfg["report_errors"] or cfg["report_marker_locations"]:   # the name names files
+        setup_result_name(st, st.name, f"<InverseKinematicsTool name='{st.name}'>")
     paths = dict(output_motion_file=out if out is not None else rd / f"{st.name}_ik.mot",
                  errors_file=rd / f"{st.name}_ik_marker_errors.sto" if cfg["report_errors"] else None,
                  locations_file=(rd / f"{st.name}_ik_model_marker_locations.sto"

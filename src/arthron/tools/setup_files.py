@@ -14,11 +14,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..errors import DataFileError, UnsupportedFeature
+from ..errors import DataFileError, OptionError, UnsupportedFeature
+from .options import check_result_name
 
 __all__ = ["check_tool", "is_unassigned", "find_setup_file", "require_setup_file", "results_directory",
            "output_file", "setting_text", "setting_bool", "setting_list", "setting_float",
-           "step_interval"]
+           "step_interval", "setup_result_name"]
 
 
 #: the OpenSim tool of each setup arthron runs, and the command that runs it
@@ -54,6 +55,25 @@ def check_tool(setup, expected: str, element=None) -> None:
         raise DataFileError(f"expected an {expected} setup, found <{tool}>: run it with "
                             f"'arthron {TOOL_COMMANDS[tool]} --setup'", setup.path, *where)
     raise DataFileError(f"expected an {expected} setup, found <{tool}>", setup.path, *where)
+
+
+def setup_result_name(setup, name, where: str) -> str:
+    """A name of a setup that prefixes result files (the tool's ``name``:
+    ``<name>_ik_marker_errors.sto``, ``<name>_<analysis>_...sto``; an analysis' ``name``),
+    checked as :func:`arthron.tools.options.check_result_name` checks ``--name``: a name, not a
+    path, so that no result lands outside ``results_directory``. OpenSim 4.6 drops such a
+    directory with a warning from most result files ("Directory ... was specified where only
+    file name ... is expected") but writes StaticOptimization's controls ``.xml`` into it, outside
+    the results directory. An empty name passes (OpenSim writes ``arm26__ReactionLoads.sto``).
+
+    Returns ``name``. Raises DataFileError naming the setup file and ``where`` (the element)."""
+    if name and str(name).strip():
+        try:
+            check_result_name(name, "name")
+        except OptionError as e:
+            raise DataFileError(e.message.replace("the output folder", "results_directory"),
+                                setup.path, where) from None
+    return name
 
 
 def is_unassigned(name) -> bool:
