@@ -48,6 +48,7 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, l
     """
     require_model(model)
     _check_table(table, path)
+    src = path or getattr(table, "source", None)
     coords = list(model.coordinates.values())
     lab, other_states, misnamed = {}, [], []
     for k, l in enumerate(table.labels):
@@ -80,34 +81,30 @@ def coordinates_from_table(model: Model, table, *, in_degrees=None, path=None, l
             continue
         if k is None:
             missing_names.append(c.name)
+            out[:, i] = c.default_value       # kept only with missing="default"
             continue
         col = np.asarray(table.data[:, k], float)
         if deg and c.motion_type == "rotational":
             col = np.deg2rad(col)
         out[:, i] = col
+    unknown = [lb for lb in lab if lb not in model.coordinates]     # a misspelling shows here
     if missing_names and missing == "default":
-        for name in missing_names:
-            out[:, list(model.coordinates).index(name)] = model.coordinates[name].default_value
-        unknown = [lb for lb in lab if lb not in model.coordinates]     # a misspelling shows here
-        warnings.warn(f"{path or getattr(table, 'source', None) or 'motion'}: {len(missing_names)} coordinate(s) "
+        warnings.warn(f"{src or 'motion'}: {len(missing_names)} coordinate(s) "
                       f"not in the motion keep their default values ({', '.join(missing_names[:6])}"
                       f"{' ...' if len(missing_names) > 6 else ''})"
                       + (f"; column(s) that name no coordinate of model '{model.name}': {', '.join(unknown[:6])}"
                          if unknown else "") + mis, ArthronWarning, stacklevel=2)
         missing_names, mis = [], ""
     if missing_names:
-        unknown = [l for l in lab if l not in model.coordinates]
         raise DataFileError(
             f"motion does not match model '{model.name}': missing coordinate column(s) "
             f"{', '.join(missing_names)}" + (f"; unknown column(s) {', '.join(unknown[:10])}" if unknown else "")
             + (f"; state-path columns are read from their '/value' entries only (ignored: "
                f"{', '.join(other_states[:3])}{' ...' if len(other_states) > 3 else ''})"
                if other_states and not lab else "") + mis,
-            path or getattr(table, "source", None), "column labels")
+            src, "column labels")
     if mis:     # a locked coordinate took its default value
-        warnings.warn(f"{path or getattr(table, 'source', None) or 'motion'}: {mis[2:]}", ArthronWarning,
-                      stacklevel=2)
-    src = path or getattr(table, "source", None)
+        warnings.warn(f"{src or 'motion'}: {mis[2:]}", ArthronWarning, stacklevel=2)
     bad = ~np.isfinite(out)
     if bad.any():
         r, i = (int(x[0]) for x in np.nonzero(bad))
