@@ -1,5 +1,6 @@
 """OpenSim's AnalyzeTool on arthron's solvers: setups whose AnalysisSet holds JointReaction,
-MuscleAnalysis, StaticOptimization, BodyKinematics, Kinematics and PointKinematics analyses, and
+MuscleAnalysis, StaticOptimization, BodyKinematics, Kinematics, PointKinematics and ForceReporter
+analyses, and
 the first two on files given directly (``arthron jr``, ``arthron paths``, ``arthron analyze``).
 
 Results are written with OpenSim's names into the setup's ``results_directory`` (created when
@@ -8,7 +9,8 @@ missing): ``<tool name>_JointReaction_ReactionLoads.sto``,
 ``<tool name>_StaticOptimization_activation.sto`` and ``_force.sto``,
 ``<tool name>_BodyKinematics_pos_global.sto`` / ``_vel_global`` / ``_acc_global`` (``_bodyLocal``
 in the bodies' frames), ``<tool name>_Kinematics_q.sto`` / ``_u`` / ``_dudt``,
-``<tool name>_PointKinematics_<point_name>_pos.sto`` / ``_vel`` / ``_acc``, where ``JointReaction``
+``<tool name>_PointKinematics_<point_name>_pos.sto`` / ``_vel`` / ``_acc``,
+``<tool name>_ForceReporter_forces.sto``, where ``JointReaction``
 ... stand for each analysis' name in the setup (:func:`analysis_name`), as OpenSim 4.6 names them.
 """
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ArthronWarning, DataFileError, ModelFileError, OptionError, SolverError
+from ..errors import ArthronWarning, DataFileError, ModelFileError, OptionError, SolverError, UnsupportedFeature
 from ..io.files import check_output, check_output_dir, input_guard, make_output_folder, output_group
 from ..io.osim import read_osim
 from ..io.setup import read_external_loads
@@ -48,7 +50,7 @@ __all__ = ["read_force_set_file", "model_with_force_sets", "AnalyzeSetup", "read
 
 #: the AnalysisSet members arthron runs
 SUPPORTED_ANALYSES = ("JointReaction", "MuscleAnalysis", "StaticOptimization", "BodyKinematics",
-                      "Kinematics", "PointKinematics")
+                      "Kinematics", "PointKinematics", "ForceReporter")
 #: the kinematics analyses (:mod:`arthron.solvers.kinematics_analyses`)
 KINEMATICS_ANALYSES = ("BodyKinematics", "Kinematics", "PointKinematics")
 
@@ -207,6 +209,28 @@ def write_joint_reactions(result: JointReactionResult, path, rows=None) -> Path:
 # --------------------------------------------------------------------------------------
 # MuscleAnalysis
 # --------------------------------------------------------------------------------------
+def _setup_q_qd(st: AnalyzeSetup, model: Model, tree: Tree, motion):
+    """(time, q, q̇) of the states AnalyzeTool visits: a states file's q (assembled when the
+    model has constraints) and speeds, or the coordinates file's quintic splines (filtered,
+    over the setup's time range) and their derivatives, as
+    :func:`arthron.solvers.kinematics_analyses.analysis_states` builds them; q̇ from the speeds
+    (:func:`arthron.multibody.kinematics.qdot_from_speeds`)."""
+    if isinstance(motion, ModelStates):
+        t, q, u = motion.time, motion.q, motion.u
+    else:
+        vals = coordinates_from_table(model, motion, missing="default")
+        lp = st.lowpass_hz if st.lowpass_hz > 0 else None
+        t, q, u, _ = prepare_coordinates(np.asarray(motion.time, float), vals, lp, st.time_range,
+                                         source=getattr(motion, "source", None))
+    if any(c.enabled for c in model.constraints):
+        q = assemble(model, tree, q)
+    qd = u
+    if tree.angular_velocity_groups:
+        from ..multibody.kinematics import qdot_from_speeds
+        qd = qdot_from_speeds(tree, q, u)
+    return np.asarray(t, float), q, qd
+
+
 def _setup_coordinates(st: AnalyzeSetup, model: Model, tree: Tree, motion):
     """(time, q) where AnalyzeTool evaluates its analyses: the coordinates file, missing
     coordinates at their defaults, filtered and splined as the tools do
@@ -349,6 +373,34 @@ def _file_prefix(prefix, model: Model) -> str:
 
 
 # --------------------------------------------------------------------------------------
+# ForceReporter
+# --------------------------------------------------------------------------------------
+def _force_reporter(st: AnalyzeSetup, el, model: Model, motion, tree: Tree):
+    """One ForceReporter of a setup (:func:`arthron.solvers.force_reporter.force_reporter`):
+    the records at the AnalyzeTool's states, muscles at their default states (a coordinates
+    file) or the file's (a states file). A ForceReporter arthron cannot reproduce
+    (``include_constraint_forces`` on a constrained model) is None, with a warning; forces left
+    out of the file are named in a warning."""
+    from ..solvers.force_reporter import force_reporter
+    t, q, qd = _setup_q_qd(st, model, tree, motion)
+    ext, loads_table = _external_loads(st.external_loads_file)
+    try:
+        rep = force_reporter(model, t, q, qd, tree=tree,
+                             muscle_states=motion.muscles if isinstance(motion, ModelStates) else None,
+                             default_fiber_lengths=_muscle_defaults(model), external_loads=ext,
+                             loads_table=loads_table,
+                             include_constraint_forces=setting_bool(el, "include_constraint_forces", False))
+    except UnsupportedFeature as e:
+        warnings.warn(f"{st.path}: <ForceReporter name='{analysis_name(el, 'ForceReporter')}'> skipped: "
+                      f"{e.message}", ArthronWarning, stacklevel=4)
+        return None
+    if rep.omitted:
+        warnings.warn(f"{st.path}: the ForceReporter file leaves out the columns OpenSim 4.6 writes for "
+                      + ", ".join(f"{a} '{b}'" for a, b in rep.omitted), ArthronWarning, stacklevel=4)
+    return rep
+
+
+# --------------------------------------------------------------------------------------
 # BodyKinematics, Kinematics, PointKinematics
 # --------------------------------------------------------------------------------------
 def _kinematics_states(st: AnalyzeSetup, model: Model, motion, tree: Tree) -> AnalysisStates:
@@ -481,6 +533,11 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     speeds and muscle states as given, the accelerations of forward dynamics with the muscles
     at those states (:mod:`arthron.solvers.states_file`); a StaticOptimization meets the
     derivatives of the splines of the file's speeds, as OpenSim's.
+    A ForceReporter writes ``<tool name>_ForceReporter_forces.sto``
+    (:mod:`arthron.solvers.force_reporter`: every force's records at the same states, the
+    muscles' forces at their default or the states file's states); with
+    ``include_constraint_forces`` on a model with enabled constraints it is skipped with a
+    warning.
     ``only``: the analysis classes to run (default :data:`SUPPORTED_ANALYSES`);
     ``joint_reaction_file``: write the JointReaction result there instead.
 
@@ -530,6 +587,10 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
         elif kind == "StaticOptimization":
             from .static_optimization_tool import static_optimization_of_setup
             results.append((kind, el, n, static_optimization_of_setup(st, el, model, motion)))
+        elif kind == "ForceReporter":
+            rep = _force_reporter(st, el, model, motion, tree)
+            if rep is not None:
+                results.append((kind, el, n, rep))
         elif kind in KINEMATICS_ANALYSES:
             kin_states = kin_states or _kinematics_states(st, model, motion, tree)
             results.append((kind, el, n, _kinematics_analysis(st, kind, el, model, tree, kin_states)))
@@ -544,6 +605,8 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
         elif kind == "StaticOptimization":
             plan.append([out / f"{st.name}_{analysis_name(el, kind)}_{k}.sto"
                          for k in ("activation", "force")])
+        elif kind == "ForceReporter":
+            plan.append([out / f"{st.name}_{analysis_name(el, kind)}_forces.sto"])
         elif kind in KINEMATICS_ANALYSES:
             plan.append([(out / f, k) for f, k in _kinematics_files(st.name, kind, el, res)])
         else:
@@ -559,6 +622,11 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
                 from .static_optimization_tool import write_static_optimization
                 written += write_static_optimization(res, out, st.name, _rows(st, motion, res.time, n),
                                                      analysis=analysis_name(el, kind))
+            elif kind == "ForceReporter":
+                res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res
+                make_output_folder(files[0])
+                write_sto(files[0], res.to_table())
+                written.append(files[0])
             elif kind in KINEMATICS_ANALYSES:
                 res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res
                 written += _write_kinematics(res, files)

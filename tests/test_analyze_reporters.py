@@ -1,0 +1,103 @@
+"""The AnalyzeTool's ForceReporter and MuscleAnalysis files against OpenSim 4.6 run in the test.
+
+OpenSim 4.6's AnalyzeTool and arthron's run the same setups on arm26 (Thelen2003Muscle, plus a
+CoordinateActuator from a force set file): once on the IK coordinates file (muscles at their
+default, unequilibrated states) and once on the states file of a short forward simulation
+OpenSim writes here (muscles at the file's fiber lengths; the helpers of
+tests/test_analyze_states_file.py). Every file arthron writes is compared with OpenSim's of the
+same name, every column: OpenSim prints 8 decimals, so 1e-8 absolute plus 1e-10 of each
+column's largest value (forces of 1e4 N, powers of 1e7 W: rounding of the solvers' sums).
+OpenSim's runs are made once per module.
+"""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from arthron.errors import ArthronWarning
+from arthron.io.sto import read_sto
+from arthron.tools.analyze_tool import run_analyze
+
+from conftest import ARM26, DATA, REF, needs_data, needs_opensim
+from test_analyze_states_file import ACTUATOR, _compare, _forward, _run_opensim, _setup
+
+IK = REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot"
+FR = """<ForceReporter name="ForceReporter"><on>true</on><step_interval>{n}</step_interval>
+<include_constraint_forces>{c}</include_constraint_forces></ForceReporter>"""
+MA = """<MuscleAnalysis name="{name}"><on>true</on><step_interval>{n}</step_interval>
+<muscle_list>{muscles}</muscle_list><moment_arm_coordinate_list>all</moment_arm_coordinate_list>
+<compute_moments>{moments}</compute_moments></MuscleAnalysis>"""
+
+
+def _coordinates_setup(folder: Path, name, model, motion, analyses, *, t0, t1, extra="") -> Path:
+    """An AnalyzeTool setup on a coordinates file (results in osim_<name>)."""
+    f = folder / f"{name}_setup.xml"
+    f.write_text(f"""<?xml version="1.0" encoding="UTF-8"?>
+<OpenSimDocument Version="40600"><AnalyzeTool name="{name}">
+  <model_file>{model}</model_file><results_directory>osim_{name}</results_directory>
+  <initial_time>{t0}</initial_time><final_time>{t1}</final_time>{extra}
+  <AnalysisSet name="Analyses"><objects>{''.join(analyses)}</objects></AnalysisSet>
+  <coordinates_file>{motion}</coordinates_file>
+</AnalyzeTool></OpenSimDocument>""")
+    return f
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """OpenSim 4.6's results on the setups, computed once: {name: setup}."""
+    if not (DATA.is_dir() and IK.exists()):
+        pytest.skip("../shared/data is absent")
+    pytest.importorskip("opensim")
+    import opensim
+    opensim.Logger.setLevelString("error")
+    d = tmp_path_factory.mktemp("reporters")
+    (d / "acts.xml").write_text(ACTUATOR)
+    acts = "<force_set_files>acts.xml</force_set_files>"
+    states = _forward(ARM26, d / "arm_states.sto", 0.1, 1e-5)
+    setups = {
+        "coords": _coordinates_setup(d, "coords", ARM26, IK, [
+            FR.format(n=1, c="true"), MA.format(name="MuscleAnalysis", n=1, muscles="all", moments="true")],
+            t0=0.1, t1=0.6, extra=acts),
+        "coords_step": _coordinates_setup(d, "coords_step", ARM26, IK, [
+            FR.format(n=3, c="false").replace('"ForceReporter"', '"FR"'),
+            MA.format(name="MA", n=4, muscles="BIClong TRIlong BRA", moments="false")],
+            t0=0, t1=1, extra="<lowpass_cutoff_frequency_for_coordinates>6</lowpass_cutoff_frequency_for_coordinates>"),
+        "states": _setup(d, "states", ARM26, states.name, [
+            FR.format(n=1, c="false"), MA.format(name="MuscleAnalysis", n=2, muscles="all", moments="true")],
+            t0=0.01, t1=0.09, extra=acts),
+    }
+    for s in setups.values():
+        _run_opensim(s)
+    return setups
+
+
+def _arthron(setup: Path, **kw):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        files = run_analyze(setup, results_dir=setup.parent / f"arthron_{setup.stem}", **kw)
+    return files, [str(x.message) for x in w if issubclass(x.category, ArthronWarning)]
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("name", ["coords", "coords_step", "states"])
+def test_force_reporter_every_column_as_opensim(runs, name):
+    """``<tool>_ForceReporter_forces.sto``: the six Thelen muscles' forces (at their default
+    fiber length on a coordinates file: 1e4 N; at the states file's fiber lengths) and the force
+    set's CoordinateActuator (0: the AnalyzeTool runs at control 0), labels in the model's order,
+    step_interval's rows, equal to OpenSim's 8 decimals; include_constraint_forces on a model
+    without constraints adds nothing, as in OpenSim."""
+    setup = runs[name]
+    files, _ = _arthron(setup)
+    fr = [f for f in files if "_forces.sto" in f.name]
+    assert len(fr) == 1
+    ref_dir = setup.parent / f"osim_{name}"
+    assert _compare(fr, ref_dir) < 1e-7
+    got = read_sto(fr[0])
+    assert got.labels[:6] == ["TRIlong", "TRIlat", "TRImed", "BIClong", "BICshort", "BRA"]
+    assert np.abs(got.data[:, :6]).max() > 100.0                  # the muscles pull
+    if name != "coords_step":
+        assert got.labels[-1] == "elbow_act" and not got.data[:, -1].any()
