@@ -26,6 +26,7 @@ from ..io.files import check_output, check_output_dir, input_guard, make_output_
 from ..io.osim import read_osim
 from ..io.setup import read_external_loads
 from ..io.sto import read_sto, write_sto
+from ..tables import Table
 from ..models.model import Model
 from ..multibody.constraints import assemble
 from ..multibody.kinematics import Tree, compile_model
@@ -250,8 +251,9 @@ def _setup_coordinates(st: AnalyzeSetup, model: Model, tree: Tree, motion):
     return t, q
 
 
-def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None) -> tuple:
-    """(PathAnalysis, the coordinates to write moment arms for)."""
+def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None, fibers=False) -> tuple:
+    """(PathAnalysis, the coordinates to write moment arms for, {file kind: (T, m) array} of the
+    other files to write (``fibers``: :func:`_fiber_files`; else {}))."""
     tree = compile_model(model) if tree is None else tree
     mlist = setting_list(setting_text(ma, "muscle_list"))
     muscles = None if not mlist or mlist[0].lower() == "all" else mlist
@@ -260,7 +262,10 @@ def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None) -> t
         if bad:
             raise DataFileError(f"MuscleAnalysis muscle_list: model '{model.name}' has no force(s) "
                                 f"{', '.join(bad)}", st.path)
-    t, q = _setup_coordinates(st, model, tree, motion)
+    if fibers:
+        t, q, qd = _setup_q_qd(st, model, tree, motion)
+    else:
+        t, q = _setup_coordinates(st, model, tree, motion)
     res = path_analysis(model, q, time=t, muscles=muscles, tree=tree)
     clist = setting_list(setting_text(ma, "moment_arm_coordinate_list"))
     if not clist or clist[0].lower() == "all":
@@ -271,7 +276,50 @@ def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None) -> t
             raise DataFileError(f"MuscleAnalysis moment_arm_coordinate_list: model '{model.name}' has "
                                 f"no coordinate(s) {', '.join(bad)}", st.path)
         coords = clist
-    return res, coords
+    extra = _fiber_files(st, ma, model, tree, res, coords, motion, qd) if fibers else {}
+    return res, coords, extra
+
+
+def _fiber_files(st: AnalyzeSetup, ma, model: Model, tree: Tree, res: PathAnalysis, coords, motion,
+                 qd) -> dict:
+    """{file kind: (T, m) array} of the MuscleAnalysis files besides Length and MomentArm that
+    arthron reproduces for every analysed muscle (:func:`arthron.solvers.muscle_fibers.muscle_fibers`,
+    at the default states or the states file's), and ``Moment_<coordinate>`` (moment arm × the
+    muscle's force) with ``compute_moments``; one warning names the files OpenSim 4.6 writes that
+    are left out, and the muscle classes why."""
+    from ..multibody.paths import compile_paths, lengthening_speeds
+    from ..solvers.muscle_fibers import MUSCLE_ANALYSIS_FILES, muscle_fibers
+    muscles = [model.forces[n] for n in res.names]
+    if not all(getattr(m, "is_muscle", False) for m in muscles):
+        values = {}
+        have = {k: np.zeros(len(muscles), bool) for k in MUSCLE_ANALYSIS_FILES}
+    else:
+        speeds = lengthening_speeds(compile_paths(model, tree, forces=list(res.names)), tree, res.q, qd)
+        states = motion.muscles if isinstance(motion, ModelStates) else None
+        values, have = muscle_fibers(muscles, res.lengths, speeds, _muscle_defaults(model), states)
+        for k, m in enumerate(muscles):         # a disabled muscle: OpenSim's force is not arthron's
+            if not m.applies_force:
+                for f in ("TendonForce", "FiberForce", "ActiveFiberForce", "PassiveFiberForce",
+                          "ActiveFiberForceAlongTendon", "PassiveFiberForceAlongTendon",
+                          "MuscleActuatorPower"):
+                    have[f][k] = False
+    out = {k: values[k] for k in MUSCLE_ANALYSIS_FILES if have[k].all()}
+    skipped = [k for k in MUSCLE_ANALYSIS_FILES if k not in out]
+    if setting_bool(ma, "compute_moments", True):
+        if "TendonForce" in out:
+            for c in coords:
+                j = res.coordinates.index(c)
+                out[f"Moment_{c}"] = res.moment_arms[:, :, j] * out["TendonForce"]
+        else:
+            skipped.append("Moment_<coordinate>")
+    if skipped:
+        why = sorted({m.type for k, m in enumerate(muscles) if not all(
+            have[f][k] for f in MUSCLE_ANALYSIS_FILES if f in skipped)} | {
+            m.type for m in muscles if not m.applies_force})
+        warnings.warn(f"{st.path}: <MuscleAnalysis name='{analysis_name(ma, 'MuscleAnalysis')}'>: "
+                      f"files not written (not reproduced for {', '.join(why) or 'these muscles'}): "
+                      + ", ".join(skipped), ArthronWarning, stacklevel=4)
+    return out
 
 
 def muscle_analysis_from_setup(setup_path, placeholders=None, *, search_dirs=None) -> PathAnalysis:
@@ -292,6 +340,13 @@ def muscle_analysis_from_setup(setup_path, placeholders=None, *, search_dirs=Non
         raise DataFileError("the AnalyzeTool setup has no enabled MuscleAnalysis analysis", st.path)
     model = model_with_force_sets(st)
     return _muscle_analysis(st, ma, model, _setup_input(st, model))[0]
+
+
+_MUSCLE_ANALYSIS_DESCRIPTION = [
+    "", "This analysis gathers basic information about muscles during a simulation (e.g., forces, "
+    "tendon lengths, moment arms, etc).", "", "Units are S.I. units (second, meters, Newtons, ...)",
+    "If the header above contains a line with 'inDegrees', this indicates whether rotational "
+    "values are in degrees (yes) or radians (no).", ""]
 
 
 def _path_table_files(coords, out: Path, prefix: str, analysis: str = "MuscleAnalysis") -> list:
@@ -595,7 +650,7 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
             kin_states = kin_states or _kinematics_states(st, model, motion, tree)
             results.append((kind, el, n, _kinematics_analysis(st, kind, el, model, tree, kin_states)))
         else:
-            results.append((kind, el, n, _muscle_analysis(st, el, model, motion, tree)))
+            results.append((kind, el, n, _muscle_analysis(st, el, model, motion, tree, fibers=True)))
     out = results_directory(st.setup, results_dir, create=False)
     plan = []
     for kind, el, n, res in results:
@@ -610,7 +665,9 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
         elif kind in KINEMATICS_ANALYSES:
             plan.append([(out / f, k) for f, k in _kinematics_files(st.name, kind, el, res)])
         else:
-            plan.append(_path_table_files(res[1], out, st.name, analysis_name(el, kind)))
+            a = analysis_name(el, kind)
+            plan.append(_path_table_files(res[1], out, st.name, a)
+                        + [out / f"{st.name}_{a}_{k}.sto" for k in res[2]])
     for f in (f for fs in plan for f in fs):     # every output checked before anything is created
         check_output(f[0] if isinstance(f, tuple) else f)
     written = []
@@ -631,7 +688,13 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
                 res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res
                 written += _write_kinematics(res, files)
             else:
-                pa, coords = res
-                pa = pa.rows(_rows(st, motion, pa.time, n)) if n > 1 else pa
+                pa, coords, extra = res
+                rows = _rows(st, motion, pa.time, n) if n > 1 else slice(None)
+                pa = pa.rows(rows) if n > 1 else pa
                 written += _write_path_tables(pa, coords, out, st.name, analysis_name(el, kind))
+                for (k, v), f in zip(extra.items(), files[-len(extra):] if extra else []):
+                    write_sto(f, Table(name=k, time=np.array(pa.time, float), labels=list(pa.names),
+                                       data=np.asarray(v, float)[rows], in_degrees=False,
+                                       comments=list(_MUSCLE_ANALYSIS_DESCRIPTION)))
+                    written.append(f)
     return written

@@ -1,0 +1,212 @@
+"""The fibre and tendon quantities OpenSim's MuscleAnalysis records, at the states an AnalyzeTool
+visits: each muscle's default states (a coordinates file) or a states file's, frame by frame
+(the same states as :mod:`arthron.solvers.muscle_states`).
+
+OpenSim 4.6's ``MuscleAnalysis::record`` writes, per muscle, ``getFiberLength``,
+``getNormalizedFiberLength``, ``getPennationAngle``, ``getTendonLength`` (the ``FiberLength``,
+``NormalizedFiberLength``, ``PennationAngle``, ``TendonLength`` files), ``getActuation``
+(``TendonForce``), ``getFiberForce``, ``getActiveFiberForce``, ``getPassiveFiberForce`` and
+their ``...AlongTendon`` (× cos φ), the fibre velocities and powers, and, with
+``compute_moments``, the moments ``moment arm × getActuation``. :func:`muscle_fibers` gives the
+ones arthron reproduces exactly, per class (:data:`REPRODUCED`; the rest are missing from the
+result, and the writer names them):
+
+* every class of :data:`arthron.solvers.muscle_states.DEFAULT_STATE_TYPES`: ``TendonForce``
+  (the force the muscle applies, ``getActuation``);
+* ``Thelen2003Muscle``: fiber length l_M = the state (``default_fiber_length``), pennation
+  φ = asin(h / l_M) (fixed-width, h = l_opt sin φ_opt; φ_max where h / l_M ≥ sin φ_max), tendon
+  length L − l_M cos φ; tendon force F = F_iso f_se; fiber force F / cos φ (OpenSim's
+  (a f_L f_V + f_PE) F_iso with f_V from the equilibrium), passive F_iso f_PE(l_M / l_opt)
+  (Thelen 2003's exponential, ``KshapePassive``, ``FmaxMuscleStrain``), active the difference,
+  along the tendon × cos φ; the muscle-tendon power −F L̇ (``MuscleActuatorPower``). A Thelen
+  muscle whose fiber length is at or below the pennation model's minimum h / sin φ_max is
+  not reproduced (arthron's force clamps the length there);
+* ``Millard2012EquilibriumMuscle``: elastic tendon, l_M the state clamped at the minimum fiber
+  length (as OpenSim clamps it), rigid tendon sqrt(h² + (L − l_s)²) clamped likewise; φ, the
+  tendon length as above;
+* ``Millard2012AccelerationMuscle``: l_M and l̇_M the states, φ = asin(h / l_M) (π/2 when
+  l_M ≤ h), the tendon length, ``FiberVelocity`` l̇_M, ``NormFiberVelocity`` l̇_M / (l_opt
+  v_max), ``PennationAngularVelocity`` −(l̇_M / l_M) tan φ;
+* ``DeGrooteFregly2016Muscle``: elastic tendon, the tendon length from the normalized tendon
+  force state through the inverse of De Groote et al. (2016)'s tendon curve
+  (l̃_T = ln((f̃_T + 0.25)/0.2)/k_T + 0.995, k_T from ``tendon_strain_at_one_norm_force``),
+  rigid tendon l_s; fiber length along the tendon L − l_T, l_M = sqrt(that² + h²),
+  cos φ = (L − l_T) / l_M.
+
+Sources: OpenSim 4.6 ``MuscleAnalysis::record``, ``Thelen2003Muscle``,
+``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
+``DeGrooteFregly2016Muscle`` (``calcMuscleLengthInfo``, ``calcFiberVelocityInfo``,
+``calcMuscleDynamicsInfo``), ``MuscleFixedWidthPennationModel``; Thelen (2003) J Biomech Eng
+125:70-77; Millard et al. (2013) J Biomech Eng 135:021005; De Groote et al. (2016) Ann Biomed
+Eng 44:2922-2936.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..models.muscles import muscle_property as _xml_value
+from ..models.muscles import (millard_curve_params, thelen_active_force_length,
+                              thelen_passive_force_length)
+from .muscle_states import (DEFAULT_STATE_TYPES, _default_fiber_length, _maximum_pennation_angle,
+                            _state, default_state_tensions)
+
+__all__ = ["MUSCLE_ANALYSIS_FILES", "REPRODUCED", "muscle_fibers", "thelen_fiber_velocity"]
+
+#: the per-muscle files of OpenSim 4.6's MuscleAnalysis besides Length and the moment arms
+MUSCLE_ANALYSIS_FILES = ("FiberLength", "NormalizedFiberLength", "PennationAngle", "TendonLength",
+                         "FiberVelocity", "NormFiberVelocity", "PennationAngularVelocity",
+                         "TendonForce", "FiberForce", "ActiveFiberForce", "PassiveFiberForce",
+                         "ActiveFiberForceAlongTendon", "PassiveFiberForceAlongTendon",
+                         "FiberActivePower", "FiberPassivePower", "TendonPower",
+                         "MuscleActuatorPower")
+
+_LENGTHS = ("FiberLength", "NormalizedFiberLength", "PennationAngle", "TendonLength")
+_FORCES = ("FiberForce", "ActiveFiberForce", "PassiveFiberForce", "ActiveFiberForceAlongTendon",
+           "PassiveFiberForceAlongTendon")
+#: the quantities :func:`muscle_fibers` reproduces per class (module docstring)
+REPRODUCED = {
+    "Thelen2003Muscle": MUSCLE_ANALYSIS_FILES,
+    "Millard2012EquilibriumMuscle": _LENGTHS + ("TendonForce",),
+    "Millard2012AccelerationMuscle": _LENGTHS + ("FiberVelocity", "NormFiberVelocity",
+                                                 "PennationAngularVelocity", "TendonForce"),
+    "DeGrooteFregly2016Muscle": _LENGTHS + ("TendonForce",),
+    **{k: ("TendonForce",) for k in DEFAULT_STATE_TYPES if k.endswith("_Deprecated") or k == "RigidTendonMuscle"},
+}
+_EPS = np.finfo(float).eps
+
+
+def _fixed_width_angle(lce, h, pmax):
+    """OpenSim's ``MuscleFixedWidthPennationModel::calcPennationAngle``: asin(h / l_M), the
+    maximum angle where h / l_M ≥ sin φ_max or l_M ≤ the minimum fiber length."""
+    lmin = max(h / np.sin(pmax), 1e-14)
+    s = np.divide(h, lce, out=np.full(np.shape(lce), np.inf), where=lce > 0)
+    ok = (lce > lmin) & (s < np.sin(pmax))
+    return np.where(ok, np.arcsin(np.minimum(s, 1.0)), pmax)
+
+
+def thelen_fiber_velocity(m, a, fal, afalfv) -> np.ndarray:
+    """Normalized fiber velocity (l_opt v_max per s) of Thelen2003Muscle ``m`` at activation
+    ``a``, active force-length multiplier ``fal`` and normalized force ``afalfv`` = a f_L f_V
+    (T,): Thelen (2003) Eqs. 6-7 inverted, linearly extrapolated below 0 and above
+    ``fv_linear_extrap_threshold`` (0.95) × a f_L ``Flen`` (OpenSim 4.6
+    ``Thelen2003Muscle::calcdlceN``)."""
+    af, flen = float(m.Af), float(m.Flen)
+    thresh = _xml_value(m, "fv_linear_extrap_threshold", 0.95)
+    afl = a * fal
+    k = 0.25 + 0.75 * a
+
+    def b_db(f):
+        conc = f <= afl
+        b = np.where(conc, afl + f / af, (2 + 2 / af) * (afl * flen - f) / (flen - 1))
+        db = np.where(conc, 1 / af, (2 + 2 / af) * -1.0 / (flen - 1))
+        return b, db
+    inside = (afalfv > 0) & (afalfv < afl * flen * thresh)
+    b, _ = b_db(afalfv)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        direct = k * (afalfv - afl) / b
+    f0 = np.where(afalfv <= 0, 0.0, thresh * afl * flen)
+    b0, db0 = b_db(f0)
+    slope = k / b0 - (k * (f0 - afl) / (b0 * b0)) * db0
+    extrap = k * (f0 - afl) / b0 + slope * (afalfv - f0)
+    return np.where(inside, direct, extrap)
+
+
+def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, states=None) -> tuple:
+    """The MuscleAnalysis quantities arthron reproduces for ``muscles`` (typed muscles) at path
+    lengths ``lengths`` (T, m) m and lengthening speeds ``speeds`` (T, m) m/s (None: 0), at their
+    default states or the per-frame ``states`` ({muscle: {state: (T,)}}), with
+    ``default_fiber_lengths`` as :func:`arthron.solvers.muscle_states.default_state_tensions`.
+
+    Returns
+    -------
+    (values, reproduced): values {file name: (T, m) array} (NaN for the muscles not
+    reproduced); reproduced {file name: (m,) bool}: which muscles' columns are OpenSim's
+    (m, rad, m/s, rad/s, N, W as OpenSim records them; module docstring).
+    """
+    L = np.atleast_2d(np.asarray(lengths, float))
+    T, nm = L.shape
+    V = np.zeros_like(L) if speeds is None else np.broadcast_to(np.atleast_2d(np.asarray(speeds, float)), L.shape)
+    values = {k: np.full((T, nm), np.nan) for k in MUSCLE_ANALYSIS_FILES}
+    have = {k: np.zeros(nm, bool) for k in MUSCLE_ANALYSIS_FILES}
+    given = default_fiber_lengths or {}
+    idx = [k for k, m in enumerate(muscles) if m.type in DEFAULT_STATE_TYPES]
+    if idx:
+        F = default_state_tensions([muscles[k] for k in idx], L[:, idx], V[:, idx], default_fiber_lengths,
+                                   states)
+        for j, k in enumerate(idx):
+            values["TendonForce"][:, k] = F[:, j]
+    for k, m in enumerate(muscles):
+        if m.type not in REPRODUCED:
+            continue
+        got = {"TendonForce": values["TendonForce"][:, k]}
+        lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
+        popt = float(getattr(m, "pennation_angle_at_optimal", 0.0) or 0.0)
+        h = lopt * np.sin(popt)
+        lk = L[:, k]
+        if m.type == "Thelen2003Muscle":
+            lce = np.broadcast_to(_state(m, states, "fiber_length", _default_fiber_length(m, given)), (T,))
+            pmax = _maximum_pennation_angle(m, given)
+            if (lce <= h / np.sin(pmax)).any():
+                continue                         # arthron's force clamps l_M there: not OpenSim's
+            phi = _fixed_width_angle(lce, h, pmax) if popt > _EPS else np.zeros(T)
+            cos = np.cos(phi)
+            fiso = float(m.max_isometric_force)
+            ft = got["TendonForce"]
+            fpe = fiso * thelen_passive_force_length(
+                lce / lopt, float(m.KshapePassive),
+                float(m.FmaxMuscleStrain))
+            fm = ft / cos
+            got.update(FiberForce=fm, ActiveFiberForce=fm - fpe, PassiveFiberForce=fpe,
+                       ActiveFiberForceAlongTendon=(fm - fpe) * cos, PassiveFiberForceAlongTendon=fpe * cos,
+                       MuscleActuatorPower=-ft * V[:, k])
+            a = np.broadcast_to(_state(m, states, "activation", _xml_value(m, "default_activation", 0.05)), (T,))
+            fal = thelen_active_force_length(lce / lopt, float(m.KshapeActive))
+            if (a > _EPS).all() and (fal > _EPS).all():          # else OpenSim's velocities throw
+                dlce = thelen_fiber_velocity(m, a, fal, (fm - fpe) / fiso) * float(m.max_contraction_velocity) * lopt
+                dphi = -(dlce / lce) * np.tan(phi) if popt > _EPS else np.zeros(T)
+                dtl = V[:, k] - dlce * cos + lce * np.sin(phi) * dphi
+                got.update(FiberVelocity=dlce, NormFiberVelocity=dlce / (float(m.max_contraction_velocity) * lopt),
+                           PennationAngularVelocity=dphi, FiberActivePower=-(fm - fpe) * dlce,
+                           FiberPassivePower=-fpe * dlce, TendonPower=-ft * dtl)
+        elif m.type == "Millard2012EquilibriumMuscle":
+            pmax = _maximum_pennation_angle(m, given)
+            afl = millard_curve_params(m)["ActiveForceLengthCurve"]
+            lmin = max(afl["min_norm_active_fiber_length"] * lopt, h / np.sin(pmax), 1e-14)
+            if _xml_value(m, "ignore_tendon_compliance", False):
+                lce = np.maximum(np.sqrt(h * h + (lk - ls) ** 2), lmin)
+            else:
+                lce = np.broadcast_to(np.maximum(
+                    _state(m, states, "fiber_length", _default_fiber_length(m, given)), lmin), (T,))
+            phi = _fixed_width_angle(lce, h, pmax) if popt > _EPS else np.zeros(T)
+        elif m.type == "Millard2012AccelerationMuscle":
+            lce = np.broadcast_to(_state(m, states, "fiber_length", _default_fiber_length(m, given)), (T,))
+            dlce = np.broadcast_to(_state(m, states, "fiber_velocity",
+                                          _xml_value(m, "default_fiber_velocity", 0.0)), (T,))
+            phi = np.zeros(T)
+            if popt > _EPS:
+                ratio = np.divide(h, lce, out=np.full(T, np.inf), where=lce > 0)
+                phi = np.where((lce > h) & (ratio < 1.0), np.arcsin(np.minimum(ratio, 1.0)), np.pi / 2)
+            got.update(FiberVelocity=dlce, NormFiberVelocity=dlce / (lopt * float(m.max_contraction_velocity)),
+                       PennationAngularVelocity=-(dlce / lce) * np.tan(phi))
+        elif m.type == "DeGrooteFregly2016Muscle":
+            if _xml_value(m, "ignore_tendon_compliance", False):
+                lt = np.full(T, ls)
+            else:
+                ntf = np.broadcast_to(_state(m, states, "normalized_tendon_force",
+                                             _xml_value(m, "default_normalized_tendon_force", 0.5)), (T,))
+                kt = np.log((1.0 + 0.25) / 0.2) / (
+                    1.0 + _xml_value(m, "tendon_strain_at_one_norm_force", 0.049) - 0.995)
+                lt = ls * (np.log((ntf + 0.25) / 0.2) / kt + 0.995)
+            along = lk - lt
+            lce = np.sqrt(along * along + h * h)
+            phi = np.arccos(along / lce)
+        else:                                    # deprecated classes, RigidTendonMuscle: force only
+            for name, v in got.items():
+                values[name][:, k], have[name][k] = v, True
+            continue
+        if m.type != "DeGrooteFregly2016Muscle":
+            lt = lk - lce * np.cos(phi)
+        got.update(FiberLength=lce, NormalizedFiberLength=lce / lopt, PennationAngle=phi, TendonLength=lt)
+        for name, v in got.items():
+            values[name][:, k], have[name][k] = v, True
+    return values, have
