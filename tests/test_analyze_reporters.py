@@ -22,7 +22,8 @@ from arthron.io.sto import read_sto
 from arthron.tools.analyze_tool import run_analyze
 
 from conftest import ARM26, DATA, REF, needs_data, needs_opensim
-from test_analyze_states_file import ACTUATOR, _compare, _forward, _run_opensim, _setup
+from test_analyze_states_file import ACTUATOR, _compare, _converted_states, _forward, _run_opensim, _setup
+from test_muscle_states import CONVERT
 
 IK = REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot"
 FR = """<ForceReporter name="ForceReporter"><on>true</on><step_interval>{n}</step_interval>
@@ -43,6 +44,45 @@ def _coordinates_setup(folder: Path, name, model, motion, analyses, *, t0, t1, e
   <coordinates_file>{motion}</coordinates_file>
 </AnalyzeTool></OpenSimDocument>""")
     return f
+
+
+def _millard_equilibrium_arm26(folder):
+    """arm26 with Millard2012EquilibriumMuscles of the Thelen muscles' parameters and paths:
+    default fiber lengths 0.6..1.1 l_opt, every other one with a rigid tendon, fiber damping
+    0 .. 0.1."""
+    import opensim
+    m = opensim.Model(str(ARM26))
+    ms = m.getMuscles()
+    olds = [ms.get(i) for i in range(ms.getSize())]
+    news = []
+    for i, th in enumerate(olds):
+        a = opensim.Millard2012EquilibriumMuscle(
+            th.getName(), th.getMaxIsometricForce(), th.getOptimalFiberLength(),
+            th.getTendonSlackLength(), th.getPennationAngleAtOptimalFiberLength())
+        a.set_path(th.get_path())
+        a.set_default_fiber_length(th.getOptimalFiberLength() * (0.6 + 0.1 * i))
+        a.set_ignore_tendon_compliance(i % 2 == 1)
+        a.set_fiber_damping(0.02 * i)
+        news.append(a)
+    fs = m.updForceSet()
+    for th in olds:
+        fs.remove(fs.getIndex(th.getName()))
+    for a in news:
+        m.addForce(a)
+    m.finalizeConnections()
+    path = folder / "arm26_millard_equilibrium.osim"
+    m.printToXML(str(path))
+    return path
+
+
+#: the MuscleAnalysis files arthron writes per class of the converted arm26 (TendonForce and the
+#: moments for every class)
+CONVERTED_FILES = {
+    "Millard2012EquilibriumMuscle": {"FiberLength", "NormalizedFiberLength", "PennationAngle", "TendonLength"},
+    "Millard2012AccelerationMuscle": {"FiberLength", "NormalizedFiberLength", "PennationAngle", "TendonLength",
+                                      "FiberVelocity", "NormFiberVelocity", "PennationAngularVelocity"},
+    "DeGrooteFregly2016Muscle": {"FiberLength", "NormalizedFiberLength", "PennationAngle", "TendonLength"},
+}
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +109,16 @@ def runs(tmp_path_factory):
             FR.format(n=1, c="false"), MA.format(name="MuscleAnalysis", n=2, muscles="all", moments="true")],
             t0=0.01, t1=0.09, extra=acts),
     }
+    convert = dict(CONVERT, Millard2012EquilibriumMuscle=_millard_equilibrium_arm26)
+    for kind in CONVERTED_FILES:
+        model = convert[kind](d)
+        ma = MA.format(name="MuscleAnalysis", n=1, muscles="all", moments="true")
+        setups[kind] = _coordinates_setup(d, kind, model.name, IK, [FR.format(n=1, c="false"), ma],
+                                          t0=0.2, t1=0.5)
+        if kind != "Millard2012EquilibriumMuscle":
+            st = _converted_states(model, states, d / f"{kind}_states.sto")
+            setups[kind + "_states"] = _setup(d, kind + "_states", model.name, st.name,
+                                              [FR.format(n=1, c="false"), ma], t0=0, t1=1)
     for s in setups.values():
         _run_opensim(s)
     return setups
@@ -132,3 +182,29 @@ def test_muscle_analysis_files_as_opensim(runs, name):
     ref = setup.parent / f"osim_{name}"        # (without compute_moments OpenSim writes no moment arms)
     assert _compare([f for f in ma if (ref / f.name).exists() or "MomentArm" not in f.name], ref) < 1e-6
     assert not [s for s in said if "not written" in s]
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("name", ["Millard2012EquilibriumMuscle", "Millard2012AccelerationMuscle",
+                                  "DeGrooteFregly2016Muscle", "Millard2012AccelerationMuscle_states",
+                                  "DeGrooteFregly2016Muscle_states"])
+def test_converted_muscles_files_as_opensim(runs, name):
+    """arm26 with its muscles converted to Millard2012EquilibriumMuscle (elastic and rigid
+    tendons, damping), Millard2012AccelerationMuscle and DeGrooteFregly2016Muscle (elastic and
+    rigid tendons), on the IK motion (default states) and on states files varying every muscle
+    state per frame: the ForceReporter file, and the MuscleAnalysis files arthron writes for
+    the class (lengths, pennation, Millard acceleration's velocity states, TendonForce, moment
+    arms and moments) equal to OpenSim's 8 decimals; the others are named in one warning."""
+    setup = runs[name]
+    kind = name.replace("_states", "")
+    files, said = _arthron(setup)
+    ma = [f for f in files if "_MuscleAnalysis_" in f.name]
+    kinds = {f.stem.split("_MuscleAnalysis_")[1] for f in ma}
+    assert {k for k in kinds if not k.startswith("Moment")} == CONVERTED_FILES[kind] | {"Length", "TendonForce"}
+    assert {k for k in kinds if k.startswith("Moment_")} == {"Moment_r_elbow_flex", "Moment_r_shoulder_elev"}
+    assert len([s for s in said if "not written" in s and kind in s]) == 1
+    ref = setup.parent / f"osim_{name}"
+    fr = [f for f in files if "_forces.sto" in f.name]
+    assert _compare(ma + fr, ref) < 1e-6
+    assert np.abs(read_sto(fr[0]).data).max() > 10.0

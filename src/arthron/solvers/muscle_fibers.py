@@ -28,8 +28,10 @@ result, and the writer names them):
   l_M ≤ h), the tendon length, ``FiberVelocity`` l̇_M, ``NormFiberVelocity`` l̇_M / (l_opt
   v_max), ``PennationAngularVelocity`` −(l̇_M / l_M) tan φ;
 * ``DeGrooteFregly2016Muscle``: elastic tendon, the tendon length from the normalized tendon
-  force state through the inverse of De Groote et al. (2016)'s tendon curve
-  (l̃_T = ln((f̃_T + 0.25)/0.2)/k_T + 0.995, k_T from ``tendon_strain_at_one_norm_force``),
+  force state through the inverse of the tendon curve OpenSim 4.6 uses
+  (``calcTendonForceLengthInverseCurve``: l̃_T = ln((f̃_T + 0.2)/0.2)/k_T + 1,
+  k_T = ln(6)/``tendon_strain_at_one_norm_force``; De Groote et al. (2016) print c2 = 0.995,
+  c3 = 0.25),
   rigid tendon l_s; fiber length along the tendon L − l_T, l_M = sqrt(that² + h²),
   cos φ = (L − l_T) / l_M.
 
@@ -194,9 +196,8 @@ def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, sta
             else:
                 ntf = np.broadcast_to(_state(m, states, "normalized_tendon_force",
                                              _xml_value(m, "default_normalized_tendon_force", 0.5)), (T,))
-                kt = np.log((1.0 + 0.25) / 0.2) / (
-                    1.0 + _xml_value(m, "tendon_strain_at_one_norm_force", 0.049) - 0.995)
-                lt = ls * (np.log((ntf + 0.25) / 0.2) / kt + 0.995)
+                kt = np.log((1.0 + 0.2) / 0.2) / _xml_value(m, "tendon_strain_at_one_norm_force", 0.049)
+                lt = ls * (np.log((ntf + 0.2) / 0.2) / kt + 1.0)
             along = lk - lt
             lce = np.sqrt(along * along + h * h)
             phi = np.arccos(along / lce)
