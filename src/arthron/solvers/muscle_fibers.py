@@ -68,7 +68,7 @@ _FORCES = ("FiberForce", "ActiveFiberForce", "PassiveFiberForce", "ActiveFiberFo
 #: the quantities :func:`muscle_fibers` reproduces per class (module docstring)
 REPRODUCED = {
     "Thelen2003Muscle": MUSCLE_ANALYSIS_FILES,
-    "Millard2012EquilibriumMuscle": _LENGTHS + ("TendonForce",),
+    "Millard2012EquilibriumMuscle": MUSCLE_ANALYSIS_FILES,
     "Millard2012AccelerationMuscle": _LENGTHS + ("FiberVelocity", "NormFiberVelocity",
                                                  "PennationAngularVelocity", "TendonForce"),
     "DeGrooteFregly2016Muscle": _LENGTHS + ("TendonForce",),
@@ -111,6 +111,108 @@ def thelen_fiber_velocity(m, a, fal, afalfv) -> np.ndarray:
     slope = k / b0 - (k * (f0 - afl) / (b0 * b0)) * db0
     extrap = k * (f0 - afl) / b0 + slope * (afalfv - f0)
     return np.where(inside, direct, extrap)
+
+
+def _fv_inverse_curve(params):
+    """Millard2012EquilibriumMuscle's ``fvInvCurve``: OpenSim 4.6's ForceVelocityInverseCurve
+    of the muscle's ForceVelocityCurve properties with the slopes at ±v_max half the slopes
+    near v_max (``extendFinalizeFromProperties``): the force-velocity Bézier corners with x
+    and y swapped, extended linearly with the inverse end slopes (equal to OpenSim's
+    ``calcValue`` to 1e-14)."""
+    from ..models.muscles import MuscleCurve, millard_force_velocity_curve
+    p = dict(params, concentric_slope_at_vmax=0.5 * params["concentric_slope_near_vmax"],
+             eccentric_slope_at_vmax=0.5 * params["eccentric_slope_near_vmax"])
+    c = millard_force_velocity_curve(**p)
+    return MuscleCurve(list(zip(c.Y, c.X)), c.y0, c.y1, c.x0, c.x1, 1.0 / c.dydx0, 1.0 / c.dydx1)
+
+
+def _damped_fiber_velocity(curve, inverse, fiso, a, fal, fpe, fse, beta, cos):
+    """Normalized fiber velocity (T,) of an elastic-tendon Millard2012EquilibriumMuscle with
+    fiber damping β > 0, as OpenSim 4.6's ``calcDampedNormFiberVelocity`` iterates it: from the
+    inverse of the force-velocity curve at (f_T/cos φ − f_PE)/(a f_L) (a, f_L, cos φ at least
+    0.01; clipped to ±1), Newton steps on F_iso (a f_L f_V(ṽ) + f_PE + β ṽ) cos φ − F_iso f_T
+    while it exceeds 1e-10 F_iso N, at most 20. NaN where it does not converge (OpenSim then
+    throws)."""
+    tol = max(1e-10 * fiso, 1e-14 * 100)
+    fv0 = (fse / np.maximum(cos, 0.01) - fpe) / (np.maximum(a, 0.01) * np.maximum(fal, 0.01))
+    v = np.clip(inverse.value(fv0), -1.0, 1.0)
+    err = np.full_like(v, np.inf)
+    for _ in range(20):
+        active = np.abs(err) > tol
+        if not active.any():
+            break
+        fv = curve.value(v)
+        fm = fiso * (a * fal * fv) + (fiso * fpe + fiso * beta * v)
+        err = np.where(active, fm * cos - fse * fiso, err)
+        step = (np.abs(err) > tol) & active
+        derr = fiso * (a * fal * curve.derivative(v) + beta) * cos
+        v = np.where(step, v - err / np.where(step, derr, 1.0), v)
+    return np.where(np.abs(err) <= tol, v, np.nan)
+
+
+def _millard_dynamics(m, states, lce, phi, L, V, lmin) -> dict:
+    """The velocity, force and power records of a Millard2012EquilibriumMuscle at fiber length
+    ``lce`` (T,) (clamped), pennation ``phi``, path length ``L`` and speed ``V`` (OpenSim 4.6
+    ``calcFiberVelocityInfo``, ``calcMuscleDynamicsInfo``): the rigid tendon's fiber velocity
+    from the path (0 when the tendon buckles), the elastic tendon's from the damped force
+    equilibrium a f_L f_V(ṽ) + f_PE + β ṽ = f_T / cos φ; a clamped fiber (at its minimum
+    length and shortening) has velocity 0 and no fiber force; without damping the elastic
+    tendon's velocity is the inverse force-velocity curve (:func:`_fv_inverse_curve`) at
+    (f_T / cos φ − f_PE)/(a f_L). {} (not reproduced) where OpenSim's Newton iteration does not
+    converge (:func:`_damped_fiber_velocity`) or a f_L is 0 without damping (OpenSim throws)."""
+    from ..models.muscles import (millard_active_force_length_curve, millard_fiber_force_length_curve,
+                                  millard_force_velocity_curve)
+    from .muscle_states import _tendon_curve
+    T = len(lce)
+    lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
+    fiso, vmax = float(m.max_isometric_force), float(m.max_contraction_velocity)
+    cp = millard_curve_params(m)
+    lN = lce / lopt
+    fal = millard_active_force_length_curve(**cp["ActiveForceLengthCurve"]).value(lN)
+    fpe = millard_fiber_force_length_curve(**cp["FiberForceLengthCurve"]).value(lN)
+    fvc = millard_force_velocity_curve(**cp["ForceVelocityCurve"])
+    beta = _xml_value(m, "fiber_damping", 0.1)
+    if _xml_value(m, "ignore_activation_dynamics", False):
+        a = np.zeros(T)
+    else:
+        a = np.broadcast_to(_state(m, states, "activation", _xml_value(m, "default_activation", 0.05)), (T,))
+    a = np.clip(a, _xml_value(m, "minimum_activation", 0.01), 1.0)
+    cos, sin = np.cos(phi), np.sin(phi)
+    lt = L - lce * cos
+    rigid = _xml_value(m, "ignore_tendon_compliance", False)
+    if rigid:
+        dlce = np.where(lt < ls - 1e-14 * 100, 0.0, V * cos)       # SimTK::SignificantReal
+        vN = dlce / (lopt * vmax)
+    else:
+        fse = _tendon_curve(m).value(lt / ls)
+        inverse = _fv_inverse_curve(cp["ForceVelocityCurve"])
+        if beta < 1e-14 * 100:                    # no damping: the inverse curve at the equilibrium's f_V
+            if not ((a * fal > 1e-14 * 100) & (cos > 1e-14 * 100)).all():
+                return {}                         # (OpenSim throws: a singularity)
+            vN = inverse.value((fse / cos - fpe) / (a * fal))
+        else:
+            vN = _damped_fiber_velocity(fvc, inverse, fiso, a, fal, fpe, fse, beta, cos)
+        if not np.isfinite(vN).all():
+            return {}
+        dlce = vN * lopt * vmax
+    dphi = -(dlce / lce) * np.tan(phi)
+    dtl = np.zeros(T) if rigid else V - dlce * cos + lce * sin * dphi
+    clamped = ((lce <= lmin) & (dlce <= 0)) | (lce < lmin)
+    dlce, vN, dphi = (np.where(clamped, 0.0, x) for x in (dlce, vN, dphi))
+    dtl = np.where(clamped, V, dtl)
+    fa = fiso * a * fal * fvc.value(vN)
+    p1, p2 = fiso * fpe, fiso * beta * vN
+    fm = fa + p1 + p2
+    if rigid:
+        neg = fm < 0
+        fm, p2 = np.where(neg, 0.0, fm), np.where(neg, -fa - p1, p2)
+    fa, p1, p2, fm = (np.where(clamped, 0.0, x) for x in (fa, p1, p2, fm))
+    ft = fm * cos if rigid else fiso * fse
+    return dict(FiberVelocity=dlce, NormFiberVelocity=vN, PennationAngularVelocity=dphi,
+                FiberForce=fm, ActiveFiberForce=fa, PassiveFiberForce=p1 + p2,
+                ActiveFiberForceAlongTendon=fa * cos, PassiveFiberForceAlongTendon=(p1 + p2) * cos,
+                FiberActivePower=-(fa + p2) * dlce, FiberPassivePower=-p1 * dlce,
+                TendonPower=-ft * dtl, MuscleActuatorPower=-ft * V)
 
 
 def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, states=None) -> tuple:
@@ -180,6 +282,7 @@ def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, sta
                 lce = np.broadcast_to(np.maximum(
                     _state(m, states, "fiber_length", _default_fiber_length(m, given)), lmin), (T,))
             phi = _fixed_width_angle(lce, h, pmax) if popt > _EPS else np.zeros(T)
+            got.update(_millard_dynamics(m, states, lce, phi, lk, V[:, k], lmin))
         elif m.type == "Millard2012AccelerationMuscle":
             lce = np.broadcast_to(_state(m, states, "fiber_length", _default_fiber_length(m, given)), (T,))
             dlce = np.broadcast_to(_state(m, states, "fiber_velocity",
