@@ -574,7 +574,10 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     ``<tool name>_JointReaction_ReactionLoads.sto``, ``<tool name>_MuscleAnalysis_Length.sto``
     ``<tool name>_MuscleAnalysis_MomentArm_<coordinate>.sto`` (every coordinate of
     ``moment_arm_coordinate_list``; with ``all``, those the paths cross; OpenSim writes them
-    only with ``compute_moments``, arthron always),
+    only with ``compute_moments``, arthron always), the MuscleAnalysis' other files
+    (``_FiberLength.sto`` ... ``_MuscleActuatorPower.sto``, and ``_Moment_<coordinate>.sto`` with
+    ``compute_moments``) that arthron reproduces for every listed muscle
+    (:mod:`arthron.solvers.muscle_fibers`; the others named in one warning),
     ``<tool name>_StaticOptimization_activation.sto`` and ``_force.sto``
     (:func:`arthron.tools.static_optimization_tool.static_optimization_of_setup`: the same
     files as ``arthron so --setup``; each analysis solves on its own, as in OpenSim, where
