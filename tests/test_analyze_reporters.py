@@ -89,7 +89,7 @@ CONVERTED_FILES = {
     "Millard2012EquilibriumMuscle": set(THELEN_FILES) - {"Length", "TendonForce"},
     "Millard2012AccelerationMuscle": {"FiberLength", "NormalizedFiberLength", "PennationAngle", "TendonLength",
                                       "FiberVelocity", "NormFiberVelocity", "PennationAngularVelocity"},
-    "DeGrooteFregly2016Muscle": {"FiberLength", "NormalizedFiberLength", "PennationAngle", "TendonLength"},
+    "DeGrooteFregly2016Muscle": set(THELEN_FILES) - {"Length", "TendonForce"},
 }
 
 
@@ -196,8 +196,11 @@ def test_converted_muscles_files_as_opensim(runs, name):
     state per frame: the ForceReporter file, and the MuscleAnalysis files arthron writes for
     the class (Millard equilibrium: all, its elastic tendons' fiber velocity by OpenSim's own
     Newton iteration from its inverse force-velocity curve, or that curve without damping;
-    the others: lengths, pennation, Millard acceleration's velocity states, TendonForce, moment
-    arms and moments) equal to OpenSim's 8 decimals; the others are named in one warning."""
+    DeGroote: all, its elastic tendons' fiber velocity by the analytic inverse force-velocity
+    curve; Millard acceleration: lengths, pennation, its velocity states, TendonForce, moment
+    arms and moments) equal to OpenSim's 8 decimals and, value by value, to 1e-11 relative
+    (measured ≤ 1e-12: DeGroote's sinh inverse reaches 1e53 m/s at these unequilibrated
+    states); the files not written are named in one warning."""
     setup = runs[name]
     kind = name.replace("_states", "")
     files, said = _arthron(setup)
@@ -205,8 +208,11 @@ def test_converted_muscles_files_as_opensim(runs, name):
     kinds = {f.stem.split("_MuscleAnalysis_")[1] for f in ma}
     assert {k for k in kinds if not k.startswith("Moment")} == CONVERTED_FILES[kind] | {"Length", "TendonForce"}
     assert {k for k in kinds if k.startswith("Moment_")} == {"Moment_r_elbow_flex", "Moment_r_shoulder_elev"}
-    assert len([s for s in said if "not written" in s and kind in s]) == (kind != "Millard2012EquilibriumMuscle")
+    assert len([s for s in said if "not written" in s and kind in s]) == (kind == "Millard2012AccelerationMuscle")
     ref = setup.parent / f"osim_{name}"
     fr = [f for f in files if "_forces.sto" in f.name]
-    assert _compare(ma + fr, ref) < 1e-6
+    _compare(ma + fr, ref)
+    for f in ma + fr:                 # and value by value: DeGroote's velocities reach 1e53 here
+        got, want = read_sto(f).data, read_sto(ref / f.name).data
+        assert (np.abs(got - want) <= 1e-8 + 1e-11 * np.abs(want)).all(), f.name
     assert np.abs(read_sto(fr[0]).data).max() > 10.0

@@ -13,27 +13,30 @@ result, and the writer names them):
 
 * every class of :data:`arthron.solvers.muscle_states.DEFAULT_STATE_TYPES`: ``TendonForce``
   (the force the muscle applies, ``getActuation``);
-* ``Thelen2003Muscle``: fiber length l_M = the state (``default_fiber_length``), pennation
-  φ = asin(h / l_M) (fixed-width, h = l_opt sin φ_opt; φ_max where h / l_M ≥ sin φ_max), tendon
-  length L − l_M cos φ; tendon force F = F_iso f_se; fiber force F / cos φ (OpenSim's
-  (a f_L f_V + f_PE) F_iso with f_V from the equilibrium), passive F_iso f_PE(l_M / l_opt)
-  (Thelen 2003's exponential, ``KshapePassive``, ``FmaxMuscleStrain``), active the difference,
-  along the tendon × cos φ; the muscle-tendon power −F L̇ (``MuscleActuatorPower``). A Thelen
-  muscle whose fiber length is at or below the pennation model's minimum h / sin φ_max is
-  not reproduced (arthron's force clamps the length there);
-* ``Millard2012EquilibriumMuscle``: elastic tendon, l_M the state clamped at the minimum fiber
-  length (as OpenSim clamps it), rigid tendon sqrt(h² + (L − l_s)²) clamped likewise; φ, the
-  tendon length as above;
+* ``Thelen2003Muscle``, every file: fiber length l_M = the state (``default_fiber_length``),
+  pennation φ = asin(h / l_M) (fixed-width, h = l_opt sin φ_opt; φ_max where h / l_M ≥
+  sin φ_max), tendon length L − l_M cos φ; tendon force F = F_iso f_se; fiber force F / cos φ
+  (OpenSim's (a f_L f_V + f_PE) F_iso with f_V from the equilibrium), passive F_iso
+  f_PE(l_M / l_opt) (Thelen 2003's exponential, ``KshapePassive``, ``FmaxMuscleStrain``),
+  active the difference, along the tendon × cos φ; the fiber velocity from Thelen (2003)'s
+  force-velocity relation inverted at a f_L f_V (:func:`thelen_fiber_velocity`), φ̇ =
+  −(l̇_M / l_M) tan φ, l̇_T = L̇ − l̇_M cos φ + l_M sin φ φ̇; powers −active l̇_M, −passive
+  l̇_M, −F l̇_T, −F L̇. A Thelen muscle whose fiber length is at or below the pennation
+  model's minimum h / sin φ_max is not reproduced (arthron's force clamps the length there),
+  nor its velocities at activation or f_L 0 (OpenSim throws);
+* ``Millard2012EquilibriumMuscle``, every file: elastic tendon, l_M the state clamped at the
+  minimum fiber length (as OpenSim clamps it), rigid tendon sqrt(h² + (L − l_s)²) clamped
+  likewise; φ, the tendon length as above; velocities, forces and powers as OpenSim computes
+  them (:func:`_millard_dynamics`);
 * ``Millard2012AccelerationMuscle``: l_M and l̇_M the states, φ = asin(h / l_M) (π/2 when
   l_M ≤ h), the tendon length, ``FiberVelocity`` l̇_M, ``NormFiberVelocity`` l̇_M / (l_opt
   v_max), ``PennationAngularVelocity`` −(l̇_M / l_M) tan φ;
-* ``DeGrooteFregly2016Muscle``: elastic tendon, the tendon length from the normalized tendon
-  force state through the inverse of the tendon curve OpenSim 4.6 uses
+* ``DeGrooteFregly2016Muscle``, every file: elastic tendon, the tendon length from the
+  normalized tendon force state through the inverse of the tendon curve OpenSim 4.6 uses
   (``calcTendonForceLengthInverseCurve``: l̃_T = ln((f̃_T + 0.2)/0.2)/k_T + 1,
   k_T = ln(6)/``tendon_strain_at_one_norm_force``; De Groote et al. (2016) print c2 = 0.995,
-  c3 = 0.25),
-  rigid tendon l_s; fiber length along the tendon L − l_T, l_M = sqrt(that² + h²),
-  cos φ = (L − l_T) / l_M.
+  c3 = 0.25), rigid tendon l_s; fiber length along the tendon L − l_T, l_M = sqrt(that² + h²),
+  sin φ = h / l_M; velocities, forces and powers :func:`_degroote_dynamics`.
 
 Sources: OpenSim 4.6 ``MuscleAnalysis::record``, ``Thelen2003Muscle``,
 ``Millard2012EquilibriumMuscle``, ``Millard2012AccelerationMuscle``,
@@ -71,7 +74,7 @@ REPRODUCED = {
     "Millard2012EquilibriumMuscle": MUSCLE_ANALYSIS_FILES,
     "Millard2012AccelerationMuscle": _LENGTHS + ("FiberVelocity", "NormFiberVelocity",
                                                  "PennationAngularVelocity", "TendonForce"),
-    "DeGrooteFregly2016Muscle": _LENGTHS + ("TendonForce",),
+    "DeGrooteFregly2016Muscle": MUSCLE_ANALYSIS_FILES,
     **{k: ("TendonForce",) for k in DEFAULT_STATE_TYPES if k.endswith("_Deprecated") or k == "RigidTendonMuscle"},
 }
 _EPS = np.finfo(float).eps
@@ -215,6 +218,61 @@ def _millard_dynamics(m, states, lce, phi, L, V, lmin) -> dict:
                 TendonPower=-ft * dtl, MuscleActuatorPower=-ft * V)
 
 
+def _degroote_dynamics(m, states, lce, along, h, V) -> dict:
+    """The velocity, force and power records of a DeGrooteFregly2016Muscle (OpenSim 4.6
+    ``calcFiberVelocityInfoHelper``, ``calcMuscleDynamicsInfoHelper``, explicit tendon
+    dynamics) at fiber length ``lce`` (T,), fiber length along the tendon ``along``, width
+    ``h``, path speed ``V``: elastic tendon, f_V = (f̃_T / cos φ − f_PE)/(a f_L) and the
+    fiber velocity its analytic inverse (sinh((f_V − d4)/d1) − d3)/d2 (De Groote et al. 2016
+    with OpenSim's d1, d4), the velocity along the tendon l̇_M / cos φ; rigid tendon, l̇_M =
+    L̇ cos φ. Forces F_iso a f_L f_V (active), F_iso f_PE + F_iso β ṽ (passive; ``fiber_damping``
+    β), powers −(active + damping) l̇_M, −F_iso f_PE l̇_M, −F_T l̇_T, −F_T L̇. {} (not
+    reproduced) for an elastic tendon at a f_L = 0 (OpenSim divides by it) or in implicit
+    tendon dynamics mode."""
+    from ..models.muscles import (degroote_active_force_length, degroote_force_velocity,
+                                  degroote_passive_force_length)
+    T = len(lce)
+    lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
+    fiso, vmax = float(m.max_isometric_force), float(m.max_contraction_velocity) * lopt
+    lN = lce / lopt
+    cos = along / lce
+    fal = degroote_active_force_length(lN, _xml_value(m, "active_force_width_scale", 1.0))
+    fpe = np.zeros(T) if _xml_value(m, "ignore_passive_fiber_force", False) else degroote_passive_force_length(
+        lN, _xml_value(m, "passive_fiber_strain_at_one_norm_force", 0.6))
+    beta = _xml_value(m, "fiber_damping", 0.0)
+    if _xml_value(m, "ignore_activation_dynamics", False):
+        a = np.zeros(T)                          # the control: 0 in the AnalyzeTool
+    else:
+        a = np.broadcast_to(_state(m, states, "activation", _xml_value(m, "default_activation", 0.5)), (T,))
+    if _xml_value(m, "ignore_tendon_compliance", False):
+        dlce = V * cos
+        vN = dlce / vmax
+        fv = degroote_force_velocity(vN)
+        vt = np.zeros(T)
+        ntf = None
+    else:
+        mode = getattr(m, "unmodelled_xml", "") or ""
+        if "<tendon_compliance_dynamics_mode>implicit" in mode.replace(" ", ""):
+            return {}
+        if not (np.abs(a * fal) > 0).all():
+            return {}
+        ntf = np.broadcast_to(_state(m, states, "normalized_tendon_force",
+                                     _xml_value(m, "default_normalized_tendon_force", 0.5)), (T,))
+        fv = (ntf / cos - fpe) / (a * fal)
+        d1, d2, d3, d4 = -0.3211346127989808, -8.149, -0.374, 0.8825327733249912
+        vN = (np.sinh((fv - d4) / d1) - d3) / d2
+        dlce = vN * vmax
+        vt = V - dlce / cos
+    fa, p1, p2 = fiso * a * fal * fv, fiso * fpe, fiso * beta * vN
+    fm = fa + p1 + p2
+    ft = fm * cos if ntf is None else fiso * ntf
+    return dict(FiberVelocity=dlce, NormFiberVelocity=vN, PennationAngularVelocity=-dlce / lce * (h / along),
+                FiberForce=fm, ActiveFiberForce=fa, PassiveFiberForce=p1 + p2,
+                ActiveFiberForceAlongTendon=fa * cos, PassiveFiberForceAlongTendon=(p1 + p2) * cos,
+                FiberActivePower=-(fa + p2) * dlce, FiberPassivePower=-p1 * dlce,
+                TendonPower=-ft * vt, MuscleActuatorPower=-ft * V)
+
+
 def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, states=None) -> tuple:
     """The MuscleAnalysis quantities arthron reproduces for ``muscles`` (typed muscles) at path
     lengths ``lengths`` (T, m) m and lengthening speeds ``speeds`` (T, m) m/s (None: 0), at their
@@ -303,7 +361,8 @@ def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, sta
                 lt = ls * (np.log((ntf + 0.2) / 0.2) / kt + 1.0)
             along = lk - lt
             lce = np.sqrt(along * along + h * h)
-            phi = np.arccos(along / lce)
+            phi = np.arcsin(h / lce)
+            got.update(_degroote_dynamics(m, states, lce, along, h, V[:, k]))
         else:                                    # deprecated classes, RigidTendonMuscle: force only
             for name, v in got.items():
                 values[name][:, k], have[name][k] = v, True
