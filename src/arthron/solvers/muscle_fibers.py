@@ -139,17 +139,18 @@ def _damped_fiber_velocity(curve, inverse, fiso, a, fal, fpe, fse, beta, cos):
     tol = max(1e-10 * fiso, 1e-14 * 100)
     fv0 = (fse / np.maximum(cos, 0.01) - fpe) / (np.maximum(a, 0.01) * np.maximum(fal, 0.01))
     v = np.clip(inverse.value(fv0), -1.0, 1.0)
+    a, fal, fpe, fse, cos = (np.broadcast_to(x, v.shape) for x in (a, fal, fpe, fse, cos))
     err = np.full_like(v, np.inf)
     for _ in range(20):
-        active = np.abs(err) > tol
-        if not active.any():
+        i = np.flatnonzero(np.abs(err) > tol)      # the frames still iterating
+        if not i.size:
             break
-        fv = curve.value(v)
-        fm = fiso * (a * fal * fv) + (fiso * fpe + fiso * beta * v)
-        err = np.where(active, fm * cos - fse * fiso, err)
-        step = (np.abs(err) > tol) & active
-        derr = fiso * (a * fal * curve.derivative(v) + beta) * cos
-        v = np.where(step, v - err / np.where(step, derr, 1.0), v)
+        fv, dfv = curve.value_and_derivative(v[i])
+        fm = fiso * (a[i] * fal[i] * fv) + (fiso * fpe[i] + fiso * beta * v[i])
+        err[i] = fm * cos[i] - fse[i] * fiso
+        go = np.abs(err[i]) > tol
+        derr = fiso * (a[i] * fal[i] * dfv + beta) * cos[i]
+        v[i] = np.where(go, v[i] - err[i] / np.where(go, derr, 1.0), v[i])
     return np.where(np.abs(err) <= tol, v, np.nan)
 
 
