@@ -21,7 +21,7 @@ from arthron.errors import ArthronWarning
 from arthron.io.sto import read_sto
 from arthron.tools.analyze_tool import run_analyze
 
-from conftest import ARM26, DATA, REF, needs_data, needs_opensim
+from conftest import ARM26, DATA, GAIT_PIPE, GAIT_REF_MODEL, REF, needs_data, needs_opensim
 from test_analyze_states_file import ACTUATOR, _compare, _converted_states, _forward, _run_opensim, _setup
 from test_muscle_states import CONVERT
 
@@ -117,6 +117,10 @@ def runs(tmp_path_factory):
             FR.format(n=1, c="false"), MA.format(name="MuscleAnalysis", n=2, muscles="all", moments="true")],
             t0=0.01, t1=0.09, extra=acts),
     }
+    setups["walk"] = _coordinates_setup(
+        d, "walk", GAIT_REF_MODEL, GAIT_PIPE / "subject01_walk1_ik.mot", [FR.format(n=2, c="false")],
+        t0=0.6, t1=0.9, extra=f"<external_loads_file>{GAIT_PIPE / 'subject01_walk1_grf.xml'}</external_loads_file>"
+                               "<lowpass_cutoff_frequency_for_coordinates>6</lowpass_cutoff_frequency_for_coordinates>")
     convert = dict(CONVERT, Millard2012EquilibriumMuscle=_millard_equilibrium_arm26)
     for kind in CONVERTED_FILES:
         model = convert[kind](d)
@@ -158,6 +162,22 @@ def test_force_reporter_every_column_as_opensim(runs, name):
     assert np.abs(got.data[:, :6]).max() > 100.0                  # the muscles pull
     if name != "coords_step":
         assert got.labels[-1] == "elbow_act" and not got.data[:, -1].any()
+
+
+@needs_data
+@needs_opensim
+def test_force_reporter_on_the_gait2354_walk_with_ground_reactions(runs):
+    """The Gait2354 walk (54 Thelen muscles at their default states: up to 1.8e5 N) with its
+    ground reactions: the muscles' columns, then each ExternalForce's
+    ``<body>_<name>_Fx ... _Tz`` (force and torque in ground, point in the body), every other
+    frame of a 6 Hz filtered motion, equal to OpenSim's 8 decimals."""
+    setup = runs["walk"]
+    files, _ = _arthron(setup)
+    assert [f.name for f in files] == ["walk_ForceReporter_forces.sto"]
+    _compare(files, setup.parent / "osim_walk")
+    got = read_sto(files[0])
+    assert len(got.labels) == 54 + 18 and got.labels[54].startswith("calcn_r_") and got.labels[-1].endswith("_Tz")
+    assert np.abs(got.data[:, 54:]).max() > 500                  # the ground reactions are there
 
 
 @needs_data
