@@ -236,3 +236,24 @@ def test_converted_muscles_files_as_opensim(runs, name):
         got, want = read_sto(f).data, read_sto(ref / f.name).data
         assert (np.abs(got - want) <= 1e-8 + 1e-11 * np.abs(want)).all(), f.name
     assert np.abs(read_sto(fr[0]).data).max() > 10.0
+
+
+@needs_data
+def test_constraint_forces_on_a_constrained_model_skip_the_force_reporter(tmp_path):
+    """``include_constraint_forces`` on the Thoracoscapular model (an AC PointConstraint): the
+    constraints' reaction records are not reproduced, so the ForceReporter is skipped with one
+    warning naming the setup and the option, no file written; without the option its file is
+    written (33 Millard muscles, then the passive forces)."""
+    from conftest import TSM, TSM_ID
+    motion = TSM_ID / "ThorascapularShoulderModel_static.mot"
+    for flag in ("true", "false"):
+        setup = _coordinates_setup(tmp_path, f"tsm_{flag}", TSM, motion, [FR.format(n=1, c=flag)],
+                                   t0=0, t1=0.05)
+        files, said = _arthron(setup)
+        skipped = [s for s in said if "skipped" in s and "include_constraint_forces" in s]
+        if flag == "true":
+            assert files == [] and len(skipped) == 1 and str(setup) in skipped[0]
+            assert not (tmp_path / f"arthron_tsm_{flag}_setup").exists()
+        else:
+            assert [f.name for f in files] == [f"tsm_{flag}_ForceReporter_forces.sto"] and not skipped
+            assert read_sto(files[0]).data.shape[1] >= 33
