@@ -236,8 +236,9 @@ def test_arm26_forward_simulation_states_every_column_as_opensim(runs):
     """arm26's forward simulation (Thelen2003Muscle: the tendon force at the file's fiber
     lengths), analyses from 0.05 to 0.25 s: Kinematics, BodyKinematics, PointKinematics with
     step_interval 4 (the file's rows are not evenly spaced: the rows kept are those whose index
-    in the file is a multiple of 4), MuscleAnalysis lengths and moment arms, JointReaction of
-    every joint without a forces file. Every column as OpenSim's (measured worst 1.3e-8 deg/s²
+    in the file is a multiple of 4), MuscleAnalysis (lengths, moment arms and, since arthron
+    writes them, the 17 fiber, tendon, force and power files and the 2 moment files OpenSim
+    writes: 13 + 19 files), JointReaction of every joint without a forces file. Every column as OpenSim's (measured worst 1.3e-8 deg/s²
     on accelerations of 300 deg/s², 5e-9 elsewhere); q and u are the file's, not splined."""
     setup = runs["arm"]
     with warnings.catch_warnings():
@@ -245,7 +246,7 @@ def test_arm26_forward_simulation_states_every_column_as_opensim(runs):
         files = _arthron(setup)
     ref_dir = setup.parent / "osim_arm"
     assert {f.name for f in files} <= {p.name for p in ref_dir.iterdir()}
-    assert len(files) == 13 and "arm_JointReaction_ReactionLoads.sto" in {f.name for f in files}
+    assert len(files) == 13 + 19 and "arm_JointReaction_ReactionLoads.sto" in {f.name for f in files}
     assert _compare(files, ref_dir) < 1e-7
     q = read_sto(ref_dir / "arm_Kinematics_u.sto")
     st = read_sto(setup.parent / "arm_states.sto")

@@ -643,10 +643,12 @@ def test_static_optimization_inside_the_analyze_tool(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")            # nothing skipped
         files = run_analyze(setup, results_dir=tmp_path / "analyze")
+    from arthron.solvers.muscle_fibers import MUSCLE_ANALYSIS_FILES   # (and, as OpenSim, the other files)
     assert {f.name for f in files} == {"arm26_StaticOptimization_activation.sto",
                                        "arm26_StaticOptimization_force.sto",
                                        "arm26_MuscleAnalysis_Length.sto",
-                                       "arm26_MuscleAnalysis_MomentArm_r_elbow_flex.sto"}
+                                       "arm26_MuscleAnalysis_MomentArm_r_elbow_flex.sto"} | {
+        f"arm26_MuscleAnalysis_{k}.sto" for k in (*MUSCLE_ANALYSIS_FILES, "Moment_r_elbow_flex")}
     res, written = run_static_optimization_from_setup(setup, results_dir=tmp_path / "so")
     for f in written:
         a, b = read_sto(tmp_path / "analyze" / f.name), read_sto(f)

@@ -81,11 +81,14 @@ def test_analyze_setup_writes_opensim_names_into_results_directory(tmp_path):
     setup = _setup(tmp_path, MUSCLE_ANALYSIS.format(n=1, muscles="BIClong TRIlat", coords="r_elbow_flex r_shoulder_elev")
                    + JOINT_REACTION.format(n=1, forces=forces))
     assert not (tmp_path / "out").exists()
+    from arthron.solvers.muscle_fibers import MUSCLE_ANALYSIS_FILES
     files = run_analyze(setup)
     assert (tmp_path / "out").is_dir()        # created, as OpenSim does
     assert sorted(f.name for f in files) == sorted([
         "arm_MuscleAnalysis_Length.sto", "arm_MuscleAnalysis_MomentArm_r_elbow_flex.sto",
-        "arm_MuscleAnalysis_MomentArm_r_shoulder_elev.sto", "arm_JointReaction_ReactionLoads.sto"])
+        "arm_MuscleAnalysis_MomentArm_r_shoulder_elev.sto", "arm_JointReaction_ReactionLoads.sto"]
+        + [f"arm_MuscleAnalysis_{k}.sto" for k in (*MUSCLE_ANALYSIS_FILES, "Moment_r_elbow_flex",
+                                                   "Moment_r_shoulder_elev")])   # (OpenSim's other files)
     assert all(f.parent == tmp_path / "out" for f in files)
     # unfiltered coordinates: the same numbers as the MuscleAnalysis computation on the motion
     model, mot = read_osim(ARM26), read_sto(ARM_MOT)

@@ -355,15 +355,25 @@ class MuscleCurve:
         j = np.clip(np.searchsorted(ends, x, side="left"), 0, len(ends) - 1)
         lo = np.zeros_like(x)
         hi = np.ones_like(x)
-        Xj = self.X[j]
-        k = np.arange(6)
+        c = self._power_basis()[:, j]             # x(u) = Σ c_k u^k on each x's segment (Horner)
         for _ in range(60):
             mid = 0.5 * (lo + hi)
-            xm = (_BINOM * mid[..., None] ** k * (1.0 - mid[..., None]) ** (5 - k) * Xj).sum(-1)
+            xm = c[5]
+            for i in range(4, -1, -1):
+                xm = xm * mid + c[i]
             below = xm < x
             lo = np.where(below, mid, lo)
             hi = np.where(below, hi, mid)
         return j, 0.5 * (lo + hi)
+
+    def _power_basis(self):
+        """(6, segments) power-basis coefficients of the segments' x(u) (Bernstein → monomial)."""
+        if getattr(self, "_cx", None) is None:
+            from math import comb
+            M = np.array([[comb(5, i) * comb(5 - i, k - i) * (-1) ** (k - i) if k >= i else 0.0
+                           for i in range(6)] for k in range(6)])
+            self._cx = M @ self.X.T
+        return self._cx
 
     def value(self, x):
         x = np.asarray(x, float)
@@ -372,6 +382,21 @@ class MuscleCurve:
         y = (_BINOM * u[..., None] ** k * (1.0 - u[..., None]) ** (5 - k) * self.Y[j]).sum(-1)
         y = np.where(x <= self.x0, self.y0 + self.dydx0 * (x - self.x0), y)
         return np.where(x >= self.x1, self.y1 + self.dydx1 * (x - self.x1), y)
+
+    def value_and_derivative(self, x):
+        """(value(x), derivative(x)) with the curve parameter found once."""
+        x = np.asarray(x, float)
+        j, u = self._u(x)
+        k = np.arange(6)
+        y = (_BINOM * u[..., None] ** k * (1.0 - u[..., None]) ** (5 - k) * self.Y[j]).sum(-1)
+        y = np.where(x <= self.x0, self.y0 + self.dydx0 * (x - self.x0), y)
+        y = np.where(x >= self.x1, self.y1 + self.dydx1 * (x - self.x1), y)
+        d = np.empty_like(x)
+        for s in np.unique(j):
+            m = j == s
+            d[m] = _bezier_du(u[m], self.Y[s]) / _bezier_du(u[m], self.X[s])
+        d = np.where(x <= self.x0, self.dydx0, d)
+        return y, np.where(x >= self.x1, self.dydx1, d)
 
     def derivative(self, x):
         x = np.asarray(x, float)

@@ -1,5 +1,6 @@
 """OpenSim's AnalyzeTool on arthron's solvers: setups whose AnalysisSet holds JointReaction,
-MuscleAnalysis, StaticOptimization, BodyKinematics, Kinematics and PointKinematics analyses, and
+MuscleAnalysis, StaticOptimization, BodyKinematics, Kinematics, PointKinematics and ForceReporter
+analyses, and
 the first two on files given directly (``arthron jr``, ``arthron paths``, ``arthron analyze``).
 
 Results are written with OpenSim's names into the setup's ``results_directory`` (created when
@@ -8,7 +9,8 @@ missing): ``<tool name>_JointReaction_ReactionLoads.sto``,
 ``<tool name>_StaticOptimization_activation.sto`` and ``_force.sto``,
 ``<tool name>_BodyKinematics_pos_global.sto`` / ``_vel_global`` / ``_acc_global`` (``_bodyLocal``
 in the bodies' frames), ``<tool name>_Kinematics_q.sto`` / ``_u`` / ``_dudt``,
-``<tool name>_PointKinematics_<point_name>_pos.sto`` / ``_vel`` / ``_acc``, where ``JointReaction``
+``<tool name>_PointKinematics_<point_name>_pos.sto`` / ``_vel`` / ``_acc``,
+``<tool name>_ForceReporter_forces.sto``, where ``JointReaction``
 ... stand for each analysis' name in the setup (:func:`analysis_name`), as OpenSim 4.6 names them.
 """
 from __future__ import annotations
@@ -19,11 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ArthronWarning, DataFileError, ModelFileError, OptionError, SolverError
+from ..errors import ArthronWarning, DataFileError, ModelFileError, OptionError, SolverError, UnsupportedFeature
 from ..io.files import check_output, check_output_dir, input_guard, make_output_folder, output_group
 from ..io.osim import read_osim
 from ..io.setup import read_external_loads
 from ..io.sto import read_sto, write_sto
+from ..tables import Table
 from ..models.model import Model
 from ..multibody.constraints import assemble
 from ..multibody.kinematics import Tree, compile_model
@@ -48,7 +51,7 @@ __all__ = ["read_force_set_file", "model_with_force_sets", "AnalyzeSetup", "read
 
 #: the AnalysisSet members arthron runs
 SUPPORTED_ANALYSES = ("JointReaction", "MuscleAnalysis", "StaticOptimization", "BodyKinematics",
-                      "Kinematics", "PointKinematics")
+                      "Kinematics", "PointKinematics", "ForceReporter")
 #: the kinematics analyses (:mod:`arthron.solvers.kinematics_analyses`)
 KINEMATICS_ANALYSES = ("BodyKinematics", "Kinematics", "PointKinematics")
 
@@ -207,6 +210,28 @@ def write_joint_reactions(result: JointReactionResult, path, rows=None) -> Path:
 # --------------------------------------------------------------------------------------
 # MuscleAnalysis
 # --------------------------------------------------------------------------------------
+def _setup_q_qd(st: AnalyzeSetup, model: Model, tree: Tree, motion):
+    """(time, q, q̇) of the states AnalyzeTool visits: a states file's q (assembled when the
+    model has constraints) and speeds, or the coordinates file's quintic splines (filtered,
+    over the setup's time range) and their derivatives, as
+    :func:`arthron.solvers.kinematics_analyses.analysis_states` builds them; q̇ from the speeds
+    (:func:`arthron.multibody.kinematics.qdot_from_speeds`)."""
+    if isinstance(motion, ModelStates):
+        t, q, u = motion.time, motion.q, motion.u
+    else:
+        vals = coordinates_from_table(model, motion, missing="default")
+        lp = st.lowpass_hz if st.lowpass_hz > 0 else None
+        t, q, u, _ = prepare_coordinates(np.asarray(motion.time, float), vals, lp, st.time_range,
+                                         source=getattr(motion, "source", None))
+    if any(c.enabled for c in model.constraints):
+        q = assemble(model, tree, q)
+    qd = u
+    if tree.angular_velocity_groups:
+        from ..multibody.kinematics import qdot_from_speeds
+        qd = qdot_from_speeds(tree, q, u)
+    return np.asarray(t, float), q, qd
+
+
 def _setup_coordinates(st: AnalyzeSetup, model: Model, tree: Tree, motion):
     """(time, q) where AnalyzeTool evaluates its analyses: the coordinates file, missing
     coordinates at their defaults, filtered and splined as the tools do
@@ -226,8 +251,9 @@ def _setup_coordinates(st: AnalyzeSetup, model: Model, tree: Tree, motion):
     return t, q
 
 
-def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None) -> tuple:
-    """(PathAnalysis, the coordinates to write moment arms for)."""
+def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None, fibers=False) -> tuple:
+    """(PathAnalysis, the coordinates to write moment arms for, {file kind: (T, m) array} of the
+    other files to write (``fibers``: :func:`_fiber_files`; else {}))."""
     tree = compile_model(model) if tree is None else tree
     mlist = setting_list(setting_text(ma, "muscle_list"))
     muscles = None if not mlist or mlist[0].lower() == "all" else mlist
@@ -236,7 +262,10 @@ def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None) -> t
         if bad:
             raise DataFileError(f"MuscleAnalysis muscle_list: model '{model.name}' has no force(s) "
                                 f"{', '.join(bad)}", st.path)
-    t, q = _setup_coordinates(st, model, tree, motion)
+    if fibers:
+        t, q, qd = _setup_q_qd(st, model, tree, motion)
+    else:
+        t, q = _setup_coordinates(st, model, tree, motion)
     res = path_analysis(model, q, time=t, muscles=muscles, tree=tree)
     clist = setting_list(setting_text(ma, "moment_arm_coordinate_list"))
     if not clist or clist[0].lower() == "all":
@@ -247,7 +276,50 @@ def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None) -> t
             raise DataFileError(f"MuscleAnalysis moment_arm_coordinate_list: model '{model.name}' has "
                                 f"no coordinate(s) {', '.join(bad)}", st.path)
         coords = clist
-    return res, coords
+    extra = _fiber_files(st, ma, model, tree, res, coords, motion, qd) if fibers else {}
+    return res, coords, extra
+
+
+def _fiber_files(st: AnalyzeSetup, ma, model: Model, tree: Tree, res: PathAnalysis, coords, motion,
+                 qd) -> dict:
+    """{file kind: (T, m) array} of the MuscleAnalysis files besides Length and MomentArm that
+    arthron reproduces for every analysed muscle (:func:`arthron.solvers.muscle_fibers.muscle_fibers`,
+    at the default states or the states file's), and ``Moment_<coordinate>`` (moment arm × the
+    muscle's force) with ``compute_moments``; one warning names the files OpenSim 4.6 writes that
+    are left out, and the muscle classes why."""
+    from ..multibody.paths import compile_paths, lengthening_speeds
+    from ..solvers.muscle_fibers import MUSCLE_ANALYSIS_FILES, muscle_fibers
+    muscles = [model.forces[n] for n in res.names]
+    if not all(getattr(m, "is_muscle", False) for m in muscles):
+        values = {}
+        have = {k: np.zeros(len(muscles), bool) for k in MUSCLE_ANALYSIS_FILES}
+    else:
+        speeds = lengthening_speeds(compile_paths(model, tree, forces=list(res.names)), tree, res.q, qd)
+        states = motion.muscles if isinstance(motion, ModelStates) else None
+        values, have = muscle_fibers(muscles, res.lengths, speeds, _muscle_defaults(model), states)
+        for k, m in enumerate(muscles):         # a disabled muscle: OpenSim's force is not arthron's
+            if not m.applies_force:
+                for f in ("TendonForce", "FiberForce", "ActiveFiberForce", "PassiveFiberForce",
+                          "ActiveFiberForceAlongTendon", "PassiveFiberForceAlongTendon",
+                          "MuscleActuatorPower"):
+                    have[f][k] = False
+    out = {k: values[k] for k in MUSCLE_ANALYSIS_FILES if have[k].all()}
+    skipped = [k for k in MUSCLE_ANALYSIS_FILES if k not in out]
+    if setting_bool(ma, "compute_moments", True):
+        if "TendonForce" in out:
+            for c in coords:
+                j = res.coordinates.index(c)
+                out[f"Moment_{c}"] = res.moment_arms[:, :, j] * out["TendonForce"]
+        else:
+            skipped.append("Moment_<coordinate>")
+    if skipped:
+        why = sorted({m.type for k, m in enumerate(muscles) if not all(
+            have[f][k] for f in MUSCLE_ANALYSIS_FILES if f in skipped)} | {
+            m.type for m in muscles if not m.applies_force})
+        warnings.warn(f"{st.path}: <MuscleAnalysis name='{analysis_name(ma, 'MuscleAnalysis')}'>: "
+                      f"files not written (not reproduced for {', '.join(why) or 'these muscles'}): "
+                      + ", ".join(skipped), ArthronWarning, stacklevel=4)
+    return out
 
 
 def muscle_analysis_from_setup(setup_path, placeholders=None, *, search_dirs=None) -> PathAnalysis:
@@ -268,6 +340,13 @@ def muscle_analysis_from_setup(setup_path, placeholders=None, *, search_dirs=Non
         raise DataFileError("the AnalyzeTool setup has no enabled MuscleAnalysis analysis", st.path)
     model = model_with_force_sets(st)
     return _muscle_analysis(st, ma, model, _setup_input(st, model))[0]
+
+
+_MUSCLE_ANALYSIS_DESCRIPTION = [
+    "", "This analysis gathers basic information about muscles during a simulation (e.g., forces, "
+    "tendon lengths, moment arms, etc).", "", "Units are S.I. units (second, meters, Newtons, ...)",
+    "If the header above contains a line with 'inDegrees', this indicates whether rotational "
+    "values are in degrees (yes) or radians (no).", ""]
 
 
 def _path_table_files(coords, out: Path, prefix: str, analysis: str = "MuscleAnalysis") -> list:
@@ -346,6 +425,34 @@ def _file_prefix(prefix, model: Model) -> str:
         return check_result_name(model.name or "model", "model name")
     except OptionError as e:
         raise ModelFileError(e.message, model.source) from None
+
+
+# --------------------------------------------------------------------------------------
+# ForceReporter
+# --------------------------------------------------------------------------------------
+def _force_reporter(st: AnalyzeSetup, el, model: Model, motion, tree: Tree):
+    """One ForceReporter of a setup (:func:`arthron.solvers.force_reporter.force_reporter`):
+    the records at the AnalyzeTool's states, muscles at their default states (a coordinates
+    file) or the file's (a states file). A ForceReporter arthron cannot reproduce
+    (``include_constraint_forces`` on a constrained model) is None, with a warning; forces left
+    out of the file are named in a warning."""
+    from ..solvers.force_reporter import force_reporter
+    t, q, qd = _setup_q_qd(st, model, tree, motion)
+    ext, loads_table = _external_loads(st.external_loads_file)
+    try:
+        rep = force_reporter(model, t, q, qd, tree=tree,
+                             muscle_states=motion.muscles if isinstance(motion, ModelStates) else None,
+                             default_fiber_lengths=_muscle_defaults(model), external_loads=ext,
+                             loads_table=loads_table,
+                             include_constraint_forces=setting_bool(el, "include_constraint_forces", False))
+    except UnsupportedFeature as e:
+        warnings.warn(f"{st.path}: <ForceReporter name='{analysis_name(el, 'ForceReporter')}'> skipped: "
+                      f"{e.message}", ArthronWarning, stacklevel=4)
+        return None
+    if rep.omitted:
+        warnings.warn(f"{st.path}: the ForceReporter file leaves out the columns OpenSim 4.6 writes for "
+                      + ", ".join(f"{a} '{b}'" for a, b in rep.omitted), ArthronWarning, stacklevel=4)
+    return rep
 
 
 # --------------------------------------------------------------------------------------
@@ -467,7 +574,10 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     ``<tool name>_JointReaction_ReactionLoads.sto``, ``<tool name>_MuscleAnalysis_Length.sto``
     ``<tool name>_MuscleAnalysis_MomentArm_<coordinate>.sto`` (every coordinate of
     ``moment_arm_coordinate_list``; with ``all``, those the paths cross; OpenSim writes them
-    only with ``compute_moments``, arthron always),
+    only with ``compute_moments``, arthron always), the MuscleAnalysis' other files
+    (``_FiberLength.sto`` ... ``_MuscleActuatorPower.sto``, and ``_Moment_<coordinate>.sto`` with
+    ``compute_moments``) that arthron reproduces for every listed muscle
+    (:mod:`arthron.solvers.muscle_fibers`; the others named in one warning),
     ``<tool name>_StaticOptimization_activation.sto`` and ``_force.sto``
     (:func:`arthron.tools.static_optimization_tool.static_optimization_of_setup`: the same
     files as ``arthron so --setup``; each analysis solves on its own, as in OpenSim, where
@@ -481,6 +591,11 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     speeds and muscle states as given, the accelerations of forward dynamics with the muscles
     at those states (:mod:`arthron.solvers.states_file`); a StaticOptimization meets the
     derivatives of the splines of the file's speeds, as OpenSim's.
+    A ForceReporter writes ``<tool name>_ForceReporter_forces.sto``
+    (:mod:`arthron.solvers.force_reporter`: every force's records at the same states, the
+    muscles' forces at their default or the states file's states); with
+    ``include_constraint_forces`` on a model with enabled constraints it is skipped with a
+    warning.
     ``only``: the analysis classes to run (default :data:`SUPPORTED_ANALYSES`);
     ``joint_reaction_file``: write the JointReaction result there instead.
 
@@ -530,11 +645,15 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
         elif kind == "StaticOptimization":
             from .static_optimization_tool import static_optimization_of_setup
             results.append((kind, el, n, static_optimization_of_setup(st, el, model, motion)))
+        elif kind == "ForceReporter":
+            rep = _force_reporter(st, el, model, motion, tree)
+            if rep is not None:
+                results.append((kind, el, n, rep))
         elif kind in KINEMATICS_ANALYSES:
             kin_states = kin_states or _kinematics_states(st, model, motion, tree)
             results.append((kind, el, n, _kinematics_analysis(st, kind, el, model, tree, kin_states)))
         else:
-            results.append((kind, el, n, _muscle_analysis(st, el, model, motion, tree)))
+            results.append((kind, el, n, _muscle_analysis(st, el, model, motion, tree, fibers=True)))
     out = results_directory(st.setup, results_dir, create=False)
     plan = []
     for kind, el, n, res in results:
@@ -544,10 +663,14 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
         elif kind == "StaticOptimization":
             plan.append([out / f"{st.name}_{analysis_name(el, kind)}_{k}.sto"
                          for k in ("activation", "force")])
+        elif kind == "ForceReporter":
+            plan.append([out / f"{st.name}_{analysis_name(el, kind)}_forces.sto"])
         elif kind in KINEMATICS_ANALYSES:
             plan.append([(out / f, k) for f, k in _kinematics_files(st.name, kind, el, res)])
         else:
-            plan.append(_path_table_files(res[1], out, st.name, analysis_name(el, kind)))
+            a = analysis_name(el, kind)
+            plan.append(_path_table_files(res[1], out, st.name, a)
+                        + [out / f"{st.name}_{a}_{k}.sto" for k in res[2]])
     for f in (f for fs in plan for f in fs):     # every output checked before anything is created
         check_output(f[0] if isinstance(f, tuple) else f)
     written = []
@@ -559,11 +682,22 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
                 from .static_optimization_tool import write_static_optimization
                 written += write_static_optimization(res, out, st.name, _rows(st, motion, res.time, n),
                                                      analysis=analysis_name(el, kind))
+            elif kind == "ForceReporter":
+                res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res
+                make_output_folder(files[0])
+                write_sto(files[0], res.to_table())
+                written.append(files[0])
             elif kind in KINEMATICS_ANALYSES:
                 res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res
                 written += _write_kinematics(res, files)
             else:
-                pa, coords = res
-                pa = pa.rows(_rows(st, motion, pa.time, n)) if n > 1 else pa
+                pa, coords, extra = res
+                rows = _rows(st, motion, pa.time, n) if n > 1 else slice(None)
+                pa = pa.rows(rows) if n > 1 else pa
                 written += _write_path_tables(pa, coords, out, st.name, analysis_name(el, kind))
+                for (k, v), f in zip(extra.items(), files[-len(extra):] if extra else []):
+                    write_sto(f, Table(name=k, time=np.array(pa.time, float), labels=list(pa.names),
+                                       data=np.asarray(v, float)[rows], in_degrees=False,
+                                       comments=list(_MUSCLE_ANALYSIS_DESCRIPTION)))
+                    written.append(f)
     return written

@@ -1,0 +1,259 @@
+"""The AnalyzeTool's ForceReporter and MuscleAnalysis files against OpenSim 4.6 run in the test.
+
+OpenSim 4.6's AnalyzeTool and arthron's run the same setups on arm26 (Thelen2003Muscle, plus a
+CoordinateActuator from a force set file): once on the IK coordinates file (muscles at their
+default, unequilibrated states) and once on the states file of a short forward simulation
+OpenSim writes here (muscles at the file's fiber lengths; the helpers of
+tests/test_analyze_states_file.py). Every file arthron writes is compared with OpenSim's of the
+same name, every column: OpenSim prints 8 decimals, so 1e-8 absolute plus 1e-10 of each
+column's largest value (forces of 1e4 N, powers of 1e7 W: rounding of the solvers' sums).
+OpenSim's runs are made once per module.
+"""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from arthron.errors import ArthronWarning
+from arthron.io.sto import read_sto
+from arthron.tools.analyze_tool import run_analyze
+
+from conftest import ARM26, DATA, GAIT_PIPE, GAIT_REF_MODEL, REF, needs_data, needs_opensim
+from test_analyze_states_file import ACTUATOR, _compare, _converted_states, _forward, _run_opensim, _setup
+from test_muscle_states import CONVERT
+
+IK = REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot"
+FR = """<ForceReporter name="ForceReporter"><on>true</on><step_interval>{n}</step_interval>
+<include_constraint_forces>{c}</include_constraint_forces></ForceReporter>"""
+MA = """<MuscleAnalysis name="{name}"><on>true</on><step_interval>{n}</step_interval>
+<muscle_list>{muscles}</muscle_list><moment_arm_coordinate_list>all</moment_arm_coordinate_list>
+<compute_moments>{moments}</compute_moments></MuscleAnalysis>"""
+
+
+#: the files OpenSim 4.6's MuscleAnalysis writes that arthron writes for Thelen2003Muscle
+THELEN_FILES = {"Length", "FiberLength", "NormalizedFiberLength", "PennationAngle", "TendonLength",
+                "TendonForce", "FiberForce", "ActiveFiberForce", "PassiveFiberForce",
+                "ActiveFiberForceAlongTendon", "PassiveFiberForceAlongTendon", "MuscleActuatorPower",
+                "FiberVelocity", "NormFiberVelocity", "PennationAngularVelocity", "FiberActivePower",
+                "FiberPassivePower", "TendonPower"}
+
+
+def _coordinates_setup(folder: Path, name, model, motion, analyses, *, t0, t1, extra="") -> Path:
+    """An AnalyzeTool setup on a coordinates file (results in osim_<name>)."""
+    f = folder / f"{name}_setup.xml"
+    f.write_text(f"""<?xml version="1.0" encoding="UTF-8"?>
+<OpenSimDocument Version="40600"><AnalyzeTool name="{name}">
+  <model_file>{model}</model_file><results_directory>osim_{name}</results_directory>
+  <initial_time>{t0}</initial_time><final_time>{t1}</final_time>{extra}
+  <AnalysisSet name="Analyses"><objects>{''.join(analyses)}</objects></AnalysisSet>
+  <coordinates_file>{motion}</coordinates_file>
+</AnalyzeTool></OpenSimDocument>""")
+    return f
+
+
+def _millard_equilibrium_arm26(folder):
+    """arm26 with Millard2012EquilibriumMuscles of the Thelen muscles' parameters and paths:
+    default fiber lengths 0.6..1.1 l_opt, every other one with a rigid tendon, fiber damping
+    0 (the inverse force-velocity curve) .. 0.1 (damped equilibrium)."""
+    import opensim
+    m = opensim.Model(str(ARM26))
+    ms = m.getMuscles()
+    olds = [ms.get(i) for i in range(ms.getSize())]
+    news = []
+    for i, th in enumerate(olds):
+        a = opensim.Millard2012EquilibriumMuscle(
+            th.getName(), th.getMaxIsometricForce(), th.getOptimalFiberLength(),
+            th.getTendonSlackLength(), th.getPennationAngleAtOptimalFiberLength())
+        a.set_path(th.get_path())
+        a.set_default_fiber_length(th.getOptimalFiberLength() * (0.6 + 0.1 * i))
+        a.set_ignore_tendon_compliance(i % 2 == 1)
+        a.set_fiber_damping(0.02 * i)
+        news.append(a)
+    fs = m.updForceSet()
+    for th in olds:
+        fs.remove(fs.getIndex(th.getName()))
+    for a in news:
+        m.addForce(a)
+    m.finalizeConnections()
+    path = folder / "arm26_millard_equilibrium.osim"
+    m.printToXML(str(path))
+    return path
+
+
+#: the MuscleAnalysis files arthron writes per class of the converted arm26 (TendonForce and the
+#: moments for every class)
+CONVERTED_FILES = {
+    "Millard2012EquilibriumMuscle": set(THELEN_FILES) - {"Length", "TendonForce"},
+    "Millard2012AccelerationMuscle": {"FiberLength", "NormalizedFiberLength", "PennationAngle", "TendonLength",
+                                      "FiberVelocity", "NormFiberVelocity", "PennationAngularVelocity"},
+    "DeGrooteFregly2016Muscle": set(THELEN_FILES) - {"Length", "TendonForce"},
+}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """OpenSim 4.6's results on the setups, computed once: {name: setup}."""
+    if not (DATA.is_dir() and IK.exists()):
+        pytest.skip("../shared/data is absent")
+    pytest.importorskip("opensim")
+    import opensim
+    opensim.Logger.setLevelString("error")
+    d = tmp_path_factory.mktemp("reporters")
+    (d / "acts.xml").write_text(ACTUATOR)
+    acts = "<force_set_files>acts.xml</force_set_files>"
+    states = _forward(ARM26, d / "arm_states.sto", 0.1, 1e-5)
+    setups = {
+        "coords": _coordinates_setup(d, "coords", ARM26, IK, [
+            FR.format(n=1, c="true"), MA.format(name="MuscleAnalysis", n=1, muscles="all", moments="true")],
+            t0=0.1, t1=0.6, extra=acts),
+        "coords_step": _coordinates_setup(d, "coords_step", ARM26, IK, [
+            FR.format(n=3, c="false").replace('"ForceReporter"', '"FR"'),
+            MA.format(name="MA", n=4, muscles="BIClong TRIlong BRA", moments="false")],
+            t0=0, t1=1, extra="<lowpass_cutoff_frequency_for_coordinates>6</lowpass_cutoff_frequency_for_coordinates>"),
+        "states": _setup(d, "states", ARM26, states.name, [
+            FR.format(n=1, c="false"), MA.format(name="MuscleAnalysis", n=2, muscles="all", moments="true")],
+            t0=0.01, t1=0.09, extra=acts),
+    }
+    setups["walk"] = _coordinates_setup(
+        d, "walk", GAIT_REF_MODEL, GAIT_PIPE / "subject01_walk1_ik.mot", [FR.format(n=2, c="false")],
+        t0=0.6, t1=0.9, extra=f"<external_loads_file>{GAIT_PIPE / 'subject01_walk1_grf.xml'}</external_loads_file>"
+                               "<lowpass_cutoff_frequency_for_coordinates>6</lowpass_cutoff_frequency_for_coordinates>")
+    convert = dict(CONVERT, Millard2012EquilibriumMuscle=_millard_equilibrium_arm26)
+    for kind in CONVERTED_FILES:
+        model = convert[kind](d)
+        ma = MA.format(name="MuscleAnalysis", n=1, muscles="all", moments="true")
+        setups[kind] = _coordinates_setup(d, kind, model.name, IK, [FR.format(n=1, c="false"), ma],
+                                          t0=0.2, t1=0.5)
+        st = _converted_states(model, states, d / f"{kind}_states.sto")
+        setups[kind + "_states"] = _setup(d, kind + "_states", model.name, st.name,
+                                          [FR.format(n=1, c="false"), ma], t0=0, t1=1)
+    for s in setups.values():
+        _run_opensim(s)
+    return setups
+
+
+def _arthron(setup: Path, **kw):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        files = run_analyze(setup, results_dir=setup.parent / f"arthron_{setup.stem}", **kw)
+    return files, [str(x.message) for x in w if issubclass(x.category, ArthronWarning)]
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("name", ["coords", "coords_step", "states"])
+def test_force_reporter_every_column_as_opensim(runs, name):
+    """``<tool>_ForceReporter_forces.sto``: the six Thelen muscles' forces (at their default
+    fiber length on a coordinates file: 1e4 N; at the states file's fiber lengths) and the force
+    set's CoordinateActuator (0: the AnalyzeTool runs at control 0), labels in the model's order,
+    step_interval's rows, equal to OpenSim's 8 decimals; include_constraint_forces on a model
+    without constraints adds nothing, as in OpenSim."""
+    setup = runs[name]
+    files, _ = _arthron(setup)
+    fr = [f for f in files if "_forces.sto" in f.name]
+    assert len(fr) == 1
+    ref_dir = setup.parent / f"osim_{name}"
+    assert _compare(fr, ref_dir) < 1e-7
+    got = read_sto(fr[0])
+    assert got.labels[:6] == ["TRIlong", "TRIlat", "TRImed", "BIClong", "BICshort", "BRA"]
+    assert np.abs(got.data[:, :6]).max() > 100.0                  # the muscles pull
+    if name != "coords_step":
+        assert got.labels[-1] == "elbow_act" and not got.data[:, -1].any()
+
+
+@needs_data
+@needs_opensim
+def test_force_reporter_on_the_gait2354_walk_with_ground_reactions(runs):
+    """The Gait2354 walk (54 Thelen muscles at their default states: up to 1.8e5 N) with its
+    ground reactions: the muscles' columns, then each ExternalForce's
+    ``<body>_<name>_Fx ... _Tz`` (force and torque in ground, point in the body), every other
+    frame of a 6 Hz filtered motion, equal to OpenSim's 8 decimals."""
+    setup = runs["walk"]
+    files, _ = _arthron(setup)
+    assert [f.name for f in files] == ["walk_ForceReporter_forces.sto"]
+    _compare(files, setup.parent / "osim_walk")
+    got = read_sto(files[0])
+    assert len(got.labels) == 54 + 18 and got.labels[54].startswith("calcn_r_") and got.labels[-1].endswith("_Tz")
+    assert np.abs(got.data[:, 54:]).max() > 500                  # the ground reactions are there
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("name", ["coords", "coords_step", "states"])
+def test_muscle_analysis_files_as_opensim(runs, name):
+    """MuscleAnalysis of arm26's Thelen muscles: lengths, fiber and tendon lengths, pennation,
+    the tendon, fiber, active and passive forces (and along the tendon), the muscle-tendon power,
+    the moment arms and (compute_moments) the moments, at the default fiber length (a
+    coordinates file: forces of 1e4 N) or the states file's; every column as OpenSim's 8
+    decimals. The fiber velocity files (Thelen's inverted force-velocity curve) are left out,
+    named in one warning."""
+    setup = runs[name]
+    files, said = _arthron(setup)
+    ma = [f for f in files if "_MuscleAnalysis_" in f.name or "_MA_" in f.name]
+    kinds = {f.stem.split("_MuscleAnalysis_" if "_MuscleAnalysis_" in f.name else "_MA_")[1] for f in ma}
+    moments = {k for k in kinds if k.startswith("Moment")}
+    assert kinds - moments == THELEN_FILES
+    want = {"MomentArm_r_elbow_flex", "MomentArm_r_shoulder_elev"}
+    assert moments == (want | {"Moment_r_elbow_flex", "Moment_r_shoulder_elev"} if name != "coords_step" else want)
+    ref = setup.parent / f"osim_{name}"        # (without compute_moments OpenSim writes no moment arms)
+    assert _compare([f for f in ma if (ref / f.name).exists() or "MomentArm" not in f.name], ref) < 1e-6
+    assert not [s for s in said if "not written" in s]
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("name", ["Millard2012EquilibriumMuscle", "Millard2012AccelerationMuscle",
+                                  "DeGrooteFregly2016Muscle", "Millard2012EquilibriumMuscle_states",
+                                  "Millard2012AccelerationMuscle_states",
+                                  "DeGrooteFregly2016Muscle_states"])
+def test_converted_muscles_files_as_opensim(runs, name):
+    """arm26 with its muscles converted to Millard2012EquilibriumMuscle (elastic and rigid
+    tendons, damping), Millard2012AccelerationMuscle and DeGrooteFregly2016Muscle (elastic and
+    rigid tendons), on the IK motion (default states) and on states files varying every muscle
+    state per frame: the ForceReporter file, and the MuscleAnalysis files arthron writes for
+    the class (Millard equilibrium: all, its elastic tendons' fiber velocity by OpenSim's own
+    Newton iteration from its inverse force-velocity curve, or that curve without damping;
+    DeGroote: all, its elastic tendons' fiber velocity by the analytic inverse force-velocity
+    curve; Millard acceleration: lengths, pennation, its velocity states, TendonForce, moment
+    arms and moments) equal to OpenSim's 8 decimals and, value by value, to 1e-11 relative
+    (measured ≤ 1e-12: DeGroote's sinh inverse reaches 1e53 m/s at these unequilibrated
+    states); the files not written are named in one warning."""
+    setup = runs[name]
+    kind = name.replace("_states", "")
+    files, said = _arthron(setup)
+    ma = [f for f in files if "_MuscleAnalysis_" in f.name]
+    kinds = {f.stem.split("_MuscleAnalysis_")[1] for f in ma}
+    assert {k for k in kinds if not k.startswith("Moment")} == CONVERTED_FILES[kind] | {"Length", "TendonForce"}
+    assert {k for k in kinds if k.startswith("Moment_")} == {"Moment_r_elbow_flex", "Moment_r_shoulder_elev"}
+    assert len([s for s in said if "not written" in s and kind in s]) == (kind == "Millard2012AccelerationMuscle")
+    ref = setup.parent / f"osim_{name}"
+    fr = [f for f in files if "_forces.sto" in f.name]
+    _compare(ma + fr, ref)
+    for f in ma + fr:                 # and value by value: DeGroote's velocities reach 1e53 here
+        got, want = read_sto(f).data, read_sto(ref / f.name).data
+        assert (np.abs(got - want) <= 1e-8 + 1e-11 * np.abs(want)).all(), f.name
+    assert np.abs(read_sto(fr[0]).data).max() > 10.0
+
+
+@needs_data
+def test_constraint_forces_on_a_constrained_model_skip_the_force_reporter(tmp_path):
+    """``include_constraint_forces`` on the Thoracoscapular model (an AC PointConstraint): the
+    constraints' reaction records are not reproduced, so the ForceReporter is skipped with one
+    warning naming the setup and the option, no file written; without the option its file is
+    written (33 Millard muscles, then the passive forces)."""
+    from conftest import TSM, TSM_ID
+    motion = TSM_ID / "ThorascapularShoulderModel_static.mot"
+    for flag in ("true", "false"):
+        setup = _coordinates_setup(tmp_path, f"tsm_{flag}", TSM, motion, [FR.format(n=1, c=flag)],
+                                   t0=0, t1=0.05)
+        files, said = _arthron(setup)
+        skipped = [s for s in said if "skipped" in s and "include_constraint_forces" in s]
+        if flag == "true":
+            assert files == [] and len(skipped) == 1 and str(setup) in skipped[0]
+            assert not (tmp_path / f"arthron_tsm_{flag}_setup").exists()
+        else:
+            assert [f.name for f in files] == [f"tsm_{flag}_ForceReporter_forces.sto"] and not skipped
+            assert read_sto(files[0]).data.shape[1] >= 33
