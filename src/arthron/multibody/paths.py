@@ -121,7 +121,8 @@ def _geometry_states(pathset: PathSet, q, Rb, ob):
 
 
 # ---------------------------------------------------------------------------------- public API
-def path_lengths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None) -> np.ndarray:
+def path_lengths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
+                 states=None) -> np.ndarray:
     """Path lengths (T, n_paths) in metres.
 
     Parameters
@@ -130,6 +131,7 @@ def path_lengths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None)
     tree : Tree
     q : (T, nq) or (nq,)       coordinates, model order, rad / m
     kin : Kinematics, optional  poses already computed for ``q``
+    states : the paths already rebuilt at ``q`` (:func:`path_states`), not recomputed
 
     Raises
     ------
@@ -140,6 +142,11 @@ def path_lengths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None)
     """
     q = check_q(tree, q)
     fb = pathset.function_based
+    if states is not None:
+        L = np.empty((q.shape[0], len(pathset.paths)))
+        for i, (st, _) in enumerate(states):
+            L[:, i] = _fn_length(pathset.paths[i], q) if st is None else st.length
+        return L
     if not fb and pathset.paths:
         states = compute_paths(pathset, tree, q, kin)
         return np.stack([s.length for s in states], 1)

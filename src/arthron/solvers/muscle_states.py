@@ -49,6 +49,9 @@ Millard et al. (2013) J Biomech Eng 135:021005; De Groote et al. (2016) Ann Biom
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -63,7 +66,7 @@ from ..models.muscles import (degroote_active_force_length, millard_curve_params
 from ..models.spline_muscles import rigid_tendon_forces, schutte_default_state_tensions
 
 __all__ = ["DEFAULT_STATE_TYPES", "STATE_NAMES", "muscle_state_names", "default_state_tensions",
-           "needs_lengthening_speeds",
+           "needs_lengthening_speeds", "shared_muscle_loads",
            "DefaultStateMuscles", "default_state_muscles",
            "thelen_default_state_tensions", "millard_default_state_tensions",
            "millard_acceleration_default_state_tensions", "degroote_default_state_tensions"]
@@ -153,6 +156,52 @@ class DefaultStateMuscles:
         return default_state_tensions(self.muscles, path_lengths(self.paths, tree, q), speeds,
                                       self.default_fiber_lengths, self.states)
 
+    def path_loads(self, tree, q, qd):
+        """(body loads, mobility forces (T, nq)) of the muscles' tensions at ``q``, ``qd``
+        (T, nq) (:func:`arthron.solvers.actuators.path_loads` of :meth:`tensions`), the poses
+        and the paths built once for the lengths, the lengthening speeds and the forces. Within
+        :func:`shared_muscle_loads` the result of the same muscles, tree, q, qd and states is
+        computed once and shared (its arrays read-only)."""
+        cache, key = _SHARED.get(), None
+        if cache is not None:
+            key = self._key(tree, q, qd)
+            if key in cache:
+                loads, mob = cache[key]
+                return list(loads), mob
+        from ..multibody.kinematics import forward_kinematics
+        from ..multibody.paths import lengthening_speeds, path_lengths, path_states
+        from .actuators import path_loads
+        q = np.atleast_2d(np.asarray(q, float))
+        kin = forward_kinematics(tree, q)
+        ps = path_states(self.paths, tree, q, kin)
+        speeds = (lengthening_speeds(self.paths, tree, q, qd, kin, states=ps)
+                  if needs_lengthening_speeds(self.muscles) else None)
+        ten = default_state_tensions(self.muscles, path_lengths(self.paths, tree, q, kin, states=ps),
+                                     speeds, self.default_fiber_lengths, self.states)
+        loads, mob = path_loads(self.paths, tree, q, ten, kin=kin, states=ps)
+        if key is not None:
+            for a in [mob] + [getattr(ld, f) for ld in loads for f in ("force", "point", "torque")]:
+                a.flags.writeable = False
+            cache[key] = (loads, mob)
+        return list(loads), mob
+
+    def _key(self, tree, q, qd):
+        """What :meth:`path_loads` depends on: the tree, digests of q, qd and the per-frame
+        states, the muscles and their default fiber lengths and maximum pennation angles."""
+        h = hashlib.blake2b(digest_size=16)
+        for a in (q, qd):
+            a = np.ascontiguousarray(a, float)
+            h.update(repr(a.shape).encode())
+            h.update(a.tobytes())
+        for m in sorted(self.states or {}):
+            for k in sorted(self.states[m]):
+                h.update(f"{m}/{k}".encode())
+                h.update(np.ascontiguousarray(self.states[m][k], float).tobytes())
+        given = self.default_fiber_lengths or {}
+        return (id(tree), h.hexdigest(),
+                tuple((id(m), _default_fiber_length(m, given), _maximum_pennation_angle(m, given))
+                      for m in self.muscles))
+
     def generalized_forces(self, tree, q, qd) -> np.ndarray:
         """Generalized forces (T, nq) of the muscles' default-state tensions (conjugate to the
         coordinate rates; :func:`arthron.multibody.paths.path_generalized_forces`)."""
@@ -161,6 +210,22 @@ class DefaultStateMuscles:
             return np.zeros_like(q, dtype=float)
         from ..multibody.paths import path_generalized_forces
         return path_generalized_forces(self.paths, tree, q, self.tensions(tree, q, qd))
+
+
+_SHARED = contextvars.ContextVar("arthron_shared_muscle_loads", default=None)
+
+
+@contextlib.contextmanager
+def shared_muscle_loads():
+    """Within this context :meth:`DefaultStateMuscles.path_loads` computes the loads of the
+    same muscles (the same objects) on the same tree at the same q, qd and states once: the
+    AnalyzeTool's kinematics analyses and its JointReaction each need the forward dynamics of
+    a states file's muscles at the same frames. The model must not change inside."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
 
 
 def default_state_muscles(model, tree, default_fiber_lengths=None, names=None,
