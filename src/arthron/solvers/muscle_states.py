@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -358,6 +359,7 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
     V = np.broadcast_to(np.atleast_2d(np.asarray(speeds, float)), L.shape)
     out = np.zeros_like(L)
     given = default_fiber_lengths or {}
+    elastic = {}                # tendon curve → [(column, F_iso, l_T / l_s)]: one evaluation each
     for k, m in enumerate(muscles):
         lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
         fiso, vmax = float(m.max_isometric_force), float(m.max_contraction_velocity)
@@ -374,7 +376,7 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
         cos_phi = np.sqrt(1.0 - (h / lce) ** 2)
         lt = L[:, k] - lce * cos_phi
         if not _xml_value(m, "ignore_tendon_compliance", False):
-            out[:, k] = fiso * _tendon_curve(m).value(lt / ls)
+            elastic.setdefault(_tendon_curve(m), []).append((k, fiso, lt / ls))
             continue
         if _xml_value(m, "ignore_activation_dynamics", False):
             a = 0.0
@@ -392,6 +394,10 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
         fm = np.maximum(fiso * (a * fal * fv + fpe + beta * v), 0.0)
         clamped = ((lce <= lmin) & (v <= 0)) | (lce < lmin)
         out[:, k] = np.where(clamped, 0.0, fm * cos_phi)
+    for curve, cols in elastic.items():
+        f = curve.value(np.stack([x for _, _, x in cols], 1))
+        for c, (k, fiso, _) in enumerate(cols):
+            out[:, k] = fiso * f[:, c]
     return out
 
 
@@ -406,7 +412,14 @@ def _tendon_curve(m):
                        "norm_force_at_toe_end", "curviness")}
     if props["strain_at_one_norm_force"] is None:
         props["strain_at_one_norm_force"] = 0.049
-    return millard_tendon_force_length_curve(**props)
+    return _tendon_curve_of(tuple(props.items()))
+
+
+@functools.lru_cache(maxsize=64)
+def _tendon_curve_of(props):
+    """The TendonForceLengthCurve of these properties (built once: most models give every
+    muscle the same)."""
+    return millard_tendon_force_length_curve(**dict(props))
 
 
 def millard_acceleration_default_state_tensions(muscles, lengths, speeds,
