@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -720,3 +721,7 @@ def test_sto_rows_with_many_exponent_cells_formatted_as_repr():
     assert full.size >= sto._ORJSON_MIN
     assert sto._format_rows(full, fmt) == expected
     assert sto._format_rows(full, fmt, as_bytes=True) == expected.encode("ascii")
+    # orjson imported (just now, by the first call): small tables take its route too
+    small = full[:30]
+    assert "orjson" in sys.modules and 256 <= small.size < sto._ORJSON_MIN
+    assert sto._format_rows(small, fmt) == "".join(fmt % tuple(r) for r in small.tolist())

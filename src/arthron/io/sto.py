@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -104,7 +105,8 @@ _ORJSON_MIN = 20_000
 
 def _format_rows(full: np.ndarray, row_fmt: str, as_bytes: bool = False):
     """Finite rows (n, m) as tab-separated lines of ``repr(value)`` (by ``repr`` itself below
-    :data:`_ORJSON_MIN` values); str, or ASCII bytes with ``as_bytes``.
+    :data:`_ORJSON_MIN` values, unless orjson is imported already: then from 256 values, 3-5×
+    faster); str, or ASCII bytes with ``as_bytes``.
 
     orjson prints the same shortest round-trip digits as Python's ``repr`` and the same text
     for every value 0 or of magnitude in [1e-4, 1e16) (checked on 3 million values,
@@ -113,7 +115,8 @@ def _format_rows(full: np.ndarray, row_fmt: str, as_bytes: bool = False):
     place (orjson writes them as ``null``, set to NaN for it), not their whole rows: most rows
     of a table of accelerations or reaction loads hold one such cell."""
     dumps = None
-    if _orjson is not None and np.size(full) >= _ORJSON_MIN:
+    if _orjson is not None and (np.size(full) >= _ORJSON_MIN
+                                or ("orjson" in sys.modules and np.size(full) >= 256)):
         try:
             dumps, option = _orjson.dumps, _orjson.OPT_SERIALIZE_NUMPY
         except ImportError:                # pragma: no cover - a core dependency
