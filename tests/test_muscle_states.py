@@ -311,3 +311,11 @@ def test_path_loads_built_once_and_shared_within_the_context():
         assert not np.array_equal(moved[0][0].force, first[0][0].force)
         assert faster[1] is not first[1]
     assert np.array_equal(first[1], ref_mob)
+    # the paths' lengthening speeds from the bodies' velocities of forward kinematics (what
+    # path_loads does) equal those of the velocity map times q̇ to rounding
+    from arthron.multibody.kinematics import forward_kinematics
+    from arthron.multibody.paths import lengthening_speeds
+    kin = forward_kinematics(tree, q, qd)
+    fast = lengthening_speeds(dsm.paths, tree, q, qd, kin, kin_velocities=True)
+    slow = lengthening_speeds(dsm.paths, tree, q, qd)
+    assert np.abs(fast - slow).max() <= 1e-13 * np.abs(slow).max()

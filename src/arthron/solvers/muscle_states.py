@@ -173,10 +173,11 @@ class DefaultStateMuscles:
         from ..multibody.paths import lengthening_speeds, path_lengths, path_states
         from .actuators import path_loads
         q = np.atleast_2d(np.asarray(q, float))
-        kin = forward_kinematics(tree, q)
+        speeds_needed = needs_lengthening_speeds(self.muscles)
+        kin = forward_kinematics(tree, q, np.broadcast_to(qd, q.shape) if speeds_needed else None)
         ps = path_states(self.paths, tree, q, kin)
-        speeds = (lengthening_speeds(self.paths, tree, q, qd, kin, states=ps)
-                  if needs_lengthening_speeds(self.muscles) else None)
+        speeds = (lengthening_speeds(self.paths, tree, q, qd, kin, states=ps, kin_velocities=True)
+                  if speeds_needed else None)
         ten = default_state_tensions(self.muscles, path_lengths(self.paths, tree, q, kin, states=ps),
                                      speeds, self.default_fiber_lengths, self.states)
         loads, mob = path_loads(self.paths, tree, q, ten, kin=kin, states=ps)
