@@ -343,17 +343,26 @@ def _horner(c, u):
     return out
 
 
-def _bernstein(u):
-    """(B5, B4): the quintic (..., 6) and quartic (..., 5) Bernstein basis at u (...)."""
+def _powers(u):
+    """(u^0 ... u^5, (1 − u)^0 ... (1 − u)^5) for the Bernstein bases at u (...)."""
     t = 1.0 - u
-    up = [np.ones_like(u), u]
-    tp = [np.ones_like(u), t]
+    up, tp = [None, u], [None, t]
     for _ in range(4):
         up.append(up[-1] * u)
         tp.append(tp[-1] * t)
-    b5 = np.stack([up[k] * tp[5 - k] for k in range(6)], -1) * _BINOM
-    b4 = np.stack([up[k] * tp[4 - k] for k in range(5)], -1) * _BINOM4
-    return b5, b4
+    return up, tp
+
+
+def _bernstein_sum(pw, P):
+    """sum_k C(n, k) u^k (1 − u)^(n−k) P[..., k] (P (..., n + 1), n = 5 or 4; ``pw`` =
+    :func:`_powers` of u), without forming the basis."""
+    up, tp = pw
+    n = P.shape[-1] - 1
+    binom = _BINOM if n == 5 else _BINOM4
+    out = tp[n] * P[..., 0] + up[n] * P[..., n]
+    for k in range(1, n):
+        out = out + binom[k] * (up[k] * tp[n - k]) * P[..., k]
+    return out
 
 
 class MuscleCurve:
@@ -381,7 +390,7 @@ class MuscleCurve:
         self._dcx = self._cx[:, 1:] * np.arange(1.0, 6.0)
 
     def _u(self, x):
-        """(segment index, Bézier parameter u, (B5, B4) Bernstein bases at u) of abscissae
+        """(segment index, Bézier parameter u, :func:`_powers` of u) of abscissae
         ``x`` (any shape); points outside [x0, x1] (and NaN) get u at the nearer end of the
         first / last segment (their value is the linear extension)."""
         x = np.asarray(x, float)
@@ -407,21 +416,22 @@ class MuscleCurve:
                 break
         # one Newton step in the Bernstein basis: u to its rounding (the power basis loses
         # up to ~1e-14 to cancellation)
-        b5, b4 = _bernstein(u)
-        u = np.clip(u - ((b5 * self._dX[j]).sum(-1) - r) / (b4 * self._dXdu[j]).sum(-1), 0.0, 1.0)
-        return j, u, _bernstein(u)
+        pw = _powers(u)
+        u = np.clip(u - (_bernstein_sum(pw, self._dX[j]) - r) / _bernstein_sum(pw, self._dXdu[j]),
+                    0.0, 1.0)
+        return j, u, _powers(u)
 
     def value(self, x):
         x = np.asarray(x, float)
-        j, u, (b5, _) = self._u(x)
-        y = (b5 * self.Y[j]).sum(-1)
+        j, u, pw = self._u(x)
+        y = _bernstein_sum(pw, self.Y[j])
         y = np.where(x <= self.x0, self.y0 + self.dydx0 * (x - self.x0), y)
         return np.where(x >= self.x1, self.y1 + self.dydx1 * (x - self.x1), y)
 
     def derivative(self, x):
         x = np.asarray(x, float)
-        j, u, (_, b4) = self._u(x)
-        d = (b4 * self._dYdu[j]).sum(-1) / (b4 * self._dXdu[j]).sum(-1)
+        j, u, pw = self._u(x)
+        d = _bernstein_sum(pw, self._dYdu[j]) / _bernstein_sum(pw, self._dXdu[j])
         d = np.where(x <= self.x0, self.dydx0, d)
         return np.where(x >= self.x1, self.dydx1, d)
 
