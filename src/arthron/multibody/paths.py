@@ -576,6 +576,7 @@ def path_body_forces(pathset: PathSet, tree: Tree, q, tensions,
     tt = np.arange(T)[:, None]
     if states is None:     # all paths in lockstep (bit for bit what one at a time gives)
         states = _geometry_states(pathset, q, Rb, ob)
+    bins, forces, moments = [], [], []
     for i, (p, (st, dloc)) in enumerate(zip(pathset.paths, states)):
         if st is None:     # FunctionBasedPath: generalized forces only (OpenSim's mobility forces)
             pts.append((np.full((T, 0), nb), np.zeros((T, 0, 3)), np.zeros((T, 0, 3))))
@@ -584,9 +585,16 @@ def path_body_forces(pathset: PathSet, tree: Tree, q, tensions,
         f = _node_forces(st, nb) * ten[:, i, None, None]
         pts.append((st.body, st.P, f))
         r = st.P - ob[tt, st.body]
-        np.add.at(Fb, (tt.repeat(st.body.shape[1], 1), st.body), f)
-        np.add.at(Mb, (tt.repeat(st.body.shape[1], 1), st.body), np.cross(r, f))
+        bins.append(tt * (nb + 1) + st.body)
+        forces.append(f)
+        moments.append(np.cross(r, f))
         for k, c, dl in dloc:
             fk = np.einsum("tk,tki->ti", st.tag == k, f)
             mob[:, c] += np.einsum("ti,tij,tj->t", fk, Rb[:, p.body[k]], dl)
+    if bins:    # each body's sum over the nodes on it, in path and node order (as np.add.at)
+        idx = np.concatenate(bins, 1).ravel()
+        for acc, vals in ((Fb, forces), (Mb, moments)):
+            v = np.concatenate(vals, 1).reshape(-1, 3)
+            for c in range(3):
+                acc[..., c] = np.bincount(idx, v[:, c], T * (nb + 1)).reshape(T, nb + 1)
     return PathLoads(pts, Fb[:, :nb], Mb[:, :nb], mob)
