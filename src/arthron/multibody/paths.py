@@ -78,7 +78,7 @@ from .path_geometry import (PathState, _compute_many, _compute_one, _frames,  # 
 
 __all__ = ["moment_arms_and_node_forces", "PathSet", "compile_paths", "path_lengths", "moment_arms", "lengthening_speeds", "path_states",
            "path_generalized_forces", "path_body_forces", "PathLoads", "PathState",
-           "compute_paths", "moment_arms_excursion", "coupling_vectors", "speed_map",
+           "compute_paths", "path_external_loads", "moment_arms_excursion", "coupling_vectors", "speed_map",
            "WrapObjectData"]
 
 
@@ -598,3 +598,23 @@ def path_body_forces(pathset: PathSet, tree: Tree, q, tensions,
             for c in range(3):
                 acc[..., c] = np.bincount(idx, v[:, c], T * (nb + 1)).reshape(T, nb + 1)
     return PathLoads(pts, Fb[:, :nb], Mb[:, :nb], mob)
+
+
+def path_external_loads(pathset: PathSet, tree: Tree, q, tensions, kin: Kinematics | None = None,
+                        states=None):
+    """Path tensions (T, n_paths) N as body loads: ([ExternalLoad] one force at each body's
+    origin plus the moment about it, ground frame, from :func:`path_body_forces`; mobility
+    forces (T, nq) of moving path points and FunctionBasedPaths). ``kin``, ``states``: the
+    poses and the paths already built at ``q``."""
+    from .loads import ExternalLoad
+    T = np.atleast_2d(q).shape[0]
+    pl = path_body_forces(pathset, tree, q, tensions, kin=kin, states=states)
+    loads = []
+    for b in range(tree.nb):
+        if not (pl.force[:, b].any() or pl.moment[:, b].any()):
+            continue
+        loads.append(ExternalLoad(body=tree.body_names[b], force=pl.force[:, b], point=np.zeros((T, 3)),
+                                  torque=pl.moment[:, b], force_frame="ground",
+                                  point_frame=tree.body_names[b],
+                                  name=f"paths_on_{tree.body_names[b]}"))
+    return loads, pl.mobility

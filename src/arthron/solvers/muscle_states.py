@@ -159,7 +159,7 @@ class DefaultStateMuscles:
 
     def path_loads(self, tree, q, qd):
         """(body loads, mobility forces (T, nq)) of the muscles' tensions at ``q``, ``qd``
-        (T, nq) (:func:`arthron.solvers.actuators.path_loads` of :meth:`tensions`), the poses
+        (T, nq) (:func:`arthron.multibody.paths.path_external_loads` of :meth:`tensions`), the poses
         and the paths built once for the lengths, the lengthening speeds and the forces. Within
         :func:`shared_muscle_loads` the result of the same muscles, tree, q, qd and states is
         computed once and shared (its arrays read-only)."""
@@ -170,8 +170,7 @@ class DefaultStateMuscles:
                 loads, mob = cache[key]
                 return list(loads), mob
         from ..multibody.kinematics import forward_kinematics
-        from ..multibody.paths import lengthening_speeds, path_lengths, path_states
-        from .actuators import path_loads
+        from ..multibody.paths import lengthening_speeds, path_external_loads, path_lengths, path_states
         q = np.atleast_2d(np.asarray(q, float))
         speeds_needed = needs_lengthening_speeds(self.muscles)
         kin = forward_kinematics(tree, q, np.broadcast_to(qd, q.shape) if speeds_needed else None)
@@ -180,7 +179,7 @@ class DefaultStateMuscles:
                   if speeds_needed else None)
         ten = default_state_tensions(self.muscles, path_lengths(self.paths, tree, q, kin, states=ps),
                                      speeds, self.default_fiber_lengths, self.states)
-        loads, mob = path_loads(self.paths, tree, q, ten, kin=kin, states=ps)
+        loads, mob = path_external_loads(self.paths, tree, q, ten, kin=kin, states=ps)
         if key is not None:
             for a in [mob] + [getattr(ld, f) for ld in loads for f in ("force", "point", "torque")]:
                 a.flags.writeable = False
