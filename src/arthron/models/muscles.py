@@ -336,10 +336,10 @@ _POWER = np.array([[(-1.0) ** (k - i) * comb(5, i) * comb(5 - i, k - i) if i <= 
 
 
 def _horner(c, u):
-    """sum_k c[..., k] u^k (c (..., n) power-basis coefficients, u (...))."""
-    out = c[..., -1]
-    for k in range(c.shape[-1] - 2, -1, -1):
-        out = out * u + c[..., k]
+    """sum_k c[k] u^k (c (n, ...) power-basis coefficients, u (...))."""
+    out = c[-1]
+    for k in range(c.shape[0] - 2, -1, -1):
+        out = out * u + c[k]
     return out
 
 
@@ -354,14 +354,14 @@ def _powers(u):
 
 
 def _bernstein_sum(pw, P):
-    """sum_k C(n, k) u^k (1 − u)^(n−k) P[..., k] (P (..., n + 1), n = 5 or 4; ``pw`` =
+    """sum_k C(n, k) u^k (1 − u)^(n−k) P[k] (P (n + 1, ...), n = 5 or 4; ``pw`` =
     :func:`_powers` of u), without forming the basis."""
     up, tp = pw
-    n = P.shape[-1] - 1
+    n = P.shape[0] - 1
     binom = _BINOM if n == 5 else _BINOM4
-    out = tp[n] * P[..., 0] + up[n] * P[..., n]
+    out = tp[n] * P[0] + up[n] * P[n]
     for k in range(1, n):
-        out = out + binom[k] * (up[k] * tp[n - k]) * P[..., k]
+        out = out + binom[k] * (up[k] * tp[n - k]) * P[k]
     return out
 
 
@@ -398,7 +398,7 @@ class MuscleCurve:
         j = np.clip(np.searchsorted(ends, x, side="left"), 0, len(ends) - 1)
         start, width = self.X[j, 0], self.X[j, 5] - self.X[j, 0]
         r = np.clip(np.nan_to_num(x - start, nan=0.0), 0.0, width)   # target of x(u) − x(0)
-        c, dc = self._cx[j], self._dcx[j]
+        c, dc = self._cx.T[:, j], self._dcx.T[:, j]      # (6, ...), (5, ...): rows contiguous
         lo, hi = np.zeros_like(r), np.ones_like(r)
         u = r / width
         for _ in range(100):            # Newton in the power basis (cheap), bracketed
@@ -417,21 +417,21 @@ class MuscleCurve:
         # one Newton step in the Bernstein basis: u to its rounding (the power basis loses
         # up to ~1e-14 to cancellation)
         pw = _powers(u)
-        u = np.clip(u - (_bernstein_sum(pw, self._dX[j]) - r) / _bernstein_sum(pw, self._dXdu[j]),
+        u = np.clip(u - (_bernstein_sum(pw, self._dX.T[:, j]) - r) / _bernstein_sum(pw, self._dXdu.T[:, j]),
                     0.0, 1.0)
         return j, u, _powers(u)
 
     def value(self, x):
         x = np.asarray(x, float)
         j, u, pw = self._u(x)
-        y = _bernstein_sum(pw, self.Y[j])
+        y = _bernstein_sum(pw, self.Y.T[:, j])
         y = np.where(x <= self.x0, self.y0 + self.dydx0 * (x - self.x0), y)
         return np.where(x >= self.x1, self.y1 + self.dydx1 * (x - self.x1), y)
 
     def derivative(self, x):
         x = np.asarray(x, float)
         j, u, pw = self._u(x)
-        d = _bernstein_sum(pw, self._dYdu[j]) / _bernstein_sum(pw, self._dXdu[j])
+        d = _bernstein_sum(pw, self._dYdu.T[:, j]) / _bernstein_sum(pw, self._dXdu.T[:, j])
         d = np.where(x <= self.x0, self.dydx0, d)
         return np.where(x >= self.x1, self.dydx1, d)
 
