@@ -15,14 +15,18 @@ reach 1e5 deg/s²).
 
 Figures (2 shared cores, load printed; medians of 3)
 ----------------------------------------------------
-=========  ==========================  ===========================  ======================
-rows       before (load ~2)            2026-11-24, after (load 2.0)  worst |diff| (both)
-=========  ==========================  ===========================  ======================
-74         OpenSim 0.063, arthron 0.10  OpenSim 0.066, arthron 0.053  4.9e-07
-           (0.6×)                       (1.26×)
-5000       OpenSim 3.18, arthron 2.37   OpenSim 3.41, arthron 0.686   4.9e-07
-           (1.34×)                      (4.97×)
-=========  ==========================  ===========================  ======================
+=====  ==============================  ==============================  =================
+rows   before (load ~2)                after (load 1.4)                worst |diff| vs
+                                                                       OpenSim (both)
+=====  ==============================  ==============================  =================
+74     OpenSim 0.063 s, arthron 0.10   OpenSim 0.064 s, arthron 0.048   4.9e-07
+       s (0.6×)                        s (1.34×)
+5000   OpenSim 3.18 s, arthron 2.37 s  OpenSim 3.26 s, arthron 0.609 s  4.9e-07
+       (1.34×)                         (5.36×)
+=====  ==============================  ==============================  =================
+
+Another run after, at load 2.0: 1.26× and 4.97×. arthron's own files before and after differ by at most 1.2e-8 (2.6e-13 of the largest value, in
+the accelerations of up to 1e5 deg/s²; positions and velocities bit for bit).
 
 arthron's parts (ms, same machine, one process; before at load 0.4, after at load 1.9):
 
