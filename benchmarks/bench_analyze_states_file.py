@@ -12,6 +12,47 @@ Cases
 
 The largest difference between the two tools' files is printed for each case (the accelerations
 reach 1e5 deg/s²).
+
+Figures (2 shared cores, load printed; medians of 3)
+----------------------------------------------------
+=====  ==============================  ==============================  =================
+rows   before (load ~2)                after (load 1.4)                worst |diff| vs
+                                                                       OpenSim (both)
+=====  ==============================  ==============================  =================
+74     OpenSim 0.063 s, arthron 0.10   OpenSim 0.064 s, arthron 0.048   4.9e-07
+       s (0.6×)                        s (1.34×)
+5000   OpenSim 3.18 s, arthron 2.37 s  OpenSim 3.26 s, arthron 0.609 s  4.9e-07
+       (1.34×)                         (5.36×)
+=====  ==============================  ==============================  =================
+
+Another run after, at load 2.0: 1.26× and 4.97×. arthron's own files before and after differ by at most 1.2e-8 (2.6e-13 of the largest value, in
+the accelerations of up to 1e5 deg/s²; positions and velocities bit for bit).
+
+arthron's parts (ms, same machine, one process; before at load 0.4, after at load 1.9):
+
+=======================================  ==============  ==============
+part                                     74 rows         5000 rows
+=======================================  ==============  ==============
+model read (v30000 upgraded)             7.6 → 7.8       8.6 → 8.2
+states file read                         1.4 → 1.5       54 → 54
+kinematics' states (forward dynamics)    33 → 11         733 → 235
+JointReaction                            35 → 6.7        817 → 117
+Kinematics + BodyKinematics              2.3 → 2.3       20 → 22
+writing the 7 .sto files                 13 → 13         708 → 168
+total                                    98 → 48         2380 → 650
+=======================================  ==============  ==============
+
+What changed: the Millard curves' Bézier parameter by safeguarded Newton instead of 60 bisection
+steps (``MuscleCurve._u``; ~10× faster, as close or closer to the exact inversion); each distinct
+TendonForceLengthCurve built once and evaluated once for all the muscles sharing it; the poses,
+body frames and paths built once for the muscles' lengths, lengthening speeds (from the bodies'
+velocities, not the velocity map) and forces, and those loads shared between the kinematics
+analyses and the JointReaction (``muscle_states.shared_muscle_loads``); the path forces summed
+per body by ``np.bincount``; on the .sto writer's orjson route only the cells of repr's exponent
+form are formatted by ``repr`` (not their whole rows: every row of these tables has one).
+At 74 rows what is left is spread over fixed costs of 1-8 ms each (model reading and upgrade,
+output checks and fsync, the repr formatting of small tables while orjson is not imported,
+two forward-dynamics solves); the goal of 3× OpenSim there is not reached.
 """
 from __future__ import annotations
 

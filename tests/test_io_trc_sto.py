@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -703,3 +704,24 @@ def test_sto_rows_formatted_as_repr_by_either_route(monkeypatch):
     assert sto._format_rows(full, fmt) == expected
     monkeypatch.setattr(sto, "_orjson", None)
     assert sto._format_rows(full, fmt) == expected
+
+
+def test_sto_rows_with_many_exponent_cells_formatted_as_repr():
+    """Every row holding cells of repr's exponent form (|x| < 1e-4 or ≥ 1e16, as reaction
+    loads and accelerations do), 1e-12 ... 1e19 over the table, zeros and -0.0: the orjson
+    route (those cells put in place one by one) gives exactly ``repr`` of every value, str
+    and bytes."""
+    from arthron.io import sto
+    rng = np.random.default_rng(5)
+    full = rng.standard_normal((4000, 12)) * 10.0 ** rng.integers(-12, 20, (4000, 12))
+    full[rng.random(full.shape) < 0.1] = 0.0
+    full[0, 0], full[1, :] = -0.0, 1e-05
+    fmt = "\t".join(["%r"] * 12) + "\n"
+    expected = "".join(fmt % tuple(r) for r in full.tolist())
+    assert full.size >= sto._ORJSON_MIN
+    assert sto._format_rows(full, fmt) == expected
+    assert sto._format_rows(full, fmt, as_bytes=True) == expected.encode("ascii")
+    # orjson imported (just now, by the first call): small tables take its route too
+    small = full[:30]
+    assert "orjson" in sys.modules and 256 <= small.size < sto._ORJSON_MIN
+    assert sto._format_rows(small, fmt) == "".join(fmt % tuple(r) for r in small.tolist())

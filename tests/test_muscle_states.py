@@ -273,3 +273,49 @@ def test_other_muscle_classes_are_refused_by_name():
     # default-state forces were reproduced; every class arthron types now is)
     with pytest.raises(UnsupportedFeature, match="'pm' \\(PluginMuscle\\)"):
         default_state_tensions([ok, Muscle(name="pm", type="PluginMuscle")], [[0.3, 0.3]])
+
+
+@needs_data
+def test_path_loads_built_once_and_shared_within_the_context():
+    """DefaultStateMuscles.path_loads (poses and paths built once for the lengths, speeds and
+    forces) equals the loads of :meth:`tensions` bit for bit; inside ``shared_muscle_loads``
+    a second DefaultStateMuscles of the same muscles at the same q, qd and states gets the
+    same (read-only) result without recomputing, and other states or speeds are not mixed up."""
+    from arthron.io.osim import read_osim
+    from arthron.multibody.kinematics import compile_model
+    from arthron.solvers.actuators import path_loads
+    from arthron.solvers.muscle_states import default_state_muscles, shared_muscle_loads
+    from test_analyze_states_file import GAIT10
+    model = read_osim(GAIT10)
+    tree = compile_model(model)
+    rng = np.random.default_rng(2)
+    T = 40
+    q = np.array([c.default_value for c in model.coordinates.values()]) + 0.2 * rng.standard_normal((T, tree.nq))
+    qd = rng.standard_normal((T, tree.nq))
+    states = {m: {"fiber_length": float(model.muscles[m].optimal_fiber_length) * rng.uniform(0.7, 1.3, T)}
+              for m in model.muscles}
+    dsm = default_state_muscles(model, tree, states=states)
+    ref_loads, ref_mob = path_loads(dsm.paths, tree, q, dsm.tensions(tree, q, qd))
+    loads, mob = dsm.path_loads(tree, q, qd)
+    assert np.array_equal(mob, ref_mob) and len(loads) == len(ref_loads) > 0
+    for a, b in zip(loads, ref_loads):
+        assert a.body == b.body and np.array_equal(a.force, b.force) and np.array_equal(a.torque, b.torque)
+    with shared_muscle_loads():
+        first = dsm.path_loads(tree, q, qd)
+        again = default_state_muscles(model, tree, default_fiber_lengths={}, states=states).path_loads(tree, q, qd)
+        assert again[1] is first[1] and all(a is b for a, b in zip(again[0], first[0]))
+        assert not first[1].flags.writeable and not first[0][0].force.flags.writeable
+        other = {m: {"fiber_length": v["fiber_length"] * 1.01} for m, v in states.items()}
+        moved = default_state_muscles(model, tree, states=other).path_loads(tree, q, qd)
+        faster = dsm.path_loads(tree, q, 2 * qd)
+        assert not np.array_equal(moved[0][0].force, first[0][0].force)
+        assert faster[1] is not first[1]
+    assert np.array_equal(first[1], ref_mob)
+    # the paths' lengthening speeds from the bodies' velocities of forward kinematics (what
+    # path_loads does) equal those of the velocity map times q̇ to rounding
+    from arthron.multibody.kinematics import forward_kinematics
+    from arthron.multibody.paths import lengthening_speeds
+    kin = forward_kinematics(tree, q, qd)
+    fast = lengthening_speeds(dsm.paths, tree, q, qd, kin, kin_velocities=True)
+    slow = lengthening_speeds(dsm.paths, tree, q, qd)
+    assert np.abs(fast - slow).max() <= 1e-13 * np.abs(slow).max()

@@ -28,12 +28,19 @@ _WRAP_TOL = 0.0005  # m: OpenSim stops iterating over several wrap objects below
 
 # ---------------------------------------------------------------------------------- geometry
 def _frames(tree: Tree, kin: Kinematics):
-    """Body rotations (T, nb+1, 3, 3) and origins (T, nb+1, 3), ground appended last."""
+    """Body rotations (T, nb+1, 3, 3) and origins (T, nb+1, 3), ground appended last; kept on
+    ``kin`` (read-only) for the next path function called with the same poses."""
+    memo = getattr(kin, "_path_frames", None)
+    if memo is not None and memo[0] is tree:
+        return memo[1], memo[2]
     R = kin.body_R(tree)
     o = kin.body_origin(tree)
     T = R.shape[0]
     Rg = np.broadcast_to(np.eye(3), (T, 1, 3, 3))
-    return np.concatenate([R, Rg], 1), np.concatenate([o, np.zeros((T, 1, 3))], 1)
+    Rb, ob = np.concatenate([R, Rg], 1), np.concatenate([o, np.zeros((T, 1, 3))], 1)
+    Rb.flags.writeable = ob.flags.writeable = False
+    kin._path_frames = (tree, Rb, ob)
+    return Rb, ob
 
 
 @dataclass

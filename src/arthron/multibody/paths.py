@@ -78,7 +78,7 @@ from .path_geometry import (PathState, _compute_many, _compute_one, _frames,  # 
 
 __all__ = ["moment_arms_and_node_forces", "PathSet", "compile_paths", "path_lengths", "moment_arms", "lengthening_speeds", "path_states",
            "path_generalized_forces", "path_body_forces", "PathLoads", "PathState",
-           "compute_paths", "moment_arms_excursion", "coupling_vectors", "speed_map",
+           "compute_paths", "path_external_loads", "moment_arms_excursion", "coupling_vectors", "speed_map",
            "WrapObjectData"]
 
 
@@ -121,7 +121,8 @@ def _geometry_states(pathset: PathSet, q, Rb, ob):
 
 
 # ---------------------------------------------------------------------------------- public API
-def path_lengths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None) -> np.ndarray:
+def path_lengths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
+                 states=None) -> np.ndarray:
     """Path lengths (T, n_paths) in metres.
 
     Parameters
@@ -130,6 +131,7 @@ def path_lengths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None)
     tree : Tree
     q : (T, nq) or (nq,)       coordinates, model order, rad / m
     kin : Kinematics, optional  poses already computed for ``q``
+    states : the paths already rebuilt at ``q`` (:func:`path_states`), not recomputed
 
     Raises
     ------
@@ -140,6 +142,11 @@ def path_lengths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None)
     """
     q = check_q(tree, q)
     fb = pathset.function_based
+    if states is not None:
+        L = np.empty((q.shape[0], len(pathset.paths)))
+        for i, (st, _) in enumerate(states):
+            L[:, i] = _fn_length(pathset.paths[i], q) if st is None else st.length
+        return L
     if not fb and pathset.paths:
         states = compute_paths(pathset, tree, q, kin)
         return np.stack([s.length for s in states], 1)
@@ -438,7 +445,7 @@ def _coordinate_index(tree: Tree, c) -> int:
 
 
 def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | None = None,
-                       moment_arms_uncoupled=None, states=None):
+                       moment_arms_uncoupled=None, states=None, kin_velocities: bool = False):
     """Lengthening speeds dl/dt (T, n_paths), m/s, as OpenSim 4.6's
     ``GeometryPath::getLengtheningSpeed`` computes them: over each pair of consecutive points
     of the current path (path points and wrap tangent points, with the positions OpenSim
@@ -451,6 +458,9 @@ def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | No
     ``lengthening_speed_function`` of ``(q, q̇)``, or ``-r · q̇``.
 
     q, qd : (T, nq) coordinates and their rates; kin : poses at ``q`` (computed if None);
+    kin_velocities : ``kin`` holds the velocities at this ``qd`` too
+    (``forward_kinematics(tree, q, qd)``): the bodies' velocities are read from it (equal to
+    rounding; not a velocity map times q̇, 5× faster);
     states : :func:`path_states` at ``q`` when already built; moment_arms_uncoupled : the
     moment arms (T, n_paths, nq) of :func:`moment_arms` (``coupled=False``), used only for
     FunctionBasedPaths without a speed function.
@@ -466,9 +476,12 @@ def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | No
             kin = forward_kinematics(tree, q)
         if states is None:
             states = path_states(pathset, tree, q, kin)
-        D = velocity_map(tree, q, kin, point="origin")                   # (T, nb, 6, nq)
-        Vo = np.einsum("tbiq,tq->tbi", D[:, :, :3], qd)
-        W = np.einsum("tbiq,tq->tbi", D[:, :, 3:], qd)
+        if kin_velocities:
+            Vo, W = kin.nodes("v", tree.body_node), kin.nodes("w", tree.body_node)
+        else:
+            D = velocity_map(tree, q, kin, point="origin")               # (T, nb, 6, nq)
+            Vo = np.einsum("tbiq,tq->tbi", D[:, :, :3], qd)
+            W = np.einsum("tbiq,tq->tbi", D[:, :, 3:], qd)
         Vo = np.concatenate([Vo, np.zeros((T, 1, 3))], 1)                 # ground last
         W = np.concatenate([W, np.zeros((T, 1, 3))], 1)
         Rb, ob = _frames(tree, kin)
@@ -563,6 +576,7 @@ def path_body_forces(pathset: PathSet, tree: Tree, q, tensions,
     tt = np.arange(T)[:, None]
     if states is None:     # all paths in lockstep (bit for bit what one at a time gives)
         states = _geometry_states(pathset, q, Rb, ob)
+    bins, forces, moments = [], [], []
     for i, (p, (st, dloc)) in enumerate(zip(pathset.paths, states)):
         if st is None:     # FunctionBasedPath: generalized forces only (OpenSim's mobility forces)
             pts.append((np.full((T, 0), nb), np.zeros((T, 0, 3)), np.zeros((T, 0, 3))))
@@ -571,9 +585,36 @@ def path_body_forces(pathset: PathSet, tree: Tree, q, tensions,
         f = _node_forces(st, nb) * ten[:, i, None, None]
         pts.append((st.body, st.P, f))
         r = st.P - ob[tt, st.body]
-        np.add.at(Fb, (tt.repeat(st.body.shape[1], 1), st.body), f)
-        np.add.at(Mb, (tt.repeat(st.body.shape[1], 1), st.body), np.cross(r, f))
+        bins.append(tt * (nb + 1) + st.body)
+        forces.append(f)
+        moments.append(np.cross(r, f))
         for k, c, dl in dloc:
             fk = np.einsum("tk,tki->ti", st.tag == k, f)
             mob[:, c] += np.einsum("ti,tij,tj->t", fk, Rb[:, p.body[k]], dl)
+    if bins:    # each body's sum over the nodes on it, in path and node order (as np.add.at)
+        idx = np.concatenate(bins, 1).ravel()
+        for acc, vals in ((Fb, forces), (Mb, moments)):
+            v = np.concatenate(vals, 1).reshape(-1, 3)
+            for c in range(3):
+                acc[..., c] = np.bincount(idx, v[:, c], T * (nb + 1)).reshape(T, nb + 1)
     return PathLoads(pts, Fb[:, :nb], Mb[:, :nb], mob)
+
+
+def path_external_loads(pathset: PathSet, tree: Tree, q, tensions, kin: Kinematics | None = None,
+                        states=None):
+    """Path tensions (T, n_paths) N as body loads: ([ExternalLoad] one force at each body's
+    origin plus the moment about it, ground frame, from :func:`path_body_forces`; mobility
+    forces (T, nq) of moving path points and FunctionBasedPaths). ``kin``, ``states``: the
+    poses and the paths already built at ``q``."""
+    from .loads import ExternalLoad
+    T = np.atleast_2d(q).shape[0]
+    pl = path_body_forces(pathset, tree, q, tensions, kin=kin, states=states)
+    loads = []
+    for b in range(tree.nb):
+        if not (pl.force[:, b].any() or pl.moment[:, b].any()):
+            continue
+        loads.append(ExternalLoad(body=tree.body_names[b], force=pl.force[:, b], point=np.zeros((T, 3)),
+                                  torque=pl.moment[:, b], force_frame="ground",
+                                  point_frame=tree.body_names[b],
+                                  name=f"paths_on_{tree.body_names[b]}"))
+    return loads, pl.mobility

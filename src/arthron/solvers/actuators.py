@@ -188,19 +188,10 @@ def _ignored_columns_message(unknown, model, src) -> str:
             f"ignored, as OpenSim does: {'; '.join(parts)}")
 
 
-def path_loads(pathset, tree: Tree, q, tensions, kin=None):
+def path_loads(pathset, tree: Tree, q, tensions, kin=None, states=None):
     """Path tensions (T, n) as body loads: one force at each body origin plus the moment about
     it (:func:`arthron.multibody.paths.path_body_forces`), and the mobility forces of moving path
-    points (T, nq)."""
-    from ..multibody import paths as _paths
-    T = np.atleast_2d(q).shape[0]
-    pl = _paths.path_body_forces(pathset, tree, q, tensions, kin=kin)
-    loads = []
-    for b in range(tree.nb):
-        if not (pl.force[:, b].any() or pl.moment[:, b].any()):
-            continue
-        loads.append(ExternalLoad(body=tree.body_names[b], force=pl.force[:, b], point=np.zeros((T, 3)),
-                                  torque=pl.moment[:, b], force_frame="ground",
-                                  point_frame=tree.body_names[b],
-                                  name=f"paths_on_{tree.body_names[b]}"))
-    return loads, pl.mobility
+    points (T, nq). ``kin``, ``states``: the poses and the paths already built at ``q``
+    (:func:`arthron.multibody.paths.path_external_loads`)."""
+    from ..multibody.paths import path_external_loads
+    return path_external_loads(pathset, tree, q, tensions, kin=kin, states=states)

@@ -161,7 +161,7 @@ def analysis_states_of(model: Model, t, q, u, *, external_loads=None, loads_tabl
     for s in frame_chunks(len(t)):
         gen, chunk_loads = _applied(model, tree, q[s], qd[s], list(slice_loads(loads, s)))
         if dsm.paths is not None:
-            m_loads, m_gen = path_loads(dsm.paths, tree, q[s], dsm.rows(s).tensions(tree, q[s], qd[s]))
+            m_loads, m_gen = dsm.rows(s).path_loads(tree, q[s], qd[s])
             chunk_loads += m_loads
             if m_gen.any():
                 gen = m_gen if gen is None else gen + m_gen

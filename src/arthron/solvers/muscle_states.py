@@ -49,6 +49,10 @@ Millard et al. (2013) J Biomech Eng 135:021005; De Groote et al. (2016) Ann Biom
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -63,7 +67,7 @@ from ..models.muscles import (degroote_active_force_length, millard_curve_params
 from ..models.spline_muscles import rigid_tendon_forces, schutte_default_state_tensions
 
 __all__ = ["DEFAULT_STATE_TYPES", "STATE_NAMES", "muscle_state_names", "default_state_tensions",
-           "needs_lengthening_speeds",
+           "needs_lengthening_speeds", "shared_muscle_loads",
            "DefaultStateMuscles", "default_state_muscles",
            "thelen_default_state_tensions", "millard_default_state_tensions",
            "millard_acceleration_default_state_tensions", "degroote_default_state_tensions"]
@@ -153,6 +157,52 @@ class DefaultStateMuscles:
         return default_state_tensions(self.muscles, path_lengths(self.paths, tree, q), speeds,
                                       self.default_fiber_lengths, self.states)
 
+    def path_loads(self, tree, q, qd):
+        """(body loads, mobility forces (T, nq)) of the muscles' tensions at ``q``, ``qd``
+        (T, nq) (:func:`arthron.multibody.paths.path_external_loads` of :meth:`tensions`), the poses
+        and the paths built once for the lengths, the lengthening speeds and the forces. Within
+        :func:`shared_muscle_loads` the result of the same muscles, tree, q, qd and states is
+        computed once and shared (its arrays read-only)."""
+        cache, key = _SHARED.get(), None
+        if cache is not None:
+            key = self._key(tree, q, qd)
+            if key in cache:
+                loads, mob = cache[key]
+                return list(loads), mob
+        from ..multibody.kinematics import forward_kinematics
+        from ..multibody.paths import lengthening_speeds, path_external_loads, path_lengths, path_states
+        q = np.atleast_2d(np.asarray(q, float))
+        speeds_needed = needs_lengthening_speeds(self.muscles)
+        kin = forward_kinematics(tree, q, np.broadcast_to(qd, q.shape) if speeds_needed else None)
+        ps = path_states(self.paths, tree, q, kin)
+        speeds = (lengthening_speeds(self.paths, tree, q, qd, kin, states=ps, kin_velocities=True)
+                  if speeds_needed else None)
+        ten = default_state_tensions(self.muscles, path_lengths(self.paths, tree, q, kin, states=ps),
+                                     speeds, self.default_fiber_lengths, self.states)
+        loads, mob = path_external_loads(self.paths, tree, q, ten, kin=kin, states=ps)
+        if key is not None:
+            for a in [mob] + [getattr(ld, f) for ld in loads for f in ("force", "point", "torque")]:
+                a.flags.writeable = False
+            cache[key] = (loads, mob)
+        return list(loads), mob
+
+    def _key(self, tree, q, qd):
+        """What :meth:`path_loads` depends on: the tree, digests of q, qd and the per-frame
+        states, the muscles and their default fiber lengths and maximum pennation angles."""
+        h = hashlib.blake2b(digest_size=16)
+        for a in (q, qd):
+            a = np.ascontiguousarray(a, float)
+            h.update(repr(a.shape).encode())
+            h.update(a.tobytes())
+        for m in sorted(self.states or {}):
+            for k in sorted(self.states[m]):
+                h.update(f"{m}/{k}".encode())
+                h.update(np.ascontiguousarray(self.states[m][k], float).tobytes())
+        given = self.default_fiber_lengths or {}
+        return (id(tree), h.hexdigest(),
+                tuple((id(m), _default_fiber_length(m, given), _maximum_pennation_angle(m, given))
+                      for m in self.muscles))
+
     def generalized_forces(self, tree, q, qd) -> np.ndarray:
         """Generalized forces (T, nq) of the muscles' default-state tensions (conjugate to the
         coordinate rates; :func:`arthron.multibody.paths.path_generalized_forces`)."""
@@ -161,6 +211,22 @@ class DefaultStateMuscles:
             return np.zeros_like(q, dtype=float)
         from ..multibody.paths import path_generalized_forces
         return path_generalized_forces(self.paths, tree, q, self.tensions(tree, q, qd))
+
+
+_SHARED = contextvars.ContextVar("arthron_shared_muscle_loads", default=None)
+
+
+@contextlib.contextmanager
+def shared_muscle_loads():
+    """Within this context :meth:`DefaultStateMuscles.path_loads` computes the loads of the
+    same muscles (the same objects) on the same tree at the same q, qd and states once: the
+    AnalyzeTool's kinematics analyses and its JointReaction each need the forward dynamics of
+    a states file's muscles at the same frames. The model must not change inside."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
 
 
 def default_state_muscles(model, tree, default_fiber_lengths=None, names=None,
@@ -293,6 +359,7 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
     V = np.broadcast_to(np.atleast_2d(np.asarray(speeds, float)), L.shape)
     out = np.zeros_like(L)
     given = default_fiber_lengths or {}
+    elastic = {}                # tendon curve → [(column, F_iso, l_T / l_s)]: one evaluation each
     for k, m in enumerate(muscles):
         lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
         fiso, vmax = float(m.max_isometric_force), float(m.max_contraction_velocity)
@@ -309,7 +376,7 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
         cos_phi = np.sqrt(1.0 - (h / lce) ** 2)
         lt = L[:, k] - lce * cos_phi
         if not _xml_value(m, "ignore_tendon_compliance", False):
-            out[:, k] = fiso * _tendon_curve(m).value(lt / ls)
+            elastic.setdefault(_tendon_curve(m), []).append((k, fiso, lt / ls))
             continue
         if _xml_value(m, "ignore_activation_dynamics", False):
             a = 0.0
@@ -327,6 +394,10 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
         fm = np.maximum(fiso * (a * fal * fv + fpe + beta * v), 0.0)
         clamped = ((lce <= lmin) & (v <= 0)) | (lce < lmin)
         out[:, k] = np.where(clamped, 0.0, fm * cos_phi)
+    for curve, cols in elastic.items():
+        f = curve.value(np.stack([x for _, _, x in cols], 1))
+        for c, (k, fiso, _) in enumerate(cols):
+            out[:, k] = fiso * f[:, c]
     return out
 
 
@@ -341,7 +412,14 @@ def _tendon_curve(m):
                        "norm_force_at_toe_end", "curviness")}
     if props["strain_at_one_norm_force"] is None:
         props["strain_at_one_norm_force"] = 0.049
-    return millard_tendon_force_length_curve(**props)
+    return _tendon_curve_of(tuple(props.items()))
+
+
+@functools.lru_cache(maxsize=64)
+def _tendon_curve_of(props):
+    """The TendonForceLengthCurve of these properties (built once: most models give every
+    muscle the same)."""
+    return millard_tendon_force_length_curve(**dict(props))
 
 
 def millard_acceleration_default_state_tensions(muscles, lengths, speeds,

@@ -684,7 +684,7 @@ def _reaction_chunk(model, tree, t, q, qd, qdd, loads, forces_table, acceleratio
         gen, act_loads = actuator_forces(model, tree, forces_table, t, q=q)
         loads += act_loads
     elif muscles is not None and muscles.paths is not None:
-        m_loads, m_gen = path_loads(muscles.paths, tree, q, muscles.tensions(tree, q, qd))
+        m_loads, m_gen = muscles.path_loads(tree, q, qd)
         loads += m_loads
         gen = m_gen if m_gen.any() else None
     # Passive elements act as in OpenSim's AnalyzeTool: springs and limit forces on their

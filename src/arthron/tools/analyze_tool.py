@@ -35,6 +35,7 @@ from ..solvers.kinematics_analyses import (CENTER_OF_MASS, AnalysisStates, analy
                                            analysis_states_of, body_kinematics, coordinate_kinematics,
                                            point_kinematics)
 from ..solvers.states_file import ModelStates
+from ..solvers.muscle_states import shared_muscle_loads
 from ..solvers.muscle_analysis import PathAnalysis, coordinates_of_motion, path_analysis
 from ..solvers.reactions import JointReactionResult, joint_reactions
 from ..models.motion import coordinates_from_table
@@ -611,7 +612,7 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     UnsupportedFeature (an equilibration of the muscles on a states file), SolverError
     (InfeasibleFrames of a StaticOptimization).
     """
-    with input_guard():
+    with input_guard(), shared_muscle_loads():  # the kinematics' and JointReaction's muscle loads once
         return _run_analyze(setup_path, placeholders, search_dirs, results_dir, accelerations,
                             only, joint_reaction_file)
 
