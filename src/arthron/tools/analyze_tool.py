@@ -238,18 +238,7 @@ def _setup_coordinates(st: AnalyzeSetup, model: Model, tree: Tree, motion):
     coordinates at their defaults, filtered and splined as the tools do
     (:func:`arthron.solvers.filtering.prepare_coordinates`) over the setup's time range, and
     assembled when the model has constraints; with a states file, its coordinates."""
-    if isinstance(motion, ModelStates):
-        q = motion.q
-        if any(c.enabled for c in model.constraints):
-            q = assemble(model, tree, q)
-        return motion.time, q
-    vals = coordinates_from_table(model, motion, missing="default")
-    lp = st.lowpass_hz if st.lowpass_hz > 0 else None
-    t, q, _, _ = prepare_coordinates(np.asarray(motion.time, float), vals, lp, st.time_range,
-                                     source=getattr(motion, "source", None))
-    if any(c.enabled for c in model.constraints):
-        q = assemble(model, tree, q)
-    return t, q
+    return _setup_q_qd(st, model, tree, motion)[:2]
 
 
 def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None, fibers=False) -> tuple:
