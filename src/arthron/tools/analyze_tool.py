@@ -1,6 +1,6 @@
 """OpenSim's AnalyzeTool on arthron's solvers: setups whose AnalysisSet holds JointReaction,
-MuscleAnalysis, StaticOptimization, BodyKinematics, Kinematics, PointKinematics and ForceReporter
-analyses, and
+MuscleAnalysis, StaticOptimization, BodyKinematics, Kinematics, PointKinematics, ForceReporter and
+StatesReporter analyses, and
 the first two on files given directly (``arthron jr``, ``arthron paths``, ``arthron analyze``).
 
 Results are written with OpenSim's names into the setup's ``results_directory`` (created when
@@ -10,7 +10,7 @@ missing): ``<tool name>_JointReaction_ReactionLoads.sto``,
 ``<tool name>_BodyKinematics_pos_global.sto`` / ``_vel_global`` / ``_acc_global`` (``_bodyLocal``
 in the bodies' frames), ``<tool name>_Kinematics_q.sto`` / ``_u`` / ``_dudt``,
 ``<tool name>_PointKinematics_<point_name>_pos.sto`` / ``_vel`` / ``_acc``,
-``<tool name>_ForceReporter_forces.sto``, where ``JointReaction``
+``<tool name>_ForceReporter_forces.sto``, ``<tool name>_StatesReporter_states.sto``, where ``JointReaction``
 ... stand for each analysis' name in the setup (:func:`analysis_name`), as OpenSim 4.6 names them.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ from ..solvers.filtering import prepare_coordinates
 from ..solvers.kinematics_analyses import (CENTER_OF_MASS, AnalysisStates, analysis_states,
                                            analysis_states_of, body_kinematics, coordinate_kinematics,
                                            point_kinematics)
-from ..solvers.states_file import ModelStates
+from ..solvers.states_file import ModelStates, states_report
 from ..solvers.muscle_analysis import PathAnalysis, coordinates_of_motion, path_analysis
 from ..solvers.reactions import JointReactionResult, joint_reactions
 from ..models.motion import coordinates_from_table
@@ -51,7 +51,7 @@ __all__ = ["read_force_set_file", "model_with_force_sets", "AnalyzeSetup", "read
 
 #: the AnalysisSet members arthron runs
 SUPPORTED_ANALYSES = ("JointReaction", "MuscleAnalysis", "StaticOptimization", "BodyKinematics",
-                      "Kinematics", "PointKinematics", "ForceReporter")
+                      "Kinematics", "PointKinematics", "ForceReporter", "StatesReporter")
 #: the kinematics analyses (:mod:`arthron.solvers.kinematics_analyses`)
 KINEMATICS_ANALYSES = ("BodyKinematics", "Kinematics", "PointKinematics")
 
@@ -456,6 +456,33 @@ def _force_reporter(st: AnalyzeSetup, el, model: Model, motion, tree: Tree):
 
 
 # --------------------------------------------------------------------------------------
+# StatesReporter
+# --------------------------------------------------------------------------------------
+def _states_reporter(st: AnalyzeSetup, model: Model, motion, tree: Tree, kin_states) -> Table | None:
+    """A StatesReporter of a setup (:func:`arthron.solvers.states_file.states_report`): the
+    model's states at the AnalyzeTool's frames: a states file's rows (missing states at their
+    defaults), or the coordinates file's q and u (``kin_states``, the splines the kinematics
+    analyses record) with every muscle state at its default (the AnalyzeTool does not
+    equilibrate them). A muscle state without a default arthron knows: None, with a warning;
+    forces arthron does not model (their states, if any, are not in the file): a warning."""
+    from ..solvers.muscle_states import STATE_NAMES
+    others = sorted({f"{f.type} '{n}'" for n, f in model.forces.items()
+                     if not getattr(f, "modelled", True) or (f.is_muscle and f.type not in STATE_NAMES)})
+    if others:
+        warnings.warn(f"{st.path}: the StatesReporter file holds the coordinates' and the muscles' "
+                      "states only; OpenSim 4.6 adds the state variables, if any, of "
+                      + ", ".join(others), ArthronWarning, stacklevel=4)
+    if not isinstance(motion, ModelStates):
+        motion = ModelStates(time=kin_states.time, index=np.arange(len(kin_states.time)),
+                             q=kin_states.q, u=kin_states.u, source=st.path)
+    try:
+        return states_report(model, motion)
+    except UnsupportedFeature as e:
+        warnings.warn(f"{st.path}: <StatesReporter> skipped: {e.message}", ArthronWarning, stacklevel=4)
+        return None
+
+
+# --------------------------------------------------------------------------------------
 # BodyKinematics, Kinematics, PointKinematics
 # --------------------------------------------------------------------------------------
 def _kinematics_states(st: AnalyzeSetup, model: Model, motion, tree: Tree) -> AnalysisStates:
@@ -595,7 +622,9 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     (:mod:`arthron.solvers.force_reporter`: every force's records at the same states, the
     muscles' forces at their default or the states file's states); with
     ``include_constraint_forces`` on a model with enabled constraints it is skipped with a
-    warning.
+    warning. A StatesReporter writes ``<tool name>_StatesReporter_states.sto``
+    (:func:`arthron.solvers.states_file.states_report`: every coordinate's value and speed and
+    every muscle state, 4.x labels in model order, at the same frames).
     ``only``: the analysis classes to run (default :data:`SUPPORTED_ANALYSES`);
     ``joint_reaction_file``: write the JointReaction result there instead.
 
@@ -652,6 +681,12 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
         elif kind in KINEMATICS_ANALYSES:
             kin_states = kin_states or _kinematics_states(st, model, motion, tree)
             results.append((kind, el, n, _kinematics_analysis(st, kind, el, model, tree, kin_states)))
+        elif kind == "StatesReporter":
+            if not isinstance(motion, ModelStates):
+                kin_states = kin_states or _kinematics_states(st, model, motion, tree)
+            rep = _states_reporter(st, model, motion, tree, kin_states)
+            if rep is not None:
+                results.append((kind, el, n, rep))
         else:
             results.append((kind, el, n, _muscle_analysis(st, el, model, motion, tree, fibers=True)))
     out = results_directory(st.setup, results_dir, create=False)
@@ -665,6 +700,8 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
                          for k in ("activation", "force")])
         elif kind == "ForceReporter":
             plan.append([out / f"{st.name}_{analysis_name(el, kind)}_forces.sto"])
+        elif kind == "StatesReporter":
+            plan.append([out / f"{st.name}_{analysis_name(el, kind)}_states.sto"])
         elif kind in KINEMATICS_ANALYSES:
             plan.append([(out / f, k) for f, k in _kinematics_files(st.name, kind, el, res)])
         else:
@@ -686,6 +723,14 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
                 res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res
                 make_output_folder(files[0])
                 write_sto(files[0], res.to_table())
+                written.append(files[0])
+            elif kind == "StatesReporter":
+                if n > 1:
+                    r = _rows(st, motion, res.time, n)
+                    res = Table(name=res.name, time=res.time[r], labels=res.labels, data=res.data[r],
+                                in_degrees=False, comments=res.comments)
+                make_output_folder(files[0])
+                write_sto(files[0], res)
                 written.append(files[0])
             elif kind in KINEMATICS_ANALYSES:
                 res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res

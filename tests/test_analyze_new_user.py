@@ -1,0 +1,109 @@
+"""A new user's AnalyzeTool setups against OpenSim 4.6 run in the test.
+
+Setups written as OpenSim's GUI / Python API writes them (``opensim.AnalyzeTool()`` with the
+analyses appended, every property at its default, ``printToXML``) on states files of OpenSim's
+forward simulations (arm26's Thelen muscles, gait10dof18musc's Millard muscles) and on a
+coordinates file (arm26's IK motion). Each file arthron writes is compared with OpenSim's: same
+names, same labels in the same order, same times, values to OpenSim's 8 decimals (5e-9 of
+rounding, plus 1e-10 of the column's largest value).
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from arthron.io.sto import read_sto
+from arthron.tools.analyze_tool import run_analyze
+
+from conftest import ARM26, DATA, REF, needs_data, needs_opensim
+from test_analyze_states_file import GAIT10, _forward, _relabel, _run_opensim
+
+IK = REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot"
+
+pytestmark = [needs_data, needs_opensim]
+
+
+def _gui_setup(path: Path, name, model, analyses, *, states=None, coordinates=None, t0=0.0, t1=1.0):
+    """A setup as OpenSim 4.6's AnalyzeTool prints it, results in ``osim_<name>``."""
+    import opensim
+    tool = opensim.AnalyzeTool()
+    tool.setName(name)
+    tool.setModelFilename(str(model))
+    if states is not None:
+        tool.setStatesFileName(str(states))
+    if coordinates is not None:
+        tool.setCoordinatesFileName(str(coordinates))
+    tool.setInitialTime(t0)
+    tool.setFinalTime(t1)
+    tool.setResultsDir(f"osim_{name}")
+    for a in analyses:
+        tool.getAnalysisSet().cloneAndAppend(a)
+    tool.printToXML(str(path))
+    return path
+
+
+def _same_files(setup: Path, written) -> None:
+    """Every file OpenSim writes for ``setup`` (in ``osim_<name>``) equals arthron's."""
+    ref = setup.parent / f"osim_{setup.stem}"
+    theirs = sorted(p.name for p in ref.iterdir())
+    assert sorted(Path(p).name for p in written) == theirs
+    for f in written:
+        a, o = read_sto(f), read_sto(ref / Path(f).name)
+        assert a.labels == o.labels, f
+        np.testing.assert_allclose(a.time, o.time, atol=5e-9, err_msg=str(f))
+        tol = 5e-9 + 1e-10 * np.nanmax(np.abs(o.data), axis=0)
+        assert (np.abs(a.data - o.data) <= tol).all(), f
+
+
+@pytest.fixture(scope="module")
+def states(tmp_path_factory):
+    import opensim
+    opensim.Logger.setLevelString("error")
+    d = tmp_path_factory.mktemp("new_user")
+    return d, _forward(ARM26, d / "arm_states.sto", 0.1, 1e-5), _forward(GAIT10, d / "gait_states.sto", 0.02, 1e-5)
+
+
+def _run_both(setup: Path):
+    _run_opensim(setup)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return run_analyze(setup, results_dir=setup.parent / f"arthron_{setup.stem}")
+
+
+@pytest.mark.parametrize("case", ["arm", "arm_missing", "gait_missing", "arm_step"])
+def test_states_reporter_on_states_file(states, case):
+    """OpenSim's StatesReporter (a GUI default analysis) on a states file: the model's states
+    in model order, the file's values, the states the file lacks at their defaults (arm26's
+    Thelen activations, gait10dof18musc's Millard fiber lengths); it was skipped with a
+    warning."""
+    import opensim
+    d, arm, gait = states
+    model, sto = (GAIT10, gait) if case.startswith("gait") else (ARM26, arm)
+    if case == "arm_missing":
+        sto = _relabel(arm, d / "arm_noact.sto", drop=("activation", "elbow_flex/speed"))
+    if case == "gait_missing":
+        sto = _relabel(gait, d / "gait_nofib.sto", drop=("fiber_length", "pelvis_tx/value"))
+    rep = opensim.StatesReporter()
+    rep.setName("StatesReporter")
+    rep.setStepInterval(3 if case == "arm_step" else 1)
+    kin = opensim.Kinematics()
+    setup = _gui_setup(d / f"{case}.xml", case, model, [rep, kin], states=sto, t0=0.0, t1=1.0)
+    written = _run_both(setup)
+    _same_files(setup, written)
+    assert any(Path(p).name == f"{case}_StatesReporter_states.sto" for p in written)
+
+
+def test_states_reporter_on_coordinates_file(tmp_path):
+    """On a coordinates file: q and u of the AnalyzeTool's splines, muscles at their default
+    states (no equilibrium), as OpenSim's StatesReporter writes them."""
+    import opensim
+    opensim.Logger.setLevelString("error")
+    rep = opensim.StatesReporter()
+    rep.setName("StatesReporter")
+    setup = _gui_setup(tmp_path / "coords.xml", "coords", ARM26, [rep], coordinates=IK, t0=0.2, t1=0.6)
+    written = _run_both(setup)
+    _same_files(setup, written)
