@@ -107,3 +107,35 @@ def test_states_reporter_on_coordinates_file(tmp_path):
     setup = _gui_setup(tmp_path / "coords.xml", "coords", ARM26, [rep], coordinates=IK, t0=0.2, t1=0.6)
     written = _run_both(setup)
     _same_files(setup, written)
+
+
+@pytest.mark.parametrize("tag, text", [("muscle_list", "TRIlong FOO"),
+                                       ("moment_arm_coordinate_list", "r_elbow_flex knee")])
+def test_muscle_analysis_unknown_name(states, tag, text):
+    """A MuscleAnalysis naming a muscle or coordinate the model lacks (a typo): OpenSim 4.6
+    leaves the name out without a word (measured: its files lack the column or the file); arthron
+    refuses, naming the setup, its line, the element and the name, as for the kinematics
+    analyses' ``<coordinates>`` and ``<bodies>`` (which OpenSim refuses too)."""
+    import opensim
+    from arthron.errors import DataFileError
+    d, arm, _ = states
+    ma = opensim.MuscleAnalysis()
+    ma.setName("MuscleAnalysis")
+    setup = _gui_setup(d / f"typo_{tag}.xml", f"typo_{tag}", ARM26, [ma], states=arm)
+    xml = setup.read_text()
+    old = f"<{tag}> all</{tag}>"
+    assert old in xml
+    setup.write_text(xml.replace(old, f"<{tag}>{text}</{tag}>"))
+    _run_opensim(setup)
+    ref = setup.parent / f"osim_{setup.stem}"
+    if tag == "muscle_list":
+        assert read_sto(ref / f"{setup.stem}_MuscleAnalysis_Length.sto").labels == ["TRIlong"]
+    else:
+        assert not list(ref.glob("*MomentArm_knee*"))
+    bad = text.split()[1]
+    line = next(k for k, x in enumerate(setup.read_text().splitlines(), 1) if f"<{tag}>" in x)
+    with pytest.raises(DataFileError) as e:
+        run_analyze(setup, results_dir=d / f"arthron_typo_{tag}")
+    msg = str(e.value)
+    assert str(setup) in msg and f"line {line}" in msg and f"<{tag}>" in msg and repr(bad) in msg
+    assert "muscle" in msg if tag == "muscle_list" else "coordinate" in msg

@@ -260,8 +260,9 @@ def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None, fibe
     if muscles is not None:
         bad = [m for m in muscles if m not in model.forces]
         if bad:
-            raise DataFileError(f"MuscleAnalysis muscle_list: model '{model.name}' has no force(s) "
-                                f"{', '.join(bad)}", st.path)
+            raise _setting_error(st, ma, "muscle_list", f"model '{model.name}' has no muscle "
+                                 f"{', '.join(map(repr, bad))} (OpenSim 4.6 leaves such names out "
+                                 "without a word)")
     if fibers:
         t, q, qd = _setup_q_qd(st, model, tree, motion)
     else:
@@ -273,8 +274,9 @@ def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None, fibe
     else:
         bad = [c for c in clist if c not in model.coordinates]
         if bad:
-            raise DataFileError(f"MuscleAnalysis moment_arm_coordinate_list: model '{model.name}' has "
-                                f"no coordinate(s) {', '.join(bad)}", st.path)
+            raise _setting_error(st, ma, "moment_arm_coordinate_list", f"model '{model.name}' has "
+                                 f"no coordinate {', '.join(map(repr, bad))} (OpenSim 4.6 leaves such "
+                                 "names out without a word)")
         coords = clist
     extra = _fiber_files(st, ma, model, tree, res, coords, motion, qd) if fibers else {}
     return res, coords, extra
