@@ -139,3 +139,50 @@ def test_muscle_analysis_unknown_name(states, tag, text):
     msg = str(e.value)
     assert str(setup) in msg and f"line {line}" in msg and f"<{tag}>" in msg and repr(bad) in msg
     assert "muscle" in msg if tag == "muscle_list" else "coordinate" in msg
+
+
+def test_actuation_gait2354_walk_with_cmc_actuators(tmp_path):
+    """OpenSim's Actuation analysis (in the Gait2354 pipeline's Analyze setup; was skipped with
+    a warning) on the walk's IK motion with its ground reactions and the pipeline's CMC
+    actuators (PointActuators FX/FY/FZ, TorqueActuators MX/MY/MZ, CoordinateActuator reserves)
+    appended: 54 muscles' forces at their default states, lengthening speeds, powers, the
+    actuators' speeds (|v| of the point, (ω_A − ω_B)·axis, u), step_interval 10, 6 Hz filter:
+    every column of the three files equal to OpenSim 4.6's 8 decimals."""
+    import opensim
+    from conftest import GAIT_PIPE, GAIT_REF_MODEL
+    opensim.Logger.setLevelString("error")
+    act = opensim.Actuation()
+    act.setName("Actuation")
+    act.setStepInterval(10)
+    kin = opensim.Kinematics()
+
+    def extra(tool):
+        tool.setExternalLoadsFileName(str(GAIT_PIPE / "subject01_walk1_grf.xml"))
+        tool.setLowpassCutoffFrequency(6)
+        tool.setReplaceForceSet(False)
+        fs = opensim.ArrayStr()
+        fs.append(str(GAIT_PIPE / "gait2354_CMC_Actuators.xml"))
+        tool.setForceSetFiles(fs)
+
+    setup = _gui_setup(tmp_path / "walk.xml", "walk", GAIT_REF_MODEL, [act, kin],
+                       coordinates=GAIT_PIPE / "subject01_walk1_ik.mot", t0=0.6, t1=1.0)
+    tool = opensim.AnalyzeTool(str(setup), False)
+    extra(tool)
+    tool.printToXML(str(setup))
+    assert "gait2354_CMC_Actuators" in setup.read_text()
+    written = _run_both(setup)
+    _same_files(setup, written)
+    speed = read_sto(next(p for p in written if str(p).endswith("_Actuation_speed.sto")))
+    assert {"FX", "MX", "knee_angle_r_reserve"} <= set(speed.labels)
+    assert np.abs(speed.data[:, speed.labels.index("FX")]).max() > 0.1
+
+
+def test_actuation_on_states_file(states):
+    """Actuation on arm26's forward simulation: the muscles' forces at the file's states, their
+    lengthening speeds and −force × speed, equal to OpenSim 4.6's 8 decimals."""
+    import opensim
+    d, arm, _ = states
+    act = opensim.Actuation()
+    act.setName("Actuation")
+    setup = _gui_setup(d / "act_states.xml", "act_states", ARM26, [act], states=arm)
+    _same_files(setup, _run_both(setup))

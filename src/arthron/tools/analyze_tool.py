@@ -1,6 +1,6 @@
 """OpenSim's AnalyzeTool on arthron's solvers: setups whose AnalysisSet holds JointReaction,
-MuscleAnalysis, StaticOptimization, BodyKinematics, Kinematics, PointKinematics, ForceReporter and
-StatesReporter analyses, and
+MuscleAnalysis, StaticOptimization, BodyKinematics, Kinematics, PointKinematics, ForceReporter,
+StatesReporter and Actuation analyses, and
 the first two on files given directly (``arthron jr``, ``arthron paths``, ``arthron analyze``).
 
 Results are written with OpenSim's names into the setup's ``results_directory`` (created when
@@ -51,7 +51,7 @@ __all__ = ["read_force_set_file", "model_with_force_sets", "AnalyzeSetup", "read
 
 #: the AnalysisSet members arthron runs
 SUPPORTED_ANALYSES = ("JointReaction", "MuscleAnalysis", "StaticOptimization", "BodyKinematics",
-                      "Kinematics", "PointKinematics", "ForceReporter", "StatesReporter")
+                      "Kinematics", "PointKinematics", "ForceReporter", "StatesReporter", "Actuation")
 #: the kinematics analyses (:mod:`arthron.solvers.kinematics_analyses`)
 KINEMATICS_ANALYSES = ("BodyKinematics", "Kinematics", "PointKinematics")
 
@@ -458,6 +458,22 @@ def _force_reporter(st: AnalyzeSetup, el, model: Model, motion, tree: Tree):
 
 
 # --------------------------------------------------------------------------------------
+# Actuation
+# --------------------------------------------------------------------------------------
+def _actuation(st: AnalyzeSetup, model: Model, motion, tree: Tree, kin_states: AnalysisStates):
+    """One Actuation analysis of a setup (:func:`arthron.solvers.actuation.actuation`) at the
+    kinematics analyses' states; the actuators left out are named in a warning."""
+    from ..solvers.actuation import actuation
+    res = actuation(model, tree, kin_states.time, kin_states.q, kin_states.u, kin_states.qd,
+                    muscle_states=motion.muscles if isinstance(motion, ModelStates) else None,
+                    default_fiber_lengths=_muscle_defaults(model))
+    if res.omitted:
+        warnings.warn(f"{st.path}: the Actuation files leave out the actuators OpenSim 4.6 records "
+                      + ", ".join(f"{a} '{b}'" for a, b in res.omitted), ArthronWarning, stacklevel=4)
+    return res
+
+
+# --------------------------------------------------------------------------------------
 # StatesReporter
 # --------------------------------------------------------------------------------------
 def _states_reporter(st: AnalyzeSetup, model: Model, motion, tree: Tree, kin_states) -> Table | None:
@@ -626,7 +642,10 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     ``include_constraint_forces`` on a model with enabled constraints it is skipped with a
     warning. A StatesReporter writes ``<tool name>_StatesReporter_states.sto``
     (:func:`arthron.solvers.states_file.states_report`: every coordinate's value and speed and
-    every muscle state, 4.x labels in model order, at the same frames).
+    every muscle state, 4.x labels in model order, at the same frames). An Actuation writes
+    ``<tool name>_Actuation_force.sto``, ``_speed.sto`` and ``_power.sto``
+    (:mod:`arthron.solvers.actuation`: muscles, CoordinateActuators, PointActuators and
+    TorqueActuators at the same states; others named in a warning).
     ``only``: the analysis classes to run (default :data:`SUPPORTED_ANALYSES`);
     ``joint_reaction_file``: write the JointReaction result there instead.
 
@@ -683,6 +702,9 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
         elif kind in KINEMATICS_ANALYSES:
             kin_states = kin_states or _kinematics_states(st, model, motion, tree)
             results.append((kind, el, n, _kinematics_analysis(st, kind, el, model, tree, kin_states)))
+        elif kind == "Actuation":
+            kin_states = kin_states or _kinematics_states(st, model, motion, tree)
+            results.append((kind, el, n, _actuation(st, model, motion, tree, kin_states)))
         elif kind == "StatesReporter":
             if not isinstance(motion, ModelStates):
                 kin_states = kin_states or _kinematics_states(st, model, motion, tree)
@@ -702,6 +724,8 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
                          for k in ("activation", "force")])
         elif kind == "ForceReporter":
             plan.append([out / f"{st.name}_{analysis_name(el, kind)}_forces.sto"])
+        elif kind == "Actuation":
+            plan.append([out / f"{st.name}_{analysis_name(el, kind)}_{k}.sto" for k in ("force", "speed", "power")])
         elif kind == "StatesReporter":
             plan.append([out / f"{st.name}_{analysis_name(el, kind)}_states.sto"])
         elif kind in KINEMATICS_ANALYSES:
@@ -726,6 +750,12 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
                 make_output_folder(files[0])
                 write_sto(files[0], res.to_table())
                 written.append(files[0])
+            elif kind == "Actuation":
+                res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res
+                for f, k in zip(files, ("force", "speed", "power")):
+                    make_output_folder(f)
+                    write_sto(f, res.to_table(k))
+                    written.append(f)
             elif kind == "StatesReporter":
                 if n > 1:
                     r = _rows(st, motion, res.time, n)
