@@ -37,7 +37,7 @@ from ..tables import check_times
 from .filtering import check_time_range, find_index
 from .muscle_states import muscle_state_names
 
-__all__ = ["ModelStates", "model_state_labels", "states_from_table"]
+__all__ = ["ModelStates", "model_state_labels", "states_from_table", "states_report"]
 
 
 @dataclass
@@ -202,3 +202,54 @@ def states_from_table(model: Model, table, time_range=None) -> ModelStates:
         warnings.warn(f"{src or 'states file'}: " + "; ".join(said), ArthronWarning, stacklevel=2)
     return ModelStates(time=t[rows].copy(), index=rows, q=q, u=u, muscles=muscles, missing=missing,
                        unknown=unknown, source=src, file_time=t, file_u=file_u)
+
+
+#: OpenSim 4.6's default of each muscle state a model file does not set (``default_<state>``;
+#: measured with OpenSim 4.6's Python API: ``get_default_activation`` of a new instance)
+_STATE_DEFAULTS = {
+    "activation": {"Thelen2003Muscle": 0.05, "Millard2012EquilibriumMuscle": 0.05,
+                   "DeGrooteFregly2016Muscle": 0.5},
+    "fiber_length": {"Thelen2003Muscle": 0.1, "Millard2012EquilibriumMuscle": 0.1,
+                     "Millard2012AccelerationMuscle": 0.1},
+    "fiber_velocity": {"Millard2012AccelerationMuscle": 0.0},
+    "normalized_tendon_force": {"DeGrooteFregly2016Muscle": 0.5},
+}
+
+
+def states_report(model: Model, states: ModelStates):
+    """OpenSim 4.6's StatesReporter on a states file: a ``ModelStates`` Table with a column per
+    state variable of the model (4.x labels, model order: :func:`model_state_labels`) at the
+    rows of ``states``: the file's values, and each state the file lacks at its default value
+    (the coordinate's ``default_value`` / ``default_speed_value``, the muscle's
+    ``default_<state>`` property or its class default), as ``Model::formStateStorage`` fills
+    the AnalyzeTool's states (``StatesReporter::record`` writes ``getStateVariableValues``).
+
+    Returns a :class:`arthron.tables.Table` (time (T,) s, data (T, n) in rad, m, rad/s, m/s,
+    the muscles' units). Raises UnsupportedFeature when a missing muscle state has no default
+    arthron knows (a class outside :data:`_STATE_DEFAULTS`), naming the muscle and the state."""
+    from ..models.muscles import muscle_property
+    from ..tables import Table
+    labels, cols = [], []
+    coords = list(model.coordinates)
+    for full, _, kind, owner, state in model_state_labels(model):
+        labels.append(full)
+        if kind in ("q", "u"):
+            cols.append((states.q if kind == "q" else states.u)[:, coords.index(owner)])
+            continue
+        got = states.muscles.get(owner, {}).get(state)
+        if got is None:
+            m = model.muscles[owner]
+            default = _STATE_DEFAULTS.get(state, {}).get(m.type)
+            if default is None:
+                raise UnsupportedFeature(f"muscle '{owner}' ({m.type}): the default of its state "
+                                         f"'{state}', which the states file lacks, is not reproduced",
+                                         states.source)
+            got = np.full(len(states.time), muscle_property(m, f"default_{state}", default))
+        cols.append(np.asarray(got, float))
+    data = np.column_stack(cols) if cols else np.zeros((len(states.time), 0))
+    return Table(name="ModelStates", time=np.asarray(states.time, float), labels=labels, data=data,
+                 in_degrees=False, comments=[
+                     "", "This file contains the states of a model during a simulation.", "",
+                     "Units are S.I. units (second, meters, Newtons, ...)",
+                     "If the header above contains a line with 'inDegrees', this indicates whether "
+                     "rotational values are in degrees (yes) or radians (no).", ""])

@@ -1,6 +1,6 @@
 """OpenSim's AnalyzeTool on arthron's solvers: setups whose AnalysisSet holds JointReaction,
-MuscleAnalysis, StaticOptimization, BodyKinematics, Kinematics, PointKinematics and ForceReporter
-analyses, and
+MuscleAnalysis, StaticOptimization, BodyKinematics, Kinematics, PointKinematics, ForceReporter,
+StatesReporter and Actuation analyses, and
 the first two on files given directly (``arthron jr``, ``arthron paths``, ``arthron analyze``).
 
 Results are written with OpenSim's names into the setup's ``results_directory`` (created when
@@ -10,7 +10,7 @@ missing): ``<tool name>_JointReaction_ReactionLoads.sto``,
 ``<tool name>_BodyKinematics_pos_global.sto`` / ``_vel_global`` / ``_acc_global`` (``_bodyLocal``
 in the bodies' frames), ``<tool name>_Kinematics_q.sto`` / ``_u`` / ``_dudt``,
 ``<tool name>_PointKinematics_<point_name>_pos.sto`` / ``_vel`` / ``_acc``,
-``<tool name>_ForceReporter_forces.sto``, where ``JointReaction``
+``<tool name>_ForceReporter_forces.sto``, ``<tool name>_StatesReporter_states.sto``, where ``JointReaction``
 ... stand for each analysis' name in the setup (:func:`analysis_name`), as OpenSim 4.6 names them.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ from ..solvers.filtering import prepare_coordinates
 from ..solvers.kinematics_analyses import (CENTER_OF_MASS, AnalysisStates, analysis_states,
                                            analysis_states_of, body_kinematics, coordinate_kinematics,
                                            point_kinematics)
-from ..solvers.states_file import ModelStates
+from ..solvers.states_file import ModelStates, states_report
 from ..solvers.muscle_states import shared_muscle_loads
 from ..solvers.muscle_analysis import PathAnalysis, coordinates_of_motion, path_analysis
 from ..solvers.reactions import JointReactionResult, joint_reactions
@@ -52,7 +52,7 @@ __all__ = ["read_force_set_file", "model_with_force_sets", "AnalyzeSetup", "read
 
 #: the AnalysisSet members arthron runs
 SUPPORTED_ANALYSES = ("JointReaction", "MuscleAnalysis", "StaticOptimization", "BodyKinematics",
-                      "Kinematics", "PointKinematics", "ForceReporter")
+                      "Kinematics", "PointKinematics", "ForceReporter", "StatesReporter", "Actuation")
 #: the kinematics analyses (:mod:`arthron.solvers.kinematics_analyses`)
 KINEMATICS_ANALYSES = ("BodyKinematics", "Kinematics", "PointKinematics")
 
@@ -250,8 +250,9 @@ def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None, fibe
     if muscles is not None:
         bad = [m for m in muscles if m not in model.forces]
         if bad:
-            raise DataFileError(f"MuscleAnalysis muscle_list: model '{model.name}' has no force(s) "
-                                f"{', '.join(bad)}", st.path)
+            raise _setting_error(st, ma, "muscle_list", f"model '{model.name}' has no muscle "
+                                 f"{', '.join(map(repr, bad))} (OpenSim 4.6 leaves such names out "
+                                 "without a word)")
     if fibers:
         t, q, qd = _setup_q_qd(st, model, tree, motion)
     else:
@@ -263,8 +264,9 @@ def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None, fibe
     else:
         bad = [c for c in clist if c not in model.coordinates]
         if bad:
-            raise DataFileError(f"MuscleAnalysis moment_arm_coordinate_list: model '{model.name}' has "
-                                f"no coordinate(s) {', '.join(bad)}", st.path)
+            raise _setting_error(st, ma, "moment_arm_coordinate_list", f"model '{model.name}' has "
+                                 f"no coordinate {', '.join(map(repr, bad))} (OpenSim 4.6 leaves such "
+                                 "names out without a word)")
         coords = clist
     extra = _fiber_files(st, ma, model, tree, res, coords, motion, qd) if fibers else {}
     return res, coords, extra
@@ -446,6 +448,49 @@ def _force_reporter(st: AnalyzeSetup, el, model: Model, motion, tree: Tree):
 
 
 # --------------------------------------------------------------------------------------
+# Actuation
+# --------------------------------------------------------------------------------------
+def _actuation(st: AnalyzeSetup, model: Model, motion, tree: Tree, kin_states: AnalysisStates):
+    """One Actuation analysis of a setup (:func:`arthron.solvers.actuation.actuation`) at the
+    kinematics analyses' states; the actuators left out are named in a warning."""
+    from ..solvers.actuation import actuation
+    res = actuation(model, tree, kin_states.time, kin_states.q, kin_states.u, kin_states.qd,
+                    muscle_states=motion.muscles if isinstance(motion, ModelStates) else None,
+                    default_fiber_lengths=_muscle_defaults(model))
+    if res.omitted:
+        warnings.warn(f"{st.path}: the Actuation files leave out the actuators OpenSim 4.6 records "
+                      + ", ".join(f"{a} '{b}'" for a, b in res.omitted), ArthronWarning, stacklevel=4)
+    return res
+
+
+# --------------------------------------------------------------------------------------
+# StatesReporter
+# --------------------------------------------------------------------------------------
+def _states_reporter(st: AnalyzeSetup, model: Model, motion, tree: Tree, kin_states) -> Table | None:
+    """A StatesReporter of a setup (:func:`arthron.solvers.states_file.states_report`): the
+    model's states at the AnalyzeTool's frames: a states file's rows (missing states at their
+    defaults), or the coordinates file's q and u (``kin_states``, the splines the kinematics
+    analyses record) with every muscle state at its default (the AnalyzeTool does not
+    equilibrate them). A muscle state without a default arthron knows: None, with a warning;
+    forces arthron does not model (their states, if any, are not in the file): a warning."""
+    from ..solvers.muscle_states import STATE_NAMES
+    others = sorted({f"{f.type} '{n}'" for n, f in model.forces.items()
+                     if not getattr(f, "modelled", True) or (f.is_muscle and f.type not in STATE_NAMES)})
+    if others:
+        warnings.warn(f"{st.path}: the StatesReporter file holds the coordinates' and the muscles' "
+                      "states only; OpenSim 4.6 adds the state variables, if any, of "
+                      + ", ".join(others), ArthronWarning, stacklevel=4)
+    if not isinstance(motion, ModelStates):
+        motion = ModelStates(time=kin_states.time, index=np.arange(len(kin_states.time)),
+                             q=kin_states.q, u=kin_states.u, source=st.path)
+    try:
+        return states_report(model, motion)
+    except UnsupportedFeature as e:
+        warnings.warn(f"{st.path}: <StatesReporter> skipped: {e.message}", ArthronWarning, stacklevel=4)
+        return None
+
+
+# --------------------------------------------------------------------------------------
 # BodyKinematics, Kinematics, PointKinematics
 # --------------------------------------------------------------------------------------
 def _kinematics_states(st: AnalyzeSetup, model: Model, motion, tree: Tree) -> AnalysisStates:
@@ -585,7 +630,12 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     (:mod:`arthron.solvers.force_reporter`: every force's records at the same states, the
     muscles' forces at their default or the states file's states); with
     ``include_constraint_forces`` on a model with enabled constraints it is skipped with a
-    warning.
+    warning. A StatesReporter writes ``<tool name>_StatesReporter_states.sto``
+    (:func:`arthron.solvers.states_file.states_report`: every coordinate's value and speed and
+    every muscle state, 4.x labels in model order, at the same frames). An Actuation writes
+    ``<tool name>_Actuation_force.sto``, ``_speed.sto`` and ``_power.sto``
+    (:mod:`arthron.solvers.actuation`: muscles, CoordinateActuators, PointActuators and
+    TorqueActuators at the same states; others named in a warning).
     ``only``: the analysis classes to run (default :data:`SUPPORTED_ANALYSES`);
     ``joint_reaction_file``: write the JointReaction result there instead.
 
@@ -642,6 +692,15 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
         elif kind in KINEMATICS_ANALYSES:
             kin_states = kin_states or _kinematics_states(st, model, motion, tree)
             results.append((kind, el, n, _kinematics_analysis(st, kind, el, model, tree, kin_states)))
+        elif kind == "Actuation":
+            kin_states = kin_states or _kinematics_states(st, model, motion, tree)
+            results.append((kind, el, n, _actuation(st, model, motion, tree, kin_states)))
+        elif kind == "StatesReporter":
+            if not isinstance(motion, ModelStates):
+                kin_states = kin_states or _kinematics_states(st, model, motion, tree)
+            rep = _states_reporter(st, model, motion, tree, kin_states)
+            if rep is not None:
+                results.append((kind, el, n, rep))
         else:
             results.append((kind, el, n, _muscle_analysis(st, el, model, motion, tree, fibers=True)))
     out = results_directory(st.setup, results_dir, create=False)
@@ -655,6 +714,10 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
                          for k in ("activation", "force")])
         elif kind == "ForceReporter":
             plan.append([out / f"{st.name}_{analysis_name(el, kind)}_forces.sto"])
+        elif kind == "Actuation":
+            plan.append([out / f"{st.name}_{analysis_name(el, kind)}_{k}.sto" for k in ("force", "speed", "power")])
+        elif kind == "StatesReporter":
+            plan.append([out / f"{st.name}_{analysis_name(el, kind)}_states.sto"])
         elif kind in KINEMATICS_ANALYSES:
             plan.append([(out / f, k) for f, k in _kinematics_files(st.name, kind, el, res)])
         else:
@@ -676,6 +739,20 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
                 res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res
                 make_output_folder(files[0])
                 write_sto(files[0], res.to_table())
+                written.append(files[0])
+            elif kind == "Actuation":
+                res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res
+                for f, k in zip(files, ("force", "speed", "power")):
+                    make_output_folder(f)
+                    write_sto(f, res.to_table(k))
+                    written.append(f)
+            elif kind == "StatesReporter":
+                if n > 1:
+                    r = _rows(st, motion, res.time, n)
+                    res = Table(name=res.name, time=res.time[r], labels=res.labels, data=res.data[r],
+                                in_degrees=False, comments=res.comments)
+                make_output_folder(files[0])
+                write_sto(files[0], res)
                 written.append(files[0])
             elif kind in KINEMATICS_ANALYSES:
                 res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res
