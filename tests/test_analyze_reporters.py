@@ -93,6 +93,14 @@ CONVERTED_FILES = {
 }
 
 
+#: MuscleAnalysis setups of the moment-arm coordinate list: (name, model, motion, muscle_list,
+#: moment_arm_coordinate_list)
+COORDINATE_LISTS = [("arm_bra_all", "arm26", IK, "BRA", "all"),
+                    ("walk_two_all", "walk", None, "soleus_r tib_ant_r", "all"),
+                    ("walk_one_list", "walk", None, "soleus_r",
+                     "pelvis_tx hip_flexion_r mtp_angle_r lumbar_extension subtalar_angle_l")]
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """OpenSim 4.6's results on the setups, computed once: {name: setup}."""
@@ -121,6 +129,12 @@ def runs(tmp_path_factory):
         d, "walk", GAIT_REF_MODEL, GAIT_PIPE / "subject01_walk1_ik.mot", [FR.format(n=2, c="false")],
         t0=0.6, t1=0.9, extra=f"<external_loads_file>{GAIT_PIPE / 'subject01_walk1_grf.xml'}</external_loads_file>"
                                "<lowpass_cutoff_frequency_for_coordinates>6</lowpass_cutoff_frequency_for_coordinates>")
+    walk = GAIT_PIPE / "subject01_walk1_ik.mot"
+    for name, model, motion, muscles, coords in COORDINATE_LISTS:
+        ma = MA.format(name="MA", n=1, muscles=muscles, moments="true").replace(
+            "<moment_arm_coordinate_list>all", f"<moment_arm_coordinate_list>{coords}")
+        setups[name] = _coordinates_setup(d, name, {"arm26": ARM26, "walk": GAIT_REF_MODEL}[model],
+                                          {"arm26": IK, "walk": walk}[model], [ma], t0=0.6, t1=0.7)
     convert = dict(CONVERT, Millard2012EquilibriumMuscle=_millard_equilibrium_arm26)
     for kind in CONVERTED_FILES:
         model = convert[kind](d)
@@ -257,3 +271,30 @@ def test_constraint_forces_on_a_constrained_model_skip_the_force_reporter(tmp_pa
         else:
             assert [f.name for f in files] == [f"tsm_{flag}_ForceReporter_forces.sto"] and not skipped
             assert read_sto(files[0]).data.shape[1] >= 33
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("name", [c[0] for c in COORDINATE_LISTS])
+def test_moment_arm_and_moment_files_for_every_listed_coordinate(runs, name):
+    """``moment_arm_coordinate_list`` ``all`` is every coordinate of the model, as in OpenSim
+    4.6, crossed by a listed muscle or not (arm26's BRA: the shoulder too; two Gait2354 muscles
+    on the walk: all 23 coordinates, the pelvis' six, the lumbar and the left leg's at 0); an
+    explicit list, each coordinate named (pelvis_tx, the uncrossed hip and lumbar, the locked
+    mtp): MomentArm_ and Moment_ files for each, every column as OpenSim's 8 decimals (about
+    the coordinates no listed muscle crosses OpenSim writes 0, arthron 0 or rounding noise
+    below 1e-16 m)."""
+    from arthron.io.osim import read_osim
+    setup = runs[name]
+    files, said = _arthron(setup)
+    ref = setup.parent / f"osim_{name}"
+    mine = {f.name for f in files if "_Moment" in f.name}
+    assert mine == {f.name for f in ref.glob("*_Moment*")}
+    model = read_osim(ARM26 if name.startswith("arm") else GAIT_REF_MODEL)
+    coords = (list(model.coordinates) if name.endswith("_all") else
+              dict((c[0], c[4]) for c in COORDINATE_LISTS)[name].split())
+    assert mine == {f"{name}_MA_{k}_{c}.sto" for c in coords for k in ("MomentArm", "Moment")}
+    _compare([f for f in files if "_Moment" in f.name], ref)
+    zero = [f for f in files if "_Moment" in f.name and np.abs(read_sto(f).data).max() < 1e-12]
+    assert (0 < len(zero) < len(mine)) if name != "walk_one_list" else len(zero) == len(mine)
+    assert not said
