@@ -83,12 +83,45 @@ def _millard_equilibrium_arm26(folder):
     return path
 
 
+def _millard_acceleration_compressive_arm26(folder):
+    """arm26's Millard2012AccelerationMuscles (tests/test_muscle_states.py) with their fiber
+    compressive curves engaged at the default states: TRIlong pennated (0.6 rad) at 85° from
+    the tendon (its cos-pennation curve engaged at 80°), TRIlat and TRImed at 0.4 and 0.5 l_opt
+    (compressive length curve to 0.5 and, its slope and curviness set, 0.6 l_opt); masses,
+    fiber and compressive dampings varied."""
+    import opensim
+    m = opensim.Model(str(CONVERT["Millard2012AccelerationMuscle"](folder)))
+    ms = m.updMuscles()
+    for i in range(ms.getSize()):
+        a = opensim.Millard2012AccelerationMuscle.safeDownCast(ms.get(i))
+        lopt = a.getOptimalFiberLength()
+        if i == 0:
+            a.set_pennation_angle_at_optimal(0.6)
+            a.set_default_fiber_length(0.567 * lopt)
+            a.upd_FiberCompressiveForceCosPennationCurve().set_engagement_angle_in_degrees(80)
+        elif i in (1, 2):
+            a.set_default_fiber_length((0.3 + 0.1 * i) * lopt)
+        if i == 2:
+            c = a.upd_FiberCompressiveForceLengthCurve()
+            c.setOptionalProperties(-4.5, 0.7)
+            c.set_norm_length_at_zero_force(0.6)
+        a.set_mass(0.05 * (i + 1))
+        a.set_fiber_damping(0.02 * i)
+        a.set_fiber_compressive_force_length_damping(0.3 * i)
+        a.set_fiber_compressive_force_cos_pennation_damping(0.5)
+        a.set_fiber_force_length_damping(0.05)
+        a.set_tendon_force_length_damping(0.2)
+        a.set_default_activation(0.1 * i)
+    path = folder / "arm26_millard_acceleration_compressive.osim"
+    m.printToXML(str(path))
+    return path
+
+
 #: the MuscleAnalysis files arthron writes per class of the converted arm26 (TendonForce and the
 #: moments for every class)
 CONVERTED_FILES = {
     "Millard2012EquilibriumMuscle": set(THELEN_FILES) - {"Length", "TendonForce"},
-    "Millard2012AccelerationMuscle": {"FiberLength", "NormalizedFiberLength", "PennationAngle", "TendonLength",
-                                      "FiberVelocity", "NormFiberVelocity", "PennationAngularVelocity"},
+    "Millard2012AccelerationMuscle": set(THELEN_FILES) - {"Length", "TendonForce"},
     "DeGrooteFregly2016Muscle": set(THELEN_FILES) - {"Length", "TendonForce"},
 }
 
@@ -136,7 +169,8 @@ def runs(tmp_path_factory):
         setups[name] = _coordinates_setup(d, name, {"arm26": ARM26, "walk": GAIT_REF_MODEL}[model],
                                           {"arm26": IK, "walk": walk}[model], [ma], t0=0.6, t1=0.7)
     convert = dict(CONVERT, Millard2012EquilibriumMuscle=_millard_equilibrium_arm26)
-    for kind in CONVERTED_FILES:
+    convert["Millard2012AccelerationMuscle_compressive"] = _millard_acceleration_compressive_arm26
+    for kind in [*CONVERTED_FILES, "Millard2012AccelerationMuscle_compressive"]:
         model = convert[kind](d)
         ma = MA.format(name="MuscleAnalysis", n=1, muscles="all", moments="true")
         setups[kind] = _coordinates_setup(d, kind, model.name, IK, [FR.format(n=1, c="false"), ma],
@@ -222,7 +256,9 @@ def test_muscle_analysis_files_as_opensim(runs, name):
 @pytest.mark.parametrize("name", ["Millard2012EquilibriumMuscle", "Millard2012AccelerationMuscle",
                                   "DeGrooteFregly2016Muscle", "Millard2012EquilibriumMuscle_states",
                                   "Millard2012AccelerationMuscle_states",
-                                  "DeGrooteFregly2016Muscle_states"])
+                                  "DeGrooteFregly2016Muscle_states",
+                                  "Millard2012AccelerationMuscle_compressive",
+                                  "Millard2012AccelerationMuscle_compressive_states"])
 def test_converted_muscles_files_as_opensim(runs, name):
     """arm26 with its muscles converted to Millard2012EquilibriumMuscle (elastic and rigid
     tendons, damping), Millard2012AccelerationMuscle and DeGrooteFregly2016Muscle (elastic and
@@ -231,18 +267,19 @@ def test_converted_muscles_files_as_opensim(runs, name):
     the class (Millard equilibrium: all, its elastic tendons' fiber velocity by OpenSim's own
     Newton iteration from its inverse force-velocity curve, or that curve without damping;
     DeGroote: all, its elastic tendons' fiber velocity by the analytic inverse force-velocity
-    curve; Millard acceleration: lengths, pennation, its velocity states, TendonForce, moment
-    arms and moments) equal to OpenSim's 8 decimals and, value by value, to 1e-11 relative
+    curve; Millard acceleration: all, its forces and powers with its fiber mass, damping and
+    compressive curves, engaged in the ``_compressive`` model at its default states: passive
+    forces down to −28 N) equal to OpenSim's 8 decimals and, value by value, to 1e-11 relative
     (measured ≤ 1e-12: DeGroote's sinh inverse reaches 1e53 m/s at these unequilibrated
     states); the files not written are named in one warning."""
     setup = runs[name]
-    kind = name.replace("_states", "")
+    kind = name.replace("_states", "").replace("_compressive", "")
     files, said = _arthron(setup)
     ma = [f for f in files if "_MuscleAnalysis_" in f.name]
     kinds = {f.stem.split("_MuscleAnalysis_")[1] for f in ma}
     assert {k for k in kinds if not k.startswith("Moment")} == CONVERTED_FILES[kind] | {"Length", "TendonForce"}
     assert {k for k in kinds if k.startswith("Moment_")} == {"Moment_r_elbow_flex", "Moment_r_shoulder_elev"}
-    assert len([s for s in said if "not written" in s and kind in s]) == (kind == "Millard2012AccelerationMuscle")
+    assert not [s for s in said if "not written" in s]
     ref = setup.parent / f"osim_{name}"
     fr = [f for f in files if "_forces.sto" in f.name]
     _compare(ma + fr, ref)
@@ -250,6 +287,9 @@ def test_converted_muscles_files_as_opensim(runs, name):
         got, want = read_sto(f).data, read_sto(ref / f.name).data
         assert (np.abs(got - want) <= 1e-8 + 1e-11 * np.abs(want)).all(), f.name
     assert np.abs(read_sto(fr[0]).data).max() > 10.0
+    if name == "Millard2012AccelerationMuscle_compressive":      # the compressive curves push
+        passive = read_sto(ref / f"{name}_MuscleAnalysis_PassiveFiberForce.sto").data[0]
+        assert (passive[:3] < -1.0).all()
 
 
 @needs_data

@@ -28,9 +28,12 @@ result, and the writer names them):
   minimum fiber length (as OpenSim clamps it), rigid tendon sqrt(h² + (L − l_s)²) clamped
   likewise; φ, the tendon length as above; velocities, forces and powers as OpenSim computes
   them (:func:`_millard_dynamics`);
-* ``Millard2012AccelerationMuscle``: l_M and l̇_M the states, φ = asin(h / l_M) (π/2 when
-  l_M ≤ h), the tendon length, ``FiberVelocity`` l̇_M, ``NormFiberVelocity`` l̇_M / (l_opt
-  v_max), ``PennationAngularVelocity`` −(l̇_M / l_M) tan φ;
+* ``Millard2012AccelerationMuscle``, every file: l_M and l̇_M the states, φ = asin(h / l_M)
+  (π/2 when l_M ≤ h), the tendon length, ``FiberVelocity`` l̇_M, ``NormFiberVelocity`` l̇_M /
+  (l_opt v_max), ``PennationAngularVelocity`` −(l̇_M / l_M) tan φ; forces and powers with its
+  compressive curves, damping and fiber mass
+  (:func:`arthron.solvers.millard_acceleration.millard_acceleration_dynamics`; not where
+  l_M ≤ h: OpenSim throws);
 * ``DeGrooteFregly2016Muscle``, every file: elastic tendon, the tendon length from the
   normalized tendon force state through the inverse of the tendon curve OpenSim 4.6 uses
   (``calcTendonForceLengthInverseCurve``: l̃_T = ln((f̃_T + 0.2)/0.2)/k_T + 1,
@@ -52,6 +55,7 @@ import numpy as np
 from ..models.muscles import muscle_property as _xml_value
 from ..models.muscles import (millard_curve_params, thelen_active_force_length,
                               thelen_passive_force_length)
+from .millard_acceleration import millard_acceleration_dynamics
 from .muscle_states import (DEFAULT_STATE_TYPES, _default_fiber_length, _maximum_pennation_angle,
                             _state, default_state_tensions)
 
@@ -72,8 +76,7 @@ _FORCES = ("FiberForce", "ActiveFiberForce", "PassiveFiberForce", "ActiveFiberFo
 REPRODUCED = {
     "Thelen2003Muscle": MUSCLE_ANALYSIS_FILES,
     "Millard2012EquilibriumMuscle": MUSCLE_ANALYSIS_FILES,
-    "Millard2012AccelerationMuscle": _LENGTHS + ("FiberVelocity", "NormFiberVelocity",
-                                                 "PennationAngularVelocity", "TendonForce"),
+    "Millard2012AccelerationMuscle": MUSCLE_ANALYSIS_FILES,
     "DeGrooteFregly2016Muscle": MUSCLE_ANALYSIS_FILES,
     **{k: ("TendonForce",) for k in DEFAULT_STATE_TYPES if k.endswith("_Deprecated") or k == "RigidTendonMuscle"},
 }
@@ -352,6 +355,10 @@ def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, sta
                 phi = np.where((lce > h) & (ratio < 1.0), np.arcsin(np.minimum(ratio, 1.0)), np.pi / 2)
             got.update(FiberVelocity=dlce, NormFiberVelocity=dlce / (lopt * float(m.max_contraction_velocity)),
                        PennationAngularVelocity=-(dlce / lce) * np.tan(phi))
+            a = _state(m, states, "activation", _xml_value(m, "default_activation", 0.0))
+            dyn = millard_acceleration_dynamics(m, a, lce, dlce, lk, V[:, k])
+            dyn.pop("TendonForce", None)         # the force of muscle_states, the same
+            got.update(dyn)
         elif m.type == "DeGrooteFregly2016Muscle":
             if _xml_value(m, "ignore_tendon_compliance", False):
                 lt = np.full(T, ls)
