@@ -178,9 +178,43 @@ def runs(tmp_path_factory):
         st = _converted_states(model, states, d / f"{kind}_states.sto")
         setups[kind + "_states"] = _setup(d, kind + "_states", model.name, st.name,
                                           [FR.format(n=1, c="false"), ma], t0=0, t1=1)
+    for cls in DEPRECATED_LENGTHS:                # arm26's Thelen muscles as these classes
+        model = d / f"arm26_{cls}.osim"
+        model.write_text(ARM26.read_text().replace("<Thelen2003Muscle ", f"<{cls} ").replace(
+            "</Thelen2003Muscle>", f"</{cls}>"))
+        setups[cls] = _coordinates_setup(d, cls, model.name, IK, [
+            MA.format(name="MuscleAnalysis", n=1, muscles="all", moments="true")], t0=0.2, t1=0.4)
+    setups["das4"] = _coordinates_setup(d, "das4", DAS4, _das4_motion(d), [
+        MA.format(name="MA", n=1, muscles="trap_scap_1 delt_scap_5 FCR ECU", moments="true").replace(
+            "<moment_arm_coordinate_list>all", "<moment_arm_coordinate_list>flexion deviation")], t0=0, t1=1)
     for s in setups.values():
         _run_opensim(s)
     return setups
+
+
+DAS4 = DATA / "arm-model" / "das4_v4.osim"
+#: MuscleAnalysis files arthron writes for arm26 converted to these classes (besides Length,
+#: the moment arms, TendonForce and the moments; Delp1990Muscle_Deprecated: OpenSim writes NaN)
+DEPRECATED_LENGTHS = {
+    "Schutte1993Muscle_Deprecated": {"FiberLength", "NormalizedFiberLength", "PennationAngle", "TendonLength"},
+    "Thelen2003Muscle_Deprecated": {"FiberLength", "NormalizedFiberLength", "PennationAngle", "TendonLength"},
+    "RigidTendonMuscle": set(THELEN_FILES) - {"Length", "TendonForce", "PennationAngularVelocity"},
+    "Delp1990Muscle_Deprecated": set()}
+
+
+def _das4_motion(folder: Path) -> str:
+    """A wrist flexion of DAS4 from its default pose (21 rows; the coupled coordinates left
+    out: OpenSim and arthron assemble them)."""
+    from arthron.io.osim import read_osim
+    model = read_osim(DAS4)
+    names = [c for c in model.coordinates if not c.startswith("proximal_distal")]
+    t = np.linspace(0, 1, 21)
+    vals = np.array([[model.coordinates[c].default_value for c in names]] * len(t))
+    vals[:, names.index("flexion")] += 0.6 * np.sin(np.pi * t)
+    rows = "".join("\t".join(f"{x:.17g}" for x in (ti, *r)) + "\n" for ti, r in zip(t, vals))
+    (folder / "das4.mot").write_text(f"das4\nversion=1\nnRows={len(t)}\nnColumns={len(names) + 1}\n"
+                                     "inDegrees=no\nendheader\ntime\t" + "\t".join(names) + "\n" + rows)
+    return "das4.mot"
 
 
 def _arthron(setup: Path, **kw):
@@ -338,3 +372,37 @@ def test_moment_arm_and_moment_files_for_every_listed_coordinate(runs, name):
     zero = [f for f in files if "_Moment" in f.name and np.abs(read_sto(f).data).max() < 1e-12]
     assert (0 < len(zero) < len(mine)) if name != "walk_one_list" else len(zero) == len(mine)
     assert not said
+
+
+@needs_data
+@needs_opensim
+@pytest.mark.parametrize("name", [*DEPRECATED_LENGTHS, "das4"])
+def test_length_files_of_deprecated_and_rigid_tendon_muscles(runs, name):
+    """arm26 converted to Schutte1993Muscle_Deprecated and Thelen2003Muscle_Deprecated (and
+    four of DAS4's Schutte muscles over a wrist flexion): at their default states, fiber
+    length 0 (these classes have no default-state property), OpenSim writes fiber length,
+    normalized fiber length and pennation 0 and the whole path as tendon; arthron the same
+    files, every column as OpenSim's 8 decimals; their fiber velocity, fiber forces and powers
+    (OpenSim: NaN or the values of a zero-length fiber) are named in one warning.
+    RigidTendonMuscle (no states; activation = control = 0): every file but
+    PennationAngularVelocity (NaN in OpenSim): fiber at the path's length less the tendon slack
+    length, pennated at fixed width, passive forces only, fiber velocity the path's.
+    Delp1990Muscle_Deprecated: OpenSim 4.6's AnalyzeTool writes NaN in every file but Length
+    and the moment arms; arthron writes those two and names the rest."""
+    setup = runs[name]
+    files, said = _arthron(setup)
+    ref = setup.parent / f"osim_{name}"
+    sep = "_MA_" if name == "das4" else "_MuscleAnalysis_"
+    kinds = {f.stem.split(sep)[1] for f in files}
+    want = DEPRECATED_LENGTHS.get(name, DEPRECATED_LENGTHS["Schutte1993Muscle_Deprecated"])
+    moments = {"MomentArm", "Moment"} - ({"Moment"} if name.startswith("Delp") else set())
+    coords = ["flexion", "deviation"] if name == "das4" else ["r_shoulder_elev", "r_elbow_flex"]
+    assert kinds == want | {"Length"} | ({"TendonForce"} if want else set()) | {
+        f"{k}_{c}" for k in moments for c in coords}
+    # (DAS4's tendon forces at the whole path as tendon, up to 4e4 N, multiply the path lengths'
+    # and moment arms' differences (1e-11 m, wrapping) by their stiffness F_max f_T'/l_s and
+    # force: measured 2e-10 of the TendonForce column, 6e-9 of the Moment columns)
+    _compare(files, ref, rtol_acc=2e-8 if name == "das4" else 1e-10)
+    assert len([s for s in said if "not written" in s]) == 1
+    if "FiberLength" in want and name != "RigidTendonMuscle":
+        assert not read_sto(ref / f"{setup.stem.replace('_setup', '')}{sep}FiberLength.sto").data.any()

@@ -11,8 +11,17 @@ their ``...AlongTendon`` (× cos φ), the fibre velocities and powers, and, with
 ones arthron reproduces exactly, per class (:data:`REPRODUCED`; the rest are missing from the
 result, and the writer names them):
 
-* every class of :data:`arthron.solvers.muscle_states.DEFAULT_STATE_TYPES`: ``TendonForce``
-  (the force the muscle applies, ``getActuation``);
+* every class of :data:`arthron.solvers.muscle_states.DEFAULT_STATE_TYPES` but
+  Delp1990Muscle_Deprecated (OpenSim 4.6's AnalyzeTool writes NaN for it in every file but the
+  lengths and moment arms): ``TendonForce`` (the force the muscle applies, ``getActuation``);
+* ``Schutte1993Muscle_Deprecated``, ``Thelen2003Muscle_Deprecated``, at their default states
+  (fiber length 0: the classes have no default-state property): fiber length, normalized fiber
+  length and pennation 0 (``calcPennation`` of a zero fiber), tendon length the path's;
+* ``RigidTendonMuscle``, every file but ``PennationAngularVelocity`` (NaN in OpenSim): the
+  fiber along the tendon L − l_s (0 below), l_M = sqrt(that² + h²), cos φ = that / l_M (1
+  unpennated), tendon l_s; fiber velocity L̇, activation the control (0): active force 0,
+  passive F_iso f_PE (the file's curve, clamped to [0, 10]), along the tendon × cos φ; powers
+  −passive L̇ (passive), 0 (active, tendon), −F L̇ (muscle);
 * ``Thelen2003Muscle``, every file: fiber length l_M = the state (``default_fiber_length``),
   pennation φ = asin(h / l_M) (fixed-width, h = l_opt sin φ_opt; φ_max where h / l_M ≥
   sin φ_max), tendon length L − l_M cos φ; tendon force F = F_iso f_se; fiber force F / cos φ
@@ -78,7 +87,9 @@ REPRODUCED = {
     "Millard2012EquilibriumMuscle": MUSCLE_ANALYSIS_FILES,
     "Millard2012AccelerationMuscle": MUSCLE_ANALYSIS_FILES,
     "DeGrooteFregly2016Muscle": MUSCLE_ANALYSIS_FILES,
-    **{k: ("TendonForce",) for k in DEFAULT_STATE_TYPES if k.endswith("_Deprecated") or k == "RigidTendonMuscle"},
+    "Schutte1993Muscle_Deprecated": _LENGTHS + ("TendonForce",),
+    "Thelen2003Muscle_Deprecated": _LENGTHS + ("TendonForce",),
+    "RigidTendonMuscle": tuple(k for k in MUSCLE_ANALYSIS_FILES if k != "PennationAngularVelocity"),
 }
 _EPS = np.finfo(float).eps
 
@@ -302,7 +313,7 @@ def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, sta
         for j, k in enumerate(idx):
             values["TendonForce"][:, k] = F[:, j]
     for k, m in enumerate(muscles):
-        if m.type not in REPRODUCED:
+        if m.type not in REPRODUCED or (m.type.endswith("_Deprecated") and states and states.get(m.name)):
             continue
         got = {"TendonForce": values["TendonForce"][:, k]}
         lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
@@ -371,11 +382,20 @@ def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, sta
             lce = np.sqrt(along * along + h * h)
             phi = np.arcsin(h / lce)
             got.update(_degroote_dynamics(m, states, lce, along, h, V[:, k]))
-        else:                                    # deprecated classes, RigidTendonMuscle: force only
-            for name, v in got.items():
-                values[name][:, k], have[name][k] = v, True
-            continue
-        if m.type != "DeGrooteFregly2016Muscle":
+        elif m.type == "RigidTendonMuscle":
+            from ..models.spline_muscles import rigid_tendon_fiber, rigid_tendon_multipliers
+            ln, cos, vN = rigid_tendon_fiber(m, lk, V[:, k])
+            lce, phi, lt = ln * lopt, np.arccos(np.clip(cos, -1.0, 1.0)), np.full(T, ls)
+            fp = float(m.max_isometric_force) * rigid_tendon_multipliers(m, lk, V[:, k])[1]
+            zero = np.zeros(T)                   # activation = the control: 0 in the AnalyzeTool
+            got.update(FiberVelocity=V[:, k], NormFiberVelocity=vN, FiberForce=fp, ActiveFiberForce=zero,
+                       PassiveFiberForce=fp, ActiveFiberForceAlongTendon=zero,
+                       PassiveFiberForceAlongTendon=fp * cos, FiberActivePower=zero,
+                       FiberPassivePower=-fp * V[:, k], TendonPower=zero,
+                       MuscleActuatorPower=-got["TendonForce"] * V[:, k])
+        else:                                    # Schutte1993, Thelen2003 deprecated: fiber length 0
+            lce = phi = np.zeros(T)              # (ActivationFiberLengthMuscle_Deprecated::calcPennation: 0)
+        if m.type not in ("DeGrooteFregly2016Muscle", "RigidTendonMuscle"):
             lt = lk - lce * np.cos(phi)
         got.update(FiberLength=lce, NormalizedFiberLength=lce / lopt, PennationAngle=phi, TendonLength=lt)
         for name, v in got.items():
