@@ -184,15 +184,43 @@ def runs(tmp_path_factory):
             "</Thelen2003Muscle>", f"</{cls}>"))
         setups[cls] = _coordinates_setup(d, cls, model.name, IK, [
             MA.format(name="MuscleAnalysis", n=1, muscles="all", moments="true")], t0=0.2, t1=0.4)
+    setups["clamped"] = _coordinates_setup(d, "clamped", _thelen_clamped_arm26(d), IK, [
+        MA.format(name="MuscleAnalysis", n=1, muscles="all", moments="true")], t0=0.2, t1=0.4)
     setups["das4"] = _coordinates_setup(d, "das4", DAS4, _das4_motion(d), [
         MA.format(name="MA", n=1, muscles="trap_scap_1 delt_scap_5 FCR ECU", moments="true").replace(
             "<moment_arm_coordinate_list>all", "<moment_arm_coordinate_list>flexion deviation")], t0=0, t1=1)
-    for s in setups.values():
-        _run_opensim(s)
+    for name, s in setups.items():
+        if name == "das4":                      # its <defaults> would change OpenSim's class
+            _run_opensim_apart(s)               # defaults for the rest of this process
+        else:
+            _run_opensim(s)
     return setups
 
 
+def _run_opensim_apart(setup: Path):
+    """OpenSim's AnalyzeTool on ``setup`` in a process of its own."""
+    import subprocess
+    import sys
+    subprocess.run([sys.executable, "-c", "import os, sys, opensim; os.chdir(sys.argv[1]); "
+                    "opensim.Logger.setLevelString('error'); opensim.AnalyzeTool(sys.argv[2]).run()",
+                    str(setup.parent), str(setup)], check=True, capture_output=True)
+
+
 DAS4 = DATA / "arm-model" / "das4_v4.osim"
+
+
+def _thelen_clamped_arm26(folder: Path) -> str:
+    """arm26 with default fiber lengths at or below the pennation model's minimum h / sin φ_max
+    (TRIlong 0.02 m < 0.0280, TRImed 0.001 m < 0.0179), just above it (TRIlat 0.0279 m > 0.0179)
+    and 0 for the unpennated BIClong."""
+    import opensim
+    m = opensim.Model(str(ARM26))
+    ms = m.updMuscles()
+    for i, lce in enumerate([0.02, 0.0279, 0.001, 0.0, 0.05, 0.03]):
+        opensim.Thelen2003Muscle.safeDownCast(ms.get(i)).setDefaultFiberLength(lce)
+    m.finalizeFromProperties()
+    m.printToXML(str(folder / "arm26_clamped.osim"))
+    return "arm26_clamped.osim"
 #: MuscleAnalysis files arthron writes for arm26 converted to these classes (besides Length,
 #: the moment arms, TendonForce and the moments; Delp1990Muscle_Deprecated: OpenSim writes NaN)
 DEPRECATED_LENGTHS = {
@@ -406,3 +434,21 @@ def test_length_files_of_deprecated_and_rigid_tendon_muscles(runs, name):
     assert len([s for s in said if "not written" in s]) == 1
     if "FiberLength" in want and name != "RigidTendonMuscle":
         assert not read_sto(ref / f"{setup.stem.replace('_setup', '')}{sep}FiberLength.sto").data.any()
+
+
+@needs_data
+@needs_opensim
+def test_thelen_fiber_clamped_at_the_minimum_length(runs):
+    """Thelen2003Muscle fibers at or below the fixed-width pennation model's minimum length
+    h / sin φ_max at their default states: OpenSim 4.6 clamps the fiber there (pennation
+    φ_max = acos 0.1, fiber force 10 × the tendon force: 3.9e5 N, powers of 4.6e10 W) and an
+    unpennated fiber of length 0 is the whole path as tendon (1.7e4 N); every MuscleAnalysis
+    file arthron writes equal to OpenSim's 8 decimals (1e-10 of the column), all files
+    written."""
+    setup = runs["clamped"]
+    files, said = _arthron(setup)
+    kinds = {f.stem.split("_MuscleAnalysis_")[1] for f in files}
+    assert {k for k in kinds if not k.startswith("Moment")} == THELEN_FILES and not said
+    _compare(files, setup.parent / "osim_clamped")
+    lce = read_sto(setup.parent / "osim_clamped" / "clamped_MuscleAnalysis_FiberLength.sto").data[0]
+    assert lce[0] > 0.02 and lce[2] > 0.001 and lce[3] == 0       # clamped, and 0 unpennated

@@ -22,7 +22,8 @@ result, and the writer names them):
   unpennated), tendon l_s; fiber velocity L̇, activation the control (0): active force 0,
   passive F_iso f_PE (the file's curve, clamped to [0, 10]), along the tendon × cos φ; powers
   −passive L̇ (passive), 0 (active, tendon), −F L̇ (muscle);
-* ``Thelen2003Muscle``, every file: fiber length l_M = the state (``default_fiber_length``),
+* ``Thelen2003Muscle``, every file: fiber length l_M = the state (``default_fiber_length``)
+  clamped at the pennation model's minimum h / sin φ_max as OpenSim clamps it (0 unpennated),
   pennation φ = asin(h / l_M) (fixed-width, h = l_opt sin φ_opt; φ_max where h / l_M ≥
   sin φ_max), tendon length L − l_M cos φ; tendon force F = F_iso f_se; fiber force F / cos φ
   (OpenSim's (a f_L f_V + f_PE) F_iso with f_V from the equilibrium), passive F_iso
@@ -30,9 +31,7 @@ result, and the writer names them):
   active the difference, along the tendon × cos φ; the fiber velocity from Thelen (2003)'s
   force-velocity relation inverted at a f_L f_V (:func:`thelen_fiber_velocity`), φ̇ =
   −(l̇_M / l_M) tan φ, l̇_T = L̇ − l̇_M cos φ + l_M sin φ φ̇; powers −active l̇_M, −passive
-  l̇_M, −F l̇_T, −F L̇. A Thelen muscle whose fiber length is at or below the pennation
-  model's minimum h / sin φ_max is not reproduced (arthron's force clamps the length there),
-  nor its velocities at activation or f_L 0 (OpenSim throws);
+  l̇_M, −F l̇_T, −F L̇. Not its velocities at activation or f_L 0 (OpenSim throws);
 * ``Millard2012EquilibriumMuscle``, every file: elastic tendon, l_M the state clamped at the
   minimum fiber length (as OpenSim clamps it), rigid tendon sqrt(h² + (L − l_s)²) clamped
   likewise; φ, the tendon length as above; velocities, forces and powers as OpenSim computes
@@ -321,10 +320,9 @@ def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, sta
         h = lopt * np.sin(popt)
         lk = L[:, k]
         if m.type == "Thelen2003Muscle":
-            lce = np.broadcast_to(_state(m, states, "fiber_length", _default_fiber_length(m, given)), (T,))
             pmax = _maximum_pennation_angle(m, given)
-            if (lce <= h / np.sin(pmax)).any():
-                continue                         # arthron's force clamps l_M there: not OpenSim's
+            lce = np.maximum(np.broadcast_to(_state(m, states, "fiber_length", _default_fiber_length(m, given)),
+                                             (T,)), h / np.sin(pmax))   # clamped as OpenSim clamps it
             phi = _fixed_width_angle(lce, h, pmax) if popt > _EPS else np.zeros(T)
             cos = np.cos(phi)
             fiso = float(m.max_isometric_force)
