@@ -74,13 +74,16 @@ def _worst(files, ref: Path) -> tuple:
     """(largest absolute difference beyond the files' 8 printed decimals, largest difference
     relative to its column's largest value, for columns reaching 1e-6 at least)."""
     worst_abs = worst_rel = 0.0
+    where = ""
     for f in files:
         r, g = read_sto(ref / f.name), read_sto(f)
         d = np.abs(g.data - r.data)
-        worst_abs = max(worst_abs, float(np.maximum(d - 5e-9, 0).max()))
+        a = float(np.maximum(d - 5e-9, 0).max())
+        if a > worst_abs:
+            worst_abs, where = a, f.name
         scale = np.maximum(np.abs(r.data).max(axis=0), 1e-6)
         worst_rel = max(worst_rel, float((d / scale).max()))
-    return worst_abs, worst_rel
+    return worst_abs, worst_rel, where
 
 
 def main():
@@ -109,11 +112,10 @@ def main():
             t_a.append(time.perf_counter() - t)
         mo, ma = statistics.median(t_o), statistics.median(t_a)
         n_osim = len(list(o.iterdir()))
-        wa, wr = _worst(files, o)
+        wa, wr, where = _worst(files, o)
         print(f"{label}: OpenSim {mo:.2f} s, arthron {ma:.2f} s (x{mo / ma:.1f}); files: OpenSim "
-              f"{n_osim}, arthron {len(files)} (OpenSim also writes moment arms about the coordinates "
-              f"no path crosses); worst difference beyond the 8 decimals {wa:.1e}, {wr:.1e} of the "
-              "column's largest value")
+              f"{n_osim}, arthron {len(files)}; worst difference beyond the 8 decimals {wa:.1e} "
+              f"({where}), {wr:.1e} of the column's largest value")
     print(f"load average after: {os.getloadavg()}")
 
 

@@ -11,9 +11,19 @@ their ``...AlongTendon`` (× cos φ), the fibre velocities and powers, and, with
 ones arthron reproduces exactly, per class (:data:`REPRODUCED`; the rest are missing from the
 result, and the writer names them):
 
-* every class of :data:`arthron.solvers.muscle_states.DEFAULT_STATE_TYPES`: ``TendonForce``
-  (the force the muscle applies, ``getActuation``);
-* ``Thelen2003Muscle``, every file: fiber length l_M = the state (``default_fiber_length``),
+* every class of :data:`arthron.solvers.muscle_states.DEFAULT_STATE_TYPES` but
+  Delp1990Muscle_Deprecated (OpenSim 4.6's AnalyzeTool writes NaN for it in every file but the
+  lengths and moment arms): ``TendonForce`` (the force the muscle applies, ``getActuation``);
+* ``Schutte1993Muscle_Deprecated``, ``Thelen2003Muscle_Deprecated``, at their default states
+  (fiber length 0: the classes have no default-state property): fiber length, normalized fiber
+  length and pennation 0 (``calcPennation`` of a zero fiber), tendon length the path's;
+* ``RigidTendonMuscle``, every file but ``PennationAngularVelocity`` (NaN in OpenSim): the
+  fiber along the tendon L − l_s (0 below), l_M = sqrt(that² + h²), cos φ = that / l_M (1
+  unpennated), tendon l_s; fiber velocity L̇, activation the control (0): active force 0,
+  passive F_iso f_PE (the file's curve, clamped to [0, 10]), along the tendon × cos φ; powers
+  −passive L̇ (passive), 0 (active, tendon), −F L̇ (muscle);
+* ``Thelen2003Muscle``, every file: fiber length l_M = the state (``default_fiber_length``)
+  clamped at the pennation model's minimum h / sin φ_max as OpenSim clamps it (0 unpennated),
   pennation φ = asin(h / l_M) (fixed-width, h = l_opt sin φ_opt; φ_max where h / l_M ≥
   sin φ_max), tendon length L − l_M cos φ; tendon force F = F_iso f_se; fiber force F / cos φ
   (OpenSim's (a f_L f_V + f_PE) F_iso with f_V from the equilibrium), passive F_iso
@@ -21,16 +31,17 @@ result, and the writer names them):
   active the difference, along the tendon × cos φ; the fiber velocity from Thelen (2003)'s
   force-velocity relation inverted at a f_L f_V (:func:`thelen_fiber_velocity`), φ̇ =
   −(l̇_M / l_M) tan φ, l̇_T = L̇ − l̇_M cos φ + l_M sin φ φ̇; powers −active l̇_M, −passive
-  l̇_M, −F l̇_T, −F L̇. A Thelen muscle whose fiber length is at or below the pennation
-  model's minimum h / sin φ_max is not reproduced (arthron's force clamps the length there),
-  nor its velocities at activation or f_L 0 (OpenSim throws);
+  l̇_M, −F l̇_T, −F L̇. Not its velocities at activation or f_L 0 (OpenSim throws);
 * ``Millard2012EquilibriumMuscle``, every file: elastic tendon, l_M the state clamped at the
   minimum fiber length (as OpenSim clamps it), rigid tendon sqrt(h² + (L − l_s)²) clamped
   likewise; φ, the tendon length as above; velocities, forces and powers as OpenSim computes
   them (:func:`_millard_dynamics`);
-* ``Millard2012AccelerationMuscle``: l_M and l̇_M the states, φ = asin(h / l_M) (π/2 when
-  l_M ≤ h), the tendon length, ``FiberVelocity`` l̇_M, ``NormFiberVelocity`` l̇_M / (l_opt
-  v_max), ``PennationAngularVelocity`` −(l̇_M / l_M) tan φ;
+* ``Millard2012AccelerationMuscle``, every file: l_M and l̇_M the states, φ = asin(h / l_M)
+  (π/2 when l_M ≤ h), the tendon length, ``FiberVelocity`` l̇_M, ``NormFiberVelocity`` l̇_M /
+  (l_opt v_max), ``PennationAngularVelocity`` −(l̇_M / l_M) tan φ; forces and powers with its
+  compressive curves, damping and fiber mass
+  (:func:`arthron.solvers.millard_acceleration.millard_acceleration_dynamics`; not where
+  l_M ≤ h: OpenSim throws);
 * ``DeGrooteFregly2016Muscle``, every file: elastic tendon, the tendon length from the
   normalized tendon force state through the inverse of the tendon curve OpenSim 4.6 uses
   (``calcTendonForceLengthInverseCurve``: l̃_T = ln((f̃_T + 0.2)/0.2)/k_T + 1,
@@ -52,6 +63,7 @@ import numpy as np
 from ..models.muscles import muscle_property as _xml_value
 from ..models.muscles import (millard_curve_params, thelen_active_force_length,
                               thelen_passive_force_length)
+from .millard_acceleration import millard_acceleration_dynamics
 from .muscle_states import (DEFAULT_STATE_TYPES, _default_fiber_length, _maximum_pennation_angle,
                             _state, default_state_tensions)
 
@@ -72,10 +84,11 @@ _FORCES = ("FiberForce", "ActiveFiberForce", "PassiveFiberForce", "ActiveFiberFo
 REPRODUCED = {
     "Thelen2003Muscle": MUSCLE_ANALYSIS_FILES,
     "Millard2012EquilibriumMuscle": MUSCLE_ANALYSIS_FILES,
-    "Millard2012AccelerationMuscle": _LENGTHS + ("FiberVelocity", "NormFiberVelocity",
-                                                 "PennationAngularVelocity", "TendonForce"),
+    "Millard2012AccelerationMuscle": MUSCLE_ANALYSIS_FILES,
     "DeGrooteFregly2016Muscle": MUSCLE_ANALYSIS_FILES,
-    **{k: ("TendonForce",) for k in DEFAULT_STATE_TYPES if k.endswith("_Deprecated") or k == "RigidTendonMuscle"},
+    "Schutte1993Muscle_Deprecated": _LENGTHS + ("TendonForce",),
+    "Thelen2003Muscle_Deprecated": _LENGTHS + ("TendonForce",),
+    "RigidTendonMuscle": tuple(k for k in MUSCLE_ANALYSIS_FILES if k != "PennationAngularVelocity"),
 }
 _EPS = np.finfo(float).eps
 
@@ -299,7 +312,7 @@ def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, sta
         for j, k in enumerate(idx):
             values["TendonForce"][:, k] = F[:, j]
     for k, m in enumerate(muscles):
-        if m.type not in REPRODUCED:
+        if m.type not in REPRODUCED or (m.type.endswith("_Deprecated") and states and states.get(m.name)):
             continue
         got = {"TendonForce": values["TendonForce"][:, k]}
         lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
@@ -307,10 +320,9 @@ def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, sta
         h = lopt * np.sin(popt)
         lk = L[:, k]
         if m.type == "Thelen2003Muscle":
-            lce = np.broadcast_to(_state(m, states, "fiber_length", _default_fiber_length(m, given)), (T,))
             pmax = _maximum_pennation_angle(m, given)
-            if (lce <= h / np.sin(pmax)).any():
-                continue                         # arthron's force clamps l_M there: not OpenSim's
+            lce = np.maximum(np.broadcast_to(_state(m, states, "fiber_length", _default_fiber_length(m, given)),
+                                             (T,)), h / np.sin(pmax))   # clamped as OpenSim clamps it
             phi = _fixed_width_angle(lce, h, pmax) if popt > _EPS else np.zeros(T)
             cos = np.cos(phi)
             fiso = float(m.max_isometric_force)
@@ -352,6 +364,10 @@ def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, sta
                 phi = np.where((lce > h) & (ratio < 1.0), np.arcsin(np.minimum(ratio, 1.0)), np.pi / 2)
             got.update(FiberVelocity=dlce, NormFiberVelocity=dlce / (lopt * float(m.max_contraction_velocity)),
                        PennationAngularVelocity=-(dlce / lce) * np.tan(phi))
+            a = _state(m, states, "activation", _xml_value(m, "default_activation", 0.0))
+            dyn = millard_acceleration_dynamics(m, a, lce, dlce, lk, V[:, k])
+            dyn.pop("TendonForce", None)         # the force of muscle_states, the same
+            got.update(dyn)
         elif m.type == "DeGrooteFregly2016Muscle":
             if _xml_value(m, "ignore_tendon_compliance", False):
                 lt = np.full(T, ls)
@@ -364,11 +380,20 @@ def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, sta
             lce = np.sqrt(along * along + h * h)
             phi = np.arcsin(h / lce)
             got.update(_degroote_dynamics(m, states, lce, along, h, V[:, k]))
-        else:                                    # deprecated classes, RigidTendonMuscle: force only
-            for name, v in got.items():
-                values[name][:, k], have[name][k] = v, True
-            continue
-        if m.type != "DeGrooteFregly2016Muscle":
+        elif m.type == "RigidTendonMuscle":
+            from ..models.spline_muscles import rigid_tendon_fiber, rigid_tendon_multipliers
+            ln, cos, vN = rigid_tendon_fiber(m, lk, V[:, k])
+            lce, phi, lt = ln * lopt, np.arccos(np.clip(cos, -1.0, 1.0)), np.full(T, ls)
+            fp = float(m.max_isometric_force) * rigid_tendon_multipliers(m, lk, V[:, k])[1]
+            zero = np.zeros(T)                   # activation = the control: 0 in the AnalyzeTool
+            got.update(FiberVelocity=V[:, k], NormFiberVelocity=vN, FiberForce=fp, ActiveFiberForce=zero,
+                       PassiveFiberForce=fp, ActiveFiberForceAlongTendon=zero,
+                       PassiveFiberForceAlongTendon=fp * cos, FiberActivePower=zero,
+                       FiberPassivePower=-fp * V[:, k], TendonPower=zero,
+                       MuscleActuatorPower=-got["TendonForce"] * V[:, k])
+        else:                                    # Schutte1993, Thelen2003 deprecated: fiber length 0
+            lce = phi = np.zeros(T)              # (ActivationFiberLengthMuscle_Deprecated::calcPennation: 0)
+        if m.type not in ("DeGrooteFregly2016Muscle", "RigidTendonMuscle"):
             lt = lk - lce * np.cos(phi)
         got.update(FiberLength=lce, NormalizedFiberLength=lce / lopt, PennationAngle=phi, TendonLength=lt)
         for name, v in got.items():

@@ -328,7 +328,7 @@ def thelen_default_state_tensions(muscles, lengths, default_fiber_lengths=None, 
         pmax = _maximum_pennation_angle(m, given)
         h = float(m.optimal_fiber_length) * np.sin(float(m.pennation_angle_at_optimal))
         lce = np.maximum(lce, h / np.sin(pmax))
-        cos_phi = np.sqrt(1.0 - (h / lce) ** 2)
+        cos_phi = np.sqrt(1.0 - (h / lce) ** 2) if h > 0 else 1.0       # (unpennated: l_M = 0 too)
         e0 = 0.04 if m.FmaxTendonStrain is None else float(m.FmaxTendonStrain)
         strain = (L[:, k] - lce * cos_phi) / float(m.tendon_slack_length) - 1.0
         out[:, k] = float(m.max_isometric_force) * _thelen_fse(strain, e0)

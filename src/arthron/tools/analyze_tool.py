@@ -260,7 +260,7 @@ def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None, fibe
     res = path_analysis(model, q, time=t, muscles=muscles, tree=tree)
     clist = setting_list(setting_text(ma, "moment_arm_coordinate_list"))
     if not clist or clist[0].lower() == "all":
-        coords = res.crossed()
+        coords = list(res.coordinates)           # OpenSim 4.6: every coordinate of the model
     else:
         bad = [c for c in clist if c not in model.coordinates]
         if bad:
@@ -608,7 +608,8 @@ def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=
     (``JointReaction`` ... standing for the analysis' name in the setup, :func:`analysis_name`)
     ``<tool name>_JointReaction_ReactionLoads.sto``, ``<tool name>_MuscleAnalysis_Length.sto``
     ``<tool name>_MuscleAnalysis_MomentArm_<coordinate>.sto`` (every coordinate of
-    ``moment_arm_coordinate_list``; with ``all``, those the paths cross; OpenSim writes them
+    ``moment_arm_coordinate_list``; with ``all``, every coordinate of the model, as OpenSim 4.6,
+    zeros about those no listed path crosses; OpenSim writes them
     only with ``compute_moments``, arthron always), the MuscleAnalysis' other files
     (``_FiberLength.sto`` ... ``_MuscleActuatorPower.sto``, and ``_Moment_<coordinate>.sto`` with
     ``compute_moments``) that arthron reproduces for every listed muscle
@@ -761,10 +762,12 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
                 pa, coords, extra = res
                 rows = _rows(st, motion, pa.time, n) if n > 1 else slice(None)
                 pa = pa.rows(rows) if n > 1 else pa
+                still = _still_coordinates(pa)
                 written += _write_path_tables(pa, coords, out, st.name, analysis_name(el, kind))
                 for (k, v), f in zip(extra.items(), files[-len(extra):] if extra else []):
                     write_sto(f, Table(name=k, time=np.array(pa.time, float), labels=list(pa.names),
                                        data=np.asarray(v, float)[rows], in_degrees=False,
-                                       comments=list(_MUSCLE_ANALYSIS_DESCRIPTION)))
+                                       comments=list(_MUSCLE_ANALYSIS_DESCRIPTION)),
+                              allow_nan=k.startswith("Moment_") and k[7:] in still)
                     written.append(f)
     return written
