@@ -193,3 +193,22 @@ def test_actuation_on_states_file(states):
     act.setName("Actuation")
     setup = _gui_setup(d / "act_states.xml", "act_states", ARM26, [act], states=arm)
     _same_files(setup, _run_both(setup))
+
+
+def test_step_interval_zero_records_every_step(states):
+    """``<step_interval>0</step_interval>`` (a hand-edited setup): OpenSim 4.6 clamps it to 1
+    (``Analysis::setStepInterval``) and records every step; arthron refused the setup. Now it
+    writes the same files as OpenSim, with a warning."""
+    import opensim
+    from arthron.errors import ArthronWarning
+    d, arm, _ = states
+    kin = opensim.Kinematics()
+    setup = _gui_setup(d / "step0.xml", "step0", ARM26, [kin], states=arm, t0=0.0, t1=1.0)
+    setup.write_text(re.sub(r"<step_interval>\s*1\s*</step_interval>", "<step_interval>0</step_interval>",
+                            setup.read_text()))
+    assert "<step_interval>0</step_interval>" in setup.read_text()
+    _run_opensim(setup)
+    with pytest.warns(ArthronWarning, match="step_interval 0 is below 1"):
+        written = run_analyze(setup, results_dir=d / "arthron_step0")
+    _same_files(setup, written)
+    assert len(read_sto(written[0]).time) == len(read_sto(arm).time)

@@ -12,9 +12,10 @@ when missing, as OpenSim's tools do (``IO::makeDir``).
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
-from ..errors import DataFileError, OptionError, UnsupportedFeature
+from ..errors import ArthronWarning, DataFileError, OptionError, UnsupportedFeature
 from .options import check_result_name
 
 __all__ = ["check_tool", "is_unassigned", "find_setup_file", "require_setup_file", "results_directory",
@@ -212,14 +213,17 @@ def setting_float(text, default, path, what):
 
 
 def step_interval(el, path) -> int:
-    """An analysis' ``step_interval`` (≥ 1).
+    """An analysis' ``step_interval`` (≥ 1; below 1 it is 1 with a warning, as OpenSim 4.6's
+    ``Analysis::setStepInterval`` clamps it).
 
-    Raises DataFileError naming the element and ``path``."""
+    Raises DataFileError naming the element and ``path`` (not an integer)."""
     t = setting_text(el, "step_interval", "1")
     try:
         n = int(float(t))
     except ValueError:
         raise DataFileError(f"<{el.tag}> step_interval {t!r} is not an integer", path) from None
-    if n < 1:
-        raise DataFileError(f"<{el.tag}> step_interval must be a positive integer, got {t}", path)
+    if n < 1:           # OpenSim 4.6's Analysis::setStepInterval clamps it to 1
+        warnings.warn(f"{path}: <{el.tag}> step_interval {t} is below 1; every step is recorded, "
+                      "as OpenSim does (step_interval 1)", ArthronWarning, stacklevel=2)
+        n = 1
     return n
