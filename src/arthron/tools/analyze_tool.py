@@ -97,13 +97,14 @@ def _warn_default_state_muscles(model: Model, forces, accelerations, what: str, 
                       ArthronWarning, stacklevel=stacklevel + 1)
 
 
-def _joint_reaction(st: AnalyzeSetup, jr, model: Model, motion, accelerations, search_dirs, tree=None):
+def _joint_reaction(st: AnalyzeSetup, jr, model: Model, motion, accelerations, search_dirs, tree=None,
+                    loads=None):
     fpath = find_setup_file(st.setup, setting_text(jr, "forces_file"), search_dirs)
     forces = read_sto(fpath) if fpath is not None else None
     if not isinstance(motion, ModelStates):     # a states file gives the muscles' states
         _warn_default_state_muscles(model, forces, accelerations,
                                     f"{st.path}: JointReaction without <forces_file>", "<forces_file>", 3)
-    ext, loads_table = _external_loads(st.external_loads_file)
+    ext, loads_table = loads or _external_loads(st.external_loads_file)
     names = setting_list(setting_text(jr, "joint_names")) or ["ALL"]
     on = setting_list(setting_text(jr, "apply_on_bodies")) or ["child"]
     frames = setting_list(setting_text(jr, "express_in_frame")) or ["ground"]
@@ -422,7 +423,7 @@ def _file_prefix(prefix, model: Model) -> str:
 # --------------------------------------------------------------------------------------
 # ForceReporter
 # --------------------------------------------------------------------------------------
-def _force_reporter(st: AnalyzeSetup, el, model: Model, motion, tree: Tree):
+def _force_reporter(st: AnalyzeSetup, el, model: Model, motion, tree: Tree, loads=None):
     """One ForceReporter of a setup (:func:`arthron.solvers.force_reporter.force_reporter`):
     the records at the AnalyzeTool's states, muscles at their default states (a coordinates
     file) or the file's (a states file). A ForceReporter arthron cannot reproduce
@@ -430,7 +431,7 @@ def _force_reporter(st: AnalyzeSetup, el, model: Model, motion, tree: Tree):
     out of the file are named in a warning."""
     from ..solvers.force_reporter import force_reporter
     t, q, qd = _setup_q_qd(st, model, tree, motion)
-    ext, loads_table = _external_loads(st.external_loads_file)
+    ext, loads_table = loads or _external_loads(st.external_loads_file)
     try:
         rep = force_reporter(model, t, q, qd, tree=tree,
                              muscle_states=motion.muscles if isinstance(motion, ModelStates) else None,
@@ -493,10 +494,11 @@ def _states_reporter(st: AnalyzeSetup, model: Model, motion, tree: Tree, kin_sta
 # --------------------------------------------------------------------------------------
 # BodyKinematics, Kinematics, PointKinematics
 # --------------------------------------------------------------------------------------
-def _kinematics_states(st: AnalyzeSetup, model: Model, motion, tree: Tree) -> AnalysisStates:
+def _kinematics_states(st: AnalyzeSetup, model: Model, motion, tree: Tree, loads=None) -> AnalysisStates:
     """The states the kinematics analyses record (one set for all of them): those of the
-    states file (its q, u and muscle states), or of the coordinates file's splines."""
-    ext, loads_table = _external_loads(st.external_loads_file)
+    states file (its q, u and muscle states), or of the coordinates file's splines.
+    ``loads``: :func:`_external_loads` of the setup's file, when read already."""
+    ext, loads_table = loads or _external_loads(st.external_loads_file)
     if isinstance(motion, ModelStates):
         return analysis_states_of(model, motion.time, motion.q, motion.u, external_loads=ext,
                                   loads_table=loads_table, tree=tree,
@@ -675,29 +677,35 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
     model = model_with_force_sets(st)
     motion = _setup_input(st, model)
     tree = compile_model(model)
+    read = []
+
+    def loads():                                 # the external loads read once, when needed
+        if not read:
+            read.append(_external_loads(st.external_loads_file))
+        return read[0]
     # compute everything before writing anything
     results = []
     for kind, el in todo:
         n = step_interval(el, st.path)
         if kind == "JointReaction":
             results.append((kind, el, n, _joint_reaction(st, el, model, motion, accelerations,
-                                                         search_dirs, tree)))
+                                                         search_dirs, tree, loads())))
         elif kind == "StaticOptimization":
             from .static_optimization_tool import static_optimization_of_setup
             results.append((kind, el, n, static_optimization_of_setup(st, el, model, motion)))
         elif kind == "ForceReporter":
-            rep = _force_reporter(st, el, model, motion, tree)
+            rep = _force_reporter(st, el, model, motion, tree, loads())
             if rep is not None:
                 results.append((kind, el, n, rep))
         elif kind in KINEMATICS_ANALYSES:
-            kin_states = kin_states or _kinematics_states(st, model, motion, tree)
+            kin_states = kin_states or _kinematics_states(st, model, motion, tree, loads())
             results.append((kind, el, n, _kinematics_analysis(st, kind, el, model, tree, kin_states)))
         elif kind == "Actuation":
-            kin_states = kin_states or _kinematics_states(st, model, motion, tree)
+            kin_states = kin_states or _kinematics_states(st, model, motion, tree, loads())
             results.append((kind, el, n, _actuation(st, model, motion, tree, kin_states)))
         elif kind == "StatesReporter":
             if not isinstance(motion, ModelStates):
-                kin_states = kin_states or _kinematics_states(st, model, motion, tree)
+                kin_states = kin_states or _kinematics_states(st, model, motion, tree, loads())
             rep = _states_reporter(st, model, motion, tree, kin_states)
             if rep is not None:
                 results.append((kind, el, n, rep))
