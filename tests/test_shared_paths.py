@@ -90,3 +90,12 @@ def test_analyze_tool_shared_route_equals_each_analysis_alone(tmp_path):
     for f in map(Path, together):
         assert f.read_bytes() == by_name[f.name].read_bytes(), f.name
 
+
+
+def test_expect_values_imports_orjson_for_many_values():
+    """``expect_values``: the AnalyzeTool's many small tables take the orjson route (the same
+    text, tests/test_io_trc_sto.py) once their values together reach ``_ORJSON_MIN``."""
+    import sys
+    from arthron.io import sto
+    sto.expect_values(sto._ORJSON_MIN)
+    assert "orjson" in sys.modules

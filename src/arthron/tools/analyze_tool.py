@@ -25,7 +25,7 @@ from ..errors import ArthronWarning, DataFileError, ModelFileError, OptionError,
 from ..io.files import check_output, check_output_dir, input_guard, make_output_folder, output_group
 from ..io.osim import read_osim
 from ..io.setup import read_external_loads
-from ..io.sto import read_sto, write_sto
+from ..io.sto import expect_values, read_sto, write_sto
 from ..tables import Table
 from ..models.model import Model
 from ..multibody.constraints import assemble
@@ -600,6 +600,19 @@ def _write_kinematics(res, files) -> list:
 # --------------------------------------------------------------------------------------
 # the whole AnalyzeTool
 # --------------------------------------------------------------------------------------
+def _array_values(res) -> int:
+    """About how many values the files of a result hold: the sizes of its arrays (those of
+    its fields, of a tuple, list or dict of them)."""
+    if isinstance(res, np.ndarray):
+        return res.size
+    if isinstance(res, (list, tuple)):
+        return sum(_array_values(r) for r in res)
+    if isinstance(res, dict):
+        return sum(_array_values(r) for r in res.values())
+    fields = getattr(res, "__dict__", None) or {}
+    return sum(v.size for v in fields.values() if isinstance(v, np.ndarray))
+
+
 def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=None,
                 accelerations="forward", only=None, joint_reaction_file=None) -> list:
     """Run an OpenSim AnalyzeTool setup: each enabled JointReaction, MuscleAnalysis,
@@ -734,6 +747,7 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
                         + [out / f"{st.name}_{a}_{k}.sto" for k in res[2]])
     for f in (f for fs in plan for f in fs):     # every output checked before anything is created
         check_output(f[0] if isinstance(f, tuple) else f)
+    expect_values(sum(_array_values(res) for *_, res in results))
     written = []
     with output_group():
         for (kind, el, n, res), files in zip(results, plan):
