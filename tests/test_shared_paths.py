@@ -99,3 +99,25 @@ def test_expect_values_imports_orjson_for_many_values():
     from arthron.io import sto
     sto.expect_values(sto._ORJSON_MIN)
     assert "orjson" in sys.modules
+
+
+def test_output_group_stages_each_folder_once(tmp_path):
+    """In an output group each folder is made and cleaned of a finished run's temporary files
+    once and the umask read once: every file still gets the umask's permissions, a folder
+    first named in the group is made, the stale temporary file is removed."""
+    import os
+    import stat
+    from arthron.io.files import atomic_write, output_group
+    stale = tmp_path / ".a.txt.arthron-999999999-abcd1234.tmp"     # no such process
+    stale.write_text("old")
+    old = os.umask(0o027)
+    try:
+        with output_group():
+            for name in ("a.txt", "b.txt", "sub/c.txt"):
+                atomic_write(tmp_path / name, name)
+    finally:
+        os.umask(old)
+    assert not stale.exists()
+    for name in ("a.txt", "b.txt", "sub/c.txt"):
+        assert (tmp_path / name).read_text() == name
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o640
