@@ -229,7 +229,18 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         naming the force, when it wraps over a wrap object type arthron does not reproduce,
         or when its FunctionBasedPath depends on a rotation of a Ball, Free, Ellipsoid or
         Scapulothoracic joint (whose generalized speeds are angular velocities).
+
+    Within :func:`shared_paths` the same model, tree, selection and ``strict`` give the same
+    PathSet (compiled once), and each force's compiled path is the same object in every
+    selection.
     """
+    shared = _SHARED.get()
+    set_key = None
+    if shared is not None:
+        set_key = ("set", id(model), id(tree), None if forces is None else (forces,)
+                   if isinstance(forces, str) else tuple(forces), bool(strict))
+        if set_key in shared["compiled"]:
+            return shared["compiled"][set_key]
     nb = tree.nb
     bidx = {f"/bodyset/{n}": i for i, n in enumerate(tree.body_names)}
     bidx[GROUND] = nb
@@ -254,7 +265,6 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         wobjs.append(WrapObjectData(w.name, w.type, bidx[base], Rw, pw, dims, axis, sign,
                                     bool(w.active)))
     names, types, paths, props = [], [], [], []
-    shared = _SHARED.get()
     sel = None if forces is None else [forces] if isinstance(forces, str) else list(forces)
     unknown = [n for n in sel or () if n not in model.forces]
     if unknown:         # a name typed by hand (--muscles, a MuscleAnalysis' muscle_list): name it
@@ -356,8 +366,12 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
     # joints whose Simbody mobilizer uses the angular velocity (in the mobilizer's F frame)
     # as generalized speeds instead of the X-Y-Z angle rates
     ang = [tuple(g) for g in tree.angular_velocity_groups]
-    return PathSet(names, types, paths, wobjs, nb, list(tree.coordinate_names), props, cons,
-                   locked, ang, approx)
+    ps = PathSet(names, types, paths, wobjs, nb, list(tree.coordinate_names), props, cons,
+                 locked, ang, approx)
+    if set_key is not None:
+        shared["compiled"][set_key] = ps
+        shared["keep"].append((model, tree))
+    return ps
 
 
 def _compile_function_path(name, f, model, tree, cidx) -> _FunctionPath:
