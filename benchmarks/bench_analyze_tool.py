@@ -18,35 +18,38 @@ Cases
 The largest difference between the two tools' files is printed for each case. ``--profile``
 prints arthron's cProfile (cumulative) of each case.
 
-Figures (2 shared cores, one process, interleaved, medians of 5-7)
-------------------------------------------------------------------
+Figures (2 shared cores, one process, interleaved, medians of 7)
+----------------------------------------------------------------
+Before: main at 8f887b3; after: this branch; same session, load 0.65-0.8.
+
 ==============  ====  =====  ========  ===============  ==============
 case            rows  files  OpenSim   arthron before   arthron after
 ==============  ====  =====  ========  ===============  ==============
-arm26_ik          80     30  0.071 s   0.089 s (0.80×)  0.051 s (1.43×)
-arm26_states      28     30  0.036 s   0.068 s (0.55×)  0.041 s (0.89×)
-gait2354          23     56  1.74 s    0.156 s (11.5×)  0.117 s (14.8×)
+arm26_ik          80     30  0.071 s   0.077 s (0.91×)  0.049 s (1.47×)
+arm26_states      28     30  0.036 s   0.060 s (0.60×)  0.040 s (0.90×)
+gait2354          23     56  1.76 s    0.142 s (12.5×)  0.108 s (16.2×)
+gait2354_setup    23     29  0.184 s   0.113 s (1.65×)  0.087 s (2.08×)
 ==============  ====  =====  ========  ===============  ==============
 
-(load 0.3-1.2; every file arthron writes is the same, byte for byte, before and after, and
-within OpenSim's 8 printed decimals of OpenSim's.)
+Every file arthron writes is the same, byte for byte, before and after (the first three
+cases), and within OpenSim's 8 printed decimals of OpenSim's (``worst`` printed).
 
-arthron's parts (ms, medians of 7, arthron alone, load 0.3-0.5; before → after):
+arthron's parts (ms, medians of 7, arthron alone in its process, load 0.7-0.8; before → after;
+"writing" is everything after the analyses: formatting, four output checks per file, staging,
+one fsync per file, the renames):
 
-=========================================  ============  ============  ============
-part                                       arm26_ik      arm26_states  gait2354
-=========================================  ============  ============  ============
-model read (+ force sets)                  2.6 → 2.6     2.7 → 2.6     10.9 → 10.8
-kinematics' states (forward dynamics;      12.4 → 13.0   8.4 → 8.6     20.3 → 18.7
-now the one path computation of the run)
-MuscleAnalysis (lengths, moment arms,      21.7 → 3.1    14.4 → 2.0    18.3 → 13.4
-fibre files, moments)
-ForceReporter                              10.2 → 0.9    6.6 → 0.5     13.4 → 8.9
-JointReaction                              2.6 → 2.2     1.9 → 1.6     15.5 → 12.9
-writing the files (formatting, checks,     26.2 → 24.0   21.1 → 20.3   55.7 → 40.4
-staging, fsync, renames)
-total                                      77.4 → 47.5   57.1 → 37.5   139 → 111
-=========================================  ============  ============  ============
+=====================================  ============  ============  ============  ============
+part                                   arm26_ik      arm26_states  gait2354      g2354_setup
+=====================================  ============  ============  ============  ============
+model read (+ force sets)              2.7 → 2.8     2.9 → 2.7     12.1 → 11.5   12.2 → 11.1
+kinematics' states (forward dynamics;  13.6 → 13.9   9.7 → 9.2     22.4 → 20.6   22.1 → 18.3
+now the run's one path computation)
+MuscleAnalysis                         23.9 → 3.0    16.8 → 1.9    21.0 → 14.2   20.2 → 12.0
+ForceReporter                          11.4 → 0.9    7.7 → 0.4     15.2 → 9.1    14.8 → 8.5
+JointReaction / Actuation              2.8 → 2.3     2.3 → 1.7     17.5 → 13.6   12.1 → 6.4
+writing the files                      26.7 → 23.5   21.1 → 19.1   58.6 → 37.9   29.8 → 22.4
+total                                  83.0 → 48.1   62.5 → 36.9   153 → 113     117 → 85
+=====================================  ============  ============  ============  ============
 
 What changed: the paths of a model are compiled once and rebuilt once per set of frames for
 every analysis of the run (``arthron.multibody.paths.shared_paths``, entered with
@@ -55,12 +58,15 @@ every analysis of the run (``arthron.multibody.paths.shared_paths``, entered wit
 or more (``io.sto.expect_values``; the import paid once); in an output group each folder is
 made and cleaned of stale temporary files once and the umask read once (not per file).
 ``os.replace`` of the 30 files costs 0.15 ms (new files) to 3 ms (over the last run's files)
-in all, not 2 ms each: that figure came from cProfile right after OpenSim's runs.
+in all when arthron runs alone; the 2 ms each that cProfile showed was measured right after
+OpenSim's runs (interleaved; likely ext4's journal commit taking OpenSim's unsynced files).
 
-Left (arm26, 81 rows): the one path computation (~7 ms, the ellipsoid wraps), writing 30 small
-files (~24 ms: repr formatting ~7 ms, four output checks per file, one fsync per file), the
-fixed costs of model reading and forward dynamics; the goal of 3× OpenSim on arm26 is not
-reached (1.4×); on the Gait2354 walk arthron is 15× faster.
+Left (arm26, 80 rows): the one path computation (~7 ms, the ellipsoid wraps), writing 30 small
+files (~24 ms: repr formatting ~7 ms, four output checks per file, one fsync per file; slower right
+after OpenSim's runs, as the renames), the
+fixed costs of model reading and forward dynamics, each analysis' own forward kinematics and
+velocity map at the same q. The goal of 3× OpenSim is not reached on arm26 (1.5×) nor on the
+pipeline's setup (2.1×); on the Gait2354 walk with the five analyses arthron is 16× faster.
 """
 from __future__ import annotations
 
