@@ -253,6 +253,9 @@ def make_output_dir(folder) -> Path:
 # atomic writes
 # --------------------------------------------------------------------------------------
 _GROUP: contextvars.ContextVar = contextvars.ContextVar("arthron_output_group", default=None)
+#: within an output group: the folders made and cleaned of stale temporary files already, and
+#: the umask read once (the group's files staged side by side)
+_GROUP_STAGING: contextvars.ContextVar = contextvars.ContextVar("arthron_group_staging", default=None)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -314,8 +317,15 @@ def _pieces(data):
 
 def _stage(target: Path, data, shown, sync: bool = True) -> Path:
     folder = target.parent
-    _mkdirs(folder, shown)
-    _clean_stale_temps(folder)
+    staging = _GROUP_STAGING.get()
+    if staging is None or folder not in staging["folders"]:
+        _mkdirs(folder, shown)
+        _clean_stale_temps(folder)
+        if staging is not None:
+            staging["folders"].add(folder)
+    if staging is not None and staging["umask"] is None:
+        staging["umask"] = _umask()
+    umask = _umask() if staging is None else staging["umask"]
     name = target.name if len(target.name) < 120 else target.name[:120]
     tmp = folder / f".{name}.arthron-{os.getpid()}-{os.urandom(4).hex()}.tmp"
     try:
@@ -328,7 +338,7 @@ def _stage(target: Path, data, shown, sync: bool = True) -> Path:
                 _write_all(fd, piece)
             if sync:            # in a group: fsynced together when the group ends
                 os.fsync(fd)
-            os.fchmod(fd, 0o666 & ~_umask()) if hasattr(os, "fchmod") else None
+            os.fchmod(fd, 0o666 & ~umask) if hasattr(os, "fchmod") else None
         finally:
             os.close(fd)
     except BaseException as e:
@@ -418,6 +428,7 @@ def output_group():
         return
     staged: list = []
     token = _GROUP.set(staged)
+    token_staging = _GROUP_STAGING.set({"folders": set(), "umask": None})
     try:
         yield
     except BaseException:
@@ -426,6 +437,7 @@ def output_group():
                 os.unlink(tmp)
         raise
     finally:
+        _GROUP_STAGING.reset(token_staging)
         _GROUP.reset(token)
     _sync_staged(staged)
     done = []

@@ -103,6 +103,18 @@ _COMMA_TO_TAB = bytes.maketrans(b",", b"\t")
 _ORJSON_MIN = 20_000
 
 
+def expect_values(n_values: int) -> None:
+    """Say that about ``n_values`` values (all tables together) are to be written now: from
+    :data:`_ORJSON_MIN` on, orjson is imported at once, so that every table of 256 values or
+    more takes its route (:func:`_format_rows`; the same text), its import paid once for all
+    of them (a tool writing many small tables, such as the AnalyzeTool's)."""
+    if _orjson is not None and n_values >= _ORJSON_MIN and "orjson" not in sys.modules:
+        try:
+            import orjson  # noqa: F401
+        except ImportError:                # pragma: no cover - a core dependency
+            pass
+
+
 def _format_rows(full: np.ndarray, row_fmt: str, as_bytes: bool = False):
     """Finite rows (n, m) as tab-separated lines of ``repr(value)`` (by ``repr`` itself below
     :data:`_ORJSON_MIN` values, unless orjson is imported already: then from 256 values, 3-5×

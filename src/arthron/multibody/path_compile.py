@@ -5,6 +5,8 @@ moving points, the wrap objects they wrap over (typed wrap objects of
 See :mod:`arthron.multibody.paths` for the method and its agreement with OpenSim."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import warnings
 from dataclasses import dataclass, field
 
@@ -125,6 +127,35 @@ class PathSet:
                        [n for n in self.approximate if n in names])
 
 
+_SHARED = contextvars.ContextVar("arthron_shared_paths", default=None)
+
+
+@contextlib.contextmanager
+def shared_paths():
+    """Within this context the paths of one model are compiled once and rebuilt once per set
+    of frames: :func:`compile_paths` returns the same compiled path object for the same model,
+    tree and force (whatever other forces are selected with it), and
+    :func:`arthron.multibody.path_geometry.compute_paths` (and every path function built on it)
+    takes a path's states at the same q and body poses (compared by a digest of their bytes)
+    from the first computation, its arrays read-only. Every path is rebuilt row by row on its
+    own, so the results equal separate computations bit for bit. The AnalyzeTool's analyses
+    each need the paths at the same frames. Models must not change inside. Nested contexts
+    join the outer one."""
+    if _SHARED.get() is not None:
+        yield
+        return
+    token = _SHARED.set({"compiled": {}, "states": {}, "keep": []})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def shared_path_cache():
+    """The cache of the enclosing :func:`shared_paths` context (a dict), or None."""
+    return _SHARED.get()
+
+
 _QUADRANTS = {"x": (0, 1), "+x": (0, 1), "-x": (0, -1), "y": (1, 1), "+y": (1, 1),
               "-y": (1, -1), "z": (2, 1), "+z": (2, 1), "-z": (2, -1)}
 
@@ -198,7 +229,18 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         naming the force, when it wraps over a wrap object type arthron does not reproduce,
         or when its FunctionBasedPath depends on a rotation of a Ball, Free, Ellipsoid or
         Scapulothoracic joint (whose generalized speeds are angular velocities).
+
+    Within :func:`shared_paths` the same model, tree, selection and ``strict`` give the same
+    PathSet (compiled once), and each force's compiled path is the same object in every
+    selection.
     """
+    shared = _SHARED.get()
+    set_key = None
+    if shared is not None:
+        set_key = ("set", id(model), id(tree), None if forces is None else (forces,)
+                   if isinstance(forces, str) else tuple(forces), bool(strict))
+        if set_key in shared["compiled"]:
+            return shared["compiled"][set_key]
     nb = tree.nb
     bidx = {f"/bodyset/{n}": i for i, n in enumerate(tree.body_names)}
     bidx[GROUND] = nb
@@ -241,6 +283,12 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
             types.append(f.type)
             props.append(dict(f.properties))
             paths.append(_compile_function_path(name, f, model, tree, cidx))
+            continue
+        if shared is not None and (id(model), id(tree), name) in shared["compiled"]:
+            names.append(name)
+            types.append(f.type)
+            props.append(dict(f.properties))
+            paths.append(shared["compiled"][(id(model), id(tree), name)])
             continue
         pts = f.path.points
         if len(pts) < 2:
@@ -304,6 +352,9 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         ns = [4 if wobjs[w.obj_id].type == "WrapDoubleCylinderObst" else 2 for w in wraps]
         slots = [int(x) for x in np.concatenate([[0], np.cumsum(ns)[:-1]])] if ns else []
         paths.append(_Path(name, f.type, body, loc, cond, moving, wraps, slots, int(sum(ns))))
+        if shared is not None:      # the model and tree kept: their ids stay theirs
+            shared["compiled"][(id(model), id(tree), name)] = paths[-1]
+            shared["keep"].append((model, tree))
     approx = []   # paths reproduced only approximately: none (kept for PathSet.approximate)
     if approx:
         msg = (f"paths {', '.join(approx)} reproduce OpenSim's wrapping only approximately")
@@ -315,8 +366,12 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
     # joints whose Simbody mobilizer uses the angular velocity (in the mobilizer's F frame)
     # as generalized speeds instead of the X-Y-Z angle rates
     ang = [tuple(g) for g in tree.angular_velocity_groups]
-    return PathSet(names, types, paths, wobjs, nb, list(tree.coordinate_names), props, cons,
-                   locked, ang, approx)
+    ps = PathSet(names, types, paths, wobjs, nb, list(tree.coordinate_names), props, cons,
+                 locked, ang, approx)
+    if set_key is not None:
+        shared["compiled"][set_key] = ps
+        shared["keep"].append((model, tree))
+    return ps
 
 
 def _compile_function_path(name, f, model, tree, cidx) -> _FunctionPath:

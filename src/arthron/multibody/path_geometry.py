@@ -11,6 +11,7 @@ group rather than once per path, and a step's segments go to one wrap call per w
 path at a time bit for bit (tests/test_paths.py)."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +21,7 @@ from ..geometry import wrapping as _wr
 from ..geometry.wrap_kernels import use_kernel
 from .kinematics import Kinematics, Tree, check_q, forward_kinematics
 
-from .path_compile import PathSet, _Path
+from .path_compile import PathSet, _Path, shared_path_cache
 
 _COND_TOL = 1e-5
 _WRAP_TOL = 0.0005  # m: OpenSim stops iterating over several wrap objects below this change
@@ -248,7 +249,45 @@ def _group_key(pathset: PathSet, path: _Path):
     return ("wraps", len(path.wraps))
 
 
+def _frames_digest(q, Rb, ob) -> str:
+    """A digest of the bytes (and shapes) of q and the body poses."""
+    h = hashlib.blake2b(digest_size=16)
+    for a in (q, Rb, ob):
+        a = np.ascontiguousarray(a, float)
+        h.update(repr(a.shape).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _frozen(sd):
+    """A path's (PathState, moving-point terms) with its arrays made read-only (shared)."""
+    st = sd[0]
+    if st is not None:
+        for a in vars(st).values():
+            if isinstance(a, np.ndarray):
+                a.flags.writeable = False
+    return sd
+
+
 def _compute_many(pathset: PathSet, paths, q, Rb, ob):
+    """:func:`_compute_paths` of ``paths``; within
+    :func:`arthron.multibody.path_compile.shared_paths` a path already rebuilt at the same q
+    and body poses is taken from there (its arrays read-only), the others computed together
+    and kept."""
+    shared = shared_path_cache()
+    if shared is None:
+        return _compute_paths(pathset, paths, q, Rb, ob)
+    cache, fk = shared["states"], _frames_digest(q, Rb, ob)
+    out = [cache.get((id(p), fk)) for p in paths]
+    todo = [i for i, sd in enumerate(out) if sd is None]
+    if todo:
+        for i, sd in zip(todo, _compute_paths(pathset, [paths[i] for i in todo], q, Rb, ob)):
+            out[i] = cache[(id(paths[i]), fk)] = _frozen(sd)
+            shared["keep"].append(paths[i])         # its id stays its own
+    return out
+
+
+def _compute_paths(pathset: PathSet, paths, q, Rb, ob):
     """:func:`_compute_one` for several paths at once: the paths with the same number of wrap
     objects are computed as one group, their frames stacked as rows (:func:`_group_gen`),
     and the wrap requests the groups make at the same step on the same wrap object (same

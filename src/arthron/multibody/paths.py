@@ -70,13 +70,13 @@ import numpy as np
 from ..errors import OptionError, UnsupportedFeature
 from .constrained_dynamics import independent_singular_values
 from .kinematics import Kinematics, Tree, _euler_xyz_rate_matrix, check_q, forward_kinematics, velocity_map
-from .path_compile import PathSet, WrapObjectData, _FunctionPath, compile_paths  # noqa: F401  (public API)
+from .path_compile import PathSet, WrapObjectData, _FunctionPath, compile_paths, shared_paths  # noqa: F401  (public API)
 from ..geometry.spatial import cross as _cross
 from ..geometry.wrap_common import _divide_positive, _norm as _wr_norm
 from .path_geometry import (PathState, _compute_many, _compute_one, _frames,  # noqa: F401
                             compute_paths)
 
-__all__ = ["moment_arms_and_node_forces", "PathSet", "compile_paths", "path_lengths", "moment_arms", "lengthening_speeds", "path_states",
+__all__ = ["moment_arms_and_node_forces", "PathSet", "compile_paths", "shared_paths", "path_lengths", "moment_arms", "lengthening_speeds", "path_states",
            "path_generalized_forces", "path_body_forces", "PathLoads", "PathState",
            "compute_paths", "path_external_loads", "moment_arms_excursion", "coupling_vectors", "speed_map",
            "WrapObjectData"]

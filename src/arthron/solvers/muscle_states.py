@@ -221,10 +221,14 @@ def shared_muscle_loads():
     """Within this context :meth:`DefaultStateMuscles.path_loads` computes the loads of the
     same muscles (the same objects) on the same tree at the same q, qd and states once: the
     AnalyzeTool's kinematics analyses and its JointReaction each need the forward dynamics of
-    a states file's muscles at the same frames. The model must not change inside."""
+    a states file's muscles at the same frames. Inside, the paths are compiled and rebuilt
+    once per set of frames too (:func:`arthron.multibody.paths.shared_paths`), for every
+    analysis. The model must not change inside."""
+    from ..multibody.paths import shared_paths
     token = _SHARED.set({})
     try:
-        yield
+        with shared_paths():
+            yield
     finally:
         _SHARED.reset(token)
 

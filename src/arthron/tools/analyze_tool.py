@@ -25,7 +25,7 @@ from ..errors import ArthronWarning, DataFileError, ModelFileError, OptionError,
 from ..io.files import check_output, check_output_dir, input_guard, make_output_folder, output_group
 from ..io.osim import read_osim
 from ..io.setup import read_external_loads
-from ..io.sto import read_sto, write_sto
+from ..io.sto import expect_values, read_sto, write_sto
 from ..tables import Table
 from ..models.model import Model
 from ..multibody.constraints import assemble
@@ -97,13 +97,14 @@ def _warn_default_state_muscles(model: Model, forces, accelerations, what: str, 
                       ArthronWarning, stacklevel=stacklevel + 1)
 
 
-def _joint_reaction(st: AnalyzeSetup, jr, model: Model, motion, accelerations, search_dirs, tree=None):
+def _joint_reaction(st: AnalyzeSetup, jr, model: Model, motion, accelerations, search_dirs, tree=None,
+                    loads=None):
     fpath = find_setup_file(st.setup, setting_text(jr, "forces_file"), search_dirs)
     forces = read_sto(fpath) if fpath is not None else None
     if not isinstance(motion, ModelStates):     # a states file gives the muscles' states
         _warn_default_state_muscles(model, forces, accelerations,
                                     f"{st.path}: JointReaction without <forces_file>", "<forces_file>", 3)
-    ext, loads_table = _external_loads(st.external_loads_file)
+    ext, loads_table = loads or _external_loads(st.external_loads_file)
     names = setting_list(setting_text(jr, "joint_names")) or ["ALL"]
     on = setting_list(setting_text(jr, "apply_on_bodies")) or ["child"]
     frames = setting_list(setting_text(jr, "express_in_frame")) or ["ground"]
@@ -422,7 +423,7 @@ def _file_prefix(prefix, model: Model) -> str:
 # --------------------------------------------------------------------------------------
 # ForceReporter
 # --------------------------------------------------------------------------------------
-def _force_reporter(st: AnalyzeSetup, el, model: Model, motion, tree: Tree):
+def _force_reporter(st: AnalyzeSetup, el, model: Model, motion, tree: Tree, loads=None):
     """One ForceReporter of a setup (:func:`arthron.solvers.force_reporter.force_reporter`):
     the records at the AnalyzeTool's states, muscles at their default states (a coordinates
     file) or the file's (a states file). A ForceReporter arthron cannot reproduce
@@ -430,7 +431,7 @@ def _force_reporter(st: AnalyzeSetup, el, model: Model, motion, tree: Tree):
     out of the file are named in a warning."""
     from ..solvers.force_reporter import force_reporter
     t, q, qd = _setup_q_qd(st, model, tree, motion)
-    ext, loads_table = _external_loads(st.external_loads_file)
+    ext, loads_table = loads or _external_loads(st.external_loads_file)
     try:
         rep = force_reporter(model, t, q, qd, tree=tree,
                              muscle_states=motion.muscles if isinstance(motion, ModelStates) else None,
@@ -493,10 +494,11 @@ def _states_reporter(st: AnalyzeSetup, model: Model, motion, tree: Tree, kin_sta
 # --------------------------------------------------------------------------------------
 # BodyKinematics, Kinematics, PointKinematics
 # --------------------------------------------------------------------------------------
-def _kinematics_states(st: AnalyzeSetup, model: Model, motion, tree: Tree) -> AnalysisStates:
+def _kinematics_states(st: AnalyzeSetup, model: Model, motion, tree: Tree, loads=None) -> AnalysisStates:
     """The states the kinematics analyses record (one set for all of them): those of the
-    states file (its q, u and muscle states), or of the coordinates file's splines."""
-    ext, loads_table = _external_loads(st.external_loads_file)
+    states file (its q, u and muscle states), or of the coordinates file's splines.
+    ``loads``: :func:`_external_loads` of the setup's file, when read already."""
+    ext, loads_table = loads or _external_loads(st.external_loads_file)
     if isinstance(motion, ModelStates):
         return analysis_states_of(model, motion.time, motion.q, motion.u, external_loads=ext,
                                   loads_table=loads_table, tree=tree,
@@ -598,6 +600,19 @@ def _write_kinematics(res, files) -> list:
 # --------------------------------------------------------------------------------------
 # the whole AnalyzeTool
 # --------------------------------------------------------------------------------------
+def _array_values(res) -> int:
+    """About how many values the files of a result hold: the sizes of its arrays (those of
+    its fields, of a tuple, list or dict of them)."""
+    if isinstance(res, np.ndarray):
+        return res.size
+    if isinstance(res, (list, tuple)):
+        return sum(_array_values(r) for r in res)
+    if isinstance(res, dict):
+        return sum(_array_values(r) for r in res.values())
+    fields = getattr(res, "__dict__", None) or {}
+    return sum(v.size for v in fields.values() if isinstance(v, np.ndarray))
+
+
 def run_analyze(setup_path, *, placeholders=None, search_dirs=None, results_dir=None,
                 accelerations="forward", only=None, joint_reaction_file=None) -> list:
     """Run an OpenSim AnalyzeTool setup: each enabled JointReaction, MuscleAnalysis,
@@ -676,29 +691,35 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
     model = model_with_force_sets(st)
     motion = _setup_input(st, model)
     tree = compile_model(model)
+    read = []
+
+    def loads():                                 # the external loads read once, when needed
+        if not read:
+            read.append(_external_loads(st.external_loads_file))
+        return read[0]
     # compute everything before writing anything
     results = []
     for kind, el in todo:
         n = step_interval(el, st.path)
         if kind == "JointReaction":
             results.append((kind, el, n, _joint_reaction(st, el, model, motion, accelerations,
-                                                         search_dirs, tree)))
+                                                         search_dirs, tree, loads())))
         elif kind == "StaticOptimization":
             from .static_optimization_tool import static_optimization_of_setup
             results.append((kind, el, n, static_optimization_of_setup(st, el, model, motion)))
         elif kind == "ForceReporter":
-            rep = _force_reporter(st, el, model, motion, tree)
+            rep = _force_reporter(st, el, model, motion, tree, loads())
             if rep is not None:
                 results.append((kind, el, n, rep))
         elif kind in KINEMATICS_ANALYSES:
-            kin_states = kin_states or _kinematics_states(st, model, motion, tree)
+            kin_states = kin_states or _kinematics_states(st, model, motion, tree, loads())
             results.append((kind, el, n, _kinematics_analysis(st, kind, el, model, tree, kin_states)))
         elif kind == "Actuation":
-            kin_states = kin_states or _kinematics_states(st, model, motion, tree)
+            kin_states = kin_states or _kinematics_states(st, model, motion, tree, loads())
             results.append((kind, el, n, _actuation(st, model, motion, tree, kin_states)))
         elif kind == "StatesReporter":
             if not isinstance(motion, ModelStates):
-                kin_states = kin_states or _kinematics_states(st, model, motion, tree)
+                kin_states = kin_states or _kinematics_states(st, model, motion, tree, loads())
             rep = _states_reporter(st, model, motion, tree, kin_states)
             if rep is not None:
                 results.append((kind, el, n, rep))
@@ -727,6 +748,7 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
                         + [out / f"{st.name}_{a}_{k}.sto" for k in res[2]])
     for f in (f for fs in plan for f in fs):     # every output checked before anything is created
         check_output(f[0] if isinstance(f, tuple) else f)
+    expect_values(sum(_array_values(res) for *_, res in results))
     written = []
     with output_group():
         for (kind, el, n, res), files in zip(results, plan):
