@@ -177,3 +177,18 @@ def test_bad_option_values_are_one_line_with_exit_2(tmp_path, capsys):
     assert main(["ligament", str(LENHART), "--ligament", "ACL", "--triangles", "0"]) == 2
     assert "--triangles" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_main_called_from_python_leaves_the_library_routes(tmp_path, capsys):
+    """``arthron.cli.main([...])`` from Python (a script, the tests) switches the process to the
+    command's start-up routes (``runtime.light_imports``: arthron's own splines and filters, IK
+    stations on NumPy for short trials) only for the call: it leaked, so later library calls in
+    the same process took other routes than a fresh process (a batch's in-process Dask tasks and
+    its spawned pool workers then differed by 1e-15 in an IK RMS)."""
+    import warnings
+    from arthron import runtime
+    from arthron.cli import main
+    before = (runtime.light_imports, warnings.formatwarning)
+    assert main(["demo", "--height", "0"]) == 2
+    assert "height" in capsys.readouterr().err
+    assert (runtime.light_imports, warnings.formatwarning) == before

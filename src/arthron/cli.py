@@ -692,18 +692,22 @@ def main(argv=None) -> int:
     status). Its files are already written and closed; what changes is only that
     reference cycles left at exit are not collected before the process ends (Python does not
     promise ``__del__`` for them either). Called with ``argv`` (from Python, the tests), none of
-    this is done."""
+    this is done, and the command's process-wide choices (``runtime.light_imports``, the warning
+    format) end with the call."""
+    from . import runtime
     command = sys.argv[1] if argv is None and len(sys.argv) > 1 else None
     if command is not None and command != "batch":      # one job: glibc keeps freed memory
-        from . import runtime                            # for its next phase; fewer collections
-        runtime.keep_freed_memory()                      # (runtime)
-        runtime.collect_less()
-    status = _main(argv)
+        runtime.keep_freed_memory()                      # for its next phase; fewer collections
+        runtime.collect_less()                           # (runtime)
+    light, fmt = runtime.light_imports, warnings.formatwarning
+    try:
+        status = _main(argv)
+    finally:            # called from Python: later library calls take the library's routes again
+        runtime.light_imports, warnings.formatwarning = light, fmt
     if command in _QUICK_EXIT:
         import gc
         gc.freeze()
         if isinstance(status, int):
-            from . import runtime
             runtime.end_process(status)      # returns only where it cannot end the process
     return status
 
