@@ -67,7 +67,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA  # noqa: E402
+from _common import DATA, ROOT  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tests"))
+from test_analyze_states_file import _forward  # noqa: E402 (OpenSim's forward simulation, as the tests make it)
 
 from arthron.io.sto import read_sto  # noqa: E402
 from arthron.tools.analyze_tool import run_analyze  # noqa: E402
@@ -84,26 +87,6 @@ SETUP = """<?xml version="1.0" encoding="UTF-8"?>
   </objects></AnalysisSet>
   <states_file>{states}</states_file>
 </AnalyzeTool></OpenSimDocument>"""
-
-
-def _forward(out: Path) -> Path:
-    import opensim
-    m = opensim.Model(str(MODEL))
-    pc = opensim.PrescribedController()
-    ms = m.getMuscles()
-    for i in range(ms.getSize()):
-        pc.addActuator(ms.get(i))
-        pc.prescribeControlForActuator(ms.get(i).getName(), opensim.Constant(0.2 + 0.03 * i))
-    m.addController(pc)
-    s = m.initSystem()
-    m.equilibrateMuscles(s)
-    mgr = opensim.Manager(m)
-    mgr.setIntegratorAccuracy(1e-5)
-    s.setTime(0)
-    mgr.initialize(s)
-    mgr.integrate(0.1)
-    opensim.STOFileAdapter.write(mgr.getStatesTable(), str(out))
-    return out
 
 
 def _tiled(src: Path, out: Path, n: int) -> Path:
@@ -152,7 +135,7 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         os.chdir(tmp)                        # opensim.log goes there
-        states = _forward(tmp / "states.sto")
+        states = _forward(MODEL, tmp / "states.sto", 0.1, 1e-5)
         _case(tmp, "forward", states)
         _case(tmp, "tiled", _tiled(states, tmp / "long.sto", n_long))
 
