@@ -23,7 +23,7 @@ from arthron.tools.analyze_tool import run_analyze
 
 from conftest import ARM26, DATA, GAIT_PIPE, GAIT_REF_MODEL, REF, needs_data, needs_opensim
 from test_analyze_states_file import ACTUATOR, _compare, _converted_states, _forward, _run_opensim, _setup
-from test_muscle_states import CONVERT
+from test_muscle_states import CONVERT, arm26_replaced
 
 IK = REF / "task1_arm26" / "IK" / "arm26_InverseKinematics.mot"
 FR = """<ForceReporter name="ForceReporter"><on>true</on><step_interval>{n}</step_interval>
@@ -58,29 +58,15 @@ def _millard_equilibrium_arm26(folder):
     """arm26 with Millard2012EquilibriumMuscles of the Thelen muscles' parameters and paths:
     default fiber lengths 0.6..1.1 l_opt, every other one with a rigid tendon, fiber damping
     0 (the inverse force-velocity curve) .. 0.1 (damped equilibrium)."""
-    import opensim
-    m = opensim.Model(str(ARM26))
-    ms = m.getMuscles()
-    olds = [ms.get(i) for i in range(ms.getSize())]
-    news = []
-    for i, th in enumerate(olds):
+    def make(opensim, th, i):
         a = opensim.Millard2012EquilibriumMuscle(
             th.getName(), th.getMaxIsometricForce(), th.getOptimalFiberLength(),
             th.getTendonSlackLength(), th.getPennationAngleAtOptimalFiberLength())
-        a.set_path(th.get_path())
         a.set_default_fiber_length(th.getOptimalFiberLength() * (0.6 + 0.1 * i))
         a.set_ignore_tendon_compliance(i % 2 == 1)
         a.set_fiber_damping(0.02 * i)
-        news.append(a)
-    fs = m.updForceSet()
-    for th in olds:
-        fs.remove(fs.getIndex(th.getName()))
-    for a in news:
-        m.addForce(a)
-    m.finalizeConnections()
-    path = folder / "arm26_millard_equilibrium.osim"
-    m.printToXML(str(path))
-    return path
+        return a
+    return arm26_replaced(folder, "arm26_millard_equilibrium.osim", make)
 
 
 def _millard_acceleration_compressive_arm26(folder):

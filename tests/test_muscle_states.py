@@ -41,9 +41,9 @@ def _degroote_arm26(folder):
     return path
 
 
-def _millard_acceleration_arm26(folder):
-    """arm26 with Millard2012AccelerationMuscles of the Thelen muscles' parameters and paths,
-    default fiber lengths 0.5..0.75 l_opt, default fiber velocities −0.05..0.15 m/s."""
+def arm26_replaced(folder, name, make):
+    """arm26 with each Thelen muscle ``th`` (index ``i``) replaced by ``make(opensim, th, i)``, a
+    muscle of another class on the same path, written to ``folder / name``."""
     import opensim
     opensim.Logger.setLevelString("error")
     m = opensim.Model(str(ARM26))
@@ -51,12 +51,8 @@ def _millard_acceleration_arm26(folder):
     olds = [ms.get(i) for i in range(ms.getSize())]
     news = []
     for i, th in enumerate(olds):
-        a = opensim.Millard2012AccelerationMuscle(
-            th.getName(), th.getMaxIsometricForce(), th.getOptimalFiberLength(),
-            th.getTendonSlackLength(), th.getPennationAngleAtOptimalFiberLength())
+        a = make(opensim, th, i)
         a.set_path(th.get_path())
-        a.set_default_fiber_length(th.getOptimalFiberLength() * (0.5 + 0.05 * i))
-        a.set_default_fiber_velocity(0.05 * (i - 2) * (i % 2))
         news.append(a)
     fs = m.updForceSet()
     for th in olds:
@@ -64,9 +60,22 @@ def _millard_acceleration_arm26(folder):
     for a in news:
         m.addForce(a)
     m.finalizeConnections()
-    path = folder / "arm26_millard_acceleration.osim"
+    path = folder / name
     m.printToXML(str(path))
     return path
+
+
+def _millard_acceleration_arm26(folder):
+    """arm26 with Millard2012AccelerationMuscles of the Thelen muscles' parameters and paths,
+    default fiber lengths 0.5..0.75 l_opt, default fiber velocities −0.05..0.15 m/s."""
+    def make(opensim, th, i):
+        a = opensim.Millard2012AccelerationMuscle(
+            th.getName(), th.getMaxIsometricForce(), th.getOptimalFiberLength(),
+            th.getTendonSlackLength(), th.getPennationAngleAtOptimalFiberLength())
+        a.set_default_fiber_length(th.getOptimalFiberLength() * (0.5 + 0.05 * i))
+        a.set_default_fiber_velocity(0.05 * (i - 2) * (i % 2))
+        return a
+    return arm26_replaced(folder, "arm26_millard_acceleration.osim", make)
 
 
 CONVERT = {"DeGrooteFregly2016Muscle": _degroote_arm26,
