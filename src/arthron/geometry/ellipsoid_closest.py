@@ -13,6 +13,16 @@ NEWTON_CHUNK = 8192        # points per block of the closest-point Newton iterat
 #                            buffers stay in a 2 MiB L2 cache)
 
 
+def _near_axis(a, b, a2, b2, u, v):
+    """Eberly's special case of :func:`closest_ellipse` for points with ``u`` (radius ``a``)
+    within round-off of 0 and ``v`` (radius ``b``) not: the closest (x, y). The case of a ``v``
+    near 0 is this one with the axes swapped."""
+    c1 = (a >= b) | (np.abs(v) >= b - a2 / b)
+    yy = np.where(c1, np.where(v >= 0, b, -b), b2 * v / (b2 - a2) if b2 != a2 else 0.0)
+    xx = np.where(c1, u, a * np.sqrt(np.abs(1 - (yy / b) ** 2)))
+    return xx, yy
+
+
 def closest_ellipse(a, b, u, v):
     """Closest point (x, y) on the ellipse (x/a)² + (y/b)² = 1 to (u, v), with the special
     cases near the axes and the Newton iteration on the Lagrange multiplier of Eberly's
@@ -33,18 +43,10 @@ def closest_ellipse(a, b, u, v):
         y[both] = np.where(v[both] < 0, -b, b)
     m = nx & ~ny
     if m.any():
-        vv = v[m]
-        c1 = (a >= b) | (np.abs(vv) >= b - a2 / b)
-        yy = np.where(c1, np.where(vv >= 0, b, -b), b2 * vv / (b2 - a2) if b2 != a2 else 0.0)
-        xx = np.where(c1, u[m], a * np.sqrt(np.abs(1 - (yy / b) ** 2)))
-        x[m], y[m] = xx, yy
+        x[m], y[m] = _near_axis(a, b, a2, b2, u[m], v[m])
     m = ny & ~nx
     if m.any():
-        uu = u[m]
-        c1 = (b >= a) | (np.abs(uu) >= a - b2 / a)
-        xx = np.where(c1, np.where(uu >= 0, a, -a), a2 * uu / (a2 - b2) if a2 != b2 else 0.0)
-        yy = np.where(c1, v[m], b * np.sqrt(np.abs(1 - (xx / a) ** 2)))
-        x[m], y[m] = xx, yy
+        y[m], x[m] = _near_axis(b, a, b2, a2, v[m], u[m])
     g = ~(nx | ny)
     if g.any():
         uu, vv = u[g], v[g]

@@ -234,11 +234,11 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
     PathSet (compiled once), and each force's compiled path is the same object in every
     selection.
     """
+    sel = None if forces is None else [forces] if isinstance(forces, str) else list(forces)
     shared = _SHARED.get()
     set_key = None
     if shared is not None:
-        set_key = ("set", id(model), id(tree), None if forces is None else (forces,)
-                   if isinstance(forces, str) else tuple(forces), bool(strict))
+        set_key = ("set", id(model), id(tree), None if sel is None else tuple(sel), bool(strict))
         if set_key in shared["compiled"]:
             return shared["compiled"][set_key]
     nb = tree.nb
@@ -265,7 +265,6 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         wobjs.append(WrapObjectData(w.name, w.type, bidx[base], Rw, pw, dims, axis, sign,
                                     bool(w.active)))
     names, types, paths, props = [], [], [], []
-    sel = None if forces is None else [forces] if isinstance(forces, str) else list(forces)
     unknown = [n for n in sel or () if n not in model.forces]
     if unknown:         # a name typed by hand (--muscles, a MuscleAnalysis' muscle_list): name it
         with_path = [n for n, f in model.forces.items() if f.path is not None]
