@@ -121,3 +121,14 @@ def test_output_group_stages_each_folder_once(tmp_path):
     for name in ("a.txt", "b.txt", "sub/c.txt"):
         assert (tmp_path / name).read_text() == name
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o640
+
+
+def test_shared_paths_take_a_generator_of_force_names():
+    """A generator of force names selects the same paths inside ``shared_paths`` as outside (the
+    context's cache key used the generator up: the path set came back empty)."""
+    model = read_osim(ARM26)
+    tree = compile_model(model)
+    outside = P.compile_paths(model, tree, forces=(n for n in ("TRIlong", "BIClong"))).names
+    with P.shared_paths():
+        inside = P.compile_paths(model, tree, forces=(n for n in ("TRIlong", "BIClong"))).names
+    assert list(outside) == list(inside) == ["TRIlong", "BIClong"]
