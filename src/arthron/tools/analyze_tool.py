@@ -15,6 +15,7 @@ in the bodies' frames), ``<tool name>_Kinematics_q.sto`` / ``_u`` / ``_dudt``,
 """
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 from pathlib import Path
@@ -242,9 +243,11 @@ def _setup_coordinates(st: AnalyzeSetup, model: Model, tree: Tree, motion):
     return _setup_q_qd(st, model, tree, motion)[:2]
 
 
-def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None, fibers=False) -> tuple:
+def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None, fibers=False,
+                     q_qd=None) -> tuple:
     """(PathAnalysis, the coordinates to write moment arms for, {file kind: (T, m) array} of the
-    other files to write (``fibers``: :func:`_fiber_files`; else {}))."""
+    other files to write (``fibers``: :func:`_fiber_files`; else {})). ``q_qd``:
+    :func:`_setup_q_qd` of the setup, when prepared already."""
     tree = compile_model(model) if tree is None else tree
     mlist = setting_list(setting_text(ma, "muscle_list"))
     muscles = None if not mlist or mlist[0].lower() == "all" else mlist
@@ -254,7 +257,9 @@ def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None, fibe
             raise _setting_error(st, ma, "muscle_list", f"model '{model.name}' has no muscle "
                                  f"{', '.join(map(repr, bad))} (OpenSim 4.6 leaves such names out "
                                  "without a word)")
-    if fibers:
+    if q_qd is not None:
+        t, q, qd = q_qd
+    elif fibers:
         t, q, qd = _setup_q_qd(st, model, tree, motion)
     else:
         t, q = _setup_coordinates(st, model, tree, motion)
@@ -423,14 +428,15 @@ def _file_prefix(prefix, model: Model) -> str:
 # --------------------------------------------------------------------------------------
 # ForceReporter
 # --------------------------------------------------------------------------------------
-def _force_reporter(st: AnalyzeSetup, el, model: Model, motion, tree: Tree, loads=None):
+def _force_reporter(st: AnalyzeSetup, el, model: Model, motion, tree: Tree, loads=None, q_qd=None):
     """One ForceReporter of a setup (:func:`arthron.solvers.force_reporter.force_reporter`):
     the records at the AnalyzeTool's states, muscles at their default states (a coordinates
     file) or the file's (a states file). A ForceReporter arthron cannot reproduce
     (``include_constraint_forces`` on a constrained model) is None, with a warning; forces left
-    out of the file are named in a warning."""
+    out of the file are named in a warning. ``loads``, ``q_qd``: :func:`_external_loads` and
+    :func:`_setup_q_qd` of the setup, when prepared already."""
     from ..solvers.force_reporter import force_reporter
-    t, q, qd = _setup_q_qd(st, model, tree, motion)
+    t, q, qd = q_qd or _setup_q_qd(st, model, tree, motion)
     ext, loads_table = loads or _external_loads(st.external_loads_file)
     try:
         rep = force_reporter(model, t, q, qd, tree=tree,
@@ -691,12 +697,9 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
     model = model_with_force_sets(st)
     motion = _setup_input(st, model)
     tree = compile_model(model)
-    read = []
-
-    def loads():                                 # the external loads read once, when needed
-        if not read:
-            read.append(_external_loads(st.external_loads_file))
-        return read[0]
+    # what several analyses use, prepared once per run when first needed
+    loads = functools.cache(lambda: _external_loads(st.external_loads_file))
+    q_qd = functools.cache(lambda: _setup_q_qd(st, model, tree, motion))
     # compute everything before writing anything
     results = []
     for kind, el in todo:
@@ -708,7 +711,7 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
             from .static_optimization_tool import static_optimization_of_setup
             results.append((kind, el, n, static_optimization_of_setup(st, el, model, motion)))
         elif kind == "ForceReporter":
-            rep = _force_reporter(st, el, model, motion, tree, loads())
+            rep = _force_reporter(st, el, model, motion, tree, loads(), q_qd())
             if rep is not None:
                 results.append((kind, el, n, rep))
         elif kind in KINEMATICS_ANALYSES:
@@ -724,7 +727,8 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
             if rep is not None:
                 results.append((kind, el, n, rep))
         else:
-            results.append((kind, el, n, _muscle_analysis(st, el, model, motion, tree, fibers=True)))
+            results.append((kind, el, n, _muscle_analysis(st, el, model, motion, tree, fibers=True,
+                                                                     q_qd=q_qd())))
     out = results_directory(st.setup, results_dir, create=False)
     plan = []
     for kind, el, n, res in results:
