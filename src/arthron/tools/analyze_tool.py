@@ -686,7 +686,6 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
     if bad:
         raise OptionError(f"analyses arthron runs are {', '.join(SUPPORTED_ANALYSES)}; not {', '.join(bad)}")
     todo = [(k, el) for k, el in st.analyses if k in kinds]
-    kin_states = None
     skipped = [k for k, _ in st.analyses if k not in SUPPORTED_ANALYSES]
     if skipped and only is None:
         warnings.warn(f"{st.path}: analyses arthron does not run are skipped: {', '.join(skipped)}",
@@ -700,6 +699,7 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
     # what several analyses use, prepared once per run when first needed
     loads = functools.cache(lambda: _external_loads(st.external_loads_file))
     q_qd = functools.cache(lambda: _setup_q_qd(st, model, tree, motion))
+    kin_states = functools.cache(lambda: _kinematics_states(st, model, motion, tree, loads()))
     # compute everything before writing anything
     results = []
     for kind, el in todo:
@@ -715,20 +715,17 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
             if rep is not None:
                 results.append((kind, el, n, rep))
         elif kind in KINEMATICS_ANALYSES:
-            kin_states = kin_states or _kinematics_states(st, model, motion, tree, loads())
-            results.append((kind, el, n, _kinematics_analysis(st, kind, el, model, tree, kin_states)))
+            results.append((kind, el, n, _kinematics_analysis(st, kind, el, model, tree, kin_states())))
         elif kind == "Actuation":
-            kin_states = kin_states or _kinematics_states(st, model, motion, tree, loads())
-            results.append((kind, el, n, _actuation(st, model, motion, tree, kin_states)))
+            results.append((kind, el, n, _actuation(st, model, motion, tree, kin_states())))
         elif kind == "StatesReporter":
-            if not isinstance(motion, ModelStates):
-                kin_states = kin_states or _kinematics_states(st, model, motion, tree, loads())
-            rep = _states_reporter(st, model, motion, tree, kin_states)
+            rep = _states_reporter(st, model, motion, tree,
+                                   None if isinstance(motion, ModelStates) else kin_states())
             if rep is not None:
                 results.append((kind, el, n, rep))
         else:
             results.append((kind, el, n, _muscle_analysis(st, el, model, motion, tree, fibers=True,
-                                                                     q_qd=q_qd())))
+                                                          q_qd=q_qd())))
     out = results_directory(st.setup, results_dir, create=False)
     plan = []
     for kind, el, n, res in results:
