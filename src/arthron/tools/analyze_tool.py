@@ -42,7 +42,7 @@ from ..solvers.reactions import JointReactionResult, joint_reactions
 from ..models.motion import coordinates_from_table
 from .analyze_setup import (AnalyzeSetup, model_with_force_sets, read_analyze_setup,  # noqa: F401
                             read_force_set_file, step_rows)
-from .analyze_setup import analysis_name
+from .analyze_setup import analysis_name, setup_step_rows
 from .options import check_lowpass, check_result_name, check_time_range
 from .setup_files import setting_bool, setting_list, setting_text, step_interval
 from .setup_files import find_setup_file, results_directory
@@ -62,15 +62,6 @@ def _setup_input(st: AnalyzeSetup, model: Model):
     """What the setup's analyses run on (:func:`~arthron.tools.static_optimization_tool.setup_motion`)."""
     from .static_optimization_tool import setup_motion
     return setup_motion(st, model)
-
-
-def _rows(st: AnalyzeSetup, motion, time, n: int):
-    """The frames an analysis with ``step_interval`` n records (None: all)."""
-    if n <= 1:
-        return None
-    if isinstance(motion, ModelStates):
-        return motion.step_rows(n, time)
-    return step_rows(motion.time, time, n, st.lowpass_hz > 0)
 
 
 def _external_loads(path):
@@ -754,36 +745,38 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
     with output_group():
         for (kind, el, n, res), files in zip(results, plan):
             if kind == "JointReaction":
-                written.append(write_joint_reactions(res, files[0], _rows(st, motion, res.time, n)))
+                written.append(write_joint_reactions(res, files[0],
+                                                     setup_step_rows(st, motion, res.time, n)))
             elif kind == "StaticOptimization":
                 from .static_optimization_tool import write_static_optimization
-                written += write_static_optimization(res, out, st.name, _rows(st, motion, res.time, n),
+                written += write_static_optimization(res, out, st.name,
+                                                     setup_step_rows(st, motion, res.time, n),
                                                      analysis=analysis_name(el, kind))
             elif kind == "ForceReporter":
-                res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res
+                res = res.rows(setup_step_rows(st, motion, res.time, n)) if n > 1 else res
                 make_output_folder(files[0])
                 write_sto(files[0], res.to_table())
                 written.append(files[0])
             elif kind == "Actuation":
-                res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res
+                res = res.rows(setup_step_rows(st, motion, res.time, n)) if n > 1 else res
                 for f, k in zip(files, ("force", "speed", "power")):
                     make_output_folder(f)
                     write_sto(f, res.to_table(k))
                     written.append(f)
             elif kind == "StatesReporter":
                 if n > 1:
-                    r = _rows(st, motion, res.time, n)
+                    r = setup_step_rows(st, motion, res.time, n)
                     res = Table(name=res.name, time=res.time[r], labels=res.labels, data=res.data[r],
                                 in_degrees=False, comments=res.comments)
                 make_output_folder(files[0])
                 write_sto(files[0], res)
                 written.append(files[0])
             elif kind in KINEMATICS_ANALYSES:
-                res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res
+                res = res.rows(setup_step_rows(st, motion, res.time, n)) if n > 1 else res
                 written += _write_kinematics(res, files)
             else:
                 pa, coords, extra = res
-                rows = _rows(st, motion, pa.time, n) if n > 1 else slice(None)
+                rows = setup_step_rows(st, motion, pa.time, n) if n > 1 else slice(None)
                 pa = pa.rows(rows) if n > 1 else pa
                 still = _still_coordinates(pa)
                 written += _write_path_tables(pa, coords, out, st.name, analysis_name(el, kind))

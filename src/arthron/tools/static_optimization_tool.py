@@ -26,7 +26,8 @@ from ..models.forces import CoordinateActuator
 from ..models.model import Model
 from ..solvers.load_sharing import LoadSharingResult, static_optimization
 from ..io.files import check_output, check_output_dir, make_output_folder, output_group
-from .analyze_setup import AnalyzeSetup, analysis_name, model_with_force_sets, read_analyze_setup, step_rows
+from .analyze_setup import AnalyzeSetup, analysis_name, model_with_force_sets, read_analyze_setup
+from .analyze_setup import setup_step_rows
 from .options import check_lowpass, check_result_name, check_time_range
 from .setup_files import setting_bool, setting_float, setting_text, step_interval
 from .setup_files import results_directory
@@ -228,8 +229,7 @@ def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_
     if write:
         out = results_directory(st.setup, results_dir)
         n = step_interval(so, st.path)
-        rows = None if n <= 1 else (motion.step_rows(n, res.time) if st.states_file is not None
-                                    else step_rows(motion.time, res.time, n, st.lowpass_hz > 0))
+        rows = setup_step_rows(st, motion, res.time, n)
         jr = res.extra["joint_reactions"] if joint_reactions else None
         written = write_load_sharing(res, out, st.name, jr, report=False, rows=rows,
                                      analysis=analysis_name(so, "StaticOptimization"))
