@@ -56,6 +56,8 @@ SUPPORTED_ANALYSES = ("JointReaction", "MuscleAnalysis", "StaticOptimization", "
                       "Kinematics", "PointKinematics", "ForceReporter", "StatesReporter", "Actuation")
 #: the kinematics analyses (:mod:`arthron.solvers.kinematics_analyses`)
 KINEMATICS_ANALYSES = ("BodyKinematics", "Kinematics", "PointKinematics")
+#: the Actuation analysis' files, ``<tool name>_<analysis>_<kind>.sto``
+_ACTUATION_FILES = ("force", "speed", "power")
 
 
 def _setup_input(st: AnalyzeSetup, model: Model):
@@ -729,7 +731,7 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
         elif kind == "ForceReporter":
             plan.append([out / f"{st.name}_{analysis_name(el, kind)}_forces.sto"])
         elif kind == "Actuation":
-            plan.append([out / f"{st.name}_{analysis_name(el, kind)}_{k}.sto" for k in ("force", "speed", "power")])
+            plan.append([out / f"{st.name}_{analysis_name(el, kind)}_{k}.sto" for k in _ACTUATION_FILES])
         elif kind == "StatesReporter":
             plan.append([out / f"{st.name}_{analysis_name(el, kind)}_states.sto"])
         elif kind in KINEMATICS_ANALYSES:
@@ -752,25 +754,20 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
                 written += write_static_optimization(res, out, st.name,
                                                      setup_step_rows(st, motion, res.time, n),
                                                      analysis=analysis_name(el, kind))
-            elif kind == "ForceReporter":
-                res = res.rows(setup_step_rows(st, motion, res.time, n)) if n > 1 else res
-                make_output_folder(files[0])
-                write_sto(files[0], res.to_table())
-                written.append(files[0])
-            elif kind == "Actuation":
-                res = res.rows(setup_step_rows(st, motion, res.time, n)) if n > 1 else res
-                for f, k in zip(files, ("force", "speed", "power")):
+            elif kind in ("ForceReporter", "Actuation", "StatesReporter"):   # a table per file
+                r = setup_step_rows(st, motion, res.time, n)
+                if kind == "StatesReporter":
+                    tables = [res if r is None else Table(
+                        name=res.name, time=res.time[r], labels=res.labels, data=res.data[r],
+                        in_degrees=False, comments=res.comments)]
+                else:
+                    res = res if r is None else res.rows(r)
+                    tables = ([res.to_table()] if kind == "ForceReporter"
+                              else [res.to_table(k) for k in _ACTUATION_FILES])
+                for f, table in zip(files, tables):
                     make_output_folder(f)
-                    write_sto(f, res.to_table(k))
+                    write_sto(f, table)
                     written.append(f)
-            elif kind == "StatesReporter":
-                if n > 1:
-                    r = setup_step_rows(st, motion, res.time, n)
-                    res = Table(name=res.name, time=res.time[r], labels=res.labels, data=res.data[r],
-                                in_degrees=False, comments=res.comments)
-                make_output_folder(files[0])
-                write_sto(files[0], res)
-                written.append(files[0])
             elif kind in KINEMATICS_ANALYSES:
                 res = res.rows(setup_step_rows(st, motion, res.time, n)) if n > 1 else res
                 written += _write_kinematics(res, files)
