@@ -32,7 +32,7 @@ from ..models.model import Model
 from ..multibody.constraints import assemble
 from ..multibody.kinematics import Tree, compile_model
 from ..solvers.filtering import prepare_coordinates
-from ..solvers.kinematics_analyses import (CENTER_OF_MASS, AnalysisStates, analysis_states,
+from ..solvers.kinematics_analyses import (CENTER_OF_MASS, AnalysisStates,
                                            analysis_states_of, body_kinematics, coordinate_kinematics,
                                            point_kinematics)
 from ..solvers.states_file import ModelStates, states_report
@@ -206,19 +206,25 @@ def write_joint_reactions(result: JointReactionResult, path, rows=None) -> Path:
 # --------------------------------------------------------------------------------------
 # MuscleAnalysis
 # --------------------------------------------------------------------------------------
-def _setup_q_qd(st: AnalyzeSetup, model: Model, tree: Tree, motion):
-    """(time, q, q̇) of the states AnalyzeTool visits: a states file's q (assembled when the
-    model has constraints) and speeds, or the coordinates file's quintic splines (filtered,
-    over the setup's time range) and their derivatives, as
-    :func:`arthron.solvers.kinematics_analyses.analysis_states` builds them; q̇ from the speeds
-    (:func:`arthron.multibody.kinematics.qdot_from_speeds`)."""
+def _setup_t_q_u(st: AnalyzeSetup, model: Model, motion):
+    """(time, q, u) the setup's analyses start from, before any assembly: a states file's rows
+    (coordinates and speeds as given), or the coordinates file's quintic splines (missing
+    coordinates at their defaults, filtered, over the setup's time range) and their
+    derivatives, as :func:`arthron.solvers.kinematics_analyses.analysis_states` builds them."""
     if isinstance(motion, ModelStates):
-        t, q, u = motion.time, motion.q, motion.u
-    else:
-        vals = coordinates_from_table(model, motion, missing="default")
-        lp = st.lowpass_hz if st.lowpass_hz > 0 else None
-        t, q, u, _ = prepare_coordinates(np.asarray(motion.time, float), vals, lp, st.time_range,
-                                         source=getattr(motion, "source", None))
+        return motion.time, motion.q, motion.u
+    vals = coordinates_from_table(model, motion, missing="default")
+    lp = st.lowpass_hz if st.lowpass_hz > 0 else None
+    t, q, u, _ = prepare_coordinates(np.asarray(motion.time, float), vals, lp, st.time_range,
+                                     source=getattr(motion, "source", None))
+    return t, q, u
+
+
+def _setup_q_qd(st: AnalyzeSetup, model: Model, tree: Tree, motion, t_q_u=None):
+    """(time, q, q̇) of the states AnalyzeTool visits: :func:`_setup_t_q_u` (``t_q_u``, when
+    prepared already), q assembled when the model has constraints, q̇ from the speeds
+    (:func:`arthron.multibody.kinematics.qdot_from_speeds`)."""
+    t, q, u = t_q_u or _setup_t_q_u(st, model, motion)
     if any(c.enabled for c in model.constraints):
         q = assemble(model, tree, q)
     qd = u
@@ -493,20 +499,18 @@ def _states_reporter(st: AnalyzeSetup, model: Model, motion, tree: Tree, kin_sta
 # --------------------------------------------------------------------------------------
 # BodyKinematics, Kinematics, PointKinematics
 # --------------------------------------------------------------------------------------
-def _kinematics_states(st: AnalyzeSetup, model: Model, motion, tree: Tree, loads=None) -> AnalysisStates:
+def _kinematics_states(st: AnalyzeSetup, model: Model, motion, tree: Tree, loads=None,
+                       t_q_u=None) -> AnalysisStates:
     """The states the kinematics analyses record (one set for all of them): those of the
-    states file (its q, u and muscle states), or of the coordinates file's splines.
-    ``loads``: :func:`_external_loads` of the setup's file, when read already."""
+    states file (its q, u and muscle states), or of the coordinates file's splines
+    (:func:`_setup_t_q_u`, as :func:`arthron.solvers.kinematics_analyses.analysis_states`).
+    ``loads``, ``t_q_u``: :func:`_external_loads` and :func:`_setup_t_q_u` of the setup, when
+    prepared already."""
     ext, loads_table = loads or _external_loads(st.external_loads_file)
-    if isinstance(motion, ModelStates):
-        return analysis_states_of(model, motion.time, motion.q, motion.u, external_loads=ext,
-                                  loads_table=loads_table, tree=tree,
-                                  default_fiber_lengths=_muscle_defaults(model),
-                                  muscle_states=motion.muscles)
-    lp = st.lowpass_hz if st.lowpass_hz > 0 else None
-    return analysis_states(model, motion, lowpass_hz=lp, time_range=st.time_range,
-                           external_loads=ext, loads_table=loads_table, tree=tree,
-                           default_fiber_lengths=_muscle_defaults(model))
+    t, q, u = t_q_u or _setup_t_q_u(st, model, motion)
+    return analysis_states_of(model, t, q, u, external_loads=ext, loads_table=loads_table, tree=tree,
+                              default_fiber_lengths=_muscle_defaults(model),
+                              muscle_states=motion.muscles if isinstance(motion, ModelStates) else None)
 
 
 def _muscle_defaults(model: Model) -> dict:
@@ -691,8 +695,9 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
     tree = compile_model(model)
     # what several analyses use, prepared once per run when first needed
     loads = functools.cache(lambda: _external_loads(st.external_loads_file))
-    q_qd = functools.cache(lambda: _setup_q_qd(st, model, tree, motion))
-    kin_states = functools.cache(lambda: _kinematics_states(st, model, motion, tree, loads()))
+    t_q_u = functools.cache(lambda: _setup_t_q_u(st, model, motion))     # the splines once
+    q_qd = functools.cache(lambda: _setup_q_qd(st, model, tree, motion, t_q_u()))
+    kin_states = functools.cache(lambda: _kinematics_states(st, model, motion, tree, loads(), t_q_u()))
     # compute everything before writing anything
     results = []
     for kind, el in todo:
