@@ -66,6 +66,12 @@ def _setup_input(st: AnalyzeSetup, model: Model):
     return setup_motion(st, model)
 
 
+def _file_muscle_states(motion):
+    """The muscle states a states file gives ({muscle: {state: (T,) array}}), or None for a
+    coordinates file (the muscles at their default states)."""
+    return motion.muscles if isinstance(motion, ModelStates) else None
+
+
 def _external_loads(path):
     """(ExternalLoads, its data table) of an ExternalLoads file, or (None, None)."""
     if path is None:
@@ -292,7 +298,7 @@ def _fiber_files(st: AnalyzeSetup, ma, model: Model, tree: Tree, res: PathAnalys
         have = {k: np.zeros(len(muscles), bool) for k in MUSCLE_ANALYSIS_FILES}
     else:
         speeds = lengthening_speeds(compile_paths(model, tree, forces=list(res.names)), tree, res.q, qd)
-        states = motion.muscles if isinstance(motion, ModelStates) else None
+        states = _file_muscle_states(motion)
         values, have = muscle_fibers(muscles, res.lengths, speeds, _muscle_defaults(model), states)
         for k, m in enumerate(muscles):         # a disabled muscle: OpenSim's force is not arthron's
             if not m.applies_force:
@@ -439,7 +445,7 @@ def _force_reporter(st: AnalyzeSetup, el, model: Model, motion, tree: Tree, load
     ext, loads_table = loads or _external_loads(st.external_loads_file)
     try:
         rep = force_reporter(model, t, q, qd, tree=tree,
-                             muscle_states=motion.muscles if isinstance(motion, ModelStates) else None,
+                             muscle_states=_file_muscle_states(motion),
                              default_fiber_lengths=_muscle_defaults(model), external_loads=ext,
                              loads_table=loads_table,
                              include_constraint_forces=setting_bool(el, "include_constraint_forces", False))
@@ -461,7 +467,7 @@ def _actuation(st: AnalyzeSetup, model: Model, motion, tree: Tree, kin_states: A
     kinematics analyses' states; the actuators left out are named in a warning."""
     from ..solvers.actuation import actuation
     res = actuation(model, tree, kin_states.time, kin_states.q, kin_states.u, kin_states.qd,
-                    muscle_states=motion.muscles if isinstance(motion, ModelStates) else None,
+                    muscle_states=_file_muscle_states(motion),
                     default_fiber_lengths=_muscle_defaults(model))
     if res.omitted:
         warnings.warn(f"{st.path}: the Actuation files leave out the actuators OpenSim 4.6 records "
@@ -510,7 +516,7 @@ def _kinematics_states(st: AnalyzeSetup, model: Model, motion, tree: Tree, loads
     t, q, u = t_q_u or _setup_t_q_u(st, model, motion)
     return analysis_states_of(model, t, q, u, external_loads=ext, loads_table=loads_table, tree=tree,
                               default_fiber_lengths=_muscle_defaults(model),
-                              muscle_states=motion.muscles if isinstance(motion, ModelStates) else None)
+                              muscle_states=_file_muscle_states(motion))
 
 
 def _muscle_defaults(model: Model) -> dict:
