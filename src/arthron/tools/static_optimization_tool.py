@@ -172,8 +172,7 @@ def run_static_optimization(model, motion, *, external_loads=None, lowpass_hz=No
     except (TypeError, ValueError):
         raise OptionError(f"activation exponent must be a number, got {activation_exponent!r}") from None
     model = model if isinstance(model, Model) else read_osim(model)
-    if not (hasattr(motion, "labels") or hasattr(motion, "speed_spline_accelerations")):
-        motion = read_sto(motion)          # (a Table, or a states file's ModelStates, as given)
+    motion = _motion(motion)
     ext = external_loads
     if ext is not None and not hasattr(ext, "forces"):
         ext = read_external_loads(ext)
@@ -236,6 +235,13 @@ def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_
     return res, written
 
 
+def _motion(motion):
+    """A motion given as a Table or a states file's ModelStates, as it is; a path, read."""
+    if hasattr(motion, "labels") or hasattr(motion, "speed_spline_accelerations"):
+        return motion
+    return read_sto(motion)
+
+
 def setup_motion(st: AnalyzeSetup, model: Model):
     """What an AnalyzeTool setup's analyses run on: its coordinates file (a Table), or the
     model's states in its ``states_file`` within its time range (ModelStates,
@@ -293,8 +299,7 @@ def joint_reactions_of(result: LoadSharingResult, model, motion, *, external_loa
     from ..solvers.reactions import joint_reactions
     from ..tables import Table
     model = model if isinstance(model, Model) else read_osim(model)
-    if not (hasattr(motion, "labels") or hasattr(motion, "speed_spline_accelerations")):
-        motion = read_sto(motion)          # (a Table, or a states file's ModelStates, as given)
+    motion = _motion(motion)
     ext = external_loads
     if ext is not None and not hasattr(ext, "forces"):
         ext = read_external_loads(ext)
