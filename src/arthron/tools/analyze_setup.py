@@ -47,6 +47,17 @@ def step_rows(motion_time, t_out, step_interval: int, filtered: bool) -> np.ndar
     return np.flatnonzero(keep)
 
 
+def setup_step_rows(st: "AnalyzeSetup", motion, t_out, step_interval: int):
+    """The frames of ``t_out`` an analysis of the setup ``st`` with ``step_interval`` N records
+    (None for N ≤ 1: all): :meth:`arthron.solvers.states_file.ModelStates.step_rows` on a states
+    file's ModelStates, else :func:`step_rows` on the coordinates file (padded when filtered)."""
+    if step_interval <= 1:
+        return None
+    if hasattr(motion, "step_rows"):             # a states file's ModelStates
+        return motion.step_rows(step_interval, t_out)
+    return step_rows(motion.time, t_out, step_interval, st.lowpass_hz > 0)
+
+
 # --------------------------------------------------------------------------------------
 # force set files
 # --------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ in the bodies' frames), ``<tool name>_Kinematics_q.sto`` / ``_u`` / ``_dudt``,
 """
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 from pathlib import Path
@@ -31,7 +32,7 @@ from ..models.model import Model
 from ..multibody.constraints import assemble
 from ..multibody.kinematics import Tree, compile_model
 from ..solvers.filtering import prepare_coordinates
-from ..solvers.kinematics_analyses import (CENTER_OF_MASS, AnalysisStates, analysis_states,
+from ..solvers.kinematics_analyses import (CENTER_OF_MASS, AnalysisStates,
                                            analysis_states_of, body_kinematics, coordinate_kinematics,
                                            point_kinematics)
 from ..solvers.states_file import ModelStates, states_report
@@ -41,7 +42,7 @@ from ..solvers.reactions import JointReactionResult, joint_reactions
 from ..models.motion import coordinates_from_table
 from .analyze_setup import (AnalyzeSetup, model_with_force_sets, read_analyze_setup,  # noqa: F401
                             read_force_set_file, step_rows)
-from .analyze_setup import analysis_name
+from .analyze_setup import analysis_name, setup_step_rows
 from .options import check_lowpass, check_result_name, check_time_range
 from .setup_files import setting_bool, setting_list, setting_text, step_interval
 from .setup_files import find_setup_file, results_directory
@@ -55,6 +56,8 @@ SUPPORTED_ANALYSES = ("JointReaction", "MuscleAnalysis", "StaticOptimization", "
                       "Kinematics", "PointKinematics", "ForceReporter", "StatesReporter", "Actuation")
 #: the kinematics analyses (:mod:`arthron.solvers.kinematics_analyses`)
 KINEMATICS_ANALYSES = ("BodyKinematics", "Kinematics", "PointKinematics")
+#: the Actuation analysis' files, ``<tool name>_<analysis>_<kind>.sto``
+_ACTUATION_FILES = ("force", "speed", "power")
 
 
 def _setup_input(st: AnalyzeSetup, model: Model):
@@ -63,13 +66,10 @@ def _setup_input(st: AnalyzeSetup, model: Model):
     return setup_motion(st, model)
 
 
-def _rows(st: AnalyzeSetup, motion, time, n: int):
-    """The frames an analysis with ``step_interval`` n records (None: all)."""
-    if n <= 1:
-        return None
-    if isinstance(motion, ModelStates):
-        return motion.step_rows(n, time)
-    return step_rows(motion.time, time, n, st.lowpass_hz > 0)
+def _file_muscle_states(motion):
+    """The muscle states a states file gives ({muscle: {state: (T,) array}}), or None for a
+    coordinates file (the muscles at their default states)."""
+    return motion.muscles if isinstance(motion, ModelStates) else None
 
 
 def _external_loads(path):
@@ -212,19 +212,25 @@ def write_joint_reactions(result: JointReactionResult, path, rows=None) -> Path:
 # --------------------------------------------------------------------------------------
 # MuscleAnalysis
 # --------------------------------------------------------------------------------------
-def _setup_q_qd(st: AnalyzeSetup, model: Model, tree: Tree, motion):
-    """(time, q, q̇) of the states AnalyzeTool visits: a states file's q (assembled when the
-    model has constraints) and speeds, or the coordinates file's quintic splines (filtered,
-    over the setup's time range) and their derivatives, as
-    :func:`arthron.solvers.kinematics_analyses.analysis_states` builds them; q̇ from the speeds
-    (:func:`arthron.multibody.kinematics.qdot_from_speeds`)."""
+def _setup_t_q_u(st: AnalyzeSetup, model: Model, motion):
+    """(time, q, u) the setup's analyses start from, before any assembly: a states file's rows
+    (coordinates and speeds as given), or the coordinates file's quintic splines (missing
+    coordinates at their defaults, filtered, over the setup's time range) and their
+    derivatives, as :func:`arthron.solvers.kinematics_analyses.analysis_states` builds them."""
     if isinstance(motion, ModelStates):
-        t, q, u = motion.time, motion.q, motion.u
-    else:
-        vals = coordinates_from_table(model, motion, missing="default")
-        lp = st.lowpass_hz if st.lowpass_hz > 0 else None
-        t, q, u, _ = prepare_coordinates(np.asarray(motion.time, float), vals, lp, st.time_range,
-                                         source=getattr(motion, "source", None))
+        return motion.time, motion.q, motion.u
+    vals = coordinates_from_table(model, motion, missing="default")
+    lp = st.lowpass_hz if st.lowpass_hz > 0 else None
+    t, q, u, _ = prepare_coordinates(np.asarray(motion.time, float), vals, lp, st.time_range,
+                                     source=getattr(motion, "source", None))
+    return t, q, u
+
+
+def _setup_q_qd(st: AnalyzeSetup, model: Model, tree: Tree, motion, t_q_u=None):
+    """(time, q, q̇) of the states AnalyzeTool visits: :func:`_setup_t_q_u` (``t_q_u``, when
+    prepared already), q assembled when the model has constraints, q̇ from the speeds
+    (:func:`arthron.multibody.kinematics.qdot_from_speeds`)."""
+    t, q, u = t_q_u or _setup_t_q_u(st, model, motion)
     if any(c.enabled for c in model.constraints):
         q = assemble(model, tree, q)
     qd = u
@@ -242,9 +248,11 @@ def _setup_coordinates(st: AnalyzeSetup, model: Model, tree: Tree, motion):
     return _setup_q_qd(st, model, tree, motion)[:2]
 
 
-def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None, fibers=False) -> tuple:
+def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None, fibers=False,
+                     q_qd=None) -> tuple:
     """(PathAnalysis, the coordinates to write moment arms for, {file kind: (T, m) array} of the
-    other files to write (``fibers``: :func:`_fiber_files`; else {}))."""
+    other files to write (``fibers``: :func:`_fiber_files`; else {})). ``q_qd``:
+    :func:`_setup_q_qd` of the setup, when prepared already."""
     tree = compile_model(model) if tree is None else tree
     mlist = setting_list(setting_text(ma, "muscle_list"))
     muscles = None if not mlist or mlist[0].lower() == "all" else mlist
@@ -254,7 +262,9 @@ def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None, fibe
             raise _setting_error(st, ma, "muscle_list", f"model '{model.name}' has no muscle "
                                  f"{', '.join(map(repr, bad))} (OpenSim 4.6 leaves such names out "
                                  "without a word)")
-    if fibers:
+    if q_qd is not None:
+        t, q, qd = q_qd
+    elif fibers:
         t, q, qd = _setup_q_qd(st, model, tree, motion)
     else:
         t, q = _setup_coordinates(st, model, tree, motion)
@@ -288,7 +298,7 @@ def _fiber_files(st: AnalyzeSetup, ma, model: Model, tree: Tree, res: PathAnalys
         have = {k: np.zeros(len(muscles), bool) for k in MUSCLE_ANALYSIS_FILES}
     else:
         speeds = lengthening_speeds(compile_paths(model, tree, forces=list(res.names)), tree, res.q, qd)
-        states = motion.muscles if isinstance(motion, ModelStates) else None
+        states = _file_muscle_states(motion)
         values, have = muscle_fibers(muscles, res.lengths, speeds, _muscle_defaults(model), states)
         for k, m in enumerate(muscles):         # a disabled muscle: OpenSim's force is not arthron's
             if not m.applies_force:
@@ -423,18 +433,19 @@ def _file_prefix(prefix, model: Model) -> str:
 # --------------------------------------------------------------------------------------
 # ForceReporter
 # --------------------------------------------------------------------------------------
-def _force_reporter(st: AnalyzeSetup, el, model: Model, motion, tree: Tree, loads=None):
+def _force_reporter(st: AnalyzeSetup, el, model: Model, motion, tree: Tree, loads=None, q_qd=None):
     """One ForceReporter of a setup (:func:`arthron.solvers.force_reporter.force_reporter`):
     the records at the AnalyzeTool's states, muscles at their default states (a coordinates
     file) or the file's (a states file). A ForceReporter arthron cannot reproduce
     (``include_constraint_forces`` on a constrained model) is None, with a warning; forces left
-    out of the file are named in a warning."""
+    out of the file are named in a warning. ``loads``, ``q_qd``: :func:`_external_loads` and
+    :func:`_setup_q_qd` of the setup, when prepared already."""
     from ..solvers.force_reporter import force_reporter
-    t, q, qd = _setup_q_qd(st, model, tree, motion)
+    t, q, qd = q_qd or _setup_q_qd(st, model, tree, motion)
     ext, loads_table = loads or _external_loads(st.external_loads_file)
     try:
         rep = force_reporter(model, t, q, qd, tree=tree,
-                             muscle_states=motion.muscles if isinstance(motion, ModelStates) else None,
+                             muscle_states=_file_muscle_states(motion),
                              default_fiber_lengths=_muscle_defaults(model), external_loads=ext,
                              loads_table=loads_table,
                              include_constraint_forces=setting_bool(el, "include_constraint_forces", False))
@@ -456,7 +467,7 @@ def _actuation(st: AnalyzeSetup, model: Model, motion, tree: Tree, kin_states: A
     kinematics analyses' states; the actuators left out are named in a warning."""
     from ..solvers.actuation import actuation
     res = actuation(model, tree, kin_states.time, kin_states.q, kin_states.u, kin_states.qd,
-                    muscle_states=motion.muscles if isinstance(motion, ModelStates) else None,
+                    muscle_states=_file_muscle_states(motion),
                     default_fiber_lengths=_muscle_defaults(model))
     if res.omitted:
         warnings.warn(f"{st.path}: the Actuation files leave out the actuators OpenSim 4.6 records "
@@ -494,20 +505,18 @@ def _states_reporter(st: AnalyzeSetup, model: Model, motion, tree: Tree, kin_sta
 # --------------------------------------------------------------------------------------
 # BodyKinematics, Kinematics, PointKinematics
 # --------------------------------------------------------------------------------------
-def _kinematics_states(st: AnalyzeSetup, model: Model, motion, tree: Tree, loads=None) -> AnalysisStates:
+def _kinematics_states(st: AnalyzeSetup, model: Model, motion, tree: Tree, loads=None,
+                       t_q_u=None) -> AnalysisStates:
     """The states the kinematics analyses record (one set for all of them): those of the
-    states file (its q, u and muscle states), or of the coordinates file's splines.
-    ``loads``: :func:`_external_loads` of the setup's file, when read already."""
+    states file (its q, u and muscle states), or of the coordinates file's splines
+    (:func:`_setup_t_q_u`, as :func:`arthron.solvers.kinematics_analyses.analysis_states`).
+    ``loads``, ``t_q_u``: :func:`_external_loads` and :func:`_setup_t_q_u` of the setup, when
+    prepared already."""
     ext, loads_table = loads or _external_loads(st.external_loads_file)
-    if isinstance(motion, ModelStates):
-        return analysis_states_of(model, motion.time, motion.q, motion.u, external_loads=ext,
-                                  loads_table=loads_table, tree=tree,
-                                  default_fiber_lengths=_muscle_defaults(model),
-                                  muscle_states=motion.muscles)
-    lp = st.lowpass_hz if st.lowpass_hz > 0 else None
-    return analysis_states(model, motion, lowpass_hz=lp, time_range=st.time_range,
-                           external_loads=ext, loads_table=loads_table, tree=tree,
-                           default_fiber_lengths=_muscle_defaults(model))
+    t, q, u = t_q_u or _setup_t_q_u(st, model, motion)
+    return analysis_states_of(model, t, q, u, external_loads=ext, loads_table=loads_table, tree=tree,
+                              default_fiber_lengths=_muscle_defaults(model),
+                              muscle_states=_file_muscle_states(motion))
 
 
 def _muscle_defaults(model: Model) -> dict:
@@ -680,7 +689,6 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
     if bad:
         raise OptionError(f"analyses arthron runs are {', '.join(SUPPORTED_ANALYSES)}; not {', '.join(bad)}")
     todo = [(k, el) for k, el in st.analyses if k in kinds]
-    kin_states = None
     skipped = [k for k, _ in st.analyses if k not in SUPPORTED_ANALYSES]
     if skipped and only is None:
         warnings.warn(f"{st.path}: analyses arthron does not run are skipped: {', '.join(skipped)}",
@@ -691,12 +699,11 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
     model = model_with_force_sets(st)
     motion = _setup_input(st, model)
     tree = compile_model(model)
-    read = []
-
-    def loads():                                 # the external loads read once, when needed
-        if not read:
-            read.append(_external_loads(st.external_loads_file))
-        return read[0]
+    # what several analyses use, prepared once per run when first needed
+    loads = functools.cache(lambda: _external_loads(st.external_loads_file))
+    t_q_u = functools.cache(lambda: _setup_t_q_u(st, model, motion))     # the splines once
+    q_qd = functools.cache(lambda: _setup_q_qd(st, model, tree, motion, t_q_u()))
+    kin_states = functools.cache(lambda: _kinematics_states(st, model, motion, tree, loads(), t_q_u()))
     # compute everything before writing anything
     results = []
     for kind, el in todo:
@@ -708,23 +715,21 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
             from .static_optimization_tool import static_optimization_of_setup
             results.append((kind, el, n, static_optimization_of_setup(st, el, model, motion)))
         elif kind == "ForceReporter":
-            rep = _force_reporter(st, el, model, motion, tree, loads())
+            rep = _force_reporter(st, el, model, motion, tree, loads(), q_qd())
             if rep is not None:
                 results.append((kind, el, n, rep))
         elif kind in KINEMATICS_ANALYSES:
-            kin_states = kin_states or _kinematics_states(st, model, motion, tree, loads())
-            results.append((kind, el, n, _kinematics_analysis(st, kind, el, model, tree, kin_states)))
+            results.append((kind, el, n, _kinematics_analysis(st, kind, el, model, tree, kin_states())))
         elif kind == "Actuation":
-            kin_states = kin_states or _kinematics_states(st, model, motion, tree, loads())
-            results.append((kind, el, n, _actuation(st, model, motion, tree, kin_states)))
+            results.append((kind, el, n, _actuation(st, model, motion, tree, kin_states())))
         elif kind == "StatesReporter":
-            if not isinstance(motion, ModelStates):
-                kin_states = kin_states or _kinematics_states(st, model, motion, tree, loads())
-            rep = _states_reporter(st, model, motion, tree, kin_states)
+            rep = _states_reporter(st, model, motion, tree,
+                                   None if isinstance(motion, ModelStates) else kin_states())
             if rep is not None:
                 results.append((kind, el, n, rep))
         else:
-            results.append((kind, el, n, _muscle_analysis(st, el, model, motion, tree, fibers=True)))
+            results.append((kind, el, n, _muscle_analysis(st, el, model, motion, tree, fibers=True,
+                                                          q_qd=q_qd())))
     out = results_directory(st.setup, results_dir, create=False)
     plan = []
     for kind, el, n, res in results:
@@ -737,7 +742,7 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
         elif kind == "ForceReporter":
             plan.append([out / f"{st.name}_{analysis_name(el, kind)}_forces.sto"])
         elif kind == "Actuation":
-            plan.append([out / f"{st.name}_{analysis_name(el, kind)}_{k}.sto" for k in ("force", "speed", "power")])
+            plan.append([out / f"{st.name}_{analysis_name(el, kind)}_{k}.sto" for k in _ACTUATION_FILES])
         elif kind == "StatesReporter":
             plan.append([out / f"{st.name}_{analysis_name(el, kind)}_states.sto"])
         elif kind in KINEMATICS_ANALYSES:
@@ -753,36 +758,33 @@ def _run_analyze(setup_path, placeholders, search_dirs, results_dir, acceleratio
     with output_group():
         for (kind, el, n, res), files in zip(results, plan):
             if kind == "JointReaction":
-                written.append(write_joint_reactions(res, files[0], _rows(st, motion, res.time, n)))
+                written.append(write_joint_reactions(res, files[0],
+                                                     setup_step_rows(st, motion, res.time, n)))
             elif kind == "StaticOptimization":
                 from .static_optimization_tool import write_static_optimization
-                written += write_static_optimization(res, out, st.name, _rows(st, motion, res.time, n),
+                written += write_static_optimization(res, out, st.name,
+                                                     setup_step_rows(st, motion, res.time, n),
                                                      analysis=analysis_name(el, kind))
-            elif kind == "ForceReporter":
-                res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res
-                make_output_folder(files[0])
-                write_sto(files[0], res.to_table())
-                written.append(files[0])
-            elif kind == "Actuation":
-                res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res
-                for f, k in zip(files, ("force", "speed", "power")):
+            elif kind in ("ForceReporter", "Actuation", "StatesReporter"):   # a table per file
+                r = setup_step_rows(st, motion, res.time, n)
+                if kind == "StatesReporter":
+                    tables = [res if r is None else Table(
+                        name=res.name, time=res.time[r], labels=res.labels, data=res.data[r],
+                        in_degrees=False, comments=res.comments)]
+                else:
+                    res = res if r is None else res.rows(r)
+                    tables = ([res.to_table()] if kind == "ForceReporter"
+                              else [res.to_table(k) for k in _ACTUATION_FILES])
+                for f, table in zip(files, tables):
                     make_output_folder(f)
-                    write_sto(f, res.to_table(k))
+                    write_sto(f, table)
                     written.append(f)
-            elif kind == "StatesReporter":
-                if n > 1:
-                    r = _rows(st, motion, res.time, n)
-                    res = Table(name=res.name, time=res.time[r], labels=res.labels, data=res.data[r],
-                                in_degrees=False, comments=res.comments)
-                make_output_folder(files[0])
-                write_sto(files[0], res)
-                written.append(files[0])
             elif kind in KINEMATICS_ANALYSES:
-                res = res.rows(_rows(st, motion, res.time, n)) if n > 1 else res
+                res = res.rows(setup_step_rows(st, motion, res.time, n)) if n > 1 else res
                 written += _write_kinematics(res, files)
             else:
                 pa, coords, extra = res
-                rows = _rows(st, motion, pa.time, n) if n > 1 else slice(None)
+                rows = setup_step_rows(st, motion, pa.time, n) if n > 1 else slice(None)
                 pa = pa.rows(rows) if n > 1 else pa
                 still = _still_coordinates(pa)
                 written += _write_path_tables(pa, coords, out, st.name, analysis_name(el, kind))

@@ -26,7 +26,8 @@ from ..models.forces import CoordinateActuator
 from ..models.model import Model
 from ..solvers.load_sharing import LoadSharingResult, static_optimization
 from ..io.files import check_output, check_output_dir, make_output_folder, output_group
-from .analyze_setup import AnalyzeSetup, analysis_name, model_with_force_sets, read_analyze_setup, step_rows
+from .analyze_setup import AnalyzeSetup, analysis_name, model_with_force_sets, read_analyze_setup
+from .analyze_setup import setup_step_rows
 from .options import check_lowpass, check_result_name, check_time_range
 from .setup_files import setting_bool, setting_float, setting_text, step_interval
 from .setup_files import results_directory
@@ -171,8 +172,7 @@ def run_static_optimization(model, motion, *, external_loads=None, lowpass_hz=No
     except (TypeError, ValueError):
         raise OptionError(f"activation exponent must be a number, got {activation_exponent!r}") from None
     model = model if isinstance(model, Model) else read_osim(model)
-    if not (hasattr(motion, "labels") or hasattr(motion, "speed_spline_accelerations")):
-        motion = read_sto(motion)          # (a Table, or a states file's ModelStates, as given)
+    motion = _motion(motion)
     ext = external_loads
     if ext is not None and not hasattr(ext, "forces"):
         ext = read_external_loads(ext)
@@ -228,12 +228,18 @@ def run_static_optimization_from_setup(setup_path, *, placeholders=None, search_
     if write:
         out = results_directory(st.setup, results_dir)
         n = step_interval(so, st.path)
-        rows = None if n <= 1 else (motion.step_rows(n, res.time) if st.states_file is not None
-                                    else step_rows(motion.time, res.time, n, st.lowpass_hz > 0))
+        rows = setup_step_rows(st, motion, res.time, n)
         jr = res.extra["joint_reactions"] if joint_reactions else None
         written = write_load_sharing(res, out, st.name, jr, report=False, rows=rows,
                                      analysis=analysis_name(so, "StaticOptimization"))
     return res, written
+
+
+def _motion(motion):
+    """A motion given as a Table or a states file's ModelStates, as it is; a path, read."""
+    if hasattr(motion, "labels") or hasattr(motion, "speed_spline_accelerations"):
+        return motion
+    return read_sto(motion)
 
 
 def setup_motion(st: AnalyzeSetup, model: Model):
@@ -293,8 +299,7 @@ def joint_reactions_of(result: LoadSharingResult, model, motion, *, external_loa
     from ..solvers.reactions import joint_reactions
     from ..tables import Table
     model = model if isinstance(model, Model) else read_osim(model)
-    if not (hasattr(motion, "labels") or hasattr(motion, "speed_spline_accelerations")):
-        motion = read_sto(motion)          # (a Table, or a states file's ModelStates, as given)
+    motion = _motion(motion)
     ext = external_loads
     if ext is not None and not hasattr(ext, "forces"):
         ext = read_external_loads(ext)
