@@ -416,6 +416,14 @@ def check_lowpass(lowpass_hz):
     return f
 
 
+def lowpass_cutoff(lowpass_hz):
+    """The cut-off a tool filters the coordinates with: None for none (None, or ≤ 0 as OpenSim's
+    -1), else the frequency (Hz) as a float; checked by :func:`check_lowpass` (OptionError for
+    NaN, infinity or text)."""
+    f = check_lowpass(lowpass_hz)
+    return None if f is None or f <= 0 else f
+
+
 def prepare_coordinates(times, values, lowpass_hz=None, time_range=None, accelerations="q",
                         source=None):
     """q, q̇, q̈ at the frames where OpenSim's InverseDynamicsTool solves.

@@ -44,7 +44,7 @@ from ..multibody.loads import slice_loads
 from ..multibody.kinematics import Tree, compile_model, mobility_forces, qdot_from_speeds
 from ..models.model import Model
 from ..models.motion import coordinates_from_table
-from .filtering import check_lowpass, check_time_range, prepare_coordinates
+from .filtering import check_time_range, lowpass_cutoff, prepare_coordinates
 
 __all__ = ["ExternalLoad", "body_wrenches_from_loads", "InverseDynamicsResult", "inverse_dynamics", "run_inverse_dynamics",
            "external_loads_from_setup", "coordinates_from_table"]
@@ -172,10 +172,9 @@ def run_inverse_dynamics(model: Model, motion, *, external_loads=None, loads_tab
     (missing coordinates, NaN, no rows, times not increasing); ModelFileError for a model
     arthron cannot compile (negative mass ...).
     """
-    time_range, lowpass_hz = check_time_range(time_range, strict=False), check_lowpass(lowpass_hz)
+    time_range, lp = check_time_range(time_range, strict=False), lowpass_cutoff(lowpass_hz)
     tree = tree or compile_model(model)
     vals = coordinates_from_table(model, motion, in_degrees=in_degrees)
-    lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
     if time_range is None:  # the tool's default: the whole file (not the filter's padding)
         time_range = (float(motion.time[0]), float(motion.time[-1]))
     with attach_source(getattr(motion, "source", None)):

@@ -46,7 +46,7 @@ from ..multibody.forward_dynamics import forward_accelerations
 from ..multibody.kinematics import Tree, _euler_xyz_rate_matrix, compile_model, forward_kinematics
 from ..tables import Table
 from .actuators import path_loads
-from .filtering import check_lowpass, prepare_coordinates
+from .filtering import lowpass_cutoff, prepare_coordinates
 from .inverse_dynamics import external_loads_from_setup, frame_chunks, slice_loads
 from .muscle_states import (default_state_muscles, millard_default_state_tensions,  # noqa: F401
                             thelen_default_state_tensions)
@@ -113,8 +113,7 @@ def analysis_states(model: Model, motion, *, lowpass_hz=None, time_range=None, e
     """
     tree = compile_model(model) if tree is None else tree
     vals = coordinates_from_table(model, motion, missing="default")
-    lowpass_hz = check_lowpass(lowpass_hz)      # (a str, NaN: OptionError, not a TypeError here)
-    lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
+    lp = lowpass_cutoff(lowpass_hz)      # (a str, NaN: OptionError, not a TypeError here)
     t, q, u, _ = prepare_coordinates(np.asarray(motion.time, float), vals, lp, time_range,
                                      source=getattr(motion, "source", None))
     return analysis_states_of(model, t, q, u, external_loads=external_loads, loads_table=loads_table,

@@ -48,7 +48,7 @@ from ..multibody.kinematics import Tree, compile_model, forward_kinematics, qdot
 from ..multibody.paths import compile_paths, lengthening_speeds, moment_arms, path_states
 from ..tables import Table, input_files
 from .box_qp import solve_box_qp
-from .filtering import check_lowpass, check_time_range, prepare_coordinates
+from .filtering import check_time_range, lowpass_cutoff, prepare_coordinates
 from .inverse_dynamics import external_loads_from_setup
 
 __all__ = ["LoadSharingProblem", "LoadSharingResult", "static_optimization", "build_problem",
@@ -346,7 +346,7 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
     whose curves are not reproduced), ModelFileError (loads on unknown bodies).
     """
     # the options before the motion is read and assembled (as run_inverse_dynamics)
-    time_range, lowpass_hz = check_time_range(time_range, strict=False), check_lowpass(lowpass_hz)
+    time_range, lp = check_time_range(time_range, strict=False), lowpass_cutoff(lowpass_hz)
     tree = tree or compile_model(model)
     if actuators is None:
         actuators = [n for n, f in model.forces.items() if f.applies_force
@@ -369,7 +369,6 @@ def build_problem(model: Model, motion, *, external_loads=None, loads_table=None
         vals = coordinates_from_table(model, motion, missing="default", in_degrees=in_degrees)
         if cons:
             vals = assemble(model, tree, vals)
-        lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
         if time_range is None:
             time_range = (float(motion.time[0]), float(motion.time[-1]))
         # the target accelerations as OpenSim's StaticOptimization takes them (the speeds' spline)

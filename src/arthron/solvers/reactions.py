@@ -597,7 +597,7 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
     DataFileError (motion or forces file not matching the model), UnsupportedFeature (muscle
     forces without path geometry).
     """
-    from .filtering import check_lowpass, prepare_coordinates
+    from .filtering import lowpass_cutoff, prepare_coordinates
     if accelerations not in ("motion", "forward"):
         raise OptionError(f"accelerations must be 'motion' or 'forward', got {accelerations!r}")
     if constraint_forces not in ("auto", "least_squares", "none"):
@@ -621,8 +621,7 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
         qdd = np.zeros_like(q)
     else:
         vals = coordinates_from_table(model, motion_table, in_degrees=in_degrees)
-        lowpass_hz = check_lowpass(lowpass_hz)  # (a str, NaN: OptionError, not a TypeError here)
-        lp = None if lowpass_hz is None or lowpass_hz <= 0 else float(lowpass_hz)
+        lp = lowpass_cutoff(lowpass_hz)  # (a str, NaN: OptionError, not a TypeError here)
         t, q, qd, qdd = prepare_coordinates(np.asarray(motion_table.time, float), vals, lp, time_range,
                                             source=getattr(motion_table, "source", None))
     if any(c.enabled for c in model.constraints):
