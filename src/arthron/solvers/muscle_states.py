@@ -148,12 +148,15 @@ class DefaultStateMuscles:
                                    {m: {k: np.asarray(v)[index] for k, v in d.items()}
                                     for m, d in self.states.items()})
 
-    def tensions(self, tree, q, qd) -> np.ndarray:
+    def tensions(self, tree, q, qd, speeds=None) -> np.ndarray:
         """Tensions (T, m) N of the muscles at their default states at coordinates ``q`` and
-        coordinate rates ``qd`` (T, nq) (:func:`default_state_tensions`)."""
+        coordinate rates ``qd`` (T, nq) (:func:`default_state_tensions`); ``speeds``: the paths'
+        lengthening speeds (T, m) when the caller has them already (else computed when needed)."""
         from ..multibody.paths import lengthening_speeds, path_lengths
-        speeds = (lengthening_speeds(self.paths, tree, q, qd)
-                  if needs_lengthening_speeds(self.muscles) else None)
+        if not needs_lengthening_speeds(self.muscles):
+            speeds = None
+        elif speeds is None:
+            speeds = lengthening_speeds(self.paths, tree, q, qd)
         return default_state_tensions(self.muscles, path_lengths(self.paths, tree, q), speeds,
                                       self.default_fiber_lengths, self.states)
 
