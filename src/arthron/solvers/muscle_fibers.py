@@ -65,7 +65,7 @@ from ..models.muscles import (millard_curve_params, thelen_active_force_length,
                               thelen_passive_force_length)
 from .millard_acceleration import millard_acceleration_dynamics
 from .muscle_states import (DEFAULT_STATE_TYPES, _default_fiber_length, _maximum_pennation_angle,
-                            _state, default_state_tensions)
+                            _millard_fiber_length, _state, default_state_tensions)
 
 __all__ = ["MUSCLE_ANALYSIS_FILES", "REPRODUCED", "muscle_fibers", "thelen_fiber_velocity"]
 
@@ -345,13 +345,7 @@ def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, sta
                            FiberPassivePower=-fpe * dlce, TendonPower=-ft * dtl)
         elif m.type == "Millard2012EquilibriumMuscle":
             pmax = _maximum_pennation_angle(m, given)
-            afl = millard_curve_params(m)["ActiveForceLengthCurve"]
-            lmin = max(afl["min_norm_active_fiber_length"] * lopt, h / np.sin(pmax), 1e-14)
-            if _xml_value(m, "ignore_tendon_compliance", False):
-                lce = np.maximum(np.sqrt(h * h + (lk - ls) ** 2), lmin)
-            else:
-                lce = np.broadcast_to(np.maximum(
-                    _state(m, states, "fiber_length", _default_fiber_length(m, given)), lmin), (T,))
+            lce, lmin = _millard_fiber_length(m, millard_curve_params(m), given, states, lk)
             phi = _fixed_width_angle(lce, h, pmax) if popt > _EPS else np.zeros(T)
             got.update(_millard_dynamics(m, states, lce, phi, lk, V[:, k], lmin))
         elif m.type == "Millard2012AccelerationMuscle":

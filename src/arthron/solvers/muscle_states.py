@@ -370,16 +370,10 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
     for k, m in enumerate(muscles):
         lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
         fiso, vmax = float(m.max_isometric_force), float(m.max_contraction_velocity)
-        lce0 = _state(m, states, "fiber_length", _default_fiber_length(m, given))
-        pmax = _maximum_pennation_angle(m, given)
         h = lopt * np.sin(float(m.pennation_angle_at_optimal))
         cp = millard_curve_params(m)                      # as OpenSim 4.6 finalizes them
         afl = cp["ActiveForceLengthCurve"]
-        lmin = max(afl["min_norm_active_fiber_length"] * lopt, h / np.sin(pmax), 1e-14)
-        if _xml_value(m, "ignore_tendon_compliance", False):
-            lce = np.maximum(np.sqrt(h * h + (L[:, k] - ls) ** 2), lmin)
-        else:
-            lce = np.broadcast_to(np.maximum(lce0, lmin), (len(L),))
+        lce, lmin = _millard_fiber_length(m, cp, given, states, L[:, k])
         cos_phi = np.sqrt(1.0 - (h / lce) ** 2)
         lt = L[:, k] - lce * cos_phi
         if not _xml_value(m, "ignore_tendon_compliance", False):
@@ -407,6 +401,21 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
             out[:, k] = fiso * f[:, c]
     return out
 
+
+
+def _millard_fiber_length(m, cp, given, states, L):
+    """(l_M (T,), minimum fiber length l_min) of Millard2012EquilibriumMuscle ``m`` (curve
+    parameters ``cp`` = :func:`millard_curve_params`) at path lengths ``L`` (T,): with
+    ``ignore_tendon_compliance`` sqrt(h² + (L − l_s)²), else the ``fiber_length`` state (its
+    default); clamped at l_min = max(l̃_min l_opt, h / sin φ_max, 1e-14) as OpenSim clamps it."""
+    lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
+    h = lopt * np.sin(float(m.pennation_angle_at_optimal))
+    pmax = _maximum_pennation_angle(m, given)
+    lmin = max(cp["ActiveForceLengthCurve"]["min_norm_active_fiber_length"] * lopt, h / np.sin(pmax), 1e-14)
+    if _xml_value(m, "ignore_tendon_compliance", False):
+        return np.maximum(np.sqrt(h * h + (L - ls) ** 2), lmin), lmin
+    lce0 = _state(m, states, "fiber_length", _default_fiber_length(m, given))
+    return np.broadcast_to(np.maximum(lce0, lmin), (len(L),)), lmin
 
 
 def _tendon_curve(m):
