@@ -64,8 +64,9 @@ from ..models.muscles import muscle_property as _xml_value
 from ..models.muscles import (millard_curve_params, thelen_active_force_length,
                               thelen_passive_force_length)
 from .millard_acceleration import millard_acceleration_dynamics
-from .muscle_states import (DEFAULT_STATE_TYPES, _default_fiber_length, _maximum_pennation_angle,
-                            _millard_fiber_length, _state, default_state_tensions)
+from .muscle_states import (DEFAULT_STATE_TYPES, _acceleration_pennation, _default_fiber_length,
+                            _maximum_pennation_angle, _millard_fiber_length, _state,
+                            default_state_tensions)
 
 __all__ = ["MUSCLE_ANALYSIS_FILES", "REPRODUCED", "muscle_fibers", "thelen_fiber_velocity"]
 
@@ -352,10 +353,7 @@ def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, sta
             lce = np.broadcast_to(_state(m, states, "fiber_length", _default_fiber_length(m, given)), (T,))
             dlce = np.broadcast_to(_state(m, states, "fiber_velocity",
                                           _xml_value(m, "default_fiber_velocity", 0.0)), (T,))
-            phi = np.zeros(T)
-            if popt > _EPS:
-                ratio = np.divide(h, lce, out=np.full(T, np.inf), where=lce > 0)
-                phi = np.where((lce > h) & (ratio < 1.0), np.arcsin(np.minimum(ratio, 1.0)), np.pi / 2)
+            phi = _acceleration_pennation(lce, h) if popt > _EPS else np.zeros(T)
             got.update(FiberVelocity=dlce, NormFiberVelocity=dlce / (lopt * float(m.max_contraction_velocity)),
                        PennationAngularVelocity=-(dlce / lce) * np.tan(phi))
             a = _state(m, states, "activation", _xml_value(m, "default_activation", 0.0))

@@ -466,14 +466,20 @@ def millard_acceleration_default_state_tensions(muscles, lengths, speeds,
         h = lopt * np.sin(popt)
         phi = dphi = 0.0
         if popt > np.finfo(float).eps:
-            ratio = np.divide(h, lce, out=np.full(np.shape(lce), np.inf), where=lce > 0)
-            phi = np.where((lce > h) & (ratio < 1.0), np.arcsin(np.minimum(ratio, 1.0)), np.pi / 2)
+            phi = _acceleration_pennation(lce, h)
             dphi = -(dlce / lce) * np.tan(phi)
         lt = L[:, k] - lce * np.cos(phi)
         vt = V[:, k] - dlce * np.cos(phi) + lce * np.sin(phi) * dphi
         fse = _tendon_curve(m).value(lt / ls)
         out[:, k] = float(m.max_isometric_force) * np.maximum(fse * (1.0 + bse * vt / ls), 0.0)
     return out
+
+
+def _acceleration_pennation(lce, h):
+    """Millard2012AccelerationMuscle's pennation angle at fiber length ``lce``, width ``h`` > 0:
+    asin(h / l_M), π/2 where l_M ≤ h (OpenSim 4.6 ``MuscleFixedWidthPennationModel``)."""
+    ratio = np.divide(h, lce, out=np.full(np.shape(lce), np.inf), where=lce > 0)
+    return np.where((lce > h) & (ratio < 1.0), np.arcsin(np.minimum(ratio, 1.0)), np.pi / 2)
 
 
 def degroote_default_state_tensions(muscles, lengths, speeds, states=None) -> np.ndarray:
