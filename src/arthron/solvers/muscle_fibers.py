@@ -306,10 +306,8 @@ def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, sta
     given = default_fiber_lengths or {}
     idx = [k for k, m in enumerate(muscles) if m.type in DEFAULT_STATE_TYPES]
     if idx:
-        F = default_state_tensions([muscles[k] for k in idx], L[:, idx], V[:, idx], default_fiber_lengths,
-                                   states)
-        for j, k in enumerate(idx):
-            values["TendonForce"][:, k] = F[:, j]
+        values["TendonForce"][:, idx] = default_state_tensions([muscles[k] for k in idx], L[:, idx], V[:, idx],
+                                                               default_fiber_lengths, states)
     for k, m in enumerate(muscles):
         if m.type not in REPRODUCED or (m.type.endswith("_Deprecated") and states and states.get(m.name)):
             continue
