@@ -396,9 +396,8 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
         clamped = ((lce <= lmin) & (v <= 0)) | (lce < lmin)
         out[:, k] = np.where(clamped, 0.0, fm * cos_phi)
     for curve, cols in elastic.items():
-        f = curve.value(np.stack([x for _, _, x in cols], 1))
-        for c, (k, fiso, _) in enumerate(cols):
-            out[:, k] = fiso * f[:, c]
+        out[:, [k for k, _, _ in cols]] = (np.array([fiso for _, fiso, _ in cols])
+                                           * curve.value(np.stack([x for _, _, x in cols], 1)))
     return out
 
 
