@@ -421,31 +421,32 @@ class MuscleCurve:
                     0.0, 1.0)
         return j, u, _powers(u)
 
-    def value(self, x):
-        x = np.asarray(x, float)
-        j, u, pw = self._u(x)
+    def _value_at(self, x, j, pw):
         y = _bernstein_sum(pw, self.Y.T[:, j])
         y = np.where(x <= self.x0, self.y0 + self.dydx0 * (x - self.x0), y)
         return np.where(x >= self.x1, self.y1 + self.dydx1 * (x - self.x1), y)
+
+    def _derivative_at(self, x, j, pw):
+        d = _bernstein_sum(pw, self._dYdu.T[:, j]) / _bernstein_sum(pw, self._dXdu.T[:, j])
+        d = np.where(x <= self.x0, self.dydx0, d)
+        return np.where(x >= self.x1, self.dydx1, d)
+
+    def value(self, x):
+        x = np.asarray(x, float)
+        j, u, pw = self._u(x)
+        return self._value_at(x, j, pw)
 
     def value_and_derivative(self, x):
         """(value(x), derivative(x)) with the curve parameter found once: the same numbers as
         :meth:`value` and :meth:`derivative`."""
         x = np.asarray(x, float)
         j, u, pw = self._u(x)
-        y = _bernstein_sum(pw, self.Y.T[:, j])
-        y = np.where(x <= self.x0, self.y0 + self.dydx0 * (x - self.x0), y)
-        y = np.where(x >= self.x1, self.y1 + self.dydx1 * (x - self.x1), y)
-        d = _bernstein_sum(pw, self._dYdu.T[:, j]) / _bernstein_sum(pw, self._dXdu.T[:, j])
-        d = np.where(x <= self.x0, self.dydx0, d)
-        return y, np.where(x >= self.x1, self.dydx1, d)
+        return self._value_at(x, j, pw), self._derivative_at(x, j, pw)
 
     def derivative(self, x):
         x = np.asarray(x, float)
         j, u, pw = self._u(x)
-        d = _bernstein_sum(pw, self._dYdu.T[:, j]) / _bernstein_sum(pw, self._dXdu.T[:, j])
-        d = np.where(x <= self.x0, self.dydx0, d)
-        return np.where(x >= self.x1, self.dydx1, d)
+        return self._derivative_at(x, j, pw)
 
 
 def _scale_curviness(c):

@@ -82,8 +82,8 @@ def actuation(model: Model, tree: Tree, time, q, u, qd, *, muscle_states=None,
     tension = {}
     if dsm.muscles:
         from ..multibody.paths import lengthening_speeds
-        F = dsm.tensions(tree, q, qd)
         V = lengthening_speeds(dsm.paths, tree, q, qd)
+        F = dsm.tensions(tree, q, qd, speeds=V)
         for k, m in enumerate(dsm.muscles):
             tension[m.name] = (F[:, k], V[:, k])
     coords = list(model.coordinates)

@@ -17,8 +17,11 @@ import re
 
 import numpy as np
 
-from ..models.muscles import MuscleCurve, _corner, _curve_params, _scale_curviness
+from ..models.muscles import (MuscleCurve, _corner, _curve_params, _scale_curviness,
+                              millard_active_force_length_curve, millard_fiber_force_length_curve,
+                              millard_force_velocity_curve)
 from ..models.muscles import muscle_property as _xml_value
+from .muscle_states import _tendon_curve
 
 __all__ = ["ACCELERATION_DEFAULTS", "fiber_compressive_force_length_curve",
            "fiber_compressive_force_cos_pennation_curve", "millard_acceleration_dynamics"]
@@ -111,9 +114,6 @@ def millard_acceleration_dynamics(m, a, lce, dlce, L, V) -> dict:
     lce, dlce, L, V, a = (np.broadcast_to(np.asarray(x, float), np.shape(L)) for x in (lce, dlce, L, V, a))
     if not (lce > h).all():
         return {}                                # OpenSim's pennation derivatives throw there
-    from ..models.muscles import (millard_active_force_length_curve, millard_fiber_force_length_curve,
-                                  millard_force_velocity_curve)
-    from .muscle_states import _tendon_curve
     eps = np.finfo(float).eps
     sin = h / lce if popt > eps else np.zeros_like(lce)
     phi = np.arcsin(sin)

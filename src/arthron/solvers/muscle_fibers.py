@@ -61,11 +61,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..models.muscles import muscle_property as _xml_value
-from ..models.muscles import (millard_curve_params, thelen_active_force_length,
+from ..models.muscles import (MuscleCurve, degroote_active_force_length, degroote_force_velocity,
+                              degroote_passive_force_length, millard_active_force_length_curve,
+                              millard_curve_params, millard_fiber_force_length_curve,
+                              millard_force_velocity_curve, thelen_active_force_length,
                               thelen_passive_force_length)
+from ..models.spline_muscles import rigid_tendon_fiber, rigid_tendon_multipliers
 from .millard_acceleration import millard_acceleration_dynamics
-from .muscle_states import (DEFAULT_STATE_TYPES, _default_fiber_length, _maximum_pennation_angle,
-                            _state, default_state_tensions)
+from .muscle_states import (DEFAULT_STATE_TYPES, _acceleration_pennation, _default_fiber_length,
+                            _maximum_pennation_angle, _millard_fiber_length, _state, _tendon_curve,
+                            default_state_tensions)
 
 __all__ = ["MUSCLE_ANALYSIS_FILES", "REPRODUCED", "muscle_fibers", "thelen_fiber_velocity"]
 
@@ -135,7 +140,6 @@ def _fv_inverse_curve(params):
     near v_max (``extendFinalizeFromProperties``): the force-velocity Bézier corners with x
     and y swapped, extended linearly with the inverse end slopes (equal to OpenSim's
     ``calcValue`` to 1e-14)."""
-    from ..models.muscles import MuscleCurve, millard_force_velocity_curve
     p = dict(params, concentric_slope_at_vmax=0.5 * params["concentric_slope_near_vmax"],
              eccentric_slope_at_vmax=0.5 * params["eccentric_slope_near_vmax"])
     c = millard_force_velocity_curve(**p)
@@ -177,9 +181,6 @@ def _millard_dynamics(m, states, lce, phi, L, V, lmin) -> dict:
     tendon's velocity is the inverse force-velocity curve (:func:`_fv_inverse_curve`) at
     (f_T / cos φ − f_PE)/(a f_L). {} (not reproduced) where OpenSim's Newton iteration does not
     converge (:func:`_damped_fiber_velocity`) or a f_L is 0 without damping (OpenSim throws)."""
-    from ..models.muscles import (millard_active_force_length_curve, millard_fiber_force_length_curve,
-                                  millard_force_velocity_curve)
-    from .muscle_states import _tendon_curve
     T = len(lce)
     lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
     fiso, vmax = float(m.max_isometric_force), float(m.max_contraction_velocity)
@@ -243,10 +244,8 @@ def _degroote_dynamics(m, states, lce, along, h, V) -> dict:
     β), powers −(active + damping) l̇_M, −F_iso f_PE l̇_M, −F_T l̇_T, −F_T L̇. {} (not
     reproduced) for an elastic tendon at a f_L = 0 (OpenSim divides by it) or in implicit
     tendon dynamics mode."""
-    from ..models.muscles import (degroote_active_force_length, degroote_force_velocity,
-                                  degroote_passive_force_length)
     T = len(lce)
-    lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
+    lopt = float(m.optimal_fiber_length)
     fiso, vmax = float(m.max_isometric_force), float(m.max_contraction_velocity) * lopt
     lN = lce / lopt
     cos = along / lce
@@ -307,10 +306,8 @@ def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, sta
     given = default_fiber_lengths or {}
     idx = [k for k, m in enumerate(muscles) if m.type in DEFAULT_STATE_TYPES]
     if idx:
-        F = default_state_tensions([muscles[k] for k in idx], L[:, idx], V[:, idx], default_fiber_lengths,
-                                   states)
-        for j, k in enumerate(idx):
-            values["TendonForce"][:, k] = F[:, j]
+        values["TendonForce"][:, idx] = default_state_tensions([muscles[k] for k in idx], L[:, idx], V[:, idx],
+                                                               default_fiber_lengths, states)
     for k, m in enumerate(muscles):
         if m.type not in REPRODUCED or (m.type.endswith("_Deprecated") and states and states.get(m.name)):
             continue
@@ -345,23 +342,14 @@ def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, sta
                            FiberPassivePower=-fpe * dlce, TendonPower=-ft * dtl)
         elif m.type == "Millard2012EquilibriumMuscle":
             pmax = _maximum_pennation_angle(m, given)
-            afl = millard_curve_params(m)["ActiveForceLengthCurve"]
-            lmin = max(afl["min_norm_active_fiber_length"] * lopt, h / np.sin(pmax), 1e-14)
-            if _xml_value(m, "ignore_tendon_compliance", False):
-                lce = np.maximum(np.sqrt(h * h + (lk - ls) ** 2), lmin)
-            else:
-                lce = np.broadcast_to(np.maximum(
-                    _state(m, states, "fiber_length", _default_fiber_length(m, given)), lmin), (T,))
+            lce, lmin = _millard_fiber_length(m, millard_curve_params(m), given, states, lk)
             phi = _fixed_width_angle(lce, h, pmax) if popt > _EPS else np.zeros(T)
             got.update(_millard_dynamics(m, states, lce, phi, lk, V[:, k], lmin))
         elif m.type == "Millard2012AccelerationMuscle":
             lce = np.broadcast_to(_state(m, states, "fiber_length", _default_fiber_length(m, given)), (T,))
             dlce = np.broadcast_to(_state(m, states, "fiber_velocity",
                                           _xml_value(m, "default_fiber_velocity", 0.0)), (T,))
-            phi = np.zeros(T)
-            if popt > _EPS:
-                ratio = np.divide(h, lce, out=np.full(T, np.inf), where=lce > 0)
-                phi = np.where((lce > h) & (ratio < 1.0), np.arcsin(np.minimum(ratio, 1.0)), np.pi / 2)
+            phi = _acceleration_pennation(lce, h) if popt > _EPS else np.zeros(T)
             got.update(FiberVelocity=dlce, NormFiberVelocity=dlce / (lopt * float(m.max_contraction_velocity)),
                        PennationAngularVelocity=-(dlce / lce) * np.tan(phi))
             a = _state(m, states, "activation", _xml_value(m, "default_activation", 0.0))
@@ -381,7 +369,6 @@ def muscle_fibers(muscles, lengths, speeds=None, default_fiber_lengths=None, sta
             phi = np.arcsin(h / lce)
             got.update(_degroote_dynamics(m, states, lce, along, h, V[:, k]))
         elif m.type == "RigidTendonMuscle":
-            from ..models.spline_muscles import rigid_tendon_fiber, rigid_tendon_multipliers
             ln, cos, vN = rigid_tendon_fiber(m, lk, V[:, k])
             lce, phi, lt = ln * lopt, np.arccos(np.clip(cos, -1.0, 1.0)), np.full(T, ls)
             fp = float(m.max_isometric_force) * rigid_tendon_multipliers(m, lk, V[:, k])[1]

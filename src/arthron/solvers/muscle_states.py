@@ -148,12 +148,15 @@ class DefaultStateMuscles:
                                    {m: {k: np.asarray(v)[index] for k, v in d.items()}
                                     for m, d in self.states.items()})
 
-    def tensions(self, tree, q, qd) -> np.ndarray:
+    def tensions(self, tree, q, qd, speeds=None) -> np.ndarray:
         """Tensions (T, m) N of the muscles at their default states at coordinates ``q`` and
-        coordinate rates ``qd`` (T, nq) (:func:`default_state_tensions`)."""
+        coordinate rates ``qd`` (T, nq) (:func:`default_state_tensions`); ``speeds``: the paths'
+        lengthening speeds (T, m) when the caller has them already (else computed when needed)."""
         from ..multibody.paths import lengthening_speeds, path_lengths
-        speeds = (lengthening_speeds(self.paths, tree, q, qd)
-                  if needs_lengthening_speeds(self.muscles) else None)
+        if not needs_lengthening_speeds(self.muscles):
+            speeds = None
+        elif speeds is None:
+            speeds = lengthening_speeds(self.paths, tree, q, qd)
         return default_state_tensions(self.muscles, path_lengths(self.paths, tree, q), speeds,
                                       self.default_fiber_lengths, self.states)
 
@@ -367,16 +370,10 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
     for k, m in enumerate(muscles):
         lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
         fiso, vmax = float(m.max_isometric_force), float(m.max_contraction_velocity)
-        lce0 = _state(m, states, "fiber_length", _default_fiber_length(m, given))
-        pmax = _maximum_pennation_angle(m, given)
         h = lopt * np.sin(float(m.pennation_angle_at_optimal))
         cp = millard_curve_params(m)                      # as OpenSim 4.6 finalizes them
         afl = cp["ActiveForceLengthCurve"]
-        lmin = max(afl["min_norm_active_fiber_length"] * lopt, h / np.sin(pmax), 1e-14)
-        if _xml_value(m, "ignore_tendon_compliance", False):
-            lce = np.maximum(np.sqrt(h * h + (L[:, k] - ls) ** 2), lmin)
-        else:
-            lce = np.broadcast_to(np.maximum(lce0, lmin), (len(L),))
+        lce, lmin = _millard_fiber_length(m, cp, given, states, L[:, k])
         cos_phi = np.sqrt(1.0 - (h / lce) ** 2)
         lt = L[:, k] - lce * cos_phi
         if not _xml_value(m, "ignore_tendon_compliance", False):
@@ -399,11 +396,25 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
         clamped = ((lce <= lmin) & (v <= 0)) | (lce < lmin)
         out[:, k] = np.where(clamped, 0.0, fm * cos_phi)
     for curve, cols in elastic.items():
-        f = curve.value(np.stack([x for _, _, x in cols], 1))
-        for c, (k, fiso, _) in enumerate(cols):
-            out[:, k] = fiso * f[:, c]
+        out[:, [k for k, _, _ in cols]] = (np.array([fiso for _, fiso, _ in cols])
+                                           * curve.value(np.stack([x for _, _, x in cols], 1)))
     return out
 
+
+
+def _millard_fiber_length(m, cp, given, states, L):
+    """(l_M (T,), minimum fiber length l_min) of Millard2012EquilibriumMuscle ``m`` (curve
+    parameters ``cp`` = :func:`millard_curve_params`) at path lengths ``L`` (T,): with
+    ``ignore_tendon_compliance`` sqrt(h² + (L − l_s)²), else the ``fiber_length`` state (its
+    default); clamped at l_min = max(l̃_min l_opt, h / sin φ_max, 1e-14) as OpenSim clamps it."""
+    lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
+    h = lopt * np.sin(float(m.pennation_angle_at_optimal))
+    pmax = _maximum_pennation_angle(m, given)
+    lmin = max(cp["ActiveForceLengthCurve"]["min_norm_active_fiber_length"] * lopt, h / np.sin(pmax), 1e-14)
+    if _xml_value(m, "ignore_tendon_compliance", False):
+        return np.maximum(np.sqrt(h * h + (L - ls) ** 2), lmin), lmin
+    lce0 = _state(m, states, "fiber_length", _default_fiber_length(m, given))
+    return np.broadcast_to(np.maximum(lce0, lmin), (len(L),)), lmin
 
 
 def _tendon_curve(m):
@@ -454,14 +465,20 @@ def millard_acceleration_default_state_tensions(muscles, lengths, speeds,
         h = lopt * np.sin(popt)
         phi = dphi = 0.0
         if popt > np.finfo(float).eps:
-            ratio = np.divide(h, lce, out=np.full(np.shape(lce), np.inf), where=lce > 0)
-            phi = np.where((lce > h) & (ratio < 1.0), np.arcsin(np.minimum(ratio, 1.0)), np.pi / 2)
+            phi = _acceleration_pennation(lce, h)
             dphi = -(dlce / lce) * np.tan(phi)
         lt = L[:, k] - lce * np.cos(phi)
         vt = V[:, k] - dlce * np.cos(phi) + lce * np.sin(phi) * dphi
         fse = _tendon_curve(m).value(lt / ls)
         out[:, k] = float(m.max_isometric_force) * np.maximum(fse * (1.0 + bse * vt / ls), 0.0)
     return out
+
+
+def _acceleration_pennation(lce, h):
+    """Millard2012AccelerationMuscle's pennation angle at fiber length ``lce``, width ``h`` > 0:
+    asin(h / l_M), π/2 where l_M ≤ h (OpenSim 4.6 ``MuscleFixedWidthPennationModel``)."""
+    ratio = np.divide(h, lce, out=np.full(np.shape(lce), np.inf), where=lce > 0)
+    return np.where((lce > h) & (ratio < 1.0), np.arcsin(np.minimum(ratio, 1.0)), np.pi / 2)
 
 
 def degroote_default_state_tensions(muscles, lengths, speeds, states=None) -> np.ndarray:
