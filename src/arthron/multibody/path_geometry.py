@@ -249,14 +249,19 @@ def _group_key(pathset: PathSet, path: _Path):
     return ("wraps", len(path.wraps))
 
 
-def _frames_digest(q, Rb, ob) -> str:
-    """A digest of the bytes (and shapes) of q and the body poses."""
-    h = hashlib.blake2b(digest_size=16)
-    for a in (q, Rb, ob):
+def update_digest(h, *arrays):
+    """Feed the shapes and float64 bytes of ``arrays`` to the hash ``h`` (hashlib); returns
+    ``h``. The key of the frame-keyed caches (shared paths, muscle loads)."""
+    for a in arrays:
         a = np.ascontiguousarray(a, float)
         h.update(repr(a.shape).encode())
         h.update(a.tobytes())
-    return h.hexdigest()
+    return h
+
+
+def _frames_digest(q, Rb, ob) -> str:
+    """A digest of the bytes (and shapes) of q and the body poses."""
+    return update_digest(hashlib.blake2b(digest_size=16), q, Rb, ob).hexdigest()
 
 
 def _frozen(sd):

@@ -192,11 +192,8 @@ class DefaultStateMuscles:
     def _key(self, tree, q, qd):
         """What :meth:`path_loads` depends on: the tree, digests of q, qd and the per-frame
         states, the muscles and their default fiber lengths and maximum pennation angles."""
-        h = hashlib.blake2b(digest_size=16)
-        for a in (q, qd):
-            a = np.ascontiguousarray(a, float)
-            h.update(repr(a.shape).encode())
-            h.update(a.tobytes())
+        from ..multibody.path_geometry import update_digest
+        h = update_digest(hashlib.blake2b(digest_size=16), q, qd)
         for m in sorted(self.states or {}):
             for k in sorted(self.states[m]):
                 h.update(f"{m}/{k}".encode())
