@@ -136,6 +136,24 @@ def test_infeasible_frame_named_with_the_reserve_that_fixes_it():
 
 
 @needs_data
+def test_too_few_actuators_names_the_coordinates_no_actuator_moves():
+    """More equations of motion than actuators is refused before solving, and the message names
+    the coordinates that no actuator moves (arm26 with only BRA: the shoulder)."""
+    from arthron.errors import SolverError
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import read_sto
+    from arthron.solvers.load_sharing import static_optimization
+    model = read_osim(ARM_MODEL)
+    model.forces = {n: f for n, f in model.forces.items() if n == "BRA"}
+    with pytest.raises(SolverError) as e:
+        static_optimization(model, read_sto(ARM_IK), lowpass_hz=6, time_range=(0, 1),
+                            use_muscle_physiology=False)
+    msg = str(e.value)
+    assert "2 equations of motion but only 1 actuators" in msg
+    assert "no actuator acts on 1 coordinate(s): r_shoulder_elev;" in msg and "r_elbow_flex" not in msg
+
+
+@needs_data
 def test_bad_options():
     from arthron.tools.load_sharing_tool import run_load_sharing
     from arthron.tools.static_optimization_tool import run_static_optimization

@@ -553,7 +553,8 @@ def solve_problem(prob: LoadSharingProblem, *, activation_exponent: float = 2.0,
         raise OptionError(f"objective weights must be positive numbers, one per actuator ({n}, in the order "
                           f"of the problem's actuators), got {type(weights).__name__} {weights!r:.80}")
     if A.shape[1] > n:
-        raise SolverError(f"static optimization: {A.shape[1]} equations of motion but only {n} actuators")
+        raise SolverError(f"static optimization: {A.shape[1]} equations of motion but only {n} actuators"
+                          + _unactuated_hint(prob))
     if p == 2.0:
         # Σ w x² = ½ Σ (2w) x²
         r = solve_box_qp(A, b, 2.0 * w, prob.lower, prob.upper, tol=tol)
@@ -592,6 +593,20 @@ def solve_problem(prob: LoadSharingProblem, *, activation_exponent: float = 2.0,
             raise InfeasibleFrames(msg, report)
         warnings.warn(msg, ArthronWarning)
     return res
+
+
+def _unactuated_hint(prob: LoadSharingProblem) -> str:
+    """The free coordinates that no actuator moves in any frame (rows of B zero to rounding:
+    below 1e-9 of its largest entry), as the end of the message of a problem with more
+    equations than actuators."""
+    size = np.abs(prob.B).max(axis=(0, 2))                    # (nq,)
+    idle = [c for i, c in enumerate(prob.coordinates)
+            if prob.free_rows[i] and size[i] <= 1e-9 * size.max(initial=0.0)]
+    if not idle:
+        return "; add reserve actuators (CoordinateActuators) on the coordinates the muscles do not span"
+    more = f" and {len(idle) - 12} more" if len(idle) > 12 else ""
+    return (f"; no actuator acts on {len(idle)} coordinate(s): {', '.join(idle[:12])}{more}; add reserve "
+            "actuators (CoordinateActuators) on them, or lock them in the model")
 
 
 def _solve_with_multipliers(prob, weights, mweights, mbounds, p, on_infeasible, tol):
