@@ -136,6 +136,28 @@ def test_infeasible_frame_named_with_the_reserve_that_fixes_it():
 
 
 @needs_data
+def test_speeds_file_beside_coordinates_is_refused_naming_its_line(tmp_path):
+    """OpenSim 4.6 takes the speeds from a <speeds_file> (as stored, at the padded rows of the
+    filtered coordinates); arthron does not reproduce that, so the setup is refused before
+    anything is written, naming the element and its line; an empty <speeds_file> runs."""
+    from arthron.errors import UnsupportedFeature
+    from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
+    from conftest import static_optimization_setup
+    speeds = tmp_path / "speeds.sto"
+    speeds.write_text("x")
+    text = static_optimization_setup("arm26", ARM_MODEL, ARM_IK, tmp_path / "res", 0, 0.1, physiology=False)
+    setup = tmp_path / "so.xml"
+    setup.write_text(text.replace("<coordinates_file>", f"<speeds_file>{speeds}</speeds_file>\n<coordinates_file>"))
+    with pytest.raises(UnsupportedFeature, match="speeds_file") as e:
+        run_static_optimization_from_setup(setup)
+    assert "line 13" in str(e.value) and str(setup) in str(e.value)
+    assert not (tmp_path / "res").exists()
+    setup.write_text(text.replace("<coordinates_file>", "<speeds_file> </speeds_file>\n<coordinates_file>"))
+    _, written = run_static_optimization_from_setup(setup)
+    assert len(written) == 2
+
+
+@needs_data
 def test_too_few_actuators_names_the_coordinates_no_actuator_moves():
     """More equations of motion than actuators is refused before solving, and the message names
     the coordinates that no actuator moves (arm26 with only BRA: the shoulder)."""
