@@ -136,6 +136,46 @@ def test_infeasible_frame_named_with_the_reserve_that_fixes_it():
 
 
 @needs_data
+def test_speeds_file_beside_coordinates_is_refused_naming_its_line(tmp_path):
+    """OpenSim 4.6 takes the speeds from a <speeds_file> (as stored, at the padded rows of the
+    filtered coordinates); arthron does not reproduce that, so the setup is refused before
+    anything is written, naming the element and its line; an empty <speeds_file> runs."""
+    from arthron.errors import UnsupportedFeature
+    from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
+    from conftest import static_optimization_setup
+    speeds = tmp_path / "speeds.sto"
+    speeds.write_text("x")
+    text = static_optimization_setup("arm26", ARM_MODEL, ARM_IK, tmp_path / "res", 0, 0.1, physiology=False)
+    setup = tmp_path / "so.xml"
+    setup.write_text(text.replace("<coordinates_file>", f"<speeds_file>{speeds}</speeds_file>\n<coordinates_file>"))
+    with pytest.raises(UnsupportedFeature, match="speeds_file") as e:
+        run_static_optimization_from_setup(setup)
+    assert "line 13" in str(e.value) and str(setup) in str(e.value)
+    assert not (tmp_path / "res").exists()
+    setup.write_text(text.replace("<coordinates_file>", "<speeds_file> </speeds_file>\n<coordinates_file>"))
+    _, written = run_static_optimization_from_setup(setup)
+    assert len(written) == 2
+
+
+@needs_data
+def test_too_few_actuators_names_the_coordinates_no_actuator_moves():
+    """More equations of motion than actuators is refused before solving, and the message names
+    the coordinates that no actuator moves (arm26 with only BRA: the shoulder)."""
+    from arthron.errors import SolverError
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import read_sto
+    from arthron.solvers.load_sharing import static_optimization
+    model = read_osim(ARM_MODEL)
+    model.forces = {n: f for n, f in model.forces.items() if n == "BRA"}
+    with pytest.raises(SolverError) as e:
+        static_optimization(model, read_sto(ARM_IK), lowpass_hz=6, time_range=(0, 1),
+                            use_muscle_physiology=False)
+    msg = str(e.value)
+    assert "2 equations of motion but only 1 actuators" in msg
+    assert "no actuator acts on 1 coordinate(s): r_shoulder_elev;" in msg and "r_elbow_flex" not in msg
+
+
+@needs_data
 def test_bad_options():
     from arthron.tools.load_sharing_tool import run_load_sharing
     from arthron.tools.static_optimization_tool import run_static_optimization

@@ -553,7 +553,8 @@ def solve_problem(prob: LoadSharingProblem, *, activation_exponent: float = 2.0,
         raise OptionError(f"objective weights must be positive numbers, one per actuator ({n}, in the order "
                           f"of the problem's actuators), got {type(weights).__name__} {weights!r:.80}")
     if A.shape[1] > n:
-        raise SolverError(f"static optimization: {A.shape[1]} equations of motion but only {n} actuators")
+        raise SolverError(f"static optimization: {A.shape[1]} equations of motion but only {n} actuators"
+                          + _unactuated_hint(prob))
     if p == 2.0:
         # Σ w x² = ½ Σ (2w) x²
         r = solve_box_qp(A, b, 2.0 * w, prob.lower, prob.upper, tol=tol)
@@ -584,14 +585,57 @@ def solve_problem(prob: LoadSharingProblem, *, activation_exponent: float = 2.0,
     if bad.size and on_infeasible != "ignore":
         report = _diagnose(prob, A, b, N, bad[:20])
         res.extra["infeasible"] = report
-        lines = [f"t = {t:.6g} s: reserve needed on " + (", ".join(f"{c} {v:.4g}" for c, v in need.items())
-                                                        or "(no reserve set found)") for t, need in report]
-        msg = (f"static optimization infeasible at {bad.size} of {T} frame(s) (actuators at their bounds): "
-               + "; ".join(lines) + ("; ..." if bad.size > 20 else ""))
+        msg = _infeasible_message(prob, report, bad.size, T)
         if on_infeasible == "raise":
             raise InfeasibleFrames(msg, report)
         warnings.warn(msg, ArthronWarning)
     return res
+
+
+def _infeasible_message(prob: LoadSharingProblem, report, n_bad: int, T: int) -> str:
+    """One line for ``n_bad`` infeasible frames of ``T``: the coordinates no actuator moves (if
+    any), the reserves of the first three frames of ``report`` ([(time, {coordinate: reserve})],
+    N or N·m) and, when it holds more, the largest reserve per coordinate over its frames."""
+    idle = _idle_coordinates(prob)
+    msg = f"static optimization infeasible at {n_bad} of {T} frame(s) (actuators at their bounds)"
+    if idle:
+        msg += f"; no actuator acts on {_some(idle)}: add reserve actuators (CoordinateActuators) on them"
+    msg += "; " + "; ".join(f"t = {t:.6g} s: reserve needed on " + (
+        ", ".join(f"{c} {v:.4g}" for c, v in need.items()) or "(no reserve set found)") for t, need in report[:3])
+    if n_bad > 3:
+        peak = {}
+        for t, need in report:
+            for c, v in need.items():
+                if abs(v) > abs(peak.get(c, (0.0, t))[0]):
+                    peak[c] = (v, t)
+        msg += f"; ... {n_bad - 3} more frame(s)" + (
+            f", largest reserves over the first {len(report)}: "
+            + ", ".join(f"{c} {v:.4g} (t = {t:.6g} s)" for c, (v, t) in peak.items()) if peak else "")
+    return msg
+
+
+def _idle_coordinates(prob: LoadSharingProblem) -> list:
+    """The free coordinates that no actuator moves in any frame: rows of B zero to rounding
+    (below 1e-9 of its largest entry)."""
+    size = np.abs(prob.B).max(axis=(0, 2))                    # (nq,)
+    return [c for i, c in enumerate(prob.coordinates)
+            if prob.free_rows[i] and size[i] <= 1e-9 * size.max(initial=0.0)]
+
+
+def _some(names, k: int = 12) -> str:
+    """``len(names)`` coordinate(s): the first ``k`` names, then how many more."""
+    more = f" and {len(names) - k} more" if len(names) > k else ""
+    return f"{len(names)} coordinate(s): {', '.join(names[:k])}{more}"
+
+
+def _unactuated_hint(prob: LoadSharingProblem) -> str:
+    """The end of the message of a problem with more equations than actuators: the coordinates
+    no actuator moves (:func:`_idle_coordinates`) and what to do."""
+    idle = _idle_coordinates(prob)
+    if not idle:
+        return "; add reserve actuators (CoordinateActuators) on the coordinates the muscles do not span"
+    return (f"; no actuator acts on {_some(idle)}; add reserve actuators (CoordinateActuators) on them, "
+            "or lock them in the model")
 
 
 def _solve_with_multipliers(prob, weights, mweights, mbounds, p, on_infeasible, tol):

@@ -123,7 +123,9 @@ def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetu
     Raises
     ------
     DataFileError (not an AnalyzeTool, missing model, coordinates or states file, bad numbers),
-    UnsupportedFeature (``solve_for_equilibrium_for_auxiliary_states`` with a ``states_file``).
+    UnsupportedFeature (``solve_for_equilibrium_for_auxiliary_states`` with a ``states_file``; a
+    ``speeds_file`` beside a ``coordinates_file``, which OpenSim 4.6 reads as stored at the rows
+    of the filtered coordinates).
     A ``states_file`` replaces ``coordinates_file`` and ``speeds_file`` (both ignored, with a
     warning, as OpenSim 4.6 does); its ``controls_file`` is ignored with a warning, as OpenSim
     4.6's AnalyzeTool ignores it (actuators at control 0; measured).
@@ -135,6 +137,14 @@ def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetu
         raise DataFileError("the setup needs model_file and coordinates_file (or states_file)", s.path)
     if states_file is not None:
         _check_states_file_options(s)
+    elif not is_unassigned(s.get("speeds_file")):
+        el = s.element.find("speeds_file")
+        raise UnsupportedFeature(
+            "<speeds_file> beside a <coordinates_file>: OpenSim 4.6 then takes the generalized speeds "
+            "from that file (as stored, at the padded rows of the filtered coordinates), which arthron "
+            "does not reproduce; leave <speeds_file> empty to use the derivatives of the coordinates' "
+            "splines (OpenSim's default), or give the coordinates and speeds together as a <states_file>",
+            s.path, *((f"line {el.sourceline}",) if el is not None else ()))
     analyses = []
     aset = s.element.find("AnalysisSet")
     objs = aset.find("objects") if aset is not None else None
