@@ -403,6 +403,7 @@ def test_static_optimization_on_a_states_file_as_opensim(runs):
     setup = runs["so"]
     files = _arthron(setup)
     assert sorted(f.name for f in files) == ["so_StaticOptimization_activation.sto",
+                                             "so_StaticOptimization_controls.xml",
                                              "so_StaticOptimization_force.sto"]
     model = read_osim(ARM26)
     tree = compile_model(model)

@@ -302,7 +302,8 @@ def test_so_checks_its_outputs_before_solving(tmp_path, capsys, monkeypatch):
                  "--time-range", "0", "0.05"]) == 0
     assert sorted(p.name for p in (out / "new").iterdir()) == [
         "arm26_JointReaction_ReactionLoads.sto", "arm26_StaticOptimization_activation.sto",
-        "arm26_StaticOptimization_force.sto", "arm26_StaticOptimization_report.sto"]
+        "arm26_StaticOptimization_controls.xml", "arm26_StaticOptimization_force.sto",
+        "arm26_StaticOptimization_report.sto"]
 
 
 @pytest.mark.parametrize("name", ["../x", "sub/x", "/tmp/x", "..", "a\\b"])

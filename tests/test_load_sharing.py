@@ -3,6 +3,7 @@ Gait2354 walk against OpenSim 4.6 run here, setups, CLI and bad input."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 import subprocess
 import sys
 
@@ -73,6 +74,48 @@ def test_arm26_matches_opensim_static_optimization(phys, folder):
     assert np.abs(res.forces - f).max() < 5e-3 * 1.2 * 1000
 
 
+def _check_control_set(path, activations, reference):
+    """The ControlSet written beside the activations: OpenSim 4.6's layout line for line (the
+    reference file with its numbers masked, for every control's first nodes), one ControlLinear
+    per activation column, a node per written row with the row's time and activation."""
+    import re
+    from lxml import etree
+    root = etree.parse(str(path)).getroot()
+    ref = etree.parse(str(reference)).getroot()
+    controls = root.findall("ControlSet/objects/ControlLinear")
+    assert [c.get("name") for c in controls] == activations.labels
+    assert [e.tag for e in controls[0]] == [e.tag for e in ref.find("ControlSet/objects/ControlLinear")]
+    for j, c in enumerate(controls):
+        t = np.array([float(x.text) for x in c.findall("x_nodes/ControlLinearNode/t")])
+        v = np.array([float(x.text) for x in c.findall("x_nodes/ControlLinearNode/value")])
+        assert np.array_equal(t, activations.time) and np.array_equal(v, activations.data[:, j])
+    mask = lambda line: re.sub(r"<(t|value)>[^<]*<", r"<\1>N<", line)  # noqa: E731
+    ours, theirs = Path(path).read_text().splitlines(), Path(reference).read_text().splitlines()
+    head = len(ours) if len(ours) == len(theirs) else 20
+    assert [mask(x) for x in ours[:head]] == [mask(x) for x in theirs[:head]]
+
+
+@needs_data
+@needs_opensim
+def test_control_set_reads_back_in_opensim(tmp_path):
+    """OpenSim 4.6 reads the ControlSet arthron writes beside the activations: the same controls,
+    and at every node time the control value is the written activation (to rounding of the
+    17 digits)."""
+    import opensim as osim
+    from arthron.io.sto import read_sto
+    from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
+    from conftest import static_optimization_setup
+    setup = tmp_path / "so.xml"
+    setup.write_text(static_optimization_setup("arm26", ARM_MODEL, ARM_IK, tmp_path / "res", 0, 0.3,
+                                               physiology=False))
+    _, written = run_static_optimization_from_setup(setup)
+    act = read_sto(written[0])
+    cs = osim.ControlSet(str(written[2]))
+    assert [cs.get(i).getName() for i in range(cs.getSize())] == act.labels
+    got = np.array([[cs.get(j).getControlValue(float(t)) for j in range(cs.getSize())] for t in act.time])
+    assert np.abs(got - act.data).max() < 1e-15
+
+
 @needs_data
 def test_arm26_setup_writes_opensim_files(tmp_path):
     from arthron.io.sto import read_sto
@@ -86,8 +129,10 @@ def test_arm26_setup_writes_opensim_files(tmp_path):
     setup.write_text(raw)
     res, written = run_static_optimization_from_setup(setup)
     assert [p.name for p in written] == ["arm26_StaticOptimization_activation.sto",
-                                         "arm26_StaticOptimization_force.sto"]
+                                         "arm26_StaticOptimization_force.sto",
+                                         "arm26_StaticOptimization_controls.xml"]
     a = read_sto(written[0])
+    _check_control_set(written[2], a, SO_REF / "SO_phys" / "arm26_StaticOptimization_controls.xml")
     ref = read_sto(SO_REF / "SO_phys" / "arm26_StaticOptimization_activation.sto")
     assert a.labels == ref.labels
     # step_interval 5 with a 6 Hz filter keeps the frames OpenSim records (first, every 5th
@@ -154,7 +199,7 @@ def test_speeds_file_beside_coordinates_is_refused_naming_its_line(tmp_path):
     assert not (tmp_path / "res").exists()
     setup.write_text(text.replace("<coordinates_file>", "<speeds_file> </speeds_file>\n<coordinates_file>"))
     _, written = run_static_optimization_from_setup(setup)
-    assert len(written) == 2
+    assert len(written) == 3
 
 
 @needs_data
@@ -216,8 +261,8 @@ def test_cli_so(tmp_path):
                         "--lowpass", "6", "-o", str(tmp_path)], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["arm26_StaticOptimization_activation.sto", "arm26_StaticOptimization_force.sto",
-                     "arm26_StaticOptimization_report.sto"]
+    assert names == ["arm26_StaticOptimization_activation.sto", "arm26_StaticOptimization_controls.xml",
+                     "arm26_StaticOptimization_force.sto", "arm26_StaticOptimization_report.sto"]
     r = subprocess.run([sys.executable, "-m", "arthron.cli", "so", str(ARM_MODEL), str(ARM_IK),
                         "--activation-exponent", "nan", "-o", str(tmp_path / "x")],
                        capture_output=True, text=True, env=env)
@@ -686,11 +731,15 @@ def test_static_optimization_inside_the_analyze_tool(tmp_path):
     from arthron.solvers.muscle_fibers import MUSCLE_ANALYSIS_FILES   # (and, as OpenSim, the other files)
     assert {f.name for f in files} == {"arm26_StaticOptimization_activation.sto",
                                        "arm26_StaticOptimization_force.sto",
+                                       "arm26_StaticOptimization_controls.xml",
                                        "arm26_MuscleAnalysis_Length.sto",
                                        "arm26_MuscleAnalysis_MomentArm_r_elbow_flex.sto"} | {
         f"arm26_MuscleAnalysis_{k}.sto" for k in (*MUSCLE_ANALYSIS_FILES, "Moment_r_elbow_flex")}
     res, written = run_static_optimization_from_setup(setup, results_dir=tmp_path / "so")
     for f in written:
+        if f.suffix == ".xml":      # the ControlSet: the same bytes
+            assert (tmp_path / "analyze" / f.name).read_bytes() == f.read_bytes()
+            continue
         a, b = read_sto(tmp_path / "analyze" / f.name), read_sto(f)
         assert a.labels == b.labels
         np.testing.assert_array_equal(a.time, b.time)

@@ -238,7 +238,7 @@ def test_analysis_names_name_the_files_as_in_opensim(tmp_path):
     mine = sorted(p.name for p in (tmp_path / "a").iterdir())
     from arthron.solvers.muscle_fibers import MUSCLE_ANALYSIS_FILES   # (OpenSim's other MuscleAnalysis files)
     assert mine == sorted(["arm26__ReactionLoads.sto", "arm26_ma_Length.sto", "arm26_ma_MomentArm_r_elbow_flex.sto",
-                           "arm26_so1_activation.sto", "arm26_so1_force.sto"]
+                           "arm26_so1_activation.sto", "arm26_so1_controls.xml", "arm26_so1_force.sto"]
                           + [f"arm26_ma_{k}.sto" for k in (*MUSCLE_ANALYSIS_FILES, "Moment_r_elbow_flex")])
     for name in mine:
         assert (tmp_path / "o" / name).exists(), name

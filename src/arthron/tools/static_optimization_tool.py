@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataFileError, OptionError, UnsupportedFeature
+from ..io.control_set import write_control_set
 from ..io.osim import read_osim
 from ..io.setup import read_external_loads
 from ..io.sto import read_sto, write_sto
@@ -100,6 +101,7 @@ def static_optimization_outputs(out_dir, name: str, *, report: bool = False, joi
     check_output_dir(out_dir)
     out = Path(out_dir)
     files = [out / f"{name}_{analysis}_{k}.sto" for k in ("activation", "force", "report")[:3 if report else 2]]
+    files.insert(2, out / f"{name}_{analysis}_controls.xml")
     if joint_reactions:
         files.append(out / f"{name}_JointReaction_ReactionLoads.sto")
     for f in files:
@@ -128,7 +130,9 @@ def write_load_sharing(result: LoadSharingResult, out_dir, name: str, joint_reac
 
 def write_static_optimization(result: LoadSharingResult, out_dir, name: str, rows=None,
                               report: bool = False, analysis: str = "StaticOptimization") -> list:
-    """Write ``<name>_<analysis>_activation.sto`` and ``_force.sto`` into ``out_dir``
+    """Write ``<name>_<analysis>_activation.sto``, ``_force.sto`` and ``_controls.xml`` (the
+    activations as an OpenSim ControlSet, :func:`arthron.io.control_set.write_control_set`,
+    as OpenSim 4.6 writes it for the ForwardTool and CMC) into ``out_dir``
     (created; ``analysis``: the analysis' name in its setup, as OpenSim names the files);
     ``rows`` the frames to keep; with ``report`` also
     ``<name>_StaticOptimization_report.sto`` (objective, residual, feasibility, cone per frame).
@@ -145,6 +149,10 @@ def write_static_optimization(result: LoadSharingResult, out_dir, name: str, row
         f = out / f"{name}_{analysis}_{kind}.sto"
         write_sto(f, table)
         written.append(f)
+        if kind == "force":
+            f = out / f"{name}_{analysis}_controls.xml"
+            write_control_set(f, tables[0][1])
+            written.append(f)
     return written
 
 
