@@ -456,7 +456,9 @@ def test_absurd_coordinates_are_warned_naming_column_and_time(tmp_path, case):
     msgs = [m for m in _id_warnings(model, p) if "far outside their ranges" in m]
     assert len(msgs) == 1 and "m.mot" in msgs[0] and "knee_angle_r" in msgs[0] and "at t =" in msgs[0]
     if case == "degrees_as_radians":
-        assert "look like degrees" in msgs[0]
+        assert "look like degrees" in msgs[0] and " rad at t =" in msgs[0]
+    if case == "spike":   # in the file's unit (degrees here), with the range
+        assert "knee_angle_r = 1e+06° at t =" in msgs[0] and "(range -120° to 10°)" in msgs[0]
     assert not [m for m in _id_warnings(model, IK_MOT) if "far outside" in m]
 
 

@@ -158,6 +158,14 @@ _MIN_DT = 1e-6
 _MARGIN = {"rotational": 2 * np.pi, "translational": 10.0}
 
 
+def _with_unit(value: float, motion_type: str, in_degrees: bool) -> str:
+    """A coordinate value (rad or m) as the motion file gives it: degrees for a rotation of a
+    file in degrees, else rad or m."""
+    if motion_type == "rotational":
+        return f"{np.degrees(value):.6g}°" if in_degrees else f"{value:.6g} rad"
+    return f"{value:.6g} m"
+
+
 def _warn_absurd(coords, out, time, in_degrees, src):
     """Warn once (naming columns and times) on coordinate values far outside the coordinate's
     range: degrees read as radians, millimetres as metres, spikes. Rotational values above 4π in a
@@ -172,7 +180,9 @@ def _warn_absurd(coords, out, time, in_degrees, src):
         off = (col < lo - margin) | (col > hi + margin)
         if off.any():
             k = int(np.argmax(np.abs(col) * off))
-            far.append(f"{c.name} = {float(col[k]):.6g} at t = {float(time[k]):.6g}")
+            far.append(f"{c.name} = {_with_unit(float(col[k]), c.motion_type, in_degrees)} at "
+                       f"t = {float(time[k]):.6g} (range {_with_unit(lo, c.motion_type, in_degrees)} to "
+                       f"{_with_unit(hi, c.motion_type, in_degrees)})")
             if c.motion_type == "rotational" and not in_degrees and np.abs(col).max() > 4 * np.pi:
                 degree_like.append(c.name)
     if far:

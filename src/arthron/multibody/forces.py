@@ -65,6 +65,7 @@ from .force_exclusion import ZERO_WITHOUT_CONTROLS, forces_to_exclude
 
 __all__ = ["PASSIVE_COORDINATE_FORCES", "LIGAMENT_TYPES", "active_forces", "PassiveForces",
            "passive_forces", "applied_generalized_forces", "passive_generalized_forces",
+           "activation_coordinate_force",
            "coordinate_force", "coordinate_limit_potential_energy", "two_point_forces",
            "bushing_body_forces", "contact_body_forces"]
 
@@ -165,13 +166,26 @@ class PassiveForces:
     kinematics: object = field(default=None, repr=False)
 
 
-def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> PassiveForces:
+def activation_coordinate_force(f, states=None, T: int = 1) -> np.ndarray:
+    """The generalized force (T,) N·m or N of an ActivationCoordinateActuator ``f``: its
+    activation × ``optimal_force`` (OpenSim's ``ActivationCoordinateActuator::computeActuation``),
+    the activation the ``states`` file's (``{f.name: {"activation": (T,)}}``) where it has one,
+    else ``default_activation`` (the model's default state, which OpenSim's tools evaluate)."""
+    a = ((states or {}).get(f.name) or {}).get("activation")
+    a = float(f.default_activation) if a is None else np.asarray(a, float)
+    return np.broadcast_to(a * float(f.optimal_force), (T,)).copy()
+
+
+def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",), states=None) -> PassiveForces:
     """Evaluate the passive force elements OpenSim would apply (see the module docstring).
 
     Parameters
     ----------
     q, qd : (T, nq) coordinates and their rates (rad, m; rad/s, m/s), model order
     exclude : OpenSim ``forces_to_exclude`` (names, classes, ``Muscles``, ``Actuators``, ``All``)
+    states : {force name: {state: (T,) array}} of a states file, or None: an
+        ActivationCoordinateActuator's ``activation`` there replaces its ``default_activation``
+        frame by frame (OpenSim's AnalyzeTool on a states file)
     """
     q = np.atleast_2d(np.asarray(q, float))
     qd = np.atleast_2d(np.asarray(qd, float))
@@ -201,7 +215,7 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> Pas
             # its force follows an activation state; OpenSim's tools evaluate it in the
             # model's default state: default_activation × optimal_force
             c = _coordinate_index(model, tree, f)
-            tau[:, c] += float(f.default_activation) * float(f.optimal_force)
+            tau[:, c] += activation_coordinate_force(f, states, T)
         elif f.type in ZERO_WITHOUT_CONTROLS:
             continue
         elif f.type in REFUSED_FORCES:

@@ -8,14 +8,18 @@ actuators and on forward simulations' states files; the AnalyzeTool runs every c
   default states on a coordinates file, the file's on a states file), speed the path's
   lengthening speed (m/s), power −force × speed (``PathActuator::getPower``);
 * a CoordinateActuator: force 0, speed the coordinate's generalized speed u (rad/s, m/s), power 0;
-* a PointActuator (``point_is_global`` false): force 0, speed the magnitude of the velocity in
-  ground of its point (m/s: ``PointActuator::computeForce`` sets ``|v|``), power 0;
-* a TorqueActuator (``torque_is_global`` true): force 0, speed (ω_A − ω_B)·axis (rad/s; the
-  bodies' angular velocities in ground), power 0.
+* a PathActuator: force 0, speed its path's lengthening speed (m/s), power −force × speed;
+* an ActivationCoordinateActuator: force activation × ``optimal_force`` (its
+  ``default_activation``, or a states file's activation), speed u, power force × speed;
+* a PointActuator: force 0, speed the magnitude of the velocity in ground of its ``point``
+  taken in its body (m/s: ``PointActuator::computeForce`` sets ``|v|``; with
+  ``point_is_global`` too, as OpenSim 4.6 records it), power 0;
+* a TorqueActuator: force 0, speed (ω_A − ω_B)·axis (rad/s; the bodies' angular velocities in
+  ground, the unit axis as given, whatever ``torque_is_global``: as OpenSim 4.6 records it),
+  power 0.
 
-Other actuators (disabled ones, PathActuator, ActivationCoordinateActuator, the deprecated muscle classes ...,
-a PointActuator with ``point_is_global``, a TorqueActuator with ``torque_is_global`` false) are
-left out, named in :attr:`ActuationResult.omitted`.
+Other actuators (disabled ones, the deprecated muscle classes, plugins ...) are left out, named
+in :attr:`ActuationResult.omitted`.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ import numpy as np
 
 from ..geometry.spatial import cross
 from ..models.model import Model
+from ..multibody.forces import activation_coordinate_force
 from ..multibody.kinematics import Tree, forward_kinematics
 from ..tables import Table
 from .inverse_dynamics import frame_chunks
@@ -87,7 +92,7 @@ def actuation(model: Model, tree: Tree, time, q, u, qd, *, muscle_states=None,
         for k, m in enumerate(dsm.muscles):
             tension[m.name] = (F[:, k], V[:, k])
     coords = list(model.coordinates)
-    names, cols, omitted, points, torques = [], [], [], [], []
+    names, cols, omitted, points, torques, paths = [], [], [], [], [], []
     for name, f in model.forces.items():
         kind = f.type
         if not f.applies_force and (f.is_muscle or "Actuator" in kind):
@@ -96,20 +101,32 @@ def actuation(model: Model, tree: Tree, time, q, u, qd, *, muscle_states=None,
         if name in tension:
             force, speed = tension[name]
             cols.append((force, speed, -force * speed))
+        elif kind == "PathActuator":
+            paths.append((len(cols), name))
+            cols.append((np.zeros(T), np.zeros(T), np.zeros(T)))
         elif kind == "CoordinateActuator" and f.coordinate in coords:
             cols.append((np.zeros(T), u[:, coords.index(f.coordinate)].copy(), np.zeros(T)))
-        elif kind == "PointActuator" and not f.point_is_global and f.body:
+        elif kind == "ActivationCoordinateActuator" and f.coordinate in coords:
+            force, speed = activation_coordinate_force(f, muscle_states, T), u[:, coords.index(f.coordinate)].copy()
+            cols.append((force, speed, force * speed))
+        elif kind == "PointActuator" and f.body:
             points.append((len(cols), tree.body_index(f.body), np.asarray(f.point, float)))
             cols.append((np.zeros(T), np.zeros(T), np.zeros(T)))
-        elif kind == "TorqueActuator" and f.torque_is_global and f.bodyA and f.bodyB:
+        elif kind == "TorqueActuator" and f.bodyA and f.bodyB:
+            axis = np.asarray(f.axis, float)
             torques.append((len(cols), tree.body_index(f.bodyA), tree.body_index(f.bodyB),
-                            np.asarray(f.axis, float)))
+                            axis / max(np.linalg.norm(axis), 1e-300)))
             cols.append((np.zeros(T), np.zeros(T), np.zeros(T)))
         else:
             if f.is_muscle or "Actuator" in kind:
                 omitted.append((kind, name))
             continue
         names.append(name)
+    if paths:
+        from ..multibody.paths import compile_paths, lengthening_speeds
+        V = lengthening_speeds(compile_paths(model, tree, forces=[n for _, n in paths]), tree, q, qd)
+        for j, (k, _) in enumerate(paths):
+            cols[k] = (cols[k][0], V[:, j], -cols[k][0] * V[:, j])
     if points or torques:
         for s in frame_chunks(T):
             kin = forward_kinematics(tree, q[s], qd[s], np.zeros_like(q[s]))

@@ -9,12 +9,28 @@ import numpy as np
 
 from ..errors import ArthronWarning, DataFileError, SolverError, UnsupportedFeature
 from ..models.model import Model
+from ..multibody.forces import activation_coordinate_force
 from ..multibody.kinematics import Tree
 from .inverse_dynamics import ExternalLoad
 
 
 # ----------------------------------------------------------------------------- actuator forces
 ACTUATOR_TYPES = ("CoordinateActuator", "PointActuator", "TorqueActuator", "PathActuator")
+
+
+def activation_actuator_forces(model: Model, tree: Tree, T: int, states=None):
+    """(T, nq) generalized forces of the model's ActivationCoordinateActuators that apply force
+    (:func:`arthron.multibody.forces.activation_coordinate_force`: activation × optimal force,
+    the activation a states file's, ``states`` {name: {"activation": (T,)}}, or the default),
+    or None when it has none: what OpenSim's AnalyzeTool applies of them (every other
+    actuator's control is 0 there)."""
+    acas = [f for f in model.forces.values() if f.type == "ActivationCoordinateActuator" and f.applies_force]
+    if not acas:
+        return None
+    tau = np.zeros((T, tree.nq))
+    for f in acas:
+        tau[:, tree.coordinate_index(f.coordinate)] += activation_coordinate_force(f, states, T)
+    return tau
 
 
 def storage_values(times, t_src, y):

@@ -15,7 +15,9 @@ constraints). The columns of the passive elements are
 * ``CoordinateActuator``, ``PointActuator``, ``TorqueActuator``, ``PathActuator``:
   ``optimal_force`` × control, and the AnalyzeTool runs with every control 0 (it ignores a
   ``controls_file``; measured with OpenSim 4.6), so 0;
-* other actuators (plugin muscles, ActivationCoordinateActuator ...) and forces whose record
+* ``ActivationCoordinateActuator``: activation × ``optimal_force``, the activation its
+  ``default_activation`` or a states file's (measured with OpenSim 4.6);
+* other actuators (plugin muscles ...) and forces whose record
   arthron does not reproduce are left out, named in :attr:`ForceReport.omitted`.
 
 Source: OpenSim 4.6 ``ForceReporter::record`` (Analyses), ``AnalyzeTool::run``.
@@ -29,6 +31,7 @@ import numpy as np
 from ..errors import UnsupportedFeature
 from ..models.model import Model
 from ..multibody.force_records import force_records
+from ..multibody.forces import activation_coordinate_force
 from ..multibody.kinematics import Tree, compile_model, forward_kinematics
 from ..tables import Table
 from .inverse_dynamics import external_loads_from_setup
@@ -99,6 +102,8 @@ def force_reporter(model: Model, t, q, qd, *, tree: Tree | None = None, muscle_s
         given.update((m.name, ten[:, k]) for k, m in enumerate(dsm.muscles))
     given.update((f.name, np.zeros(T)) for f in model.forces.values()
                  if f.applies_force and f.type in ZERO_CONTROL_ACTUATORS)
+    given.update((f.name, activation_coordinate_force(f, muscle_states, T)) for f in model.forces.values()
+                 if f.applies_force and f.type == "ActivationCoordinateActuator")
     rec = force_records(model, tree, q, qd, list(given))
     labels, data = rec.columns(given, T)
     if external_loads is not None:

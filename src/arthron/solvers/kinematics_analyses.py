@@ -45,7 +45,7 @@ from ..multibody.forces import passive_forces
 from ..multibody.forward_dynamics import forward_accelerations
 from ..multibody.kinematics import Tree, _euler_xyz_rate_matrix, compile_model, forward_kinematics
 from ..tables import Table
-from .actuators import path_loads
+from .actuators import activation_actuator_forces, path_loads
 from .filtering import lowpass_cutoff, prepare_coordinates
 from .inverse_dynamics import external_loads_from_setup, frame_chunks, slice_loads
 from .muscle_states import (default_state_muscles, millard_default_state_tensions,  # noqa: F401
@@ -158,7 +158,8 @@ def analysis_states_of(model: Model, t, q, u, *, external_loads=None, loads_tabl
     locked = np.array([c.locked for c in model.coordinates.values()])
     qdd = np.empty_like(q)
     for s in frame_chunks(len(t)):
-        gen, chunk_loads = _applied(model, tree, q[s], qd[s], list(slice_loads(loads, s)))
+        gen, chunk_loads = _applied(model, tree, q[s], qd[s], list(slice_loads(loads, s)),
+                                    rows_of_states(muscle_states, s))
         if dsm.paths is not None:
             m_loads, m_gen = dsm.rows(s).path_loads(tree, q[s], qd[s])
             chunk_loads += m_loads
@@ -191,9 +192,21 @@ def speed_derivatives(tree: Tree, q, qd, qdd) -> np.ndarray:
     return udot
 
 
-def _applied(model, tree, q, qd, loads):
-    """(mobility forces or None, body loads) of the passive elements OpenSim applies."""
+def rows_of_states(states, index):
+    """{force: {state: (k,) array}}: the per-frame ``states`` ({force: {state: (T,) array}} or
+    None) at frames ``index`` (a slice or an index array)."""
+    return None if not states else {n: {k: np.asarray(v)[index] for k, v in d.items()}
+                                    for n, d in states.items()}
+
+
+def _applied(model, tree, q, qd, loads, states=None):
+    """(mobility forces or None, body loads) of the passive elements OpenSim applies and of its
+    ActivationCoordinateActuators (their activations in ``states``, else the defaults; every
+    other actuator has control 0)."""
     pf = passive_forces(model, tree, q, qd, exclude=("Actuators",))
+    aca = activation_actuator_forces(model, tree, len(q), states)
+    if aca is not None:
+        pf.mobility = pf.mobility + aca
     if pf.not_applied:
         warnings.warn(f"model '{model.name}' has force elements arthron does not apply: "
                       + ", ".join(f"{t_} {n}" for t_, n in pf.not_applied[:6]), ArthronWarning,

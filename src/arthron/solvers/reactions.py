@@ -110,7 +110,7 @@ from ..multibody.inverse_dynamics import inertial_wrenches, inverse_dynamics
 from ..multibody.frames_last import kinematics_frames_last
 from ..multibody.kinematics import Tree, compile_model, forward_kinematics
 from ..multibody.mass_matrix import mass_matrix
-from .actuators import actuator_forces, path_loads
+from .actuators import activation_actuator_forces, actuator_forces, path_loads
 from .inverse_dynamics import coordinates_from_table, external_loads_from_setup, frame_chunks, slice_loads
 
 __all__ = ["JointLoads", "JointReactionResult", "joint_loads", "open_constraint_map", "joint_reactions",
@@ -676,7 +676,8 @@ def joint_reactions(model: Model, motion_table, forces_table=None, external_load
 def _reaction_chunk(model, tree, t, q, qd, qdd, loads, forces_table, accelerations,
                     constraint_forces, cs, locked, joints, on, in_frame, muscles=None):
     """Joint reactions of one chunk of frames: (labels, data, JointLoads, residual, q̈).
-    ``muscles``: DefaultStateMuscles whose default-state forces apply (no forces table)."""
+    ``muscles``: DefaultStateMuscles whose default-state forces apply (no forces table), with
+    the ActivationCoordinateActuators' forces at their states (:func:`activation_actuator_forces`)."""
     loads = list(loads)
     gen = None
     if forces_table is not None:
@@ -692,6 +693,10 @@ def _reaction_chunk(model, tree, t, q, qd, qdd, loads, forces_table, acceleratio
     if pf.not_applied:
         warnings.warn(f"model '{model.name}' has force elements arthron does not apply in joint reactions: "
                       + ", ".join(f"{t_} {n}" for t_, n in pf.not_applied[:6]), ArthronWarning, stacklevel=3)
+    if muscles is not None:      # OpenSim's route without a forces file: its actuators at their
+        aca = activation_actuator_forces(model, tree, len(q), muscles.states)   # states
+        if aca is not None:
+            pf.mobility = pf.mobility + aca
     if pf.mobility.any():
         gen = pf.mobility if gen is None else gen + pf.mobility
     loads += pf.loads or []

@@ -47,8 +47,8 @@ class ModelStates:
     time : (T,) s; index : (T,) the rows' indices in the file; q : (T, nq) coordinates (rad, m),
     model order; u : (T, nq) generalized speeds (rad/s, m/s; for the rotations of
     ``tree.angular_velocity_groups``, Simbody's angular velocity, as OpenSim writes them);
-    muscles : {muscle: {state: (T,) array}} of the muscle states the file gives (the others keep
-    their defaults); missing : the 4.x labels of the model's states the file lacks; unknown : the
+    muscles : {muscle: {state: (T,) array}} of the muscle states the file gives, and the
+    ActivationCoordinateActuators' ``activation`` (the others keep their defaults); missing : the 4.x labels of the model's states the file lacks; unknown : the
     file's labels that name no state of the model; source : the file; file_time (N,), file_u
     (N, nq) : the times and speeds of every row of the file (StaticOptimization splines them).
     """
@@ -97,16 +97,21 @@ class ModelStates:
 def model_state_labels(model: Model) -> list:
     """[(4.x label, 3.x label, kind, owner, state)] of the model's state variables arthron
     reads: each coordinate's value and speed (kind "q" / "u", owner the coordinate), each
-    applied muscle's states (kind "muscle", :func:`arthron.solvers.muscle_states.muscle_state_names`),
-    in model order (muscles that apply no force too: OpenSim gives them states)."""
+    applied muscle's states (kind "muscle", :func:`arthron.solvers.muscle_states.muscle_state_names`)
+    and each ActivationCoordinateActuator's ``activation`` (kind "actuator"), in the ForceSet's
+    order (muscles that apply no force too: OpenSim gives them states)."""
     out = []
     for c in model.coordinates.values():
         base = f"/jointset/{c.joint}/{c.name}"
         out += [(f"{base}/value", c.name, "q", c.name, "value"),
                 (f"{base}/speed", f"{c.name}_u", "u", c.name, "speed")]
-    for m in model.muscles.values():
-        out += [(f"/forceset/{m.name}/{s}", f"{m.name}.{s}", "muscle", m.name, s)
-                for s in muscle_state_names(m)]
+    for f in model.forces.values():
+        if f.name in model.muscles:
+            out += [(f"/forceset/{f.name}/{s}", f"{f.name}.{s}", "muscle", f.name, s)
+                    for s in muscle_state_names(f)]
+        elif f.type == "ActivationCoordinateActuator":
+            out.append((f"/forceset/{f.name}/activation", f"{f.name}.activation", "actuator", f.name,
+                        "activation"))
     return out
 
 
@@ -182,9 +187,9 @@ def states_from_table(model: Model, table, time_range=None) -> ModelStates:
     u = file_u[rows].copy()
     muscles = {}
     for (kind, owner, state), k in col.items():
-        if kind == "muscle":
+        if kind in ("muscle", "actuator"):
             muscles.setdefault(owner, {})[state] = data[:, k].copy()
-    deprecated = [m for m in muscles if model.muscles[m].type.endswith("_Deprecated")]
+    deprecated = [m for m in muscles if m in model.muscles and model.muscles[m].type.endswith("_Deprecated")]
     if deprecated:
         m = model.muscles[deprecated[0]]
         raise UnsupportedFeature(f"muscle '{m.name}' ({m.type}): its force at the states file's "
@@ -237,6 +242,8 @@ def states_report(model: Model, states: ModelStates):
             cols.append((states.q if kind == "q" else states.u)[:, coords.index(owner)])
             continue
         got = states.muscles.get(owner, {}).get(state)
+        if got is None and kind == "actuator":
+            got = np.full(len(states.time), float(model.forces[owner].default_activation))
         if got is None:
             m = model.muscles[owner]
             default = _STATE_DEFAULTS.get(state, {}).get(m.type)
