@@ -1068,3 +1068,45 @@ def test_lenhart_knee_with_ligaments_matches_opensim(tmp_path):
            and model.forces[lab.split(".")[0]].type == "Blankevoort1991Ligament"]
     assert len(lig) >= 76 * 3
     assert np.abs(fa.data[:, lig] - fb.data[:, lig]).max() < 1e-8 + 1e-12 * np.abs(fa.data[:, lig]).max()
+
+
+@needs_data
+@needs_opensim
+def test_constrained_model_where_opensim_fails_every_frame(tmp_path):
+    """The Thoracoscapular model (ScapulothoracicJoint, AC PointConstraint) with a reserve on
+    every coordinate: OpenSim 4.6's StaticOptimization asks every coordinate's acceleration to
+    equal its spline's, which the constraint does not allow exactly, and IPOPT fails on every
+    frame (measured: 101 of 101 frames "OPTIMIZATION FAILED" on this motion), writing its last
+    iterate. arthron solves the equations of motion projected on the constraint's null space
+    (multipliers eliminated): its residual is at rounding where OpenSim's output leaves
+    newton-metres unmet."""
+    import opensim as osim
+    from oracle import _cwd, _quiet
+    from conftest import TSM, static_optimization_setup, thoracoscapular_motion
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import read_sto
+    from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
+    motion = thoracoscapular_motion(tmp_path / "tsm.mot")
+    model = read_osim(TSM)
+    reserves = "".join(f'<CoordinateActuator name="res_{c}"><coordinate>{c}</coordinate>'
+                       "<optimal_force>50</optimal_force></CoordinateActuator>"
+                       for c, co in model.coordinates.items() if not co.locked)
+    force_set = tmp_path / "reserves.xml"
+    force_set.write_text(f'<?xml version="1.0"?><OpenSimDocument Version="40000"><ForceSet name="r"><objects>'
+                         f'{reserves}</objects></ForceSet></OpenSimDocument>')
+    setup = tmp_path / "so.xml"
+    setup.write_text(static_optimization_setup("tsm", TSM, motion, tmp_path / "osim", 0.45, 0.5,
+                                               physiology=False, force_set=force_set))
+    _quiet(osim)
+    with _cwd(tmp_path):
+        osim.AnalyzeTool(str(setup)).run()
+    res, _ = run_static_optimization_from_setup(setup, results_dir=tmp_path / "ours")
+    prob = res.extra["problem"]
+    A, b, _ = prob.reduced()
+    theirs = read_sto(tmp_path / "osim" / "tsm_StaticOptimization_activation.sto")
+    assert np.allclose(theirs.time, res.time, atol=5e-9)     # (the file's 8 decimals)
+    x = theirs.data[:, [theirs.labels.index(n) for n in prob.names]]
+    unmet = np.abs(np.einsum("trn,tn->tr", A, x) - b).max(axis=1)
+    ours = np.abs(np.einsum("trn,tn->tr", A, res.activations) - b).max(axis=1)
+    assert res.feasible.all() and ours.max() < 1e-6
+    assert unmet.min() > 1.0, unmet      # N·m: 60-73 measured on these frames
