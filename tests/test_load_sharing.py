@@ -1009,3 +1009,104 @@ def test_opensim_writes_its_last_iterate_where_ipopt_stops(tmp_path):
     A, b, _ = prob.reduced()
     assert np.abs(np.einsum("trn,tn->tr", A, r2.activations) - b).max() < 1e-8
     assert np.abs(np.einsum("trn,tn->tr", A, a2) - b).max() < 1e-5
+
+
+@needs_data
+@needs_opensim
+def test_lenhart_knee_with_ligaments_matches_opensim(tmp_path):
+    """The Lenhart et al. (2015) full-body model (44 muscles over wrap objects, 76
+    Blankevoort1991Ligament strands, a 6-DOF knee and patella: 52 coordinates; its plugin contact
+    forces and meshes stripped so that plain OpenSim 4.6 loads it), a knee-flexion motion, a
+    reserve on every coordinate: StaticOptimization without muscle physiology against OpenSim's
+    run here. Activations within OpenSim's convergence tolerance (1e-2), the ligaments' records
+    in the force file to the file's 8 decimals (known forces of the equations of motion), and
+    arthron's objective at or below OpenSim's in every frame."""
+    import re
+    import opensim as osim
+    from oracle import _cwd, _quiet
+    from conftest import LENHART, static_optimization_setup
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import read_sto, write_sto
+    from arthron.tables import Table
+    from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
+    text = LENHART.read_text()
+    text = re.sub(r"<(Smith2018\w+)\b[^>]*?/>", "", text)
+    model_path = tmp_path / "lenhart_no_contact.osim"
+    model_path.write_text(re.sub(r"<(Smith2018\w+)\b.*?</\1>", "", text, flags=re.S))
+    model = read_osim(model_path)
+    names = list(model.coordinates)
+    t = np.linspace(0, 0.4, 21)
+    Q = np.tile([c.default_value for c in model.coordinates.values()], (len(t), 1))
+    Q[:, names.index("knee_flex_r")] = np.deg2rad(-10 - 40 * np.sin(np.pi * t / 0.4))
+    Q[:, names.index("hip_flex_r")] = np.deg2rad(10 + 20 * np.sin(np.pi * t / 0.4))
+    rot = np.array([c.motion_type == "rotational" for c in model.coordinates.values()])
+    motion = tmp_path / "knee.mot"
+    write_sto(motion, Table(name="knee", time=t, labels=names, data=np.where(rot, np.degrees(Q), Q),
+                            in_degrees=True))
+    reserves = "".join(f'<CoordinateActuator name="res_{c}"><coordinate>{c}</coordinate><optimal_force>'
+                       f'{1000 if c.startswith("pelvis") else 100}</optimal_force></CoordinateActuator>'
+                       for c in names)
+    force_set = tmp_path / "reserves.xml"
+    force_set.write_text(f'<?xml version="1.0"?><OpenSimDocument Version="40000"><ForceSet name="r"><objects>'
+                         f'{reserves}</objects></ForceSet></OpenSimDocument>')
+    setup = tmp_path / "so.xml"
+    setup.write_text(static_optimization_setup("len", model_path, motion, tmp_path / "osim", 0, 0.4,
+                                               physiology=False, force_set=force_set))
+    _quiet(osim)
+    with _cwd(tmp_path):
+        assert osim.AnalyzeTool(str(setup)).run()
+    res, written = run_static_optimization_from_setup(setup, results_dir=tmp_path / "ours")
+    a, b = (read_sto(d / "len_StaticOptimization_activation.sto") for d in (tmp_path / "osim", tmp_path / "ours"))
+    assert a.labels == b.labels and len(a.labels) == 44 + 52 and np.array_equal(a.time, b.time)
+    assert np.abs(a.data - b.data).max() < 1e-2
+    theirs = (a.data ** 2).sum(axis=1)
+    assert np.all(res.objective <= theirs * (1 + 1e-6) + 1e-9)
+    assert np.abs(res.residual).max() < 1e-6
+    fa, fb = (read_sto(d / "len_StaticOptimization_force.sto") for d in (tmp_path / "osim", tmp_path / "ours"))
+    assert fa.labels == fb.labels
+    lig = [k for k, lab in enumerate(fa.labels) if lab.split(".")[0] in model.forces
+           and model.forces[lab.split(".")[0]].type == "Blankevoort1991Ligament"]
+    assert len(lig) >= 76 * 3
+    assert np.abs(fa.data[:, lig] - fb.data[:, lig]).max() < 1e-8 + 1e-12 * np.abs(fa.data[:, lig]).max()
+
+
+@needs_data
+@needs_opensim
+def test_constrained_model_where_opensim_fails_every_frame(tmp_path):
+    """The Thoracoscapular model (ScapulothoracicJoint, AC PointConstraint) with a reserve on
+    every coordinate: OpenSim 4.6's StaticOptimization asks every coordinate's acceleration to
+    equal its spline's, which the constraint does not allow exactly, and IPOPT fails on every
+    frame (measured: 101 of 101 frames "OPTIMIZATION FAILED" on this motion), writing its last
+    iterate. arthron solves the equations of motion projected on the constraint's null space
+    (multipliers eliminated): its residual is at rounding where OpenSim's output leaves
+    newton-metres unmet."""
+    import opensim as osim
+    from oracle import _cwd, _quiet
+    from conftest import TSM, static_optimization_setup, thoracoscapular_motion
+    from arthron.io.osim import read_osim
+    from arthron.io.sto import read_sto
+    from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
+    motion = thoracoscapular_motion(tmp_path / "tsm.mot")
+    model = read_osim(TSM)
+    reserves = "".join(f'<CoordinateActuator name="res_{c}"><coordinate>{c}</coordinate>'
+                       "<optimal_force>50</optimal_force></CoordinateActuator>"
+                       for c, co in model.coordinates.items() if not co.locked)
+    force_set = tmp_path / "reserves.xml"
+    force_set.write_text(f'<?xml version="1.0"?><OpenSimDocument Version="40000"><ForceSet name="r"><objects>'
+                         f'{reserves}</objects></ForceSet></OpenSimDocument>')
+    setup = tmp_path / "so.xml"
+    setup.write_text(static_optimization_setup("tsm", TSM, motion, tmp_path / "osim", 0.45, 0.5,
+                                               physiology=False, force_set=force_set))
+    _quiet(osim)
+    with _cwd(tmp_path):
+        osim.AnalyzeTool(str(setup)).run()
+    res, _ = run_static_optimization_from_setup(setup, results_dir=tmp_path / "ours")
+    prob = res.extra["problem"]
+    A, b, _ = prob.reduced()
+    theirs = read_sto(tmp_path / "osim" / "tsm_StaticOptimization_activation.sto")
+    assert np.allclose(theirs.time, res.time, atol=5e-9)     # (the file's 8 decimals)
+    x = theirs.data[:, [theirs.labels.index(n) for n in prob.names]]
+    unmet = np.abs(np.einsum("trn,tn->tr", A, x) - b).max(axis=1)
+    ours = np.abs(np.einsum("trn,tn->tr", A, res.activations) - b).max(axis=1)
+    assert res.feasible.all() and ours.max() < 1e-6
+    assert unmet.min() > 1.0, unmet      # N·m: 60-73 measured on these frames
