@@ -165,7 +165,11 @@ def check_output(path, sources=()) -> Path:
 
     Returns the resolved path. Raises DataFileError naming the file."""
     r = resolve_output(path)
-    ident = _identity(r)
+    try:        # one stat of the target: its identity, and below its kind
+        st, failed = os.stat(r), None
+    except OSError as e:
+        st, failed = None, e
+    ident = None if st is None else (st.st_dev, st.st_ino)
     entries = list(_INPUTS.get() or [])
     for s in sources:
         if s is not None:
@@ -177,13 +181,15 @@ def check_output(path, sources=()) -> Path:
     for p, pid in entries:
         if r == p or (ident is not None and pid is not None and ident == pid):
             raise DataFileError(f"refusing to overwrite an input{_of_command()} ({p})", path)
-    st = _stat_output(r, path, "but the output path needs it to be a folder", "cannot write here")
+    if failed is not None and not isinstance(failed, FileNotFoundError):   # its message
+        st = _stat_output(r, path, "but the output path needs it to be a folder", "cannot write here")
     if st is not None:
         if stat.S_ISDIR(st.st_mode):
             raise DataFileError("the output is a folder; give a file name", path)
         if not stat.S_ISREG(st.st_mode):
             raise DataFileError("the output is not a regular file (a device, pipe or socket); "
                                 "give a file name", path)
+        return r            # an existing regular file: its folder is a folder
     for a in r.parents:
         if a.exists():
             if not a.is_dir():
@@ -358,7 +364,13 @@ def atomic_write(path, data, *, sources=()) -> Path:
     :func:`output_group` the file is staged and renamed when the group ends.
 
     Returns the path as given. Raises DataFileError naming the file."""
-    target = check_output(path, sources)
+    return write_checked(check_output(path, sources), path, data)
+
+
+def write_checked(target: Path, path, data) -> Path:
+    """:func:`atomic_write` of ``data`` to ``path`` whose check, ``target = check_output(path,
+    sources)``, the caller has just made (a writer that checks its output before it formats
+    the data, :func:`arthron.io.sto.write_sto`): the same writing, without checking again."""
     grp = _GROUP.get()
     if grp is not None:
         for t, _, shown in grp:
