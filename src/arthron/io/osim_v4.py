@@ -100,10 +100,22 @@ def _read_geometry_v4(felem, ctx):
     for g in ag:
         if not isinstance(g.tag, str):
             continue
-        sf = _text(g, "scale_factors")
-        out.append(Geometry(name=g.get("name", ""), kind=g.tag, mesh_file=_text(g, "mesh_file"),
-                            scale_factors=ctx.floats(_child(g, "scale_factors"), 3) if sf else np.ones(3),
-                            unmodelled_xml=_rest(g, ("scale_factors", "mesh_file"))))
+        # one pass over the children: the first <scale_factors> and <mesh_file>, the rest kept
+        sf = mesh = None
+        rest = []
+        for c in g:
+            tag = c.tag
+            if tag == "scale_factors":
+                sf = c if sf is None else sf
+            elif tag == "mesh_file":
+                mesh = c if mesh is None else mesh
+            elif isinstance(tag, str):
+                rest.append(c)
+        out.append(Geometry(name=g.get("name", ""), kind=g.tag,
+                            mesh_file=mesh.text.strip() if mesh is not None and mesh.text is not None else None,
+                            scale_factors=ctx.floats(sf, 3) if sf is not None and sf.text is not None
+                            and sf.text.strip() else np.ones(3),
+                            unmodelled_xml=_unmodelled_to_text(rest)))
     return out
 
 

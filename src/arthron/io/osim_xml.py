@@ -223,18 +223,41 @@ def _unmodelled_to_text(elems) -> str:
     for c in elems:
         if not isinstance(c.tag, str):
             continue
-        if not len(c):          # a leaf: nothing to strip (its text is kept, its tail not written)
-            out.append(etree.tostring(c, encoding="unicode", with_tail=False))
-            continue
-        c = copy.deepcopy(c)
-        etree.strip_elements(c, etree.Comment, etree.ProcessingInstruction, with_tail=False)
-        for x in c.iter():
-            if x.text is not None and not x.text.strip() and len(x):
-                x.text = None
-            if x.tail is not None and not x.tail.strip():
-                x.tail = None
-        out.append(etree.tostring(c, encoding="unicode", with_tail=False))
+        text = etree.tostring(c, encoding="unicode", with_tail=False)
+        if len(c):              # not a leaf (a leaf's text is kept, its tail not written)
+            text = _canonical(c, text)
+        out.append(text)
     return "".join(out)
+
+
+#: serialized element -> its canonical text (:func:`_canonical`); a pure function of the
+#: string, so a model read again (a tool run in a warm process) finds its components' texts here
+_CANONICAL: dict = {}
+_CANONICAL_MAX, _CANONICAL_KEY_MAX = 4096, 16_384
+
+
+def _canonical(c, serialized: str) -> str:
+    """``c`` (serialized as ``serialized``) without comments, processing instructions and
+    whitespace-only text between elements: what :func:`_unmodelled_to_text` keeps. The text
+    depends on the serialization alone (tag, attributes, namespaces, text, children, tails),
+    so it is remembered by it (up to :data:`_CANONICAL_MAX` strings of at most
+    :data:`_CANONICAL_KEY_MAX` characters)."""
+    text = _CANONICAL.get(serialized)
+    if text is not None:
+        return text
+    c = copy.deepcopy(c)
+    etree.strip_elements(c, etree.Comment, etree.ProcessingInstruction, with_tail=False)
+    for x in c.iter():
+        if x.text is not None and not x.text.strip() and len(x):
+            x.text = None
+        if x.tail is not None and not x.tail.strip():
+            x.tail = None
+    text = etree.tostring(c, encoding="unicode", with_tail=False)
+    if len(serialized) <= _CANONICAL_KEY_MAX:
+        if len(_CANONICAL) >= _CANONICAL_MAX:
+            _CANONICAL.clear()
+        _CANONICAL[serialized] = text
+    return text
 
 
 def _unmodelled_from_text(text: str):
