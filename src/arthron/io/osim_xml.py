@@ -130,7 +130,7 @@ _PATH_WRITTEN = ("PathPointSet", "PathWrapSet", "VisibleObject", "display_prefer
 def _rest(elem, written) -> str:
     """The children of ``elem`` other than ``written``, serialized (a component's
     ``unmodelled_xml``)."""
-    return _unmodelled_to_text([c for c in elem if isinstance(c.tag, str) and c.tag not in written])
+    return _unmodelled_to_text([c for c in elem.iterchildren(etree.Element) if c.tag not in written])
 
 
 def _element(tag, name, unmodelled_xml):
@@ -370,9 +370,7 @@ def _typed_reader(cls, handled=()):
         obj = cls(name=elem.get("name", ""))
         rest = []
         first = {}
-        for c in elem:
-            if not isinstance(c.tag, str):
-                continue
+        for c in elem.iterchildren(etree.Element):     # the elements (no comments)
             if c.tag in by_tag or c.tag in v3_body:
                 # a property given twice: OpenSim 4.6 reads the first element (bioscout's
                 # actuators_so.xml repeats <point> and <optimal_force>)
