@@ -152,10 +152,15 @@ def _short(path) -> str:
 
 
 def _existing_ancestor(p: Path) -> Path:
-    for a in [p, *p.parents]:
+    """The nearest existing folder of ``p``: ``p`` itself, its folder or the first existing
+    parent (walked up one parent at a time, from ``p``)."""
+    a = p
+    while True:
         if a.exists():
             return a if a.is_dir() else a.parent
-    return Path("/")
+        if a.parent == a:
+            return Path("/")
+        a = a.parent
 
 
 def check_output(path, sources=()) -> Path:
