@@ -126,24 +126,50 @@ def resolve_output(path) -> Path:
     """The absolute, resolved target of an output name (``..`` and symlinks followed).
 
     Raises DataFileError for a name the file system cannot hold (too long) or an empty one."""
+    return _resolve_output(path)[0]
+
+
+#: what ``Path.exists`` takes for "not there" (the other errors of its ``stat`` propagate)
+_NOT_THERE = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+
+
+def _resolve_output(path):
+    """:func:`resolve_output` and what it found on the way: (resolved Path, ``os.stat`` of it
+    or None, the OSError of that stat or None). The target is stat'ed once, for the symbolic
+    link loop check of ``Path.resolve`` (Python 3.10-3.12: a loop is a RuntimeError there), the
+    file system's name length limit (``PC_NAME_MAX`` of the nearest existing folder) and the
+    callers' checks."""
     if path is None or not str(path).strip():
         raise DataFileError("no output file name given")
-    p = Path(os.path.expanduser(str(path)))
     try:
-        r = p.resolve()
+        rs = os.path.realpath(os.path.expanduser(str(path)))
     except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise DataFileError("bad output file name: symbolic link loop", path) from None
         raise DataFileError(f"bad output file name: {e.strerror or e}", path) from None
-    except RuntimeError:
-        raise DataFileError("bad output file name: symbolic link loop", path) from None
+    r = Path(rs)
     try:
-        nmax = os.pathconf(_existing_ancestor(r), "PC_NAME_MAX")
+        st, failed = os.stat(rs), None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise DataFileError("bad output file name: symbolic link loop", path) from None
+        st, failed = None, e
+    try:
+        if st is not None:          # the nearest existing folder: itself or its folder
+            folder = r if stat.S_ISDIR(st.st_mode) else r.parent
+        elif failed.errno in _NOT_THERE:
+            folder = _existing_ancestor(r.parent) if r.parent != r else Path("/")
+        else:
+            raise failed
+        nmax = os.pathconf(folder, "PC_NAME_MAX")
     except (OSError, ValueError, AttributeError):
         nmax = 255
-    for part in r.parts:
-        if len(os.fsencode(part)) > nmax:
-            raise DataFileError(f"file name too long for the file system ({len(os.fsencode(part))} "
-                                f"bytes; at most {nmax})", _short(path))
-    return r
+    if len(os.fsencode(rs)) > nmax:      # (no part is longer than the whole)
+        for part in r.parts:
+            if len(os.fsencode(part)) > nmax:
+                raise DataFileError(f"file name too long for the file system ({len(os.fsencode(part))} "
+                                    f"bytes; at most {nmax})", _short(path))
+    return r, st, failed
 
 
 def _short(path) -> str:
@@ -169,11 +195,7 @@ def check_output(path, sources=()) -> Path:
     any other non-regular file, and no existing file where a folder is needed.
 
     Returns the resolved path. Raises DataFileError naming the file."""
-    r = resolve_output(path)
-    try:        # one stat of the target: its identity, and below its kind
-        st, failed = os.stat(r), None
-    except OSError as e:
-        st, failed = None, e
+    r, st, failed = _resolve_output(path)      # one stat of the target: its identity and kind
     ident = None if st is None else (st.st_dev, st.st_ino)
     entries = list(_INPUTS.get() or [])
     for s in sources:
@@ -239,9 +261,10 @@ def check_output_dir(folder) -> Path:
 
     Returns the resolved folder. Raises DataFileError naming ``folder`` as given (``'out.csv'
     is a file, not a folder``), never a file inside it that the tool would have written."""
-    r = resolve_output(folder)
-    st = _stat_output(r, _short(folder), "not a folder: the output folder cannot go under it",
-                      "cannot use this output folder")
+    r, st, failed = _resolve_output(folder)
+    if failed is not None and not isinstance(failed, FileNotFoundError):   # its message
+        st = _stat_output(r, _short(folder), "not a folder: the output folder cannot go under it",
+                          "cannot use this output folder")
     if st is not None and not stat.S_ISDIR(st.st_mode):
         kind = "a file" if stat.S_ISREG(st.st_mode) else "a device, pipe or socket"
         raise DataFileError(f"is {kind}, not a folder: give a folder for the outputs", _short(folder))
