@@ -429,7 +429,12 @@ def _sync_staged(staged: list) -> None:
     """fsync every staged file of a group before the first rename, the files side by side
     (one thread each but the last: concurrent fsyncs share the file system's journal commit,
     which is what an fsync waits for); on a failure all staged files are removed and
-    DataFileError names the file (nothing was renamed)."""
+    DataFileError names the file (nothing was renamed).
+
+    The threads are started with ``_thread.start_new_thread``, which returns at once
+    (``threading.Thread.start`` waits until the new thread runs: one wait for the scheduler
+    per file, before the next thread starts); each releases its lock when its fsync is done,
+    and all are waited for."""
     errs: list = [None] * len(staged)
 
     def run(i):
@@ -437,16 +442,24 @@ def _sync_staged(staged: list) -> None:
             _fsync_path(staged[i][1])
         except OSError as e:
             errs[i] = e
-    threads = []
+    done = []
     if len(staged) > 1:
-        import threading
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(staged) - 1)]
-        for t in threads:
-            t.start()
+        import _thread
+
+        def run_then_release(i, lock):
+            try:
+                run(i)
+            finally:
+                lock.release()
+        for i in range(len(staged) - 1):
+            lock = _thread.allocate_lock()
+            lock.acquire()
+            _thread.start_new_thread(run_then_release, (i, lock))
+            done.append(lock)
     if staged:
         run(len(staged) - 1)
-    for t in threads:
-        t.join()
+    for lock in done:
+        lock.acquire()
     bad = [(e, staged[i][2]) for i, e in enumerate(errs) if e is not None]
     if bad:
         for _, tmp, _ in staged:
