@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 import posixpath
 import warnings
@@ -142,7 +143,10 @@ def _element(tag, name, unmodelled_xml):
     return e
 
 
+@functools.lru_cache(maxsize=8192)
 def _norm(path: str) -> str:
+    """A component path normalized (``..`` and ``.`` resolved) and absolute; remembered (a
+    pure function of the string: a model's sockets name the same few frames again and again)."""
     p = posixpath.normpath(path)
     return p if p.startswith("/") else "/" + p
 
@@ -371,21 +375,23 @@ def _typed_reader(cls, handled=()):
         rest = []
         first = {}
         for c in elem.iterchildren(etree.Element):     # the elements (no comments)
-            if c.tag in by_tag or c.tag in v3_body:
+            tag = c.tag                                  # (lxml makes the string at each access)
+            if tag in by_tag or tag in v3_body:
                 # a property given twice: OpenSim 4.6 reads the first element (bioscout's
                 # actuators_so.xml repeats <point> and <optimal_force>)
-                if c.tag in first:
-                    _warn_duplicate(ctx, elem, c, first[c.tag])
+                if tag in first:
+                    _warn_duplicate(ctx, elem, c, first[tag])
                     continue
-                first[c.tag] = c
-            hit = by_tag.get(c.tag)
-            if hit is None and c.tag in v3_body and (c.text or "").strip():
-                setattr(obj, v3_body[c.tag], body_path(c.text.strip()))
+                first[tag] = c
+            hit = by_tag.get(tag)
+            if hit is None and tag in v3_body and (c.text or "").strip():
+                setattr(obj, v3_body[tag], body_path(c.text.strip()))
                 continue
             if hit is not None:
-                if hit[1] == "curve" or c.text is not None and c.text.strip() or len(c):
+                text = c.text
+                if hit[1] == "curve" or text is not None and text.strip() or len(c):
                     setattr(obj, hit[0], _read_prop(c, hit[1], ctx))
-            elif c.tag not in handled:
+            elif tag not in handled:
                 rest.append(c)
         obj.unmodelled_xml = _unmodelled_to_text(rest)
         return obj
