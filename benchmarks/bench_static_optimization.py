@@ -92,6 +92,18 @@ physiology / physiology, -1 %); this script at load 2-2.5 (OpenSim 0.37-0.56 s):
 22.6 ms, 16.4× (before 22.7 / 23.6 ms, 16.2× / 15.5×), runs at higher load 10-15×. Still short
 of 20× on the NumPy route. DAS4 with muscle physiology (memo of the curves, grouped isometric
 search): 0.80 -> 0.64 s in process.
+
+Fixed costs around the solve (model read, output checks and writing; outputs byte-identical),
+measured 2026-11-24, the code before and after in alternating fresh processes (medians of 60
+calls, 5 processes each, load 1.7-2.1): arm26 NumPy 23.7 -> 22.0 ms wall (CPU 21.8 -> 20.1),
+kernels 18.2 -> 16.5 ms wall (CPU 16.1 -> 14.6); read_osim(arm26) 2.37 -> 1.80 ms CPU; the two
+.sto files 2.5-2.8 -> 1.4-1.5 ms wall (CPU 1.75 -> 0.95). This script at load 2.4-2.8 (OpenSim
+0.366-0.370 s): kernels 16.8 / 19.2 ms (22.1× / 19.2×; before 19.1 / 19.2 ms, 19.3× / 19.1×),
+NumPy 22.0 / 23.0 ms (16.8× / 16.0×; before 23.1 / 24.2 ms, 15.9× / 15.1×); repeated calls
+in fresh processes 29.5 -> 23 ms. AnalyzeTool (bench_analyze_tool.py's setups, run_analyze
+alone, medians of 7): arm26_ik 45.5 -> 34.2 ms wall, gait2354 118-128 -> 101-103 ms,
+gait2354_setup 82-84 -> 75 ms (its 29-file fsync group no longer starts its threads one
+scheduler wait at a time).
 """
 from __future__ import annotations
 

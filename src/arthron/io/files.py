@@ -126,24 +126,50 @@ def resolve_output(path) -> Path:
     """The absolute, resolved target of an output name (``..`` and symlinks followed).
 
     Raises DataFileError for a name the file system cannot hold (too long) or an empty one."""
+    return _resolve_output(path)[0]
+
+
+#: what ``Path.exists`` takes for "not there" (the other errors of its ``stat`` propagate)
+_NOT_THERE = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+
+
+def _resolve_output(path):
+    """:func:`resolve_output` and what it found on the way: (resolved Path, ``os.stat`` of it
+    or None, the OSError of that stat or None). The target is stat'ed once, for the symbolic
+    link loop check of ``Path.resolve`` (Python 3.10-3.12: a loop is a RuntimeError there), the
+    file system's name length limit (``PC_NAME_MAX`` of the nearest existing folder) and the
+    callers' checks."""
     if path is None or not str(path).strip():
         raise DataFileError("no output file name given")
-    p = Path(os.path.expanduser(str(path)))
     try:
-        r = p.resolve()
+        rs = os.path.realpath(os.path.expanduser(str(path)))
     except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise DataFileError("bad output file name: symbolic link loop", path) from None
         raise DataFileError(f"bad output file name: {e.strerror or e}", path) from None
-    except RuntimeError:
-        raise DataFileError("bad output file name: symbolic link loop", path) from None
+    r = Path(rs)
     try:
-        nmax = os.pathconf(_existing_ancestor(r), "PC_NAME_MAX")
+        st, failed = os.stat(rs), None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise DataFileError("bad output file name: symbolic link loop", path) from None
+        st, failed = None, e
+    try:
+        if st is not None:          # the nearest existing folder: itself or its folder
+            folder = r if stat.S_ISDIR(st.st_mode) else r.parent
+        elif failed.errno in _NOT_THERE:
+            folder = _existing_ancestor(r.parent) if r.parent != r else Path("/")
+        else:
+            raise failed
+        nmax = os.pathconf(folder, "PC_NAME_MAX")
     except (OSError, ValueError, AttributeError):
         nmax = 255
-    for part in r.parts:
-        if len(os.fsencode(part)) > nmax:
-            raise DataFileError(f"file name too long for the file system ({len(os.fsencode(part))} "
-                                f"bytes; at most {nmax})", _short(path))
-    return r
+    if len(os.fsencode(rs)) > nmax:      # (no part is longer than the whole)
+        for part in r.parts:
+            if len(os.fsencode(part)) > nmax:
+                raise DataFileError(f"file name too long for the file system ({len(os.fsencode(part))} "
+                                    f"bytes; at most {nmax})", _short(path))
+    return r, st, failed
 
 
 def _short(path) -> str:
@@ -152,10 +178,15 @@ def _short(path) -> str:
 
 
 def _existing_ancestor(p: Path) -> Path:
-    for a in [p, *p.parents]:
+    """The nearest existing folder of ``p``: ``p`` itself, its folder or the first existing
+    parent (walked up one parent at a time, from ``p``)."""
+    a = p
+    while True:
         if a.exists():
             return a if a.is_dir() else a.parent
-    return Path("/")
+        if a.parent == a:
+            return Path("/")
+        a = a.parent
 
 
 def check_output(path, sources=()) -> Path:
@@ -164,8 +195,8 @@ def check_output(path, sources=()) -> Path:
     any other non-regular file, and no existing file where a folder is needed.
 
     Returns the resolved path. Raises DataFileError naming the file."""
-    r = resolve_output(path)
-    ident = _identity(r)
+    r, st, failed = _resolve_output(path)      # one stat of the target: its identity and kind
+    ident = None if st is None else (st.st_dev, st.st_ino)
     entries = list(_INPUTS.get() or [])
     for s in sources:
         if s is not None:
@@ -177,13 +208,15 @@ def check_output(path, sources=()) -> Path:
     for p, pid in entries:
         if r == p or (ident is not None and pid is not None and ident == pid):
             raise DataFileError(f"refusing to overwrite an input{_of_command()} ({p})", path)
-    st = _stat_output(r, path, "but the output path needs it to be a folder", "cannot write here")
+    if failed is not None and not isinstance(failed, FileNotFoundError):   # its message
+        st = _stat_output(r, path, "but the output path needs it to be a folder", "cannot write here")
     if st is not None:
         if stat.S_ISDIR(st.st_mode):
             raise DataFileError("the output is a folder; give a file name", path)
         if not stat.S_ISREG(st.st_mode):
             raise DataFileError("the output is not a regular file (a device, pipe or socket); "
                                 "give a file name", path)
+        return r            # an existing regular file: its folder is a folder
     for a in r.parents:
         if a.exists():
             if not a.is_dir():
@@ -228,9 +261,10 @@ def check_output_dir(folder) -> Path:
 
     Returns the resolved folder. Raises DataFileError naming ``folder`` as given (``'out.csv'
     is a file, not a folder``), never a file inside it that the tool would have written."""
-    r = resolve_output(folder)
-    st = _stat_output(r, _short(folder), "not a folder: the output folder cannot go under it",
-                      "cannot use this output folder")
+    r, st, failed = _resolve_output(folder)
+    if failed is not None and not isinstance(failed, FileNotFoundError):   # its message
+        st = _stat_output(r, _short(folder), "not a folder: the output folder cannot go under it",
+                          "cannot use this output folder")
     if st is not None and not stat.S_ISDIR(st.st_mode):
         kind = "a file" if stat.S_ISREG(st.st_mode) else "a device, pipe or socket"
         raise DataFileError(f"is {kind}, not a folder: give a folder for the outputs", _short(folder))
@@ -358,7 +392,13 @@ def atomic_write(path, data, *, sources=()) -> Path:
     :func:`output_group` the file is staged and renamed when the group ends.
 
     Returns the path as given. Raises DataFileError naming the file."""
-    target = check_output(path, sources)
+    return write_checked(check_output(path, sources), path, data)
+
+
+def write_checked(target: Path, path, data) -> Path:
+    """:func:`atomic_write` of ``data`` to ``path`` whose check, ``target = check_output(path,
+    sources)``, the caller has just made (a writer that checks its output before it formats
+    the data, :func:`arthron.io.sto.write_sto`): the same writing, without checking again."""
     grp = _GROUP.get()
     if grp is not None:
         for t, _, shown in grp:
@@ -389,7 +429,12 @@ def _sync_staged(staged: list) -> None:
     """fsync every staged file of a group before the first rename, the files side by side
     (one thread each but the last: concurrent fsyncs share the file system's journal commit,
     which is what an fsync waits for); on a failure all staged files are removed and
-    DataFileError names the file (nothing was renamed)."""
+    DataFileError names the file (nothing was renamed).
+
+    The threads are started with ``_thread.start_new_thread``, which returns at once
+    (``threading.Thread.start`` waits until the new thread runs: one wait for the scheduler
+    per file, before the next thread starts); each releases its lock when its fsync is done,
+    and all are waited for."""
     errs: list = [None] * len(staged)
 
     def run(i):
@@ -397,16 +442,24 @@ def _sync_staged(staged: list) -> None:
             _fsync_path(staged[i][1])
         except OSError as e:
             errs[i] = e
-    threads = []
+    done = []
     if len(staged) > 1:
-        import threading
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(staged) - 1)]
-        for t in threads:
-            t.start()
+        import _thread
+
+        def run_then_release(i, lock):
+            try:
+                run(i)
+            finally:
+                lock.release()
+        for i in range(len(staged) - 1):
+            lock = _thread.allocate_lock()
+            lock.acquire()
+            _thread.start_new_thread(run_then_release, (i, lock))
+            done.append(lock)
     if staged:
         run(len(staged) - 1)
-    for t in threads:
-        t.join()
+    for lock in done:
+        lock.acquire()
     bad = [(e, staged[i][2]) for i, e in enumerate(errs) if e is not None]
     if bad:
         for _, tmp, _ in staged:

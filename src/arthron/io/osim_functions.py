@@ -7,6 +7,8 @@ the 4.x element OpenSim 4.6 reads as the same function (``tests/test_functions.p
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from lxml import etree
 
@@ -93,14 +95,13 @@ def _where(elem) -> str:
 
 
 def _children(elem):
-    return [c for c in elem if isinstance(c.tag, str)]
+    """The child elements (no comments or processing instructions)."""
+    return list(elem.iterchildren(etree.Element))
 
 
 def _child(elem, tag):
-    for c in _children(elem):
-        if c.tag == tag:
-            return c
-    return None
+    """The first child element named ``tag``, or None."""
+    return next(elem.iterchildren(tag), None)
 
 
 def _numbers(elem, tag, path, required=True, default=None):
@@ -110,11 +111,12 @@ def _numbers(elem, tag, path, required=True, default=None):
             raise ModelFileError(f"<{elem.tag}> has no <{tag}> values", path, _where(elem))
         return default
     try:
-        v = np.array([float(t) for t in c.text.split()], dtype=float)
+        vals = [float(t) for t in c.text.split()]
     except ValueError:
         raise ModelFileError(f"<{tag}> is not a list of numbers: {c.text.strip()[:60]!r}",
                              path, _where(c)) from None
-    if not np.all(np.isfinite(v)):
+    v = np.array(vals, dtype=float)
+    if not all(map(math.isfinite, vals)):
         raise ModelFileError(f"<{tag}> holds a non-finite value: {c.text.strip()[:60]!r}",
                              path, _where(c))
     return v

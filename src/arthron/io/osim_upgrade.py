@@ -117,7 +117,7 @@ def set_objects(set_elem):
         return []
     objs = set_elem.find("objects")
     container = objs if objs is not None else set_elem
-    return [c for c in container if isinstance(c.tag, str) and c.tag not in ("groups", "objects")]
+    return [c for c in container.iterchildren(etree.Element) if c.tag not in ("groups", "objects")]
 
 
 def _text(elem, tag):

@@ -13,6 +13,7 @@ import posixpath
 import warnings
 
 import numpy as np
+from lxml import etree
 
 from ..errors import ArthronWarning, ModelFileError, UnsupportedFeature
 from ..models import functions as fn
@@ -58,7 +59,7 @@ def _read_inertia_v4(belem, ctx):
     else:
         v = np.array([ctx.num(belem, t, 0) for t in
                       ("inertia_xx", "inertia_yy", "inertia_zz", "inertia_xy", "inertia_xz", "inertia_yz")])
-    if np.any(np.abs(v) > _MAX_MASS):
+    if any(abs(x) > _MAX_MASS for x in v.tolist()):      # (finite: ctx.floats, ctx.num)
         raise ctx.err(f"impossible inertia {' '.join(f'{x:g}' for x in v)} kg m^2",
                       ie if ie is not None else belem)
     return m, com, _inertia_matrix(v)
@@ -100,10 +101,22 @@ def _read_geometry_v4(felem, ctx):
     for g in ag:
         if not isinstance(g.tag, str):
             continue
-        sf = _text(g, "scale_factors")
-        out.append(Geometry(name=g.get("name", ""), kind=g.tag, mesh_file=_text(g, "mesh_file"),
-                            scale_factors=ctx.floats(_child(g, "scale_factors"), 3) if sf else np.ones(3),
-                            unmodelled_xml=_rest(g, ("scale_factors", "mesh_file"))))
+        # one pass over the children: the first <scale_factors> and <mesh_file>, the rest kept
+        sf = mesh = None
+        rest = []
+        for c in g.iterchildren(etree.Element):
+            tag = c.tag
+            if tag == "scale_factors":
+                sf = c if sf is None else sf
+            elif tag == "mesh_file":
+                mesh = c if mesh is None else mesh
+            else:
+                rest.append(c)
+        out.append(Geometry(name=g.get("name", ""), kind=g.tag,
+                            mesh_file=mesh.text.strip() if mesh is not None and mesh.text is not None else None,
+                            scale_factors=ctx.floats(sf, 3) if sf is not None and sf.text is not None
+                            and sf.text.strip() else np.ones(3),
+                            unmodelled_xml=_unmodelled_to_text(rest)))
     return out
 
 
@@ -401,8 +414,8 @@ def _read_path(pe, owner, all_frames, model, ctx, v4=True):
         rng = _child(w, "range")
         rv = (-1, -1)
         if rng is not None and rng.text and rng.text.strip():
-            rv = ctx.floats(rng, 2)
-            if np.any(rv != np.round(rv)) or np.any(np.abs(rv) > 1e9):
+            rv = ctx.floats(rng, 2).tolist()       # finite
+            if not all(x.is_integer() and abs(x) <= 1e9 for x in rv):
                 raise ctx.err(f"<range> of a PathWrap needs two integer path point indices, has "
                               f"{rng.text.strip()!r}", rng)
             rv = tuple(int(x) for x in rv)

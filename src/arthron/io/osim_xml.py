@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 import posixpath
 import warnings
@@ -130,7 +131,7 @@ _PATH_WRITTEN = ("PathPointSet", "PathWrapSet", "VisibleObject", "display_prefer
 def _rest(elem, written) -> str:
     """The children of ``elem`` other than ``written``, serialized (a component's
     ``unmodelled_xml``)."""
-    return _unmodelled_to_text([c for c in elem if isinstance(c.tag, str) and c.tag not in written])
+    return _unmodelled_to_text([c for c in elem.iterchildren(etree.Element) if c.tag not in written])
 
 
 def _element(tag, name, unmodelled_xml):
@@ -142,7 +143,10 @@ def _element(tag, name, unmodelled_xml):
     return e
 
 
+@functools.lru_cache(maxsize=8192)
 def _norm(path: str) -> str:
+    """A component path normalized (``..`` and ``.`` resolved) and absolute; remembered (a
+    pure function of the string: a model's sockets name the same few frames again and again)."""
     p = posixpath.normpath(path)
     return p if p.startswith("/") else "/" + p
 
@@ -223,18 +227,41 @@ def _unmodelled_to_text(elems) -> str:
     for c in elems:
         if not isinstance(c.tag, str):
             continue
-        if not len(c):          # a leaf: nothing to strip (its text is kept, its tail not written)
-            out.append(etree.tostring(c, encoding="unicode", with_tail=False))
-            continue
-        c = copy.deepcopy(c)
-        etree.strip_elements(c, etree.Comment, etree.ProcessingInstruction, with_tail=False)
-        for x in c.iter():
-            if x.text is not None and not x.text.strip() and len(x):
-                x.text = None
-            if x.tail is not None and not x.tail.strip():
-                x.tail = None
-        out.append(etree.tostring(c, encoding="unicode", with_tail=False))
+        text = etree.tostring(c, encoding="unicode", with_tail=False)
+        if len(c):              # not a leaf (a leaf's text is kept, its tail not written)
+            text = _canonical(c, text)
+        out.append(text)
     return "".join(out)
+
+
+#: serialized element -> its canonical text (:func:`_canonical`); a pure function of the
+#: string, so a model read again (a tool run in a warm process) finds its components' texts here
+_CANONICAL: dict = {}
+_CANONICAL_MAX, _CANONICAL_KEY_MAX = 4096, 16_384
+
+
+def _canonical(c, serialized: str) -> str:
+    """``c`` (serialized as ``serialized``) without comments, processing instructions and
+    whitespace-only text between elements: what :func:`_unmodelled_to_text` keeps. The text
+    depends on the serialization alone (tag, attributes, namespaces, text, children, tails),
+    so it is remembered by it (up to :data:`_CANONICAL_MAX` strings of at most
+    :data:`_CANONICAL_KEY_MAX` characters)."""
+    text = _CANONICAL.get(serialized)
+    if text is not None:
+        return text
+    c = copy.deepcopy(c)
+    etree.strip_elements(c, etree.Comment, etree.ProcessingInstruction, with_tail=False)
+    for x in c.iter():
+        if x.text is not None and not x.text.strip() and len(x):
+            x.text = None
+        if x.tail is not None and not x.tail.strip():
+            x.tail = None
+    text = etree.tostring(c, encoding="unicode", with_tail=False)
+    if len(serialized) <= _CANONICAL_KEY_MAX:
+        if len(_CANONICAL) >= _CANONICAL_MAX:
+            _CANONICAL.clear()
+        _CANONICAL[serialized] = text
+    return text
 
 
 def _unmodelled_from_text(text: str):
@@ -347,24 +374,24 @@ def _typed_reader(cls, handled=()):
         obj = cls(name=elem.get("name", ""))
         rest = []
         first = {}
-        for c in elem:
-            if not isinstance(c.tag, str):
-                continue
-            if c.tag in by_tag or c.tag in v3_body:
+        for c in elem.iterchildren(etree.Element):     # the elements (no comments)
+            tag = c.tag                                  # (lxml makes the string at each access)
+            if tag in by_tag or tag in v3_body:
                 # a property given twice: OpenSim 4.6 reads the first element (bioscout's
                 # actuators_so.xml repeats <point> and <optimal_force>)
-                if c.tag in first:
-                    _warn_duplicate(ctx, elem, c, first[c.tag])
+                if tag in first:
+                    _warn_duplicate(ctx, elem, c, first[tag])
                     continue
-                first[c.tag] = c
-            hit = by_tag.get(c.tag)
-            if hit is None and c.tag in v3_body and (c.text or "").strip():
-                setattr(obj, v3_body[c.tag], body_path(c.text.strip()))
+                first[tag] = c
+            hit = by_tag.get(tag)
+            if hit is None and tag in v3_body and (c.text or "").strip():
+                setattr(obj, v3_body[tag], body_path(c.text.strip()))
                 continue
             if hit is not None:
-                if hit[1] == "curve" or c.text is not None and c.text.strip() or len(c):
+                text = c.text
+                if hit[1] == "curve" or text is not None and text.strip() or len(c):
                     setattr(obj, hit[0], _read_prop(c, hit[1], ctx))
-            elif c.tag not in handled:
+            elif tag not in handled:
                 rest.append(c)
         obj.unmodelled_xml = _unmodelled_to_text(rest)
         return obj

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..tables import Table
 from ..errors import DataFileError, UnsupportedFeature
-from .files import atomic_write, check_output, note_input, output_path
+from .files import atomic_write, check_output, note_input, output_path, write_checked
 
 __all__ = ["Table", "read_sto", "read_mot", "write_sto", "write_mot"]
 
@@ -71,20 +71,26 @@ def _split_cells(line: str) -> list[str]:
     return line.split()
 
 
-def _check_not_input(path: Path, sources) -> None:
+def _check_not_input(path: Path, sources) -> Path:
     """Refuse ``path`` when it is one of ``sources`` or an input of the running command
-    (:func:`arthron.io.files.check_output`)."""
-    check_output(path, [s for s in sources if s is not None])
+    (:func:`arthron.io.files.check_output`); returns its checked target for
+    :func:`_atomic_write_text`."""
+    return check_output(path, [s for s in sources if s is not None])
 
 
-def _atomic_write_text(path: Path, text: str, sources=()) -> None:
+def _atomic_write_text(path: Path, text: str, sources=(), target: Path | None = None) -> None:
     """Write ``text`` to ``path`` whole or not at all (:func:`arthron.io.files.atomic_write`);
-    the folder must exist (tools create it: :func:`arthron.io.files.make_output_folder`)."""
+    the folder must exist (tools create it: :func:`arthron.io.files.make_output_folder`).
+    ``target``: what :func:`_check_not_input` returned for ``path`` and ``sources`` just before
+    (then not checked again)."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir() and not Path(os.path.abspath(folder)).is_dir():
         raise DataFileError("output folder does not exist", path)
-    atomic_write(path, text, sources=[s for s in sources if s is not None])
+    if target is not None:
+        write_checked(target, path, text)
+    else:
+        atomic_write(path, text, sources=[s for s in sources if s is not None])
 
 
 class _LazyOrjson:
@@ -99,8 +105,12 @@ class _LazyOrjson:
 
 _orjson = _LazyOrjson()
 _COMMA_TO_TAB = bytes.maketrans(b",", b"\t")
-#: tables of fewer values are formatted by ``repr`` (the same text; no orjson import)
+#: tables of fewer values are formatted by ``repr`` (the same text; no orjson import), until
+#: the process has formatted this many values in all (then orjson is imported: its import
+#: paid once by a process that writes many tables, such as a warm process repeating a tool)
 _ORJSON_MIN = 20_000
+#: the values :func:`_format_rows` has formatted by ``repr`` in this process
+_REPR_VALUES = 0
 
 
 def expect_values(n_values: int) -> None:
@@ -125,7 +135,12 @@ def _format_rows(full: np.ndarray, row_fmt: str, as_bytes: bool = False):
     ``tests/test_io_trc_sto.py``), about 5× faster; cells of other magnitudes (which ``repr``
     writes with an exponent such as ``1e-05``) are formatted by ``repr`` itself and put in
     place (orjson writes them as ``null``, set to NaN for it), not their whole rows: most rows
-    of a table of accelerations or reaction loads hold one such cell."""
+    of a table of accelerations or reaction loads hold one such cell.
+
+    The ``repr`` route counts its values: once the process has formatted :data:`_ORJSON_MIN`
+    of them (many small tables, a tool run again and again), orjson is imported
+    (:func:`expect_values`) and the next tables of 256 values or more take its route."""
+    global _REPR_VALUES
     dumps = None
     if _orjson is not None and (np.size(full) >= _ORJSON_MIN
                                 or ("orjson" in sys.modules and np.size(full) >= 256)):
@@ -135,6 +150,9 @@ def _format_rows(full: np.ndarray, row_fmt: str, as_bytes: bool = False):
             dumps = None
     if dumps is None:
         text = (row_fmt * full.shape[0]) % tuple(full.ravel().tolist())
+        _REPR_VALUES += full.size
+        if _REPR_VALUES >= _ORJSON_MIN:
+            expect_values(_REPR_VALUES)
         return text.encode("ascii") if as_bytes else text
     full = np.ascontiguousarray(full, dtype=np.float64)
     a = np.abs(full)
@@ -505,10 +523,10 @@ def write_sto(path, table: Table, *, allow_nan: bool = False) -> None:
     """
     path = output_path(path, "write_sto", "table")
     sources = [table.source, *getattr(table, "inputs", ())]     # a result never over what it was computed from
-    _check_not_input(path, sources)
+    target = _check_not_input(path, sources)
     pieces = iter_sto(table, path, allow_nan=allow_nan, as_bytes=True)
     first = next(pieces)                  # the checks run before anything is created
-    _atomic_write_text(path, itertools.chain([first], pieces), sources)
+    _atomic_write_text(path, itertools.chain([first], pieces), sources, target)
 
 
 write_mot = write_sto

@@ -368,6 +368,6 @@ def write_trc(path, trial: MarkerTrial, units: str | None = None) -> None:
         or a write failure.
     """
     path = output_path(path, "write_trc", "trial")
-    _check_not_input(path, [trial.source])
+    target = _check_not_input(path, [trial.source])
     text = format_trc(trial, path, units)
-    _atomic_write_text(path, text, [trial.source])
+    _atomic_write_text(path, text, [trial.source], target)

@@ -9,6 +9,7 @@ import. Both routes agree to 1e-12 relative (tests/test_functions.py).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -316,8 +317,6 @@ class _NaturalSpline:
             or (m == 2 and 4 <= len(x) <= _CUBIC_THOMAS_MAX and _NaturalCubic))
         if own:
             self._quintic = own(np.asarray(x, float), np.asarray(y, float))
-            self.left = self._quintic.end_derivatives(0)
-            self.right = self._quintic.end_derivatives(-1)
             return
         from scipy.interpolate import make_interp_spline
 
@@ -329,9 +328,24 @@ class _NaturalSpline:
             bc = (cond, cond)
         self.spline = make_interp_spline(np.asarray(x, float), np.asarray(y, float), k=2 * m - 1,
                                          bc_type=bc, axis=0)
-        self.left = np.stack([np.asarray(self.spline(self.x0, r)) for r in range(m)])
-        self.right = np.stack([np.asarray(self.spline(self.xn, r)) for r in range(m)])
         self.trailing = np.asarray(y).shape[1:]
+
+    def _end(self, at: float, k: int):
+        """Value and the first ``m - 1`` derivatives at the end knot ``at`` (index ``k``): the
+        Taylor data of the extrapolation, (m,) + trailing."""
+        if self.spline is None:
+            return self._quintic.end_derivatives(k)
+        return np.stack([np.asarray(self.spline(at, r)) for r in range(self.m)])
+
+    @functools.cached_property
+    def left(self):
+        """Taylor data at ``x[0]`` (computed when first needed: a time below the knots)."""
+        return self._end(self.x0, 0)
+
+    @functools.cached_property
+    def right(self):
+        """Taylor data at ``x[-1]`` (computed when first needed: a time at or above it)."""
+        return self._end(self.xn, -1)
 
     def _taylor(self, taylor, dx, order):
         shape = dx.shape + self.trailing
