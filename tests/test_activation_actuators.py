@@ -104,6 +104,22 @@ def test_actuators_on_a_coordinates_file_as_opensim(tmp_path):
                    tmp_path / "osim")
     force = _compare(tmp_path, setup)
     assert np.allclose(force.data[:, force.labels.index("aca")], 3.0)    # 0.3 × 10 N·m
+    # a JointReaction given a forces file: OpenSim applies its ActivationCoordinateActuator
+    # column as the actuator's force (arthron ignored the column: 18.7 N off)
+    import opensim as osim
+    from oracle import _cwd
+    from arthron.io.sto import read_sto
+    from arthron.tools.analyze_tool import run_analyze
+    forces = tmp_path / "osim" / "act_ForceReporter_forces.sto"
+    text = setup.read_text().replace('<JointReaction name="JointReaction"><on>true</on>',
+                                     f'<JointReaction name="JointReaction"><on>true</on><forces_file>{forces}</forces_file>')
+    with_forces = tmp_path / "with_forces.xml"
+    with_forces.write_text(text.replace(f"<results_directory>{tmp_path / 'osim'}", f"<results_directory>{tmp_path / 'osim2'}"))
+    with _cwd(tmp_path):
+        osim.AnalyzeTool(str(with_forces)).run()
+    run_analyze(with_forces, results_dir=tmp_path / "ours2")
+    a, b = (read_sto(d / "act_JointReaction_ReactionLoads.sto") for d in (tmp_path / "osim2", tmp_path / "ours2"))
+    assert a.labels == b.labels and np.abs(a.data - b.data).max() < 1e-8 + 1e-12 * np.abs(a.data).max()
 
 
 @needs_data

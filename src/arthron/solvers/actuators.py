@@ -15,7 +15,8 @@ from .inverse_dynamics import ExternalLoad
 
 
 # ----------------------------------------------------------------------------- actuator forces
-ACTUATOR_TYPES = ("CoordinateActuator", "PointActuator", "TorqueActuator", "PathActuator")
+ACTUATOR_TYPES = ("CoordinateActuator", "ActivationCoordinateActuator", "PointActuator", "TorqueActuator",
+                  "PathActuator")
 
 
 def activation_actuator_forces(model: Model, tree: Tree, T: int, states=None):
