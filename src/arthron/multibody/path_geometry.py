@@ -779,6 +779,12 @@ def _apply_wraps(g: _Group, Rb, ob, act, P, loc, body, tag, wobj, wlen):
             if sw.any():
                 swapped |= sw
                 st = _remove_wrap_nodes(st, npts + g.slots[0], npts + g.slots[1], sw)
+            # A row (not swapped) where no wrap after the first placed a node is final: its
+            # second pass removes the first wrap's nodes, which leaves the path points alone
+            # (no cached position in play), and wraps the same segments again: the same node
+            # lists, cached positions and length, so it converges there (OpenSim's second pass,
+            # skipped)
+            done |= todo & ~sw & ~(st[3] >= npts + g.slots[1]).any(1)
         if done.all():
             break
     return st, cache, (G, length)
