@@ -22,6 +22,8 @@ from ..geometry.wrap_kernels import use_kernel
 from .kinematics import Kinematics, Tree, check_q, forward_kinematics
 
 from .path_compile import PathSet, _Path, shared_path_cache
+from .path_nodes import (_cached_positions, _cached_rows, _choose_segments, _compact,  # noqa: F401
+                         _gather, _remove_wrap_nodes, _seg_lengths, _update_cache)
 
 _COND_TOL = 1e-5
 _WRAP_TOL = 0.0005  # m: OpenSim stops iterating over several wrap objects below this change
@@ -107,31 +109,6 @@ def _active(path: _Path, q):
         x = q[:, c]
         act[:, k] = (x >= lo - _COND_TOL) & (x <= hi + _COND_TOL)
     return act
-
-
-def _gather(idx, arrays):
-    """``[np.take_along_axis(a, idx, 1) for a in arrays]`` for arrays (T, K) and (T, K, d)
-    with idx (T, K') (the same values by one flat ``np.take`` each, which costs a fraction of
-    fancy indexing on the small arrays of a path)."""
-    T, K = arrays[0].shape[:2]
-    flat = (np.arange(T)[:, None] * K + idx).ravel()
-    return [np.take(a.reshape(T * K, -1), flat, axis=0).reshape(idx.shape + a.shape[2:])
-            for a in arrays]
-
-
-def _compact(valid, *arrays):
-    """Stable reorder putting valid entries first along axis 1."""
-    order = np.argsort(~valid, axis=1, kind="stable")
-    return [np.take_along_axis(valid, order, 1)] + _gather(order, arrays)
-
-
-def _seg_lengths(st_P, tag, wobj, wlen):
-    """Per-segment length (T, K-1) of a compacted node list (0 where a node is padding)."""
-    d = _wr._norm(st_P[:, 1:] - st_P[:, :-1])
-    same = (wobj[:, :-1] >= 0) & (wobj[:, :-1] == wobj[:, 1:])
-    seg = np.where(same, wlen[:, 1:], d)
-    ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0)
-    return np.where(ok, seg, 0.0)
 
 
 def compute_paths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
@@ -391,6 +368,7 @@ class _Group:
         self.nw = len(paths[0].wraps)
         self.slots = paths[0].slots
         self.nslots = paths[0].nslots
+        self.all_active = not any(p.cond for p in paths)   # no conditional point
         self.tt = np.tile(np.arange(T), len(paths))
         # consecutive paths with equal K: row ranges whose lengths sum K - 1 segments
         self.blocks = []
@@ -419,16 +397,19 @@ class _Group:
         T, ws = self.T, [p.wraps[wi] for p in self.paths]
         wos = [self.pathset.wrap_objects[w.obj_id] for w in ws]
         keys = list(dict.fromkeys((w.obj_id, w.method) for w in ws))
-        rep = lambda v: np.repeat(np.asarray(v), T, 0)  # noqa: E731
-        body = rep([wo.body for wo in wos])
-        Rbw, obw = Rb[self.tt, body], ob[self.tt, body]
-        R, p = rep([wo.R for wo in wos]), rep([wo.p for wo in wos])
-        return dict(ws=ws, wos=wos, keys=keys, key=rep([keys.index((w.obj_id, w.method)) for w in ws]),
-                    start=rep([w.start for w in ws]), end=rep([w.end for w in ws]),
-                    active=rep([wo.active for wo in wos]), obj=rep([w.obj_id for w in ws]),
-                    body=body, Rbw=Rbw, obw=obw, Rw=Rbw @ R,
-                    ow=obw + (Rbw @ p[..., None])[..., 0],
-                    Rt=rep([wo.R.T for wo in wos]), p=p)
+        # the per-path integers, one row per (path, frame)
+        iv = np.repeat(np.array([(wo.body, w.start, w.end, wo.active, w.obj_id,
+                                  keys.index((w.obj_id, w.method))) for w, wo in zip(ws, wos)]), T, 0).T
+        if len(ws) == 1:   # one path: its T frames (views and broadcasts, the same products)
+            b = wos[0].body
+            Rbw, obw, R, p, Rt = Rb[:, b], ob[:, b], wos[0].R, wos[0].p, wos[0].R.T.copy()
+        else:
+            rep = lambda v: np.repeat(np.asarray(v), T, 0)  # noqa: E731
+            Rbw, obw = Rb[self.tt, iv[0]], ob[self.tt, iv[0]]
+            R, p, Rt = rep([wo.R for wo in wos]), rep([wo.p for wo in wos]), rep([wo.R.T for wo in wos])
+        return dict(ws=ws, wos=wos, keys=keys, key=iv[5], start=iv[1], end=iv[2],
+                    active=iv[3].astype(bool), obj=iv[4], body=iv[0], Rbw=Rbw, obw=obw, Rw=Rbw @ R,
+                    ow=obw + (Rbw @ p[..., None])[..., 0], Rt=Rt, p=np.broadcast_to(p, (len(iv[0]), 3)))
 
 
 def _group_gen(pathset: PathSet, paths, q, Rb, ob, pre):
@@ -489,58 +470,6 @@ def _group_gen(pathset: PathSet, paths, q, Rb, ob, pre):
     return out
 
 
-def _cached_positions(P, tag, npts, cache):
-    """Node positions with tangent points replaced by their cached ground positions (``P``
-    itself when no node has a cached position); ``npts`` (N, 1) per row."""
-    cG, cv = cache
-    if not cv.any():
-        return P
-    N, ns = cv.shape
-    f = np.arange(N)[:, None] * ns + np.clip(tag - npts, 0, ns - 1)   # flat slot index
-    use = (tag >= npts) & cv.reshape(-1).take(f)
-    return np.where(use[..., None], cG.reshape(-1, 3).take(f.ravel(), 0).reshape(P.shape), P)
-
-
-def _cached_rows(tag, t, npts, cache):
-    """Which of the nodes tagged ``tag`` (m,) in rows ``t`` (m,) have a cached ground
-    position (see :func:`_cached_positions`): (indices, positions (k, 3)), or (None, None)."""
-    cG, cv = cache
-    if not cv.any():
-        return None, None
-    n = npts[t, 0]
-    wi = np.clip(tag - n, 0, cG.shape[1] - 1)
-    use = np.flatnonzero((tag >= n) & cv[t, wi])
-    if not len(use):
-        return None, None
-    return use, cG[t[use], wi[use]]
-
-
-def _update_cache(st, npts, cache, mask):
-    """Cache the ground positions of tangent points present and not cached yet (OpenSim's
-    Point caches its ground location at the first request in a realized state and does not
-    see later changes of a tangent point's location within the same path computation)."""
-    P, tag = st[0], st[3]
-    cG, cv = cache
-    N, ns = cv.shape
-    f = np.arange(N)[:, None] * ns + np.clip(tag - npts, 0, ns - 1)   # flat slot index
-    new = np.flatnonzero((tag >= npts) & mask[:, None] & ~cv.reshape(-1).take(f))
-    if len(new):
-        fs = f.reshape(-1).take(new)
-        cG.reshape(-1, 3)[fs] = P.reshape(-1, 3).take(new, 0)
-        cv.reshape(-1)[fs] = True
-
-
-def _remove_wrap_nodes(st, t0, t1, mask):
-    """Remove the nodes tagged t0 <= tag < t1 (one wrap's tangent points) in frames ``mask``."""
-    P, loc, body, tag, wobj, wlen = st
-    rm = (tag >= t0) & (tag < t1) & mask[:, None]
-    if not rm.any():      # node lists are kept compact: nothing to move
-        return st
-    keep = ~rm & (tag >= 0)
-    tag = np.where(keep, tag, -1)
-    return tuple(_compact(keep, P, loc, body, tag, wobj, wlen)[1:])
-
-
 def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
     """Remove wrap ``wi``'s tangent points and wrap again (rows in ``mask`` only), as one
     step of OpenSim's ``GeometryPath::applyWrapObjects``, for the rows of a path group.
@@ -555,11 +484,18 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
     c = const.get(wi)
     if c is None:   # what does not change between the passes of one path computation
         c = g.wrap(wi, Rb, ob)
-        cols = np.arange(act.shape[1])
-        sub = act & (cols >= c["start"][:, None]) & (cols <= c["end"][:, None])
-        c["act_any"] = sub.any(1) & c["active"]
-        c["smp"] = np.argmax(sub, 1)
-        c["emp"] = act.shape[1] - 1 - np.argmax(sub[:, ::-1], 1)
+        if g.all_active:   # every point active: the range's first and last point at once
+            hi = np.minimum(c["end"], g.npts[:, 0] - 1)
+            some = c["start"] <= hi
+            c["act_any"] = some & c["active"]
+            c["smp"] = np.where(some, c["start"], 0)
+            c["emp"] = np.where(some, hi, act.shape[1] - 1)
+        else:
+            cols = np.arange(act.shape[1])
+            sub = act & (cols >= c["start"][:, None]) & (cols <= c["end"][:, None])
+            c["act_any"] = sub.any(1) & c["active"]
+            c["smp"] = np.argmax(sub, 1)
+            c["emp"] = act.shape[1] - 1 - np.argmax(sub[:, ::-1], 1)
         const[wi] = c
     wo = c["wos"][0]
     dbl = wo.type == "WrapDoubleCylinderObst"
@@ -603,17 +539,20 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
         fi2 = np.concatenate([fi, fi + 1])
         Xe = ((P - ow[:, None]) @ Rw).reshape(-1, 3).take(fi2, 0)   # nodes in the wrap frame
         x1, x2 = Xe[:n], Xe[n:]
-        t2 = np.concatenate([ti_, ti_])
-        use, cpos = _cached_rows(tag.reshape(-1).take(fi2), t2, npts, cache)
-        if use is None:
-            g1, g2 = x1.copy(), x2.copy()
-        else:
-            Ge = Xe.copy()
-            tu = t2[use]
-            Ge[use] = ((cpos - ow[tu])[:, None, :] @ Rw[tu])[:, 0]
-            g1, g2 = Ge[:n], Ge[n:]
-        straight = _wr._norm(g2 - g1)
+
+        def measured():   # g1, g2 and the straight length between them
+            t2 = np.concatenate([ti_, ti_])
+            use, cpos = _cached_rows(tag.reshape(-1).take(fi2), t2, npts, cache)
+            if use is None:
+                g1, g2 = x1.copy(), x2.copy()
+            else:
+                Ge = Xe.copy()
+                tu = t2[use]
+                Ge[use] = ((cpos - ow[tu])[:, None, :] @ Rw[tu])[:, 0]
+                g1, g2 = Ge[:n], Ge[n:]
+            return g1, g2, _wr._norm(g2 - g1)
         if dbl:
+            g1, g2, straight = measured()
             case, q1, Q1, T1, t1, _, Lu, Lv = _wr._double_cylinder_obstacle(
                 x1, x2, d["radius"], d["direction"], d["radius_v"],
                 d["direction_v"], Ruv[ti_], ouv[ti_])
@@ -621,14 +560,15 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
             uV = (case == _wr.DC_V) | (case == _wr.DC_BOTH)
             status = np.where(case == _wr.DC_INSIDE, _wr.INSIDE,
                               np.where(uU | uV, _wr.WRAPPED, _wr.NO_WRAP))
-            nd = np.stack([q1, Q1, T1, t1], 1)
-            ln = np.stack([np.zeros_like(Lu), Lu, np.zeros_like(Lv), Lv], 1)
-            vd = np.stack([uU, uU, uV, uV], 1)
             first = np.where(uU[:, None], q1, T1)
             last = np.where(uV[:, None], t1, Q1)
             mid = np.where(uU & uV, _wr._norm(T1 - Q1), 0.0)
             dl = (_wr._norm(first - g1) + Lu + mid + Lv
                   + _wr._norm(g2 - last) - straight)
+            tk, rt = _choose_segments(ti_, status, dl, code)
+            nodes[tk] = np.stack([q1[rt], Q1[rt], T1[rt], t1[rt]], 1)
+            lens[tk, 1], lens[tk, 3] = Lu[rt], Lv[rt]
+            valid[tk] = np.stack([uU[rt], uU[rt], uV[rt], uV[rt]], 1)
         else:
             # OpenSim 4.6 skips the cylinder's tangent correction for a path's only wrap;
             # one request per wrap object (and method) among the rows
@@ -654,39 +594,13 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
                 r1, r2, L = np.empty((n, 3)), np.empty((n, 3)), np.empty(n)
                 for s, (a, b, e, f) in zip(used, res):
                     status[s], r1[s], r2[s], L[s] = a, b, e, f
-            nd = np.stack([r1, r2], 1)
-            ln = np.zeros((len(L), 2))
-            ln[:, 1] = L
-            vd = np.ones((len(ti_), 2), bool)
-            dl = (_wr._norm(r1 - g1) + L + _wr._norm(g2 - r2)
-                  - straight)
-        # OpenSim tries the segments in order: a mandatory wrap is taken and ends the search,
-        # else the optional wrap that lengthens the path least (the first of equals); the
-        # code kept is that of the last segment tried. Per row, over its segments at once:
-        first_row = np.empty(n, bool)
-        first_row[0] = True
-        np.not_equal(ti_[1:], ti_[:-1], out=first_row[1:])
-        starts = np.flatnonzero(first_row)
-        if len(starts) == n:   # one segment per row: its own result
-            code[ti_] = status
-            rt = np.flatnonzero((status == _wr.MANDATORY)
-                                | ((status == _wr.WRAPPED) & (dl < np.inf)))
-            tk = ti_[rt]
-        else:
-            ends = np.append(starts[1:], n)
-            fr = ti_[starts]
-            pos = np.arange(n)
-            fm = np.minimum.reduceat(np.where(status == _wr.MANDATORY, pos, n), starts)
-            hasm = fm < n
-            code[fr] = status[np.where(hasm, fm, ends - 1)]
-            key = np.where((status == _wr.WRAPPED) & (dl < np.inf), dl, np.inf)
-            kmin = np.minimum.reduceat(key, starts)
-            grp = np.repeat(np.arange(len(starts)), ends - starts)
-            fmin = np.minimum.reduceat(np.where(key == kmin[grp], pos, n), starts)
-            chosen = np.where(hasm, fm, np.where(kmin < np.inf, fmin, -1))
-            ok = chosen >= 0
-            tk, rt = fr[ok], chosen[ok]
-        nodes[tk], lens[tk], valid[tk] = nd[rt], ln[rt], vd[rt]
+            dl = None   # the lengthening matters only where a wrap is optional
+            if (status == _wr.WRAPPED).any():
+                g1, g2, straight = measured()
+                dl = (_wr._norm(r1 - g1) + L + _wr._norm(g2 - r2)
+                      - straight)
+            tk, rt = _choose_segments(ti_, status, dl, code)
+            nodes[tk, 0], nodes[tk, 1], lens[tk, 1], valid[tk] = r1[rt], r2[rt], L[rt], True
         best_k[tk] = kk_[rt]
     has = best_k >= 0
     if not has.any():
