@@ -458,7 +458,7 @@ def _group_gen(pathset: PathSet, paths, q, Rb, ob, pre):
     if g.nw:
         (P, loc, body, tag, wobj, wlen), cache, last = yield from _apply_wraps(
             g, Rb, ob, act, P, loc, body, tag, wobj, wlen)
-        G = _cached_positions(P, tag, g.npts, cache) if last is None else last[0]
+        G = P if last is None else last[0]
     length = g.lengths(G, tag, wobj, wlen) if not g.nw or last is None else last[1]
     out = []
     for i, (path, k) in enumerate(zip(paths, g.ks)):
@@ -623,7 +623,7 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
     src = np.where(j <= kk, j, np.maximum(j - ns, 0))
     slot = j - kk - 1                             # 0..ns-1 on the inserted nodes
     isn = (slot >= 0) & (slot < ns)
-    si = np.clip(slot, 0, ns - 1)
+    si = np.minimum(np.maximum(slot, 0), ns - 1)   # (np.clip without its wrapper)
 
     ntag = np.where(valid, t0 + np.arange(ns), -1)
     # each node list with the new nodes appended, then gathered: old nodes up to the
@@ -655,8 +655,8 @@ def _apply_wraps(g: _Group, Rb, ob, act, P, loc, body, tag, wobj, wlen):
     with ground positions of tangent points that its ``Point`` caches at their first use
     within a path computation, so later passes move the tangent points but not the positions
     used for the straight segments; this is reproduced (returned ``cache``). Also returned:
-    (G, lengths) of the last pass (None for one wrap object), which hold for the final node
-    lists.
+    (G, lengths) of the last pass, which hold for the final node lists (None for one wrap
+    object: then G is P, every tangent point cached where it was placed).
     """
     N, K = tag.shape
     npts = g.npts
@@ -680,9 +680,9 @@ def _apply_wraps(g: _Group, Rb, ob, act, P, loc, body, tag, wobj, wlen):
             else:
                 st, c = yield from _wrap_one(g, i, st, act, Rb, ob, todo, cache, const)
                 codes.append(c)
-        _update_cache(st, npts, cache, todo)
-        if nw < 2:
+        if nw < 2:   # one pass: every tangent point's cached position is its position
             return st, cache, None
+        _update_cache(st, npts, cache, todo)
         G = _cached_positions(st[0], st[3], npts, cache)
         length = g.lengths(G, st[3], st[4], st[5])
         conv = todo & (np.abs(length - last) < _WRAP_TOL)

@@ -9,6 +9,11 @@ import numpy as np
 from ..geometry import wrapping as _wr
 
 
+def _clip_int(x, hi):
+    """Integers ``x`` clipped to [0, hi] (``np.clip`` without its Python wrapper)."""
+    x = np.maximum(x, 0)
+    return np.minimum(x, hi, out=x)
+
 def _gather(idx, arrays):
     """``[np.take_along_axis(a, idx, 1) for a in arrays]`` for arrays (T, K) and (T, K, d)
     with idx (T, K') (the same values by one flat ``np.take`` each, which costs a fraction of
@@ -41,7 +46,7 @@ def _cached_positions(P, tag, npts, cache):
     if not cv.any():
         return P
     N, ns = cv.shape
-    f = np.arange(N)[:, None] * ns + np.clip(tag - npts, 0, ns - 1)   # flat slot index
+    f = np.arange(N)[:, None] * ns + _clip_int(tag - npts, ns - 1)   # flat slot index
     use = (tag >= npts) & cv.reshape(-1).take(f)
     return np.where(use[..., None], cG.reshape(-1, 3).take(f.ravel(), 0).reshape(P.shape), P)
 
@@ -53,7 +58,7 @@ def _cached_rows(tag, t, npts, cache):
     if not cv.any():
         return None, None
     n = npts[t, 0]
-    wi = np.clip(tag - n, 0, cG.shape[1] - 1)
+    wi = _clip_int(tag - n, cG.shape[1] - 1)
     use = np.flatnonzero((tag >= n) & cv[t, wi])
     if not len(use):
         return None, None
@@ -67,7 +72,7 @@ def _update_cache(st, npts, cache, mask):
     P, tag = st[0], st[3]
     cG, cv = cache
     N, ns = cv.shape
-    f = np.arange(N)[:, None] * ns + np.clip(tag - npts, 0, ns - 1)   # flat slot index
+    f = np.arange(N)[:, None] * ns + _clip_int(tag - npts, ns - 1)   # flat slot index
     new = np.flatnonzero((tag >= npts) & mask[:, None] & ~cv.reshape(-1).take(f))
     if len(new):
         fs = f.reshape(-1).take(new)
