@@ -153,6 +153,14 @@ def _row_hash(k):
     return k @ _HASH_MUL
 
 
+def _row_keys(x1, x2, sg):
+    """The rows' bits as uint64 words (n, 7) and their hashes (:func:`_row_hash`)."""
+    key = np.empty((len(x1), 7))
+    key[:, :3], key[:, 3:6], key[:, 6] = x1, x2, sg
+    key = key.view(np.uint64)
+    return key, _row_hash(key)
+
+
 def _wrap_rows(wo, method, x1, x2, single, memo):
     """``wrap_segment`` over rows x1, x2 (n, 3) with ``single`` (bool or (n,)); rows equal
     bit for bit to rows wrapped before on ``wo`` with ``method`` (recorded in ``memo``, a dict
@@ -162,16 +170,13 @@ def _wrap_rows(wo, method, x1, x2, single, memo):
             wo.type not in _MEMO_TYPES_NUMPY or use_kernel()))):
         return _wr.wrap_segment(wo, x1, x2, method, single=single)
     sg = np.broadcast_to(np.asarray(single, bool), (len(x1),))
-    key = np.empty((len(x1), 7))
-    key[:, :3], key[:, 3:6], key[:, 6] = x1, x2, sg
-    key = key.view(np.uint64)
-    h = _row_hash(key)
     ent = memo.get((id(wo), method))
-    if ent is None:
+    if ent is None:   # the rows kept as they are; their keys made when the object comes again
         res = _wr.wrap_segment(wo, x1, x2, method, single=sg)
-        memo[(id(wo), method)] = (key, h, tuple(np.array(o) for o in res))
+        memo[(id(wo), method)] = (None, (x1, x2, sg), tuple(np.array(o) for o in res))
         return res
-    old_k, old_h, old_res = ent
+    key, h = _row_keys(x1, x2, sg)
+    old_k, old_h, old_res = ent if ent[0] is not None else (*_row_keys(*ent[1]), ent[2])
     order = np.argsort(old_h)     # (equal hashes: any of them; a row found has the same result)
     hs = old_h[order]
     hn = np.argsort(h)            # the rows' hashes looked up in increasing order (faster)
@@ -369,7 +374,7 @@ class _Group:
         self.slots = paths[0].slots
         self.nslots = paths[0].nslots
         self.all_active = not any(p.cond for p in paths)   # no conditional point
-        self.tt = np.tile(np.arange(T), len(paths))
+        self.tt = np.arange(T * len(paths)) % T   # each row's frame
         # consecutive paths with equal K: row ranges whose lengths sum K - 1 segments
         self.blocks = []
         for i, k in enumerate(self.ks):
