@@ -611,11 +611,16 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
     if not has.any():
         return (P, loc, body, tag, wobj, wlen), code
     c["placed"] = True
-    # node locations in their bodies' frames and in ground
-    nloc = nodes @ c["Rt"] + c["p"][:, None]      # in the wrap object's body frame
-    nG = c["obw"][:, None] + nloc @ np.swapaxes(c["Rbw"], 1, 2)
-    nbody = np.broadcast_to(c["body"][:, None], (N, ns)).copy()
-    nobj = np.broadcast_to(c["obj"][:, None], (N, ns)).copy()
+    # the new nodes of the rows with a wrap (hr): locations in their bodies' frames and in
+    # ground (row by row the same products; a double cylinder's for every row, then taken)
+    hr = np.flatnonzero(has)
+    sel = slice(None) if dbl else hr
+    nodes, lens, valid = nodes[sel], lens[sel], valid[sel]
+    Rt = c["Rt"] if c["Rt"].ndim == 2 else c["Rt"][sel]
+    nloc = nodes @ Rt + c["p"][sel][:, None]      # in the wrap object's body frame
+    nG = c["obw"][sel][:, None] + nloc @ np.swapaxes(c["Rbw"][sel], 1, 2)
+    nbody = np.broadcast_to(c["body"][sel][:, None], valid.shape).copy()
+    nobj = np.broadcast_to(c["obj"][sel][:, None], valid.shape).copy()
     if dbl:   # T, t sit on the V cylinder's body
         RbV = Rb[g.tt, vb]
         gV = ow[:, None] + np.einsum("tij,tkj->tki", Rw, nodes[:, 2:])
@@ -623,25 +628,19 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
         nloc[:, 2:] = np.einsum("tji,tkj->tki", RbV, gV - ob[g.tt, vb][:, None])
         nbody[:, 2:] = vb
         nobj[:, 2:] = c["ws"][0].obj_id + len(g.pathset.wrap_objects)
+        nG, nloc, nbody, nobj, valid, lens = (x[hr] for x in (nG, nloc, nbody, nobj, valid, lens))
+    ntag = np.where(valid, t0[hr] + np.arange(ns), -1)
+    # each node list gathered: old nodes up to the segment, then (ns places on) the rest
+    # shifted by ns (one flat take per array), the new nodes written over their places
     j = np.arange(K)[None, :]
     kk = np.where(has, best_k, K)[:, None]
     src = np.where(j <= kk, j, np.maximum(j - ns, 0))
-    slot = j - kk - 1                             # 0..ns-1 on the inserted nodes
-    isn = (slot >= 0) & (slot < ns)
-    si = np.minimum(np.maximum(slot, 0), ns - 1)   # (np.clip without its wrapper)
-
-    ntag = np.where(valid, t0 + np.arange(ns), -1)
-    # each node list with the new nodes appended, then gathered: old nodes up to the
-    # segment, the new ones, the rest shifted by ns
-    # (the old nodes by one flat take per array, then the new ones written over their places)
     srcf = (np.arange(N)[:, None] * K + src).ravel()
-    at = np.flatnonzero(isn)
-    rn, cn = np.divmod(at, K)
-    newf = rn * ns + si[rn, cn]
+    at = ((hr * K + best_k[hr] + 1)[:, None] + np.arange(ns)).ravel()
     out = []
     for a, v in ((P, nG), (loc, nloc), (body, nbody), (tag, ntag), (wobj, nobj), (wlen, lens)):
         o = np.take(a.reshape(N * K, -1), srcf, axis=0)
-        o[at] = np.take(v.reshape(N * ns, -1), newf, axis=0)
+        o[at] = v.reshape(len(at), -1)
         out.append(o.reshape(a.shape))
     out = tuple(out)
     if dbl:   # drop the nodes of a cylinder not wrapped
