@@ -531,10 +531,11 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
     # every candidate segment of every row in one wrap call per wrap object (rows are
     # independent), then OpenSim's choice replayed segment by segment: a mandatory wrap ends
     # the search
-    pair = (anyact[:, None] & (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0)
-            & ~((wobj[:, :-1] >= 0) & (wobj[:, :-1] == wobj[:, 1:])))
+    # (the segments between the range's first and last point, both in the node list of an
+    # active row: valid nodes, the lists being compact; not on another wrap's surface)
     kr = np.arange(K - 1)
-    pair &= (kr >= start[:, None]) & (kr < end[:, None])
+    pair = (kr >= start[:, None]) & (kr < end[:, None]) & anyact[:, None]
+    pair &= ~((wobj[:, :-1] >= 0) & (wobj[:, :-1] == wobj[:, 1:]))
     ti_, kk_ = np.nonzero(pair)                   # ordered by row, then segment
     if len(ti_):
         n = len(ti_)
