@@ -22,8 +22,8 @@ from ..geometry.wrap_kernels import use_kernel
 from .kinematics import Kinematics, Tree, check_q, forward_kinematics
 
 from .path_compile import PathSet, _Path, shared_path_cache
-from .path_nodes import (_cached_positions, _cached_rows, _choose_segments, _compact,  # noqa: F401
-                         _gather, _remove_wrap_nodes, _seg_lengths, _update_cache)
+from .path_nodes import (_cached_positions, _cached_rows, _choose_segments, _compact,
+                         _remove_wrap_nodes, _seg_lengths, _update_cache)
 
 _COND_TOL = 1e-5
 _WRAP_TOL = 0.0005  # m: OpenSim stops iterating over several wrap objects below this change

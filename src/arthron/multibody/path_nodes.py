@@ -14,6 +14,7 @@ def _clip_int(x, hi):
     x = np.maximum(x, 0)
     return np.minimum(x, hi, out=x)
 
+
 def _gather(idx, arrays):
     """``[np.take_along_axis(a, idx, 1) for a in arrays]`` for arrays (T, K) and (T, K, d)
     with idx (T, K') (the same values by one flat ``np.take`` each, which costs a fraction of
