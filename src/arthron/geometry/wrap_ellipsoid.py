@@ -215,6 +215,11 @@ def _tangent_lm(pe, r, p, a, vs, vs4):
     alpha = np.full(len(ix), 0.01)
     nit = 0
     diag = (np.arange(4), np.arange(4))
+    # the Jacobian (rows, 4, 4): columns vs and the p column fixed, the last row (0, 0, 1, 1)
+    D = np.zeros((len(ix), 4, 4))
+    D[:, :3, 0] = V
+    D[:, :3, 3] = Dp
+    D[:, 3, 2:] = 1.0
     while True:
         run = ssq > 1e-8
         if nit >= 50 or not run.all():            # finished rows leave
@@ -223,17 +228,12 @@ def _tangent_lm(pe, r, p, a, vs, vs4):
             r[ix[done]] = R[done]
             if not keep.any():
                 return r
-            ix, R, P, V, V4, d1, E, ssq, PU, Dp, alpha = (
-                x[keep] for x in (ix, R, P, V, V4, d1, E, ssq, PU, Dp, alpha))
+            ix, R, P, V, V4, d1, E, ssq, PU, D, alpha = (
+                x[keep] for x in (ix, R, P, V, V4, d1, E, ssq, PU, D, alpha))
         nit += 1
         m = len(ix)
-        D = np.zeros((m, 4, 4))
-        D[:, :3, 0] = V
-        D[:, :3, 1] = 2.0 * R / a2
-        D[:, :3, 2] = 2.0 * (2.0 * R) / a2
-        D[:, :3, 3] = Dp
-        D[:, 3, 2] = 1.0
-        D[:, 3, 3] = 1.0
+        np.divide(2.0 * R, a2, out=D[:, :3, 1])
+        np.multiply(D[:, :3, 1], 2.0, out=D[:, :3, 2])   # 2·(2R)/a² (doubling is exact)
         Q = P - R
         qn = _norm(Q)
         Q = _divide_positive(Q, qn[:, None])
