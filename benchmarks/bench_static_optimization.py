@@ -101,7 +101,8 @@ TRIlong: no second pass), the lengthening only where a wrap is optional, one wra
 pass without the cached-position gather, the memo's keys made only when an object comes
 again, the fan's plane and inside checks once per row. Measured 2026-11-24 (CPU time, the
 code before and after alternating in one process, 50 calls each, load 1.2-1.8): arm26
-``path_states`` 11.68 -> 9.44-9.60 ms NumPy, 6.41 -> 4.64 ms with the kernels; the whole
+``path_states`` 11.7 -> 9.4-9.6 ms NumPy, 6.4 -> 4.6 ms with the kernels (outside the wrap
+functions 3.8 -> 1.9 ms); the whole
 ``run_static_optimization_from_setup`` 21.0-21.4 -> 18.7-19.3 ms NumPy, 15.8 -> 14.0 ms
 kernels. This script, the two versions run back to back at load ≈2.5 (OpenSim 0.367-0.372 s):
 arm26 NumPy 23.6 / 24.3 -> 21.1 / 22.0 ms (15.6× / 15.2× -> 17.6× / 16.7×, no physiology /
