@@ -382,6 +382,37 @@ def test_double_cylinder_obstacle_belts():
     assert case[0] == W.DC_BOTH and abs(L[0] - cross) < 1e-12
 
 
+def test_fan_plane_and_inside_checks_equal_the_pointwise_tests():
+    """The NumPy fan's checks over whole rows (a chord point's coordinate within round-off of
+    0: a window around each coordinate's crossing; every chord point inside the ellipsoid: the
+    fan's two ends) agree with the tests on every chord point as computed, on random rows and
+    on rows with a chord point exactly on a coordinate plane, a constant coordinate, or 0/0."""
+    from arthron.geometry import wrap_ellipsoid as WE
+    from arthron.geometry.ellipsoid_closest import ROUNDOFF
+    rng = np.random.default_rng(21)
+    tt = np.arange(1, 299) / 300
+    a = np.array([1.15, 0.92, 0.93])
+    hits = inside = 0
+    for trial in range(1500):
+        R1 = rng.normal(scale=0.5, size=(4, 3))
+        d12 = rng.normal(scale=0.5, size=(4, 3))
+        k, i = rng.integers(0, len(tt)), rng.integers(0, 3)
+        if trial % 3 == 0:      # a chord point on the plane of coordinate i (as computed or near)
+            R1[0, i] = -tt[k] * d12[0, i]
+        if trial % 7 == 0:
+            d12[1, i] = 0.0
+        if trial % 11 == 0:
+            R1[2, i] = d12[2, i] = 0.0
+        x = R1[:, None, :] + tt[None, :, None] * d12[:, None, :]     # as _fan_numpy computes
+        plane = bool((np.abs(x) <= ROUNDOFF).any())
+        assert WE._on_plane(R1, d12, tt) == plane
+        hits += plane
+        if WE._all_inside(R1, d12, tt, a):
+            inside += 1
+            assert (((x / a) ** 2).sum(-1) < 1.0).all()
+    assert 300 < hits < 1400 and inside > 0
+
+
 def test_double_cylinder_obstacle_cases_and_consistency():
     """Skewed cylinders: each frame's case follows the contact tests, and a path over both is
     consistent (each wrap is the single-cylinder wrap between its neighbours: the common

@@ -63,6 +63,9 @@ def _fan_numpy(R1, d12, a, dims, tt):
     point on a coordinate plane."""
     n = len(R1)
     K = len(tt)
+    if _on_plane(R1, d12, tt):
+        return _fan_numpy_whole(R1, d12, a, dims, tt)
+    inside = _all_inside(R1, d12, tt, a)
     per = max(1, _NEWTON_CHUNK // max(n, 1))
     a2, b2, c2 = a ** 2
     acc = None
@@ -71,9 +74,7 @@ def _fan_numpy(R1, d12, a, dims, tt):
         u = R1[:, 0] + ts * d12[:, 0]                                   # (kc, n) each
         v = R1[:, 1] + ts * d12[:, 1]
         w = R1[:, 2] + ts * d12[:, 2]
-        if ((np.abs(u) <= _ROUNDOFF) | (np.abs(v) <= _ROUNDOFF) | (np.abs(w) <= _ROUNDOFF)).any():
-            return _fan_numpy_whole(R1, d12, a, dims, tt)
-        t, A, B, C = _fan_start(u, v, w, a)
+        t, A, B, C = _fan_start(u, v, w, a, inside)
         _newton_ellipsoid(t, 0, t.size, a2, b2, c2, A, B, C)
         kc = u.shape[0]
         # this block's unit vectors after the running sum (row 0), summed in fan order: a
@@ -122,18 +123,44 @@ def _fan_numpy_whole(R1, d12, a, dims, tt):
     return out
 
 
-def _fan_start(u, v, w, a):
+def _fan_start(u, v, w, a, inside=False):
     """Eberly's start for the chord points (u, v, w) (K, n) each: t (K·n,) (0 inside the
-    ellipsoid of radii ``a``, ``max(a)·|x|`` outside; chord points rarely are) and the
-    flattened ``a²u², b²v², c²w²`` of :func:`_newton_ellipsoid`."""
+    ellipsoid of radii ``a``, ``max(a)·|x|`` outside; chord points rarely are; ``inside``: all
+    are, known already) and the flattened ``a²u², b²v², c²w²`` of :func:`_newton_ellipsoid`."""
     a2, b2, c2 = a ** 2
     A, B, C = a2 * u * u, b2 * v * v, c2 * w * w
+    t = np.zeros(u.size)
+    if inside:
+        return t, A.ravel(), B.ravel(), C.ravel()
     su, sv_, sw = u / a[0], v / a[1], w / a[2]
     out_ = ~(su * su + sv_ * sv_ + sw * sw < 1.0)     # outside
-    t = np.zeros(u.size)
     if out_.any():
         t[out_.ravel()] = (a.max() * np.sqrt(u * u + v * v + w * w))[out_]
     return t, A.ravel(), B.ravel(), C.ravel()
+
+
+_WINDOW = np.array([-2, -1, 0, 1])
+
+
+def _on_plane(R1, d12, tt):
+    """Whether a chord point ``R1 + tt_k d12`` (rows (n, 3), as :func:`_fan_numpy` computes
+    them) has a coordinate within round-off of 0. Along a row each coordinate, as computed, is
+    monotone in k (rounding is monotone), so its smallest magnitude is beside its sign change
+    or, without one, at the end of the fan nearer the crossing: only the points of a window of
+    four around the crossing −R1/d12 (clipped to the fan) are computed."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kc = np.searchsorted(tt, (-R1 / d12).ravel())
+    cand = np.minimum(np.maximum(kc[:, None] + _WINDOW, 0), len(tt) - 1).reshape(R1.shape + (4,))
+    x = R1[..., None] + tt[cand] * d12[..., None]
+    return bool((np.abs(x) <= _ROUNDOFF).any())
+
+
+def _all_inside(R1, d12, tt, a):
+    """Whether every chord point ``R1 + tt_k d12`` lies inside the ellipsoid of radii ``a``
+    with the margin 1e-12 (then :func:`_fan_start`'s test holds for each as computed): the sum
+    of squares is convex along the chord, so it is largest at the fan's two ends."""
+    e = [R1 + tt[i] * d12 for i in (0, -1)]
+    return bool(all(((x / a) ** 2).sum(1).max() < 1.0 - 1e-12 for x in e))
 
 
 def _fan_units(u, v, w, t, a, res):
@@ -188,6 +215,11 @@ def _tangent_lm(pe, r, p, a, vs, vs4):
     alpha = np.full(len(ix), 0.01)
     nit = 0
     diag = (np.arange(4), np.arange(4))
+    # the Jacobian (rows, 4, 4): columns vs and the p column fixed, the last row (0, 0, 1, 1)
+    D = np.zeros((len(ix), 4, 4))
+    D[:, :3, 0] = V
+    D[:, :3, 3] = Dp
+    D[:, 3, 2:] = 1.0
     while True:
         run = ssq > 1e-8
         if nit >= 50 or not run.all():            # finished rows leave
@@ -196,17 +228,12 @@ def _tangent_lm(pe, r, p, a, vs, vs4):
             r[ix[done]] = R[done]
             if not keep.any():
                 return r
-            ix, R, P, V, V4, d1, E, ssq, PU, Dp, alpha = (
-                x[keep] for x in (ix, R, P, V, V4, d1, E, ssq, PU, Dp, alpha))
+            ix, R, P, V, V4, d1, E, ssq, PU, D, alpha = (
+                x[keep] for x in (ix, R, P, V, V4, d1, E, ssq, PU, D, alpha))
         nit += 1
         m = len(ix)
-        D = np.zeros((m, 4, 4))
-        D[:, :3, 0] = V
-        D[:, :3, 1] = 2.0 * R / a2
-        D[:, :3, 2] = 2.0 * (2.0 * R) / a2
-        D[:, :3, 3] = Dp
-        D[:, 3, 2] = 1.0
-        D[:, 3, 3] = 1.0
+        np.divide(2.0 * R, a2, out=D[:, :3, 1])
+        np.multiply(D[:, :3, 1], 2.0, out=D[:, :3, 2])   # 2·(2R)/a² (doubling is exact)
         Q = P - R
         qn = _norm(Q)
         Q = _divide_positive(Q, qn[:, None])

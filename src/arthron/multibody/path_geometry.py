@@ -22,6 +22,8 @@ from ..geometry.wrap_kernels import use_kernel
 from .kinematics import Kinematics, Tree, check_q, forward_kinematics
 
 from .path_compile import PathSet, _Path, shared_path_cache
+from .path_nodes import (_cached_positions, _cached_rows, _choose_segments, _compact,
+                         _remove_wrap_nodes, _seg_lengths, _update_cache)
 
 _COND_TOL = 1e-5
 _WRAP_TOL = 0.0005  # m: OpenSim stops iterating over several wrap objects below this change
@@ -109,31 +111,6 @@ def _active(path: _Path, q):
     return act
 
 
-def _gather(idx, arrays):
-    """``[np.take_along_axis(a, idx, 1) for a in arrays]`` for arrays (T, K) and (T, K, d)
-    with idx (T, K') (the same values by one flat ``np.take`` each, which costs a fraction of
-    fancy indexing on the small arrays of a path)."""
-    T, K = arrays[0].shape[:2]
-    flat = (np.arange(T)[:, None] * K + idx).ravel()
-    return [np.take(a.reshape(T * K, -1), flat, axis=0).reshape(idx.shape + a.shape[2:])
-            for a in arrays]
-
-
-def _compact(valid, *arrays):
-    """Stable reorder putting valid entries first along axis 1."""
-    order = np.argsort(~valid, axis=1, kind="stable")
-    return [np.take_along_axis(valid, order, 1)] + _gather(order, arrays)
-
-
-def _seg_lengths(st_P, tag, wobj, wlen):
-    """Per-segment length (T, K-1) of a compacted node list (0 where a node is padding)."""
-    d = _wr._norm(st_P[:, 1:] - st_P[:, :-1])
-    same = (wobj[:, :-1] >= 0) & (wobj[:, :-1] == wobj[:, 1:])
-    seg = np.where(same, wlen[:, 1:], d)
-    ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0)
-    return np.where(ok, seg, 0.0)
-
-
 def compute_paths(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None,
                   which=None) -> list:
     """Rebuild paths for T frames: a :class:`PathState` per path (``which``: indices).
@@ -176,6 +153,14 @@ def _row_hash(k):
     return k @ _HASH_MUL
 
 
+def _row_keys(x1, x2, sg):
+    """The rows' bits as uint64 words (n, 7) and their hashes (:func:`_row_hash`)."""
+    key = np.empty((len(x1), 7))
+    key[:, :3], key[:, 3:6], key[:, 6] = x1, x2, sg
+    key = key.view(np.uint64)
+    return key, _row_hash(key)
+
+
 def _wrap_rows(wo, method, x1, x2, single, memo):
     """``wrap_segment`` over rows x1, x2 (n, 3) with ``single`` (bool or (n,)); rows equal
     bit for bit to rows wrapped before on ``wo`` with ``method`` (recorded in ``memo``, a dict
@@ -185,16 +170,13 @@ def _wrap_rows(wo, method, x1, x2, single, memo):
             wo.type not in _MEMO_TYPES_NUMPY or use_kernel()))):
         return _wr.wrap_segment(wo, x1, x2, method, single=single)
     sg = np.broadcast_to(np.asarray(single, bool), (len(x1),))
-    key = np.empty((len(x1), 7))
-    key[:, :3], key[:, 3:6], key[:, 6] = x1, x2, sg
-    key = key.view(np.uint64)
-    h = _row_hash(key)
     ent = memo.get((id(wo), method))
-    if ent is None:
+    if ent is None:   # the rows kept as they are; their keys made when the object comes again
         res = _wr.wrap_segment(wo, x1, x2, method, single=sg)
-        memo[(id(wo), method)] = (key, h, tuple(np.array(o) for o in res))
+        memo[(id(wo), method)] = (None, (x1, x2, sg), tuple(np.array(o) for o in res))
         return res
-    old_k, old_h, old_res = ent
+    key, h = _row_keys(x1, x2, sg)
+    old_k, old_h, old_res = ent if ent[0] is not None else (*_row_keys(*ent[1]), ent[2])
     order = np.argsort(old_h)     # (equal hashes: any of them; a row found has the same result)
     hs = old_h[order]
     hn = np.argsort(h)            # the rows' hashes looked up in increasing order (faster)
@@ -391,7 +373,8 @@ class _Group:
         self.nw = len(paths[0].wraps)
         self.slots = paths[0].slots
         self.nslots = paths[0].nslots
-        self.tt = np.tile(np.arange(T), len(paths))
+        self.all_active = not any(p.cond for p in paths)   # no conditional point
+        self.tt = np.arange(T * len(paths)) % T   # each row's frame
         # consecutive paths with equal K: row ranges whose lengths sum K - 1 segments
         self.blocks = []
         for i, k in enumerate(self.ks):
@@ -419,16 +402,19 @@ class _Group:
         T, ws = self.T, [p.wraps[wi] for p in self.paths]
         wos = [self.pathset.wrap_objects[w.obj_id] for w in ws]
         keys = list(dict.fromkeys((w.obj_id, w.method) for w in ws))
-        rep = lambda v: np.repeat(np.asarray(v), T, 0)  # noqa: E731
-        body = rep([wo.body for wo in wos])
-        Rbw, obw = Rb[self.tt, body], ob[self.tt, body]
-        R, p = rep([wo.R for wo in wos]), rep([wo.p for wo in wos])
-        return dict(ws=ws, wos=wos, keys=keys, key=rep([keys.index((w.obj_id, w.method)) for w in ws]),
-                    start=rep([w.start for w in ws]), end=rep([w.end for w in ws]),
-                    active=rep([wo.active for wo in wos]), obj=rep([w.obj_id for w in ws]),
-                    body=body, Rbw=Rbw, obw=obw, Rw=Rbw @ R,
-                    ow=obw + (Rbw @ p[..., None])[..., 0],
-                    Rt=rep([wo.R.T for wo in wos]), p=p)
+        # the per-path integers, one row per (path, frame)
+        iv = np.repeat(np.array([(wo.body, w.start, w.end, wo.active, w.obj_id,
+                                  keys.index((w.obj_id, w.method))) for w, wo in zip(ws, wos)]), T, 0).T
+        if len(ws) == 1:   # one path: its T frames (views and broadcasts, the same products)
+            b = wos[0].body
+            Rbw, obw, R, p, Rt = Rb[:, b], ob[:, b], wos[0].R, wos[0].p, wos[0].R.T.copy()
+        else:
+            rep = lambda v: np.repeat(np.asarray(v), T, 0)  # noqa: E731
+            Rbw, obw = Rb[self.tt, iv[0]], ob[self.tt, iv[0]]
+            R, p, Rt = rep([wo.R for wo in wos]), rep([wo.p for wo in wos]), rep([wo.R.T for wo in wos])
+        return dict(ws=ws, wos=wos, keys=keys, key=iv[5], start=iv[1], end=iv[2],
+                    active=iv[3].astype(bool), obj=iv[4], body=iv[0], Rbw=Rbw, obw=obw, Rw=Rbw @ R,
+                    ow=obw + (Rbw @ p[..., None])[..., 0], Rt=Rt, p=np.broadcast_to(p, (len(iv[0]), 3)))
 
 
 def _group_gen(pathset: PathSet, paths, q, Rb, ob, pre):
@@ -477,7 +463,7 @@ def _group_gen(pathset: PathSet, paths, q, Rb, ob, pre):
     if g.nw:
         (P, loc, body, tag, wobj, wlen), cache, last = yield from _apply_wraps(
             g, Rb, ob, act, P, loc, body, tag, wobj, wlen)
-        G = _cached_positions(P, tag, g.npts, cache) if last is None else last[0]
+        G = P if last is None else last[0]
     length = g.lengths(G, tag, wobj, wlen) if not g.nw or last is None else last[1]
     out = []
     for i, (path, k) in enumerate(zip(paths, g.ks)):
@@ -487,58 +473,6 @@ def _group_gen(pathset: PathSet, paths, q, Rb, ob, pre):
         out.append((PathState(*cut[:5], length[rows].copy(), cut[5], len(path.body), Gi),
                     dlocs[i]))
     return out
-
-
-def _cached_positions(P, tag, npts, cache):
-    """Node positions with tangent points replaced by their cached ground positions (``P``
-    itself when no node has a cached position); ``npts`` (N, 1) per row."""
-    cG, cv = cache
-    if not cv.any():
-        return P
-    N, ns = cv.shape
-    f = np.arange(N)[:, None] * ns + np.clip(tag - npts, 0, ns - 1)   # flat slot index
-    use = (tag >= npts) & cv.reshape(-1).take(f)
-    return np.where(use[..., None], cG.reshape(-1, 3).take(f.ravel(), 0).reshape(P.shape), P)
-
-
-def _cached_rows(tag, t, npts, cache):
-    """Which of the nodes tagged ``tag`` (m,) in rows ``t`` (m,) have a cached ground
-    position (see :func:`_cached_positions`): (indices, positions (k, 3)), or (None, None)."""
-    cG, cv = cache
-    if not cv.any():
-        return None, None
-    n = npts[t, 0]
-    wi = np.clip(tag - n, 0, cG.shape[1] - 1)
-    use = np.flatnonzero((tag >= n) & cv[t, wi])
-    if not len(use):
-        return None, None
-    return use, cG[t[use], wi[use]]
-
-
-def _update_cache(st, npts, cache, mask):
-    """Cache the ground positions of tangent points present and not cached yet (OpenSim's
-    Point caches its ground location at the first request in a realized state and does not
-    see later changes of a tangent point's location within the same path computation)."""
-    P, tag = st[0], st[3]
-    cG, cv = cache
-    N, ns = cv.shape
-    f = np.arange(N)[:, None] * ns + np.clip(tag - npts, 0, ns - 1)   # flat slot index
-    new = np.flatnonzero((tag >= npts) & mask[:, None] & ~cv.reshape(-1).take(f))
-    if len(new):
-        fs = f.reshape(-1).take(new)
-        cG.reshape(-1, 3)[fs] = P.reshape(-1, 3).take(new, 0)
-        cv.reshape(-1)[fs] = True
-
-
-def _remove_wrap_nodes(st, t0, t1, mask):
-    """Remove the nodes tagged t0 <= tag < t1 (one wrap's tangent points) in frames ``mask``."""
-    P, loc, body, tag, wobj, wlen = st
-    rm = (tag >= t0) & (tag < t1) & mask[:, None]
-    if not rm.any():      # node lists are kept compact: nothing to move
-        return st
-    keep = ~rm & (tag >= 0)
-    tag = np.where(keep, tag, -1)
-    return tuple(_compact(keep, P, loc, body, tag, wobj, wlen)[1:])
 
 
 def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
@@ -555,11 +489,18 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
     c = const.get(wi)
     if c is None:   # what does not change between the passes of one path computation
         c = g.wrap(wi, Rb, ob)
-        cols = np.arange(act.shape[1])
-        sub = act & (cols >= c["start"][:, None]) & (cols <= c["end"][:, None])
-        c["act_any"] = sub.any(1) & c["active"]
-        c["smp"] = np.argmax(sub, 1)
-        c["emp"] = act.shape[1] - 1 - np.argmax(sub[:, ::-1], 1)
+        if g.all_active:   # every point active: the range's first and last point at once
+            hi = np.minimum(c["end"], g.npts[:, 0] - 1)
+            some = c["start"] <= hi
+            c["act_any"] = some & c["active"]
+            c["smp"] = np.where(some, c["start"], 0)
+            c["emp"] = np.where(some, hi, act.shape[1] - 1)
+        else:
+            cols = np.arange(act.shape[1])
+            sub = act & (cols >= c["start"][:, None]) & (cols <= c["end"][:, None])
+            c["act_any"] = sub.any(1) & c["active"]
+            c["smp"] = np.argmax(sub, 1)
+            c["emp"] = act.shape[1] - 1 - np.argmax(sub[:, ::-1], 1)
         const[wi] = c
     wo = c["wos"][0]
     dbl = wo.type == "WrapDoubleCylinderObst"
@@ -590,10 +531,11 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
     # every candidate segment of every row in one wrap call per wrap object (rows are
     # independent), then OpenSim's choice replayed segment by segment: a mandatory wrap ends
     # the search
-    pair = (anyact[:, None] & (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0)
-            & ~((wobj[:, :-1] >= 0) & (wobj[:, :-1] == wobj[:, 1:])))
+    # (the segments between the range's first and last point, both in the node list of an
+    # active row: valid nodes, the lists being compact; not on another wrap's surface)
     kr = np.arange(K - 1)
-    pair &= (kr >= start[:, None]) & (kr < end[:, None])
+    pair = (kr >= start[:, None]) & (kr < end[:, None]) & anyact[:, None]
+    pair &= ~((wobj[:, :-1] >= 0) & (wobj[:, :-1] == wobj[:, 1:]))
     ti_, kk_ = np.nonzero(pair)                   # ordered by row, then segment
     if len(ti_):
         n = len(ti_)
@@ -603,17 +545,20 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
         fi2 = np.concatenate([fi, fi + 1])
         Xe = ((P - ow[:, None]) @ Rw).reshape(-1, 3).take(fi2, 0)   # nodes in the wrap frame
         x1, x2 = Xe[:n], Xe[n:]
-        t2 = np.concatenate([ti_, ti_])
-        use, cpos = _cached_rows(tag.reshape(-1).take(fi2), t2, npts, cache)
-        if use is None:
-            g1, g2 = x1.copy(), x2.copy()
-        else:
-            Ge = Xe.copy()
-            tu = t2[use]
-            Ge[use] = ((cpos - ow[tu])[:, None, :] @ Rw[tu])[:, 0]
-            g1, g2 = Ge[:n], Ge[n:]
-        straight = _wr._norm(g2 - g1)
+
+        def measured():   # g1, g2 and the straight length between them
+            t2 = np.concatenate([ti_, ti_])
+            use, cpos = _cached_rows(tag.reshape(-1).take(fi2), t2, npts, cache)
+            if use is None:
+                g1, g2 = x1.copy(), x2.copy()
+            else:
+                Ge = Xe.copy()
+                tu = t2[use]
+                Ge[use] = ((cpos - ow[tu])[:, None, :] @ Rw[tu])[:, 0]
+                g1, g2 = Ge[:n], Ge[n:]
+            return g1, g2, _wr._norm(g2 - g1)
         if dbl:
+            g1, g2, straight = measured()
             case, q1, Q1, T1, t1, _, Lu, Lv = _wr._double_cylinder_obstacle(
                 x1, x2, d["radius"], d["direction"], d["radius_v"],
                 d["direction_v"], Ruv[ti_], ouv[ti_])
@@ -621,14 +566,15 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
             uV = (case == _wr.DC_V) | (case == _wr.DC_BOTH)
             status = np.where(case == _wr.DC_INSIDE, _wr.INSIDE,
                               np.where(uU | uV, _wr.WRAPPED, _wr.NO_WRAP))
-            nd = np.stack([q1, Q1, T1, t1], 1)
-            ln = np.stack([np.zeros_like(Lu), Lu, np.zeros_like(Lv), Lv], 1)
-            vd = np.stack([uU, uU, uV, uV], 1)
             first = np.where(uU[:, None], q1, T1)
             last = np.where(uV[:, None], t1, Q1)
             mid = np.where(uU & uV, _wr._norm(T1 - Q1), 0.0)
             dl = (_wr._norm(first - g1) + Lu + mid + Lv
                   + _wr._norm(g2 - last) - straight)
+            tk, rt = _choose_segments(ti_, status, dl, code)
+            nodes[tk] = np.stack([q1[rt], Q1[rt], T1[rt], t1[rt]], 1)
+            lens[tk, 1], lens[tk, 3] = Lu[rt], Lv[rt]
+            valid[tk] = np.stack([uU[rt], uU[rt], uV[rt], uV[rt]], 1)
         else:
             # OpenSim 4.6 skips the cylinder's tangent correction for a path's only wrap;
             # one request per wrap object (and method) among the rows
@@ -654,49 +600,28 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
                 r1, r2, L = np.empty((n, 3)), np.empty((n, 3)), np.empty(n)
                 for s, (a, b, e, f) in zip(used, res):
                     status[s], r1[s], r2[s], L[s] = a, b, e, f
-            nd = np.stack([r1, r2], 1)
-            ln = np.zeros((len(L), 2))
-            ln[:, 1] = L
-            vd = np.ones((len(ti_), 2), bool)
-            dl = (_wr._norm(r1 - g1) + L + _wr._norm(g2 - r2)
-                  - straight)
-        # OpenSim tries the segments in order: a mandatory wrap is taken and ends the search,
-        # else the optional wrap that lengthens the path least (the first of equals); the
-        # code kept is that of the last segment tried. Per row, over its segments at once:
-        first_row = np.empty(n, bool)
-        first_row[0] = True
-        np.not_equal(ti_[1:], ti_[:-1], out=first_row[1:])
-        starts = np.flatnonzero(first_row)
-        if len(starts) == n:   # one segment per row: its own result
-            code[ti_] = status
-            rt = np.flatnonzero((status == _wr.MANDATORY)
-                                | ((status == _wr.WRAPPED) & (dl < np.inf)))
-            tk = ti_[rt]
-        else:
-            ends = np.append(starts[1:], n)
-            fr = ti_[starts]
-            pos = np.arange(n)
-            fm = np.minimum.reduceat(np.where(status == _wr.MANDATORY, pos, n), starts)
-            hasm = fm < n
-            code[fr] = status[np.where(hasm, fm, ends - 1)]
-            key = np.where((status == _wr.WRAPPED) & (dl < np.inf), dl, np.inf)
-            kmin = np.minimum.reduceat(key, starts)
-            grp = np.repeat(np.arange(len(starts)), ends - starts)
-            fmin = np.minimum.reduceat(np.where(key == kmin[grp], pos, n), starts)
-            chosen = np.where(hasm, fm, np.where(kmin < np.inf, fmin, -1))
-            ok = chosen >= 0
-            tk, rt = fr[ok], chosen[ok]
-        nodes[tk], lens[tk], valid[tk] = nd[rt], ln[rt], vd[rt]
+            dl = None   # the lengthening matters only where a wrap is optional
+            if (status == _wr.WRAPPED).any():
+                g1, g2, straight = measured()
+                dl = (_wr._norm(r1 - g1) + L + _wr._norm(g2 - r2)
+                      - straight)
+            tk, rt = _choose_segments(ti_, status, dl, code)
+            nodes[tk, 0], nodes[tk, 1], lens[tk, 1], valid[tk] = r1[rt], r2[rt], L[rt], True
         best_k[tk] = kk_[rt]
     has = best_k >= 0
     if not has.any():
         return (P, loc, body, tag, wobj, wlen), code
     c["placed"] = True
-    # node locations in their bodies' frames and in ground
-    nloc = nodes @ c["Rt"] + c["p"][:, None]      # in the wrap object's body frame
-    nG = c["obw"][:, None] + nloc @ np.swapaxes(c["Rbw"], 1, 2)
-    nbody = np.broadcast_to(c["body"][:, None], (N, ns)).copy()
-    nobj = np.broadcast_to(c["obj"][:, None], (N, ns)).copy()
+    # the new nodes of the rows with a wrap (hr): locations in their bodies' frames and in
+    # ground (row by row the same products; a double cylinder's for every row, then taken)
+    hr = np.flatnonzero(has)
+    sel = slice(None) if dbl else hr
+    nodes, lens, valid = nodes[sel], lens[sel], valid[sel]
+    Rt = c["Rt"] if c["Rt"].ndim == 2 else c["Rt"][sel]
+    nloc = nodes @ Rt + c["p"][sel][:, None]      # in the wrap object's body frame
+    nG = c["obw"][sel][:, None] + nloc @ np.swapaxes(c["Rbw"][sel], 1, 2)
+    nbody = np.broadcast_to(c["body"][sel][:, None], valid.shape).copy()
+    nobj = np.broadcast_to(c["obj"][sel][:, None], valid.shape).copy()
     if dbl:   # T, t sit on the V cylinder's body
         RbV = Rb[g.tt, vb]
         gV = ow[:, None] + np.einsum("tij,tkj->tki", Rw, nodes[:, 2:])
@@ -704,25 +629,19 @@ def _wrap_one(g: _Group, wi, st, act, Rb, ob, mask, cache, const):
         nloc[:, 2:] = np.einsum("tji,tkj->tki", RbV, gV - ob[g.tt, vb][:, None])
         nbody[:, 2:] = vb
         nobj[:, 2:] = c["ws"][0].obj_id + len(g.pathset.wrap_objects)
+        nG, nloc, nbody, nobj, valid, lens = (x[hr] for x in (nG, nloc, nbody, nobj, valid, lens))
+    ntag = np.where(valid, t0[hr] + np.arange(ns), -1)
+    # each node list gathered: old nodes up to the segment, then (ns places on) the rest
+    # shifted by ns (one flat take per array), the new nodes written over their places
     j = np.arange(K)[None, :]
     kk = np.where(has, best_k, K)[:, None]
     src = np.where(j <= kk, j, np.maximum(j - ns, 0))
-    slot = j - kk - 1                             # 0..ns-1 on the inserted nodes
-    isn = (slot >= 0) & (slot < ns)
-    si = np.clip(slot, 0, ns - 1)
-
-    ntag = np.where(valid, t0 + np.arange(ns), -1)
-    # each node list with the new nodes appended, then gathered: old nodes up to the
-    # segment, the new ones, the rest shifted by ns
-    # (the old nodes by one flat take per array, then the new ones written over their places)
     srcf = (np.arange(N)[:, None] * K + src).ravel()
-    at = np.flatnonzero(isn)
-    rn, cn = np.divmod(at, K)
-    newf = rn * ns + si[rn, cn]
+    at = ((hr * K + best_k[hr] + 1)[:, None] + np.arange(ns)).ravel()
     out = []
     for a, v in ((P, nG), (loc, nloc), (body, nbody), (tag, ntag), (wobj, nobj), (wlen, lens)):
         o = np.take(a.reshape(N * K, -1), srcf, axis=0)
-        o[at] = np.take(v.reshape(N * ns, -1), newf, axis=0)
+        o[at] = v.reshape(len(at), -1)
         out.append(o.reshape(a.shape))
     out = tuple(out)
     if dbl:   # drop the nodes of a cylinder not wrapped
@@ -741,8 +660,8 @@ def _apply_wraps(g: _Group, Rb, ob, act, P, loc, body, tag, wobj, wlen):
     with ground positions of tangent points that its ``Point`` caches at their first use
     within a path computation, so later passes move the tangent points but not the positions
     used for the straight segments; this is reproduced (returned ``cache``). Also returned:
-    (G, lengths) of the last pass (None for one wrap object), which hold for the final node
-    lists.
+    (G, lengths) of the last pass, which hold for the final node lists (None for one wrap
+    object: then G is P, every tangent point cached where it was placed).
     """
     N, K = tag.shape
     npts = g.npts
@@ -766,9 +685,9 @@ def _apply_wraps(g: _Group, Rb, ob, act, P, loc, body, tag, wobj, wlen):
             else:
                 st, c = yield from _wrap_one(g, i, st, act, Rb, ob, todo, cache, const)
                 codes.append(c)
-        _update_cache(st, npts, cache, todo)
-        if nw < 2:
+        if nw < 2:   # one pass: every tangent point's cached position is its position
             return st, cache, None
+        _update_cache(st, npts, cache, todo)
         G = _cached_positions(st[0], st[3], npts, cache)
         length = g.lengths(G, st[3], st[4], st[5])
         conv = todo & (np.abs(length - last) < _WRAP_TOL)
@@ -779,6 +698,12 @@ def _apply_wraps(g: _Group, Rb, ob, act, P, loc, body, tag, wobj, wlen):
             if sw.any():
                 swapped |= sw
                 st = _remove_wrap_nodes(st, npts + g.slots[0], npts + g.slots[1], sw)
+            # A row (not swapped) where no wrap after the first placed a node is final: its
+            # second pass removes the first wrap's nodes, which leaves the path points alone
+            # (no cached position in play), and wraps the same segments again: the same node
+            # lists, cached positions and length, so it converges there (OpenSim's second pass,
+            # skipped)
+            done |= todo & ~sw & ~(st[3] >= npts + g.slots[1]).any(1)
         if done.all():
             break
     return st, cache, (G, length)
