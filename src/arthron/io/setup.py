@@ -44,13 +44,12 @@ def _inert(root, path):
     naming its line; ``xi:include`` elements are left out with a warning (they are never
     processed, as in OpenSim, and are not copied into files arthron writes). External DTDs are
     never loaded and the network is never used (parser options)."""
-    found = list(root.iter(etree.Entity, _XINCLUDE + "*"))     # one C-level scan for both
-    for e in found:
+    xi = list(root.iter(etree.Entity, _XINCLUDE + "*"))     # one C-level scan for both
+    for e in xi:
         if not isinstance(e.tag, str):          # (an entity reference)
             raise DataFileError(f"entity reference {e.text} is not allowed (entities are not expanded, "
                                 "as in OpenSim)", path, f"line {e.sourceline}")
-    xi = found                                  # elements of the XInclude namespace
-    if xi:
+    if xi:                                      # (no entity: elements of the XInclude namespace)
         for e in xi:
             if e.getparent() is not None:
                 e.getparent().remove(e)

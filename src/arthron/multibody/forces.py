@@ -176,16 +176,13 @@ def activation_coordinate_force(f, states=None, T: int = 1) -> np.ndarray:
     return np.broadcast_to(a * float(f.optimal_force), (T,)).copy()
 
 
-def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",), states=None) -> PassiveForces:
+def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",)) -> PassiveForces:
     """Evaluate the passive force elements OpenSim would apply (see the module docstring).
 
     Parameters
     ----------
     q, qd : (T, nq) coordinates and their rates (rad, m; rad/s, m/s), model order
     exclude : OpenSim ``forces_to_exclude`` (names, classes, ``Muscles``, ``Actuators``, ``All``)
-    states : {force name: {state: (T,) array}} of a states file, or None: an
-        ActivationCoordinateActuator's ``activation`` there replaces its ``default_activation``
-        frame by frame (OpenSim's AnalyzeTool on a states file)
     """
     q = np.atleast_2d(np.asarray(q, float))
     qd = np.atleast_2d(np.asarray(qd, float))
@@ -215,7 +212,7 @@ def passive_forces(model: Model, tree: Tree, q, qd, exclude=("Muscles",), states
             # its force follows an activation state; OpenSim's tools evaluate it in the
             # model's default state: default_activation × optimal_force
             c = _coordinate_index(model, tree, f)
-            tau[:, c] += activation_coordinate_force(f, states, T)
+            tau[:, c] += activation_coordinate_force(f, T=T)
         elif f.type in ZERO_WITHOUT_CONTROLS:
             continue
         elif f.type in REFUSED_FORCES:

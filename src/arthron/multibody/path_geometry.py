@@ -461,7 +461,7 @@ def _group_gen(pathset: PathSet, paths, q, Rb, ob, pre):
             a[rows] = c
     G = P
     if g.nw:
-        (P, loc, body, tag, wobj, wlen), cache, last = yield from _apply_wraps(
+        (P, loc, body, tag, wobj, wlen), last = yield from _apply_wraps(
             g, Rb, ob, act, P, loc, body, tag, wobj, wlen)
         G = P if last is None else last[0]
     length = g.lengths(G, tag, wobj, wlen) if not g.nw or last is None else last[1]
@@ -659,7 +659,7 @@ def _apply_wraps(g: _Group, Rb, ob, act, P, loc, body, tag, wobj, wlen):
     the second had a point inside it, the first two are swapped. OpenSim measures distances
     with ground positions of tangent points that its ``Point`` caches at their first use
     within a path computation, so later passes move the tangent points but not the positions
-    used for the straight segments; this is reproduced (returned ``cache``). Also returned:
+    used for the straight segments; this is reproduced. Returned: the node lists and
     (G, lengths) of the last pass, which hold for the final node lists (None for one wrap
     object: then G is P, every tangent point cached where it was placed).
     """
@@ -686,7 +686,7 @@ def _apply_wraps(g: _Group, Rb, ob, act, P, loc, body, tag, wobj, wlen):
                 st, c = yield from _wrap_one(g, i, st, act, Rb, ob, todo, cache, const)
                 codes.append(c)
         if nw < 2:   # one pass: every tangent point's cached position is its position
-            return st, cache, None
+            return st, None
         _update_cache(st, npts, cache, todo)
         G = _cached_positions(st[0], st[3], npts, cache)
         length = g.lengths(G, st[3], st[4], st[5])
@@ -706,4 +706,4 @@ def _apply_wraps(g: _Group, Rb, ob, act, P, loc, body, tag, wobj, wlen):
             done |= todo & ~sw & ~(st[3] >= npts + g.slots[1]).any(1)
         if done.all():
             break
-    return st, cache, (G, length)
+    return st, (G, length)

@@ -158,10 +158,10 @@ def analysis_states_of(model: Model, t, q, u, *, external_loads=None, loads_tabl
     locked = np.array([c.locked for c in model.coordinates.values()])
     qdd = np.empty_like(q)
     for s in frame_chunks(len(t)):
-        gen, chunk_loads = _applied(model, tree, q[s], qd[s], list(slice_loads(loads, s)),
-                                    rows_of_states(muscle_states, s))
+        rows = dsm.rows(s)       # the chunk's states (muscles', ActivationCoordinateActuators')
+        gen, chunk_loads = _applied(model, tree, q[s], qd[s], list(slice_loads(loads, s)), rows.states)
         if dsm.paths is not None:
-            m_loads, m_gen = dsm.rows(s).path_loads(tree, q[s], qd[s])
+            m_loads, m_gen = rows.path_loads(tree, q[s], qd[s])
             chunk_loads += m_loads
             if m_gen.any():
                 gen = m_gen if gen is None else gen + m_gen
@@ -190,13 +190,6 @@ def speed_derivatives(tree: Tree, q, qd, qdd) -> np.ndarray:
         udot[:, g] = (np.einsum("tij,tj->ti", A, qdd[:, g])
                       + np.einsum("tij,tj->ti", Ad, qd[:, g]))
     return udot
-
-
-def rows_of_states(states, index):
-    """{force: {state: (k,) array}}: the per-frame ``states`` ({force: {state: (T,) array}} or
-    None) at frames ``index`` (a slice or an index array)."""
-    return None if not states else {n: {k: np.asarray(v)[index] for k, v in d.items()}
-                                    for n, d in states.items()}
 
 
 def _applied(model, tree, q, qd, loads, states=None):

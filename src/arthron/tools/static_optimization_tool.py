@@ -94,7 +94,7 @@ def static_optimization_outputs(out_dir, name: str, *, report: bool = False, joi
     (:func:`arthron.io.files.check_output_dir`), no output an input of the running command, a
     folder or a device (:func:`arthron.io.files.check_output`). Nothing is created.
 
-    Returns the paths (activation, force[, report][, ``<name>_JointReaction_ReactionLoads.sto``]).
+    Returns the paths (activation, force, controls[, report][, ``<name>_JointReaction_ReactionLoads.sto``]).
     Raises OptionError / DataFileError naming the name or the file."""
     if what is not None:
         check_result_name(name, what)
