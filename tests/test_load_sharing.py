@@ -1011,6 +1011,16 @@ def test_opensim_writes_its_last_iterate_where_ipopt_stops(tmp_path):
     assert np.abs(np.einsum("trn,tn->tr", A, a2) - b).max() < 1e-5
 
 
+def _reserve_force_set(path, optimal_forces: dict):
+    """Write a ForceSet file of a CoordinateActuator ``res_<coordinate>`` per entry of
+    ``optimal_forces`` ({coordinate: optimal force}) at ``path``; returns the path."""
+    reserves = "".join(f'<CoordinateActuator name="res_{c}"><coordinate>{c}</coordinate><optimal_force>'
+                       f'{f}</optimal_force></CoordinateActuator>' for c, f in optimal_forces.items())
+    path.write_text(f'<?xml version="1.0"?><OpenSimDocument Version="40000"><ForceSet name="r"><objects>'
+                    f'{reserves}</objects></ForceSet></OpenSimDocument>')
+    return path
+
+
 @needs_data
 @needs_opensim
 def test_lenhart_knee_with_ligaments_matches_opensim(tmp_path):
@@ -1043,12 +1053,8 @@ def test_lenhart_knee_with_ligaments_matches_opensim(tmp_path):
     motion = tmp_path / "knee.mot"
     write_sto(motion, Table(name="knee", time=t, labels=names, data=np.where(rot, np.degrees(Q), Q),
                             in_degrees=True))
-    reserves = "".join(f'<CoordinateActuator name="res_{c}"><coordinate>{c}</coordinate><optimal_force>'
-                       f'{1000 if c.startswith("pelvis") else 100}</optimal_force></CoordinateActuator>'
-                       for c in names)
-    force_set = tmp_path / "reserves.xml"
-    force_set.write_text(f'<?xml version="1.0"?><OpenSimDocument Version="40000"><ForceSet name="r"><objects>'
-                         f'{reserves}</objects></ForceSet></OpenSimDocument>')
+    force_set = _reserve_force_set(tmp_path / "reserves.xml", {c: 1000 if c.startswith("pelvis") else 100
+                                                                for c in names})
     setup = tmp_path / "so.xml"
     setup.write_text(static_optimization_setup("len", model_path, motion, tmp_path / "osim", 0, 0.4,
                                                physiology=False, force_set=force_set))
@@ -1088,12 +1094,8 @@ def test_constrained_model_where_opensim_fails_every_frame(tmp_path):
     from arthron.tools.static_optimization_tool import run_static_optimization_from_setup
     motion = thoracoscapular_motion(tmp_path / "tsm.mot")
     model = read_osim(TSM)
-    reserves = "".join(f'<CoordinateActuator name="res_{c}"><coordinate>{c}</coordinate>'
-                       "<optimal_force>50</optimal_force></CoordinateActuator>"
-                       for c, co in model.coordinates.items() if not co.locked)
-    force_set = tmp_path / "reserves.xml"
-    force_set.write_text(f'<?xml version="1.0"?><OpenSimDocument Version="40000"><ForceSet name="r"><objects>'
-                         f'{reserves}</objects></ForceSet></OpenSimDocument>')
+    force_set = _reserve_force_set(tmp_path / "reserves.xml",
+                                   {c: 50 for c, co in model.coordinates.items() if not co.locked})
     setup = tmp_path / "so.xml"
     setup.write_text(static_optimization_setup("tsm", TSM, motion, tmp_path / "osim", 0.45, 0.5,
                                                physiology=False, force_set=force_set))

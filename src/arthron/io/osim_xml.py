@@ -237,7 +237,7 @@ def _unmodelled_to_text(elems) -> str:
 #: serialized element -> its canonical text (:func:`_canonical`); a pure function of the
 #: string, so a model read again (a tool run in a warm process) finds its components' texts here
 _CANONICAL: dict = {}
-_CANONICAL_MAX, _CANONICAL_KEY_MAX = 4096, 16_384
+_CANONICAL_MAX, _CANONICAL_KEY_MAX = 2048, 4096     # at most ~16 MB of keys and texts
 
 
 def _canonical(c, serialized: str) -> str:

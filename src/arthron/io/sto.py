@@ -23,7 +23,6 @@ import itertools
 import math
 import os
 import sys
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np

@@ -87,7 +87,6 @@ def actuator_forces(model: Model, tree: Tree, forces_table, times, q=None, kin=N
     ignore the whole file).
     UnsupportedFeature for muscle/path forces when path geometry is not available.
     """
-    from .inverse_dynamics import ExternalLoad
     src = path or getattr(forces_table, "source", None)
     times = np.asarray(times, float)
     T = times.size

@@ -144,7 +144,7 @@ def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetu
             "from that file (as stored, at the padded rows of the filtered coordinates), which arthron "
             "does not reproduce; leave <speeds_file> empty to use the derivatives of the coordinates' "
             "splines (OpenSim's default), or give the coordinates and speeds together as a <states_file>",
-            s.path, *((f"line {el.sourceline}",) if el is not None else ()))
+            s.path, *_line_of(el))
     analyses = []
     aset = s.element.find("AnalysisSet")
     objs = aset.find("objects") if aset is not None else None
@@ -170,6 +170,11 @@ def read_analyze_setup(path, placeholders=None, search_dirs=None) -> AnalyzeSetu
         analyses=analyses, setup=s)
 
 
+def _line_of(el) -> tuple:
+    """("line N",) naming a setup element's line in an error, or () when it is absent."""
+    return (f"line {el.sourceline}",) if el is not None else ()
+
+
 def _states_file(s: ToolSetup, search_dirs) -> Path:
     """The setup's ``states_file``, found as the other inputs (:func:`find_setup_file`); a
     missing one is a DataFileError naming the element and its line, and where such files come
@@ -182,7 +187,7 @@ def _states_file(s: ToolSetup, search_dirs) -> Path:
             f"{e.message}; a states file is what CMC or a forward simulation writes, tools arthron "
             "does not run (not supported): run them in OpenSim first, or give the motion (e.g. the "
             "IK .mot) as <coordinates_file> and leave <states_file> empty", s.path,
-            *((f"line {el.sourceline}",) if el is not None else ())) from None
+            *_line_of(el)) from None
 
 
 def _check_states_file_options(s: ToolSetup) -> None:
@@ -194,7 +199,7 @@ def _check_states_file_options(s: ToolSetup) -> None:
             "<solve_for_equilibrium_for_auxiliary_states> true with a <states_file>: OpenSim then "
             "replaces the file's fiber lengths by the muscles' equilibrium, which arthron does not "
             "compute; set it false to use the file's states", s.path,
-            *((f"line {el.sourceline}",) if el is not None else ()))
+            *_line_of(el))
     ignored = [k for k in ("coordinates_file", "speeds_file") if not is_unassigned(s.get(k))]
     if ignored:
         warnings.warn(f"{s.path}: {' and '.join(f'<{k}>' for k in ignored)} ignored since "
