@@ -188,6 +188,30 @@ def _origin_velocity_map(tree: Tree, q, kin: Kinematics):
     return D
 
 
+def _stacked(states, kin):
+    """The geometric paths of ``states`` (:func:`path_states`) side by side: ``(geo`` indices,
+    their PathStates, node counts ``Ks``, P, X (the direction points, ``G`` where set), tag,
+    body (T, ΣK), the segment vectors ``d = X[:, 1:] − X[:, :-1]`` and their norms ``n``
+    (T, ΣK − 1)``)``; kept on ``kin`` for the same ``states`` (the moment arms and the
+    lengthening speeds of one static optimization stack the same paths; read them, never
+    write into them)."""
+    keys = tuple(id(st) for st, _ in states)
+    memo = getattr(kin, "_stacked_paths", None) if kin is not None else None
+    if memo is not None and memo[0] is states and memo[1] == keys:
+        return memo[2]
+    geo = [i for i, (st, _) in enumerate(states) if st is not None]
+    sts = [states[i][0] for i in geo]
+    Ks = [st.P.shape[1] for st in sts]
+    cat = (lambda xs: xs[0]) if len(sts) == 1 else (lambda xs: np.concatenate(xs, 1))  # noqa: E731
+    X = cat([st.P if st.G is None else st.G for st in sts])
+    d = X[:, 1:] - X[:, :-1]
+    out = (geo, sts, Ks, cat([st.P for st in sts]), X, cat([st.tag for st in sts]),
+           cat([st.body for st in sts]), d, _wr_norm(d))
+    if kin is not None:
+        kin._stacked_paths = (states, keys, out)
+    return out
+
+
 def _rows_of(a, flat):
     """``a[tt, b]`` for ``a`` (T, n, 3) and ``flat = tt·n + b`` (T, K): the same values,
     gathered by one ``take`` over the flattened first two axes (several times faster than
@@ -230,16 +254,9 @@ def _moment_arms_from_states(pathset, tree, q, kin, states_dloc):
     D = _origin_velocity_map(tree, q, kin)                           # (T, nb, 6, nq)
     D = np.concatenate([D, np.zeros((T, 1, 6, nq))], 1)             # ground last
     Rb, ob = _frames(tree, kin)
-    sts = [states_dloc[i][0] for i in geo]
-    Ks = [st.P.shape[1] for st in sts]
+    _, sts, Ks, P, X, tag, body, d, n = _stacked(states_dloc, kin)
     off = np.concatenate([[0], np.cumsum(Ks)[:-1]]).astype(np.intp)
-    P = np.concatenate([st.P for st in sts], 1)
-    X = np.concatenate([st.P if st.G is None else st.G for st in sts], 1)
-    tag = np.concatenate([st.tag for st in sts], 1)
-    body = np.concatenate([st.body for st in sts], 1)
     # unit pulls along each segment (see _node_forces), none across two paths
-    d = X[:, 1:] - X[:, :-1]
-    n = _wr_norm(d)
     ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0) & (body[:, :-1] != body[:, 1:]) & (n > 0)
     ok[:, off[1:] - 1] = False
     u = _divide_positive(d, n[..., None], ok[..., None])
@@ -511,16 +528,8 @@ def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | No
         # every geometric path's node list side by side (T, ΣK): the nodes' velocities and
         # the segments' unit directions in one pass, then each path's sum over its own
         # segments (the same per-path sums as one path at a time)
-        geo = [i for i, (st, _) in enumerate(states) if st is not None]
-        sts = [states[i][0] for i in geo]
-        Ks = [st.P.shape[1] for st in sts]
+        geo, sts, Ks, P, X, tag, b, d, nrm = _stacked(states, kin)
         off = np.concatenate([[0], np.cumsum(Ks)]).astype(np.intp)
-        one = len(sts) == 1
-        cat = (lambda xs: xs[0]) if one else (lambda xs: np.concatenate(xs, 1))  # noqa: E731
-        P = cat([st.P for st in sts])
-        X = cat([st.P if st.G is None else st.G for st in sts])
-        tag = cat([st.tag for st in sts])
-        b = cat([st.body for st in sts])
         fi = tt * Vo.shape[1] + b                                       # (T, ΣK) rows of (T·(nb+1), 3)
         vel = _rows_of(Vo, fi) + _cross(_rows_of(W, fi), P - _rows_of(ob, fi))
         for g, i in enumerate(geo):                                     # moving path points
@@ -528,8 +537,6 @@ def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | No
                 bk = pathset.paths[i].body[k]
                 vk = np.einsum("tij,tj->ti", Rb[:, bk], dl) * qd[:, c:c + 1]
                 vel[:, off[g]:off[g + 1]] += (sts[g].tag == k)[..., None] * vk[:, None, :]
-        d = X[:, 1:] - X[:, :-1]
-        nrm = _wr_norm(d)
         ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0) & (nrm > 0)
         u = _divide_positive(d, nrm[..., None], ok[..., None])
         dv = vel[:, 1:] - vel[:, :-1]
