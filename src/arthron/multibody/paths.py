@@ -63,6 +63,7 @@ path's points, never over frames.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -255,7 +256,7 @@ def _moment_arms_from_states(pathset, tree, q, kin, states_dloc):
     D = np.concatenate([D, np.zeros((T, 1, 6, nq))], 1)             # ground last
     Rb, ob = _frames(tree, kin)
     _, sts, Ks, P, X, tag, body, d, n = _stacked(states_dloc, kin)
-    off = np.concatenate([[0], np.cumsum(Ks)[:-1]]).astype(np.intp)
+    off = np.array([0, *itertools.accumulate(Ks[:-1])], np.intp)
     # unit pulls along each segment (see _node_forces), none across two paths
     ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0) & (body[:, :-1] != body[:, 1:]) & (n > 0)
     ok[:, off[1:] - 1] = False
@@ -529,7 +530,7 @@ def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | No
         # the segments' unit directions in one pass, then each path's sum over its own
         # segments (the same per-path sums as one path at a time)
         geo, sts, Ks, P, X, tag, b, d, nrm = _stacked(states, kin)
-        off = np.concatenate([[0], np.cumsum(Ks)]).astype(np.intp)
+        off = np.array([0, *itertools.accumulate(Ks)], np.intp)
         fi = tt * Vo.shape[1] + b                                       # (T, ΣK) rows of (T·(nb+1), 3)
         vel = _rows_of(Vo, fi) + _cross(_rows_of(W, fi), P - _rows_of(ob, fi))
         for g, i in enumerate(geo):                                     # moving path points
