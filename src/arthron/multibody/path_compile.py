@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import itertools
 import warnings
 from dataclasses import dataclass, field
 
@@ -355,7 +356,7 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         types.append(f.type)
         props.append(f.properties)
         ns = [4 if wobjs[w.obj_id].type == "WrapDoubleCylinderObst" else 2 for w in wraps]
-        slots = [int(x) for x in np.concatenate([[0], np.cumsum(ns)[:-1]])] if ns else []
+        slots = [0, *itertools.accumulate(ns[:-1])] if ns else []
         paths.append(_Path(name, f.type, body, loc, cond, moving, wraps, slots, int(sum(ns))))
         if shared is not None:      # the model and tree kept: their ids stay theirs
             shared["compiled"][(id(model), id(tree), name)] = paths[-1]
