@@ -121,6 +121,38 @@ arm26 NumPy 23.6 / 24.3 -> 21.1 / 22.0 ms (15.6× / 15.2× -> 17.6× / 16.7×, n
 physiology), kernels 18.6 / 19.8 -> 17.2 / 17.2 ms (19.7× / 18.7× -> 21.6× / 21.4×);
 Gait2354 walk (quick) 67-72 ms both before and after (31-34×). Moment arms and lengths of
 Gait2354 (1,000 frames), Thoracoscapular (300) and DAS4 (151): unchanged or 1-5 % faster.
+
+Around the paths, bit for bit (``solvers/box_qp.py``, ``multibody/paths.py``,
+``path_compile.py``, ``tree.py``, ``solvers/filtering.py``; activations, forces, F̂, B, τ and
+the written files of arm26 and the Gait2354 walk with and without muscle physiology on both
+wrapping routes, and the moment arms, lengths and speeds of Gait2354, DAS4 and the
+Thoracoscapular model unchanged; 64 QP problems, 164 infeasible frames among them, give the
+same iterates): the box QP keeps z = Aᵀλ/w and b − Ax with each iterate and tries the line
+search's halvings in blocks (4 per pass on arm26's 2 × 6 frames, 2 on Gait2354's 23 × 77);
+the origin velocity map and the stacked node lists of the paths are kept on the poses for
+the moment arms and the lengthening speeds; body rows gathered by one ``take``;
+``compile_paths`` resolves each frame once and keeps the forces' property views;
+``frame_with_z`` of a joint axis remembered; the speeds' spline evaluated once. Parts (CPU,
+NumPy route, inside the whole call): QP 1.49 -> 1.13 ms (alone 1.16 / 1.27 -> 0.95 / 0.97 ms;
+Gait2354's 13.6 -> 12.7 ms), lengthening speeds 0.63 -> 0.32 ms, moment arms 0.76 -> 0.68 ms,
+compile_paths 0.32 -> 0.20 ms, compile_model 0.44 -> 0.36 ms. Measured 2026-11-24, the code
+before and after in alternating fresh processes (CPU time, medians of 30 calls, 4 processes
+each, load 0.5-1.5): arm26 NumPy 18.6 -> 18.3 ms / 19.4 -> 18.6 ms (no physiology /
+physiology; wall 20.8 -> 20.5 / 21.5 -> 20.5 ms), kernels 13.5 -> 13.1 / 14.3 -> 13.5 ms
+(wall 15.5 -> 15.2 / 16.3 -> 15.7 ms). This script, the two versions run back to back twice
+at load 0.7-1.3 (OpenSim 0.369-0.371 s): NumPy 20.3-21.7 / 21.8-22.2 ms (17.1-18.2× /
+16.7-16.9×) -> 20.0-20.1 / 20.5 ms (18.4-18.5× / 18.1×), kernels 16.0-17.4 / 17.0-18.1 ms
+(21.4-23.1× / 20.4-21.7×) -> 15.5-15.8 / 15.9-16.2 ms (23.4-23.8× / 22.8-23.3×); Gait2354
+walk (quick) 65.5-70.0 -> 61.2-65.7 ms (32.6-34.4× -> 34.3-37.0×). Path states, moment arms
+and speeds (CPU, medians of 5): Gait2354 1,000 frames 117 -> 94 ms, Thoracoscapular 1,000
+frames 307 -> 292 ms, DAS4 151 frames 265 -> 244 ms. Muscle physiology now adds ≈0.45 ms
+(CPU: lengthening speeds 0.32, the Thelen curves 0.12; the QP takes as long). Still short of
+20× on the NumPy route by 1.7-2.2 ms; what is left lies in the path computation (9.5 ms:
+fan 3.1-3.4, its Newton steps at their bit-identical floor; tangent search 1.8; cylinders
+1.45; path steps 1.9), reading the model (1.9 ms), writing (1.7-2.1 ms CPU, plus ≈2 ms of
+fsync waits: wall − CPU), the setup and motion (≈1.1 ms), and, in these files, the QP
+(≈1.1 ms, ≈60 NumPy calls per Newton iteration on 2 × 6 systems), the three scipy spline
+fits (0.75 ms), moment arms (0.6 ms) and compile_model (0.36 ms).
 """
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import itertools
 import warnings
 from dataclasses import dataclass, field
 
@@ -84,6 +85,8 @@ class PathSet:
     wrap_objects : list[WrapObjectData]
     nb : int                 number of bodies (index ``nb`` stands for ground)
     coordinate_names : list[str]
+    properties : list        each path force's ``properties`` mapping (the live view of its
+                             modelled properties, :attr:`arthron.models.forces.Force.properties`)
     approximate : list[str]  paths whose wrapping would match OpenSim only approximately
                              (none at present: every supported wrap is reproduced)
     """
@@ -272,6 +275,7 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
                              f"(forces with a path: {', '.join(with_path[:8])}"
                              f"{' ...' if len(with_path) > 8 else ''})", model.source)
     items = model.forces.items() if sel is None else [(n, model.forces[n]) for n in sel]
+    in_base = {}        # frame path -> model.frame_in_base (the points of most paths share frames)
     for name, f in items:
         if f.path is None:
             if sel is not None:
@@ -280,13 +284,13 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         if isinstance(f.path, FunctionBasedPath):
             names.append(name)
             types.append(f.type)
-            props.append(dict(f.properties))
+            props.append(f.properties)
             paths.append(_compile_function_path(name, f, model, tree, cidx))
             continue
         if shared is not None and (id(model), id(tree), name) in shared["compiled"]:
             names.append(name)
             types.append(f.type)
-            props.append(dict(f.properties))
+            props.append(f.properties)
             paths.append(shared["compiled"][(id(model), id(tree), name)])
             continue
         pts = f.path.points
@@ -297,7 +301,10 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
         cond, moving = [], []
         for k, pt in enumerate(pts):
             try:
-                base, X = model.frame_in_base(pt.parent_frame)
+                bx = in_base.get(pt.parent_frame)
+                if bx is None:
+                    bx = in_base[pt.parent_frame] = model.frame_in_base(pt.parent_frame)
+                base, X = bx
             except ModelFileError:
                 raise ModelFileError(f"path point '{pt.name}' of '{name}' is on frame "
                                      f"'{pt.parent_frame}', which does not exist",
@@ -347,9 +354,9 @@ def compile_paths(model: Model, tree: Tree, forces=None, include_disabled: bool 
                                pw.method))
         names.append(name)
         types.append(f.type)
-        props.append(dict(f.properties))   # (PathSet.properties: kept for callers)
+        props.append(f.properties)
         ns = [4 if wobjs[w.obj_id].type == "WrapDoubleCylinderObst" else 2 for w in wraps]
-        slots = [int(x) for x in np.concatenate([[0], np.cumsum(ns)[:-1]])] if ns else []
+        slots = [0, *itertools.accumulate(ns[:-1])] if ns else []
         paths.append(_Path(name, f.type, body, loc, cond, moving, wraps, slots, int(sum(ns))))
         if shared is not None:      # the model and tree kept: their ids stay theirs
             shared["compiled"][(id(model), id(tree), name)] = paths[-1]

@@ -63,6 +63,7 @@ path's points, never over frames.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -173,6 +174,52 @@ def path_states(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = None) 
     return _geometry_states(pathset, q, Rb, ob)
 
 
+def _origin_velocity_map(tree: Tree, q, kin: Kinematics):
+    """``velocity_map(tree, q, kin, point="origin")`` (T, nb, 6, nq), kept on ``kin``
+    (read-only, as :func:`~arthron.multibody.path_geometry._frames` keeps the poses) for the
+    next path function called with the same poses: the moment arms and the lengthening speeds
+    of one static optimization share it. It depends on the poses alone (``q`` gives only the
+    number of frames)."""
+    memo = getattr(kin, "_origin_velocity_map", None)
+    if memo is not None and memo[0] is tree:
+        return memo[1]
+    D = velocity_map(tree, q, kin, point="origin")
+    D.flags.writeable = False
+    kin._origin_velocity_map = (tree, D)
+    return D
+
+
+def _stacked(states, kin):
+    """The geometric paths of ``states`` (:func:`path_states`) side by side: ``(geo`` indices,
+    their PathStates, node counts ``Ks``, P, X (the direction points, ``G`` where set), tag,
+    body (T, ΣK), the segment vectors ``d = X[:, 1:] − X[:, :-1]`` and their norms ``n``
+    (T, ΣK − 1)``)``; kept on ``kin`` for the same ``states`` (the moment arms and the
+    lengthening speeds of one static optimization stack the same paths; read them, never
+    write into them)."""
+    keys = tuple(id(st) for st, _ in states)
+    memo = getattr(kin, "_stacked_paths", None) if kin is not None else None
+    if memo is not None and memo[0] is states and memo[1] == keys:
+        return memo[2]
+    geo = [i for i, (st, _) in enumerate(states) if st is not None]
+    sts = [states[i][0] for i in geo]
+    Ks = [st.P.shape[1] for st in sts]
+    cat = (lambda xs: xs[0]) if len(sts) == 1 else (lambda xs: np.concatenate(xs, 1))  # noqa: E731
+    X = cat([st.P if st.G is None else st.G for st in sts])
+    d = X[:, 1:] - X[:, :-1]
+    out = (geo, sts, Ks, cat([st.P for st in sts]), X, cat([st.tag for st in sts]),
+           cat([st.body for st in sts]), d, _wr_norm(d))
+    if kin is not None:
+        kin._stacked_paths = (states, keys, out)
+    return out
+
+
+def _rows_of(a, flat):
+    """``a[tt, b]`` for ``a`` (T, n, 3) and ``flat = tt·n + b`` (T, K): the same values,
+    gathered by one ``take`` over the flattened first two axes (several times faster than
+    indexing with two index arrays)."""
+    return a.reshape(-1, 3).take(flat, axis=0)
+
+
 def _node_forces(st: PathState, nb: int):
     """Net unit pull on every node (T, K, 3): towards the next node minus towards the previous,
     zero across segments whose two nodes are on the same body (no work there) and on the
@@ -205,19 +252,12 @@ def _moment_arms_from_states(pathset, tree, q, kin, states_dloc):
             out[:, i] = _fn_row(pathset.paths[i], q, nq)
     if geo.size == 0:
         return out
-    D = velocity_map(tree, q, kin, point="origin")                   # (T, nb, 6, nq)
+    D = _origin_velocity_map(tree, q, kin)                           # (T, nb, 6, nq)
     D = np.concatenate([D, np.zeros((T, 1, 6, nq))], 1)             # ground last
     Rb, ob = _frames(tree, kin)
-    sts = [states_dloc[i][0] for i in geo]
-    Ks = [st.P.shape[1] for st in sts]
-    off = np.concatenate([[0], np.cumsum(Ks)[:-1]]).astype(np.intp)
-    P = np.concatenate([st.P for st in sts], 1)
-    X = np.concatenate([st.P if st.G is None else st.G for st in sts], 1)
-    tag = np.concatenate([st.tag for st in sts], 1)
-    body = np.concatenate([st.body for st in sts], 1)
+    _, sts, Ks, P, X, tag, body, d, n = _stacked(states_dloc, kin)
+    off = np.array([0, *itertools.accumulate(Ks[:-1])], np.intp)
     # unit pulls along each segment (see _node_forces), none across two paths
-    d = X[:, 1:] - X[:, :-1]
-    n = _wr_norm(d)
     ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0) & (body[:, :-1] != body[:, 1:]) & (n > 0)
     ok[:, off[1:] - 1] = False
     u = _divide_positive(d, n[..., None], ok[..., None])
@@ -225,7 +265,7 @@ def _moment_arms_from_states(pathset, tree, q, kin, states_dloc):
     f[:, :-1] += u
     f[:, 1:] -= u
     tt = np.arange(T)[:, None]
-    r = P - ob[tt, body]
+    r = P - _rows_of(ob, tt * ob.shape[1] + body)
     m = _cross(r, f)                    # (np.cross's arithmetic, without its overhead)
     # the pulls (force, moment about the body origin) summed per (path, body) pair present,
     # then through that body's velocity map: ma[t, p] = Σ_β S[t, (p, β)] · D[t, β]
@@ -301,7 +341,7 @@ def coupling_vectors(pathset: PathSet, tree: Tree, q, kin: Kinematics | None = N
     if kin is None:
         kin = forward_kinematics(tree, q)
     T, nq = q.shape
-    D = velocity_map(tree, q, kin, point="origin")
+    D = _origin_velocity_map(tree, q, kin)
     D = np.concatenate([D, np.zeros((T, 1, 6, nq))], 1)
     Rb, ob = _frames(tree, kin)
     rows = []
@@ -479,7 +519,7 @@ def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | No
         if kin_velocities:
             Vo, W = kin.nodes("v", tree.body_node), kin.nodes("w", tree.body_node)
         else:
-            D = velocity_map(tree, q, kin, point="origin")               # (T, nb, 6, nq)
+            D = _origin_velocity_map(tree, q, kin)                       # (T, nb, 6, nq)
             Vo = np.einsum("tbiq,tq->tbi", D[:, :, :3], qd)
             W = np.einsum("tbiq,tq->tbi", D[:, :, 3:], qd)
         Vo = np.concatenate([Vo, np.zeros((T, 1, 3))], 1)                 # ground last
@@ -489,24 +529,15 @@ def lengthening_speeds(pathset: PathSet, tree: Tree, q, qd, kin: Kinematics | No
         # every geometric path's node list side by side (T, ΣK): the nodes' velocities and
         # the segments' unit directions in one pass, then each path's sum over its own
         # segments (the same per-path sums as one path at a time)
-        geo = [i for i, (st, _) in enumerate(states) if st is not None]
-        sts = [states[i][0] for i in geo]
-        Ks = [st.P.shape[1] for st in sts]
-        off = np.concatenate([[0], np.cumsum(Ks)]).astype(np.intp)
-        one = len(sts) == 1
-        cat = (lambda xs: xs[0]) if one else (lambda xs: np.concatenate(xs, 1))  # noqa: E731
-        P = cat([st.P for st in sts])
-        X = cat([st.P if st.G is None else st.G for st in sts])
-        tag = cat([st.tag for st in sts])
-        b = cat([st.body for st in sts])
-        vel = Vo[tt, b] + _cross(W[tt, b], P - ob[tt, b])
+        geo, sts, Ks, P, X, tag, b, d, nrm = _stacked(states, kin)
+        off = np.array([0, *itertools.accumulate(Ks)], np.intp)
+        fi = tt * Vo.shape[1] + b                                       # (T, ΣK) rows of (T·(nb+1), 3)
+        vel = _rows_of(Vo, fi) + _cross(_rows_of(W, fi), P - _rows_of(ob, fi))
         for g, i in enumerate(geo):                                     # moving path points
             for k, c, dl in states[i][1]:
                 bk = pathset.paths[i].body[k]
                 vk = np.einsum("tij,tj->ti", Rb[:, bk], dl) * qd[:, c:c + 1]
                 vel[:, off[g]:off[g + 1]] += (sts[g].tag == k)[..., None] * vk[:, None, :]
-        d = X[:, 1:] - X[:, :-1]
-        nrm = _wr_norm(d)
         ok = (tag[:, :-1] >= 0) & (tag[:, 1:] >= 0) & (nrm > 0)
         u = _divide_positive(d, nrm[..., None], ok[..., None])
         dv = vel[:, 1:] - vel[:, :-1]
@@ -584,7 +615,7 @@ def path_body_forces(pathset: PathSet, tree: Tree, q, tensions,
             continue
         f = _node_forces(st, nb) * ten[:, i, None, None]
         pts.append((st.body, st.P, f))
-        r = st.P - ob[tt, st.body]
+        r = st.P - _rows_of(ob, tt * ob.shape[1] + st.body)
         bins.append(tt * (nb + 1) + st.body)
         forces.append(f)
         moments.append(np.cross(r, f))

@@ -260,6 +260,25 @@ class Tree:
             raise ModelFileError(f"model '{self.model_name}' has no body '{name}'") from None
 
 
+#: axis (its bytes) -> ``frame_with_z(axis)`` (read-only): a pure function of the axis, which
+#: few distinct values take (joint axes), computed once per process
+_FRAME_WITH_Z: dict = {}
+
+
+def _frame_with_z(axis) -> np.ndarray:
+    """:func:`arthron.geometry.spatial.frame_with_z` of a joint axis, remembered by its value."""
+    a = np.asarray(axis, float)
+    key = (a.shape, a.tobytes())
+    Q = _FRAME_WITH_Z.get(key)
+    if Q is None:
+        if len(_FRAME_WITH_Z) > 4096:
+            _FRAME_WITH_Z.clear()
+        Q = frame_with_z(a)
+        Q.flags.writeable = False
+        _FRAME_WITH_Z[key] = Q
+    return Q
+
+
 def _rotations_about_z(nodes):
     """Re-express every ``rot`` node as a rotation about its local z axis.
 
@@ -271,7 +290,7 @@ def _rotations_about_z(nodes):
     for i, nd in enumerate(nodes):
         if nd.kind != "rot" or np.array_equal(nd.axis, (0.0, 0.0, 1.0)):     # exactly z already
             continue
-        Q = frame_with_z(nd.axis)
+        Q = _frame_with_z(nd.axis)
         nd.R0 = nd.R0 @ Q
         nd.axis = np.array([0.0, 0.0, 1.0])
         for ch in nodes[i + 1:]:

@@ -498,11 +498,15 @@ def prepare_coordinates(times, values, lowpass_hz=None, time_range=None, acceler
                           f"{t[0]}..{t[-1]} s")
     t_out = t[i0:i1 + 1].copy()
     q = splines.value(t_out)
-    qd = splines.derivative(t_out, 1)
     if accelerations == "q":
+        qd = splines.derivative(t_out, 1)
         qdd = splines.derivative(t_out, 2)
     elif accelerations == "speeds":
-        qdd = GCVSplineSet(t, splines.derivative(t, 1), 5).derivative(t_out, 1)
+        # the speeds at every row (the frames' among them: a spline's value at a time does not
+        # depend on the other times evaluated with it)
+        qd_all = splines.derivative(t, 1)
+        qd = qd_all[i0:i1 + 1].copy()
+        qdd = GCVSplineSet(t, qd_all, 5).derivative(t_out, 1)
     else:
         raise OptionError(f"accelerations must be 'q' or 'speeds', got {accelerations!r}")
     if squeeze:
