@@ -138,7 +138,7 @@ def _compare(a_dir: Path, b_dir: Path):
             out[n] = f"times differ {a.time.shape} vs {b.time.shape}"
             continue
         if a.data.size == 0:
-            out[n] = 0.0
+            out[n] = (0.0, "(time only)")
             continue
         d = np.abs(a.data - b.data)
         scale = 1.0 + np.nanmax(np.abs(a.data), axis=0)

@@ -1,0 +1,72 @@
+"""Differences from OpenSim 4.6 found by benchmarks/sweep_analyses.py (generated AnalyzeTool
+setups with every analysis arthron runs, on every model of the data), each on a small case with
+OpenSim 4.6 run in the test."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import REF, needs_data, needs_opensim
+
+PENDULUM = REF / "task6_pendulum" / "pendulum_off0.osim"
+
+_ANALYSES = """
+<Kinematics name="Kinematics"><on>true</on><step_interval>1</step_interval><in_degrees>true</in_degrees><coordinates>all</coordinates></Kinematics>
+<MuscleAnalysis name="MuscleAnalysis"><on>true</on><step_interval>1</step_interval><muscle_list>all</muscle_list>
+  <moment_arm_coordinate_list>q</moment_arm_coordinate_list><compute_moments>true</compute_moments></MuscleAnalysis>
+<JointReaction name="JointReaction"><on>true</on><step_interval>1</step_interval><joint_names>all</joint_names>
+  <apply_on_bodies>child</apply_on_bodies><express_in_frame>child</express_in_frame></JointReaction>
+"""
+
+
+def _setup(tmp_path, model, inputs, results, analyses=_ANALYSES):
+    p = tmp_path / f"{results.name}.xml"
+    p.write_text(f"""<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40000"><AnalyzeTool name="sw">
+<model_file>{model}</model_file><replace_force_set>false</replace_force_set><force_set_files/>
+<results_directory>{results}</results_directory><initial_time>0</initial_time><final_time>1</final_time>
+<AnalysisSet name="Analyses"><objects>{analyses}</objects></AnalysisSet>{inputs}
+</AnalyzeTool></OpenSimDocument>""")
+    return p
+
+
+def _run_both(tmp_path, setup):
+    """OpenSim's and arthron's result folders (OpenSim's cwd tmp_path, no opensim.log)."""
+    import opensim as osim
+    from oracle import _cwd, _quiet
+    from arthron.tools.analyze_tool import run_analyze
+    _quiet(osim)
+    with _cwd(tmp_path):
+        osim.AnalyzeTool(str(setup)).run()
+    run_analyze(setup, results_dir=tmp_path / "ours")
+    return tmp_path / "osim", tmp_path / "ours"
+
+
+def _motion(tmp_path, labels, cols):
+    from arthron.io.sto import write_sto
+    from arthron.tables import Table
+    t = np.linspace(0, 1, 51)
+    mot = tmp_path / "motion.mot"
+    write_sto(mot, Table(name="m", time=t, labels=labels, data=np.column_stack([c(t) for c in cols]),
+                         in_degrees=True))
+    return mot
+
+
+@needs_data
+@needs_opensim
+def test_muscle_analysis_on_a_model_without_muscles_as_opensim(tmp_path):
+    """A MuscleAnalysis on a model without muscles: OpenSim 4.6 writes its files with the time
+    column only and runs the other analyses; arthron refused the whole setup ('no muscle or
+    other force with a path to analyse')."""
+    from arthron.io.sto import read_sto
+    mot = _motion(tmp_path, ["q"], [lambda t: 30 * np.sin(2 * np.pi * t)])
+    setup = _setup(tmp_path, PENDULUM, f"<coordinates_file>{mot}</coordinates_file>", tmp_path / "osim")
+    theirs, ours = _run_both(tmp_path, setup)
+    names = sorted(p.name for p in theirs.glob("*.sto"))
+    assert "sw_MuscleAnalysis_Moment_q.sto" in names and len(names) == 24
+    assert names == sorted(p.name for p in ours.glob("*.sto"))
+    for n in names:
+        a, b = read_sto(theirs / n), read_sto(ours / n)
+        assert a.labels == b.labels, n
+        assert np.abs(a.time - b.time).max() < 1e-9, n
+        assert np.abs(a.data - b.data).max(initial=0) < 1e-8 * (1 + np.abs(a.data).max(initial=0)), n
