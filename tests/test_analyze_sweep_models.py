@@ -70,3 +70,51 @@ def test_muscle_analysis_on_a_model_without_muscles_as_opensim(tmp_path):
         assert a.labels == b.labels, n
         assert np.abs(a.time - b.time).max() < 1e-9, n
         assert np.abs(a.data - b.data).max(initial=0) < 1e-8 * (1 + np.abs(a.data).max(initial=0)), n
+
+
+_BUSHING = """<BushingForce name="hip_bushing"><socket_frame1>/bodyset/r_humerus</socket_frame1>
+<socket_frame2>/bodyset/r_ulna_radius_hand</socket_frame2><rotational_stiffness>10 10 10</rotational_stiffness>
+<translational_stiffness>0 0 0</translational_stiffness><rotational_damping>0.1 0.1 0.1</rotational_damping>
+<translational_damping>0 0 0</translational_damping></BushingForce>
+"""
+
+
+@needs_data
+@needs_opensim
+def test_states_reporter_with_a_bushing_force_as_opensim(tmp_path):
+    """OpenSim 4.6 gives every BushingForce a state, ``dissipated_energy`` (0 on a coordinates
+    file, the file's value on a states file); arthron's StatesReporter left the column out
+    (found on the legacy bouncing_block model)."""
+    from conftest import ARM26_TUT
+    from arthron.io.sto import read_sto, write_sto
+    src = (ARM26_TUT / "InverseKinematics" / "arm26.osim").read_text()
+    end = src.rindex("</objects>", 0, src.index("</ForceSet>"))
+    model = tmp_path / "arm_bushing.osim"
+    model.write_text(src[:end] + _BUSHING + src[end:])
+    rep = '<StatesReporter name="StatesReporter"><on>true</on><step_interval>1</step_interval></StatesReporter>'
+    mot = _motion(tmp_path, ["r_shoulder_elev", "r_elbow_flex"],
+                  [lambda t: 30 + 20 * np.sin(2 * np.pi * t), lambda t: 60 + 30 * np.sin(3 * np.pi * t)])
+    setup = _setup(tmp_path, model, f"<coordinates_file>{mot}</coordinates_file>", tmp_path / "osim",
+                   analyses=rep)
+    theirs, ours = _run_both(tmp_path, setup)
+    name = "sw_StatesReporter_states.sto"
+    a, b = read_sto(theirs / name), read_sto(ours / name)
+    assert "/forceset/hip_bushing/dissipated_energy" in a.labels
+    assert a.labels == b.labels and np.abs(a.data - b.data).max() < 1e-8
+    # a states file with the energy column: OpenSim reports the file's value
+    states = read_sto(theirs / name)
+    k = states.labels.index("/forceset/hip_bushing/dissipated_energy")
+    states.data[:, k] = 0.5 + states.time
+    sfile = tmp_path / "states.sto"
+    states.source = None
+    write_sto(sfile, states)
+    setup2 = _setup(tmp_path, model, f"<states_file>{sfile}</states_file>", tmp_path / "osim2", analyses=rep)
+    import opensim as osim
+    from oracle import _cwd
+    from arthron.tools.analyze_tool import run_analyze
+    with _cwd(tmp_path):
+        osim.AnalyzeTool(str(setup2)).run()
+    run_analyze(setup2, results_dir=tmp_path / "ours2")
+    a, b = read_sto(tmp_path / "osim2" / name), read_sto(tmp_path / "ours2" / name)
+    assert np.allclose(a.data[:, k], 0.5 + a.time, atol=1e-8)
+    assert a.labels == b.labels and np.abs(a.data - b.data).max() < 1e-8

@@ -48,7 +48,8 @@ class ModelStates:
     model order; u : (T, nq) generalized speeds (rad/s, m/s; for the rotations of
     ``tree.angular_velocity_groups``, Simbody's angular velocity, as OpenSim writes them);
     muscles : {muscle: {state: (T,) array}} of the muscle states the file gives, and the
-    ActivationCoordinateActuators' ``activation`` (the others keep their defaults); missing : the 4.x labels of the model's states the file lacks; unknown : the
+    ActivationCoordinateActuators' ``activation`` (the others keep their defaults); energies :
+    {force: (T,) array} of the BushingForces' ``dissipated_energy`` the file gives; missing : the 4.x labels of the model's states the file lacks; unknown : the
     file's labels that name no state of the model; source : the file; file_time (N,), file_u
     (N, nq) : the times and speeds of every row of the file (StaticOptimization splines them).
     """
@@ -58,6 +59,7 @@ class ModelStates:
     q: np.ndarray
     u: np.ndarray
     muscles: dict = field(default_factory=dict)
+    energies: dict = field(default_factory=dict)
     missing: list = field(default_factory=list)
     unknown: list = field(default_factory=list)
     source: object = None
@@ -97,8 +99,9 @@ class ModelStates:
 def model_state_labels(model: Model) -> list:
     """[(4.x label, 3.x label, kind, owner, state)] of the model's state variables arthron
     reads: each coordinate's value and speed (kind "q" / "u", owner the coordinate), each
-    applied muscle's states (kind "muscle", :func:`arthron.solvers.muscle_states.muscle_state_names`)
-    and each ActivationCoordinateActuator's ``activation`` (kind "actuator"), in the ForceSet's
+    applied muscle's states (kind "muscle", :func:`arthron.solvers.muscle_states.muscle_state_names`),
+    each ActivationCoordinateActuator's ``activation`` (kind "actuator") and each
+    BushingForce's ``dissipated_energy`` (kind "energy"), in the ForceSet's
     order (muscles that apply no force too: OpenSim gives them states)."""
     out = []
     for c in model.coordinates.values():
@@ -112,6 +115,11 @@ def model_state_labels(model: Model) -> list:
         elif f.type == "ActivationCoordinateActuator":
             out.append((f"/forceset/{f.name}/activation", f"{f.name}.activation", "actuator", f.name,
                         "activation"))
+        elif f.type == "BushingForce":
+            # OpenSim 4.6 gives every BushingForce a 'dissipated_energy' state (J; default 0),
+            # which no force depends on (measured with its Python API)
+            out.append((f"/forceset/{f.name}/dissipated_energy", f"{f.name}.dissipated_energy",
+                        "energy", f.name, "dissipated_energy"))
     return out
 
 
@@ -189,6 +197,7 @@ def states_from_table(model: Model, table, time_range=None) -> ModelStates:
     for (kind, owner, state), k in col.items():
         if kind in ("muscle", "actuator"):
             muscles.setdefault(owner, {})[state] = data[:, k].copy()
+    energies = {owner: data[:, k].copy() for (kind, owner, _), k in col.items() if kind == "energy"}
     deprecated = [m for m in muscles if m in model.muscles and model.muscles[m].type.endswith("_Deprecated")]
     if deprecated:
         m = model.muscles[deprecated[0]]
@@ -205,7 +214,7 @@ def states_from_table(model: Model, table, time_range=None) -> ModelStates:
                     f"OpenSim ignores columns that name no state ({', '.join(unknown[:6])}{' ...' if len(unknown) > 6 else ''})")
     if said:
         warnings.warn(f"{src or 'states file'}: " + "; ".join(said), ArthronWarning, stacklevel=2)
-    return ModelStates(time=t[rows].copy(), index=rows, q=q, u=u, muscles=muscles, missing=missing,
+    return ModelStates(time=t[rows].copy(), index=rows, q=q, u=u, muscles=muscles, energies=energies, missing=missing,
                        unknown=unknown, source=src, file_time=t, file_u=file_u)
 
 
@@ -240,6 +249,9 @@ def states_report(model: Model, states: ModelStates):
         labels.append(full)
         if kind in ("q", "u"):
             cols.append((states.q if kind == "q" else states.u)[:, coords.index(owner)])
+            continue
+        if kind == "energy":
+            cols.append(np.asarray(states.energies.get(owner, np.zeros(len(states.time))), float))
             continue
         got = states.muscles.get(owner, {}).get(state)
         if got is None and kind == "actuator":
