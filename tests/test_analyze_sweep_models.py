@@ -118,3 +118,39 @@ def test_states_reporter_with_a_bushing_force_as_opensim(tmp_path):
     a, b = read_sto(tmp_path / "osim2" / name), read_sto(tmp_path / "ours2" / name)
     assert np.allclose(a.data[:, k], 0.5 + a.time, atol=1e-8)
     assert a.labels == b.labels and np.abs(a.data - b.data).max() < 1e-8
+
+
+@needs_data
+@needs_opensim
+def test_states_reporter_millard_default_fiber_length_clamped_as_opensim(tmp_path):
+    """A Millard2012EquilibriumMuscle whose default fiber length (the class's 0.1 m here) lies
+    below its minimum fiber length (0.4441 l_opt, l_opt 0.4 m): OpenSim 4.6 starts the
+    fiber_length state at the minimum (0.178 m), arthron's StatesReporter wrote 0.1 (found on
+    sart_r of the Lenhart et al. (2015) knee model)."""
+    import re
+    from conftest import ARM26_TUT
+    from arthron.io.sto import read_sto
+    src = (ARM26_TUT / "InverseKinematics" / "arm26.osim").read_text()
+    bra = re.search(r'<(\w+) name="BRA">.*?</\1>', src, re.S).group(0)
+    path = re.search(r"<GeometryPath.*?</GeometryPath>", bra, re.S).group(0)
+    long_ = (f'<Millard2012EquilibriumMuscle name="long">{path}<max_isometric_force>100</max_isometric_force>'
+             "<optimal_fiber_length>0.4</optimal_fiber_length><tendon_slack_length>0.05</tendon_slack_length>"
+             "<pennation_angle_at_optimal>0</pennation_angle_at_optimal></Millard2012EquilibriumMuscle>"
+             '<Millard2012EquilibriumMuscle name="short">' + path + "<max_isometric_force>100</max_isometric_force>"
+             "<optimal_fiber_length>0.1</optimal_fiber_length><tendon_slack_length>0.1</tendon_slack_length>"
+             "<pennation_angle_at_optimal>0.2</pennation_angle_at_optimal></Millard2012EquilibriumMuscle>")
+    end = src.rindex("</objects>", 0, src.index("</ForceSet>"))
+    model = tmp_path / "arm_millard.osim"
+    model.write_text(src[:end] + long_ + src[end:])
+    rep = '<StatesReporter name="StatesReporter"><on>true</on><step_interval>1</step_interval></StatesReporter>'
+    mot = _motion(tmp_path, ["r_shoulder_elev", "r_elbow_flex"],
+                  [lambda t: 30 + 20 * np.sin(2 * np.pi * t), lambda t: 60 + 30 * np.sin(3 * np.pi * t)])
+    setup = _setup(tmp_path, model, f"<coordinates_file>{mot}</coordinates_file>", tmp_path / "osim",
+                   analyses=rep)
+    theirs, ours = _run_both(tmp_path, setup)
+    name = "sw_StatesReporter_states.sto"
+    a, b = read_sto(theirs / name), read_sto(ours / name)
+    k = a.labels.index("/forceset/long/fiber_length")
+    assert np.allclose(a.data[:, k], 0.4441 * 0.4, atol=1e-6)
+    assert np.allclose(a.data[:, a.labels.index("/forceset/short/fiber_length")], 0.1)
+    assert a.labels == b.labels and np.abs(a.data - b.data).max() < 1e-8

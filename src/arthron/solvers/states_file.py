@@ -35,7 +35,7 @@ from ..errors import ArthronWarning, DataFileError, UnsupportedFeature
 from ..models.model import Model
 from ..tables import check_times
 from .filtering import check_time_range, find_index
-from .muscle_states import muscle_state_names
+from .muscle_states import millard_minimum_fiber_length, muscle_state_names
 
 __all__ = ["ModelStates", "model_state_labels", "states_from_table", "states_report"]
 
@@ -235,7 +235,8 @@ def states_report(model: Model, states: ModelStates):
     state variable of the model (4.x labels, model order: :func:`model_state_labels`) at the
     rows of ``states``: the file's values, and each state the file lacks at its default value
     (the coordinate's ``default_value`` / ``default_speed_value``, the muscle's
-    ``default_<state>`` property or its class default), as ``Model::formStateStorage`` fills
+    ``default_<state>`` property or its class default; a Millard2012EquilibriumMuscle's
+    ``fiber_length`` at least its minimum fiber length, where OpenSim clamps the default), as ``Model::formStateStorage`` fills
     the AnalyzeTool's states (``StatesReporter::record`` writes ``getStateVariableValues``).
 
     Returns a :class:`arthron.tables.Table` (time (T,) s, data (T, n) in rad, m, rad/s, m/s,
@@ -263,7 +264,10 @@ def states_report(model: Model, states: ModelStates):
                 raise UnsupportedFeature(f"muscle '{owner}' ({m.type}): the default of its state "
                                          f"'{state}', which the states file lacks, is not reproduced",
                                          states.source)
-            got = np.full(len(states.time), muscle_property(m, f"default_{state}", default))
+            value = muscle_property(m, f"default_{state}", default)
+            if state == "fiber_length" and m.type == "Millard2012EquilibriumMuscle":
+                value = max(float(value), millard_minimum_fiber_length(m))   # as OpenSim clamps it
+            got = np.full(len(states.time), value)
         cols.append(np.asarray(got, float))
     data = np.column_stack(cols) if cols else np.zeros((len(states.time), 0))
     return Table(name="ModelStates", time=np.asarray(states.time, float), labels=labels, data=data,
