@@ -79,12 +79,26 @@ def _motion(osim, model_path: Path, out: Path):
         if c.getDefaultLocked():
             v = np.full_like(t, d)
         else:
-            a = 0.25 * (hi - lo)
+            a = 0.25 * (hi - lo) if hi - lo < 6 else 0.3   # a full turn's range: ±0.3
             f = 0.5 + 0.37 * i
             v = d + a * np.sin(2 * np.pi * f * t + 0.3 * i)
-        rot = c.getMotionType() == 1          # Rotational
         labels.append(c.getName())
-        cols.append(np.degrees(v) if rot else v)
+        cols.append(v)
+    Q = np.column_stack(cols)
+    if m.getConstraintSet().getSize():
+        # a model with constraints: each row assembled by OpenSim (the coordinates as goals), so
+        # that both tools start from poses that satisfy the constraints (a motion far from them
+        # leaves the assembly's solution to each assembler, and OpenSim's may fail)
+        for r in range(len(t)):
+            for i in range(cs.getSize()):
+                cs.get(i).setValue(s, Q[r, i], False)
+            try:
+                m.assemble(s)
+            except Exception:
+                pass
+            Q[r] = [cs.get(i).getValue(s) for i in range(cs.getSize())]
+    rot = np.array([cs.get(i).getMotionType() == 1 for i in range(cs.getSize())])   # Rotational
+    cols = [np.degrees(Q[:, i]) if rot[i] else Q[:, i] for i in range(len(labels))]
     write_sto(out, Table(name="motion", time=t, labels=labels, data=np.column_stack(cols),
                          in_degrees=True))
     bodies = [m.getBodySet().get(i).getName() for i in range(m.getBodySet().getSize())]
