@@ -255,3 +255,39 @@ def test_coupled_rotations_accelerations_obey_lagrange(tmp_path):
         exact = -0.5 * (mass(q0 + h) - mass(q0 - h)) / (2 * h) * qd ** 2 / mass(q0)
         got = forward_accelerations(tree, np.array([[q0]]), np.array([[qd]]))[0, 0]
         assert abs(got - exact) < 1e-7 * (1 + abs(exact)), (q0, qd, got, exact)
+
+
+@needs_data
+@needs_opensim
+def test_states_reporter_with_deprecated_muscles_as_opensim(tmp_path):
+    """A model with deprecated muscle classes (Schutte1993Muscle_Deprecated,
+    Thelen2003Muscle_Deprecated): OpenSim 4.6's StatesReporter writes their activation and
+    fiber_length at 0 (the classes have no default-state properties); arthron skipped the
+    StatesReporter (found on DAS4, 164 Schutte1993 muscles)."""
+    import re
+    import warnings
+    from conftest import ARM26_TUT
+    from arthron.io.sto import read_sto
+    src = (ARM26_TUT / "InverseKinematics" / "arm26.osim").read_text()
+    bra = re.search(r'<(\w+) name="BRA">.*?</\1>', src, re.S).group(0)
+    path = re.search(r"<GeometryPath.*?</GeometryPath>", bra, re.S).group(0)
+    props = ("<max_isometric_force>100</max_isometric_force><optimal_fiber_length>0.1</optimal_fiber_length>"
+             "<tendon_slack_length>0.1</tendon_slack_length><pennation_angle_at_optimal>0.1</pennation_angle_at_optimal>")
+    extra = "".join(f'<{t} name="{n}">{path}{props}</{t}>' for t, n in (
+        ("Schutte1993Muscle_Deprecated", "sch"), ("Thelen2003Muscle_Deprecated", "thd")))
+    end = src.rindex("</objects>", 0, src.index("</ForceSet>"))
+    model = tmp_path / "arm_deprecated.osim"
+    model.write_text(src[:end] + extra + src[end:])
+    rep = '<StatesReporter name="StatesReporter"><on>true</on><step_interval>1</step_interval></StatesReporter>'
+    mot = _motion(tmp_path, ["r_shoulder_elev", "r_elbow_flex"],
+                  [lambda t: 30 + 20 * np.sin(2 * np.pi * t), lambda t: 60 + 30 * np.sin(3 * np.pi * t)])
+    setup = _setup(tmp_path, model, f"<coordinates_file>{mot}</coordinates_file>", tmp_path / "osim",
+                   analyses=rep)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs, ours = _run_both(tmp_path, setup)
+    name = "sw_StatesReporter_states.sto"
+    a = read_sto(theirs / name)
+    assert "/forceset/sch/fiber_length" in a.labels and "/forceset/thd/activation" in a.labels
+    b = read_sto(ours / name)
+    assert a.labels == b.labels and np.abs(a.data - b.data).max() < 1e-8

@@ -228,6 +228,11 @@ _STATE_DEFAULTS = {
     "fiber_velocity": {"Millard2012AccelerationMuscle": 0.0},
     "normalized_tendon_force": {"DeGrooteFregly2016Muscle": 0.5},
 }
+# the deprecated classes have no default-state properties: OpenSim 4.6 starts them at 0
+# (measured: every state of DAS4's 164 Schutte1993Muscle_Deprecated in its StatesReporter)
+for _t in ("Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated", "Thelen2003Muscle_Deprecated"):
+    _STATE_DEFAULTS["activation"][_t] = _STATE_DEFAULTS["fiber_length"][_t] = 0.0
+_STATE_DEFAULTS["fiber_velocity"]["Delp1990Muscle_Deprecated"] = 0.0
 
 
 def states_report(model: Model, states: ModelStates):
