@@ -291,3 +291,13 @@ def test_states_reporter_with_deprecated_muscles_as_opensim(tmp_path):
     assert "/forceset/sch/fiber_length" in a.labels and "/forceset/thd/activation" in a.labels
     b = read_sto(ours / name)
     assert a.labels == b.labels and np.abs(a.data - b.data).max() < 1e-8
+    # OpenSim's file as the states file: the deprecated muscles' states at 0, their defaults,
+    # are accepted (arthron refused any such column)
+    setup2 = _setup(tmp_path, model, f"<states_file>{theirs / name}</states_file>", tmp_path / "osim2",
+                    analyses=rep)
+    from arthron.tools.analyze_tool import run_analyze
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run_analyze(setup2, results_dir=tmp_path / "ours2")
+    b2 = read_sto(tmp_path / "ours2" / name)
+    assert b2.labels == a.labels and np.abs(a.data - b2.data).max() < 1e-8

@@ -142,7 +142,7 @@ def states_from_table(model: Model, table, time_range=None) -> ModelStates:
     DataFileError (naming the file): ``inDegrees=yes``, no coordinate column, no rows, times not
     increasing, a NaN or infinite value of a state read (its column and time), a time range
     outside the file. UnsupportedFeature: a ``fiber_length`` or ``activation`` of a deprecated
-    muscle class (:func:`arthron.solvers.muscle_states.default_state_tensions`).
+    muscle class other than 0 (their default) (:func:`arthron.solvers.muscle_states.default_state_tensions`).
     """
     src = getattr(table, "source", None)
     if table.in_degrees:
@@ -198,6 +198,11 @@ def states_from_table(model: Model, table, time_range=None) -> ModelStates:
         if kind in ("muscle", "actuator"):
             muscles.setdefault(owner, {})[state] = data[:, k].copy()
     energies = {owner: data[:, k].copy() for (kind, owner, _), k in col.items() if kind == "energy"}
+    # a deprecated muscle's states at their defaults (0, as OpenSim's StatesReporter writes
+    # them) give the default-state force arthron reproduces; other values do not
+    for m in [m for m in muscles if m in model.muscles and model.muscles[m].type.endswith("_Deprecated")
+              and all(np.all(v == 0.0) for v in muscles[m].values())]:
+        del muscles[m]
     deprecated = [m for m in muscles if m in model.muscles and model.muscles[m].type.endswith("_Deprecated")]
     if deprecated:
         m = model.muscles[deprecated[0]]
