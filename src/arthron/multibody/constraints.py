@@ -266,6 +266,10 @@ def assemble(model: Model, tree: Tree, q_desired, *, tol=1e-12, max_iter=300, co
     (each frame independent). As in OpenSim, locked coordinates are held at their value in
     ``q_desired`` and the dependent coordinate of a CoordinateCouplerConstraint is not tracked
     (weight ~0: it follows from its independent coordinate); every other coordinate has weight 1.
+    A clamped coordinate stays within its range, as OpenSim's AssemblySolver restricts it
+    (``Assembler::restrictQ``): one the solution leaves outside is held at its bound and its
+    frame solved again (OpenSim's restricted optimizer stops short of an active bound, by 2e-5
+    rad on the Thoracoscapular model's axial_rot).
     Solved by sequential quadratic programming with the objective's Hessian (Gauss–Newton on the
     constraints): each step is the weighted projection of ``q_desired`` onto the constraints
     linearized at the current iterate, backtracked only if it makes the constraint error grow.
@@ -295,7 +299,31 @@ def assemble(model: Model, tree: Tree, q_desired, *, tol=1e-12, max_iter=300, co
     for it in cs.items:
         if it[0] == "coupler":
             winv[it[3]] = 1e8                     # the dependent coordinate is not tracked
-    winv = winv[free]
+    winv = np.broadcast_to(winv[free], (q0.shape[0], int(free.sum()))).copy()
+    q = _assemble_weighted(model, cs, q0, free, winv, tol, max_iter)
+    # clamped coordinates stay within their ranges, as OpenSim's AssemblySolver restricts them
+    # (Assembler::restrictQ): one left outside is held at its bound and the frame re-solved
+    cl = [i for i, c in enumerate(model.coordinates.values()) if c.clamped and free[i]]
+    if cl:
+        lo = np.array([min(model.coordinates[n].range) for n in tree.coordinate_names])
+        hi = np.array([max(model.coordinates[n].range) for n in tree.coordinate_names])
+        col = np.cumsum(free) - 1                 # a free coordinate's column in winv
+        for _ in range(len(cl)):
+            out = [(t, i) for i in cl for t in np.flatnonzero((q[:, i] < lo[i]) | (q[:, i] > hi[i]))]
+            if not out:
+                break
+            for t, i in out:
+                q0[t, i] = min(max(q[t, i], lo[i]), hi[i])
+                winv[t, col[i]] = 1e-10
+            rows = sorted({t for t, _ in out})
+            q[rows] = _assemble_weighted(model, cs, q0[rows], free, winv[rows], tol, max_iter)
+    return q
+
+
+def _assemble_weighted(model: Model, cs, q0, free, winv, tol, max_iter):
+    """:func:`assemble`'s solve: coordinates closest to ``q0`` (T, nq) in the metric of the
+    inverse weights ``winv`` (T, number of free coordinates) satisfying the constraints ``cs``."""
+    winv = winv[:, None, :]
     q = q0.copy()
     c = cs.residuals(q)
     err = np.abs(c).max(axis=1)

@@ -66,7 +66,7 @@ from ..models.muscles import (degroote_active_force_length, millard_curve_params
                               millard_force_velocity_curve, millard_tendon_force_length_curve)
 from ..models.spline_muscles import rigid_tendon_forces, schutte_default_state_tensions
 
-__all__ = ["DEFAULT_STATE_TYPES", "STATE_NAMES", "muscle_state_names", "default_state_tensions",
+__all__ = ["DEFAULT_STATE_TYPES", "STATE_NAMES", "millard_minimum_fiber_length", "muscle_state_names", "default_state_tensions",
            "needs_lengthening_speeds", "shared_muscle_loads",
            "DefaultStateMuscles", "default_state_muscles",
            "thelen_default_state_tensions", "millard_default_state_tensions",
@@ -397,6 +397,20 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
                                            * curve.value(np.stack([x for _, _, x in cols], 1)))
     return out
 
+
+
+def millard_minimum_fiber_length(m, given=None) -> float:
+    """A Millard2012EquilibriumMuscle's minimum fiber length (m), max(l̃_min l_opt,
+    h / sin φ_max, 1e-14) with h = l_opt sin α_opt (``getMinimumFiberLength``), at which OpenSim
+    4.6 clamps its fiber length and the ``fiber_length`` state's default (a default below it,
+    such as the class's 0.1 m for a long fibre, starts the state at the minimum: sart_r of
+    Lenhart et al. (2015)'s model, l_opt 0.387 m, starts at 0.4441 l_opt = 0.172 m).
+    ``given``: {muscle: (default fiber length, maximum pennation angle)} overriding the file."""
+    cp = millard_curve_params(m)
+    lopt = float(m.optimal_fiber_length)
+    h = lopt * np.sin(float(m.pennation_angle_at_optimal))
+    pmax = _maximum_pennation_angle(m, given or {})
+    return max(cp["ActiveForceLengthCurve"]["min_norm_active_fiber_length"] * lopt, h / np.sin(pmax), 1e-14)
 
 
 def _millard_fiber_length(m, cp, given, states, L):

@@ -35,7 +35,7 @@ from ..errors import ArthronWarning, DataFileError, UnsupportedFeature
 from ..models.model import Model
 from ..tables import check_times
 from .filtering import check_time_range, find_index
-from .muscle_states import muscle_state_names
+from .muscle_states import millard_minimum_fiber_length, muscle_state_names
 
 __all__ = ["ModelStates", "model_state_labels", "states_from_table", "states_report"]
 
@@ -48,7 +48,8 @@ class ModelStates:
     model order; u : (T, nq) generalized speeds (rad/s, m/s; for the rotations of
     ``tree.angular_velocity_groups``, Simbody's angular velocity, as OpenSim writes them);
     muscles : {muscle: {state: (T,) array}} of the muscle states the file gives, and the
-    ActivationCoordinateActuators' ``activation`` (the others keep their defaults); missing : the 4.x labels of the model's states the file lacks; unknown : the
+    ActivationCoordinateActuators' ``activation`` (the others keep their defaults); energies :
+    {force: (T,) array} of the BushingForces' ``dissipated_energy`` the file gives; missing : the 4.x labels of the model's states the file lacks; unknown : the
     file's labels that name no state of the model; source : the file; file_time (N,), file_u
     (N, nq) : the times and speeds of every row of the file (StaticOptimization splines them).
     """
@@ -58,6 +59,7 @@ class ModelStates:
     q: np.ndarray
     u: np.ndarray
     muscles: dict = field(default_factory=dict)
+    energies: dict = field(default_factory=dict)
     missing: list = field(default_factory=list)
     unknown: list = field(default_factory=list)
     source: object = None
@@ -97,8 +99,9 @@ class ModelStates:
 def model_state_labels(model: Model) -> list:
     """[(4.x label, 3.x label, kind, owner, state)] of the model's state variables arthron
     reads: each coordinate's value and speed (kind "q" / "u", owner the coordinate), each
-    applied muscle's states (kind "muscle", :func:`arthron.solvers.muscle_states.muscle_state_names`)
-    and each ActivationCoordinateActuator's ``activation`` (kind "actuator"), in the ForceSet's
+    applied muscle's states (kind "muscle", :func:`arthron.solvers.muscle_states.muscle_state_names`),
+    each ActivationCoordinateActuator's ``activation`` (kind "actuator") and each
+    BushingForce's ``dissipated_energy`` (kind "energy"), in the ForceSet's
     order (muscles that apply no force too: OpenSim gives them states)."""
     out = []
     for c in model.coordinates.values():
@@ -112,6 +115,11 @@ def model_state_labels(model: Model) -> list:
         elif f.type == "ActivationCoordinateActuator":
             out.append((f"/forceset/{f.name}/activation", f"{f.name}.activation", "actuator", f.name,
                         "activation"))
+        elif f.type == "BushingForce":
+            # OpenSim 4.6 gives every BushingForce a 'dissipated_energy' state (J; default 0),
+            # which no force depends on (measured with its Python API)
+            out.append((f"/forceset/{f.name}/dissipated_energy", f"{f.name}.dissipated_energy",
+                        "energy", f.name, "dissipated_energy"))
     return out
 
 
@@ -134,7 +142,7 @@ def states_from_table(model: Model, table, time_range=None) -> ModelStates:
     DataFileError (naming the file): ``inDegrees=yes``, no coordinate column, no rows, times not
     increasing, a NaN or infinite value of a state read (its column and time), a time range
     outside the file. UnsupportedFeature: a ``fiber_length`` or ``activation`` of a deprecated
-    muscle class (:func:`arthron.solvers.muscle_states.default_state_tensions`).
+    muscle class other than 0 (their default) (:func:`arthron.solvers.muscle_states.default_state_tensions`).
     """
     src = getattr(table, "source", None)
     if table.in_degrees:
@@ -189,6 +197,12 @@ def states_from_table(model: Model, table, time_range=None) -> ModelStates:
     for (kind, owner, state), k in col.items():
         if kind in ("muscle", "actuator"):
             muscles.setdefault(owner, {})[state] = data[:, k].copy()
+    energies = {owner: data[:, k].copy() for (kind, owner, _), k in col.items() if kind == "energy"}
+    # a deprecated muscle's states at their defaults (0, as OpenSim's StatesReporter writes
+    # them) give the default-state force arthron reproduces; other values do not
+    for m in [m for m in muscles if m in model.muscles and model.muscles[m].type.endswith("_Deprecated")
+              and all(np.all(v == 0.0) for v in muscles[m].values())]:
+        del muscles[m]
     deprecated = [m for m in muscles if m in model.muscles and model.muscles[m].type.endswith("_Deprecated")]
     if deprecated:
         m = model.muscles[deprecated[0]]
@@ -205,7 +219,7 @@ def states_from_table(model: Model, table, time_range=None) -> ModelStates:
                     f"OpenSim ignores columns that name no state ({', '.join(unknown[:6])}{' ...' if len(unknown) > 6 else ''})")
     if said:
         warnings.warn(f"{src or 'states file'}: " + "; ".join(said), ArthronWarning, stacklevel=2)
-    return ModelStates(time=t[rows].copy(), index=rows, q=q, u=u, muscles=muscles, missing=missing,
+    return ModelStates(time=t[rows].copy(), index=rows, q=q, u=u, muscles=muscles, energies=energies, missing=missing,
                        unknown=unknown, source=src, file_time=t, file_u=file_u)
 
 
@@ -219,6 +233,11 @@ _STATE_DEFAULTS = {
     "fiber_velocity": {"Millard2012AccelerationMuscle": 0.0},
     "normalized_tendon_force": {"DeGrooteFregly2016Muscle": 0.5},
 }
+# the deprecated classes have no default-state properties: OpenSim 4.6 starts them at 0
+# (measured: every state of DAS4's 164 Schutte1993Muscle_Deprecated in its StatesReporter)
+for _t in ("Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated", "Thelen2003Muscle_Deprecated"):
+    _STATE_DEFAULTS["activation"][_t] = _STATE_DEFAULTS["fiber_length"][_t] = 0.0
+_STATE_DEFAULTS["fiber_velocity"]["Delp1990Muscle_Deprecated"] = 0.0
 
 
 def states_report(model: Model, states: ModelStates):
@@ -226,7 +245,8 @@ def states_report(model: Model, states: ModelStates):
     state variable of the model (4.x labels, model order: :func:`model_state_labels`) at the
     rows of ``states``: the file's values, and each state the file lacks at its default value
     (the coordinate's ``default_value`` / ``default_speed_value``, the muscle's
-    ``default_<state>`` property or its class default), as ``Model::formStateStorage`` fills
+    ``default_<state>`` property or its class default; a Millard2012EquilibriumMuscle's
+    ``fiber_length`` at least its minimum fiber length, where OpenSim clamps the default), as ``Model::formStateStorage`` fills
     the AnalyzeTool's states (``StatesReporter::record`` writes ``getStateVariableValues``).
 
     Returns a :class:`arthron.tables.Table` (time (T,) s, data (T, n) in rad, m, rad/s, m/s,
@@ -241,6 +261,9 @@ def states_report(model: Model, states: ModelStates):
         if kind in ("q", "u"):
             cols.append((states.q if kind == "q" else states.u)[:, coords.index(owner)])
             continue
+        if kind == "energy":
+            cols.append(np.asarray(states.energies.get(owner, np.zeros(len(states.time))), float))
+            continue
         got = states.muscles.get(owner, {}).get(state)
         if got is None and kind == "actuator":
             got = np.full(len(states.time), float(model.forces[owner].default_activation))
@@ -251,7 +274,10 @@ def states_report(model: Model, states: ModelStates):
                 raise UnsupportedFeature(f"muscle '{owner}' ({m.type}): the default of its state "
                                          f"'{state}', which the states file lacks, is not reproduced",
                                          states.source)
-            got = np.full(len(states.time), muscle_property(m, f"default_{state}", default))
+            value = muscle_property(m, f"default_{state}", default)
+            if state == "fiber_length" and m.type == "Millard2012EquilibriumMuscle":
+                value = max(float(value), millard_minimum_fiber_length(m))   # as OpenSim clamps it
+            got = np.full(len(states.time), value)
         cols.append(np.asarray(got, float))
     data = np.column_stack(cols) if cols else np.zeros((len(states.time), 0))
     return Table(name="ModelStates", time=np.asarray(states.time, float), labels=labels, data=data,

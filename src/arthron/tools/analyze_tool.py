@@ -37,7 +37,7 @@ from ..solvers.kinematics_analyses import (CENTER_OF_MASS, AnalysisStates,
                                            point_kinematics)
 from ..solvers.states_file import ModelStates, states_report
 from ..solvers.muscle_states import shared_muscle_loads
-from ..solvers.muscle_analysis import PathAnalysis, coordinates_of_motion, path_analysis
+from ..solvers.muscle_analysis import PathAnalysis, coordinates_of_motion, default_muscles, path_analysis
 from ..solvers.reactions import JointReactionResult, joint_reactions
 from ..models.motion import coordinates_from_table
 from .analyze_setup import (AnalyzeSetup, model_with_force_sets, read_analyze_setup,  # noqa: F401
@@ -268,7 +268,14 @@ def _muscle_analysis(st: AnalyzeSetup, ma, model: Model, motion, tree=None, fibe
         t, q, qd = _setup_q_qd(st, model, tree, motion)
     else:
         t, q = _setup_coordinates(st, model, tree, motion)
-    res = path_analysis(model, q, time=t, muscles=muscles, tree=tree)
+    if muscles is None and not default_muscles(model):
+        # OpenSim 4.6 runs a MuscleAnalysis on a model without muscles: its files hold the
+        # time column only (and the other analyses run)
+        q = np.atleast_2d(np.asarray(q, float))
+        res = PathAnalysis(time=np.asarray(t, float), names=[], coordinates=list(tree.coordinate_names),
+                           lengths=np.zeros((len(q), 0)), moment_arms=np.zeros((len(q), 0, tree.nq)), q=q)
+    else:
+        res = path_analysis(model, q, time=t, muscles=muscles, tree=tree)
     clist = setting_list(setting_text(ma, "moment_arm_coordinate_list"))
     if not clist or clist[0].lower() == "all":
         coords = list(res.coordinates)           # OpenSim 4.6: every coordinate of the model
@@ -293,7 +300,10 @@ def _fiber_files(st: AnalyzeSetup, ma, model: Model, tree: Tree, res: PathAnalys
     from ..multibody.paths import compile_paths, lengthening_speeds
     from ..solvers.muscle_fibers import MUSCLE_ANALYSIS_FILES, muscle_fibers
     muscles = [model.forces[n] for n in res.names]
-    if not all(getattr(m, "is_muscle", False) for m in muscles):
+    if not muscles:
+        values = {k: np.zeros((len(res.time), 0)) for k in MUSCLE_ANALYSIS_FILES}
+        have = {k: np.zeros(0, bool) for k in MUSCLE_ANALYSIS_FILES}
+    elif not all(getattr(m, "is_muscle", False) for m in muscles):
         values = {}
         have = {k: np.zeros(len(muscles), bool) for k in MUSCLE_ANALYSIS_FILES}
     else:
