@@ -4,7 +4,6 @@ OpenSim 4.6 run in the test."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from conftest import REF, needs_data, needs_opensim
 
@@ -52,6 +51,34 @@ def _motion(tmp_path, labels, cols):
     return mot
 
 
+_STATES_REPORTER = ('<StatesReporter name="StatesReporter"><on>true</on><step_interval>1</step_interval>'
+                    "</StatesReporter>")
+
+
+def _arm26_with(tmp_path, name, forces_xml):
+    """arm26 (the tutorial's) with ``forces_xml`` appended to its ForceSet, written as ``name``."""
+    from conftest import ARM26_TUT
+    src = (ARM26_TUT / "InverseKinematics" / "arm26.osim").read_text()
+    end = src.rindex("</objects>", 0, src.index("</ForceSet>"))
+    model = tmp_path / name
+    model.write_text(src[:end] + forces_xml + src[end:])
+    return model
+
+
+def _bra_path() -> str:
+    """The GeometryPath element of arm26's BRA, as XML text (for muscles added to the model)."""
+    import re
+    from conftest import ARM26_TUT
+    src = (ARM26_TUT / "InverseKinematics" / "arm26.osim").read_text()
+    bra = re.search(r'<(\w+) name="BRA">.*?</\1>', src, re.S).group(0)
+    return re.search(r"<GeometryPath.*?</GeometryPath>", bra, re.S).group(0)
+
+
+def _arm26_motion(tmp_path):
+    return _motion(tmp_path, ["r_shoulder_elev", "r_elbow_flex"],
+                   [lambda t: 30 + 20 * np.sin(2 * np.pi * t), lambda t: 60 + 30 * np.sin(3 * np.pi * t)])
+
+
 @needs_data
 @needs_opensim
 def test_muscle_analysis_on_a_model_without_muscles_as_opensim(tmp_path):
@@ -85,15 +112,10 @@ def test_states_reporter_with_a_bushing_force_as_opensim(tmp_path):
     """OpenSim 4.6 gives every BushingForce a state, ``dissipated_energy`` (0 on a coordinates
     file, the file's value on a states file); arthron's StatesReporter left the column out
     (found on the legacy bouncing_block model)."""
-    from conftest import ARM26_TUT
     from arthron.io.sto import read_sto, write_sto
-    src = (ARM26_TUT / "InverseKinematics" / "arm26.osim").read_text()
-    end = src.rindex("</objects>", 0, src.index("</ForceSet>"))
-    model = tmp_path / "arm_bushing.osim"
-    model.write_text(src[:end] + _BUSHING + src[end:])
-    rep = '<StatesReporter name="StatesReporter"><on>true</on><step_interval>1</step_interval></StatesReporter>'
-    mot = _motion(tmp_path, ["r_shoulder_elev", "r_elbow_flex"],
-                  [lambda t: 30 + 20 * np.sin(2 * np.pi * t), lambda t: 60 + 30 * np.sin(3 * np.pi * t)])
+    model = _arm26_with(tmp_path, "arm_bushing.osim", _BUSHING)
+    rep = _STATES_REPORTER
+    mot = _arm26_motion(tmp_path)
     setup = _setup(tmp_path, model, f"<coordinates_file>{mot}</coordinates_file>", tmp_path / "osim",
                    analyses=rep)
     theirs, ours = _run_both(tmp_path, setup)
@@ -127,26 +149,17 @@ def test_states_reporter_millard_default_fiber_length_clamped_as_opensim(tmp_pat
     below its minimum fiber length (0.4441 l_opt, l_opt 0.4 m): OpenSim 4.6 starts the
     fiber_length state at the minimum (0.178 m), arthron's StatesReporter wrote 0.1 (found on
     sart_r of the Lenhart et al. (2015) knee model)."""
-    import re
-    from conftest import ARM26_TUT
     from arthron.io.sto import read_sto
-    src = (ARM26_TUT / "InverseKinematics" / "arm26.osim").read_text()
-    bra = re.search(r'<(\w+) name="BRA">.*?</\1>', src, re.S).group(0)
-    path = re.search(r"<GeometryPath.*?</GeometryPath>", bra, re.S).group(0)
+    path = _bra_path()
     long_ = (f'<Millard2012EquilibriumMuscle name="long">{path}<max_isometric_force>100</max_isometric_force>'
              "<optimal_fiber_length>0.4</optimal_fiber_length><tendon_slack_length>0.05</tendon_slack_length>"
              "<pennation_angle_at_optimal>0</pennation_angle_at_optimal></Millard2012EquilibriumMuscle>"
              '<Millard2012EquilibriumMuscle name="short">' + path + "<max_isometric_force>100</max_isometric_force>"
              "<optimal_fiber_length>0.1</optimal_fiber_length><tendon_slack_length>0.1</tendon_slack_length>"
              "<pennation_angle_at_optimal>0.2</pennation_angle_at_optimal></Millard2012EquilibriumMuscle>")
-    end = src.rindex("</objects>", 0, src.index("</ForceSet>"))
-    model = tmp_path / "arm_millard.osim"
-    model.write_text(src[:end] + long_ + src[end:])
-    rep = '<StatesReporter name="StatesReporter"><on>true</on><step_interval>1</step_interval></StatesReporter>'
-    mot = _motion(tmp_path, ["r_shoulder_elev", "r_elbow_flex"],
-                  [lambda t: 30 + 20 * np.sin(2 * np.pi * t), lambda t: 60 + 30 * np.sin(3 * np.pi * t)])
-    setup = _setup(tmp_path, model, f"<coordinates_file>{mot}</coordinates_file>", tmp_path / "osim",
-                   analyses=rep)
+    model = _arm26_with(tmp_path, "arm_millard.osim", long_)
+    setup = _setup(tmp_path, model, f"<coordinates_file>{_arm26_motion(tmp_path)}</coordinates_file>",
+                   tmp_path / "osim", analyses=_STATES_REPORTER)
     theirs, ours = _run_both(tmp_path, setup)
     name = "sw_StatesReporter_states.sto"
     a, b = read_sto(theirs / name), read_sto(ours / name)
@@ -264,25 +277,17 @@ def test_states_reporter_with_deprecated_muscles_as_opensim(tmp_path):
     Thelen2003Muscle_Deprecated): OpenSim 4.6's StatesReporter writes their activation and
     fiber_length at 0 (the classes have no default-state properties); arthron skipped the
     StatesReporter (found on DAS4, 164 Schutte1993 muscles)."""
-    import re
     import warnings
-    from conftest import ARM26_TUT
     from arthron.io.sto import read_sto
-    src = (ARM26_TUT / "InverseKinematics" / "arm26.osim").read_text()
-    bra = re.search(r'<(\w+) name="BRA">.*?</\1>', src, re.S).group(0)
-    path = re.search(r"<GeometryPath.*?</GeometryPath>", bra, re.S).group(0)
+    path = _bra_path()
     props = ("<max_isometric_force>100</max_isometric_force><optimal_fiber_length>0.1</optimal_fiber_length>"
              "<tendon_slack_length>0.1</tendon_slack_length><pennation_angle_at_optimal>0.1</pennation_angle_at_optimal>")
     extra = "".join(f'<{t} name="{n}">{path}{props}</{t}>' for t, n in (
         ("Schutte1993Muscle_Deprecated", "sch"), ("Thelen2003Muscle_Deprecated", "thd")))
-    end = src.rindex("</objects>", 0, src.index("</ForceSet>"))
-    model = tmp_path / "arm_deprecated.osim"
-    model.write_text(src[:end] + extra + src[end:])
-    rep = '<StatesReporter name="StatesReporter"><on>true</on><step_interval>1</step_interval></StatesReporter>'
-    mot = _motion(tmp_path, ["r_shoulder_elev", "r_elbow_flex"],
-                  [lambda t: 30 + 20 * np.sin(2 * np.pi * t), lambda t: 60 + 30 * np.sin(3 * np.pi * t)])
+    model = _arm26_with(tmp_path, "arm_deprecated.osim", extra)
+    mot = _arm26_motion(tmp_path)
     setup = _setup(tmp_path, model, f"<coordinates_file>{mot}</coordinates_file>", tmp_path / "osim",
-                   analyses=rep)
+                   analyses=_STATES_REPORTER)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         theirs, ours = _run_both(tmp_path, setup)
@@ -294,7 +299,7 @@ def test_states_reporter_with_deprecated_muscles_as_opensim(tmp_path):
     # OpenSim's file as the states file: the deprecated muscles' states at 0, their defaults,
     # are accepted (arthron refused any such column)
     setup2 = _setup(tmp_path, model, f"<states_file>{theirs / name}</states_file>", tmp_path / "osim2",
-                    analyses=rep)
+                    analyses=_STATES_REPORTER)
     from arthron.tools.analyze_tool import run_analyze
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
