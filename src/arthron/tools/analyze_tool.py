@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ArthronWarning, DataFileError, ModelFileError, OptionError, SolverError, UnsupportedFeature
-from ..io.files import check_output, check_output_dir, input_guard, make_output_folder, output_group
+from ..io.files import check_output, input_guard, make_output_folder, output_group
 from ..io.osim import read_osim
 from ..io.setup import read_external_loads
 from ..io.sto import expect_values, read_sto, write_sto
@@ -37,13 +37,15 @@ from ..solvers.kinematics_analyses import (CENTER_OF_MASS, AnalysisStates,
                                            point_kinematics)
 from ..solvers.states_file import ModelStates, states_report
 from ..solvers.muscle_states import shared_muscle_loads
-from ..solvers.muscle_analysis import PathAnalysis, coordinates_of_motion, default_muscles, path_analysis
+from ..solvers.muscle_analysis import PathAnalysis, default_muscles, path_analysis
 from ..solvers.reactions import JointReactionResult, joint_reactions
 from ..models.motion import coordinates_from_table
 from .analyze_setup import (AnalyzeSetup, model_with_force_sets, read_analyze_setup,  # noqa: F401
                             read_force_set_file, step_rows)
 from .analyze_setup import analysis_name, setup_step_rows
-from .options import check_lowpass, check_result_name, check_time_range
+from .options import check_lowpass, check_time_range
+from .path_analysis_files import (_MUSCLE_ANALYSIS_DESCRIPTION, _path_table_files,  # noqa: F401
+                                  _still_coordinates, _write_path_tables, write_path_analysis)
 from .setup_files import setting_bool, setting_list, setting_text, step_interval
 from .setup_files import find_setup_file, results_directory
 
@@ -353,91 +355,6 @@ def muscle_analysis_from_setup(setup_path, placeholders=None, *, search_dirs=Non
         raise DataFileError("the AnalyzeTool setup has no enabled MuscleAnalysis analysis", st.path)
     model = model_with_force_sets(st)
     return _muscle_analysis(st, ma, model, _setup_input(st, model))[0]
-
-
-_MUSCLE_ANALYSIS_DESCRIPTION = [
-    "", "This analysis gathers basic information about muscles during a simulation (e.g., forces, "
-    "tendon lengths, moment arms, etc).", "", "Units are S.I. units (second, meters, Newtons, ...)",
-    "If the header above contains a line with 'inDegrees', this indicates whether rotational "
-    "values are in degrees (yes) or radians (no).", ""]
-
-
-def _path_table_files(coords, out: Path, prefix: str, analysis: str = "MuscleAnalysis") -> list:
-    return [out / f"{prefix}_{analysis}_Length.sto"] + [
-        out / f"{prefix}_{analysis}_MomentArm_{c}.sto" for c in coords]
-
-
-def _still_coordinates(res: PathAnalysis) -> list:
-    """Coordinates the moment arms are undefined about (NaN) at some frame: they cannot move
-    there (locked, and held by the model's constraints)."""
-    nan = np.isnan(res.moment_arms).any(axis=(0, 1)) if res.moment_arms.size else []
-    return [c for c, k in zip(res.coordinates, nan) if k]
-
-
-def _write_path_tables(res: PathAnalysis, coords, out: Path, prefix: str,
-                       analysis: str = "MuscleAnalysis") -> list:
-    """Length and moment-arm files. Moment arms about a coordinate that cannot move are
-    written NaN (OpenSim's MuscleAnalysis writes -nan or rounding noise there), with one
-    warning naming those coordinates; a coordinate chosen by ``all`` that cannot move at any
-    frame gets no file (:meth:`PathAnalysis.crossed`), named in the warning too."""
-    files = _path_table_files(coords, out, prefix, analysis)
-    for f in files:
-        make_output_folder(f)
-    still = _still_coordinates(res)
-    with output_group():
-        write_sto(files[0], res.length_table())
-        for c, f in zip(coords, files[1:]):
-            write_sto(f, res.moment_arm_table(c), allow_nan=c in still)
-    if still:
-        unwritten = [c for c in still if c not in coords]
-        said = (["written as NaN"] if len(unwritten) < len(still) else []) + (
-            ["no file for " + ", ".join(unwritten)] if unwritten else [])
-        warnings.warn(f"moment arms about {', '.join(still)} are undefined (NaN) where these "
-                      "coordinates cannot move (locked and held by the model's constraints); "
-                      + "; ".join(said), ArthronWarning, stacklevel=3)
-    return files
-
-
-def write_path_analysis(model: Model, motion_table, out_dir, muscles=None, prefix=None,
-                        tree: Tree | None = None):
-    """Write lengths and moment arms as OpenSim's MuscleAnalysis does (``arthron paths``).
-
-    Parameters
-    ----------
-    model : Model
-    motion_table : arthron.tables.Table
-        Coordinates over time (columns named by coordinate or by its state path
-        ``/jointset/<joint>/<coord>/value``; degrees if the header says ``inDegrees=yes``).
-        Coordinates missing from the table keep their default values; no filtering.
-    out_dir : directory (created)
-    muscles : names to include (default: all muscles; if the model has none, all path forces)
-    prefix : file prefix (default: the model name)
-
-    Writes ``<prefix>_MuscleAnalysis_Length.sto`` (one column per muscle, metres) and one
-    ``<prefix>_MuscleAnalysis_MomentArm_<coord>.sto`` per coordinate that any selected path
-    crosses (metres), and returns the list of written paths.
-    """
-    prefix = _file_prefix(prefix, model)
-    check_output_dir(out_dir)
-    q = coordinates_of_motion(model, motion_table)
-    res = path_analysis(model, q, time=motion_table.time, muscles=muscles, tree=tree)
-    out = Path(out_dir)
-    files = _path_table_files(res.crossed(), out, prefix)
-    for f in files:
-        check_output(f)
-    return _write_path_tables(res, res.crossed(), out, prefix)
-
-
-def _file_prefix(prefix, model: Model) -> str:
-    """The prefix of the output files: ``prefix``, else the model's name; a name, not a path
-    (a model named ``../x`` would write outside the folder: OpenSim 4.6 refuses such a name,
-    'Component ... contains invalid characters'). OptionError / ModelFileError otherwise."""
-    if prefix:
-        return check_result_name(prefix, "prefix")
-    try:
-        return check_result_name(model.name or "model", "model name")
-    except OptionError as e:
-        raise ModelFileError(e.message, model.source) from None
 
 
 # --------------------------------------------------------------------------------------
