@@ -78,6 +78,20 @@ def static_optimization_setup(name, model, coordinates, results, t0, t1, *, phys
 </AnalyzeTool></OpenSimDocument>"""
 
 
+def analyze_tool_setup(path: Path, name: str, model, inputs: str, results, analyses: str,
+                       t0: float = 0.0, t1: float = 1.0) -> Path:
+    """Write an OpenSim AnalyzeTool setup ``name`` at ``path``: ``model`` (its own force set),
+    ``analyses`` (the AnalysisSet's members, XML text), ``inputs`` (the coordinates or states
+    file elements, XML text), results into ``results``, from ``t0`` to ``t1`` s. Returns the path."""
+    path.write_text(f"""<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40000"><AnalyzeTool name="{name}">
+<model_file>{model}</model_file><replace_force_set>false</replace_force_set><force_set_files/>
+<results_directory>{results}</results_directory><initial_time>{t0}</initial_time><final_time>{t1}</final_time>
+<AnalysisSet name="Analyses"><objects>{analyses}</objects></AnalysisSet>{inputs}
+</AnalyzeTool></OpenSimDocument>""")
+    return path
+
+
 def thoracoscapular_motion(path: Path) -> Path:
     """Write a synthesized 1-s motion of every coordinate of the Thoracoscapular model (101
     frames; rotations ±0.3 rad and translations ±1 cm about the defaults, each coordinate at its

@@ -56,14 +56,8 @@ def _model(tmp_path):
 
 
 def _setup(tmp_path, model, inputs, results):
-    p = tmp_path / f"{results.name}.xml"
-    p.write_text(f"""<?xml version="1.0" encoding="UTF-8" ?>
-<OpenSimDocument Version="40000"><AnalyzeTool name="act">
-<model_file>{model}</model_file><replace_force_set>false</replace_force_set><force_set_files/>
-<results_directory>{results}</results_directory><initial_time>0</initial_time><final_time>0.6</final_time>
-<AnalysisSet name="Analyses"><objects>{_ANALYSES}</objects></AnalysisSet>{inputs}
-</AnalyzeTool></OpenSimDocument>""")
-    return p
+    from conftest import analyze_tool_setup
+    return analyze_tool_setup(tmp_path / f"{results.name}.xml", "act", model, inputs, results, _ANALYSES, 0, 0.6)
 
 
 def _compare(tmp_path, setup):

@@ -19,14 +19,8 @@ _ANALYSES = """
 
 
 def _setup(tmp_path, model, inputs, results, analyses=_ANALYSES):
-    p = tmp_path / f"{results.name}.xml"
-    p.write_text(f"""<?xml version="1.0" encoding="UTF-8" ?>
-<OpenSimDocument Version="40000"><AnalyzeTool name="sw">
-<model_file>{model}</model_file><replace_force_set>false</replace_force_set><force_set_files/>
-<results_directory>{results}</results_directory><initial_time>0</initial_time><final_time>1</final_time>
-<AnalysisSet name="Analyses"><objects>{analyses}</objects></AnalysisSet>{inputs}
-</AnalyzeTool></OpenSimDocument>""")
-    return p
+    from conftest import analyze_tool_setup
+    return analyze_tool_setup(tmp_path / f"{results.name}.xml", "sw", model, inputs, results, analyses)
 
 
 def _run_both(tmp_path, setup):
