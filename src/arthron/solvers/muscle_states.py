@@ -399,14 +399,15 @@ def millard_default_state_tensions(muscles, lengths, speeds, default_fiber_lengt
 
 
 
-def millard_minimum_fiber_length(m, given=None) -> float:
+def millard_minimum_fiber_length(m, given=None, cp=None) -> float:
     """A Millard2012EquilibriumMuscle's minimum fiber length (m), max(l̃_min l_opt,
     h / sin φ_max, 1e-14) with h = l_opt sin α_opt (``getMinimumFiberLength``), at which OpenSim
     4.6 clamps its fiber length and the ``fiber_length`` state's default (a default below it,
     such as the class's 0.1 m for a long fibre, starts the state at the minimum: sart_r of
     Lenhart et al. (2015)'s model, l_opt 0.387 m, starts at 0.4441 l_opt = 0.172 m).
-    ``given``: {muscle: (default fiber length, maximum pennation angle)} overriding the file."""
-    cp = millard_curve_params(m)
+    ``given``: {muscle: (default fiber length, maximum pennation angle)} overriding the file;
+    ``cp``: its :func:`millard_curve_params`, when computed already."""
+    cp = millard_curve_params(m) if cp is None else cp
     lopt = float(m.optimal_fiber_length)
     h = lopt * np.sin(float(m.pennation_angle_at_optimal))
     pmax = _maximum_pennation_angle(m, given or {})
@@ -418,10 +419,9 @@ def _millard_fiber_length(m, cp, given, states, L):
     parameters ``cp`` = :func:`millard_curve_params`) at path lengths ``L`` (T,): with
     ``ignore_tendon_compliance`` sqrt(h² + (L − l_s)²), else the ``fiber_length`` state (its
     default); clamped at l_min = max(l̃_min l_opt, h / sin φ_max, 1e-14) as OpenSim clamps it."""
-    lopt, ls = float(m.optimal_fiber_length), float(m.tendon_slack_length)
-    h = lopt * np.sin(float(m.pennation_angle_at_optimal))
-    pmax = _maximum_pennation_angle(m, given)
-    lmin = max(cp["ActiveForceLengthCurve"]["min_norm_active_fiber_length"] * lopt, h / np.sin(pmax), 1e-14)
+    ls = float(m.tendon_slack_length)
+    h = float(m.optimal_fiber_length) * np.sin(float(m.pennation_angle_at_optimal))
+    lmin = millard_minimum_fiber_length(m, given, cp)
     if _xml_value(m, "ignore_tendon_compliance", False):
         return np.maximum(np.sqrt(h * h + (L - ls) ** 2), lmin), lmin
     lce0 = _state(m, states, "fiber_length", _default_fiber_length(m, given))

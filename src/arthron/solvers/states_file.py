@@ -223,21 +223,20 @@ def states_from_table(model: Model, table, time_range=None) -> ModelStates:
                        unknown=unknown, source=src, file_time=t, file_u=file_u)
 
 
+#: the deprecated classes have no default-state properties: OpenSim 4.6 starts them at 0
+#: (measured: every state of DAS4's 164 Schutte1993Muscle_Deprecated in its StatesReporter)
+_DEPRECATED = {"Schutte1993Muscle_Deprecated": 0.0, "Delp1990Muscle_Deprecated": 0.0,
+               "Thelen2003Muscle_Deprecated": 0.0}
 #: OpenSim 4.6's default of each muscle state a model file does not set (``default_<state>``;
 #: measured with OpenSim 4.6's Python API: ``get_default_activation`` of a new instance)
 _STATE_DEFAULTS = {
     "activation": {"Thelen2003Muscle": 0.05, "Millard2012EquilibriumMuscle": 0.05,
-                   "DeGrooteFregly2016Muscle": 0.5},
+                   "DeGrooteFregly2016Muscle": 0.5, **_DEPRECATED},
     "fiber_length": {"Thelen2003Muscle": 0.1, "Millard2012EquilibriumMuscle": 0.1,
-                     "Millard2012AccelerationMuscle": 0.1},
-    "fiber_velocity": {"Millard2012AccelerationMuscle": 0.0},
+                     "Millard2012AccelerationMuscle": 0.1, **_DEPRECATED},
+    "fiber_velocity": {"Millard2012AccelerationMuscle": 0.0, "Delp1990Muscle_Deprecated": 0.0},
     "normalized_tendon_force": {"DeGrooteFregly2016Muscle": 0.5},
 }
-# the deprecated classes have no default-state properties: OpenSim 4.6 starts them at 0
-# (measured: every state of DAS4's 164 Schutte1993Muscle_Deprecated in its StatesReporter)
-for _t in ("Schutte1993Muscle_Deprecated", "Delp1990Muscle_Deprecated", "Thelen2003Muscle_Deprecated"):
-    _STATE_DEFAULTS["activation"][_t] = _STATE_DEFAULTS["fiber_length"][_t] = 0.0
-_STATE_DEFAULTS["fiber_velocity"]["Delp1990Muscle_Deprecated"] = 0.0
 
 
 def states_report(model: Model, states: ModelStates):
